@@ -1,0 +1,23 @@
+#pragma once
+// One bind_<area> function per binding area; module.cpp only wires them.
+#include <pybind11/pybind11.h>
+
+#include <memory>
+
+#include "assoc/data_model.hpp"
+
+namespace assoc::py_bind {
+
+namespace py = pybind11;
+
+// The Python-side handle of a finished model (immutable, shared by sessions).
+struct PyModel {
+  std::shared_ptr<const DataModel> model;
+};
+
+// Converts one symbol to int, float, str or Dual.
+py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i);
+
+void bind_model(py::module_& m);
+
+}  // namespace assoc::py_bind

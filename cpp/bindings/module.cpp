@@ -1,0 +1,16 @@
+#include "bindings.hpp"
+
+#include "assoc/error.hpp"
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "assoc engine core (private: use the assoc package)";
+  static pybind11::exception<assoc::Error> error(m, "Error", PyExc_ValueError);
+  pybind11::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const assoc::Error& e) {
+      pybind11::set_error(error, e.what());
+    }
+  });
+  assoc::py_bind::bind_model(m);
+}

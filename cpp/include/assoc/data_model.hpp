@@ -1,0 +1,151 @@
+#pragma once
+// An app's data: fields (each one symbol table shared by every table that has a column of
+// that name) and tables (one bit-stuffed index per column).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "assoc/packed_index.hpp"
+#include "assoc/symbol_table.hpp"
+#include "assoc/thread_pool.hpp"
+
+namespace assoc {
+
+// A field's number format as QVD headers carry it (NumberFormat element).
+struct NumberFormat {
+  std::string type = "UNKNOWN";  // UNKNOWN, ASCII, INTEGER, REAL, FIX, MONEY, DATE, TIME, TIMESTAMP, INTERVAL
+  int n_dec = 0;
+  int use_thou = 0;
+  std::string fmt;
+  std::string dec;
+  std::string thou;
+};
+
+struct Column {
+  std::uint32_t field = 0;  // index into DataModel::fields
+  PackedIndex index;
+};
+
+struct Table {
+  std::string name;
+  std::size_t rows = 0;
+  std::vector<Column> columns;
+  bool is_system = false;
+  bool is_synthetic = false;  // a `$Syn N Table`
+  bool is_loose = false;
+
+  // Column position of a field in this table, or -1.
+  int column_of(std::uint32_t field) const;
+  std::size_t byte_size() const;
+};
+
+struct Field {
+  std::string name;
+  SymbolTable symbols;
+  NumberFormat format;
+  std::vector<std::string> source_tags;  // tags the source file gave ($date, $timestamp, …)
+  std::vector<std::uint32_t> src_tables;  // tables holding the field, in load order
+  std::uint64_t total_count = 0;
+  bool is_system = false;
+  bool is_hidden = false;
+  bool is_key = false;
+  bool is_keypart = false;
+  bool is_syn = false;
+  std::string comment;
+
+  // Tags derived from the data and the model, in the order the engine reports them.
+  std::vector<std::string> tags() const;
+};
+
+struct ReloadMeta {
+  std::int64_t cpu_time_ns = 0;
+  unsigned logical_cores = 0;
+  std::uint64_t total_memory = 0;
+};
+
+class DataModel {
+ public:
+  const std::vector<Field>& fields() const { return fields_; }
+  const std::vector<Table>& tables() const { return tables_; }
+  const ReloadMeta& reload_meta() const { return reload_meta_; }
+
+  // Field index by name, or -1.
+  int find_field(const std::string& name) const;
+  // Table index by name, or -1.
+  int find_table(const std::string& name) const;
+  const Table& table(const std::string& name) const;  // throws Error when unknown
+
+  // Total static bytes: symbol tables, indexes, and the model's own bookkeeping.
+  std::size_t static_byte_size() const;
+
+ private:
+  friend class ModelBuilder;
+  friend struct ModelAccess;
+  std::vector<Field> fields_;
+  std::vector<Table> tables_;
+  std::unordered_map<std::string, std::uint32_t> field_ids_;
+  std::unordered_map<std::string, std::uint32_t> table_ids_;
+  ReloadMeta reload_meta_;
+};
+
+// Write access to a model under construction, for the passes that link tables.
+struct ModelAccess {
+  static std::vector<Field>& fields(DataModel& m) { return m.fields_; }
+  static std::vector<Table>& tables(DataModel& m) { return m.tables_; }
+  static std::unordered_map<std::string, std::uint32_t>& field_ids(DataModel& m) { return m.field_ids_; }
+  static std::unordered_map<std::string, std::uint32_t>& table_ids(DataModel& m) { return m.table_ids_; }
+};
+
+// One table as a loader hands it over: its own symbol tables, not yet shared with others.
+struct LoadedColumn {
+  std::string name;
+  SymbolTable symbols;
+  PackedIndex index;
+  NumberFormat format;
+  std::vector<std::string> tags;
+};
+
+struct LoadedTable {
+  std::string name;
+  std::size_t rows = 0;
+  std::vector<LoadedColumn> columns;
+};
+
+// Builds one column value by value (NULLs included), interning values into its own symbol table.
+class ColumnBuilder {
+ public:
+  explicit ColumnBuilder(std::string name) : name_(std::move(name)) {}
+  void reserve(std::size_t rows) { rows_.reserve(rows); }
+  void add(const DualView& v) { rows_.push_back(symbols_.intern(v)); }
+  void add_null() { rows_.push_back(kNull); }
+  std::size_t rows() const { return rows_.size(); }
+  LoadedColumn finish();
+
+ private:
+  std::string name_;
+  SymbolTableBuilder symbols_;
+  std::vector<std::uint32_t> rows_;
+};
+
+// Collects loaded tables and builds the immutable DataModel: merges symbol tables of fields
+// with the same name, then links tables.
+class ModelBuilder {
+ public:
+  ModelBuilder();
+  // Adds a table; a name already used gets a suffix (-1, -2, …) as Qlik does.
+  void add(LoadedTable&& table);
+  // CPU time spent loading so far (loaders add theirs here).
+  CpuAccount& cpu() { return cpu_; }
+  std::size_t table_count() const { return model_->tables_.size(); }
+  // Finishes the model; the builder is empty afterwards.
+  std::shared_ptr<const DataModel> build();
+
+ private:
+  std::unique_ptr<DataModel> model_;
+  CpuAccount cpu_;
+};
+
+}  // namespace assoc

@@ -1,0 +1,52 @@
+#pragma once
+// Per table and field: each row's symbol index, bit-stuffed in the fewest bits that hold
+// every symbol index plus NULL.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "assoc/dual.hpp"
+
+namespace assoc {
+
+class PackedIndex {
+ public:
+  PackedIndex() = default;
+
+  // Packs symbol indexes (kNull for NULL) of `n` rows; `n_symbols` bounds every index.
+  static PackedIndex pack(const std::uint32_t* symbols, std::size_t n, std::uint32_t n_symbols);
+  // Bit width needed for codes 0..max_code.
+  static std::uint32_t width_for(std::uint64_t max_code);
+
+  std::size_t size() const { return rows_; }
+  std::uint32_t bit_width() const { return width_; }
+  // True when NULL has a code of its own (code 0; symbols are stored as index + 1).
+  bool has_null() const { return bias_ != 0; }
+  std::uint64_t non_null_count() const { return non_null_; }
+
+  // Symbol index of one row, kNull for NULL.
+  std::uint32_t get(std::size_t row) const {
+    if (width_ == 0) return 0U - bias_;
+    const std::size_t bit = row * width_;
+    std::uint64_t w;
+    std::memcpy(&w, bytes_.data() + (bit >> 3), sizeof w);
+    return static_cast<std::uint32_t>((w >> (bit & 7)) & mask_) - bias_;
+  }
+  // Decodes rows [begin, begin+count) to symbol indexes (kNull for NULL) — branch-free per value.
+  void decode(std::size_t begin, std::size_t count, std::uint32_t* out) const;
+
+  // Bytes of the packed data (allocated capacity).
+  std::size_t byte_size() const { return bytes_.capacity(); }
+  const std::uint8_t* data() const { return bytes_.data(); }
+
+ private:
+  std::vector<std::uint8_t> bytes_;  // rows_*width_ bits, plus 8 bytes of slack for 64-bit loads
+  std::size_t rows_ = 0;
+  std::uint64_t non_null_ = 0;
+  std::uint64_t mask_ = 0;
+  std::uint32_t width_ = 0;
+  std::uint32_t bias_ = 0;
+};
+
+}  // namespace assoc

@@ -1,0 +1,100 @@
+#pragma once
+// One field's distinct values (symbols), in first-occurrence order.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "assoc/dual.hpp"
+
+namespace assoc {
+
+class SymbolTable {
+ public:
+  std::uint32_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  bool has_number(std::uint32_t i) const {
+    return !ints_.empty() || (!numbers_.empty() && numbers_[i] == numbers_[i]);
+  }
+  // The numeric part; NaN when the symbol has none.
+  double number(std::uint32_t i) const {
+    if (!ints_.empty()) return ints_[i];
+    return numbers_.empty() ? std::numeric_limits<double>::quiet_NaN() : numbers_[i];
+  }
+  bool has_text(std::uint32_t i) const {
+    return all_text_ || (!text_mask_.empty() && ((text_mask_[i >> 6] >> (i & 63)) & 1U));
+  }
+  std::string_view text(std::uint32_t i) const {
+    return std::string_view(text_.data() + text_offsets_[i], text_offsets_[i + 1] - text_offsets_[i]);
+  }
+  DualView value(std::uint32_t i) const;
+
+  // Summary flags, computed once when the table is finished.
+  bool all_numeric() const { return all_numeric_; }
+  bool all_integer() const { return all_integer_; }
+  bool any_numeric() const { return any_numeric_; }
+  bool all_ascii() const { return all_ascii_; }
+  bool any_text() const { return any_text_; }
+
+  // Bytes of the arrays that hold the symbols (their allocated capacity).
+  std::size_t byte_size() const;
+
+  // Symbols equal in the engine's sense: same number when both are numeric, same text when both are pure text.
+  static bool same_symbol(const DualView& a, const DualView& b);
+
+ private:
+  friend class SymbolTableBuilder;
+  void finish();
+
+  std::uint32_t size_ = 0;
+  // Numbers: one of ints_ (every symbol an int32 integer) or numbers_ (NaN where a symbol has
+  // no number); both empty when no symbol has a number.
+  std::vector<std::int32_t> ints_;
+  std::vector<double> numbers_;
+  std::vector<std::uint64_t> text_mask_;     // bit i: symbol i has a text; empty when all or none have
+  std::vector<std::uint32_t> text_offsets_;  // size()+1 offsets into text_ when any symbol has text
+  std::vector<char> text_;  // UTF-8 texts back to back
+  bool all_text_ = false;
+  bool all_numeric_ = false, all_integer_ = false, any_numeric_ = false, all_ascii_ = false,
+       any_text_ = false;
+};
+
+// Builds a symbol table, giving each distinct value its index (first occurrence first).
+// The hash index lives only here; a finished SymbolTable holds no hash.
+class SymbolTableBuilder {
+ public:
+  SymbolTableBuilder();
+  // Starts from an existing table (to merge more values into it).
+  explicit SymbolTableBuilder(SymbolTable&& from);
+  ~SymbolTableBuilder();
+  SymbolTableBuilder(SymbolTableBuilder&&) noexcept;
+  SymbolTableBuilder& operator=(SymbolTableBuilder&&) noexcept;
+
+  // Returns the symbol index of v, adding it when new.
+  std::uint32_t intern(const DualView& v);
+  std::uint32_t intern_number(double v) { return intern(DualView::of_number(v)); }
+  std::uint32_t intern_text(std::string_view t) { return intern(DualView::of_text(t)); }
+  // Appends v as a new symbol without looking for an equal one (file formats whose symbols are distinct).
+  std::uint32_t append(const DualView& v);
+  std::uint32_t size() const { return table_.size_; }
+  void reserve(std::size_t n_symbols, std::size_t text_bytes = 0);
+
+  SymbolTable finish();
+
+ private:
+  void grow_hash();
+  std::uint64_t hash_of(const DualView& v) const;
+  std::uint32_t find_or_add(const DualView& v);
+  std::uint32_t push(const DualView& v);
+
+  SymbolTable table_;
+  std::vector<std::uint32_t> slots_;  // open addressing: symbol index + 1, 0 = empty
+  std::size_t mask_ = 0;
+  bool hashing_ = true;
+};
+
+}  // namespace assoc

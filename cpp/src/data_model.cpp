@@ -1,0 +1,71 @@
+#include "assoc/data_model.hpp"
+
+#include "assoc/error.hpp"
+
+namespace assoc {
+
+int Table::column_of(std::uint32_t field) const {
+  for (std::size_t i = 0; i < columns.size(); ++i)
+    if (columns[i].field == field) return static_cast<int>(i);
+  return -1;
+}
+
+std::size_t Table::byte_size() const {
+  std::size_t n = 0;
+  for (const auto& c : columns) n += c.index.byte_size();
+  return n;
+}
+
+std::vector<std::string> Field::tags() const {
+  std::vector<std::string> t;
+  if (is_system) t.emplace_back("$system");
+  if (is_hidden) t.emplace_back("$hidden");
+  if (is_key) t.emplace_back("$key");
+  if (is_keypart) t.emplace_back("$keypart");
+  if (is_syn) t.emplace_back("$syn");
+  const SymbolTable& s = symbols;
+  if (s.all_numeric()) {
+    t.emplace_back("$numeric");
+    if (s.all_integer()) t.emplace_back("$integer");
+  } else if (!s.empty()) {
+    if (s.all_ascii()) t.emplace_back("$ascii");
+    if (!s.any_numeric()) t.emplace_back("$text");
+  }
+  auto has_source_tag = [&](const char* tag) {
+    for (const auto& st : source_tags)
+      if (st == tag) return true;
+    return false;
+  };
+  const bool is_date = format.type == "DATE" || has_source_tag("$date");
+  const bool is_timestamp = is_date || format.type == "TIMESTAMP" || has_source_tag("$timestamp");
+  if (!s.empty() && s.any_numeric()) {
+    if (is_timestamp) t.emplace_back("$timestamp");
+    if (is_date) t.emplace_back("$date");
+  }
+  return t;
+}
+
+int DataModel::find_field(const std::string& name) const {
+  auto it = field_ids_.find(name);
+  return it == field_ids_.end() ? -1 : static_cast<int>(it->second);
+}
+
+int DataModel::find_table(const std::string& name) const {
+  auto it = table_ids_.find(name);
+  return it == table_ids_.end() ? -1 : static_cast<int>(it->second);
+}
+
+const Table& DataModel::table(const std::string& name) const {
+  const int t = find_table(name);
+  if (t < 0) throw Error("no table named '" + name + "'");
+  return tables_[static_cast<std::size_t>(t)];
+}
+
+std::size_t DataModel::static_byte_size() const {
+  std::size_t n = 0;
+  for (const auto& f : fields_) n += f.symbols.byte_size() + f.name.capacity() + sizeof(Field);
+  for (const auto& t : tables_) n += t.byte_size() + t.name.capacity() + sizeof(Table) + t.columns.capacity() * sizeof(Column);
+  return n;
+}
+
+}  // namespace assoc

@@ -1,0 +1,110 @@
+#include <algorithm>
+#include <vector>
+
+#include "assoc/associative.hpp"
+#include "assoc/data_model.hpp"
+#include "assoc/error.hpp"
+#include "assoc/thread_pool.hpp"
+
+namespace assoc {
+
+LoadedColumn ColumnBuilder::finish() {
+  LoadedColumn c;
+  c.name = std::move(name_);
+  c.symbols = symbols_.finish();
+  c.index = PackedIndex::pack(rows_.data(), rows_.size(), c.symbols.size());
+  std::vector<std::uint32_t>().swap(rows_);
+  return c;
+}
+
+ModelBuilder::ModelBuilder() : model_(std::make_unique<DataModel>()) {}
+
+namespace {
+
+// Re-maps a column's symbol indexes from its own symbol table to the shared one.
+PackedIndex remap_index(const PackedIndex& index, const std::vector<std::uint32_t>& remap,
+                        std::uint32_t n_symbols, CpuAccount* cpu) {
+  const std::size_t n = index.size();
+  std::vector<std::uint32_t> rows(n);
+  parallel_ranges(
+      n, 1,
+      [&](std::size_t b, std::size_t e) {
+        index.decode(b, e - b, rows.data() + b);
+        for (std::size_t i = b; i < e; ++i) rows[i] = rows[i] == kNull ? kNull : remap[rows[i]];
+      },
+      cpu);
+  return PackedIndex::pack(rows.data(), n, n_symbols);
+}
+
+}  // namespace
+
+void ModelBuilder::add(LoadedTable&& loaded) {
+  CpuScope scope(&cpu_);
+  DataModel& m = *model_;
+  if (loaded.name.empty()) throw Error("a table needs a name");
+  std::string name = loaded.name;
+  for (int k = 1; m.table_ids_.count(name); ++k) name = loaded.name + "-" + std::to_string(k);
+
+  // Column names must be unique within a table.
+  for (std::size_t i = 0; i < loaded.columns.size(); ++i) {
+    if (loaded.columns[i].name.empty()) throw Error("table '" + loaded.name + "' has a field with an empty name");
+    for (std::size_t j = 0; j < i; ++j)
+      if (loaded.columns[i].name == loaded.columns[j].name)
+        throw Error("table '" + loaded.name + "' has the field '" + loaded.columns[i].name + "' twice");
+    if (loaded.columns[i].index.size() != loaded.rows)
+      throw Error("field '" + loaded.columns[i].name + "' of table '" + loaded.name + "' has " +
+                  std::to_string(loaded.columns[i].index.size()) + " rows, the table " + std::to_string(loaded.rows));
+  }
+
+  Table table;
+  table.name = name;
+  table.rows = loaded.rows;
+  for (auto& lc : loaded.columns) {
+    auto it = m.field_ids_.find(lc.name);
+    Column col;
+    if (it == m.field_ids_.end()) {
+      const auto id = static_cast<std::uint32_t>(m.fields_.size());
+      Field f;
+      f.name = lc.name;
+      f.symbols = std::move(lc.symbols);
+      f.format = std::move(lc.format);
+      f.source_tags = std::move(lc.tags);
+      m.fields_.push_back(std::move(f));
+      m.field_ids_.emplace(lc.name, id);
+      col.field = id;
+      col.index = std::move(lc.index);
+    } else {
+      Field& f = m.fields_[it->second];
+      SymbolTableBuilder merged(std::move(f.symbols));
+      std::vector<std::uint32_t> remap(lc.symbols.size());
+      for (std::uint32_t s = 0; s < lc.symbols.size(); ++s) remap[s] = merged.intern(lc.symbols.value(s));
+      f.symbols = merged.finish();
+      if (f.format.type == "UNKNOWN") f.format = std::move(lc.format);
+      for (auto& tag : lc.tags)
+        if (std::find(f.source_tags.begin(), f.source_tags.end(), tag) == f.source_tags.end())
+          f.source_tags.push_back(std::move(tag));
+      col.field = it->second;
+      bool identity = true;
+      for (std::uint32_t s = 0; s < remap.size() && identity; ++s) identity = remap[s] == s;
+      col.index = identity ? std::move(lc.index) : remap_index(lc.index, remap, f.symbols.size(), &cpu_);
+    }
+    table.columns.push_back(std::move(col));
+  }
+  m.table_ids_.emplace(name, static_cast<std::uint32_t>(m.tables_.size()));
+  m.tables_.push_back(std::move(table));
+}
+
+std::shared_ptr<const DataModel> ModelBuilder::build() {
+  {
+    CpuScope scope(&cpu_);
+    link_tables(*model_);
+  }
+  model_->reload_meta_.cpu_time_ns = cpu_.ns();
+  model_->reload_meta_.logical_cores = logical_cores();
+  model_->reload_meta_.total_memory = total_memory();
+  std::shared_ptr<const DataModel> out(std::move(model_));
+  model_ = std::make_unique<DataModel>();
+  return out;
+}
+
+}  // namespace assoc

@@ -1,0 +1,239 @@
+#include "assoc/symbol_table.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "assoc/error.hpp"
+
+namespace assoc {
+namespace {
+
+inline std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+inline std::uint64_t hash_bytes(std::string_view s) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ s.size();
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = mix(h ^ w) + 0x9e3779b97f4a7c15ULL;
+  }
+  std::uint64_t tail = 0;
+  std::memcpy(&tail, s.data() + i, s.size() - i);
+  return mix(h ^ tail ^ 0x5bd1e995ULL);
+}
+
+inline std::uint64_t number_key(double v) {
+  if (v == 0.0) v = 0.0;  // -0 and +0 are one symbol
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+}  // namespace
+
+DualView SymbolTable::value(std::uint32_t i) const {
+  DualView v;
+  v.number = number(i);
+  if (has_text(i)) {
+    v.text = text(i);
+    v.has_text = true;
+  }
+  return v;
+}
+
+bool SymbolTable::same_symbol(const DualView& a, const DualView& b) {
+  if (a.has_number() || b.has_number()) {
+    return a.has_number() && b.has_number() && number_key(a.number) == number_key(b.number);
+  }
+  return a.text == b.text;
+}
+
+std::size_t SymbolTable::byte_size() const {
+  return ints_.capacity() * sizeof(std::int32_t) + numbers_.capacity() * sizeof(double) +
+         text_mask_.capacity() * sizeof(std::uint64_t) + text_offsets_.capacity() * sizeof(std::uint32_t) +
+         text_.capacity();
+}
+
+void SymbolTable::finish() {
+  any_numeric_ = false;
+  all_numeric_ = size_ > 0;
+  all_integer_ = size_ > 0;
+  bool fits_int32 = true;
+  if (ints_.empty()) {
+    for (std::uint32_t i = 0; i < size_; ++i) {
+      const double v = numbers_.empty() ? std::nan("") : numbers_[i];
+      if (std::isnan(v)) {
+        all_numeric_ = all_integer_ = false;
+        continue;
+      }
+      any_numeric_ = true;
+      if (std::trunc(v) != v) all_integer_ = false;
+      if (!(v >= -2147483648.0 && v <= 2147483647.0) || std::trunc(v) != v || (v == 0.0 && std::signbit(v)))
+        fits_int32 = false;
+    }
+  } else {
+    any_numeric_ = size_ > 0;
+  }
+  any_text_ = all_text_ || !text_mask_.empty();
+  all_ascii_ = true;
+  for (unsigned char c : text_) {
+    if (c >= 0x80) {
+      all_ascii_ = false;
+      break;
+    }
+  }
+  // A text-free table of int32 integers keeps 4 bytes a symbol instead of 8.
+  if (all_numeric_ && all_integer_ && fits_int32 && !numbers_.empty()) {
+    ints_.resize(size_);
+    for (std::uint32_t i = 0; i < size_; ++i) ints_[i] = static_cast<std::int32_t>(numbers_[i]);
+    std::vector<double>().swap(numbers_);
+  }
+  if (!text_mask_.empty()) {
+    bool all = true;
+    for (std::uint32_t i = 0; i < size_ && all; ++i) all = (text_mask_[i >> 6] >> (i & 63)) & 1U;
+    if (all) {
+      std::vector<std::uint64_t>().swap(text_mask_);
+      all_text_ = true;
+    }
+  }
+  ints_.shrink_to_fit();
+  numbers_.shrink_to_fit();
+  text_mask_.shrink_to_fit();
+  text_offsets_.shrink_to_fit();
+  text_.shrink_to_fit();
+}
+
+SymbolTableBuilder::SymbolTableBuilder() { slots_.assign(16, 0); mask_ = 15; }
+
+SymbolTableBuilder::SymbolTableBuilder(SymbolTable&& from) : table_(std::move(from)) {
+  // Back to the growable representation.
+  if (!table_.ints_.empty()) {
+    table_.numbers_.assign(table_.ints_.begin(), table_.ints_.end());
+    std::vector<std::int32_t>().swap(table_.ints_);
+  }
+  if (table_.all_text_) {
+    table_.text_mask_.assign((table_.size_ + 64) / 64, ~0ULL);
+    table_.all_text_ = false;
+  }
+  std::size_t cap = 16;
+  while (cap < static_cast<std::size_t>(table_.size_) * 2) cap <<= 1;
+  slots_.assign(cap, 0);
+  mask_ = cap - 1;
+  for (std::uint32_t i = 0; i < table_.size_; ++i) {
+    std::size_t s = hash_of(table_.value(i)) & mask_;
+    while (slots_[s] != 0) s = (s + 1) & mask_;
+    slots_[s] = i + 1;
+  }
+}
+
+SymbolTableBuilder::~SymbolTableBuilder() = default;
+SymbolTableBuilder::SymbolTableBuilder(SymbolTableBuilder&&) noexcept = default;
+SymbolTableBuilder& SymbolTableBuilder::operator=(SymbolTableBuilder&&) noexcept = default;
+
+void SymbolTableBuilder::reserve(std::size_t n_symbols, std::size_t text_bytes) {
+  table_.text_.reserve(text_bytes);
+  if (hashing_) {
+    std::size_t cap = slots_.size();
+    while (cap < n_symbols * 2) cap <<= 1;
+    if (cap != slots_.size()) {
+      slots_.assign(cap, 0);
+      mask_ = cap - 1;
+      for (std::uint32_t i = 0; i < table_.size_; ++i) {
+        std::size_t s = hash_of(table_.value(i)) & mask_;
+        while (slots_[s] != 0) s = (s + 1) & mask_;
+        slots_[s] = i + 1;
+      }
+    }
+  }
+}
+
+std::uint64_t SymbolTableBuilder::hash_of(const DualView& v) const {
+  if (v.has_number()) return mix(number_key(v.number));
+  return hash_bytes(v.text);
+}
+
+void SymbolTableBuilder::grow_hash() {
+  const std::size_t cap = slots_.size() * 2;
+  std::vector<std::uint32_t> fresh(cap, 0);
+  const std::size_t mask = cap - 1;
+  for (std::uint32_t i = 0; i < table_.size_; ++i) {
+    std::size_t s = hash_of(table_.value(i)) & mask;
+    while (fresh[s] != 0) s = (s + 1) & mask;
+    fresh[s] = i + 1;
+  }
+  slots_.swap(fresh);
+  mask_ = mask;
+}
+
+std::uint32_t SymbolTableBuilder::append(const DualView& v) {
+  hashing_ = false;  // appended symbols are not in the hash: no intern after this
+  std::vector<std::uint32_t>().swap(slots_);
+  return push(v);
+}
+
+std::uint32_t SymbolTableBuilder::push(const DualView& v) {
+  if (!v.has_number() && !v.has_text) throw Error("a NULL value cannot be a symbol");
+  SymbolTable& t = table_;
+  if (t.size_ == 0xFFFFFFFEU) throw Error("too many distinct values in one field");
+  const std::uint32_t i = t.size_;
+  if (v.has_number()) {
+    if (t.numbers_.empty() && i > 0) t.numbers_.assign(i, std::nan(""));
+    t.numbers_.push_back(v.number);
+  } else if (!t.numbers_.empty()) {
+    t.numbers_.push_back(std::nan(""));
+  }
+  if (v.has_text) {
+    if (t.text_offsets_.empty()) {
+      t.text_offsets_.assign(i + 1, 0);
+      t.text_mask_.assign((i + 64) / 64, 0);
+    }
+    if (t.text_.size() + v.text.size() > 0xFFFFFFFFULL) throw Error("the texts of one field exceed 4 GiB");
+    t.text_.insert(t.text_.end(), v.text.begin(), v.text.end());
+    t.text_offsets_.push_back(static_cast<std::uint32_t>(t.text_.size()));
+    if (t.text_mask_.size() * 64 <= i) t.text_mask_.push_back(0);
+    t.text_mask_[i >> 6] |= 1ULL << (i & 63);
+  } else if (!t.text_offsets_.empty()) {
+    t.text_offsets_.push_back(static_cast<std::uint32_t>(t.text_.size()));
+    if (t.text_mask_.size() * 64 <= i) t.text_mask_.push_back(0);
+  }
+  t.size_ = i + 1;
+  return i;
+}
+
+std::uint32_t SymbolTableBuilder::find_or_add(const DualView& v) {
+  std::size_t s = hash_of(v) & mask_;
+  for (;;) {
+    const std::uint32_t slot = slots_[s];
+    if (slot == 0) break;
+    if (SymbolTable::same_symbol(table_.value(slot - 1), v)) return slot - 1;
+    s = (s + 1) & mask_;
+  }
+  const std::uint32_t i = push(v);
+  slots_[s] = i + 1;
+  if (static_cast<std::size_t>(table_.size_) * 2 > slots_.size()) grow_hash();
+  return i;
+}
+
+std::uint32_t SymbolTableBuilder::intern(const DualView& v) {
+  if (!v.has_number() && !v.has_text) throw Error("a NULL value cannot be a symbol");
+  if (!hashing_) throw Error("internal: intern after append on one symbol table");
+  return find_or_add(v);
+}
+
+SymbolTable SymbolTableBuilder::finish() {
+  SymbolTable out = std::move(table_);
+  table_ = SymbolTable();
+  std::vector<std::uint32_t>().swap(slots_);
+  out.finish();
+  return out;
+}
+
+}  // namespace assoc

@@ -1,0 +1,179 @@
+#include "assoc/thread_pool.hpp"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace assoc {
+namespace {
+
+struct Job {
+  const std::function<void(std::size_t)>* fn = nullptr;
+  std::size_t n = 0;
+  CpuAccount* account = nullptr;
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  std::atomic<bool> failed{false};
+  std::mutex mutex;
+  std::condition_variable finished;
+  std::exception_ptr error;
+
+  // Runs tasks until none is left to claim; returns after the last claimed one. The caller's
+  // own time is left to the CpuScope it runs in, so only workers charge the account here.
+  void work(CpuAccount* charge) {
+    CpuScope scope(charge);
+    for (;;) {
+      const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= n) return;
+      if (!failed.load(std::memory_order_relaxed)) {  // after a failure the rest are only counted
+        try {
+          (*fn)(i);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (!error) error = std::current_exception();
+          failed.store(true, std::memory_order_relaxed);
+        }
+      }
+      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
+        std::lock_guard<std::mutex> lock(mutex);
+        finished.notify_all();
+      }
+    }
+  }
+};
+
+class Pool {
+ public:
+  explicit Pool(unsigned n_threads) : n_threads_(std::max(1U, n_threads)) {
+    for (unsigned i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { loop(); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+  unsigned size() const { return n_threads_; }
+
+  void run(const std::shared_ptr<Job>& job) {
+    if (workers_.empty() || job->n <= 1) {
+      job->work(nullptr);
+    } else {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        queue_.push_back(job);
+      }
+      wake_.notify_all();
+      job->work(nullptr);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = std::find(queue_.begin(), queue_.end(), job);
+        if (it != queue_.end()) queue_.erase(it);
+      }
+    }
+    // Tasks claimed by workers may still be running: wait until every task is counted.
+    std::unique_lock<std::mutex> lock(job->mutex);
+    job->finished.wait(lock, [&] { return job->done.load() >= job->n; });
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        job = queue_.front();
+        if (job->next.load(std::memory_order_relaxed) >= job->n) {
+          queue_.pop_front();
+          continue;
+        }
+      }
+      job->work(job->account);
+    }
+  }
+
+  unsigned n_threads_;
+  std::vector<std::thread> workers_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+};
+
+std::mutex g_pool_mutex;
+std::shared_ptr<Pool> g_pool;
+unsigned g_threads = 0;  // 0 = all logical cores
+
+std::shared_ptr<Pool> pool() {
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  if (!g_pool) g_pool = std::make_shared<Pool>(g_threads ? g_threads : logical_cores());
+  return g_pool;
+}
+
+}  // namespace
+
+unsigned logical_cores() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n ? n : 1;
+}
+
+std::uint64_t total_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+}
+
+void set_threads(unsigned n) {
+  std::shared_ptr<Pool> old;
+  {
+    std::lock_guard<std::mutex> lock(g_pool_mutex);
+    g_threads = n;
+    old = std::move(g_pool);  // jobs running on it finish; new jobs get a new pool
+  }
+}
+
+unsigned threads() { return pool()->size(); }
+
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+void parallel_for(std::size_t n_tasks, const std::function<void(std::size_t)>& fn, CpuAccount* account) {
+  if (n_tasks == 0) return;
+  auto job = std::make_shared<Job>();
+  job->fn = &fn;
+  job->n = n_tasks;
+  job->account = account;
+  pool()->run(job);
+  if (job->error) std::rethrow_exception(job->error);
+}
+
+void parallel_ranges(std::size_t n, std::size_t align, const std::function<void(std::size_t, std::size_t)>& fn,
+                     CpuAccount* account, std::size_t min_chunk) {
+  if (n == 0) return;
+  align = std::max<std::size_t>(align, 1);
+  const std::size_t max_chunks = static_cast<std::size_t>(threads()) * 4;
+  std::size_t chunks = std::min(max_chunks, (n + min_chunk - 1) / std::max<std::size_t>(min_chunk, 1));
+  chunks = std::max<std::size_t>(chunks, 1);
+  std::size_t step = (n + chunks - 1) / chunks;
+  step = (step + align - 1) / align * align;
+  chunks = (n + step - 1) / step;
+  parallel_for(
+      chunks, [&](std::size_t c) { fn(c * step, std::min(n, (c + 1) * step)); }, account);
+}
+
+}  // namespace assoc

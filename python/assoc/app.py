@@ -1,0 +1,97 @@
+"""Apps as Python programs use them: load, inspect, write."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from assoc import _core
+
+Source = str | os.PathLike[str] | bytes | bytearray | memoryview
+
+
+def _read_source(source: Source) -> bytes:
+    """The bytes of a path or a bytes-like source."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source)
+    if isinstance(source, str | os.PathLike):
+        try:
+            with open(source, "rb") as f:
+                return f.read()
+        except OSError as exc:
+            raise _core.Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
+    raise TypeError(f"expected a path or bytes, not {type(source).__name__}")
+
+
+class Table:
+    """One table of an app: its fields and its rows."""
+
+    def __init__(self, model: _core.DataModel, name: str) -> None:
+        self._model = model
+        self.name = name
+        self.num_rows: int = model.table_rows(name)
+
+    @property
+    def fields(self) -> list[str]:
+        """The table's field names in column order."""
+        return self._model.table_fields(self.name)
+
+    def column(self, field: str) -> list[Any]:
+        """The column's values in row order: int, float, str or Dual; None for NULL."""
+        return self._model.column(self.name, field)
+
+    def column_indices(self, field: str) -> np.ndarray:
+        """The column's symbol indexes in row order (-1 for NULL), as an int64 array."""
+        return self._model.column_indices(self.name, field)
+
+    def __repr__(self) -> str:
+        return f"<assoc.Table {self.name!r}: {self.num_rows} rows x {len(self.fields)} fields>"
+
+
+class App:
+    """An app: linked tables held by the engine core."""
+
+    def __init__(self, model: _core.DataModel) -> None:
+        self._impl = model
+
+    @classmethod
+    def from_tables(cls, tables: Mapping[str, Mapping[str, Iterable[Any] | np.ndarray]]) -> App:
+        """An app from {table: {field: values}}; values are numbers, str, Dual or None."""
+        if not isinstance(tables, Mapping) or not tables:
+            raise _core.Error("from_tables needs a non-empty mapping of table name to columns")
+        builder = _core.ModelBuilder()
+        for name, columns in tables.items():
+            if not isinstance(name, str):
+                raise _core.Error("table names must be strings")
+            if not isinstance(columns, Mapping) or not columns:
+                raise _core.Error(f"table {name!r} needs a non-empty mapping of field name to values")
+            builder.add_columns(name, dict(columns))
+        return cls(builder.build())
+
+    @property
+    def tables(self) -> list[str]:
+        """Table names in load order."""
+        return self._impl.table_names()
+
+    @property
+    def fields(self) -> list[str]:
+        """Field names in load order."""
+        return self._impl.field_names()
+
+    def table(self, name: str) -> Table:
+        """One table by name."""
+        return Table(self._impl, name)
+
+    def symbols(self, field: str) -> list[Any]:
+        """A field's distinct values, in symbol (first-occurrence) order."""
+        return self._impl.symbols(field)
+
+    def metadata(self) -> dict[str, Any]:
+        """DataModelMetadata: fields, tables, byte sizes and reload statistics."""
+        return self._impl.metadata()
+
+    def __repr__(self) -> str:
+        return f"<assoc.App: {len(self.tables)} tables, {len(self.fields)} fields>"
