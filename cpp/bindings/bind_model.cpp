@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "assoc/counters.hpp"
 #include "assoc/error.hpp"
 #include "assoc/metadata.hpp"
 #include "assoc/number_text.hpp"
@@ -173,6 +174,22 @@ void bind_model(py::module_& m) {
   m.def("logical_cores", &logical_cores, "Logical cores of this machine.");
   m.def("total_memory", &total_memory, "Physical memory of this machine, in bytes.");
 
+  m.def(
+      "engine_counters",
+      [] {
+        const CounterSnapshot s = Counters::instance().snapshot();
+        py::dict d;
+        d["calls"] = s.calls;
+        d["selections"] = s.selections;
+        d["cache"] = py::dict(py::arg("hits") = s.cache_hits, py::arg("lookups") = s.cache_lookups,
+                              py::arg("added") = s.cache_added, py::arg("replaced") = s.cache_replaced,
+                              py::arg("bytes_added") = s.cache_bytes_added);
+        d["session"] = py::dict(py::arg("active") = s.sessions_active, py::arg("total") = s.sessions_total);
+        d["users"] = py::dict(py::arg("active") = s.users_active, py::arg("total") = s.users_total);
+        return d;
+      },
+      "The engine's own counters: calls, selections, cache, sessions and users.");
+
   py::class_<Dual>(m, "Dual", "A value with both a number and a text (such as a formatted date).")
       .def(py::init([](double number, std::string text) { return Dual{number, std::move(text)}; }),
            py::arg("number"), py::arg("text"))
@@ -241,13 +258,20 @@ void bind_model(py::module_& m) {
       .def(
           "build",
           [](ModelBuilder& b) {
+            Counters::instance().call();
             py::gil_scoped_release release;
             return PyModel{b.build()};
           },
           "Finishes the model.");
 
   py::class_<PyModel>(m, "DataModel", "An app's loaded data: fields and tables.")
-      .def("metadata", [](const PyModel& p) { return metadata_dict(*p.model); }, "DataModelMetadata as a dict.")
+      .def(
+          "metadata",
+          [](const PyModel& p) {
+            Counters::instance().call();
+            return metadata_dict(*p.model);
+          },
+          "DataModelMetadata as a dict.")
       .def("table_names",
            [](const PyModel& p) {
              std::vector<std::string> out;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from assoc._core import Dual, Error, logical_cores, set_threads, threads
+from assoc._core import Dual, Error, engine_counters, logical_cores, set_threads, threads
 from assoc.app import App, Table
 
 try:
@@ -18,6 +18,7 @@ __all__ = [
     "Error",
     "Table",
     "__version__",
+    "engine_counters",
     "logical_cores",
     "set_threads",
     "threads",

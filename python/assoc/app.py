@@ -71,6 +71,20 @@ class App:
             builder.add_columns(name, dict(columns))
         return cls(builder.build())
 
+    @classmethod
+    def from_qvd(cls, source: Source) -> App:
+        """An app with the one table of a QVD file (a path or its bytes)."""
+        builder = _core.ModelBuilder()
+        builder.add_qvd(_read_source(source))
+        return cls(builder.build())
+
+    @classmethod
+    def from_csv(cls, source: Source, table: str | None = None) -> App:
+        """An app with the one table of a CSV file (a path or its bytes), named `table` or Table1."""
+        builder = _core.ModelBuilder()
+        builder.add_csv(_read_source(source), table or "Table1")
+        return cls(builder.build())
+
     @property
     def tables(self) -> list[str]:
         """Table names in load order."""
@@ -88,6 +102,12 @@ class App:
     def symbols(self, field: str) -> list[Any]:
         """A field's distinct values, in symbol (first-occurrence) order."""
         return self._impl.symbols(field)
+
+    def write_qvd(self, table: str, path: str | os.PathLike[str]) -> None:
+        """Writes one table as a QVD file that Qlik and other QVD tools read."""
+        data = self._impl.write_qvd(table)
+        with open(path, "wb") as f:
+            f.write(data)
 
     def metadata(self) -> dict[str, Any]:
         """DataModelMetadata: fields, tables, byte sizes and reload statistics."""
