@@ -19,5 +19,7 @@ struct PyModel {
 py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i);
 
 void bind_model(py::module_& m);
+// Adds QVD reading and writing to the classes bind_model made (call it after bind_model).
+void bind_qvd(py::module_& m);
 
 }  // namespace assoc::py_bind
