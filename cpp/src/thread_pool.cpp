@@ -29,11 +29,13 @@ struct Job {
   // Runs tasks until none is left to claim; returns after the last claimed one. The caller's
   // own time is left to the CpuScope it runs in, so only workers charge the account here.
   void work(CpuAccount* charge) {
-    CpuScope scope(charge);
     for (;;) {
       const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= n) return;
       if (!failed.load(std::memory_order_relaxed)) {  // after a failure the rest are only counted
+        // Charged per task and before the task counts as done: once the last one does, the
+        // caller may return and free the account.
+        CpuScope scope(charge);
         try {
           (*fn)(i);
         } catch (...) {
