@@ -72,10 +72,10 @@ class App:
         return cls(builder.build())
 
     @classmethod
-    def from_qvd(cls, source: Source) -> App:
-        """An app with the one table of a QVD file (a path or its bytes)."""
+    def from_qvd(cls, source: Source, table: str | None = None) -> App:
+        """An app with the one table of a QVD file (a path or its bytes); `table` renames it."""
         builder = _core.ModelBuilder()
-        builder.add_qvd(_read_source(source))
+        builder.add_qvd(_read_source(source), table)
         return cls(builder.build())
 
     @classmethod
