@@ -428,6 +428,7 @@ TableHeader parse_header(std::string_view xml) {
 // Checks every offset, length and bit range of the header against the `data_size` bytes that
 // follow it, so decoding needs no further bounds checks and allocates only what they can hold.
 void check_layout(const TableHeader& h, std::uint64_t data_size) {
+  if (h.n_records > 0 && h.record_bytes == 0) fail("RecordByteSize is 0 for " + std::to_string(h.n_records) + " records");
   const std::uint64_t record_bits = h.record_bytes * 8;
   struct Span {
     std::uint64_t begin, end;
@@ -465,7 +466,6 @@ void check_layout(const TableHeader& h, std::uint64_t data_size) {
   if (h.offset > data_size || h.length > data_size - h.offset)
     fail("the records (Offset " + std::to_string(h.offset) + ", Length " + std::to_string(h.length) +
          ") end past the " + std::to_string(data_size) + " bytes after the header (a truncated file?)");
-  if (h.n_records > 0 && h.record_bytes == 0) fail("RecordByteSize is 0 for " + std::to_string(h.n_records) + " records");
   if (h.record_bytes > 0 && h.n_records > h.length / h.record_bytes)
     fail("NoOfRecords " + std::to_string(h.n_records) + " of RecordByteSize " + std::to_string(h.record_bytes) +
          " do not fit in the records' Length of " + std::to_string(h.length) + " bytes");
