@@ -1,13 +1,79 @@
 #include "assoc/packed_index.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <string>
+#include <utility>
 
 #include "assoc/error.hpp"
 #include "assoc/thread_pool.hpp"
 
 namespace assoc {
+namespace {
+
+// Rows per block when packing from a source: a multiple of 8, so every block starts on a byte.
+constexpr std::size_t kPackBlock = 4096;
+
+// Writes `count` codes of `w` bits (1..32) back to back from `out`, which is the first byte of
+// the first code. Whole 64-bit words are stored as they fill; only the last bytes are partial.
+void write_codes_tail(const std::uint32_t* codes, std::size_t count, std::uint32_t w, std::uint8_t* out) {
+  std::uint64_t acc = 0;
+  std::uint32_t bits = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t c = codes[i];
+    acc |= c << bits;
+    bits += w;
+    if (bits >= 64) {
+      std::memcpy(out, &acc, 8);
+      out += 8;
+      bits -= 64;
+      acc = c >> (w - bits);  // the code's bits that did not fit (none when it ended the word)
+    }
+  }
+  std::memcpy(out, &acc, (bits + 7) / 8);
+}
+
+// 64 codes of W bits fill exactly W words. With W fixed at compile time and the loop unrolled,
+// every shift and word boundary is a constant: no branch and no variable shift per code.
+template <std::uint32_t W>
+void write_groups(const std::uint32_t* codes, std::size_t groups, std::uint8_t* out) {
+  for (std::size_t g = 0; g < groups; ++g, codes += 64, out += 8 * W) {
+    std::uint64_t acc = 0;
+    std::uint32_t bits = 0;
+    std::uint8_t* o = out;
+#pragma GCC unroll 64
+    for (std::uint32_t i = 0; i < 64; ++i) {
+      const std::uint64_t c = codes[i];
+      acc |= c << bits;
+      bits += W;
+      if (bits >= 64) {
+        std::memcpy(o, &acc, 8);
+        o += 8;
+        bits -= 64;
+        acc = bits == 0 ? 0 : c >> (W - bits);
+      }
+    }
+  }
+}
+
+using GroupWriter = void (*)(const std::uint32_t*, std::size_t, std::uint8_t*);
+
+template <std::uint32_t... Ws>
+constexpr std::array<GroupWriter, sizeof...(Ws) + 1> group_writers(std::integer_sequence<std::uint32_t, Ws...>) {
+  return {nullptr, &write_groups<Ws + 1>...};
+}
+
+constexpr auto kGroupWriters = group_writers(std::make_integer_sequence<std::uint32_t, 32>{});
+
+// Writes `count` codes of `w` bits (1..32) from `out`, the first byte of the first code.
+void write_codes(const std::uint32_t* codes, std::size_t count, std::uint32_t w, std::uint8_t* out) {
+  const std::size_t groups = count / 64;
+  kGroupWriters[w](codes, groups, out);
+  write_codes_tail(codes + groups * 64, count - groups * 64, w, out + groups * 8 * w);
+}
+
+}  // namespace
 
 std::uint32_t PackedIndex::width_for(std::uint64_t max_code) {
   std::uint32_t w = 0;
@@ -52,27 +118,66 @@ PackedIndex PackedIndex::pack(const std::uint32_t* symbols, std::size_t n, std::
   p.bytes_.assign(data_bytes + 8, 0);
   if (p.width_ == 0) return p;
 
-  // Pass 2: pack. Chunks start at multiples of 8 rows, so each starts on a byte boundary
-  // and no two chunks write the same byte.
+  // Pass 2: pack. Blocks start at multiples of 8 rows, so each starts on a byte boundary
+  // and no two blocks write the same byte.
   const std::uint32_t w = p.width_;
   const std::uint32_t bias = p.bias_;
   std::uint8_t* base = p.bytes_.data();
-  parallel_ranges(n, 8, [&](std::size_t b, std::size_t e) {
-    std::uint8_t* out = base + (b * w) / 8;
-    std::uint64_t acc = 0;
-    std::uint32_t bits = 0;
-    for (std::size_t i = b; i < e; ++i) {
-      const std::uint64_t code = static_cast<std::uint32_t>(symbols[i] + bias);  // kNull + 1 wraps to 0
-      acc |= code << bits;
-      bits += w;
-      while (bits >= 8) {
-        *out++ = static_cast<std::uint8_t>(acc);
-        acc >>= 8;
-        bits -= 8;
-      }
+  parallel_ranges(n, kPackBlock, [&](std::size_t b, std::size_t e) {
+    std::uint32_t codes[kPackBlock];
+    for (std::size_t r = b; r < e; r += kPackBlock) {
+      const std::size_t k = std::min(kPackBlock, e - r);
+      for (std::size_t i = 0; i < k; ++i) codes[i] = symbols[r + i] + bias;  // kNull + 1 wraps to 0
+      write_codes(codes, k, w, base + r * w / 8);
     }
-    if (bits > 0) *out = static_cast<std::uint8_t>(acc);
   }, cpu);
+  return p;
+}
+
+PackedIndex PackedIndex::pack_blocks(std::size_t n, std::uint32_t n_symbols, bool has_null, const BlockSource& source,
+                                     CpuAccount* cpu) {
+  PackedIndex p;
+  p.rows_ = n;
+  p.bias_ = has_null ? 1U : 0U;
+  const std::uint64_t max_code = n_symbols == 0 ? 0 : std::uint64_t{n_symbols} - 1 + p.bias_;
+  p.width_ = width_for(max_code);
+  p.mask_ = p.width_ == 0 ? 0 : ((std::uint64_t{1} << p.width_) - 1);
+  p.bytes_.assign((n * p.width_ + 7) / 8 + 8, 0);
+
+  const std::uint32_t w = p.width_;
+  const std::uint32_t bias = p.bias_;
+  std::uint8_t* base = p.bytes_.data();
+  // Codes are index + bias, kNull + 1 wrapping to 0; every valid code is below `limit`, and
+  // without a NULL code kNull stays 0xFFFFFFFF, above any limit.
+  const std::uint32_t limit = n_symbols + bias;
+  std::atomic<std::uint64_t> nulls{0};
+  std::atomic<bool> out_of_range{false};
+  parallel_ranges(n, kPackBlock, [&](std::size_t b, std::size_t e) {
+    std::uint32_t codes[kPackBlock];
+    std::uint64_t local_nulls = 0;
+    bool bad = false;
+    for (std::size_t r = b; r < e; r += kPackBlock) {
+      const std::size_t k = std::min(kPackBlock, e - r);
+      source(r, k, codes);
+      std::uint32_t max_code = 0, zeros = 0;  // a loop the compiler vectorises
+      for (std::size_t i = 0; i < k; ++i) {
+        const std::uint32_t c = codes[i] + bias;
+        codes[i] = c;
+        max_code = std::max(max_code, c);
+        zeros += c == 0;
+      }
+      local_nulls += bias ? zeros : 0;
+      bad = max_code >= limit;
+      if (bad) break;
+      if (w > 0) write_codes(codes, k, w, base + r * w / 8);
+    }
+    nulls.fetch_add(local_nulls, std::memory_order_relaxed);
+    if (bad) out_of_range.store(true, std::memory_order_relaxed);
+  }, cpu);
+  if (out_of_range.load())
+    throw Error("symbol index out of range for a field with " + std::to_string(n_symbols) + " symbols" +
+                (has_null ? "" : ", or a NULL where the field has none"));
+  p.non_null_ = n - nulls.load();
   return p;
 }
 

@@ -3,12 +3,13 @@
 // before it is used, so no input can make the reader read out of bounds or allocate more
 // than the file could describe.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -486,7 +487,83 @@ std::string_view read_text(const std::uint8_t*& p, const std::uint8_t* end, cons
   return t;
 }
 
+// Fields whose symbols are all int32, all float64 or all text (the common case) are read by
+// one tight loop straight into the table's arrays. Anything else, or anything wrong, returns
+// nothing and takes the general path, which also names the exact problem.
+std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::uint8_t* data) {
+  const std::uint8_t* const p = data + f.offset;
+  const auto n = static_cast<std::size_t>(f.n_symbols);
+  const auto length = static_cast<std::size_t>(f.length);
+  if (n == 0 || length == 0) return std::nullopt;
+  switch (p[0]) {
+    case 1:
+    case 2: {
+      if (p[0] == 1 && length == 5 * n) {  // all int32: fixed stride
+        std::vector<std::int32_t> ints;
+        ints.reserve(n);
+        unsigned other_types = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          other_types |= p[5 * i] ^ 1U;
+          std::int32_t v;
+          std::memcpy(&v, p + 5 * i + 1, 4);
+          ints.push_back(v);
+        }
+        if (!other_types) return SymbolTable::of_ints(std::move(ints));
+      }
+      // Numbers: float64, with int32 where a value is an integer (as Qlik writes them).
+      std::vector<double> numbers;
+      numbers.reserve(n);
+      const std::uint8_t* q = p;
+      const std::uint8_t* const end = p + length;
+      bool finite = true;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (end - q >= 9 && *q == 2) {
+          double v;
+          std::memcpy(&v, q + 1, 8);
+          finite &= std::isfinite(v);
+          numbers.push_back(v);
+          q += 9;
+        } else if (end - q >= 5 && *q == 1) {
+          std::int32_t v;
+          std::memcpy(&v, q + 1, 4);
+          numbers.push_back(v);
+          q += 5;
+        } else {
+          return std::nullopt;
+        }
+      }
+      if (!finite || q != end) return std::nullopt;
+      return SymbolTable::of_numbers(std::move(numbers));
+    }
+    case 4: {
+      // Type bytes and NULs are ASCII, so the section is valid UTF-8 exactly when every text is.
+      if (length > 0xFFFFFFFFULL || !valid_utf8(p, length)) return std::nullopt;
+      std::vector<char> text;
+      text.reserve(length - 2 * n);
+      std::vector<std::uint32_t> offsets;
+      offsets.reserve(n + 1);
+      offsets.push_back(0);
+      const std::uint8_t* q = p;
+      const std::uint8_t* const end = p + length;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (q == end || *q != 4) return std::nullopt;
+        ++q;
+        const auto* nul = static_cast<const std::uint8_t*>(std::memchr(q, 0, static_cast<std::size_t>(end - q)));
+        if (!nul) return std::nullopt;
+        text.insert(text.end(), q, nul);
+        offsets.push_back(static_cast<std::uint32_t>(text.size()));
+        q = nul + 1;
+      }
+      if (q != end) return std::nullopt;
+      return SymbolTable::of_texts(std::move(text), std::move(offsets));
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 SymbolTable read_symbols(const FieldHeader& f, const std::uint8_t* data) {
+  if (auto plain = read_plain_symbols(f, data)) return std::move(*plain);
   const std::string where = "field " + quote(f.name);
   const std::uint8_t* p = data + f.offset;
   const std::uint8_t* const end = p + f.length;
@@ -615,13 +692,6 @@ std::uint64_t decode_field(const std::uint8_t* rec, std::size_t record_bytes, st
   return max_value;
 }
 
-// Rows are decoded in blocks small enough that a block's records stay in cache while every
-// field of the group reads them.
-constexpr std::size_t kRowBlock = 4096;
-// Decoded symbol indexes wait in 4-byte arrays until packed: columns go in groups whose
-// arrays fit this budget (at least one column), so memory stays near the file's own size.
-constexpr std::size_t kDecodeBudget = std::size_t{64} << 20;
-
 }  // namespace
 
 LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu) {
@@ -649,93 +719,86 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
   std::vector<std::uint8_t> tail(tail_rows * record_bytes + 16, 0);
   if (tail_rows > 0) std::memcpy(tail.data(), records + safe_rows * record_bytes, tail_rows * record_bytes);
 
+  // Each field's records are decoded block by block straight into its packed index, the
+  // layout fixed by the header: a code for NULL when the Bias can make one, room for every
+  // symbol. The symbols each field really uses are tracked, to repack in the rare file whose
+  // header asks for more bits than its rows need.
   std::vector<SymbolTable> symbols(n_fields);
   std::vector<PackedIndex> indexes(n_fields);
-  // Symbol tasks, largest first, run beside the first group's record blocks.
+  std::vector<std::atomic<std::int64_t>> max_symbol(n_fields);
+  for (auto& m : max_symbol) m.store(-1, std::memory_order_relaxed);
+  auto decode_block = [&](std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out) {
+    const FieldDecoder& d = decoders[f];
+    std::int64_t block_max;
+    if (d.constant) {
+      std::fill(out, out + count, d.constant_symbol);
+      block_max = d.constant_symbol == kNull ? -1 : std::int64_t{d.constant_symbol};
+    } else {
+      // Rows before the padded tail read the file, rows in it the copy.
+      const std::size_t end = begin + count;
+      const std::size_t safe_end = std::min(end, std::max(begin, safe_rows));
+      const bool biased = d.bias != 0;
+      std::uint64_t m = 0;
+      if (safe_end > begin) {
+        const std::uint8_t* rec = records + begin * record_bytes;
+        m = biased ? decode_field<true>(rec, record_bytes, safe_end - begin, d, out)
+                   : decode_field<false>(rec, record_bytes, safe_end - begin, d, out);
+      }
+      if (end > safe_end) {
+        const std::uint8_t* rec = tail.data() + (safe_end - safe_rows) * record_bytes;
+        std::uint32_t* o = out + (safe_end - begin);
+        m = std::max(m, biased ? decode_field<true>(rec, record_bytes, end - safe_end, d, o)
+                               : decode_field<false>(rec, record_bytes, end - safe_end, d, o));
+      }
+      block_max = static_cast<std::int64_t>(m) + d.bias;
+      if (block_max >= static_cast<std::int64_t>(d.n_symbols)) {
+        std::size_t i = 0;
+        while (i < count && (out[i] == kNull || out[i] < d.n_symbols)) ++i;
+        const std::string what = i < count ? "row " + std::to_string(begin + i) + " holds symbol index " +
+                                                 std::to_string(out[i])
+                                           : "a row holds symbol index " + std::to_string(block_max);
+        fail("field " + quote(h.fields[f].name) + ": " + what + ", but the field has " +
+             std::to_string(d.n_symbols) + " symbols");
+      }
+    }
+    std::int64_t seen = max_symbol[f].load(std::memory_order_relaxed);
+    while (block_max > seen && !max_symbol[f].compare_exchange_weak(seen, block_max)) {
+    }
+  };
+  auto pack_field = [&](std::size_t f) {
+    const FieldDecoder& d = decoders[f];
+    const bool null_code = d.constant ? d.constant_symbol == kNull : d.bias < 0;
+    PackedIndex index = PackedIndex::pack_blocks(
+        rows, static_cast<std::uint32_t>(d.n_symbols), null_code,
+        [&](std::size_t begin, std::size_t count, std::uint32_t* out) { decode_block(f, begin, count, out); }, cpu);
+    const bool nulls = index.non_null_count() < rows;
+    const std::int64_t top = max_symbol[f].load();
+    const std::uint64_t max_code = top < 0 ? 0 : static_cast<std::uint64_t>(top) + (nulls ? 1 : 0);
+    if (index.has_null() != nulls || index.bit_width() != PackedIndex::width_for(max_code)) {
+      std::vector<std::uint32_t> all(rows);
+      index.decode(0, rows, all.data());
+      index = PackedIndex::pack(all.data(), rows, static_cast<std::uint32_t>(d.n_symbols), cpu);
+    }
+    indexes[f] = std::move(index);
+  };
+
+  // One task per field's symbols (largest first) and one per field's records; the record
+  // tasks pack in parallel blocks of their own.
   std::vector<std::size_t> by_length(n_fields);
   for (std::size_t i = 0; i < n_fields; ++i) by_length[i] = i;
   std::stable_sort(by_length.begin(), by_length.end(),
                    [&](std::size_t a, std::size_t b) { return h.fields[a].length > h.fields[b].length; });
-
-  const std::size_t group_size =
-      std::max<std::size_t>(1, kDecodeBudget / std::max<std::size_t>(1, rows * sizeof(std::uint32_t)));
-  const std::size_t n_blocks = (rows + kRowBlock - 1) / kRowBlock;
-  std::vector<std::vector<std::uint32_t>> decoded(std::min(group_size, n_fields));
-  std::vector<std::uint64_t> max_value(n_fields, 0);
-  std::mutex max_mutex;
-
-  for (std::size_t g0 = 0; g0 < n_fields; g0 += group_size) {
-    const std::size_t g1 = std::min(n_fields, g0 + group_size);
-    for (std::size_t f = g0; f < g1; ++f) decoded[f - g0].resize(rows);
-    const std::size_t symbol_tasks = g0 == 0 ? n_fields : 0;
-    // Blocks are claimed in bunches so each task keeps a worker busy for a while.
-    const std::size_t blocks_per_task = std::max<std::size_t>(1, n_blocks / (threads() * 8 + 1));
-    const std::size_t record_tasks = (n_blocks + blocks_per_task - 1) / blocks_per_task;
-    parallel_for(
-        symbol_tasks + record_tasks,
-        [&](std::size_t task) {
-          if (task < symbol_tasks) {
-            const std::size_t f = by_length[task];
-            symbols[f] = read_symbols(h.fields[f], body);
-            return;
-          }
-          const std::size_t b0 = (task - symbol_tasks) * blocks_per_task * kRowBlock;
-          const std::size_t b1 = std::min(rows, b0 + blocks_per_task * kRowBlock);
-          std::uint64_t local_max[64] = {};
-          std::vector<std::uint64_t> local_max_heap;
-          std::uint64_t* maxes = local_max;
-          if (g1 - g0 > 64) {
-            local_max_heap.assign(g1 - g0, 0);
-            maxes = local_max_heap.data();
-          }
-          for (std::size_t r0 = b0; r0 < b1; r0 += kRowBlock) {
-            const std::size_t r1 = std::min(b1, r0 + kRowBlock);
-            for (std::size_t f = g0; f < g1; ++f) {
-              const FieldDecoder& d = decoders[f];
-              std::uint32_t* out = decoded[f - g0].data();
-              if (d.constant) {
-                std::fill(out + r0, out + r1, d.constant_symbol);
-                continue;
-              }
-              // Split at the padded tail: rows before it read the file, rows in it the copy.
-              const std::size_t safe_end = std::min(r1, std::max(r0, safe_rows));
-              std::uint64_t m = 0;
-              const bool biased = d.bias != 0;
-              if (safe_end > r0) {
-                const std::uint8_t* rec = records + r0 * record_bytes;
-                m = biased ? decode_field<true>(rec, record_bytes, safe_end - r0, d, out + r0)
-                           : decode_field<false>(rec, record_bytes, safe_end - r0, d, out + r0);
-              }
-              if (r1 > safe_end) {
-                const std::uint8_t* rec = tail.data() + (safe_end - safe_rows) * record_bytes;
-                const std::uint64_t mt = biased ? decode_field<true>(rec, record_bytes, r1 - safe_end, d, out + safe_end)
-                                                : decode_field<false>(rec, record_bytes, r1 - safe_end, d, out + safe_end);
-                m = std::max(m, mt);
-              }
-              maxes[f - g0] = std::max(maxes[f - g0], m);
-            }
-          }
-          std::lock_guard<std::mutex> lock(max_mutex);
-          for (std::size_t f = g0; f < g1; ++f) max_value[f] = std::max(max_value[f], maxes[f - g0]);
-        },
-        cpu);
-
-    for (std::size_t f = g0; f < g1; ++f) {
-      const FieldDecoder& d = decoders[f];
-      std::vector<std::uint32_t>& col = decoded[f - g0];
-      if (rows > 0 && !d.constant &&
-          static_cast<std::int64_t>(max_value[f]) + d.bias >= static_cast<std::int64_t>(d.n_symbols)) {
-        // Name the first bad row; this scan runs only on a broken file.
-        std::size_t row = 0;
-        while (row < rows && (col[row] == kNull || col[row] < d.n_symbols)) ++row;
-        const std::string what = row < rows ? "row " + std::to_string(row) + " holds symbol index " + std::to_string(col[row])
-                                            : "a row holds symbol index " + std::to_string(max_value[f]);
-        fail("field " + quote(h.fields[f].name) + ": " + what + ", but the field has " + std::to_string(d.n_symbols) +
-             " symbols");
-      }
-      indexes[f] = PackedIndex::pack(col.data(), rows, static_cast<std::uint32_t>(d.n_symbols), cpu);
-    }
-  }
+  parallel_for(
+      2 * n_fields,
+      [&](std::size_t task) {
+        if (task < n_fields) {
+          const std::size_t f = by_length[task];
+          symbols[f] = read_symbols(h.fields[f], body);
+        } else {
+          pack_field(task - n_fields);
+        }
+      },
+      cpu);
 
   LoadedTable t;
   t.name = std::move(h.name);

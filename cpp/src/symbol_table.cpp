@@ -62,6 +62,40 @@ std::size_t SymbolTable::byte_size() const {
          text_.capacity();
 }
 
+SymbolTable SymbolTable::of_ints(std::vector<std::int32_t> ints) {
+  if (ints.size() > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
+  SymbolTable t;
+  t.size_ = static_cast<std::uint32_t>(ints.size());
+  t.ints_ = std::move(ints);
+  t.finish();
+  return t;
+}
+
+SymbolTable SymbolTable::of_numbers(std::vector<double> numbers) {
+  if (numbers.size() > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
+  for (const double v : numbers)
+    if (!std::isfinite(v)) throw Error("a symbol must be a finite number");
+  SymbolTable t;
+  t.size_ = static_cast<std::uint32_t>(numbers.size());
+  t.numbers_ = std::move(numbers);
+  t.finish();
+  return t;
+}
+
+SymbolTable SymbolTable::of_texts(std::vector<char> text, std::vector<std::uint32_t> offsets) {
+  if (offsets.empty() || offsets.size() - 1 > 0xFFFFFFFEULL || offsets.front() != 0 || offsets.back() != text.size())
+    throw Error("internal: text offsets do not match the texts");
+  SymbolTable t;
+  t.size_ = static_cast<std::uint32_t>(offsets.size() - 1);
+  if (t.size_ > 0) {
+    t.text_ = std::move(text);
+    t.text_offsets_ = std::move(offsets);
+    t.all_text_ = true;
+  }
+  t.finish();
+  return t;
+}
+
 void SymbolTable::finish() {
   any_numeric_ = false;
   all_numeric_ = size_ > 0;
@@ -83,13 +117,9 @@ void SymbolTable::finish() {
     any_numeric_ = size_ > 0;
   }
   any_text_ = all_text_ || !text_mask_.empty();
-  all_ascii_ = true;
-  for (unsigned char c : text_) {
-    if (c >= 0x80) {
-      all_ascii_ = false;
-      break;
-    }
-  }
+  unsigned char high_bits = 0;  // an OR over all bytes vectorises; an early exit would not
+  for (const char c : text_) high_bits |= static_cast<unsigned char>(c);
+  all_ascii_ = high_bits < 0x80;
   // A text-free table of int32 integers keeps 4 bytes a symbol instead of 8.
   if (all_numeric_ && all_integer_ && fits_int32 && !numbers_.empty()) {
     ints_.resize(size_);
