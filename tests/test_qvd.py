@@ -214,6 +214,45 @@ def test_real_file_spot_values(qlik_qvd_dir: Path) -> None:
     assert empty.table("TestTable").fields == ["Country", "Year", "Sales"]
 
 
+def fewest_bits(indices: np.ndarray) -> int:
+    """The bit width a column needs: every symbol index it uses, plus a code for NULL if any."""
+    has_null = bool((indices < 0).any())
+    top = int(indices.max(initial=-1))
+    max_code = 0 if top < 0 else top + has_null
+    return max_code.bit_length()
+
+
+@pytest.mark.parametrize("name", REAL_FILES)
+def test_loaded_columns_use_the_fewest_bits(qlik_qvd_dir: Path, name: str) -> None:
+    # Qlik pads some widths (Month: 8 bits for 12 symbols); the engine packs what rows use.
+    app = App.from_qvd(qlik_qvd_dir / name)
+    table = app.tables[0]
+    for field in app.table(table).fields:
+        indices = app.table(table).column_indices(field)
+        assert app._impl.bit_width(table, field) == fewest_bits(indices), field
+
+
+def test_bias_without_nulls_and_unused_symbols_pack_tight(small_qvd: bytes) -> None:
+    # Field I keeps Bias -2 and 4 symbols, but every row now stores code 2 (symbol 0).
+    header = split(small_qvd)[0]
+    root = ET.fromstring(header)
+    layout = record_layout(small_qvd)["I"]
+    records_at = len(header) + 1 + int(root.findtext("Offset"))
+    rbs = int(root.findtext("RecordByteSize"))
+    data = bytearray(small_qvd)
+    mask = (1 << layout["BitWidth"]) - 1
+    for row in range(int(root.findtext("NoOfRecords"))):
+        at = records_at + row * rbs
+        record = int.from_bytes(data[at : at + rbs], "little")
+        record = (record & ~(mask << layout["BitOffset"])) | (2 << layout["BitOffset"])
+        data[at : at + rbs] = record.to_bytes(rbs, "little")
+    app = App.from_qvd(bytes(data))
+    assert app.table("Small").column("I") == [1] * 6
+    assert app.symbols("I") == [1, 2, 3, -7]  # the file's symbols, used or not
+    assert app._impl.bit_width("Small", "I") == 0
+    assert app.metadata()["fields"][0]["total_count"] == 6
+
+
 def test_bit_width_zero_and_unordered_bit_offsets(qlik_qvd_dir: Path) -> None:
     data = (qlik_qvd_dir / "qvd4js-large.qvd").read_bytes()
     layout = record_layout(data)
