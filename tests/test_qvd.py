@@ -673,6 +673,24 @@ def test_name_overrides_the_header(small_qvd: bytes) -> None:
     assert App(builder.build()).tables == ["Small", "Other", "Small-1"]
 
 
+def test_sources_paths_bytes_and_buffers(tmp_path: Path, small_qvd: bytes) -> None:
+    path = tmp_path / "small.qvd"
+    path.write_bytes(small_qvd)
+    expected = columns(App.from_qvd(small_qvd))
+    for source in (path, str(path), bytearray(small_qvd), memoryview(small_qvd)):
+        assert columns(App.from_qvd(source)) == expected
+    empty = tmp_path / "empty.qvd"
+    empty.write_bytes(b"")
+    with pytest.raises(assoc.Error, match="the file is empty"):
+        App.from_qvd(empty)
+    with pytest.raises(assoc.Error, match="cannot read"):
+        App.from_qvd(tmp_path / "missing.qvd")
+    with pytest.raises(assoc.Error, match="Is a directory"):
+        App.from_qvd(tmp_path)
+    with pytest.raises(TypeError):
+        assoc._core.ModelBuilder().add_qvd("not bytes")
+
+
 def test_texts_with_nul_cannot_be_written() -> None:
     app = App.from_tables({"T": {"S": ["a\0b"]}})
     with pytest.raises(assoc.Error, match="NUL character"):

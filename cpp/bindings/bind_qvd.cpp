@@ -10,23 +10,42 @@
 #include "bindings.hpp"
 
 namespace assoc::py_bind {
+namespace {
+
+// A contiguous byte buffer held for the duration of a call: while the buffer is exported its
+// owner cannot free or resize it (an mmap refuses to close), so it may be read without the GIL.
+class ContiguousBytes {
+ public:
+  explicit ContiguousBytes(const py::object& obj) {
+    if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_SIMPLE) != 0) throw py::error_already_set();
+  }
+  ~ContiguousBytes() { PyBuffer_Release(&view_); }
+  ContiguousBytes(const ContiguousBytes&) = delete;
+  ContiguousBytes& operator=(const ContiguousBytes&) = delete;
+
+  const std::uint8_t* data() const { return static_cast<const std::uint8_t*>(view_.buf); }
+  std::size_t size() const { return static_cast<std::size_t>(view_.len); }
+
+ private:
+  Py_buffer view_{};
+};
+
+}  // namespace
 
 void bind_qvd(py::module_& m) {
   auto builder = py::reinterpret_borrow<py::class_<ModelBuilder>>(m.attr("ModelBuilder"));
   builder.def(
       "add_qvd",
-      [](ModelBuilder& b, const py::bytes& data, const std::optional<std::string>& name) {
-        char* bytes = nullptr;
-        Py_ssize_t size = 0;
-        if (PyBytes_AsStringAndSize(data.ptr(), &bytes, &size) != 0) throw py::error_already_set();
-        // `data` stays referenced by the caller while the GIL is released.
+      [](ModelBuilder& b, const py::object& data, const std::optional<std::string>& name) {
+        const ContiguousBytes bytes(data);
         py::gil_scoped_release release;
-        LoadedTable table = read_qvd(reinterpret_cast<const std::uint8_t*>(bytes), static_cast<std::size_t>(size), &b.cpu());
+        LoadedTable table = read_qvd(bytes.data(), bytes.size(), &b.cpu());
         if (name) table.name = *name;
         b.add(std::move(table));
       },
       py::arg("data"), py::arg("name") = py::none(),
-      "Adds the table of a QVD file; `name` replaces the header's TableName.");
+      "Adds the table of a QVD file (bytes, or any contiguous buffer such as an mmap); `name` "
+      "replaces the header's TableName.");
 
   auto model = py::reinterpret_borrow<py::class_<PyModel>>(m.attr("DataModel"));
   model.def(

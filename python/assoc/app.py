@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,30 @@ def _read_source(source: Source) -> bytes:
         except OSError as exc:
             raise _core.Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
     raise TypeError(f"expected a path or bytes, not {type(source).__name__}")
+
+
+@contextlib.contextmanager
+def _mapped_file(path: str | os.PathLike[str]) -> Iterator[mmap.mmap | bytes]:
+    """The file's bytes, memory-mapped while the block runs (read whole where it cannot be).
+
+    The engine decodes the file into its own structures, so mapping spares a copy of the whole
+    file; the map stays open while the engine reads it (an exported buffer cannot close).
+    """
+    try:
+        with open(path, "rb") as f:
+            try:
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):  # an empty file, a pipe, a file system without mmap
+                data: mmap.mmap | bytes = f.read()
+            else:
+                data = mapped
+    except OSError as exc:
+        raise _core.Error(f"cannot read {os.fspath(path)!r}: {exc.strerror}") from exc
+    try:
+        yield data
+    finally:
+        if isinstance(data, mmap.mmap):
+            data.close()
 
 
 class Table:
@@ -75,7 +101,11 @@ class App:
     def from_qvd(cls, source: Source, table: str | None = None) -> App:
         """An app with the one table of a QVD file (a path or its bytes); `table` renames it."""
         builder = _core.ModelBuilder()
-        builder.add_qvd(_read_source(source), table)
+        if isinstance(source, str | os.PathLike):
+            with _mapped_file(source) as data:
+                builder.add_qvd(data, table)
+        else:
+            builder.add_qvd(_read_source(source), table)
         return cls(builder.build())
 
     @classmethod
