@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -134,51 +135,70 @@ PackedIndex PackedIndex::pack(const std::uint32_t* symbols, std::size_t n, std::
   return p;
 }
 
-PackedIndex PackedIndex::pack_blocks(std::size_t n, std::uint32_t n_symbols, bool has_null, const BlockSource& source,
-                                     CpuAccount* cpu) {
-  PackedIndex p;
-  p.rows_ = n;
-  p.bias_ = has_null ? 1U : 0U;
-  const std::uint64_t max_code = n_symbols == 0 ? 0 : std::uint64_t{n_symbols} - 1 + p.bias_;
-  p.width_ = width_for(max_code);
-  p.mask_ = p.width_ == 0 ? 0 : ((std::uint64_t{1} << p.width_) - 1);
-  p.bytes_.assign((n * p.width_ + 7) / 8 + 8, 0);
-
-  const std::uint32_t w = p.width_;
-  const std::uint32_t bias = p.bias_;
-  std::uint8_t* base = p.bytes_.data();
-  // Codes are index + bias, kNull + 1 wrapping to 0; every valid code is below `limit`, and
-  // without a NULL code kNull stays 0xFFFFFFFF, above any limit.
-  const std::uint32_t limit = n_symbols + bias;
-  std::atomic<std::uint64_t> nulls{0};
-  std::atomic<bool> out_of_range{false};
+std::vector<PackedIndex> PackedIndex::pack_columns(std::size_t n, const std::vector<Layout>& layouts,
+                                                   const BlockSource& source, CpuAccount* cpu) {
+  const std::size_t n_columns = layouts.size();
+  std::vector<PackedIndex> out(n_columns);
+  for (std::size_t c = 0; c < n_columns; ++c) {
+    PackedIndex& p = out[c];
+    p.rows_ = n;
+    p.bias_ = layouts[c].has_null ? 1U : 0U;
+    const std::uint32_t n_symbols = layouts[c].n_symbols;
+    const std::uint64_t max_code = n_symbols == 0 ? 0 : std::uint64_t{n_symbols} - 1 + p.bias_;
+    p.width_ = width_for(max_code);
+    p.mask_ = p.width_ == 0 ? 0 : ((std::uint64_t{1} << p.width_) - 1);
+    p.bytes_.assign((n * p.width_ + 7) / 8 + 8, 0);
+  }
+  std::vector<std::uint64_t> nulls(n_columns, 0);
+  std::vector<bool> out_of_range(n_columns, false);
+  std::mutex totals;
   parallel_ranges(n, kPackBlock, [&](std::size_t b, std::size_t e) {
-    std::uint32_t codes[kPackBlock];
-    std::uint64_t local_nulls = 0;
-    bool bad = false;
-    for (std::size_t r = b; r < e; r += kPackBlock) {
+    std::vector<std::uint32_t> buffer(n_columns * kPackBlock);
+    std::vector<std::uint32_t*> codes(n_columns);
+    for (std::size_t c = 0; c < n_columns; ++c) codes[c] = buffer.data() + c * kPackBlock;
+    std::vector<std::uint64_t> local_nulls(n_columns, 0);
+    std::vector<std::uint8_t> bad(n_columns, 0);
+    bool any_bad = false;
+    for (std::size_t r = b; r < e && !any_bad; r += kPackBlock) {
       const std::size_t k = std::min(kPackBlock, e - r);
-      source(r, k, codes);
-      std::uint32_t max_code = 0, zeros = 0;  // a loop the compiler vectorises
-      for (std::size_t i = 0; i < k; ++i) {
-        const std::uint32_t c = codes[i] + bias;
-        codes[i] = c;
-        max_code = std::max(max_code, c);
-        zeros += c == 0;
+      source(r, k, codes.data());
+      for (std::size_t c = 0; c < n_columns; ++c) {
+        PackedIndex& p = out[c];
+        const std::uint32_t bias = p.bias_;
+        // Codes are index + bias, kNull + 1 wrapping to 0; every valid code is below `limit`,
+        // and without a NULL code kNull stays 0xFFFFFFFF, above any limit.
+        const std::uint32_t limit = layouts[c].n_symbols + bias;
+        std::uint32_t* col = codes[c];
+        std::uint32_t max_code = 0, zeros = 0;  // a loop the compiler vectorises
+        for (std::size_t i = 0; i < k; ++i) {
+          const std::uint32_t code = col[i] + bias;
+          col[i] = code;
+          max_code = std::max(max_code, code);
+          zeros += code == 0;
+        }
+        local_nulls[c] += bias ? zeros : 0;
+        if (max_code >= limit) {
+          bad[c] = 1;
+          any_bad = true;
+        } else if (p.width_ > 0) {
+          write_codes(col, k, p.width_, p.bytes_.data() + r * p.width_ / 8);
+        }
       }
-      local_nulls += bias ? zeros : 0;
-      bad = max_code >= limit;
-      if (bad) break;
-      if (w > 0) write_codes(codes, k, w, base + r * w / 8);
     }
-    nulls.fetch_add(local_nulls, std::memory_order_relaxed);
-    if (bad) out_of_range.store(true, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(totals);
+    for (std::size_t c = 0; c < n_columns; ++c) {
+      nulls[c] += local_nulls[c];
+      if (bad[c]) out_of_range[c] = true;
+    }
   }, cpu);
-  if (out_of_range.load())
-    throw Error("symbol index out of range for a field with " + std::to_string(n_symbols) + " symbols" +
-                (has_null ? "" : ", or a NULL where the field has none"));
-  p.non_null_ = n - nulls.load();
-  return p;
+  for (std::size_t c = 0; c < n_columns; ++c) {
+    if (out_of_range[c])
+      throw Error("column " + std::to_string(c + 1) + ": a symbol index out of range for " +
+                  std::to_string(layouts[c].n_symbols) + " symbols" +
+                  (layouts[c].has_null ? "" : ", or a NULL where the column has none"));
+    out[c].non_null_ = n - nulls[c];
+  }
+  return out;
 }
 
 void PackedIndex::decode(std::size_t begin, std::size_t count, std::uint32_t* out) const {

@@ -498,41 +498,51 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
   switch (p[0]) {
     case 1:
     case 2: {
+      // Parsed a chunk at a time into a local array, then appended: the loops keep their
+      // state in registers instead of around a possibly reallocating push_back.
+      constexpr std::size_t kChunk = 1024;
       if (p[0] == 1 && length == 5 * n) {  // all int32: fixed stride
         std::vector<std::int32_t> ints;
         ints.reserve(n);
+        std::int32_t chunk[kChunk];
         unsigned other_types = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-          other_types |= p[5 * i] ^ 1U;
-          std::int32_t v;
-          std::memcpy(&v, p + 5 * i + 1, 4);
-          ints.push_back(v);
+        for (std::size_t i0 = 0; i0 < n; i0 += kChunk) {
+          const std::size_t k = std::min(kChunk, n - i0);
+          const std::uint8_t* q = p + 5 * i0;
+          for (std::size_t i = 0; i < k; ++i) {
+            other_types |= q[5 * i] ^ 1U;
+            std::memcpy(&chunk[i], q + 5 * i + 1, 4);
+          }
+          ints.insert(ints.end(), chunk, chunk + k);
         }
         if (!other_types) return SymbolTable::of_ints(std::move(ints));
       }
       // Numbers: float64, with int32 where a value is an integer (as Qlik writes them).
       std::vector<double> numbers;
       numbers.reserve(n);
+      double chunk[kChunk];
       const std::uint8_t* q = p;
       const std::uint8_t* const end = p + length;
-      bool finite = true;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (end - q >= 9 && *q == 2) {
-          double v;
-          std::memcpy(&v, q + 1, 8);
-          finite &= std::isfinite(v);
-          numbers.push_back(v);
-          q += 9;
-        } else if (end - q >= 5 && *q == 1) {
-          std::int32_t v;
-          std::memcpy(&v, q + 1, 4);
-          numbers.push_back(v);
-          q += 5;
-        } else {
-          return std::nullopt;
+      bool ok = true;
+      for (std::size_t i0 = 0; i0 < n && ok; i0 += kChunk) {
+        const std::size_t k = std::min(kChunk, n - i0);
+        for (std::size_t i = 0; i < k; ++i) {
+          if (end - q >= 9 && *q == 2) {
+            std::memcpy(&chunk[i], q + 1, 8);
+            ok &= std::isfinite(chunk[i]);
+            q += 9;
+          } else if (end - q >= 5 && *q == 1) {
+            std::int32_t v;
+            std::memcpy(&v, q + 1, 4);
+            chunk[i] = v;
+            q += 5;
+          } else {
+            return std::nullopt;
+          }
         }
+        numbers.insert(numbers.end(), chunk, chunk + k);
       }
-      if (!finite || q != end) return std::nullopt;
+      if (!ok || q != end) return std::nullopt;
       return SymbolTable::of_numbers(std::move(numbers));
     }
     case 4: {
@@ -719,10 +729,10 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
   std::vector<std::uint8_t> tail(tail_rows * record_bytes + 16, 0);
   if (tail_rows > 0) std::memcpy(tail.data(), records + safe_rows * record_bytes, tail_rows * record_bytes);
 
-  // Each field's records are decoded block by block straight into its packed index, the
-  // layout fixed by the header: a code for NULL when the Bias can make one, room for every
-  // symbol. The symbols each field really uses are tracked, to repack in the rare file whose
-  // header asks for more bits than its rows need.
+  // Records are decoded block by block, every field from the same block while it is in cache,
+  // straight into packed indexes whose layout the header fixes: a code for NULL when the Bias
+  // can make one, room for every symbol. The symbols each field really uses are tracked, to
+  // repack in the rare file whose header asks for more bits than its rows need.
   std::vector<SymbolTable> symbols(n_fields);
   std::vector<PackedIndex> indexes(n_fields);
   std::vector<std::atomic<std::int64_t>> max_symbol(n_fields);
@@ -765,37 +775,46 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
     while (block_max > seen && !max_symbol[f].compare_exchange_weak(seen, block_max)) {
     }
   };
-  auto pack_field = [&](std::size_t f) {
-    const FieldDecoder& d = decoders[f];
-    const bool null_code = d.constant ? d.constant_symbol == kNull : d.bias < 0;
-    PackedIndex index = PackedIndex::pack_blocks(
-        rows, static_cast<std::uint32_t>(d.n_symbols), null_code,
-        [&](std::size_t begin, std::size_t count, std::uint32_t* out) { decode_block(f, begin, count, out); }, cpu);
-    const bool nulls = index.non_null_count() < rows;
-    const std::int64_t top = max_symbol[f].load();
-    const std::uint64_t max_code = top < 0 ? 0 : static_cast<std::uint64_t>(top) + (nulls ? 1 : 0);
-    if (index.has_null() != nulls || index.bit_width() != PackedIndex::width_for(max_code)) {
-      std::vector<std::uint32_t> all(rows);
-      index.decode(0, rows, all.data());
-      index = PackedIndex::pack(all.data(), rows, static_cast<std::uint32_t>(d.n_symbols), cpu);
+  auto pack_records = [&] {
+    std::vector<PackedIndex::Layout> layouts(n_fields);
+    for (std::size_t f = 0; f < n_fields; ++f) {
+      const FieldDecoder& d = decoders[f];
+      layouts[f].n_symbols = static_cast<std::uint32_t>(d.n_symbols);
+      layouts[f].has_null = d.constant ? d.constant_symbol == kNull : d.bias < 0;
     }
-    indexes[f] = std::move(index);
+    indexes = PackedIndex::pack_columns(
+        rows, layouts,
+        [&](std::size_t begin, std::size_t count, std::uint32_t* const* out) {
+          for (std::size_t f = 0; f < n_fields; ++f) decode_block(f, begin, count, out[f]);
+        },
+        cpu);
+    for (std::size_t f = 0; f < n_fields; ++f) {
+      PackedIndex& index = indexes[f];
+      const bool nulls = index.non_null_count() < rows;
+      const std::int64_t top = max_symbol[f].load();
+      const std::uint64_t max_code = top < 0 ? 0 : static_cast<std::uint64_t>(top) + (nulls ? 1 : 0);
+      if (index.has_null() != nulls || index.bit_width() != PackedIndex::width_for(max_code)) {
+        std::vector<std::uint32_t> all(rows);
+        index.decode(0, rows, all.data());
+        index = PackedIndex::pack(all.data(), rows, layouts[f].n_symbols, cpu);
+      }
+    }
   };
 
-  // One task per field's symbols (largest first) and one per field's records; the record
-  // tasks pack in parallel blocks of their own.
+  // One task per field's symbols, largest first, beside one task for all records, which packs
+  // in parallel blocks of its own.
   std::vector<std::size_t> by_length(n_fields);
   for (std::size_t i = 0; i < n_fields; ++i) by_length[i] = i;
   std::stable_sort(by_length.begin(), by_length.end(),
                    [&](std::size_t a, std::size_t b) { return h.fields[a].length > h.fields[b].length; });
   parallel_for(
-      2 * n_fields,
+      n_fields + 1,
       [&](std::size_t task) {
         if (task < n_fields) {
           const std::size_t f = by_length[task];
           symbols[f] = read_symbols(h.fields[f], body);
         } else {
-          pack_field(task - n_fields);
+          pack_records();
         }
       },
       cpu);

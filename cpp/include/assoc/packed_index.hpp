@@ -21,13 +21,20 @@ class PackedIndex {
   // Worker threads charge their CPU time to `cpu` when one is given.
   static PackedIndex pack(const std::uint32_t* symbols, std::size_t n, std::uint32_t n_symbols,
                           CpuAccount* cpu = nullptr);
-  // Writes the symbol indexes (kNull for NULL) of rows [begin, begin+count) to `out`.
-  using BlockSource = std::function<void(std::size_t begin, std::size_t count, std::uint32_t* out)>;
-  // Packs `n` rows that `source` produces block by block, in parallel, without holding all
-  // indexes at once. The layout is fixed beforehand (as a file header gives it): every index is
-  // below `n_symbols`, and NULL gets a code only when `has_null`; other indexes throw Error.
-  static PackedIndex pack_blocks(std::size_t n, std::uint32_t n_symbols, bool has_null, const BlockSource& source,
-                                 CpuAccount* cpu = nullptr);
+  // The layout of one column packed by pack_columns, fixed beforehand (as a file header gives
+  // it): every symbol index is below `n_symbols`, and NULL has a code only when `has_null`.
+  struct Layout {
+    std::uint32_t n_symbols = 0;
+    bool has_null = false;
+  };
+  // Writes the symbol indexes (kNull for NULL) of rows [begin, begin+count) of every column c
+  // to out[c].
+  using BlockSource = std::function<void(std::size_t begin, std::size_t count, std::uint32_t* const* out)>;
+  // Packs `n` rows of several columns that `source` produces block by block, in parallel, so
+  // the rows are visited once for all columns and no column's indexes are ever held whole.
+  // An index outside its column's layout throws Error.
+  static std::vector<PackedIndex> pack_columns(std::size_t n, const std::vector<Layout>& layouts,
+                                               const BlockSource& source, CpuAccount* cpu = nullptr);
   // Bit width needed for codes 0..max_code.
   static std::uint32_t width_for(std::uint64_t max_code);
 
