@@ -763,6 +763,31 @@ def test_large_tables_decode_exactly_across_blocks_and_threads() -> None:
             assoc.set_threads(0)
 
 
+def test_many_constant_fields_over_many_rows() -> None:
+    # 3,000 fields of BitWidth 0 over 100,000 one-byte records: work and memory stay in
+    # proportion to the file, not to fields x rows.
+    n_fields, rows = 3000, 100_000
+    fields = "".join(
+        f"<QvdFieldHeader><FieldName>F{i}</FieldName><BitOffset>0</BitOffset>"
+        f"<BitWidth>0</BitWidth><Bias>0</Bias><NoOfSymbols>1</NoOfSymbols>"
+        f"<Offset>{5 * i}</Offset><Length>5</Length></QvdFieldHeader>"
+        for i in range(n_fields)
+    )
+    header = (
+        f"<QvdTableHeader><TableName>Wide</TableName><Fields>{fields}</Fields>"
+        f"<RecordByteSize>1</RecordByteSize><NoOfRecords>{rows}</NoOfRecords>"
+        f"<Offset>{5 * n_fields}</Offset><Length>{rows}</Length></QvdTableHeader>"
+    )
+    symbols = b"".join(b"\x01" + i.to_bytes(4, "little") for i in range(n_fields))
+    app = App.from_qvd(header.encode() + b"\0" + symbols + bytes(rows))
+    table = app.table("Wide")
+    assert table.num_rows == rows
+    assert len(table.fields) == n_fields
+    assert app.symbols("F2999") == [2999]
+    assert set(table.column_indices("F1234").tolist()) == {0}
+    assert app.metadata()["tables"][0]["byte_size"] < 50 * n_fields
+
+
 def test_load_counts_cpu_time() -> None:
     n = 400_000
     rng = np.random.default_rng(5)

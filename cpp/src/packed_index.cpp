@@ -149,18 +149,22 @@ std::vector<PackedIndex> PackedIndex::pack_columns(std::size_t n, const std::vec
     p.mask_ = p.width_ == 0 ? 0 : ((std::uint64_t{1} << p.width_) - 1);
     p.bytes_.assign((n * p.width_ + 7) / 8 + 8, 0);
   }
+  // Blocks of up to kPackBlock rows, fewer when there are many columns, so a task's buffer
+  // stays near 1 MiB; always a multiple of 8 rows, so every block starts on a byte.
+  const std::size_t per_column = (std::size_t{1} << 18) / std::max<std::size_t>(1, n_columns);
+  const std::size_t block = std::clamp<std::size_t>(per_column / 8 * 8, 8, kPackBlock);
   std::vector<std::uint64_t> nulls(n_columns, 0);
   std::vector<bool> out_of_range(n_columns, false);
   std::mutex totals;
-  parallel_ranges(n, kPackBlock, [&](std::size_t b, std::size_t e) {
-    std::vector<std::uint32_t> buffer(n_columns * kPackBlock);
+  parallel_ranges(n, block, [&](std::size_t b, std::size_t e) {
+    std::vector<std::uint32_t> buffer(n_columns * block);
     std::vector<std::uint32_t*> codes(n_columns);
-    for (std::size_t c = 0; c < n_columns; ++c) codes[c] = buffer.data() + c * kPackBlock;
+    for (std::size_t c = 0; c < n_columns; ++c) codes[c] = buffer.data() + c * block;
     std::vector<std::uint64_t> local_nulls(n_columns, 0);
     std::vector<std::uint8_t> bad(n_columns, 0);
     bool any_bad = false;
-    for (std::size_t r = b; r < e && !any_bad; r += kPackBlock) {
-      const std::size_t k = std::min(kPackBlock, e - r);
+    for (std::size_t r = b; r < e && !any_bad; r += block) {
+      const std::size_t k = std::min(block, e - r);
       source(r, k, codes.data());
       for (std::size_t c = 0; c < n_columns; ++c) {
         PackedIndex& p = out[c];
