@@ -19,5 +19,6 @@ struct PyModel {
 py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i);
 
 void bind_model(py::module_& m);
+void bind_session(py::module_& m);
 
 }  // namespace assoc::py_bind

@@ -1,8 +1,10 @@
 #include "assoc/packed_index.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <string>
+#include <utility>
 
 #include "assoc/error.hpp"
 #include "assoc/thread_pool.hpp"
@@ -81,6 +83,18 @@ void PackedIndex::decode(std::size_t begin, std::size_t count, std::uint32_t* ou
     std::fill(out, out + count, 0U - bias);
     return;
   }
+  // Whole blocks in the middle of the range take the fixed-shift path.
+  const std::size_t first_block = (begin + 63) / 64;
+  const std::size_t end_block = (begin + count) / 64;
+  if (end_block > first_block) {
+    const std::size_t head = first_block * 64 - begin;
+    decode(begin, head, out);
+    decode_blocks(first_block, end_block - first_block, out + head);
+    const std::size_t done = end_block * 64 - begin;
+    begin += done;
+    count -= done;
+    out += done;
+  }
   const std::uint8_t* data = bytes_.data();
   const std::uint64_t mask = mask_;
   const std::size_t w = width_;
@@ -90,6 +104,53 @@ void PackedIndex::decode(std::size_t begin, std::size_t count, std::uint32_t* ou
     std::memcpy(&x, data + (bit >> 3), sizeof x);
     out[i] = static_cast<std::uint32_t>((x >> (bit & 7)) & mask) - bias;
   }
+}
+
+}  // namespace assoc
+
+namespace assoc {
+namespace {
+
+// 64 rows of width W are W little-endian 64-bit words; with W fixed every shift is a constant.
+template <unsigned W>
+void decode_blocks_of_width(const std::uint8_t* data, std::size_t first, std::size_t n, std::uint32_t bias,
+                            std::uint32_t* out) {
+  constexpr std::uint64_t kMask = (std::uint64_t{1} << W) - 1;
+  for (std::size_t b = 0; b < n; ++b) {
+    std::uint64_t w[W];
+    std::memcpy(w, data + (first + b) * 8 * W, sizeof w);
+    std::uint32_t* o = out + b * 64;
+#pragma GCC unroll 64
+    for (unsigned j = 0; j < 64; ++j) {
+      const unsigned bit = j * W;
+      const unsigned k = bit >> 6;
+      const unsigned shift = bit & 63;
+      std::uint64_t v = w[k] >> shift;
+      if (shift + W > 64) v |= w[(k + 1) % W] << ((64 - shift) & 63);
+      o[j] = static_cast<std::uint32_t>(v & kMask) - bias;
+    }
+  }
+}
+
+using BlockDecoder = void (*)(const std::uint8_t*, std::size_t, std::size_t, std::uint32_t, std::uint32_t*);
+
+template <unsigned... Ws>
+constexpr auto block_decoders(std::integer_sequence<unsigned, Ws...>) {
+  return std::array<BlockDecoder, sizeof...(Ws)>{&decode_blocks_of_width<Ws + 1>...};
+}
+
+constexpr auto kBlockDecoders = block_decoders(std::make_integer_sequence<unsigned, 32>{});
+
+}  // namespace
+
+void PackedIndex::decode_blocks(std::size_t first, std::size_t n, std::uint32_t* out) const {
+  if (n == 0) return;
+  if ((first + n) * 64 > rows_) throw Error("internal: decode_blocks past the last whole block");
+  if (width_ == 0) {
+    std::fill(out, out + n * 64, 0U - bias_);
+    return;
+  }
+  kBlockDecoders[width_ - 1](bytes_.data(), first, n, bias_, out);
 }
 
 }  // namespace assoc

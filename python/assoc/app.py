@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from assoc import _core
+from assoc.session import Session
 
 Source = str | os.PathLike[str] | bytes | bytearray | memoryview
 
@@ -56,6 +57,8 @@ class App:
 
     def __init__(self, model: _core.DataModel) -> None:
         self._impl = model
+        # One link graph and value look-up per app, shared by its sessions and the result cache.
+        self._associative = _core.AssociativeModel(model)
 
     @classmethod
     def from_tables(cls, tables: Mapping[str, Mapping[str, Iterable[Any] | np.ndarray]]) -> App:
@@ -108,6 +111,10 @@ class App:
         data = self._impl.write_qvd(table)
         with open(path, "wb") as f:
             f.write(data)
+
+    def session(self, user: str = "") -> Session:
+        """A new, independent selection state in this app (close it, or use `with`)."""
+        return Session(self._associative, user)
 
     def metadata(self) -> dict[str, Any]:
         """DataModelMetadata: fields, tables, byte sizes and reload statistics."""
