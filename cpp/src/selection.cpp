@@ -40,11 +40,12 @@ std::vector<std::uint32_t> SelectionState::encode() const {
   return out;
 }
 
+// The bytes of the state vectors themselves (what the result cache accounts for).
 std::size_t RowStates::byte_size() const {
   std::size_t n = 0;
   for (const auto& r : rows)
     if (r) n += r->byte_size();
-  return n + possible.capacity() * sizeof(std::uint64_t);
+  return n;
 }
 
 std::size_t FieldStates::byte_size() const {

@@ -70,7 +70,9 @@ class App:
             if not isinstance(name, str):
                 raise _core.Error("table names must be strings")
             if not isinstance(columns, Mapping) or not columns:
-                raise _core.Error(f"table {name!r} needs a non-empty mapping of field name to values")
+                raise _core.Error(
+                    f"table {name!r} needs a non-empty mapping of field name to values"
+                )
             builder.add_columns(name, dict(columns))
         return cls(builder.build())
 
