@@ -135,7 +135,7 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
     std::uint64_t bits = m[w];
     if (bits == 0) continue;
     // Few rows in a block: read them one by one; many: decode the block.
-    if (std::popcount(bits) <= 8) {
+    if (popcount64(bits) <= 8) {
       for (; bits != 0; bits &= bits - 1) {
         const std::uint32_t x = std::min(index.get(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))), limit);
         a[x >> 6] |= std::uint64_t{1} << (x & 63);
@@ -213,22 +213,29 @@ class Evaluator {
     out->possible.resize(tables.size());
     for (std::uint32_t t = 0; t < tables.size(); ++t) {
       const Table& table = tables[t];
-      std::shared_ptr<Bitset> mask;
+      std::shared_ptr<const Bitset> rows;  // shared as it is while one constraint applies
+      std::shared_ptr<Bitset> combined;
       for (std::uint32_t c = 0; c < table.columns.size(); ++c) {
-        std::shared_ptr<const Bitset> constraint =
-            table.is_loose ? field_constraint(table.columns[c].field) : (side_to_table(t, c) ? to_table(t, c) : nullptr);
-        if (!constraint) continue;
-        Bitset loose_rows;
-        if (table.is_loose) loose_rows = match_rows(table.columns[c].index, *constraint);
-        const Bitset& rows = table.is_loose ? loose_rows : match(t, c);
-        if (!mask) {
-          mask = std::make_shared<Bitset>(rows);
+        std::shared_ptr<const Bitset> matched;
+        if (table.is_loose) {
+          if (auto constraint = field_constraint(table.columns[c].field))
+            matched = std::make_shared<Bitset>(match_rows(table.columns[c].index, *constraint));
+        } else if (side_to_table(t, c)) {
+          matched = match(t, c);
+        }
+        if (!matched) continue;
+        if (!rows) {
+          rows = std::move(matched);
         } else {
-          mask->and_with(rows);
+          if (!combined) {
+            combined = std::make_shared<Bitset>(*rows);
+            rows = combined;
+          }
+          combined->and_with(*matched);
         }
       }
-      out->possible[t] = mask ? mask->count() : table.rows;
-      out->rows[t] = std::move(mask);
+      out->possible[t] = rows ? rows->count() : table.rows;
+      out->rows[t] = std::move(rows);
     }
     return out;
   }
@@ -294,7 +301,7 @@ class Evaluator {
       const Bitset* rows = nullptr;
       for (std::uint32_t o = 0; o < table.columns.size(); ++o) {
         if (o == c || !side_to_table(t, o)) continue;
-        const Bitset& m = match(t, o);
+        const Bitset& m = *match(t, o);
         if (rows == nullptr) {
           rows = &m;
         } else {
@@ -313,10 +320,10 @@ class Evaluator {
   }
 
   // Rows of table t whose column c holds a value its field's side allows.
-  const Bitset& match(std::uint32_t t, std::uint32_t c) {
+  std::shared_ptr<const Bitset> match(std::uint32_t t, std::uint32_t c) {
     const std::size_t e = edge(t, c);
     if (!matched_[e]) matched_[e] = std::make_shared<Bitset>(match_rows(d_.tables()[t].columns[c].index, *to_table(t, c)));
-    return *matched_[e];
+    return matched_[e];
   }
 
   // What the selections and the link graph allow for a field, as a loose table sees it.

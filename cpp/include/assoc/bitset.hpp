@@ -7,6 +7,16 @@
 
 namespace assoc {
 
+// Bits set in a word. Written out (SWAR) rather than std::popcount, which becomes a library
+// call per word on targets without a popcount instruction in their baseline; this form also
+// vectorises over arrays.
+inline unsigned popcount64(std::uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ULL);
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+  return static_cast<unsigned>((x * 0x0101010101010101ULL) >> 56);
+}
+
 class Bitset {
  public:
   Bitset() = default;
@@ -23,7 +33,7 @@ class Bitset {
 
   std::size_t count() const {
     std::size_t n = 0;
-    for (const std::uint64_t w : words_) n += static_cast<std::size_t>(std::popcount(w));
+    for (const std::uint64_t w : words_) n += popcount64(w);
     return n;
   }
   // Sizes must match in the three below.
