@@ -62,53 +62,32 @@ constexpr std::size_t kBatch = 1024;  // rows decoded at a time (16 whole blocks
 // that last bit, which is never set, so no value needs a branch.
 Bitset symbol_set(std::uint32_t n_symbols) { return Bitset(std::size_t{n_symbols} + 1); }
 
-// Packs 64 bytes, each 0 or 1, into one word (byte j to bit j): eight bytes per multiply.
-inline std::uint64_t pack_bytes(const std::uint8_t* bytes) {
-  std::uint64_t word = 0;
-  for (unsigned k = 0; k < 8; ++k) {
-    std::uint64_t y;
-    std::memcpy(&y, bytes + 8 * k, sizeof y);
-    word |= ((y * 0x0102040810204080ULL) >> 56) << (8 * k);
-  }
-  return word;
-}
-
-// Rows of a column whose symbol is in `set`. Each row's membership is looked up (in a byte
-// table while the field is small enough for one to stay in cache, in the bitset otherwise)
-// into a byte, and 64 bytes are packed into a word: no branch and no carried dependency per row.
+// Rows of a column whose symbol is in `set`. Membership is looked up in a byte per symbol
+// while the field is small enough for that table to stay in cache, in the bitset otherwise.
 Bitset match_rows(const PackedIndex& index, const Bitset& set) {
   const std::size_t n = index.size();
   Bitset out(n);
   const auto limit = static_cast<std::uint32_t>(set.size() - 1);
-  const std::uint64_t* s = set.words();
-  std::vector<std::uint8_t> table;
-  if (limit <= (1U << 16)) {
-    table.assign(std::size_t{limit} + 1, 0);
-    set.for_each([&](std::size_t i) { table[i] = 1; });
+  std::vector<std::uint8_t> bytes;
+  if (limit <= (1U << 17)) {
+    bytes.assign(std::size_t{limit} + 1, 0);
+    set.for_each([&](std::size_t i) { bytes[i] = 1; });
   }
-  const std::uint8_t* lut = table.empty() ? nullptr : table.data();
   std::uint64_t* o = out.words();
+  const std::size_t whole = n / 64;
   parallel_ranges(
-      n, kBatch,
+      whole, 16,
       [&](std::size_t begin, std::size_t end) {
-        std::uint32_t buf[kBatch];
-        std::uint8_t member[kBatch];
-        for (std::size_t r = begin; r < end; r += kBatch) {
-          const std::size_t k = std::min(kBatch, end - r);
-          index.decode(r, k, buf);
-          if (lut != nullptr) {
-            for (std::size_t j = 0; j < k; ++j) member[j] = lut[std::min(buf[j], limit)];
-          } else {
-            for (std::size_t j = 0; j < k; ++j) {
-              const std::uint32_t x = std::min(buf[j], limit);
-              member[j] = static_cast<std::uint8_t>((s[x >> 6] >> (x & 63)) & 1U);
-            }
-          }
-          std::fill(member + k, member + (k + 63) / 64 * 64, std::uint8_t{0});
-          for (std::size_t w = 0; w * 64 < k; ++w) o[(r >> 6) + w] = pack_bytes(member + w * 64);
+        if (bytes.empty()) {
+          index.match_blocks(begin, end - begin, set.words(), limit, o + begin);
+        } else {
+          index.match_blocks(begin, end - begin, bytes.data(), limit, o + begin);
         }
       },
-      nullptr, std::size_t{1} << 16);
+      nullptr, std::size_t{1} << 10);
+  // The last, partial block.
+  for (std::size_t r = whole * 64; r < n; ++r)
+    if (set.test(std::min(index.get(r), limit))) out.set(r);
   return out;
 }
 
@@ -440,7 +419,8 @@ std::shared_ptr<const RowStates> AssociativeModel::rows(const SelectionState& st
   return computed;
 }
 
-std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionState& state, std::uint32_t field) const {
+std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionState& state, std::uint32_t field,
+                                                             const RowStates& rows) const {
   const std::uint32_t n = model_->fields()[field].symbols.size();
   const auto& tables = model_->tables();
   auto values_under = [&](const RowStates& rows) {
@@ -454,12 +434,12 @@ std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionStat
   auto it = state.fields().find(field);
   if (it != state.fields().end()) {
     for (const std::uint32_t s : it->second) out->selected.set(s);
-    out->alternative = values_under(*rows(state.without(field)));
+    out->alternative = values_under(*this->rows(state.without(field)));
     out->alternative.and_not(out->selected);
   } else {
     out->alternative = symbol_set(n);
   }
-  out->possible = values_under(*rows(state));
+  out->possible = values_under(rows);
   out->possible.and_not(out->selected);
   out->n_selected = out->selected.count();
   out->n_possible = out->possible.count();
@@ -468,13 +448,14 @@ std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionStat
   return out;
 }
 
-std::shared_ptr<const FieldStates> AssociativeModel::field_states(const SelectionState& state,
-                                                                  std::uint32_t field) const {
+std::shared_ptr<const FieldStates> AssociativeModel::field_states(const SelectionState& state, std::uint32_t field,
+                                                                  std::shared_ptr<const RowStates> rows) const {
   if (field >= model_->fields().size()) throw Error("internal: field out of range");
   CacheKey key{this, kFieldStates, field, state.encode()};
   ResultCache& cache = ResultCache::instance();
   if (auto hit = cache.find(key)) return std::static_pointer_cast<const FieldStates>(hit);
-  std::shared_ptr<const FieldStates> computed = compute_field(state, field);
+  if (!rows) rows = this->rows(state);
+  std::shared_ptr<const FieldStates> computed = compute_field(state, field, *rows);
   const std::size_t bytes = computed->byte_size();
   cache.insert(std::move(key), weak_from_this(), computed, bytes);
   return computed;
@@ -544,7 +525,7 @@ SelectionState Session::selection() const {
 std::shared_ptr<const FieldStates> Session::field_states(std::uint32_t field) const {
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
-  return model_->field_states(state_, field);
+  return model_->field_states(state_, field, rows_);
 }
 
 std::uint64_t Session::possible_rows(std::uint32_t table) const {

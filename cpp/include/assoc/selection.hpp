@@ -91,8 +91,10 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
 
   // Possible rows of every table (computed, or found in the result cache).
   std::shared_ptr<const RowStates> rows(const SelectionState& state) const;
-  // One field's value states (computed, or found in the result cache).
-  std::shared_ptr<const FieldStates> field_states(const SelectionState& state, std::uint32_t field) const;
+  // One field's value states (found in the result cache, or computed from `rows`, the row
+  // states of `state` when the caller has them).
+  std::shared_ptr<const FieldStates> field_states(const SelectionState& state, std::uint32_t field,
+                                                  std::shared_ptr<const RowStates> rows = nullptr) const;
 
   struct Holder {
     std::uint32_t table;
@@ -107,7 +109,8 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
   explicit AssociativeModel(std::shared_ptr<const DataModel> model);
   const Lookup& lookup(std::uint32_t field) const;
   std::shared_ptr<RowStates> compute_rows(const SelectionState& state) const;
-  std::shared_ptr<FieldStates> compute_field(const SelectionState& state, std::uint32_t field) const;
+  std::shared_ptr<FieldStates> compute_field(const SelectionState& state, std::uint32_t field,
+                                             const RowStates& rows) const;
 
   std::shared_ptr<const DataModel> model_;
   std::vector<std::vector<Holder>> holders_;  // per field, every table holding it
