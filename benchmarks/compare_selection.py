@@ -185,6 +185,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=15, help="runs per timing (best one counts)")
     args = parser.parse_args()
     ms = 1000.0
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
     print(
         f"threads: {assoc.threads()}, logical cores: {assoc.logical_cores()}, "
         f"polars {pl.__version__}, duckdb {duckdb.__version__}\n"
@@ -217,6 +218,7 @@ def main() -> int:
     ):
         p, q, r = b[f"polars_{d}"], b[f"duckdb_{d}"], b[f"assoc_{d}"]
         print(f"| {label} | {p * ms:.2f} | {q * ms:.2f} | {r * ms:.2f} | {r / min(p, q):.2f} |")
+    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     return 0
 
 

@@ -464,3 +464,33 @@ def test_large_table_selection_decodes_every_block() -> None:
         s.select("Val", [int(v) for v in val[:5000]])
         mask2 = mask & np.isin(val, val[:5000])
         assert s.possible_rows("T") == int(mask2.sum())
+
+
+@pytest.mark.parametrize("bits", [1, 2, 3, 5, 7, 8, 11, 13, 16, 17])
+@pytest.mark.parametrize("nulls", [False, True])
+def test_selection_agrees_with_numpy_at_every_bit_width(bits, nulls) -> None:
+    rng = np.random.default_rng(bits)
+    n = 70_001  # whole 64-row blocks and a partial one
+    values = rng.integers(0, 2**bits, n).astype(np.float64)
+    if nulls:
+        values[rng.random(n) < 0.05] = np.nan
+    other = rng.integers(0, 300, n)
+    app = App.from_tables({"T": {"V": values, "W": other}})
+    symbols = app.symbols("V")
+    # Decoding agrees with the values (the block path and the per-row path).
+    idx = app.table("T").column_indices("V")
+    decoded = np.where(idx < 0, np.nan, np.asarray(symbols, dtype=np.float64)[idx])
+    assert np.array_equal(decoded, values, equal_nan=True)
+    chosen = [float(x) for x in rng.choice(symbols, max(1, len(symbols) // 3), replace=False)]
+    mask = np.isin(values, chosen)
+    with app.session() as s:
+        s.select("V", chosen)
+        assert s.possible_rows("T") == int(mask.sum())
+        assert set(s.state("W")["possible"]) == set(np.unique(other[mask]).tolist())
+        s.select("W", [int(x) for x in other[:50]])
+        both = mask & np.isin(other, other[:50])
+        assert s.possible_rows("T") == int(both.sum())
+        want = set(
+            np.unique(values[np.isin(other, other[:50]) & ~np.isnan(values)]).tolist()
+        ) - set(chosen)
+        assert set(s.state("V")["alternative"]) == want
