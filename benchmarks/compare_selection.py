@@ -2,9 +2,9 @@
 
     PYTHONPATH=python python benchmarks/compare_selection.py [--repeat N]
 
-Sizes follow ASSOC_BENCH_SCALE (benchmarks/conftest.py). Every timing is the best of N runs;
-every answer is checked against the others' before it is timed. Ratios are taken within
-this one run, so load from other processes affects both sides alike.
+Sizes follow ASSOC_BENCH_SCALE (benchmarks/conftest.py). Every answer is checked against
+the others' before it is timed. Every timing is the best of N rounds, and each round runs
+every contender once, in turn, so ratios are taken within one run under the same load.
 """
 
 from __future__ import annotations
@@ -24,16 +24,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import assoc
 from conftest import scaled
 
+Run = tuple[Callable[[], Any], Callable[[], None] | None]  # timed call, untimed set-up
 
-def best_of(fn: Callable[[], Any], repeat: int, before: Callable[[], None] | None = None) -> float:
-    """Best wall time of `repeat` calls, in seconds (`before` runs untimed ahead of each)."""
-    best = float("inf")
+
+def best_interleaved(runs: dict[str, Run], repeat: int) -> dict[str, float]:
+    """Best wall time (seconds) of each run over `repeat` rounds; each round runs every one
+    once, in turn, so that all see the same load from other processes."""
+    best = dict.fromkeys(runs, float("inf"))
     for _ in range(repeat):
-        if before is not None:
-            before()
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
+        for name, (fn, before) in runs.items():
+            if before is not None:
+                before()
+            t = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t)
     return best
 
 
@@ -68,28 +72,40 @@ def one_table(repeat: int) -> dict[str, float]:
     assoc_query()
     assert values(app, session, "Val") == set(polars_query().to_list())
 
-    out: dict[str, float] = {"rows": float(n)}
+    def on_threads(threads: int) -> Callable[[], None]:
+        def before() -> None:
+            assoc.set_threads(threads)
+            session.clear()
+
+        return before
+
     limit = assoc.cache_info()["limit"]
     assoc.set_cache_limit(0)  # every timed selection computes
     try:
-        out["polars"] = best_of(polars_query, repeat)
-        for threads in (1, 2):
-            assoc.set_threads(threads)
-            out[f"assoc_{threads}"] = best_of(assoc_query, repeat, session.clear)
+        out = best_interleaved(
+            {
+                "polars": (polars_query, None),
+                "assoc_1": (assoc_query, on_threads(1)),
+                "assoc_2": (assoc_query, on_threads(2)),
+            },
+            repeat,
+        )
     finally:
         assoc.set_threads(0)
         assoc.set_cache_limit(limit)
+    out["rows"] = float(n)
 
     # A cached repeat of the same selection state, through the Python API.
     session.select("Cat", chosen)
     session.counts("Val")
     k = 1000
-    out["cached"] = (
-        best_of(
-            lambda: [(session.select("Cat", chosen), session.counts("Val")) for _ in range(k)], 5
-        )
-        / k
-    )
+
+    def repeats() -> None:
+        for _ in range(k):
+            session.select("Cat", chosen)
+            session.counts("Val")
+
+    out["cached"] = best_interleaved({"cached": (repeats, None)}, 5)["cached"] / k
     session.close()
     return out
 
@@ -162,18 +178,24 @@ def fact_dimension(repeat: int) -> dict[str, float]:
     want = set(polars_back().to_list())
     assert values(app, session, "Region") == want == {r[0] for r in duckdb_back()}
 
-    out: dict[str, float] = {"rows": float(n_fact), "dim_rows": float(n_dim)}
     limit = assoc.cache_info()["limit"]
     assoc.set_cache_limit(0)
     try:
-        out["polars_forward"] = best_of(polars_forward, repeat)
-        out["duckdb_forward"] = best_of(duckdb_forward, repeat)
-        out["assoc_forward"] = best_of(assoc_forward, repeat, session.clear)
-        out["polars_back"] = best_of(polars_back, repeat)
-        out["duckdb_back"] = best_of(duckdb_back, repeat)
-        out["assoc_back"] = best_of(assoc_back, repeat, session.clear)
+        out = best_interleaved(
+            {
+                "polars_forward": (polars_forward, None),
+                "duckdb_forward": (duckdb_forward, None),
+                "assoc_forward": (assoc_forward, session.clear),
+                "polars_back": (polars_back, None),
+                "duckdb_back": (duckdb_back, None),
+                "assoc_back": (assoc_back, session.clear),
+            },
+            repeat,
+        )
     finally:
         assoc.set_cache_limit(limit)
+    out["rows"] = float(n_fact)
+    out["dim_rows"] = float(n_dim)
     session.close()
     con.close()
     return out
@@ -182,7 +204,7 @@ def fact_dimension(repeat: int) -> dict[str, float]:
 def main() -> int:
     """Runs both comparisons and prints a Markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=15, help="runs per timing (best one counts)")
+    parser.add_argument("--repeat", type=int, default=30, help="runs per timing (best one counts)")
     args = parser.parse_args()
     ms = 1000.0
     print(f"load average before: {os.getloadavg()[0]:.2f}")
