@@ -82,10 +82,19 @@ constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8
 
 inline bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
 
-// True when [p, p+n) (n > 0) is a number as parse_number reads it; sets `v`, and `canonical`
-// when the text is exactly the number's canonical form. Plain integers and decimals of up to
-// 15 digits take a fast path whose results equal parse_number's and is_canonical_text's.
-inline bool read_number(const char* p, std::size_t n, double& v, bool& canonical) {
+// A number read from a field. When `fixed`, the value is exactly mantissa / 10^frac (a plain
+// integer or decimal of at most 15 digits), which lets narrow columns skip hashing.
+struct NumberText {
+  double value = 0;
+  bool canonical = false;  // the text is exactly the number's canonical form
+  bool fixed = false;
+  std::int64_t mantissa = 0;
+  unsigned frac = 0;
+};
+
+// True when [p, p+n) (n > 0) is a number as parse_number reads it. Plain integers and decimals
+// of up to 15 digits take a fast path whose results equal parse_number's and is_canonical_text's.
+inline bool read_number(const char* p, std::size_t n, NumberText& out) {
   const char c0 = p[0];
   if (!(is_digit(c0) || c0 == '-' || c0 == '+' || c0 == '.')) return false;
   const bool neg = c0 == '-';
@@ -99,8 +108,11 @@ inline bool read_number(const char* p, std::size_t n, double& v, bool& canonical
       const bool lead_zero = int_digits > 1 && p[i] == '0';
       if (j == n) {
         const double x = static_cast<double>(m);
-        v = neg ? -x : x;
-        canonical = !lead_zero && !(neg && m == 0);  // "-0" keeps its text
+        out.value = neg ? -x : x;
+        out.canonical = !lead_zero && !(neg && m == 0);  // "-0" keeps its text
+        out.fixed = true;
+        out.mantissa = neg ? -static_cast<std::int64_t>(m) : static_cast<std::int64_t>(m);
+        out.frac = 0;
         return true;
       }
       if (p[j] == '.') {
@@ -111,22 +123,26 @@ inline bool read_number(const char* p, std::size_t n, double& v, bool& canonical
         // division rounds correctly, and the digits are the shortest text of the result.
         if (k == n && frac > 0 && int_digits + frac <= 15) {
           const double x = static_cast<double>(m) / kPow10[frac];
-          v = neg ? -x : x;
+          out.value = neg ? -x : x;
           if (p[k - 1] == '0' || lead_zero || m == 0) {
-            canonical = false;
+            out.canonical = false;
           } else if (p[i] != '0' || p[j + 1] != '0') {
-            canonical = true;  // fixed notation is shorter than scientific here
+            out.canonical = true;  // fixed notation is shorter than scientific here
           } else {
-            canonical = is_canonical_text(std::string_view(p, n), v);  // 0.0…: may be 1e-05
+            out.canonical = is_canonical_text(std::string_view(p, n), out.value);  // 0.0…: may be 1e-05
           }
+          out.fixed = true;
+          out.mantissa = neg ? -static_cast<std::int64_t>(m) : static_cast<std::int64_t>(m);
+          out.frac = static_cast<unsigned>(frac);
           return true;
         }
       }
     }
   }
   const std::string_view s(p, n);
-  if (!parse_number(s, v)) return false;
-  canonical = is_canonical_text(s, v);
+  if (!parse_number(s, out.value)) return false;
+  out.canonical = is_canonical_text(s, out.value);
+  out.fixed = false;
   return true;
 }
 
@@ -307,10 +323,119 @@ class Arena {
   std::size_t left_ = 0;
 };
 
+// Numbers of a narrow range as a direct table: a number that is exactly k / 10^scale for an
+// integer k is found at slots[k - lo] without hashing. Typical id, count, year and price columns
+// stay in it; a column whose numbers spread too thin leaves it for the NumberMap, for good.
+// A number is in one of the two, never both: once the NumberMap holds a number the scale is
+// fixed, and the table's range only grows, so a number's place never changes.
+class DenseNumbers {
+ public:
+  static constexpr unsigned kMaxScale = 6;
+  // Keys stay within ±10^15, where distinct keys are distinct doubles.
+  static constexpr std::int64_t kMaxKey = 1000000000000000LL;
+
+  bool active() const { return active_; }
+  unsigned scale() const { return scale_; }
+  bool has_scale() const { return has_scale_; }
+
+  // The key of a number at the current scale; false when it has none. Sets the scale from the
+  // first number.
+  bool key_of(const NumberText& t, std::int64_t& k) {
+    if (!has_scale_) {
+      scale_ = t.fixed ? std::min(t.frac, kMaxScale) : 0;
+      has_scale_ = true;
+    }
+    if (t.fixed) {
+      std::int64_t m = t.mantissa;
+      unsigned frac = t.frac;
+      while (frac > scale_ && m % 10 == 0) {
+        m /= 10;
+        --frac;
+      }
+      if (frac > scale_) return false;
+      const std::int64_t mul = kPow10Int[scale_ - frac];
+      if (m > kMaxKey / mul || m < -kMaxKey / mul) return false;
+      k = m * mul;
+      return true;
+    }
+    const double x = t.value * kPow10[scale_];
+    if (!(x >= -static_cast<double>(kMaxKey) && x <= static_cast<double>(kMaxKey))) return false;
+    k = static_cast<std::int64_t>(std::nearbyint(x));
+    return static_cast<double>(k) / kPow10[scale_] == t.value;
+  }
+
+  // The slot of key k, growing the table to reach it; null when that would spread it too thin
+  // (the caller then moves the table into the NumberMap).
+  std::uint32_t* slot(std::int64_t k, std::size_t n_symbols) {
+    if (k >= lo_ && k - lo_ < static_cast<std::int64_t>(slots_.size())) return &slots_[static_cast<std::size_t>(k - lo_)];
+    return grow(k, n_symbols) ? &slots_[static_cast<std::size_t>(k - lo_)] : nullptr;
+  }
+
+  // Raises the scale (no number may be in the NumberMap yet); false when the table would spread
+  // too thin.
+  bool rescale(unsigned scale, std::size_t n_symbols) {
+    const std::int64_t mul = kPow10Int[scale - scale_];
+    if (!slots_.empty()) {
+      const auto cap = static_cast<std::int64_t>(slots_.size());
+      if (cap > max_slots(n_symbols) / mul || lo_ > kMaxKey / mul || lo_ < -kMaxKey / mul) return false;
+      std::vector<std::uint32_t> fresh(static_cast<std::size_t>((cap - 1) * mul + 1), 0);
+      for (std::int64_t i = 0; i < cap; ++i) fresh[static_cast<std::size_t>(i * mul)] = slots_[static_cast<std::size_t>(i)];
+      slots_.swap(fresh);
+      lo_ *= mul;
+    }
+    scale_ = scale;
+    return true;
+  }
+
+  // Leaves direct addressing: calls add(slot value) for every filled slot and frees the table.
+  template <class Add>
+  void deactivate(Add add) {
+    for (const std::uint32_t s : slots_)
+      if (s != 0) add(s - 1);
+    std::vector<std::uint32_t>().swap(slots_);
+    active_ = false;
+  }
+
+ private:
+  static constexpr std::int64_t kPow10Int[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+
+  // A table may hold 2^20 slots at any density, beyond that 8 slots a symbol.
+  static std::int64_t max_slots(std::size_t n_symbols) {
+    return std::max<std::int64_t>(std::int64_t{1} << 20, 8 * static_cast<std::int64_t>(n_symbols + 1));
+  }
+
+  bool grow(std::int64_t k, std::size_t n_symbols) {
+    const auto cap = static_cast<std::int64_t>(slots_.size());
+    if (cap == 0) {
+      lo_ = k - 16;
+      slots_.assign(1024, 0);
+      return true;
+    }
+    const std::int64_t hi = lo_ + cap;
+    const std::int64_t need = std::max(hi, k + 1) - std::min(lo_, k);
+    if (need > max_slots(n_symbols)) return false;
+    const std::int64_t fresh_cap = std::min(std::max(need, 2 * cap), max_slots(n_symbols));
+    const std::int64_t fresh_lo = k < lo_ ? hi - fresh_cap : lo_;
+    std::vector<std::uint32_t> fresh(static_cast<std::size_t>(fresh_cap), 0);
+    std::memcpy(fresh.data() + (lo_ - fresh_lo), slots_.data(), slots_.size() * sizeof(std::uint32_t));
+    slots_.swap(fresh);
+    lo_ = fresh_lo;
+    return true;
+  }
+
+  std::vector<std::uint32_t> slots_;  // symbol index + 1 by key - lo_; 0 = empty
+  std::int64_t lo_ = 0;
+  unsigned scale_ = 0;
+  bool has_scale_ = false;
+  bool active_ = true;
+};
+
 struct ChunkColumn {
   std::vector<LocalSymbol> symbols;
   std::vector<std::uint32_t> rows;
+  DenseNumbers dense;
   NumberMap numbers;
+  std::size_t hashed_numbers = 0;  // numbers in `numbers`
   TextMap texts;
 };
 
@@ -356,6 +481,8 @@ class ChunkParser {
   // Moves past a blank line at `pos`; false when the line is not blank.
   bool skip_blank_line(std::size_t& pos) const;
   std::uint32_t intern(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch);
+  // Moves a column's numbers from direct addressing into its NumberMap.
+  void leave_dense(ChunkColumn& col);
 
   const char* data_;
   std::size_t size_;
@@ -508,17 +635,40 @@ std::uint32_t ChunkParser::intern(ChunkColumn& col, const char* p, std::size_t n
     return kNull;
   }
   const auto len = static_cast<std::uint32_t>(n);
-  double v;
-  bool canonical;
-  if (read_number(p, n, v, canonical)) {
-    const std::uint64_t key = number_key(v);
+  NumberText num;
+  if (read_number(p, n, num)) {
+    auto add = [&] {
+      const auto index = static_cast<std::uint32_t>(col.symbols.size());
+      const char* text = num.canonical ? nullptr : (in_scratch ? arena_.copy(p, n) : p);
+      col.symbols.push_back(LocalSymbol{num.value, text, num.canonical ? 0U : len});
+      return index;
+    };
+    if (col.dense.active()) {
+      std::int64_t k = 0;
+      bool keyed = col.dense.key_of(num, k);
+      if (!keyed && num.fixed && col.hashed_numbers == 0 && num.frac <= DenseNumbers::kMaxScale) {
+        // More fraction digits than so far: raise the scale while nothing is hashed.
+        if (col.dense.rescale(num.frac, col.symbols.size())) keyed = col.dense.key_of(num, k);
+        else leave_dense(col);
+      }
+      if (keyed && col.dense.active()) {
+        std::uint32_t* slot = col.dense.slot(k, col.symbols.size());
+        if (slot != nullptr) {
+          if (*slot != 0) return *slot - 1;
+          const std::uint32_t index = add();
+          *slot = index + 1;
+          return index;
+        }
+        leave_dense(col);
+      }
+    }
+    const std::uint64_t key = number_key(num.value);
     std::size_t slot = 0;
     const std::uint32_t found = col.numbers.find(key, mix64(key), slot);
     if (found != kNull) return found;
-    const auto index = static_cast<std::uint32_t>(col.symbols.size());
-    const char* text = canonical ? nullptr : (in_scratch ? arena_.copy(p, n) : p);
-    col.symbols.push_back(LocalSymbol{v, text, canonical ? 0U : len});
+    const std::uint32_t index = add();
     col.numbers.insert(slot, key, index);
+    ++col.hashed_numbers;
     return index;
   }
   const std::uint64_t h = hash_text(p, n);
@@ -529,6 +679,16 @@ std::uint32_t ChunkParser::intern(ChunkColumn& col, const char* p, std::size_t n
   col.symbols.push_back(LocalSymbol{std::nan(""), in_scratch ? arena_.copy(p, n) : p, len});
   col.texts.insert(slot, h, index, col.symbols.data());
   return index;
+}
+
+void ChunkParser::leave_dense(ChunkColumn& col) {
+  col.dense.deactivate([&](std::uint32_t index) {
+    const std::uint64_t key = number_key(col.symbols[index].number);
+    std::size_t slot = 0;
+    col.numbers.find(key, mix64(key), slot);
+    col.numbers.insert(slot, key, index);
+    ++col.hashed_numbers;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
