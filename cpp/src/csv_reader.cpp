@@ -3,12 +3,17 @@
 // parallel, by hash partition) into one symbol table per column in first-occurrence order.
 #include "assoc/csv.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string_view>
 #include <vector>
 
@@ -73,6 +78,79 @@ inline std::uint64_t number_key(double v) {
   std::memcpy(&bits, &v, sizeof bits);
   return bits;
 }
+
+// A zero-filled array for hash and direct tables. Big ones are mapped on their own and asked
+// for transparent huge pages: random lookups into tables of many megabytes otherwise miss the
+// TLB on almost every access.
+template <class T>
+class ZeroedArray {
+ public:
+  ZeroedArray() = default;
+  explicit ZeroedArray(std::size_t n) : size_(n) {
+    if (n == 0) return;
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes >= kHugePage) {
+      map_bytes_ = bytes + kHugePage;
+      void* m = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) throw std::bad_alloc();
+      map_ = m;
+      const auto aligned = (reinterpret_cast<std::uintptr_t>(m) + kHugePage - 1) & ~(kHugePage - 1);
+      data_ = reinterpret_cast<T*>(aligned);
+      madvise(data_, bytes, MADV_HUGEPAGE);  // a hint: without it the table works the same
+    } else {
+      data_ = static_cast<T*>(std::calloc(n, sizeof(T)));
+      if (data_ == nullptr) throw std::bad_alloc();
+    }
+  }
+  ~ZeroedArray() { release(); }
+  ZeroedArray(ZeroedArray&& o) noexcept { take(o); }
+  ZeroedArray& operator=(ZeroedArray&& o) noexcept {
+    if (this != &o) {
+      release();
+      take(o);
+    }
+    return *this;
+  }
+  ZeroedArray(const ZeroedArray&) = delete;
+  ZeroedArray& operator=(const ZeroedArray&) = delete;
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+
+ private:
+  static constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
+  void release() {
+    if (map_ != nullptr) {
+      munmap(map_, map_bytes_);
+    } else {
+      std::free(data_);
+    }
+    data_ = nullptr;
+    map_ = nullptr;
+    size_ = 0;
+  }
+  void take(ZeroedArray& o) {
+    data_ = o.data_;
+    map_ = o.map_;
+    map_bytes_ = o.map_bytes_;
+    size_ = o.size_;
+    o.data_ = nullptr;
+    o.map_ = nullptr;
+    o.size_ = 0;
+  }
+  T* data_ = nullptr;
+  void* map_ = nullptr;
+  std::size_t map_bytes_ = 0;
+  std::size_t size_ = 0;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Numbers
@@ -224,6 +302,7 @@ class NumberMap {
       i = (i + 1) & mask_;
     }
   }
+  void prefetch(std::uint64_t h) const { __builtin_prefetch(slots_.data() + (h >> shift_)); }
   void insert(std::size_t slot, std::uint64_t key, std::uint32_t index) {
     slots_[slot] = Slot{key, index + 1};
     if (++size_ * 2 > slots_.size()) resize(slots_.size() * 2);
@@ -235,8 +314,8 @@ class NumberMap {
     std::uint32_t index_plus_1;
   };
   void resize(std::size_t cap) {
-    std::vector<Slot> old(cap, Slot{0, 0});
-    old.swap(slots_);
+    ZeroedArray<Slot> old(cap);
+    std::swap(old, slots_);
     mask_ = cap - 1;
     shift_ = 64U - static_cast<unsigned>(std::countr_zero(cap));
     for (const Slot& s : old) {
@@ -246,7 +325,7 @@ class NumberMap {
       slots_[i] = s;
     }
   }
-  std::vector<Slot> slots_;
+  ZeroedArray<Slot> slots_;
   std::size_t size_ = 0, mask_ = 0;
   unsigned shift_ = 0;
 };
@@ -276,6 +355,7 @@ class TextMap {
       i = (i + 1) & mask_;
     }
   }
+  void prefetch(std::uint64_t h) const { __builtin_prefetch(slots_.data() + (h >> shift_)); }
   void insert(std::size_t slot, std::uint64_t h, std::uint32_t index, const LocalSymbol* symbols) {
     slots_[slot] = (std::uint64_t{static_cast<std::uint32_t>(h >> kPartitionBits)} << 32) | (index + 1);
     if (++size_ * 2 > slots_.size()) resize(slots_.size() * 2, symbols);
@@ -283,8 +363,8 @@ class TextMap {
 
  private:
   void resize(std::size_t cap, const LocalSymbol* symbols) {
-    std::vector<std::uint64_t> old(cap, 0);
-    old.swap(slots_);
+    ZeroedArray<std::uint64_t> old(cap);
+    std::swap(old, slots_);
     mask_ = cap - 1;
     shift_ = 64U - static_cast<unsigned>(std::countr_zero(cap));
     for (const std::uint64_t s : old) {
@@ -295,7 +375,7 @@ class TextMap {
       slots_[i] = s;
     }
   }
-  std::vector<std::uint64_t> slots_;
+  ZeroedArray<std::uint64_t> slots_;
   std::size_t size_ = 0, mask_ = 0;
   unsigned shift_ = 0;
 };
@@ -330,13 +410,24 @@ class Arena {
 // fixed, and the table's range only grows, so a number's place never changes.
 class DenseNumbers {
  public:
+  static constexpr std::int64_t kPow10Int[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
   static constexpr unsigned kMaxScale = 6;
   // Keys stay within ±10^15, where distinct keys are distinct doubles.
   static constexpr std::int64_t kMaxKey = 1000000000000000LL;
 
   bool active() const { return active_; }
   unsigned scale() const { return scale_; }
-  bool has_scale() const { return has_scale_; }
+  bool empty() const { return slots_.empty(); }
+  std::int64_t min_key() const { return min_key_; }
+  std::int64_t max_key() const { return max_key_; }
+  // Calls f(key, symbol index) for every number in the table, in key order.
+  template <class F>
+  void for_each(F f) const {
+    if (slots_.empty()) return;
+    const std::uint32_t* s = slots_.data() + (min_key_ - lo_);
+    for (std::int64_t key = min_key_; key <= max_key_; ++key, ++s)
+      if (*s != 0) f(key, *s - 1);
+  }
 
   // The key of a number at the current scale; false when it has none. Sets the scale from the
   // first number.
@@ -364,10 +455,22 @@ class DenseNumbers {
     return static_cast<double>(k) / kPow10[scale_] == t.value;
   }
 
+  // Starts loading the slot of a number that is likely to be looked up soon.
+  void prefetch(const NumberText& t) const {
+    if (!has_scale_ || !t.fixed || t.frac > scale_ || slots_.empty()) return;
+    const std::int64_t k = t.mantissa * kPow10Int[scale_ - t.frac];  // |mantissa| < 10^15: no overflow
+    if (k >= lo_ && k - lo_ < static_cast<std::int64_t>(slots_.size()))
+      __builtin_prefetch(slots_.data() + (k - lo_));
+  }
+
   // The slot of key k, growing the table to reach it; null when that would spread it too thin
   // (the caller then moves the table into the NumberMap).
   std::uint32_t* slot(std::int64_t k, std::size_t n_symbols) {
-    if (k >= lo_ && k - lo_ < static_cast<std::int64_t>(slots_.size())) return &slots_[static_cast<std::size_t>(k - lo_)];
+    if (k >= lo_ && k - lo_ < static_cast<std::int64_t>(slots_.size())) {
+      min_key_ = std::min(min_key_, k);
+      max_key_ = std::max(max_key_, k);
+      return &slots_[static_cast<std::size_t>(k - lo_)];
+    }
     return grow(k, n_symbols) ? &slots_[static_cast<std::size_t>(k - lo_)] : nullptr;
   }
 
@@ -376,12 +479,16 @@ class DenseNumbers {
   bool rescale(unsigned scale, std::size_t n_symbols) {
     const std::int64_t mul = kPow10Int[scale - scale_];
     if (!slots_.empty()) {
-      const auto cap = static_cast<std::int64_t>(slots_.size());
-      if (cap > max_slots(n_symbols) / mul || lo_ > kMaxKey / mul || lo_ < -kMaxKey / mul) return false;
-      std::vector<std::uint32_t> fresh(static_cast<std::size_t>((cap - 1) * mul + 1), 0);
-      for (std::int64_t i = 0; i < cap; ++i) fresh[static_cast<std::size_t>(i * mul)] = slots_[static_cast<std::size_t>(i)];
-      slots_.swap(fresh);
-      lo_ *= mul;
+      const std::int64_t span = max_key_ - min_key_;
+      if (span > (max_slots(n_symbols) - 1) / mul || min_key_ < -kMaxKey / mul || max_key_ > kMaxKey / mul)
+        return false;
+      ZeroedArray<std::uint32_t> fresh(static_cast<std::size_t>(span * mul + 1));
+      for (std::int64_t key = min_key_; key <= max_key_; ++key)
+        fresh[static_cast<std::size_t>((key - min_key_) * mul)] = slots_[static_cast<std::size_t>(key - lo_)];
+      std::swap(slots_, fresh);
+      min_key_ *= mul;
+      max_key_ *= mul;
+      lo_ = min_key_;
     }
     scale_ = scale;
     return true;
@@ -392,13 +499,11 @@ class DenseNumbers {
   void deactivate(Add add) {
     for (const std::uint32_t s : slots_)
       if (s != 0) add(s - 1);
-    std::vector<std::uint32_t>().swap(slots_);
+    slots_ = ZeroedArray<std::uint32_t>();
     active_ = false;
   }
 
  private:
-  static constexpr std::int64_t kPow10Int[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
-
   // A table may hold 2^20 slots at any density, beyond that 8 slots a symbol.
   static std::int64_t max_slots(std::size_t n_symbols) {
     return std::max<std::int64_t>(std::int64_t{1} << 20, 8 * static_cast<std::int64_t>(n_symbols + 1));
@@ -408,23 +513,29 @@ class DenseNumbers {
     const auto cap = static_cast<std::int64_t>(slots_.size());
     if (cap == 0) {
       lo_ = k - 16;
-      slots_.assign(1024, 0);
+      min_key_ = max_key_ = k;
+      slots_ = ZeroedArray<std::uint32_t>(1024);
       return true;
     }
-    const std::int64_t hi = lo_ + cap;
-    const std::int64_t need = std::max(hi, k + 1) - std::min(lo_, k);
+    // The keys seen, not the slack around them, count against the limit.
+    const std::int64_t lo_key = std::min(min_key_, k), hi_key = std::max(max_key_, k);
+    const std::int64_t need = hi_key - lo_key + 1;
     if (need > max_slots(n_symbols)) return false;
     const std::int64_t fresh_cap = std::min(std::max(need, 2 * cap), max_slots(n_symbols));
-    const std::int64_t fresh_lo = k < lo_ ? hi - fresh_cap : lo_;
-    std::vector<std::uint32_t> fresh(static_cast<std::size_t>(fresh_cap), 0);
-    std::memcpy(fresh.data() + (lo_ - fresh_lo), slots_.data(), slots_.size() * sizeof(std::uint32_t));
-    slots_.swap(fresh);
+    const std::int64_t fresh_lo = k < min_key_ ? hi_key + 1 - fresh_cap : lo_key;
+    ZeroedArray<std::uint32_t> fresh(static_cast<std::size_t>(fresh_cap));
+    std::memcpy(fresh.data() + (min_key_ - fresh_lo), slots_.data() + (min_key_ - lo_),
+                static_cast<std::size_t>(max_key_ - min_key_ + 1) * sizeof(std::uint32_t));
+    std::swap(slots_, fresh);
     lo_ = fresh_lo;
+    min_key_ = lo_key;
+    max_key_ = hi_key;
     return true;
   }
 
-  std::vector<std::uint32_t> slots_;  // symbol index + 1 by key - lo_; 0 = empty
+  ZeroedArray<std::uint32_t> slots_;  // symbol index + 1 by key - lo_; 0 = empty
   std::int64_t lo_ = 0;
+  std::int64_t min_key_ = 0, max_key_ = 0;  // the keys seen
   unsigned scale_ = 0;
   bool has_scale_ = false;
   bool active_ = true;
@@ -437,6 +548,7 @@ struct ChunkColumn {
   NumberMap numbers;
   std::size_t hashed_numbers = 0;  // numbers in `numbers`
   TextMap texts;
+  std::size_t text_symbols = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -480,7 +592,12 @@ class ChunkParser {
   bool next_field(std::size_t& pos, const char*& field, std::size_t& len, bool& in_scratch);
   // Moves past a blank line at `pos`; false when the line is not blank.
   bool skip_blank_line(std::size_t& pos) const;
-  std::uint32_t intern(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch);
+  // Interns one block of rows column by column: first every field is read and its table slot
+  // prefetched, then the values are looked up in row order, so the cache misses of a block
+  // overlap instead of stalling one by one.
+  void intern_block(std::size_t n_rows);
+  std::uint32_t intern_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, const NumberText& num);
+  std::uint32_t intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, std::uint64_t h);
   // Moves a column's numbers from direct addressing into its NumberMap.
   void leave_dense(ChunkColumn& col);
 
@@ -492,6 +609,20 @@ class ChunkParser {
   ParseError error_;
   std::string scratch_;
   Arena arena_;
+
+  // The block being read: fields by column then row, unescaped texts, per-row lookup state.
+  static constexpr std::size_t kBlockRows = 256;
+  struct FieldRef {
+    const char* p;
+    std::size_t scratch_at;  // offset in block_scratch_ when in_scratch
+    std::uint32_t len;
+    bool in_scratch;
+  };
+  std::vector<FieldRef> fields_;
+  std::string block_scratch_;
+  NumberText numbers_[kBlockRows];
+  std::uint64_t hashes_[kBlockRows];
+  std::uint8_t kinds_[kBlockRows];
 };
 
 inline bool ChunkParser::skip_blank_line(std::size_t& pos) const {
@@ -594,90 +725,150 @@ bool ChunkParser::parse_names(std::size_t& pos, std::vector<std::string>& names)
 }
 
 std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t expected_rows) {
-  for (auto& c : cols_) c.rows.reserve(expected_rows);
+  // Reserving only claims address space: pages are touched as symbols arrive, and the large
+  // columns never copy their symbols while growing.
+  for (auto& c : cols_) {
+    c.rows.reserve(expected_rows);
+    c.symbols.reserve(expected_rows);
+  }
   const std::size_t n_cols = cols_.size();
+  fields_.resize(n_cols * kBlockRows);
   std::size_t pos = begin;
   while (pos < end) {
-    if (skip_blank_line(pos)) continue;
-    const std::size_t record = pos;
-    std::size_t col = 0;
-    for (;;) {
-      const char* field;
-      std::size_t len;
-      bool in_scratch;
-      if (!next_field(pos, field, len, in_scratch)) return pos;
-      if (col == n_cols) {
-        fail(record, ErrorKind::kTooManyFields, n_cols);
+    std::size_t r = 0;
+    block_scratch_.clear();
+    while (r < kBlockRows && pos < end) {
+      if (skip_blank_line(pos)) continue;
+      const std::size_t record = pos;
+      std::size_t col = 0;
+      for (;;) {
+        const char* field;
+        std::size_t len;
+        bool in_scratch;
+        if (!next_field(pos, field, len, in_scratch)) return pos;
+        if (col == n_cols) {
+          fail(record, ErrorKind::kTooManyFields, n_cols);
+          return pos;
+        }
+        if (len > 0xFFFFFFFFULL) {
+          fail(record, ErrorKind::kFieldTooLong);
+          return pos;
+        }
+        FieldRef& f = fields_[col * kBlockRows + r];
+        f.len = static_cast<std::uint32_t>(len);
+        f.in_scratch = in_scratch;
+        if (in_scratch) {
+          f.scratch_at = block_scratch_.size();
+          block_scratch_.append(field, len);
+        } else {
+          f.p = field;
+        }
+        ++col;
+        if (pos < size_ && data_[pos] == sep_) {
+          ++pos;
+          continue;
+        }
+        if (pos < size_) ++pos;  // the LF
+        break;
+      }
+      if (col != n_cols) {
+        fail(record, ErrorKind::kTooFewFields, col);
         return pos;
       }
-      ChunkColumn& c = cols_[col++];
-      c.rows.push_back(intern(c, field, len, in_scratch));
-      if (pos < size_ && data_[pos] == sep_) {
-        ++pos;
-        continue;
-      }
-      if (pos < size_) ++pos;  // the LF
-      break;
+      ++r;
     }
-    if (col != n_cols) {
-      fail(record, ErrorKind::kTooFewFields, col);
-      return pos;
-    }
-    ++rows_;
+    intern_block(r);
+    rows_ += r;
   }
   return pos;
 }
 
-std::uint32_t ChunkParser::intern(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch) {
-  if (n == 0) return kNull;
-  if (n > 0xFFFFFFFFULL) {
-    fail(in_scratch ? 0 : static_cast<std::size_t>(p - data_), ErrorKind::kFieldTooLong);
-    return kNull;
-  }
-  const auto len = static_cast<std::uint32_t>(n);
-  NumberText num;
-  if (read_number(p, n, num)) {
-    auto add = [&] {
-      const auto index = static_cast<std::uint32_t>(col.symbols.size());
-      const char* text = num.canonical ? nullptr : (in_scratch ? arena_.copy(p, n) : p);
-      col.symbols.push_back(LocalSymbol{num.value, text, num.canonical ? 0U : len});
-      return index;
-    };
-    if (col.dense.active()) {
-      std::int64_t k = 0;
-      bool keyed = col.dense.key_of(num, k);
-      if (!keyed && num.fixed && col.hashed_numbers == 0 && num.frac <= DenseNumbers::kMaxScale) {
-        // More fraction digits than so far: raise the scale while nothing is hashed.
-        if (col.dense.rescale(num.frac, col.symbols.size())) keyed = col.dense.key_of(num, k);
-        else leave_dense(col);
-      }
-      if (keyed && col.dense.active()) {
-        std::uint32_t* slot = col.dense.slot(k, col.symbols.size());
-        if (slot != nullptr) {
-          if (*slot != 0) return *slot - 1;
-          const std::uint32_t index = add();
-          *slot = index + 1;
-          return index;
+void ChunkParser::intern_block(std::size_t n_rows) {
+  enum : std::uint8_t { kNullCell, kNumberCell, kTextCell };
+  for (std::size_t c = 0; c < cols_.size(); ++c) {
+    ChunkColumn& col = cols_[c];
+    FieldRef* f = &fields_[c * kBlockRows];
+    for (std::size_t r = 0; r < n_rows; ++r) {
+      if (f[r].in_scratch) f[r].p = block_scratch_.data() + f[r].scratch_at;
+      if (f[r].len == 0) {
+        kinds_[r] = kNullCell;
+      } else if (read_number(f[r].p, f[r].len, numbers_[r])) {
+        kinds_[r] = kNumberCell;
+        if (col.dense.active()) {
+          col.dense.prefetch(numbers_[r]);
+        } else {
+          hashes_[r] = mix64(number_key(numbers_[r].value));
+          col.numbers.prefetch(hashes_[r]);
         }
+      } else {
+        kinds_[r] = kTextCell;
+        hashes_[r] = hash_text(f[r].p, f[r].len);
+        col.texts.prefetch(hashes_[r]);
+      }
+    }
+    for (std::size_t r = 0; r < n_rows; ++r) {
+      std::uint32_t index = kNull;
+      if (kinds_[r] == kNumberCell) {
+        index = intern_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
+      } else if (kinds_[r] == kTextCell) {
+        index = intern_text(col, f[r].p, f[r].len, f[r].in_scratch, hashes_[r]);
+      }
+      col.rows.push_back(index);
+    }
+  }
+}
+
+std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
+                                         const NumberText& num) {
+  const auto len = static_cast<std::uint32_t>(n);
+  auto add = [&] {
+    const auto index = static_cast<std::uint32_t>(col.symbols.size());
+    const char* text = num.canonical ? nullptr : (in_scratch ? arena_.copy(p, n) : p);
+    col.symbols.push_back(LocalSymbol{num.value, text, num.canonical ? 0U : len});
+    return index;
+  };
+  if (col.dense.active()) {
+    std::int64_t k = 0;
+    bool keyed = col.dense.key_of(num, k);
+    if (!keyed && num.fixed && col.hashed_numbers == 0 && num.frac <= DenseNumbers::kMaxScale) {
+      // More fraction digits than so far: raise the scale while nothing is hashed.
+      if (col.dense.rescale(num.frac, col.symbols.size())) {
+        keyed = col.dense.key_of(num, k);
+      } else {
         leave_dense(col);
       }
     }
-    const std::uint64_t key = number_key(num.value);
-    std::size_t slot = 0;
-    const std::uint32_t found = col.numbers.find(key, mix64(key), slot);
-    if (found != kNull) return found;
-    const std::uint32_t index = add();
-    col.numbers.insert(slot, key, index);
-    ++col.hashed_numbers;
-    return index;
+    if (keyed && col.dense.active()) {
+      std::uint32_t* slot = col.dense.slot(k, col.symbols.size());
+      if (slot != nullptr) {
+        if (*slot != 0) return *slot - 1;
+        const std::uint32_t index = add();
+        *slot = index + 1;
+        return index;
+      }
+      leave_dense(col);
+    }
   }
-  const std::uint64_t h = hash_text(p, n);
+  const std::uint64_t key = number_key(num.value);
+  std::size_t slot = 0;
+  const std::uint32_t found = col.numbers.find(key, mix64(key), slot);
+  if (found != kNull) return found;
+  const std::uint32_t index = add();
+  col.numbers.insert(slot, key, index);
+  ++col.hashed_numbers;
+  return index;
+}
+
+std::uint32_t ChunkParser::intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
+                                       std::uint64_t h) {
+  const auto len = static_cast<std::uint32_t>(n);
   std::size_t slot = 0;
   const std::uint32_t found = col.texts.find(p, len, h, col.symbols.data(), slot);
   if (found != kNull) return found;
   const auto index = static_cast<std::uint32_t>(col.symbols.size());
   col.symbols.push_back(LocalSymbol{std::nan(""), in_scratch ? arena_.copy(p, n) : p, len});
   col.texts.insert(slot, h, index, col.symbols.data());
+  ++col.text_symbols;
   return index;
 }
 
@@ -842,12 +1033,13 @@ struct ParsedChunk {
 
 // One column's merge state for one chunk.
 struct ChunkMerge {
-  std::vector<std::uint64_t> hashes;   // per local symbol
-  std::vector<std::uint32_t> order;    // local symbols grouped by partition, ascending within
-  std::vector<std::uint32_t> starts;   // partition p's symbols: order[starts[p] .. starts[p+1])
-  std::vector<std::uint32_t> slot;     // local symbol -> index within its partition
   std::vector<std::uint8_t> is_new;    // 1 where this is the symbol's first occurrence overall
   std::vector<std::uint32_t> remap;    // local symbol -> symbol index of the column
+  // The symbols that merge by hash, grouped by partition (ascending within one):
+  std::vector<std::uint32_t> order;    // local symbol
+  std::vector<std::uint64_t> hashes;   // its hash
+  std::vector<std::uint32_t> slot;     // its index within the partition
+  std::vector<std::uint32_t> starts;   // partition p: order[starts[p] .. starts[p+1])
 };
 
 // One hash partition of one column: its distinct symbols in first-occurrence order.
@@ -857,12 +1049,56 @@ struct PartitionMerge {
   std::vector<std::uint32_t> global;   // symbol index of the column
 };
 
+// A column whose numbers sit in direct tables in every chunk merges them through one direct
+// table over all their keys: first the lowest chunk holding each key, then its symbol index.
+struct DenseMerge {
+  bool active = false;
+  unsigned scale = 0;
+  std::int64_t lo = 0;
+  std::vector<std::int64_t> mul;      // per chunk: key multiplier to the common scale
+  std::vector<std::uint32_t> table;   // by key - lo: owning chunk, later the symbol index
+};
+
 inline std::uint64_t symbol_hash(const LocalSymbol& s) {
   return s.is_number() ? mix64(number_key(s.number)) : hash_text(s.text, s.len);
 }
 
+DenseMerge plan_dense_merge(std::vector<ParsedChunk>& chunks, std::size_t c) {
+  DenseMerge d;
+  unsigned scale = 0;
+  std::size_t symbols = 0;
+  bool any = false;
+  for (auto& ch : chunks) {
+    const ChunkColumn& col = ch.parser->columns()[c];
+    if (!col.dense.active() || col.hashed_numbers != 0) return d;
+    if (col.dense.empty()) continue;
+    any = true;
+    scale = std::max(scale, col.dense.scale());
+    symbols += col.symbols.size();
+  }
+  if (!any) return d;
+  std::int64_t lo = DenseNumbers::kMaxKey, hi = -DenseNumbers::kMaxKey;
+  d.mul.assign(chunks.size(), 1);
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const DenseNumbers& dn = chunks[k].parser->columns()[c].dense;
+    if (dn.empty()) continue;
+    const std::int64_t mul = DenseNumbers::kPow10Int[scale - dn.scale()];
+    if (dn.min_key() < -DenseNumbers::kMaxKey / mul || dn.max_key() > DenseNumbers::kMaxKey / mul) return d;
+    d.mul[k] = mul;
+    lo = std::min(lo, dn.min_key() * mul);
+    hi = std::max(hi, dn.max_key() * mul);
+  }
+  const std::int64_t limit = std::max<std::int64_t>(std::int64_t{1} << 22, 8 * static_cast<std::int64_t>(symbols));
+  if (hi - lo + 1 > limit) return d;
+  d.active = true;
+  d.scale = scale;
+  d.lo = lo;
+  d.table.assign(static_cast<std::size_t>(hi - lo + 1), kNull);
+  return d;
+}
+
 // Builds the column's SymbolTable from the first occurrences, chunk by chunk.
-SymbolTable build_symbols(std::vector<ParsedChunk>& chunks, std::vector<ChunkMerge>* merges, std::size_t c) {
+SymbolTable build_symbols(std::vector<ParsedChunk>& chunks, const std::vector<ChunkMerge>* merges, std::size_t c) {
   std::size_t text_bytes = 0;
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     const auto& syms = chunks[k].parser->columns()[c].symbols;
@@ -877,6 +1113,211 @@ SymbolTable build_symbols(std::vector<ParsedChunk>& chunks, std::vector<ChunkMer
       if (merges == nullptr || (*merges)[k].is_new[i]) b.append(syms[i].view());
   }
   return b.finish();
+}
+
+// Merges the chunks' local symbol tables into one per column (first occurrence first) and
+// packs each column's rows. Every step runs as tasks over columns x chunks or partitions.
+void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_t>& row_offsets, LoadedTable& table,
+                  CpuAccount* cpu) {
+  const std::size_t n_cols = table.columns.size();
+  const std::size_t n_chunks = chunks.size();
+  const std::size_t n_rows = row_offsets.back();
+  auto column = [&](std::size_t c, std::size_t k) -> ChunkColumn& { return chunks[k].parser->columns()[c]; };
+
+  std::vector<DenseMerge> dense(n_cols);
+  parallel_for(n_cols, [&](std::size_t c) { dense[c] = plan_dense_merge(chunks, c); }, cpu);
+  std::vector<std::vector<ChunkMerge>> merges(n_cols, std::vector<ChunkMerge>(n_chunks));
+  std::vector<unsigned> part_bits(n_cols, 0);
+  for (std::size_t c = 0; c < n_cols; ++c) {
+    std::size_t hashed = 0;
+    for (std::size_t k = 0; k < n_chunks; ++k) {
+      const ChunkColumn& col = column(c, k);
+      hashed += dense[c].active ? col.text_symbols : col.symbols.size();
+    }
+    part_bits[c] = hashed >= kPartitionThreshold ? kPartitionBits : 0;
+  }
+
+  // 1. Per column and chunk: the symbols that merge by hash, grouped by partition; the direct
+  //    table learns which chunk holds each number first.
+  parallel_for(
+      n_cols * n_chunks,
+      [&](std::size_t t) {
+        const std::size_t c = t / n_chunks, k = t % n_chunks;
+        const ChunkColumn& col = column(c, k);
+        ChunkMerge& m = merges[c][k];
+        const std::size_t n = col.symbols.size();
+        m.is_new.assign(n, 0);
+        m.remap.assign(n, 0);
+        std::vector<std::uint32_t> ids;
+        std::vector<std::uint64_t> hashes;
+        ids.reserve(dense[c].active ? 0 : n);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (dense[c].active && col.symbols[i].is_number()) continue;
+          ids.push_back(static_cast<std::uint32_t>(i));
+          hashes.push_back(symbol_hash(col.symbols[i]));
+        }
+        const std::size_t parts = std::size_t{1} << part_bits[c];
+        m.starts.assign(parts + 1, 0);
+        for (const std::uint64_t h : hashes) ++m.starts[(h & (parts - 1)) + 1];
+        for (std::size_t p = 0; p < parts; ++p) m.starts[p + 1] += m.starts[p];
+        m.order.resize(ids.size());
+        m.hashes.resize(ids.size());
+        m.slot.assign(ids.size(), 0);
+        std::vector<std::uint32_t> fill(m.starts.begin(), m.starts.end() - 1);
+        for (std::size_t j = 0; j < ids.size(); ++j) {
+          const std::uint32_t o = fill[hashes[j] & (parts - 1)]++;
+          m.order[o] = ids[j];
+          m.hashes[o] = hashes[j];
+        }
+        if (dense[c].active) {
+          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
+          std::uint32_t* owner = dense[c].table.data();
+          const auto chunk = static_cast<std::uint32_t>(k);
+          col.dense.for_each([&](std::int64_t key, std::uint32_t) {
+            std::atomic_ref<std::uint32_t> o(owner[static_cast<std::size_t>(key * mul - lo)]);
+            std::uint32_t seen = o.load(std::memory_order_relaxed);
+            while (chunk < seen && !o.compare_exchange_weak(seen, chunk, std::memory_order_relaxed)) {
+            }
+          });
+        }
+      },
+      cpu);
+
+  // 2. Each hash partition dedupes its symbols chunk by chunk in order; each chunk marks the
+  //    numbers whose first chunk it is.
+  std::vector<std::size_t> part_base(n_cols + 1, 0);
+  for (std::size_t c = 0; c < n_cols; ++c) part_base[c + 1] = part_base[c] + (std::size_t{1} << part_bits[c]);
+  std::vector<PartitionMerge> parts(part_base.back());
+  auto part_column = [&](std::size_t t) {
+    return static_cast<std::size_t>(std::upper_bound(part_base.begin(), part_base.end(), t) - part_base.begin()) - 1;
+  };
+  parallel_for(
+      parts.size() + n_cols * n_chunks,
+      [&](std::size_t t) {
+        if (t >= parts.size()) {
+          t -= parts.size();
+          const std::size_t c = t / n_chunks, k = t % n_chunks;
+          if (!dense[c].active) return;
+          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
+          const std::uint32_t* owner = dense[c].table.data();
+          std::uint8_t* is_new = merges[c][k].is_new.data();
+          column(c, k).dense.for_each([&](std::int64_t key, std::uint32_t i) {
+            is_new[i] = owner[static_cast<std::size_t>(key * mul - lo)] == k;
+          });
+          return;
+        }
+        const std::size_t c = part_column(t), p = t - part_base[c];
+        PartitionMerge& pm = parts[t];
+        NumberMap numbers;
+        TextMap texts;
+        for (std::size_t k = 0; k < n_chunks; ++k) {
+          ChunkMerge& m = merges[c][k];
+          const auto& syms = column(c, k).symbols;
+          for (std::uint32_t o = m.starts[p]; o < m.starts[p + 1]; ++o) {
+            const std::uint32_t i = m.order[o];
+            const LocalSymbol& s = syms[i];
+            const std::uint64_t h = m.hashes[o];
+            std::size_t slot = 0;
+            std::uint32_t found = s.is_number() ? numbers.find(number_key(s.number), h, slot)
+                                                : texts.find(s.text, s.len, h, pm.symbols.data(), slot);
+            if (found == kNull) {
+              found = static_cast<std::uint32_t>(pm.symbols.size());
+              pm.symbols.push_back(s);
+              pm.owners.push_back((std::uint64_t{k} << 32) | i);
+              if (s.is_number()) {
+                numbers.insert(slot, number_key(s.number), found);
+              } else {
+                texts.insert(slot, h, found, pm.symbols.data());
+              }
+              m.is_new[i] = 1;
+            }
+            m.slot[o] = found;
+          }
+        }
+        std::vector<LocalSymbol>().swap(pm.symbols);
+      },
+      cpu);
+
+  // 3. Symbol indexes: first occurrences numbered in (chunk, local symbol) order.
+  std::vector<std::vector<std::uint32_t>> new_base(n_cols, std::vector<std::uint32_t>(n_chunks + 1, 0));
+  for (std::size_t c = 0; c < n_cols; ++c)
+    for (std::size_t k = 0; k < n_chunks; ++k) {
+      const auto& is_new = merges[c][k].is_new;
+      new_base[c][k + 1] = new_base[c][k] + static_cast<std::uint32_t>(std::count(is_new.begin(), is_new.end(), 1));
+    }
+  parallel_for(
+      n_cols * n_chunks,
+      [&](std::size_t t) {
+        const std::size_t c = t / n_chunks, k = t % n_chunks;
+        ChunkMerge& m = merges[c][k];
+        std::uint32_t next = new_base[c][k];
+        for (std::size_t i = 0; i < m.is_new.size(); ++i)
+          if (m.is_new[i]) m.remap[i] = next++;
+      },
+      cpu);
+  // Where a symbol first occurs, its index is now known: publish it to the partition or the
+  // direct table, for the chunks where it occurs again.
+  parallel_for(
+      parts.size() + n_cols * n_chunks,
+      [&](std::size_t t) {
+        if (t >= parts.size()) {
+          t -= parts.size();
+          const std::size_t c = t / n_chunks, k = t % n_chunks;
+          if (!dense[c].active) return;
+          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
+          std::uint32_t* index = dense[c].table.data();
+          const ChunkMerge& m = merges[c][k];
+          column(c, k).dense.for_each([&](std::int64_t key, std::uint32_t i) {
+            if (m.is_new[i]) index[static_cast<std::size_t>(key * mul - lo)] = m.remap[i];
+          });
+          return;
+        }
+        const std::size_t c = part_column(t);
+        PartitionMerge& pm = parts[t];
+        pm.global.resize(pm.owners.size());
+        for (std::size_t j = 0; j < pm.owners.size(); ++j)
+          pm.global[j] = merges[c][pm.owners[j] >> 32].remap[static_cast<std::uint32_t>(pm.owners[j])];
+      },
+      cpu);
+
+  // 4. Each column's symbol table (one task per column), and each chunk's rows remapped into
+  //    the column's row array (one task per column and chunk).
+  std::vector<std::vector<std::uint32_t>> rows(n_cols);
+  for (auto& r : rows) r.resize(n_rows);
+  parallel_for(
+      n_cols + n_cols * n_chunks,
+      [&](std::size_t t) {
+        if (t < n_cols) {
+          table.columns[t].symbols = build_symbols(chunks, &merges[t], t);
+          return;
+        }
+        t -= n_cols;
+        const std::size_t c = t / n_chunks, k = t % n_chunks;
+        ChunkMerge& m = merges[c][k];
+        const std::size_t parts_mask = (std::size_t{1} << part_bits[c]) - 1;
+        const PartitionMerge* pm = &parts[part_base[c]];
+        for (std::size_t o = 0; o < m.order.size(); ++o) {
+          const std::uint32_t i = m.order[o];
+          if (!m.is_new[i]) m.remap[i] = pm[m.hashes[o] & parts_mask].global[m.slot[o]];
+        }
+        if (dense[c].active) {
+          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
+          const std::uint32_t* index = dense[c].table.data();
+          column(c, k).dense.for_each([&](std::int64_t key, std::uint32_t i) {
+            if (!m.is_new[i]) m.remap[i] = index[static_cast<std::size_t>(key * mul - lo)];
+          });
+        }
+        auto& local = column(c, k).rows;
+        std::uint32_t* out = rows[c].data() + row_offsets[k];
+        const std::uint32_t* remap = m.remap.data();
+        for (std::size_t r = 0; r < local.size(); ++r) out[r] = local[r] == kNull ? kNull : remap[local[r]];
+        std::vector<std::uint32_t>().swap(local);
+      },
+      cpu);
+  for (std::size_t c = 0; c < n_cols; ++c) {
+    table.columns[c].index = PackedIndex::pack(rows[c].data(), n_rows, table.columns[c].symbols.size(), cpu);
+    std::vector<std::uint32_t>().swap(rows[c]);
+  }
 }
 
 }  // namespace
@@ -958,137 +1399,7 @@ LoadedTable read_csv(const char* data, std::size_t size, const std::string& tabl
     return table;
   }
 
-  // Several chunks: merge per column by hash partition, so the big columns merge on all threads.
-  std::vector<std::vector<ChunkMerge>> merges(n_cols, std::vector<ChunkMerge>(n_chunks_parsed));
-  std::vector<unsigned> part_bits(n_cols, 0);
-  for (std::size_t c = 0; c < n_cols; ++c) {
-    std::size_t total = 0;
-    for (auto& ch : chunks) total += ch.parser->columns()[c].symbols.size();
-    part_bits[c] = total >= kPartitionThreshold ? kPartitionBits : 0;
-  }
-  // 1. Hashes, and the local symbols grouped by partition.
-  parallel_for(
-      n_cols * n_chunks_parsed,
-      [&](std::size_t t) {
-        const std::size_t c = t / n_chunks_parsed, k = t % n_chunks_parsed;
-        const auto& syms = chunks[k].parser->columns()[c].symbols;
-        ChunkMerge& m = merges[c][k];
-        const std::size_t n = syms.size();
-        const std::size_t parts = std::size_t{1} << part_bits[c];
-        m.hashes.resize(n);
-        for (std::size_t i = 0; i < n; ++i) m.hashes[i] = symbol_hash(syms[i]);
-        m.starts.assign(parts + 1, 0);
-        m.order.resize(n);
-        if (parts == 1) {
-          m.starts[1] = static_cast<std::uint32_t>(n);
-          for (std::size_t i = 0; i < n; ++i) m.order[i] = static_cast<std::uint32_t>(i);
-        } else {
-          for (std::size_t i = 0; i < n; ++i) ++m.starts[(m.hashes[i] & (parts - 1)) + 1];
-          for (std::size_t p = 0; p < parts; ++p) m.starts[p + 1] += m.starts[p];
-          std::vector<std::uint32_t> fill(m.starts.begin(), m.starts.end() - 1);
-          for (std::size_t i = 0; i < n; ++i) m.order[fill[m.hashes[i] & (parts - 1)]++] = static_cast<std::uint32_t>(i);
-        }
-        m.slot.assign(n, 0);
-        m.is_new.assign(n, 0);
-        m.remap.assign(n, 0);
-      },
-      cpu);
-  // 2. Each partition dedupes its symbols, chunk by chunk in order.
-  std::vector<std::size_t> part_base(n_cols + 1, 0);
-  for (std::size_t c = 0; c < n_cols; ++c) part_base[c + 1] = part_base[c] + (std::size_t{1} << part_bits[c]);
-  std::vector<PartitionMerge> parts(part_base.back());
-  auto task_column = [&](std::size_t t) {
-    return static_cast<std::size_t>(std::upper_bound(part_base.begin(), part_base.end(), t) - part_base.begin()) - 1;
-  };
-  parallel_for(
-      parts.size(),
-      [&](std::size_t t) {
-        const std::size_t c = task_column(t), p = t - part_base[c];
-        PartitionMerge& pm = parts[t];
-        NumberMap numbers;
-        TextMap texts;
-        for (std::size_t k = 0; k < n_chunks_parsed; ++k) {
-          ChunkMerge& m = merges[c][k];
-          const auto& syms = chunks[k].parser->columns()[c].symbols;
-          for (std::uint32_t o = m.starts[p]; o < m.starts[p + 1]; ++o) {
-            const std::uint32_t i = m.order[o];
-            const LocalSymbol& s = syms[i];
-            const std::uint64_t h = m.hashes[i];
-            std::size_t slot = 0;
-            std::uint32_t found = s.is_number() ? numbers.find(number_key(s.number), h, slot)
-                                                : texts.find(s.text, s.len, h, pm.symbols.data(), slot);
-            if (found == kNull) {
-              found = static_cast<std::uint32_t>(pm.symbols.size());
-              pm.symbols.push_back(s);
-              pm.owners.push_back((std::uint64_t{k} << 32) | i);
-              if (s.is_number()) {
-                numbers.insert(slot, number_key(s.number), found);
-              } else {
-                texts.insert(slot, h, found, pm.symbols.data());
-              }
-              m.is_new[i] = 1;
-            }
-            m.slot[i] = found;
-          }
-        }
-      },
-      cpu);
-  // 3. Symbol indexes of the column: first occurrences numbered in (chunk, local) order.
-  std::vector<std::vector<std::uint32_t>> new_base(n_cols, std::vector<std::uint32_t>(n_chunks_parsed + 1, 0));
-  for (std::size_t c = 0; c < n_cols; ++c)
-    for (std::size_t k = 0; k < n_chunks_parsed; ++k) {
-      const auto& is_new = merges[c][k].is_new;
-      new_base[c][k + 1] = new_base[c][k] + static_cast<std::uint32_t>(std::count(is_new.begin(), is_new.end(), 1));
-    }
-  parallel_for(
-      n_cols * n_chunks_parsed,
-      [&](std::size_t t) {
-        const std::size_t c = t / n_chunks_parsed, k = t % n_chunks_parsed;
-        ChunkMerge& m = merges[c][k];
-        std::uint32_t next = new_base[c][k];
-        for (std::size_t i = 0; i < m.is_new.size(); ++i)
-          if (m.is_new[i]) m.remap[i] = next++;
-      },
-      cpu);
-  parallel_for(
-      parts.size(),
-      [&](std::size_t t) {
-        const std::size_t c = task_column(t);
-        PartitionMerge& pm = parts[t];
-        pm.global.resize(pm.owners.size());
-        for (std::size_t j = 0; j < pm.owners.size(); ++j)
-          pm.global[j] = merges[c][pm.owners[j] >> 32].remap[static_cast<std::uint32_t>(pm.owners[j])];
-        std::vector<LocalSymbol>().swap(pm.symbols);
-      },
-      cpu);
-  // 4. Each column's symbol table (one task per column), and each chunk's rows remapped into
-  //    the column's row array (one task per column and chunk).
-  std::vector<std::vector<std::uint32_t>> rows(n_cols);
-  for (auto& r : rows) r.resize(n_rows);
-  parallel_for(
-      n_cols + n_cols * n_chunks_parsed,
-      [&](std::size_t t) {
-        if (t < n_cols) {
-          table.columns[t].symbols = build_symbols(chunks, &merges[t], t);
-          return;
-        }
-        t -= n_cols;
-        const std::size_t c = t / n_chunks_parsed, k = t % n_chunks_parsed;
-        ChunkMerge& m = merges[c][k];
-        const std::size_t parts_mask = (std::size_t{1} << part_bits[c]) - 1;
-        const PartitionMerge* pm = &parts[part_base[c]];
-        for (std::size_t i = 0; i < m.remap.size(); ++i)
-          if (!m.is_new[i]) m.remap[i] = pm[m.hashes[i] & parts_mask].global[m.slot[i]];
-        const auto& local = chunks[k].parser->columns()[c].rows;
-        std::uint32_t* out = rows[c].data() + row_offsets[k];
-        const std::uint32_t* remap = m.remap.data();
-        for (std::size_t r = 0; r < local.size(); ++r) out[r] = local[r] == kNull ? kNull : remap[local[r]];
-      },
-      cpu);
-  for (std::size_t c = 0; c < n_cols; ++c) {
-    table.columns[c].index = PackedIndex::pack(rows[c].data(), n_rows, table.columns[c].symbols.size(), cpu);
-    std::vector<std::uint32_t>().swap(rows[c]);
-  }
+  merge_chunks(chunks, row_offsets, table, cpu);
   return table;
 }
 
