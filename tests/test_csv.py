@@ -114,6 +114,13 @@ def test_source_may_be_a_path(tmp_path: Path) -> None:
     app = App.from_csv(path)
     assert app.tables == ["Table1"]
     assert app.table("Table1").column("amount") == [9.5]
+    (tmp_path / "empty.csv").write_bytes(b"")
+    with pytest.raises(assoc.Error, match="CSV data is empty"):
+        App.from_csv(tmp_path / "empty.csv")
+    with pytest.raises(assoc.Error, match="cannot read"):
+        App.from_csv(tmp_path / "missing.csv")
+    # Any bytes-like source reads the same.
+    assert App.from_csv(memoryview(b"a\n1\n")).table("Table1").column("a") == [1]
 
 
 # ----------------------------------------------------------------------------------------------

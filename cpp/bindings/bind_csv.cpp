@@ -2,6 +2,7 @@
 #include <string>
 
 #include "assoc/csv.hpp"
+#include "assoc/error.hpp"
 #include "bindings.hpp"
 
 namespace assoc::py_bind {
@@ -9,13 +10,16 @@ namespace assoc::py_bind {
 void bind_csv(py::module_& m) {
   py::object builder = m.attr("ModelBuilder");
   builder.attr("add_csv") = py::cpp_function(
-      [](ModelBuilder& b, const py::bytes& data, const std::string& name) {
-        char* bytes = nullptr;
-        Py_ssize_t size = 0;
-        if (PyBytes_AsStringAndSize(data.ptr(), &bytes, &size) != 0) throw py::error_already_set();
-        // `data` stays referenced by the caller's frame, so its buffer outlives the call.
+      [](ModelBuilder& b, const py::buffer& data, const std::string& name) {
+        // Any contiguous bytes-like object: bytes, or a memory-mapped file read in place.
+        const py::buffer_info info = data.request();
+        if (info.ndim != 1 || info.itemsize != 1 || (info.strides.size() == 1 && info.strides[0] != 1))
+          throw Error("add_csv needs contiguous bytes");
+        const auto* bytes = static_cast<const char*>(info.ptr);
+        const auto size = static_cast<std::size_t>(info.size);
+        // `info` holds the buffer for the whole call, so the bytes outlive the parse.
         py::gil_scoped_release release;
-        LoadedTable table = read_csv(bytes, static_cast<std::size_t>(size), name, &b.cpu());
+        LoadedTable table = read_csv(bytes, size, name, &b.cpu());
         b.add(std::move(table));
       },
       py::name("add_csv"), py::is_method(builder), py::arg("data"), py::arg("name"),

@@ -411,10 +411,18 @@ class Arena {
 class DenseNumbers {
  public:
   static constexpr std::int64_t kPow10Int[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+  // kMaxKey / kPow10Int[i], so that the hot path does not divide.
+  static constexpr std::int64_t kMaxKeyOver[] = {1000000000000000LL, 100000000000000LL, 10000000000000LL,
+                                                 1000000000000LL,    100000000000LL,    10000000000LL,
+                                                 1000000000LL};
   static constexpr unsigned kMaxScale = 6;
   // Keys stay within ±10^15, where distinct keys are distinct doubles.
   static constexpr std::int64_t kMaxKey = 1000000000000000LL;
 
+  // Sizes the table's allowance to the rows the chunk is expected to hold.
+  void expect_rows(std::size_t rows) {
+    allowance_ = std::max<std::int64_t>(std::int64_t{1} << 16, 2 * static_cast<std::int64_t>(rows));
+  }
   bool active() const { return active_; }
   unsigned scale() const { return scale_; }
   bool empty() const { return slots_.empty(); }
@@ -444,8 +452,8 @@ class DenseNumbers {
         --frac;
       }
       if (frac > scale_) return false;
+      if (m > kMaxKeyOver[scale_ - frac] || m < -kMaxKeyOver[scale_ - frac]) return false;
       const std::int64_t mul = kPow10Int[scale_ - frac];
-      if (m > kMaxKey / mul || m < -kMaxKey / mul) return false;
       k = m * mul;
       return true;
     }
@@ -504,9 +512,10 @@ class DenseNumbers {
   }
 
  private:
-  // A table may hold 2^20 slots at any density, beyond that 8 slots a symbol.
-  static std::int64_t max_slots(std::size_t n_symbols) {
-    return std::max<std::int64_t>(std::int64_t{1} << 20, 8 * static_cast<std::int64_t>(n_symbols + 1));
+  // A table may hold twice as many slots as the chunk is expected to have rows (at least
+  // 2^16), or 8 slots a symbol: a narrow column of a big chunk fills its table in time.
+  std::int64_t max_slots(std::size_t n_symbols) const {
+    return std::max(allowance_, 8 * static_cast<std::int64_t>(n_symbols + 1));
   }
 
   bool grow(std::int64_t k, std::size_t n_symbols) {
@@ -536,6 +545,7 @@ class DenseNumbers {
   ZeroedArray<std::uint32_t> slots_;  // symbol index + 1 by key - lo_; 0 = empty
   std::int64_t lo_ = 0;
   std::int64_t min_key_ = 0, max_key_ = 0;  // the keys seen
+  std::int64_t allowance_ = std::int64_t{1} << 16;
   unsigned scale_ = 0;
   bool has_scale_ = false;
   bool active_ = true;
@@ -730,6 +740,7 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
   for (auto& c : cols_) {
     c.rows.reserve(expected_rows);
     c.symbols.reserve(expected_rows);
+    c.dense.expect_rows(expected_rows);
   }
   const std::size_t n_cols = cols_.size();
   fields_.resize(n_cols * kBlockRows);
@@ -1088,7 +1099,10 @@ DenseMerge plan_dense_merge(std::vector<ParsedChunk>& chunks, std::size_t c) {
     lo = std::min(lo, dn.min_key() * mul);
     hi = std::max(hi, dn.max_key() * mul);
   }
-  const std::int64_t limit = std::max<std::int64_t>(std::int64_t{1} << 22, 8 * static_cast<std::int64_t>(symbols));
+  std::size_t rows = 0;
+  for (auto& ch : chunks) rows += ch.parser->rows();
+  const std::int64_t limit =
+      std::max({std::int64_t{1} << 16, 8 * static_cast<std::int64_t>(symbols), 2 * static_cast<std::int64_t>(rows)});
   if (hi - lo + 1 > limit) return d;
   d.active = true;
   d.scale = scale;
@@ -1107,11 +1121,28 @@ SymbolTable build_symbols(std::vector<ParsedChunk>& chunks, const std::vector<Ch
   }
   SymbolTableBuilder b;
   b.reserve(0, text_bytes);
+  // Runs of plain numbers go in as blocks: a column of ten million ids is one copy.
+  std::vector<double> run;
+  run.reserve(4096);
+  auto flush = [&] {
+    b.append_numbers(run.data(), run.size());
+    run.clear();
+  };
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     const auto& syms = chunks[k].parser->columns()[c].symbols;
-    for (std::size_t i = 0; i < syms.size(); ++i)
-      if (merges == nullptr || (*merges)[k].is_new[i]) b.append(syms[i].view());
+    const std::uint8_t* is_new = merges == nullptr ? nullptr : (*merges)[k].is_new.data();
+    for (std::size_t i = 0; i < syms.size(); ++i) {
+      if (is_new != nullptr && !is_new[i]) continue;
+      if (syms[i].text == nullptr) {
+        run.push_back(syms[i].number);
+        if (run.size() == 4096) flush();
+      } else {
+        flush();
+        b.append(syms[i].view());
+      }
+    }
   }
+  flush();
   return b.finish();
 }
 
