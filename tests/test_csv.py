@@ -185,6 +185,24 @@ def test_things_that_are_not_numbers_are_text() -> None:
     assert columns(b"v\n1e999\n")["v"] == ["1e999"]
 
 
+def test_one_symbol_per_number_through_every_lookup_path() -> None:
+    # Narrow integers, then more fraction digits, then a number far outside the range, then
+    # repeats in other spellings: every number stays one symbol, in first-occurrence order.
+    rng = random.Random(9)
+    texts = [str(rng.randrange(1000)) for _ in range(3000)]
+    texts += ["1.5", "0.25", "-3", "1e12", "2.5e-7", "999999999999999"]
+    texts += ["7", "7.0", "1.50", "0.250", "1000000000000", "1e3", "1000", "-3.00", "2.5E-7"]
+    texts += [str(rng.randrange(-5000, 5000)) for _ in range(3000)]
+    app = App.from_csv(("v\n" + "\n".join(texts) + "\n").encode())
+    first: dict[float, int] = {}
+    for t in texts:
+        first.setdefault(float(t), len(first))
+    expected = [first[float(t)] for t in texts]
+    assert list(app.table("Table1").column_indices("v")) == expected
+    numbers = [s.number if isinstance(s, Dual) else s for s in app.symbols("v")]
+    assert numbers == list(first)
+
+
 def test_quoted_numbers_are_numbers() -> None:
     assert columns(b'v\n"12"\n"0.5"\n')["v"] == [12, 0.5]
 
