@@ -1113,14 +1113,18 @@ DenseMerge plan_dense_merge(std::vector<ParsedChunk>& chunks, std::size_t c) {
 
 // Builds the column's SymbolTable from the first occurrences, chunk by chunk.
 SymbolTable build_symbols(std::vector<ParsedChunk>& chunks, const std::vector<ChunkMerge>* merges, std::size_t c) {
-  std::size_t text_bytes = 0;
+  std::size_t text_bytes = 0, numbers = 0;
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     const auto& syms = chunks[k].parser->columns()[c].symbols;
-    for (std::size_t i = 0; i < syms.size(); ++i)
-      if (merges == nullptr || (*merges)[k].is_new[i]) text_bytes += syms[i].len;
+    for (std::size_t i = 0; i < syms.size(); ++i) {
+      if (merges != nullptr && !(*merges)[k].is_new[i]) continue;
+      text_bytes += syms[i].len;
+      numbers += syms[i].is_number();
+    }
   }
   SymbolTableBuilder b;
   b.reserve(0, text_bytes);
+  b.reserve_numbers(numbers);
   // Runs of plain numbers go in as blocks: a column of ten million ids is one copy.
   std::vector<double> run;
   run.reserve(4096);
