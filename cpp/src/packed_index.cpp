@@ -17,7 +17,8 @@ std::uint32_t PackedIndex::width_for(std::uint64_t max_code) {
   return w;
 }
 
-PackedIndex PackedIndex::pack(const std::uint32_t* symbols, std::size_t n, std::uint32_t n_symbols) {
+PackedIndex PackedIndex::pack(const std::uint32_t* symbols, std::size_t n, std::uint32_t n_symbols,
+                              CpuAccount* cpu) {
   // Pass 1: bounds and NULLs, per chunk in parallel.
   std::atomic<std::uint64_t> nulls{0};
   std::atomic<bool> out_of_range{false};
@@ -38,7 +39,7 @@ PackedIndex PackedIndex::pack(const std::uint32_t* symbols, std::size_t n, std::
     while (local_max > seen && !max_symbol.compare_exchange_weak(seen, local_max)) {
     }
     if (bad) out_of_range.store(true, std::memory_order_relaxed);
-  });
+  }, cpu);
   if (out_of_range.load()) throw Error("symbol index out of range for a field with " + std::to_string(n_symbols) + " symbols");
 
   PackedIndex p;
@@ -73,7 +74,7 @@ PackedIndex PackedIndex::pack(const std::uint32_t* symbols, std::size_t n, std::
       }
     }
     if (bits > 0) *out = static_cast<std::uint8_t>(acc);
-  });
+  }, cpu);
   return p;
 }
 

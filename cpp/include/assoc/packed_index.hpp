@@ -10,12 +10,16 @@
 
 namespace assoc {
 
+class CpuAccount;
+
 class PackedIndex {
  public:
   PackedIndex() = default;
 
   // Packs symbol indexes (kNull for NULL) of `n` rows; `n_symbols` bounds every index.
-  static PackedIndex pack(const std::uint32_t* symbols, std::size_t n, std::uint32_t n_symbols);
+  // Worker threads add their CPU time to `cpu` when one is given.
+  static PackedIndex pack(const std::uint32_t* symbols, std::size_t n, std::uint32_t n_symbols,
+                          CpuAccount* cpu = nullptr);
   // Bit width needed for codes 0..max_code.
   static std::uint32_t width_for(std::uint64_t max_code);
 
