@@ -494,3 +494,24 @@ def test_selection_agrees_with_numpy_at_every_bit_width(bits, nulls) -> None:
             np.unique(values[np.isin(other, other[:50]) & ~np.isnan(values)]).tolist()
         ) - set(chosen)
         assert set(s.state("V")["alternative"]) == want
+
+
+def test_a_zero_cache_limit_caches_nothing() -> None:
+    app = App.from_tables({"T": {"A": [1, 2, 3], "B": ["x", "y", "x"]}})
+    limit = assoc.cache_info()["limit"]
+    try:
+        assoc.set_cache_limit(0)
+        assert assoc.cache_info()["entries"] == 0
+        before = counters()["cache"]
+        with app.session() as s:
+            s.clear()  # the empty state: zero bytes, still not cached
+            s.select("B", ["x"])
+            s.select("B", ["x"])
+            assert s.counts("A")["possible"] == 2
+        after = counters()["cache"]
+        assert after["added"] == before["added"]
+        assert after["hits"] == before["hits"]
+        assert after["lookups"] > before["lookups"]
+        assert assoc.cache_info()["entries"] == 0
+    finally:
+        assoc.set_cache_limit(limit)

@@ -55,7 +55,7 @@ void ResultCache::insert(CacheKey key, std::weak_ptr<const void> owner, std::sha
   bool replaced = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (bytes > limit_) return;
+    if (limit_ == 0 || bytes > limit_) return;
     auto [b, e] = index_.equal_range(h);
     for (auto it = b; it != e; ++it) {
       if (it->second->key == key) {
