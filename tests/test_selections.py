@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -515,3 +516,28 @@ def test_a_zero_cache_limit_caches_nothing() -> None:
         assert assoc.cache_info()["entries"] == 0
     finally:
         assoc.set_cache_limit(limit)
+
+
+def test_sessions_in_parallel_threads_agree_with_one_thread() -> None:
+    rng = np.random.default_rng(11)
+    n = 200_000
+    app = App.from_tables(
+        {
+            "Fact": {"K": rng.integers(0, 5000, n), "P": rng.integers(0, 300, n)},
+            "Dim": {"K": np.arange(5000), "R": rng.integers(0, 40, 5000)},
+        }
+    )
+    plans = [[int(x) for x in rng.choice(40, 3, replace=False)] for _ in range(16)]
+
+    def run(regions: list[int]) -> tuple[int, dict[str, int]]:
+        with app.session("parallel") as s:
+            s.select("R", regions)
+            s.select("P", list(range(0, 300, 7)))
+            return s.possible_rows("Fact"), s.counts("R")
+
+    assoc._core.clear_cache()
+    alone = [run(p) for p in plans]
+    assoc._core.clear_cache()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(run, plans * 3))
+    assert together == alone * 3
