@@ -670,7 +670,8 @@ def test_name_overrides_the_header(small_qvd: bytes) -> None:
     builder.add_qvd(small_qvd)
     builder.add_qvd(small_qvd, "Other")
     builder.add_qvd(small_qvd)
-    assert App(builder.build()).tables == ["Small", "Other", "Small-1"]
+    # The three share every field, so a synthetic key table follows them.
+    assert App(builder.build()).tables[:3] == ["Small", "Other", "Small-1"]
 
 
 def test_sources_paths_bytes_and_buffers(tmp_path: Path, small_qvd: bytes) -> None:

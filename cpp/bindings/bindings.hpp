@@ -19,6 +19,9 @@ struct PyModel {
 py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i);
 
 void bind_model(py::module_& m);
+void bind_session(py::module_& m);
+// Adds ModelBuilder.add_csv; needs bind_model first.
+void bind_csv(py::module_& m);
 // Adds QVD reading and writing to the classes bind_model made (call it after bind_model).
 void bind_qvd(py::module_& m);
 

@@ -13,5 +13,7 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   assoc::py_bind::bind_model(m);
+  assoc::py_bind::bind_session(m);
+  assoc::py_bind::bind_csv(m);
   assoc::py_bind::bind_qvd(m);
 }

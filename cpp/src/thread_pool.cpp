@@ -32,16 +32,18 @@ struct Job {
     for (;;) {
       const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= n) return;
-      if (!failed.load(std::memory_order_relaxed)) {  // after a failure the rest are only counted
-        // Charged per task and before the task counts as done: once the last one does, the
-        // caller may return and free the account.
+      {
+        // Charged per task, before the task counts as done: once the last one is done the
+        // caller returns and the account may be gone.
         CpuScope scope(charge);
-        try {
-          (*fn)(i);
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(mutex);
-          if (!error) error = std::current_exception();
-          failed.store(true, std::memory_order_relaxed);
+        if (!failed.load(std::memory_order_relaxed)) {  // after a failure the rest are only counted
+          try {
+            (*fn)(i);
+          } catch (...) {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (!error) error = std::current_exception();
+            failed.store(true, std::memory_order_relaxed);
+          }
         }
       }
       if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {

@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from assoc import _core
+from assoc.session import Session
 
 Source = str | os.PathLike[str] | bytes | bytearray | memoryview
 
@@ -28,28 +29,11 @@ def _read_source(source: Source) -> bytes:
     raise TypeError(f"expected a path or bytes, not {type(source).__name__}")
 
 
-@contextlib.contextmanager
-def _mapped_file(path: str | os.PathLike[str]) -> Iterator[mmap.mmap | bytes]:
-    """The file's bytes, memory-mapped while the block runs (read whole where it cannot be).
-
-    The engine decodes the file into its own structures, so mapping spares a copy of the whole
-    file; the map stays open while the engine reads it (an exported buffer cannot close).
-    """
-    try:
-        with open(path, "rb") as f:
-            try:
-                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            except (OSError, ValueError):  # an empty file, a pipe, a file system without mmap
-                data: mmap.mmap | bytes = f.read()
-            else:
-                data = mapped
-    except OSError as exc:
-        raise _core.Error(f"cannot read {os.fspath(path)!r}: {exc.strerror}") from exc
-    try:
-        yield data
-    finally:
-        if isinstance(data, mmap.mmap):
-            data.close()
+def _map_file(f: BinaryIO) -> mmap.mmap | contextlib.nullcontext[bytes]:
+    """The file's bytes mapped read-only (an empty file cannot be mapped: its empty bytes)."""
+    if os.fstat(f.fileno()).st_size == 0:
+        return contextlib.nullcontext(b"")
+    return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 class Table:
@@ -82,6 +66,8 @@ class App:
 
     def __init__(self, model: _core.DataModel) -> None:
         self._impl = model
+        # One link graph and value look-up per app, shared by its sessions and the result cache.
+        self._associative = _core.AssociativeModel(model)
 
     @classmethod
     def from_tables(cls, tables: Mapping[str, Mapping[str, Iterable[Any] | np.ndarray]]) -> App:
@@ -93,7 +79,9 @@ class App:
             if not isinstance(name, str):
                 raise _core.Error("table names must be strings")
             if not isinstance(columns, Mapping) or not columns:
-                raise _core.Error(f"table {name!r} needs a non-empty mapping of field name to values")
+                raise _core.Error(
+                    f"table {name!r} needs a non-empty mapping of field name to values"
+                )
             builder.add_columns(name, dict(columns))
         return cls(builder.build())
 
@@ -102,8 +90,12 @@ class App:
         """An app with the one table of a QVD file (a path or its bytes); `table` renames it."""
         builder = _core.ModelBuilder()
         if isinstance(source, str | os.PathLike):
-            with _mapped_file(source) as data:
-                builder.add_qvd(data, table)
+            # Mapped, not read: the reader decodes the file straight from the page cache.
+            try:
+                with open(source, "rb") as f, _map_file(f) as data:
+                    builder.add_qvd(data, table)
+            except OSError as exc:
+                raise _core.Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
         else:
             builder.add_qvd(_read_source(source), table)
         return cls(builder.build())
@@ -112,7 +104,16 @@ class App:
     def from_csv(cls, source: Source, table: str | None = None) -> App:
         """An app with the one table of a CSV file (a path or its bytes), named `table` or Table1."""
         builder = _core.ModelBuilder()
-        builder.add_csv(_read_source(source), table or "Table1")
+        name = table or "Table1"
+        if isinstance(source, str | os.PathLike):
+            # Mapped, not read: the parser's threads take the file from the page cache directly.
+            try:
+                with open(source, "rb") as f, _map_file(f) as data:
+                    builder.add_csv(data, name)
+            except OSError as exc:
+                raise _core.Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
+        else:
+            builder.add_csv(_read_source(source), name)
         return cls(builder.build())
 
     @property
@@ -138,6 +139,10 @@ class App:
         data = self._impl.write_qvd(table)
         with open(path, "wb") as f:
             f.write(data)
+
+    def session(self, user: str = "") -> Session:
+        """A new, independent selection state in this app (close it, or use `with`)."""
+        return Session(self._associative, user)
 
     def metadata(self) -> dict[str, Any]:
         """DataModelMetadata: fields, tables, byte sizes and reload statistics."""
