@@ -6,40 +6,26 @@
 #include <vector>
 
 #include "assoc/counters.hpp"
+#include "assoc/error.hpp"
 #include "assoc/qvd.hpp"
 #include "bindings.hpp"
 
 namespace assoc::py_bind {
-namespace {
-
-// A contiguous byte buffer held for the duration of a call: while the buffer is exported its
-// owner cannot free or resize it (an mmap refuses to close), so it may be read without the GIL.
-class ContiguousBytes {
- public:
-  explicit ContiguousBytes(const py::object& obj) {
-    if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_SIMPLE) != 0) throw py::error_already_set();
-  }
-  ~ContiguousBytes() { PyBuffer_Release(&view_); }
-  ContiguousBytes(const ContiguousBytes&) = delete;
-  ContiguousBytes& operator=(const ContiguousBytes&) = delete;
-
-  const std::uint8_t* data() const { return static_cast<const std::uint8_t*>(view_.buf); }
-  std::size_t size() const { return static_cast<std::size_t>(view_.len); }
-
- private:
-  Py_buffer view_{};
-};
-
-}  // namespace
 
 void bind_qvd(py::module_& m) {
   auto builder = py::reinterpret_borrow<py::class_<ModelBuilder>>(m.attr("ModelBuilder"));
   builder.def(
       "add_qvd",
-      [](ModelBuilder& b, const py::object& data, const std::optional<std::string>& name) {
-        const ContiguousBytes bytes(data);
+      [](ModelBuilder& b, const py::buffer& data, const std::optional<std::string>& name) {
+        // Any contiguous bytes-like object: bytes, or a memory-mapped file read in place.
+        const py::buffer_info info = data.request();
+        if (info.ndim != 1 || info.itemsize != 1 || (info.strides.size() == 1 && info.strides[0] != 1))
+          throw Error("add_qvd needs contiguous bytes");
+        const auto* bytes = static_cast<const std::uint8_t*>(info.ptr);
+        const auto size = static_cast<std::size_t>(info.size);
+        // `info` holds the buffer for the whole call (an mmap cannot close meanwhile).
         py::gil_scoped_release release;
-        LoadedTable table = read_qvd(bytes.data(), bytes.size(), &b.cpu());
+        LoadedTable table = read_qvd(bytes, size, &b.cpu());
         if (name) table.name = *name;
         b.add(std::move(table));
       },
