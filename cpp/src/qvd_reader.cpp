@@ -518,8 +518,8 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
         if (!other_types) return SymbolTable::of_ints(std::move(ints));
       }
       // Numbers: float64, with int32 where a value is an integer (as Qlik writes them).
-      std::vector<double> numbers;
-      numbers.reserve(n);
+      SymbolTableBuilder numbers;
+      numbers.reserve_numbers(n);
       double chunk[kChunk];
       const std::uint8_t* q = p;
       const std::uint8_t* const end = p + length;
@@ -540,10 +540,10 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
             return std::nullopt;
           }
         }
-        numbers.insert(numbers.end(), chunk, chunk + k);
+        if (ok) numbers.append_numbers(chunk, k);
       }
       if (!ok || q != end) return std::nullopt;
-      return SymbolTable::of_numbers(std::move(numbers));
+      return numbers.finish();
     }
     case 4: {
       // Type bytes and NULs are ASCII, so the section is valid UTF-8 exactly when every text is.

@@ -71,17 +71,6 @@ SymbolTable SymbolTable::of_ints(std::vector<std::int32_t> ints) {
   return t;
 }
 
-SymbolTable SymbolTable::of_numbers(std::vector<double> numbers) {
-  if (numbers.size() > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
-  for (const double v : numbers)
-    if (!std::isfinite(v)) throw Error("a symbol must be a finite number");
-  SymbolTable t;
-  t.size_ = static_cast<std::uint32_t>(numbers.size());
-  t.numbers_ = std::move(numbers);
-  t.finish();
-  return t;
-}
-
 SymbolTable SymbolTable::of_texts(std::vector<char> text, std::vector<std::uint32_t> offsets) {
   if (offsets.empty() || offsets.size() - 1 > 0xFFFFFFFEULL || offsets.front() != 0 || offsets.back() != text.size())
     throw Error("internal: text offsets do not match the texts");

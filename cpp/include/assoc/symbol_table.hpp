@@ -44,10 +44,9 @@ class SymbolTable {
   std::size_t byte_size() const;
 
   // Tables made whole from symbols that are distinct already (as a file's are), without
-  // hashing: int32 numbers; finite numbers; or pure texts, `offsets` holding size()+1 offsets
-  // into `text`.
+  // hashing: int32 numbers kept as int32 (no pass through doubles); or pure texts, `offsets`
+  // holding size()+1 offsets into `text`. (Other numbers: SymbolTableBuilder::append_numbers.)
   static SymbolTable of_ints(std::vector<std::int32_t> ints);
-  static SymbolTable of_numbers(std::vector<double> numbers);
   static SymbolTable of_texts(std::vector<char> text, std::vector<std::uint32_t> offsets);
 
   // Symbols equal in the engine's sense: same number when both are numeric, same text when both are pure text.
