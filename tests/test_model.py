@@ -18,7 +18,12 @@ def test_columns_round_trip_values_and_nulls() -> None:
                 "OrderId": [1, 2, 3, None],
                 "Customer": ["a", "b", "a", "ü"],
                 "Amount": np.array([1.5, 2.0, np.nan, -4.25]),
-                "When": [Dual(45292, "2024-01-01"), None, Dual(45293, "2024-01-02"), Dual(45292, "x")],
+                "When": [
+                    Dual(45292, "2024-01-01"),
+                    None,
+                    Dual(45293, "2024-01-02"),
+                    Dual(45292, "x"),
+                ],
             }
         }
     )
@@ -29,7 +34,12 @@ def test_columns_round_trip_values_and_nulls() -> None:
     assert t.column("Customer") == ["a", "b", "a", "ü"]
     assert t.column("Amount") == [1.5, 2.0, None, -4.25]
     # Duals with the same number are one symbol: the first text wins.
-    assert t.column("When") == [Dual(45292, "2024-01-01"), None, Dual(45293, "2024-01-02"), Dual(45292, "2024-01-01")]
+    assert t.column("When") == [
+        Dual(45292, "2024-01-01"),
+        None,
+        Dual(45293, "2024-01-02"),
+        Dual(45292, "2024-01-01"),
+    ]
     assert app.symbols("Customer") == ["a", "b", "ü"]
     assert list(t.column_indices("OrderId")) == [0, 1, 2, -1]
 

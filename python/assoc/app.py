@@ -102,7 +102,7 @@ class App:
 
     @classmethod
     def from_csv(cls, source: Source, table: str | None = None) -> App:
-        """An app with the one table of a CSV file (a path or its bytes), named `table` or Table1."""
+        """An app with the table of a CSV file (a path or bytes), named `table` or Table1."""
         builder = _core.ModelBuilder()
         name = table or "Table1"
         if isinstance(source, str | os.PathLike):
