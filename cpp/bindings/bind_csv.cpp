@@ -13,9 +13,7 @@ void bind_csv(py::module_& m) {
       [](ModelBuilder& b, const py::buffer& data, const std::string& name) {
         // Any contiguous bytes-like object: bytes, or a memory-mapped file read in place.
         const py::buffer_info info = data.request();
-        if (info.ndim != 1 || info.itemsize != 1 || (info.strides.size() == 1 && info.strides[0] != 1))
-          throw Error("add_csv needs contiguous bytes");
-        const auto* bytes = static_cast<const char*>(info.ptr);
+        const char* bytes = contiguous_bytes(info, "add_csv");
         const auto size = static_cast<std::size_t>(info.size);
         // `info` holds the buffer for the whole call, so the bytes outlive the parse.
         py::gil_scoped_release release;

@@ -158,6 +158,12 @@ const Column& find_column(const DataModel& model, const std::string& table, cons
 
 }  // namespace
 
+const char* contiguous_bytes(const py::buffer_info& info, const char* what) {
+  if (info.ndim != 1 || info.itemsize != 1 || (info.strides.size() == 1 && info.strides[0] != 1))
+    throw Error(std::string(what) + " needs contiguous bytes");
+  return static_cast<const char*>(info.ptr);
+}
+
 py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i) {
   const bool num = symbols.has_number(i);
   const bool txt = symbols.has_text(i);

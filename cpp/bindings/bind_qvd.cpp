@@ -19,9 +19,7 @@ void bind_qvd(py::module_& m) {
       [](ModelBuilder& b, const py::buffer& data, const std::optional<std::string>& name) {
         // Any contiguous bytes-like object: bytes, or a memory-mapped file read in place.
         const py::buffer_info info = data.request();
-        if (info.ndim != 1 || info.itemsize != 1 || (info.strides.size() == 1 && info.strides[0] != 1))
-          throw Error("add_qvd needs contiguous bytes");
-        const auto* bytes = static_cast<const std::uint8_t*>(info.ptr);
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(contiguous_bytes(info, "add_qvd"));
         const auto size = static_cast<std::size_t>(info.size);
         // `info` holds the buffer for the whole call (an mmap cannot close meanwhile).
         py::gil_scoped_release release;

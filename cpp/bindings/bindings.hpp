@@ -18,6 +18,10 @@ struct PyModel {
 // Converts one symbol to int, float, str or Dual.
 py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i);
 
+// The bytes of a contiguous one-dimensional buffer (bytes, bytearray, memoryview, mmap).
+// `info` must outlive the use of the returned pointer; throws Error naming `what` otherwise.
+const char* contiguous_bytes(const py::buffer_info& info, const char* what);
+
 void bind_model(py::module_& m);
 void bind_session(py::module_& m);
 // Adds ModelBuilder.add_csv; needs bind_model first.

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "assoc/associative.hpp"
@@ -46,11 +48,12 @@ void ModelBuilder::add(LoadedTable&& loaded) {
   for (int k = 1; m.table_ids_.count(name); ++k) name = loaded.name + "-" + std::to_string(k);
 
   // Column names must be unique within a table.
+  std::unordered_set<std::string_view> names;
+  names.reserve(loaded.columns.size());
   for (std::size_t i = 0; i < loaded.columns.size(); ++i) {
     if (loaded.columns[i].name.empty()) throw Error("table '" + loaded.name + "' has a field with an empty name");
-    for (std::size_t j = 0; j < i; ++j)
-      if (loaded.columns[i].name == loaded.columns[j].name)
-        throw Error("table '" + loaded.name + "' has the field '" + loaded.columns[i].name + "' twice");
+    if (!names.insert(loaded.columns[i].name).second)
+      throw Error("table '" + loaded.name + "' has the field '" + loaded.columns[i].name + "' twice");
     if (loaded.columns[i].index.size() != loaded.rows)
       throw Error("field '" + loaded.columns[i].name + "' of table '" + loaded.name + "' has " +
                   std::to_string(loaded.columns[i].index.size()) + " rows, the table " + std::to_string(loaded.rows));
