@@ -402,18 +402,18 @@ def iter_media_files(media_root: Path) -> Iterator[tuple[Path, str]]:
     """(path, name relative to media_root) of every file and empty directory, sorted."""
     if not media_root.is_dir():
         return
+    found: list[tuple[Path, str]] = []
     for dirpath, dirnames, filenames in os.walk(media_root, followlinks=False):
-        dirnames.sort()
         base = Path(dirpath)
         rel_base = base.relative_to(media_root).as_posix()
         prefix = "" if rel_base == "." else rel_base + "/"
         if not dirnames and not filenames and prefix:
-            yield base, prefix
-        for name in sorted(filenames):
+            found.append((base, prefix))
+        for name in filenames:
             path = base / name
-            if path.is_symlink() or not path.is_file():
-                continue
-            yield path, prefix + name
+            if not path.is_symlink() and path.is_file():
+                found.append((path, prefix + name))
+    yield from sorted(found, key=lambda item: item[1])
 
 
 def write_package(
