@@ -133,6 +133,7 @@ class ServerProcess:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.log = ""
 
     def start(self, timeout: float = 20.0) -> ServerProcess:
         """Starts the process and waits until /health answers."""
@@ -178,6 +179,13 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
-        if self.proc.stderr:
+        if self.proc.stderr and not self.proc.stderr.closed:
+            self.log = self.proc.stderr.read().decode(errors="replace")
             self.proc.stderr.close()
         return self.proc.returncode
+
+    def stopped_gracefully(self) -> bool:
+        """SIGTERM, then True when the service finished its shutdown (lifespan included)."""
+        code = self.stop()
+        # uvicorn re-raises the signal it handled once shutdown is done: -15 is a clean exit.
+        return code in (0, -15) and "Application shutdown complete" in self.log
