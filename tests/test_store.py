@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import assoc
-from appfiles import CUSTOMERS, ORDERS, needs_qvd_reader, package_bytes, qvd_bytes
+from appfiles import CUSTOMERS, ORDERS, needs_qvd_reader, package_bytes, qvd_bytes, zip_with
 from assoc.store import (
     AppNotFound,
     AppStore,
@@ -78,9 +78,15 @@ def test_failed_import_stores_nothing(tmp_path: Path) -> None:
     manifest = {
         "format": "assoc-app",
         "formatVersion": 1,
-        "tables": [{"name": "Other", "file": "tables/Orders.qvd"}],
+        "tables": [{"name": "Orders", "file": "tables/Orders.qvd"}],
     }
-    bad = package_bytes({"Orders": ORDERS}, manifest=manifest, media={"a.png": b"A"})
+    bad = zip_with(
+        {
+            "app.json": json.dumps(manifest).encode(),
+            "media/a.png": b"A",  # extracted before the table turns out to be corrupt
+            "tables/Orders.qvd": qvd_bytes("Orders", ORDERS)[:300],
+        }
+    )
     with pytest.raises(assoc.Error):
         _import(store, bad)
     assert store.app_ids() == []

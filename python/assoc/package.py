@@ -369,7 +369,7 @@ def build_model(manifest: Manifest, read: Callable[[str], bytes]) -> _core.DataM
         data = read(table.file)
         kind = detect_kind(data[:4096])
         if kind is SourceKind.QVD:
-            builder.add_qvd(data)
+            builder.add_qvd(data, table.name)
         elif kind is SourceKind.CSV:
             builder.add_csv(data, table.name)
         else:
