@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from assoc import __version__
 from assoc._core import Error
 from assoc.settings import Settings, settings_help
+
+if TYPE_CHECKING:
+    import uvicorn
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9076
@@ -58,6 +62,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def server_config(
+    app: Any, host: str, port: int, log_level: str = "info", access_log: bool = False
+) -> uvicorn.Config:
+    """The uvicorn configuration `assoc serve` runs an ASGI app with."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=access_log,
+        lifespan="on",
+        server_header=False,
+        timeout_graceful_shutdown=30,
+    )
+
+
 def serve(args: argparse.Namespace) -> int:
     """Runs the service until it is told to stop; returns the exit status."""
     try:
@@ -85,17 +107,9 @@ def serve(args: argparse.Namespace) -> int:
     except (RuntimeError, OSError) as exc:
         print(f"assoc serve: {exc}", file=sys.stderr)
         return 2
-    config = uvicorn.Config(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        access_log=args.access_log,
-        lifespan="on",
-        server_header=False,
-        timeout_graceful_shutdown=30,
+    server = uvicorn.Server(
+        server_config(app, args.host, args.port, args.log_level, args.access_log)
     )
-    server = uvicorn.Server(config)
     server.run()
     return 0 if server.started else 1
 
