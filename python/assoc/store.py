@@ -187,6 +187,7 @@ class AppStore:
         self._app_locks: dict[str, threading.RLock] = {}
         for d in (self.data_dir, self._apps_dir, self.tmp_dir, self._trash_dir):
             d.mkdir(parents=True, exist_ok=True)
+        fsync_dir(self.data_dir)  # the folders themselves must outlive a crash
         self._recover()
 
     # ---- start-up --------------------------------------------------------------------
