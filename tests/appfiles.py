@@ -30,6 +30,14 @@ def _reader_available() -> bool:
     return True
 
 
+def _csv_reader_available() -> bool:
+    try:
+        assoc.App.from_csv(b"a\n1\n")
+    except AttributeError:
+        return False
+    return True
+
+
 def _writer_available() -> bool:
     app = assoc.App.from_tables({"T": {"F": [1]}})
     try:
@@ -41,7 +49,9 @@ def _writer_available() -> bool:
 
 HAS_QVD_READER = _reader_available()
 HAS_QVD_WRITER = _writer_available()
+HAS_CSV_READER = _csv_reader_available()
 needs_qvd_reader = pytest.mark.skipif(not HAS_QVD_READER, reason="needs the QVD reader")
+needs_csv_reader = pytest.mark.skipif(not HAS_CSV_READER, reason="needs the CSV reader")
 needs_qvd_writer = pytest.mark.skipif(
     not (HAS_QVD_READER and HAS_QVD_WRITER), reason="needs the QVD reader and writer"
 )

@@ -15,7 +15,15 @@ import pytest
 from starlette.testclient import TestClient
 
 import assoc
-from appfiles import CUSTOMERS, ORDERS, needs_qvd_reader, needs_qvd_writer, package_bytes, qvd_bytes
+from appfiles import (
+    CUSTOMERS,
+    ORDERS,
+    needs_csv_reader,
+    needs_qvd_reader,
+    needs_qvd_writer,
+    package_bytes,
+    qvd_bytes,
+)
 from assoc.server import create_app
 from assoc.settings import Settings
 
@@ -154,11 +162,17 @@ def test_import_multipart_and_names(client: TestClient) -> None:
     assert response.json()["attributes"]["name"] == "Orders 2024"
     named = _import(client, qvd_bytes("Orders", ORDERS), name="Given")
     assert named["attributes"]["name"] == "Given"
+    missing = client.post("/v1/apps/import", files={"other": ("a.qvd", b"x")})
+    assert _error(missing, 400)["detail"] == "the multipart body has no 'filedata' part"
+
+
+@needs_csv_reader
+def test_import_csv_names_its_table(client: TestClient) -> None:
     csv_app = _import(client, b"x;y\n1;2\n", name="FromCsv")
     metadata = client.get(f"/v1/apps/{csv_app['attributes']['id']}/data/metadata").json()
     assert [t["name"] for t in metadata["tables"]] == ["FromCsv"]
-    missing = client.post("/v1/apps/import", files={"other": ("a.qvd", b"x")})
-    assert _error(missing, 400)["detail"] == "the multipart body has no 'filedata' part"
+    unnamed = _import(client, b"x,y\n1,2\n")
+    assert unnamed["attributes"]["name"] == "Table1"
 
 
 @needs_qvd_reader

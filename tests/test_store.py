@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 import assoc
-from appfiles import CUSTOMERS, ORDERS, needs_qvd_reader, package_bytes, qvd_bytes, zip_with
+from appfiles import (
+    CUSTOMERS,
+    ORDERS,
+    needs_csv_reader,
+    needs_qvd_reader,
+    package_bytes,
+    qvd_bytes,
+    zip_with,
+)
 from assoc.store import (
     AppNotFound,
     AppStore,
@@ -57,12 +65,19 @@ def test_new_mode_generates_id_and_dates(tmp_path: Path) -> None:
     assert a["modifiedDate"] == a["createdDate"] == a["lastReloadTime"]
 
 
-def test_bare_qvd_and_csv_become_one_table_apps(tmp_path: Path) -> None:
+def test_bare_qvd_becomes_a_one_table_app(tmp_path: Path) -> None:
     store = AppStore(tmp_path)
     attrs = _import(store, qvd_bytes("Orders", ORDERS))
     assert attrs["name"] == "Orders"
     with store.using(str(attrs["id"])) as app:
         assert app.tables == ["Orders"]
+    with AppStore(tmp_path).using(str(attrs["id"])) as app:
+        assert app.table("Orders").column("Customer") == ORDERS["Customer"]
+
+
+@needs_csv_reader
+def test_csv_becomes_a_one_table_app(tmp_path: Path) -> None:
+    store = AppStore(tmp_path)
     attrs = _import(store, b"a,b\n1,x\n2,y\n", name="Mine")
     with store.using(str(attrs["id"])) as app:
         assert app.tables == ["Mine"]
