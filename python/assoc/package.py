@@ -341,8 +341,8 @@ class AppPackage:
         """The engine model of the package's tables."""
         return build_model(self.manifest, self.read)
 
-    def extract_media(self, root: Path, sync: Callable[[BinaryIO], None]) -> None:
-        """Writes media/** under root/media (checked names only), calling sync on every file."""
+    def extract_media(self, root: Path) -> None:
+        """Writes media/** under root/media (checked names only); the caller flushes them."""
         for info in self.media_entries():
             target = root.joinpath(*info.filename.rstrip("/").split("/"))
             if info.is_dir():
@@ -353,7 +353,6 @@ class AppPackage:
                 with self._zip.open(info) as src, open(target, "xb") as dst:
                     while chunk := src.read(_COPY_CHUNK):
                         dst.write(chunk)
-                    sync(dst)
             except (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError) as exc:
                 raise Error(f"entry {info.filename!r} cannot be read: {exc}") from None
             except OSError as exc:

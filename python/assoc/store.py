@@ -147,6 +147,30 @@ def _fsync_tree(root: Path) -> None:
         fsync_dir(Path(dirpath))
 
 
+class _EarlyFlush:
+    """Flushes staged table files in a background thread while the engine parses them.
+
+    The commit flushes the whole staged tree again; by then that costs next to nothing.
+    """
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+
+    def start(self, root: Path) -> None:
+        self._thread = threading.Thread(target=self._flush, args=(root,), daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _flush(root: Path) -> None:
+        # Errors surface in the commit's own flush of the same files.
+        with contextlib.suppress(OSError):
+            _fsync_tree(root)
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+
 @dataclass(eq=False)
 class _Entry:
     """One committed app: what is on disk and what is in memory."""
@@ -363,11 +387,12 @@ class AppStore:
     ) -> dict[str, Any]:
         """Imports a package, QVD or CSV file (consumed) and commits it; returns its attributes."""
         stage = self.tmp_dir / f"stage-{uuid.uuid4().hex}"
+        early_flush = _EarlyFlush()
         version = f"v-{uuid.uuid4().hex}"
         version_dir = stage / version
         (version_dir / MEDIA_DIR).mkdir(parents=True)
         try:
-            manifest, app = self._stage(source, version_dir, name, source_name)
+            manifest, app = self._stage(source, version_dir, name, source_name, early_flush)
             now = utc_now_iso()
             attrs = manifest.attributes
             if mode is ImportMode.NEW:
@@ -410,12 +435,18 @@ class AppStore:
                 self._hold(entry, app)
             return dict(attrs)
         finally:
+            early_flush.join()
             _remove(stage)
             with contextlib.suppress(FileNotFoundError):
                 source.unlink()
 
     def _stage(
-        self, source: Path, version_dir: Path, name: str | None, source_name: str | None
+        self,
+        source: Path,
+        version_dir: Path,
+        name: str | None,
+        source_name: str | None,
+        early_flush: _EarlyFlush,
     ) -> tuple[Manifest, App]:
         """Writes the source's tables and media into version_dir and loads the app."""
         with open(source, "rb") as f:
@@ -429,7 +460,8 @@ class AppStore:
                     target = version_dir.joinpath(*table.file.split("/"))
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(package.read(table.file))
-                package.extract_media(version_dir, sync_file)
+                package.extract_media(version_dir)
+            early_flush.start(version_dir)
 
             def read(file: str) -> bytes:
                 return version_dir.joinpath(*file.split("/")).read_bytes()
@@ -442,6 +474,7 @@ class AppStore:
         table_path = version_dir / "tables" / f"table{suffix}"
         table_path.parent.mkdir()
         os.replace(source, table_path)
+        early_flush.start(table_path.parent)
         if kind is SourceKind.QVD:
             app = App.from_qvd(table_path)
         else:
