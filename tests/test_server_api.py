@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -462,3 +463,31 @@ def test_tokens_with_a_public_key_file(make_client: MakeClient, tmp_path: Path) 
     # An HMAC token cannot pass when only a public key is configured.
     hmac = {"Authorization": f"Bearer {_token({'sub': 'bob'})}"}
     _error(client.get("/v1/apps", headers=hmac), 401)
+
+
+@needs_qvd_reader
+def test_concurrent_requests_on_one_app_answer_200_or_404(make_client: MakeClient) -> None:
+    client = make_client(efe_mode=1, memory_budget_mb=0)
+    package = package_bytes(attributes={"id": "busy"}, media={"a.png": b"A"})
+    statuses: list[int] = []
+
+    def worker(n: int) -> None:
+        for i in range(5):
+            step = (n + i) % 4
+            if step == 0:
+                response = client.post("/v1/apps/import?mode=AUTOREPLACE", content=package)
+            elif step == 1:
+                response = client.get("/v1/apps/busy/data/metadata")
+            elif step == 2:
+                response = client.get("/v1/apps/busy/media/files/a.png")
+            else:
+                response = client.delete("/v1/apps/busy")
+            statuses.append(response.status_code)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(statuses) == 20
+    assert set(statuses) <= {200, 404}

@@ -234,7 +234,8 @@ def test_media_listing_forms(tmp_path: Path) -> None:
         store.media_list(app_id, "nope", ListForm.FLAT)
     with pytest.raises(MediaNotFound):
         store.media_list(app_id, "logo.png", ListForm.FLAT)
-    assert store.thumbnail(app_id).read_bytes() == b"PNG"
+    with store.open_thumbnail(app_id) as f:
+        assert f.read() == b"PNG"
 
 
 def test_media_paths_never_leave_the_media_root(tmp_path: Path) -> None:
@@ -269,7 +270,7 @@ def test_media_put_and_delete(tmp_path: Path) -> None:
     assert store.media_list(app_id, "", ListForm.RECURSIVE) == ["logo.png", "new/dir/file.txt"]
     store.delete_media(app_id, "logo.png")
     with pytest.raises(MediaNotFound):
-        store.thumbnail(app_id)
+        store.open_thumbnail(app_id)
     with pytest.raises(BadMediaPath):
         store.delete_media(app_id, "")
     with pytest.raises(MediaNotFound):

@@ -277,23 +277,38 @@ class AppStore:
     @contextlib.contextmanager
     def using(self, app_id: str) -> Iterator[App]:
         """The loaded app, loading it first when needed; it is not evicted while used."""
-        with self._index_lock:
-            entry = self._index.get(app_id)
-            if entry is None:
-                raise AppNotFound(f"no app with id {app_id!r}")
-            entry.in_use += 1
-        try:
-            yield self._loaded(entry)
-        finally:
+        while True:
             with self._index_lock:
-                entry.in_use -= 1
-                entry.last_used = time.monotonic()
+                entry = self._index.get(app_id)
+                if entry is None:
+                    raise AppNotFound(f"no app with id {app_id!r}")
+                entry.in_use += 1
+            try:
+                app = self._loaded(entry)
+            except BaseException:
+                self._release(entry)
+                raise
+            if app is not None:
+                break
+            self._release(entry)  # replaced or deleted meanwhile: look again
+        try:
+            yield app
+        finally:
+            self._release(entry)
 
-    def _loaded(self, entry: _Entry) -> App:
+    def _release(self, entry: _Entry) -> None:
+        with self._index_lock:
+            entry.in_use -= 1
+            entry.last_used = time.monotonic()
+
+    def _loaded(self, entry: _Entry) -> App | None:
+        """The entry's app, loaded if needed; None when the entry is no longer current."""
         app = entry.app
         if app is not None:
             return app
         with entry.lock:
+            if self._index.get(entry.app_id) is not entry:
+                return None  # its files may be gone: replaces and deletes hold this lock
             app = entry.app
             if app is None:
                 version_dir = entry.version_dir
@@ -544,22 +559,32 @@ class AppStore:
         return target
 
     def media_file(self, app_id: str, path: str) -> Path:
-        """The path of a media file on disk."""
-        target = self._media_path(self._entry(app_id), path)
-        if not target.is_file() or path.endswith("/"):
-            raise MediaNotFound(f"no media file {path!r}")
-        return target
+        """The path of a media file on disk (valid until the app changes)."""
+        with self._app_lock(app_id):
+            target = self._media_path(self._entry(app_id), path)
+            if not target.is_file() or path.endswith("/"):
+                raise MediaNotFound(f"no media file {path!r}")
+            return target
 
-    def thumbnail(self, app_id: str) -> Path:
-        """The path of the file the app's thumbnail attribute names."""
-        name = self._entry(app_id).manifest.attributes["thumbnail"]
-        if not name:
-            raise MediaNotFound("the app has no thumbnail")
-        return self.media_file(app_id, name)
+    def open_media_file(self, app_id: str, path: str) -> BinaryIO:
+        """A media file opened for reading: it stays readable whatever happens to the app."""
+        with self._app_lock(app_id):
+            return open(self.media_file(app_id, path), "rb")
+
+    def open_thumbnail(self, app_id: str) -> BinaryIO:
+        """The file the app's thumbnail attribute names, opened for reading."""
+        with self._app_lock(app_id):
+            name = self._entry(app_id).manifest.attributes["thumbnail"]
+            if not name:
+                raise MediaNotFound("the app has no thumbnail")
+            return self.open_media_file(app_id, name)
 
     def media_list(self, app_id: str, path: str, form: ListForm) -> list[str]:
         """Media names under a folder, relative to the media root; folders end in '/'."""
-        entry = self._entry(app_id)
+        with self._app_lock(app_id):
+            return self._media_list(self._entry(app_id), path, form)
+
+    def _media_list(self, entry: _Entry, path: str, form: ListForm) -> list[str]:
         folder = self._media_path(entry, path)
         if not folder.is_dir():
             raise MediaNotFound(f"no media folder {path!r}")

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from assoc.server.errors import ApiError, error_response
@@ -24,6 +25,7 @@ from assoc.store import AppStore, ImportMode, ListForm
 
 Handler = Callable[[Request], Awaitable[Response]]
 OCTET_STREAM = "application/octet-stream"
+_CHUNK = 1 << 20
 
 
 def _store(request: Request) -> AppStore:
@@ -144,13 +146,26 @@ def _unlink(path: Path) -> None:
 # ---- media ----------------------------------------------------------------------------
 
 
+def _file_response(f: BinaryIO) -> Response:
+    """Streams an open file (read in worker threads) as application/octet-stream."""
+    size = os.fstat(f.fileno()).st_size
+
+    def chunks() -> Iterator[bytes]:
+        with f:
+            while data := f.read(_CHUNK):
+                yield data
+
+    return StreamingResponse(
+        chunks(), media_type=OCTET_STREAM, headers={"content-length": str(size)}
+    )
+
+
 async def media_file(request: Request) -> Response:
     """GET /v1/apps/{appId}/media/files/{path}: the file's bytes."""
-    store = _store(request)
-    path = await run_in_threadpool(
-        store.media_file, request.path_params["appId"], request.path_params["path"]
+    f = await run_in_threadpool(
+        _store(request).open_media_file, request.path_params["appId"], request.path_params["path"]
     )
-    return FileResponse(path, media_type=OCTET_STREAM)
+    return _file_response(f)
 
 
 async def media_list(request: Request) -> Response:
@@ -167,8 +182,8 @@ async def media_list(request: Request) -> Response:
 
 async def media_thumbnail(request: Request) -> Response:
     """GET /v1/apps/{appId}/media/thumbnail: the file attributes.thumbnail names."""
-    path = await run_in_threadpool(_store(request).thumbnail, request.path_params["appId"])
-    return FileResponse(path, media_type=OCTET_STREAM)
+    f = await run_in_threadpool(_store(request).open_thumbnail, request.path_params["appId"])
+    return _file_response(f)
 
 
 async def put_media_file(request: Request) -> Response:
