@@ -29,12 +29,12 @@ _CHUNK = 1 << 20
 
 
 def _store(request: Request) -> AppStore:
-    store: AppStore = request.state.store
+    store: AppStore = request.scope["state"]["store"]
     return store
 
 
 def _settings(request: Request) -> Settings:
-    settings: Settings = request.state.settings
+    settings: Settings = request.scope["state"]["settings"]
     return settings
 
 
@@ -227,7 +227,9 @@ class Endpoint:
 _NEW = ("12.207.0",)
 _OLD = ("12.171.0",)
 
+# Routes are tried in this order: the hot read comes first.
 ENDPOINTS: tuple[Endpoint, ...] = (
+    Endpoint("GET", "/v1/apps/{appId}/data/metadata", app_metadata),
     Endpoint("GET", "/health", health),
     Endpoint("GET", "/healthcheck", healthcheck),
     Endpoint("POST", "/v1/apps/import", import_app),
@@ -235,7 +237,6 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("GET", "/v1/apps", list_apps, _NEW),
     Endpoint("GET", "/v1/apps/{appId}", get_app, _NEW),
     Endpoint("DELETE", "/v1/apps/{appId}", delete_app, _NEW),
-    Endpoint("GET", "/v1/apps/{appId}/data/metadata", app_metadata),
     Endpoint("GET", "/v1/apps/{appId}/export", export_app, _NEW),
     Endpoint("GET", "/v1/apps/{appId}/media/files/{path:path}", media_file, _NEW),
     Endpoint("PUT", "/v1/apps/{appId}/media/files/{path:path}", put_media_file, _NEW),
