@@ -17,12 +17,23 @@ from assoc.cli import server_config
 
 
 def bare_app(body: bytes) -> Starlette:
-    """One route, GET /v1/apps/{appId}/data/metadata, answering `body` as JSON."""
+    """GET /v1/apps/{appId}/data/metadata answering `body` as JSON; POST /drain reading a body."""
 
     async def metadata(request: Request) -> Response:
         return Response(body, media_type="application/json")
 
-    return Starlette(routes=[Route("/v1/apps/{appId}/data/metadata", metadata)])
+    async def drain(request: Request) -> Response:
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+        return Response(str(size), media_type="text/plain")
+
+    return Starlette(
+        routes=[
+            Route("/v1/apps/{appId}/data/metadata", metadata),
+            Route("/drain", drain, methods=["POST"]),
+        ]
+    )
 
 
 def main() -> None:

@@ -3,7 +3,8 @@
 1. GET /v1/apps/{appId}/data/metadata of a 50-field app, against a bare Starlette endpoint
    that answers the same bytes under the same uvicorn settings, at 1 and 64 connections.
    Load comes from `wrk` in its own process, or `benchmarks/http_load.py` where wrk is absent.
-2. POST /v1/apps/import of a QVD file against `assoc.App.from_qvd` of the same file.
+2. POST /v1/apps/import of a QVD file against `assoc.App.from_qvd` of the same file; for
+   scale, also the time to POST the same body to a bare endpoint that only reads it.
 
     python benchmarks/compare_http.py [--duration 5] [--runs 3] [--rows 1000000]
 
@@ -268,6 +269,7 @@ class ImportComparison:
     file_bytes: int
     from_qvd_s: float
     http_import_s: float
+    bare_upload_s: float  # the same body POSTed to a bare endpoint that only reads it
 
     @property
     def speed_ratio(self) -> float:
@@ -281,8 +283,11 @@ def compare_import(rows: int, runs: int) -> ImportComparison:
         write_table_qvd(sales_app(rows), "Sales", qvd)
         data = qvd.read_bytes()
         server = assoc_server(Path(tmp) / "data")
+        (Path(tmp) / "empty.json").write_bytes(b"{}")
+        bare = Server([str(HERE / "bare_metadata_server.py"), str(Path(tmp) / "empty.json")], "/")
         local: list[float] = []
         remote: list[float] = []
+        upload: list[float] = []
         try:
             with httpx.Client(base_url=server.url, timeout=600) as client:
                 # Runs alternate so that both sides see the same machine load.
@@ -300,10 +305,19 @@ def compare_import(rows: int, runs: int) -> ImportComparison:
                     tables = client.get(f"/v1/apps/{app_id}/data/metadata").json()["tables"]
                     assert tables[0]["no_of_rows"] == rows
                     client.delete(f"/v1/apps/{app_id}").raise_for_status()
+                    start = time.perf_counter()
+                    drained = httpx.post(bare.url + "/drain", content=data, timeout=600)
+                    upload.append(time.perf_counter() - start)
+                    assert drained.text == str(len(data))
         finally:
             server.close()
+            bare.close()
         return ImportComparison(
-            rows, len(data), statistics.median(local), statistics.median(remote)
+            rows,
+            len(data),
+            statistics.median(local),
+            statistics.median(remote),
+            statistics.median(upload),
         )
 
 
@@ -328,10 +342,12 @@ def report(metadata: list[MetadataComparison], imported: ImportComparison | None
     if imported is not None:
         lines += [
             "",
-            "| rows | QVD bytes | App.from_qvd s | HTTP import s | speed ratio (>= 0.8) |",
-            "|---|---|---|---|---|",
+            "| rows | QVD bytes | App.from_qvd s | HTTP import s | speed ratio (>= 0.8) "
+            "| body upload alone s |",
+            "|---|---|---|---|---|---|",
             f"| {imported.rows:,} | {imported.file_bytes:,} | {imported.from_qvd_s:.3f} "
-            f"| {imported.http_import_s:.3f} | {imported.speed_ratio:.2f} |",
+            f"| {imported.http_import_s:.3f} | {imported.speed_ratio:.2f} "
+            f"| {imported.bare_upload_s:.3f} |",
         ]
     return "\n".join(lines)
 

@@ -29,4 +29,5 @@ def test_http_import_against_from_qvd() -> None:
     assert result.file_bytes > rows  # at least a byte per row
     assert result.from_qvd_s > 0
     assert result.http_import_s > 0
+    assert result.bare_upload_s > 0
     print(report([], result))
