@@ -143,7 +143,7 @@ class ServerProcess:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log = ""
+        self.log_path = data_dir.parent / f"serve-{self.port}.log"
 
     def start(self, timeout: float = 20.0) -> ServerProcess:
         """Starts the process and waits until /health answers."""
@@ -151,14 +151,17 @@ class ServerProcess:
         args += ["--port", str(self.port), "--data-dir", str(self.data_dir)]
         for setting in self.settings:
             args += ["-S", setting]
-        self.proc = subprocess.Popen(
-            args, env=serve_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
+        # A file, not a pipe: a pipe nobody reads would block the server once full.
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                args, env=serve_env(), stdout=subprocess.DEVNULL, stderr=log
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
-                raise RuntimeError(f"assoc serve exited with {self.proc.returncode}: {err}")
+                raise RuntimeError(
+                    f"assoc serve exited with {self.proc.returncode}: {self.read_log()}"
+                )
             try:
                 if httpx.get(self.base_url + "/health", timeout=1).status_code == 200:
                     return self
@@ -189,13 +192,17 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
-        if self.proc.stderr and not self.proc.stderr.closed:
-            self.log = self.proc.stderr.read().decode(errors="replace")
-            self.proc.stderr.close()
         return self.proc.returncode
+
+    def read_log(self) -> str:
+        """What the server wrote to stderr so far."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
 
     def stopped_gracefully(self) -> bool:
         """SIGTERM, then True when the service finished its shutdown (lifespan included)."""
         code = self.stop()
         # uvicorn re-raises the signal it handled once shutdown is done: -15 is a clean exit.
-        return code in (0, -15) and "Application shutdown complete" in self.log
+        return code in (0, -15) and "Application shutdown complete" in self.read_log()

@@ -128,9 +128,9 @@ def memory_figures(app_bytes: int) -> MemoryFigures:
     available = info.get("MemAvailable", info.get("MemFree", 0.0))
     used_percent = 100.0 * (total - available) / total if total else 0.0
     return MemoryFigures(
-        committed=round(_resident_bytes() / _MB, 3),
-        allocated=round(app_bytes / _MB, 3),
-        free=round(available / _MB, 3),
+        committed=round(_resident_bytes() / _MB, 6),
+        allocated=round(app_bytes / _MB, 6),
+        free=round(available / _MB, 6),
         ram_used_percent=used_percent,
     )
 
