@@ -7,8 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from assoc import __version__
-from assoc._core import Error
+from assoc import Error, __version__
 from assoc.settings import Settings, settings_help
 
 if TYPE_CHECKING:
