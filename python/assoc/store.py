@@ -14,6 +14,7 @@ or the new one.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import datetime
 import json
@@ -119,32 +120,41 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def sync_file(f: BinaryIO) -> None:
-    """Flushes an open file's data to disk."""
-    f.flush()
-    os.fsync(f.fileno())
+_flush_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_flush_pool_lock = threading.Lock()
 
 
-def write_file_durably(path: Path, data: bytes) -> None:
-    """Replaces `path` with `data`: a temp file beside it, fsync, rename, directory fsync."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "xb") as f:
-        f.write(data)
-        sync_file(f)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+def _fsync_path(path: str | Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_paths(paths: list[str | Path]) -> None:
+    """Flushes files and folders to disk, all at once: the file system's journal commits
+    concurrent flushes together, so ten cost about what one does."""
+    global _flush_pool
+    if len(paths) <= 1:
+        for path in paths:
+            _fsync_path(path)
+        return
+    with _flush_pool_lock:
+        if _flush_pool is None:
+            _flush_pool = concurrent.futures.ThreadPoolExecutor(8, "assoc-fsync")
+        pool = _flush_pool
+    for future in [pool.submit(_fsync_path, path) for path in paths]:
+        future.result()
 
 
 def _fsync_tree(root: Path) -> None:
-    # Files first, then every directory bottom-up, so each name points at flushed data.
-    for dirpath, _dirnames, filenames in os.walk(root, topdown=False):
-        for name in filenames:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        fsync_dir(Path(dirpath))
+    """Flushes every file and folder under root (root included)."""
+    paths: list[str | Path] = []
+    for dirpath, _dirnames, filenames in os.walk(root):
+        paths.append(dirpath)
+        paths += [os.path.join(dirpath, name) for name in filenames]
+    fsync_paths(paths)
 
 
 class _EarlyFlush:
@@ -445,7 +455,6 @@ class AppStore:
                     ]
                 attrs["createdDate"] = attrs["createdDate"] or now
                 (version_dir / MANIFEST_NAME).write_bytes(manifest.to_json())
-                _fsync_tree(stage)
                 entry = self._commit(app_id, stage, version, manifest, old)
                 self._hold(entry, app)
             return dict(attrs)
@@ -504,19 +513,25 @@ class AppStore:
     def _commit(
         self, app_id: str, stage: Path, version: str, manifest: Manifest, old: _Entry | None
     ) -> _Entry:
-        # Caller holds the app's lock and has flushed the staged tree.
+        # Caller holds the app's lock. Everything is flushed before the rename that
+        # publishes it, and that rename is flushed before the import answers.
         app_dir = self._apps_dir / app_id
         if old is None:
             if app_dir.exists():  # an unreadable leftover that start-up did not list
                 self._discard(app_dir)
             # A new app: CURRENT rides along in the staged folder, one rename publishes both.
-            write_file_durably(stage / CURRENT_NAME, version.encode())
+            (stage / CURRENT_NAME).write_bytes(version.encode())
+            _fsync_tree(stage)
             os.rename(stage, app_dir)
             fsync_dir(self._apps_dir)
         else:
+            _fsync_tree(stage / version)
             os.rename(stage / version, app_dir / version)
+            current_tmp = app_dir / f".{CURRENT_NAME}.{uuid.uuid4().hex}.tmp"
+            current_tmp.write_bytes(version.encode())
+            fsync_paths([current_tmp, app_dir])
+            os.replace(current_tmp, app_dir / CURRENT_NAME)
             fsync_dir(app_dir)
-            write_file_durably(app_dir / CURRENT_NAME, version.encode())
             self._discard(old.version_dir)
         entry = _Entry(app_id, app_dir / version, manifest, self._app_lock(app_id))
         with self._index_lock:
