@@ -363,11 +363,10 @@ class AppStore:
         if cached is not None:
             return cached
         with self.using(app_id) as app:
-            entry = self._entry(app_id)
-            data = json.dumps(app.metadata(), separators=(",", ":")).encode("utf-8")
-            if entry.app is app:
-                entry.metadata_json = data
-            return data
+            # Loading made it; only an eviction right after can have dropped it.
+            entry = self._index.get(app_id)
+            data = entry.metadata_json if entry is not None and entry.app is app else None
+            return data or json.dumps(app.metadata(), separators=(",", ":")).encode("utf-8")
 
     def cached_metadata_json(self, app_id: str) -> bytes | None:
         """The metadata JSON when it is at hand (no loading, no waiting), else None."""
@@ -417,6 +416,10 @@ class AppStore:
         version_dir = stage / version
         (version_dir / MEDIA_DIR).mkdir(parents=True)
         try:
+            if mode is ImportMode.AUTOREPLACE:
+                with open(source, "rb") as f:
+                    if detect_kind(f.read(4096)) is not SourceKind.PACKAGE:
+                        raise Error("mode AUTOREPLACE needs an app package with attributes.id")
             manifest, app = self._stage(source, version_dir, name, source_name, early_flush)
             now = utc_now_iso()
             attrs = manifest.attributes
