@@ -40,7 +40,9 @@ def make_client(tmp_path: Path) -> Iterator[MakeClient]:
     clients: list[TestClient] = []
 
     def make(raise_server_exceptions: bool = True, **settings: Any) -> TestClient:
-        app = create_app(Settings().replace(**settings), tmp_path / "data")
+        # One data dir per service: a data dir admits one store at a time.
+        data_dir = tmp_path / ("data" if not clients else f"data-{len(clients)}")
+        app = create_app(Settings().replace(**settings), data_dir)
         client = TestClient(app, raise_server_exceptions=raise_server_exceptions)
         client.__enter__()
         clients.append(client)

@@ -104,5 +104,12 @@ def test_settings_come_from_the_environment_and_bad_ones_stop_start_up(tmp_path:
         with server.client() as client:
             assert client.get("/openapi.json").json()["info"]["version"] == "12.171.0"
             assert client.delete("/v1/apps/x").status_code == 404
+        # A second service on the same data dir would clean away the first one's uploads.
+        args = [sys.executable, "-m", "assoc.cli", "serve", "--data-dir", str(tmp_path / "data")]
+        second = subprocess.run(
+            [*args, "--port", "0"], env=serve_env(), capture_output=True, timeout=60, check=False
+        )
+        assert second.returncode == 2
+        assert b"in use by another assoc process" in second.stderr
     finally:
         assert server.stopped_gracefully()

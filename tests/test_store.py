@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,22 @@ from assoc.store import (
 )
 
 pytestmark = needs_qvd_reader
+OpenStore = Callable[..., AppStore]
+
+
+@pytest.fixture
+def open_store() -> Iterator[OpenStore]:
+    """Opens stores like AppStore(...) and closes them after the test."""
+    opened: list[AppStore] = []
+
+    def open_(*args: object, **kwargs: object) -> AppStore:
+        store = AppStore(*args, **kwargs)  # type: ignore[arg-type]
+        opened.append(store)
+        return store
+
+    yield open_
+    for store in opened:
+        store.close()
 
 
 def _import(store: AppStore, data: bytes, **kwargs: object) -> dict[str, object]:
@@ -37,15 +54,18 @@ def _import(store: AppStore, data: bytes, **kwargs: object) -> dict[str, object]
     return store.import_file(path, **kwargs)  # type: ignore[arg-type]
 
 
-def test_import_commits_and_a_new_store_finds_it_without_loading(tmp_path: Path) -> None:
-    store = AppStore(tmp_path)
+def test_import_commits_and_a_new_store_finds_it_without_loading(
+    tmp_path: Path, open_store: OpenStore
+) -> None:
+    store = open_store(tmp_path)
     attrs = _import(store, package_bytes(attributes={"name": "Sales"}))
     app_id = str(attrs["id"])
     expected = store.metadata_json(app_id)
     assert store.usage().loaded == [app_id]
     assert list(store.tmp_dir.iterdir()) == []  # the upload was consumed
 
-    reopened = AppStore(tmp_path)
+    store.close()
+    reopened = open_store(tmp_path)
     assert reopened.app_ids() == [app_id]
     assert reopened.attributes(app_id)["name"] == "Sales"
     assert reopened.usage().loaded == []  # lazy: nothing loaded at start-up
@@ -53,8 +73,16 @@ def test_import_commits_and_a_new_store_finds_it_without_loading(tmp_path: Path)
     assert reopened.usage().loaded == [app_id]
 
 
-def test_new_mode_generates_id_and_dates(tmp_path: Path) -> None:
-    store = AppStore(tmp_path)
+def test_one_store_per_data_dir(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path)
+    with pytest.raises(assoc.Error, match="in use by another assoc process"):
+        AppStore(tmp_path)
+    store.close()
+    open_store(tmp_path).close()
+
+
+def test_new_mode_generates_id_and_dates(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path)
     source = {"id": "fixed-id", "name": "N", "createdDate": "2020-01-01T00:00:00.000Z"}
     a = _import(store, package_bytes(attributes=source))
     b = _import(store, package_bytes(attributes=source))
@@ -65,31 +93,33 @@ def test_new_mode_generates_id_and_dates(tmp_path: Path) -> None:
     assert a["modifiedDate"] == a["createdDate"] == a["lastReloadTime"]
 
 
-def test_bare_qvd_becomes_a_one_table_app(tmp_path: Path) -> None:
-    store = AppStore(tmp_path)
+def test_bare_qvd_becomes_a_one_table_app(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path)
     attrs = _import(store, qvd_bytes("Orders", ORDERS))
     assert attrs["name"] == "Orders"
     with store.using(str(attrs["id"])) as app:
         assert app.tables == ["Orders"]
-    with AppStore(tmp_path).using(str(attrs["id"])) as app:
+    store.close()
+    with open_store(tmp_path) as reopened, reopened.using(str(attrs["id"])) as app:
         assert app.table("Orders").column("Customer") == ORDERS["Customer"]
 
 
 @needs_csv_reader
-def test_csv_becomes_a_one_table_app(tmp_path: Path) -> None:
-    store = AppStore(tmp_path)
+def test_csv_becomes_a_one_table_app(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path)
     attrs = _import(store, b"a,b\n1,x\n2,y\n", name="Mine")
     with store.using(str(attrs["id"])) as app:
         assert app.tables == ["Mine"]
         assert app.table("Mine").num_rows == 2
     # Both survive a restart (the CSV is stored as it came and read by content).
-    reopened = AppStore(tmp_path)
+    store.close()
+    reopened = open_store(tmp_path)
     with reopened.using(str(attrs["id"])) as app:
         assert app.table("Mine").column("b") == ["x", "y"]
 
 
-def test_failed_import_stores_nothing(tmp_path: Path) -> None:
-    store = AppStore(tmp_path)
+def test_failed_import_stores_nothing(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path)
     manifest = {
         "format": "assoc-app",
         "formatVersion": 1,
@@ -109,8 +139,10 @@ def test_failed_import_stores_nothing(tmp_path: Path) -> None:
     assert list(store.tmp_dir.iterdir()) == []
 
 
-def test_autoreplace_keeps_id_replaces_data_and_merges_objects(tmp_path: Path) -> None:
-    store = AppStore(tmp_path)
+def test_autoreplace_keeps_id_replaces_data_and_merges_objects(
+    tmp_path: Path, open_store: OpenStore
+) -> None:
+    store = open_store(tmp_path)
     objects = [
         {"id": "approved-gone", "type": "sheet", "approved": True, "properties": {}},
         {"id": "private-kept", "type": "sheet", "approved": False, "properties": {}},
@@ -147,15 +179,15 @@ def test_autoreplace_keeps_id_replaces_data_and_merges_objects(tmp_path: Path) -
     assert len(versions) == 1
 
 
-def test_autoreplace_needs_an_id(tmp_path: Path) -> None:
-    store = AppStore(tmp_path)
+def test_autoreplace_needs_an_id(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path)
     with pytest.raises(assoc.Error, match=r"attributes\.id"):
         _import(store, qvd_bytes("Orders", ORDERS), mode=ImportMode.AUTOREPLACE)
     assert store.app_ids() == []
 
 
-def test_delete(tmp_path: Path) -> None:
-    store = AppStore(tmp_path)
+def test_delete(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path)
     app_id = str(_import(store, package_bytes())["id"])
     store.delete(app_id)
     assert store.app_ids() == []
@@ -164,11 +196,14 @@ def test_delete(tmp_path: Path) -> None:
         store.delete(app_id)
     with pytest.raises(AppNotFound), store.using(app_id):
         pass
-    assert AppStore(tmp_path).app_ids() == []
+    store.close()
+    assert open_store(tmp_path).app_ids() == []
 
 
-def test_start_up_removes_leftovers_of_interrupted_work(tmp_path: Path) -> None:
-    store = AppStore(tmp_path)
+def test_start_up_removes_leftovers_of_interrupted_work(
+    tmp_path: Path, open_store: OpenStore
+) -> None:
+    store = open_store(tmp_path)
     app_id = str(_import(store, package_bytes({"Orders": ORDERS}))["id"])
     app_dir = tmp_path / "apps" / app_id
     current = (app_dir / "CURRENT").read_text()
@@ -181,7 +216,8 @@ def test_start_up_removes_leftovers_of_interrupted_work(tmp_path: Path) -> None:
     (tmp_path / "tmp" / "upload-1").write_bytes(b"partial")
     (tmp_path / "trash" / "old-app").mkdir()
 
-    reopened = AppStore(tmp_path)
+    store.close()
+    reopened = open_store(tmp_path)
     assert reopened.app_ids() == [app_id]
     assert sorted(p.name for p in app_dir.iterdir()) == sorted(["CURRENT", current])
     assert not (tmp_path / "apps" / "never-committed").exists()
@@ -191,8 +227,10 @@ def test_start_up_removes_leftovers_of_interrupted_work(tmp_path: Path) -> None:
         assert app.tables == ["Orders"]
 
 
-def test_memory_budget_evicts_idle_apps_which_load_again(tmp_path: Path) -> None:
-    store = AppStore(tmp_path, memory_budget_bytes=1)  # every app is over budget
+def test_memory_budget_evicts_idle_apps_which_load_again(
+    tmp_path: Path, open_store: OpenStore
+) -> None:
+    store = open_store(tmp_path, memory_budget_bytes=1)  # every app is over budget
     a = str(_import(store, package_bytes({"Orders": ORDERS}))["id"])
     b = str(_import(store, package_bytes({"Customers": CUSTOMERS}))["id"])
     assert store.usage().loaded == [b]
@@ -207,15 +245,15 @@ def test_memory_budget_evicts_idle_apps_which_load_again(tmp_path: Path) -> None
     assert json.loads(store.metadata_json(b))["tables"][0]["name"] == "Customers"
 
 
-def _store_with_media(tmp_path: Path) -> tuple[AppStore, str]:
-    store = AppStore(tmp_path / "data")
+def _store_with_media(tmp_path: Path, open_store: OpenStore) -> tuple[AppStore, str]:
+    store = open_store(tmp_path / "data")
     media = {"logo.png": b"PNG", "img/a.png": b"A", "img/deep/b.png": b"B", "empty/": b""}
     attrs = _import(store, package_bytes(media=media, attributes={"thumbnail": "media/logo.png"}))
     return store, str(attrs["id"])
 
 
-def test_media_listing_forms(tmp_path: Path) -> None:
-    store, app_id = _store_with_media(tmp_path)
+def test_media_listing_forms(tmp_path: Path, open_store: OpenStore) -> None:
+    store, app_id = _store_with_media(tmp_path, open_store)
     assert store.media_list(app_id, "", ListForm.FLAT) == ["empty/", "logo.png"]
     assert store.media_list(app_id, "", ListForm.RECURSIVE) == [
         "img/a.png",
@@ -238,8 +276,8 @@ def test_media_listing_forms(tmp_path: Path) -> None:
         assert f.read() == b"PNG"
 
 
-def test_media_paths_never_leave_the_media_root(tmp_path: Path) -> None:
-    store, app_id = _store_with_media(tmp_path)
+def test_media_paths_never_leave_the_media_root(tmp_path: Path, open_store: OpenStore) -> None:
+    store, app_id = _store_with_media(tmp_path, open_store)
     (tmp_path / "secret.txt").write_text("secret")
     media_root = store.media_file(app_id, "logo.png").parent
     os.symlink(tmp_path / "secret.txt", media_root / "link.txt")
@@ -255,8 +293,8 @@ def test_media_paths_never_leave_the_media_root(tmp_path: Path) -> None:
         store.media_list(app_id, "linkdir", ListForm.FLAT)
 
 
-def test_media_put_and_delete(tmp_path: Path) -> None:
-    store, app_id = _store_with_media(tmp_path)
+def test_media_put_and_delete(tmp_path: Path, open_store: OpenStore) -> None:
+    store, app_id = _store_with_media(tmp_path, open_store)
     upload = store.new_upload_path()
     upload.write_bytes(b"new")
     store.put_media(app_id, "new/dir/file.txt", upload)
@@ -277,8 +315,8 @@ def test_media_put_and_delete(tmp_path: Path) -> None:
         store.delete_media(app_id, "logo.png")
 
 
-def test_concurrent_imports_deletes_and_reads(tmp_path: Path) -> None:
-    store = AppStore(tmp_path, memory_budget_bytes=4000)
+def test_concurrent_imports_deletes_and_reads(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path, memory_budget_bytes=4000)
     package = package_bytes({"Orders": ORDERS}, attributes={"id": "shared"})
     errors: list[BaseException] = []
 
@@ -307,7 +345,8 @@ def test_concurrent_imports_deletes_and_reads(tmp_path: Path) -> None:
         t.join()
     assert errors == []
     assert set(store.app_ids()) <= {"shared"}
-    reopened = AppStore(tmp_path)
+    store.close()
+    reopened = open_store(tmp_path)
     assert reopened.app_ids() == store.app_ids()
     for app_dir in (tmp_path / "apps").iterdir():
         assert len([p for p in app_dir.iterdir() if p.is_dir()]) == 1

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from assoc import Error, __version__
 from assoc.settings import Settings, settings_help
+from assoc.store import check_data_dir
 
 if TYPE_CHECKING:
     import uvicorn
@@ -93,8 +94,12 @@ def serve(args: argparse.Namespace) -> int:
         os.makedirs(args.data_dir, exist_ok=True)
         if not os.access(args.data_dir, os.W_OK | os.X_OK):
             raise PermissionError(f"{args.data_dir} is not writable")
+        check_data_dir(args.data_dir)
     except OSError as exc:
         print(f"assoc serve: cannot use data dir {args.data_dir!r}: {exc}", file=sys.stderr)
+        return 2
+    except Error as exc:
+        print(f"assoc serve: {exc}", file=sys.stderr)
         return 2
 
     import uvicorn

@@ -17,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import datetime
+import fcntl
 import json
 import os
 import shutil
@@ -219,10 +220,26 @@ class AppStore:
         self._index: dict[str, _Entry] = {}
         self._index_lock = threading.Lock()
         self._app_locks: dict[str, threading.RLock] = {}
-        for d in (self.data_dir, self._apps_dir, self.tmp_dir, self._trash_dir):
-            d.mkdir(parents=True, exist_ok=True)
-        fsync_dir(self.data_dir)  # the folders themselves must outlive a crash
-        self._recover()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_file = _lock_data_dir(self.data_dir)
+        try:
+            for d in (self._apps_dir, self.tmp_dir, self._trash_dir):
+                d.mkdir(exist_ok=True)
+            fsync_dir(self.data_dir)  # the folders themselves must outlive a crash
+            self._recover()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Lets another store open the data dir (the apps stay on disk)."""
+        self._lock_file.close()
+
+    def __enter__(self) -> AppStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ---- start-up --------------------------------------------------------------------
 
@@ -674,6 +691,30 @@ class AppStore:
             write_package(
                 app.tables, app.write_qvd, entry.manifest, entry.media_root, out, str(self.tmp_dir)
             )
+
+
+LOCK_NAME = ".lock"
+
+
+def _lock_data_dir(data_dir: Path) -> BinaryIO:
+    """An exclusive lock on the data dir, held while the returned file is open.
+
+    Two services on one data dir would remove each other's uploads at start-up.
+    """
+    f = open(data_dir / LOCK_NAME, "ab")  # noqa: SIM115 - held open as the lock
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise Error(f"data dir {str(data_dir)!r} is in use by another assoc process") from None
+    return f
+
+
+def check_data_dir(data_dir: str | os.PathLike[str]) -> None:
+    """Raises assoc.Error when another process holds the data dir (a check before start-up)."""
+    path = Path(data_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    _lock_data_dir(path).close()
 
 
 def _stem(filename: str | None) -> str:

@@ -46,6 +46,7 @@ def create_app(
             yield {"settings": settings, "store": store, "monitor": monitor}
         finally:
             monitor.stop()
+            store.close()
 
     return Starlette(
         routes=build_routes(settings.api_version),
