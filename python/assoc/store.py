@@ -6,6 +6,7 @@ Layout of the data dir:
     apps/<appId>/<version>/       app.json, table files, media/**
     tmp/                          uploads and staged imports (emptied at start-up)
     trash/                        deleted apps and replaced versions (emptied at start-up)
+    .lock                         locked by the one store that has the data dir open
 
 Every change is staged beside its target, flushed with fsync, then made visible by one
 rename (and an fsync of the directory that holds it), so a crash leaves the old state
