@@ -275,9 +275,11 @@ void bind_model(py::module_& m) {
       .def("table_names",
            [](const PyModel& p) {
              std::vector<std::string> out;
-             for (const auto& t : p.model->tables()) out.push_back(t.name);
+             for (const auto& t : p.model->tables())
+               if (!t.is_system) out.push_back(t.name);
              return out;
-           })
+           },
+           "Data table names (synthetic key tables included), in load order.")
       .def("field_names",
            [](const PyModel& p) {
              std::vector<std::string> out;

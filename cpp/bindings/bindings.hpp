@@ -19,5 +19,8 @@ struct PyModel {
 py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i);
 
 void bind_model(py::module_& m);
+void bind_session(py::module_& m);
+// Adds ModelBuilder.add_csv; needs bind_model first.
+void bind_csv(py::module_& m);
 
 }  // namespace assoc::py_bind

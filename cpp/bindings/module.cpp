@@ -13,4 +13,6 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   assoc::py_bind::bind_model(m);
+  assoc::py_bind::bind_session(m);
+  assoc::py_bind::bind_csv(m);
 }

@@ -2,6 +2,9 @@
 
 namespace assoc {
 
+// System tables ($$SysTable 1, $$SysTable 2) are the engine's own: `tables` lists the data
+// tables (synthetic key tables included) and `src_tables` names only those, so a system
+// field reports no source table. Their bytes still count in static_byte_size.
 ModelMetadata describe(const DataModel& model) {
   ModelMetadata md;
   const auto& rm = model.reload_meta();
@@ -13,7 +16,8 @@ ModelMetadata describe(const DataModel& model) {
   for (const auto& f : model.fields()) {
     FieldMetadata fm;
     fm.name = f.name;
-    for (auto t : f.src_tables) fm.src_tables.push_back(tables[t].name);
+    for (auto t : f.src_tables)
+      if (!tables[t].is_system) fm.src_tables.push_back(tables[t].name);
     fm.is_system = f.is_system;
     fm.is_hidden = f.is_hidden;
     fm.cardinal = f.symbols.size();
@@ -26,6 +30,7 @@ ModelMetadata describe(const DataModel& model) {
   }
   const auto& fields = model.fields();
   for (const auto& t : tables) {
+    if (t.is_system) continue;
     TableMetadata tm;
     tm.name = t.name;
     tm.is_system = t.is_system;

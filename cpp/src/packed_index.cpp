@@ -1,8 +1,10 @@
 #include "assoc/packed_index.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <string>
+#include <utility>
 
 #include "assoc/error.hpp"
 #include "assoc/thread_pool.hpp"
@@ -15,7 +17,8 @@ std::uint32_t PackedIndex::width_for(std::uint64_t max_code) {
   return w;
 }
 
-PackedIndex PackedIndex::pack(const std::uint32_t* symbols, std::size_t n, std::uint32_t n_symbols) {
+PackedIndex PackedIndex::pack(const std::uint32_t* symbols, std::size_t n, std::uint32_t n_symbols,
+                              CpuAccount* cpu) {
   // Pass 1: bounds and NULLs, per chunk in parallel.
   std::atomic<std::uint64_t> nulls{0};
   std::atomic<bool> out_of_range{false};
@@ -36,7 +39,7 @@ PackedIndex PackedIndex::pack(const std::uint32_t* symbols, std::size_t n, std::
     while (local_max > seen && !max_symbol.compare_exchange_weak(seen, local_max)) {
     }
     if (bad) out_of_range.store(true, std::memory_order_relaxed);
-  });
+  }, cpu);
   if (out_of_range.load()) throw Error("symbol index out of range for a field with " + std::to_string(n_symbols) + " symbols");
 
   PackedIndex p;
@@ -71,7 +74,7 @@ PackedIndex PackedIndex::pack(const std::uint32_t* symbols, std::size_t n, std::
       }
     }
     if (bits > 0) *out = static_cast<std::uint8_t>(acc);
-  });
+  }, cpu);
   return p;
 }
 
@@ -80,6 +83,18 @@ void PackedIndex::decode(std::size_t begin, std::size_t count, std::uint32_t* ou
   if (width_ == 0) {
     std::fill(out, out + count, 0U - bias);
     return;
+  }
+  // Whole blocks in the middle of the range take the fixed-shift path.
+  const std::size_t first_block = (begin + 63) / 64;
+  const std::size_t end_block = (begin + count) / 64;
+  if (end_block > first_block) {
+    const std::size_t head = first_block * 64 - begin;
+    decode(begin, head, out);
+    decode_blocks(first_block, end_block - first_block, out + head);
+    const std::size_t done = end_block * 64 - begin;
+    begin += done;
+    count -= done;
+    out += done;
   }
   const std::uint8_t* data = bytes_.data();
   const std::uint64_t mask = mask_;
@@ -90,6 +105,132 @@ void PackedIndex::decode(std::size_t begin, std::size_t count, std::uint32_t* ou
     std::memcpy(&x, data + (bit >> 3), sizeof x);
     out[i] = static_cast<std::uint32_t>((x >> (bit & 7)) & mask) - bias;
   }
+}
+
+}  // namespace assoc
+
+namespace assoc {
+namespace {
+
+// 64 rows of width W are W little-endian 64-bit words; with W fixed every shift is a constant.
+template <unsigned W>
+void decode_blocks_of_width(const std::uint8_t* data, std::size_t first, std::size_t n, std::uint32_t bias,
+                            std::uint32_t* out) {
+  constexpr std::uint64_t kMask = (std::uint64_t{1} << W) - 1;
+  for (std::size_t b = 0; b < n; ++b) {
+    std::uint64_t w[W];
+    std::memcpy(w, data + (first + b) * 8 * W, sizeof w);
+    std::uint32_t* o = out + b * 64;
+#pragma GCC unroll 64
+    for (unsigned j = 0; j < 64; ++j) {
+      const unsigned bit = j * W;
+      const unsigned k = bit >> 6;
+      const unsigned shift = bit & 63;
+      std::uint64_t v = w[k] >> shift;
+      if (shift + W > 64) v |= w[(k + 1) % W] << ((64 - shift) & 63);
+      o[j] = static_cast<std::uint32_t>(v & kMask) - bias;
+    }
+  }
+}
+
+using BlockDecoder = void (*)(const std::uint8_t*, std::size_t, std::size_t, std::uint32_t, std::uint32_t*);
+
+template <unsigned... Ws>
+constexpr auto block_decoders(std::integer_sequence<unsigned, Ws...>) {
+  return std::array<BlockDecoder, sizeof...(Ws)>{&decode_blocks_of_width<Ws + 1>...};
+}
+
+constexpr auto kBlockDecoders = block_decoders(std::make_integer_sequence<unsigned, 32>{});
+
+// Set membership of a symbol index as a 0/1 byte; indexes past the last symbol (NULL) clamp
+// to the set's extra entry, so no value needs a branch.
+struct ByteSet {
+  const std::uint8_t* bytes;
+  std::uint32_t limit;
+  std::uint8_t operator()(std::uint32_t x) const { return bytes[std::min(x, limit)]; }
+};
+struct BitSet {
+  const std::uint64_t* bits;
+  std::uint32_t limit;
+  std::uint8_t operator()(std::uint32_t x) const {
+    x = std::min(x, limit);
+    return static_cast<std::uint8_t>((bits[x >> 6] >> (x & 63)) & 1U);
+  }
+};
+
+// Packs 64 bytes, each 0 or 1, into one word (byte j to bit j): eight bytes per multiply.
+inline std::uint64_t pack_bytes(const std::uint8_t* bytes) {
+  std::uint64_t word = 0;
+  for (unsigned k = 0; k < 8; ++k) {
+    std::uint64_t y;
+    std::memcpy(&y, bytes + 8 * k, sizeof y);
+    word |= ((y * 0x0102040810204080ULL) >> 56) << (8 * k);
+  }
+  return word;
+}
+
+template <unsigned W, class Set>
+void match_blocks_of_width(const std::uint8_t* data, std::size_t first, std::size_t n, std::uint32_t bias, Set set,
+                           std::uint64_t* out) {
+  constexpr std::uint64_t kMask = (std::uint64_t{1} << W) - 1;
+  for (std::size_t b = 0; b < n; ++b) {
+    std::uint64_t w[W];
+    std::memcpy(w, data + (first + b) * 8 * W, sizeof w);
+    std::uint8_t member[64];
+#pragma GCC unroll 64
+    for (unsigned j = 0; j < 64; ++j) {
+      const unsigned bit = j * W;
+      const unsigned k = bit >> 6;
+      const unsigned shift = bit & 63;
+      std::uint64_t v = w[k] >> shift;
+      if (shift + W > 64) v |= w[(k + 1) % W] << ((64 - shift) & 63);
+      member[j] = set(static_cast<std::uint32_t>(v & kMask) - bias);
+    }
+    out[b] = pack_bytes(member);
+  }
+}
+
+template <class Set>
+using BlockMatcher = void (*)(const std::uint8_t*, std::size_t, std::size_t, std::uint32_t, Set, std::uint64_t*);
+
+template <class Set, unsigned... Ws>
+constexpr auto block_matchers(std::integer_sequence<unsigned, Ws...>) {
+  return std::array<BlockMatcher<Set>, sizeof...(Ws)>{&match_blocks_of_width<Ws + 1, Set>...};
+}
+
+template <class Set>
+void match_blocks_with(const PackedIndex& index, std::size_t first, std::size_t n, Set set, std::uint64_t* out) {
+  static constexpr auto kMatchers = block_matchers<Set>(std::make_integer_sequence<unsigned, 32>{});
+  if (n == 0) return;
+  if ((first + n) * 64 > index.size()) throw Error("internal: match_blocks past the last whole block");
+  const std::uint32_t bias = index.has_null() ? 1U : 0U;
+  if (index.bit_width() == 0) {
+    std::fill(out, out + n, set(0U - bias) ? ~std::uint64_t{0} : 0);
+    return;
+  }
+  kMatchers[index.bit_width() - 1](index.data(), first, n, bias, set, out);
+}
+
+}  // namespace
+
+void PackedIndex::match_blocks(std::size_t first, std::size_t n, const std::uint8_t* set_bytes,
+                               std::uint32_t n_symbols, std::uint64_t* out) const {
+  match_blocks_with(*this, first, n, ByteSet{set_bytes, n_symbols}, out);
+}
+
+void PackedIndex::match_blocks(std::size_t first, std::size_t n, const std::uint64_t* set_bits,
+                               std::uint32_t n_symbols, std::uint64_t* out) const {
+  match_blocks_with(*this, first, n, BitSet{set_bits, n_symbols}, out);
+}
+
+void PackedIndex::decode_blocks(std::size_t first, std::size_t n, std::uint32_t* out) const {
+  if (n == 0) return;
+  if ((first + n) * 64 > rows_) throw Error("internal: decode_blocks past the last whole block");
+  if (width_ == 0) {
+    std::fill(out, out + n * 64, 0U - bias_);
+    return;
+  }
+  kBlockDecoders[width_ - 1](bytes_.data(), first, n, bias_, out);
 }
 
 }  // namespace assoc

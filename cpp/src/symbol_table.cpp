@@ -179,6 +179,21 @@ std::uint32_t SymbolTableBuilder::append(const DualView& v) {
   return push(v);
 }
 
+void SymbolTableBuilder::append_numbers(const double* values, std::size_t n) {
+  SymbolTable& t = table_;
+  if (!t.text_offsets_.empty() || (t.numbers_.empty() && t.size_ > 0)) {
+    for (std::size_t i = 0; i < n; ++i) append(DualView::of_number(values[i]));
+    return;
+  }
+  hashing_ = false;
+  std::vector<std::uint32_t>().swap(slots_);
+  if (n > 0xFFFFFFFEULL - t.size_) throw Error("too many distinct values in one field");
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::isnan(values[i])) throw Error("a NULL value cannot be a symbol");
+  t.numbers_.insert(t.numbers_.end(), values, values + n);
+  t.size_ += static_cast<std::uint32_t>(n);
+}
+
 std::uint32_t SymbolTableBuilder::push(const DualView& v) {
   if (!v.has_number() && !v.has_text) throw Error("a NULL value cannot be a symbol");
   SymbolTable& t = table_;

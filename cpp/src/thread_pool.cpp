@@ -29,17 +29,21 @@ struct Job {
   // Runs tasks until none is left to claim; returns after the last claimed one. The caller's
   // own time is left to the CpuScope it runs in, so only workers charge the account here.
   void work(CpuAccount* charge) {
-    CpuScope scope(charge);
     for (;;) {
       const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= n) return;
-      if (!failed.load(std::memory_order_relaxed)) {  // after a failure the rest are only counted
-        try {
-          (*fn)(i);
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(mutex);
-          if (!error) error = std::current_exception();
-          failed.store(true, std::memory_order_relaxed);
+      {
+        // Charged per task, before the task counts as done: once the last one is done the
+        // caller returns and the account may be gone.
+        CpuScope scope(charge);
+        if (!failed.load(std::memory_order_relaxed)) {  // after a failure the rest are only counted
+          try {
+            (*fn)(i);
+          } catch (...) {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (!error) error = std::current_exception();
+            failed.store(true, std::memory_order_relaxed);
+          }
         }
       }
       if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {

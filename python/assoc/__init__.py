@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from assoc._core import Dual, Error, engine_counters, logical_cores, set_threads, threads
+from assoc._core import (
+    Dual,
+    Error,
+    cache_info,
+    engine_counters,
+    logical_cores,
+    set_cache_limit,
+    set_threads,
+    threads,
+)
 from assoc.app import App, Table
+from assoc.session import Session
 
 try:
     __version__ = version("assoc")
@@ -16,10 +26,13 @@ __all__ = [
     "App",
     "Dual",
     "Error",
+    "Session",
     "Table",
     "__version__",
+    "cache_info",
     "engine_counters",
     "logical_cores",
+    "set_cache_limit",
     "set_threads",
     "threads",
 ]

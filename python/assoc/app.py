@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from assoc import _core
+from assoc.session import Session
 
 Source = str | os.PathLike[str] | bytes | bytearray | memoryview
 
@@ -24,6 +27,13 @@ def _read_source(source: Source) -> bytes:
         except OSError as exc:
             raise _core.Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
     raise TypeError(f"expected a path or bytes, not {type(source).__name__}")
+
+
+def _map_file(f: BinaryIO) -> mmap.mmap | contextlib.nullcontext[bytes]:
+    """The file's bytes mapped read-only (an empty file cannot be mapped: its empty bytes)."""
+    if os.fstat(f.fileno()).st_size == 0:
+        return contextlib.nullcontext(b"")
+    return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 class Table:
@@ -56,6 +66,8 @@ class App:
 
     def __init__(self, model: _core.DataModel) -> None:
         self._impl = model
+        # One link graph and value look-up per app, shared by its sessions and the result cache.
+        self._associative = _core.AssociativeModel(model)
 
     @classmethod
     def from_tables(cls, tables: Mapping[str, Mapping[str, Iterable[Any] | np.ndarray]]) -> App:
@@ -67,7 +79,9 @@ class App:
             if not isinstance(name, str):
                 raise _core.Error("table names must be strings")
             if not isinstance(columns, Mapping) or not columns:
-                raise _core.Error(f"table {name!r} needs a non-empty mapping of field name to values")
+                raise _core.Error(
+                    f"table {name!r} needs a non-empty mapping of field name to values"
+                )
             builder.add_columns(name, dict(columns))
         return cls(builder.build())
 
@@ -82,7 +96,16 @@ class App:
     def from_csv(cls, source: Source, table: str | None = None) -> App:
         """An app with the one table of a CSV file (a path or its bytes), named `table` or Table1."""
         builder = _core.ModelBuilder()
-        builder.add_csv(_read_source(source), table or "Table1")
+        name = table or "Table1"
+        if isinstance(source, str | os.PathLike):
+            # Mapped, not read: the parser's threads take the file from the page cache directly.
+            try:
+                with open(source, "rb") as f, _map_file(f) as data:
+                    builder.add_csv(data, name)
+            except OSError as exc:
+                raise _core.Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
+        else:
+            builder.add_csv(_read_source(source), name)
         return cls(builder.build())
 
     @classmethod
@@ -116,6 +139,10 @@ class App:
         data = self._impl.write_qvd(table)
         with open(path, "wb") as f:
             f.write(data)
+
+    def session(self, user: str = "") -> Session:
+        """A new, independent selection state in this app (close it, or use `with`)."""
+        return Session(self._associative, user)
 
     def metadata(self) -> dict[str, Any]:
         """DataModelMetadata: fields, tables, byte sizes and reload statistics."""

@@ -10,12 +10,16 @@
 
 namespace assoc {
 
+class CpuAccount;
+
 class PackedIndex {
  public:
   PackedIndex() = default;
 
   // Packs symbol indexes (kNull for NULL) of `n` rows; `n_symbols` bounds every index.
-  static PackedIndex pack(const std::uint32_t* symbols, std::size_t n, std::uint32_t n_symbols);
+  // Worker threads add their CPU time to `cpu` when one is given.
+  static PackedIndex pack(const std::uint32_t* symbols, std::size_t n, std::uint32_t n_symbols,
+                          CpuAccount* cpu = nullptr);
   // Bit width needed for codes 0..max_code.
   static std::uint32_t width_for(std::uint64_t max_code);
 
@@ -34,7 +38,19 @@ class PackedIndex {
     return static_cast<std::uint32_t>((w >> (bit & 7)) & mask_) - bias_;
   }
   // Decodes rows [begin, begin+count) to symbol indexes (kNull for NULL) — branch-free per value.
+  // Whole 64-row blocks go through decode_blocks.
   void decode(std::size_t begin, std::size_t count, std::uint32_t* out) const;
+  // Decodes the 64-row blocks [first, first+n) (rows first*64 …), which must lie within
+  // size(): a block of width w is w whole 64-bit words, read with shifts fixed per width.
+  void decode_blocks(std::size_t first, std::size_t n, std::uint32_t* out) const;
+  // Which rows of the whole 64-row blocks [first, first+n) hold a symbol of a set, one word
+  // per block (bit j: row j of the block). The set is either one 0/1 byte per symbol or a
+  // bitset, each with an entry for index `n_symbols` (where NULL lands) that must be 0.
+  // Decoding and look-up are fused per width, so no row's index is stored on the way.
+  void match_blocks(std::size_t first, std::size_t n, const std::uint8_t* set_bytes, std::uint32_t n_symbols,
+                    std::uint64_t* out) const;
+  void match_blocks(std::size_t first, std::size_t n, const std::uint64_t* set_bits, std::uint32_t n_symbols,
+                    std::uint64_t* out) const;
 
   // Bytes of the packed data (allocated capacity).
   std::size_t byte_size() const { return bytes_.capacity(); }

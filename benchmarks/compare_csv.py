@@ -1,0 +1,128 @@
+"""CSV import side by side in one run on one file: assoc vs pyarrow and polars, 2 threads vs 1.
+
+    python benchmarks/compare_csv.py [--repeat 3] [--keep PATH]
+
+Rows: 10,000,000 x ASSOC_BENCH_SCALE. Each contender runs `--repeat` times; the best time counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import assoc
+from assoc import App
+from conftest import scaled
+
+ROWS_NOW = scaled(10_000_000)
+N_NAMES = 1000
+N_QTY = 100_000
+
+
+def write_csv(path: Path, rows: int, seed: int = 42) -> None:
+    """The benchmark table: int id, int 0..99,999, text of 1,000 values, 2-decimal float."""
+    import polars as pl
+
+    rng = np.random.default_rng(seed)
+    names = np.array([f"item-{k:03d}-{'xyzw'[k % 4] * (1 + k % 7)}" for k in range(N_NAMES)])
+    pl.DataFrame(
+        {
+            "id": np.arange(1, rows + 1, dtype=np.int64),
+            "qty": rng.integers(0, N_QTY, rows),
+            "name": names[rng.integers(0, N_NAMES, rows)],
+            "price": np.round(rng.random(rows) * 10_000, 2),
+        }
+    ).write_csv(path)
+
+
+def load_assoc(path: Path) -> Any:
+    """App.from_csv; checks rows and the text field's cardinality."""
+    app = App.from_csv(path, "T")
+    md = app.metadata()
+    cardinal = {f["name"]: f["cardinal"] for f in md["fields"]}
+    assert app.table("T").num_rows == ROWS_NOW, app.table("T").num_rows
+    assert cardinal["id"] == ROWS_NOW
+    assert 0 < cardinal["name"] <= N_NAMES
+    assert cardinal["qty"] <= N_QTY
+    return app
+
+
+def load_pyarrow(path: Path) -> Any:
+    """pyarrow.csv.read_csv, then the text column dictionary-encoded."""
+    import pyarrow.csv as pacsv
+
+    table = pacsv.read_csv(path)
+    names = table.column("name").dictionary_encode()
+    assert table.num_rows == ROWS_NOW
+    assert len(names.chunk(0).dictionary) <= N_NAMES
+    return table, names
+
+
+def load_polars(path: Path) -> Any:
+    """polars.read_csv with the text column as Categorical."""
+    import polars as pl
+
+    df = pl.read_csv(path, schema_overrides={"name": pl.Categorical})
+    assert df.height == ROWS_NOW
+    assert 0 < df["name"].n_unique() <= N_NAMES
+    return df
+
+
+def best_of(fn: Callable[[Path], Any], path: Path, repeat: int) -> float:
+    """Best wall time of `repeat` runs (the result is dropped before the next run)."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn(path)
+        times.append(time.perf_counter() - t0)
+        del result
+    return min(times)
+
+
+def main() -> None:
+    """Runs the comparison and prints times and ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="write the CSV here and keep it")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.keep or Path(tmp) / "bench.csv"
+        if not path.exists():
+            write_csv(path, ROWS_NOW)
+        size_mb = path.stat().st_size / 1e6
+        cores = assoc.logical_cores()
+        print(f"{ROWS_NOW:,} rows x 4 columns, {size_mb:.0f} MB, {cores} logical cores")
+
+        results: dict[str, float] = {}
+        assoc.set_threads(0)
+        results["assoc (all threads)"] = best_of(load_assoc, path, args.repeat)
+        assoc.set_threads(1)
+        results["assoc (1 thread)"] = best_of(load_assoc, path, args.repeat)
+        assoc.set_threads(0)
+        results["pyarrow read_csv + dictionary_encode"] = best_of(load_pyarrow, path, args.repeat)
+        results["polars read_csv, Categorical"] = best_of(load_polars, path, args.repeat)
+
+        cpu_ms = App.from_csv(path, "T").metadata()["reload_meta"]["cpu_time_spent_ms"]
+
+    for name, t in results.items():
+        print(f"{name:40s} {t:8.3f} s   {size_mb / t:7.0f} MB/s")
+    ours = results["assoc (all threads)"]
+    peers = {k: v for k, v in results.items() if not k.startswith("assoc")}
+    best_peer = min(peers, key=lambda k: peers[k])
+    print(f"assoc / best peer ({best_peer}): {ours / peers[best_peer]:.2f}x  (target <= 1.5x)")
+    speedup = results["assoc (1 thread)"] / ours
+    print(f"assoc all threads vs 1 thread: {speedup:.2f}x faster  (target >= 1.6x)")
+    print(f"assoc CPU time of one import (reload_meta.cpu_time_spent_ms): {cpu_ms} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""Selections side by side: assoc against polars and duckdb on the same data, in one run.
+
+    PYTHONPATH=python python benchmarks/compare_selection.py [--repeat N]
+
+Sizes follow ASSOC_BENCH_SCALE (benchmarks/conftest.py). Every answer is checked against
+the others' before it is timed. Every timing is the best of N rounds, and each round runs
+every contender once, in turn, so ratios are taken within one run under the same load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import duckdb
+import numpy as np
+import polars as pl
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import assoc
+from conftest import scaled
+
+Run = tuple[Callable[[], Any], Callable[[], None] | None]  # timed call, untimed set-up
+
+
+def best_interleaved(runs: dict[str, Run], repeat: int) -> dict[str, float]:
+    """Best wall time (seconds) of each run over `repeat` rounds; each round runs every one
+    once, in turn, so that all see the same load from other processes."""
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(repeat):
+        for name, (fn, before) in runs.items():
+            if before is not None:
+                before()
+            t = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t)
+    return best
+
+
+def values(app: assoc.App, session: assoc.Session, field: str) -> set[Any]:
+    """The possible values of a field, as a set of Python values."""
+    symbols = np.asarray(app.symbols(field))
+    return set(symbols[session.indices(field, "possible")].tolist())
+
+
+def one_table(repeat: int) -> dict[str, float]:
+    """10M rows: select 10 of 1,000 categories, get the possible values of a 100K-value field."""
+    rng = np.random.default_rng(1)
+    n = scaled(10_000_000)
+    cat = rng.integers(0, 1000, n)
+    val = rng.integers(0, 100_000, n)
+    chosen = [int(x) for x in rng.choice(1000, 10, replace=False)]
+    app = assoc.App.from_tables({"T": {"Cat": cat, "Val": val}})
+    labels = pl.Series([f"c{i}" for i in range(1000)])
+    df = pl.DataFrame({"Cat": labels.gather(cat).cast(pl.Categorical), "Val": val})
+    chosen_labels = [f"c{i}" for i in chosen]
+
+    def polars_query() -> pl.Series:
+        return df.filter(pl.col("Cat").is_in(chosen_labels)).get_column("Val").unique()
+
+    session = app.session()
+
+    def assoc_query() -> np.ndarray:
+        session.select("Cat", chosen)
+        return session.indices("Val", "possible")
+
+    # Same answer first.
+    assoc_query()
+    assert values(app, session, "Val") == set(polars_query().to_list())
+
+    def on_threads(threads: int) -> Callable[[], None]:
+        def before() -> None:
+            assoc.set_threads(threads)
+            session.clear()
+
+        return before
+
+    limit = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)  # every timed selection computes
+    try:
+        out = best_interleaved(
+            {
+                "polars": (polars_query, None),
+                "assoc_1": (assoc_query, on_threads(1)),
+                "assoc_2": (assoc_query, on_threads(2)),
+            },
+            repeat,
+        )
+    finally:
+        assoc.set_threads(0)
+        assoc.set_cache_limit(limit)
+    out["rows"] = float(n)
+
+    # A cached repeat of the same selection state, through the Python API.
+    session.select("Cat", chosen)
+    session.counts("Val")
+    k = 1000
+
+    def repeats() -> None:
+        for _ in range(k):
+            session.select("Cat", chosen)
+            session.counts("Val")
+
+    out["cached"] = best_interleaved({"cached": (repeats, None)}, 5)["cached"] / k
+    session.close()
+    return out
+
+
+def fact_dimension(repeat: int) -> dict[str, float]:
+    """10M fact rows linked to 100K dimension rows: select in the dimension, get a fact field's
+    possible values; and back: select in the fact table, get a dimension field's."""
+    rng = np.random.default_rng(2)
+    n_fact = scaled(10_000_000)
+    n_dim = max(1000, scaled(100_000) // 100 * 100)
+    dim_key = rng.permutation(n_dim)
+    region = rng.integers(0, 50, n_dim)
+    fact_key = rng.integers(0, n_dim, n_fact)
+    product = rng.integers(0, 1000, n_fact)
+    regions = [int(x) for x in rng.choice(50, 2, replace=False)]
+    products = [int(x) for x in rng.choice(1000, 10, replace=False)]
+
+    app = assoc.App.from_tables(
+        {
+            "Fact": {"DimKey": fact_key, "Product": product},
+            "Dim": {"DimKey": dim_key, "Region": region},
+        }
+    )
+    fact = pl.DataFrame({"DimKey": fact_key, "Product": product})
+    dim = pl.DataFrame({"DimKey": dim_key, "Region": region})
+    con = duckdb.connect()
+    con.execute(f"SET threads TO {assoc.logical_cores()}")
+    con.register("fact_view", fact.to_arrow())
+    con.register("dim_view", dim.to_arrow())
+    con.execute("CREATE TABLE fact AS SELECT * FROM fact_view")
+    con.execute("CREATE TABLE dim AS SELECT * FROM dim_view")
+    region_list = ", ".join(map(str, regions))
+    product_list = ", ".join(map(str, products))
+
+    def polars_forward() -> pl.Series:
+        keys = dim.filter(pl.col("Region").is_in(regions)).get_column("DimKey")
+        return fact.filter(pl.col("DimKey").is_in(keys.implode())).get_column("Product").unique()
+
+    def polars_back() -> pl.Series:
+        keys = fact.filter(pl.col("Product").is_in(products)).get_column("DimKey").unique()
+        return dim.filter(pl.col("DimKey").is_in(keys.implode())).get_column("Region").unique()
+
+    def duckdb_forward() -> list[tuple[int]]:
+        return con.execute(
+            "SELECT DISTINCT Product FROM fact WHERE DimKey IN "
+            f"(SELECT DimKey FROM dim WHERE Region IN ({region_list}))"
+        ).fetchall()
+
+    def duckdb_back() -> list[tuple[int]]:
+        return con.execute(
+            "SELECT DISTINCT Region FROM dim WHERE DimKey IN "
+            f"(SELECT DimKey FROM fact WHERE Product IN ({product_list}))"
+        ).fetchall()
+
+    session = app.session()
+
+    def assoc_forward() -> np.ndarray:
+        session.select("Region", regions)
+        return session.indices("Product", "possible")
+
+    def assoc_back() -> np.ndarray:
+        session.select("Product", products)
+        return session.indices("Region", "possible")
+
+    assoc_forward()
+    want = set(polars_forward().to_list())
+    assert values(app, session, "Product") == want == {r[0] for r in duckdb_forward()}
+    session.clear()
+    assoc_back()
+    want = set(polars_back().to_list())
+    assert values(app, session, "Region") == want == {r[0] for r in duckdb_back()}
+
+    limit = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)
+    try:
+        out = best_interleaved(
+            {
+                "polars_forward": (polars_forward, None),
+                "duckdb_forward": (duckdb_forward, None),
+                "assoc_forward": (assoc_forward, session.clear),
+                "polars_back": (polars_back, None),
+                "duckdb_back": (duckdb_back, None),
+                "assoc_back": (assoc_back, session.clear),
+            },
+            repeat,
+        )
+    finally:
+        assoc.set_cache_limit(limit)
+    out["rows"] = float(n_fact)
+    out["dim_rows"] = float(n_dim)
+    session.close()
+    con.close()
+    return out
+
+
+def main() -> int:
+    """Runs both comparisons and prints a Markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=30, help="runs per timing (best one counts)")
+    args = parser.parse_args()
+    ms = 1000.0
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    print(
+        f"threads: {assoc.threads()}, logical cores: {assoc.logical_cores()}, "
+        f"polars {pl.__version__}, duckdb {duckdb.__version__}\n"
+    )
+
+    a = one_table(args.repeat)
+    print(
+        f"One table, {int(a['rows']):,} rows: select 10 of 1,000 categories, "
+        "possible values of a 100K-value field\n"
+    )
+    print("| engine | ms | vs polars |")
+    print("|---|---:|---:|")
+    print(f"| polars (Categorical) | {a['polars'] * ms:.2f} | 1.00 |")
+    for threads in (1, 2):
+        t = a[f"assoc_{threads}"]
+        name = f"assoc, {threads} thread{'s' if threads > 1 else ''}"
+        print(f"| {name} | {t * ms:.2f} | {t / a['polars']:.2f} |")
+    print(f"\nassoc speed-up from 1 to 2 threads: {a['assoc_1'] / a['assoc_2']:.2f}x")
+    print(
+        f"Cached repeat of the same selection state (select + counts): {a['cached'] * 1e6:.1f} us\n"
+    )
+
+    b = fact_dimension(args.repeat)
+    print(f"Fact {int(b['rows']):,} rows linked to a dimension of {int(b['dim_rows']):,} rows\n")
+    print("| direction | polars ms | duckdb ms | assoc ms | assoc vs best |")
+    print("|---|---:|---:|---:|---:|")
+    for d, label in (
+        ("forward", "select in dimension, fact field's values"),
+        ("back", "select in fact, dimension field's values"),
+    ):
+        p, q, r = b[f"polars_{d}"], b[f"duckdb_{d}"], b[f"assoc_{d}"]
+        print(f"| {label} | {p * ms:.2f} | {q * ms:.2f} | {r * ms:.2f} | {r / min(p, q):.2f} |")
+    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+#pragma once
+// Selections and their logical inference: which rows and values stay possible.
+//
+// Semantics (Qlik's associative logic):
+// - Tables and fields form a bipartite link graph (a forest once loose tables are cut out);
+//   a field held by two or more tables that are not loose links them.
+// - A row agrees with a selection when its value of the selected field is selected (NULL
+//   never is). Selections reach other tables only through key fields.
+// - A row is possible when it agrees with every selection in its table and, towards each
+//   side of the link graph that holds a selection, its key value occurs on a possible row of
+//   that side. So within the part of the tree that connects the selections a row must link to
+//   possible rows on every side; a table outside that part is reduced only through its link
+//   towards it (a customer with no orders stays possible after selecting its region, and is
+//   excluded once an order field is selected too). A NULL key links nothing.
+// - A loose table takes no part in propagation: its rows are reduced by its own fields'
+//   selections and by what the link graph allows for each of its key fields, and it passes
+//   nothing on.
+// - A value is possible when it occurs on a possible row; alternative when it is not
+//   selected and would be possible were its own field's selection cleared; excluded
+//   otherwise. A selected value stays selected even when other selections leave no possible
+//   row for it.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "assoc/bitset.hpp"
+#include "assoc/data_model.hpp"
+
+namespace assoc {
+
+// A session's selections: per field, the selected symbols (sorted, unique, never empty).
+class SelectionState {
+ public:
+  // Sets a field's selection; an empty list clears it.
+  void set(std::uint32_t field, std::vector<std::uint32_t> symbols);
+  void clear(std::uint32_t field) { fields_.erase(field); }
+  void clear() { fields_.clear(); }
+  bool empty() const { return fields_.empty(); }
+  bool has(std::uint32_t field) const { return fields_.count(field) != 0; }
+  const std::map<std::uint32_t, std::vector<std::uint32_t>>& fields() const { return fields_; }
+  // The same state without one field's selection.
+  SelectionState without(std::uint32_t field) const;
+  // One flat encoding per state, the result cache's key.
+  std::vector<std::uint32_t> encode() const;
+
+ private:
+  std::map<std::uint32_t, std::vector<std::uint32_t>> fields_;
+};
+
+// The possible rows of every table under one selection state.
+struct RowStates {
+  std::vector<std::shared_ptr<const Bitset>> rows;  // per table; null: every row is possible
+  std::vector<std::uint64_t> possible;              // per table: possible rows
+  std::size_t byte_size() const;
+};
+
+// One field's values under one selection state: bitsets over its symbols.
+struct FieldStates {
+  Bitset selected;
+  Bitset possible;     // not selected, on a possible row
+  Bitset alternative;  // not selected, possible were the field's own selection cleared
+  std::uint64_t n_selected = 0, n_possible = 0, n_alternative = 0, n_excluded = 0;
+  std::size_t byte_size() const;
+};
+
+// A built model with what inference needs: the link graph and value look-ups. Results are
+// kept in the engine's ResultCache, keyed by this object and the selection state.
+class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
+ public:
+  static std::shared_ptr<const AssociativeModel> create(std::shared_ptr<const DataModel> model);
+  ~AssociativeModel();
+  AssociativeModel(const AssociativeModel&) = delete;
+  AssociativeModel& operator=(const AssociativeModel&) = delete;
+
+  const DataModel& data() const { return *model_; }
+  const std::shared_ptr<const DataModel>& data_ptr() const { return model_; }
+
+  // Field and table by name; throw Error when unknown.
+  std::uint32_t field_id(const std::string& name) const;
+  std::uint32_t table_id(const std::string& name) const;
+  // The symbol of a number (any symbol with that numeric part) or of a text (a symbol with
+  // that text; the first when several have it), kNull when the field has none.
+  std::uint32_t find_number(std::uint32_t field, double value) const;
+  std::uint32_t find_text(std::uint32_t field, std::string_view text) const;
+  // Builds a field's value look-up ahead of find_* (heavy for large fields).
+  void prepare_lookup(std::uint32_t field) const;
+
+  // Possible rows of every table (computed, or found in the result cache).
+  std::shared_ptr<const RowStates> rows(const SelectionState& state) const;
+  // One field's value states (found in the result cache, or computed from `rows`, the row
+  // states of `state` when the caller has them).
+  std::shared_ptr<const FieldStates> field_states(const SelectionState& state, std::uint32_t field,
+                                                  std::shared_ptr<const RowStates> rows = nullptr) const;
+
+  struct Holder {
+    std::uint32_t table;
+    std::uint32_t column;
+  };
+  // Tables holding a field: linked ones (not loose, not alone) and the rest.
+  const std::vector<Holder>& linked_holders(std::uint32_t field) const { return linked_[field]; }
+  const std::vector<Holder>& all_holders(std::uint32_t field) const { return holders_[field]; }
+
+ private:
+  struct Lookup;
+  explicit AssociativeModel(std::shared_ptr<const DataModel> model);
+  const Lookup& lookup(std::uint32_t field) const;
+  std::shared_ptr<RowStates> compute_rows(const SelectionState& state) const;
+  std::shared_ptr<FieldStates> compute_field(const SelectionState& state, std::uint32_t field,
+                                             const RowStates& rows) const;
+
+  std::shared_ptr<const DataModel> model_;
+  std::vector<std::vector<Holder>> holders_;  // per field, every table holding it
+  std::vector<std::vector<Holder>> linked_;   // per field, holders that are not loose
+  mutable std::mutex lookup_mutex_;
+  mutable std::vector<std::unique_ptr<Lookup>> lookups_;
+};
+
+// One user's selection state in an app; any number of sessions per app. Calls on one session
+// are serialised; sessions are independent of each other.
+class Session {
+ public:
+  Session(std::shared_ptr<const AssociativeModel> model, std::string user);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::string& user() const { return user_; }
+  const AssociativeModel& model() const { return *model_; }
+  bool closed() const;
+  // Ends the session (once; later calls do nothing).
+  void close();
+
+  // Replaces a field's selection with `symbols` (an empty list clears it) and computes the
+  // new state.
+  void select(std::uint32_t field, std::vector<std::uint32_t> symbols);
+  void clear();
+  void clear_field(std::uint32_t field);
+  SelectionState selection() const;
+
+  std::shared_ptr<const FieldStates> field_states(std::uint32_t field) const;
+  std::uint64_t possible_rows(std::uint32_t table) const;
+
+ private:
+  void require_open() const;
+  void evaluate();
+
+  std::shared_ptr<const AssociativeModel> model_;
+  std::string user_;
+  mutable std::mutex mutex_;
+  SelectionState state_;
+  std::shared_ptr<const RowStates> rows_;
+  bool closed_ = false;
+};
+
+}  // namespace assoc

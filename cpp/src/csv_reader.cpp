@@ -1,0 +1,1443 @@
+// CSV reader: the buffer is cut into chunks at record boundaries, each chunk is parsed on its
+// own thread into per-column local symbol tables, and the local tables are then merged (in
+// parallel, by hash partition) into one symbol table per column in first-occurrence order.
+#include "assoc/csv.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string_view>
+#include <vector>
+
+#include "assoc/error.hpp"
+#include "assoc/number_text.hpp"
+#include "assoc/packed_index.hpp"
+#include "assoc/symbol_table.hpp"
+
+namespace assoc {
+namespace {
+
+constexpr std::size_t kNoError = SIZE_MAX;
+// Chunks smaller than this are not worth a thread of their own.
+constexpr std::size_t kMinChunkBytes = 256 * 1024;
+// Columns with fewer local symbols than this in all chunks together merge in one task.
+constexpr std::size_t kPartitionThreshold = 1 << 16;
+constexpr unsigned kPartitionBits = 6;
+
+inline std::uint64_t load64(const char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline std::uint32_t load32(const char* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 32;
+  x *= 0xd6e8feb86659fd93ULL;
+  x ^= x >> 32;
+  x *= 0xd6e8feb86659fd93ULL;
+  x ^= x >> 32;
+  return x;
+}
+
+inline std::uint64_t hash_text(const char* p, std::size_t n) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL * (n + 1);
+  if (n >= 8) {
+    std::size_t i = 0;
+    for (; i + 8 < n; i += 8) {
+      h = (h ^ load64(p + i)) * 0xff51afd7ed558ccdULL;
+      h ^= h >> 29;
+    }
+    h ^= load64(p + n - 8);  // the last 8 bytes, overlapping the loop's when n is not a multiple
+  } else if (n >= 4) {
+    h ^= (std::uint64_t{load32(p)} << 32) | load32(p + n - 4);
+  } else if (n > 0) {
+    h ^= (std::uint64_t{static_cast<unsigned char>(p[0])} << 16) |
+         (std::uint64_t{static_cast<unsigned char>(p[n >> 1])} << 8) | static_cast<unsigned char>(p[n - 1]);
+  }
+  return mix64(h);
+}
+
+// The identity of a number as a symbol: its bits, with -0 folded into 0.
+inline std::uint64_t number_key(double v) {
+  if (v == 0.0) v = 0.0;
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+// A zero-filled array for hash and direct tables. Big ones are mapped on their own and asked
+// for transparent huge pages: random lookups into tables of many megabytes otherwise miss the
+// TLB on almost every access.
+template <class T>
+class ZeroedArray {
+ public:
+  ZeroedArray() = default;
+  explicit ZeroedArray(std::size_t n) : size_(n) {
+    if (n == 0) return;
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes >= kHugePage) {
+      map_bytes_ = bytes + kHugePage;
+      void* m = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) throw std::bad_alloc();
+      map_ = m;
+      const auto aligned = (reinterpret_cast<std::uintptr_t>(m) + kHugePage - 1) & ~(kHugePage - 1);
+      data_ = reinterpret_cast<T*>(aligned);
+      madvise(data_, bytes, MADV_HUGEPAGE);  // a hint: without it the table works the same
+    } else {
+      data_ = static_cast<T*>(std::calloc(n, sizeof(T)));
+      if (data_ == nullptr) throw std::bad_alloc();
+    }
+  }
+  ~ZeroedArray() { release(); }
+  ZeroedArray(ZeroedArray&& o) noexcept { take(o); }
+  ZeroedArray& operator=(ZeroedArray&& o) noexcept {
+    if (this != &o) {
+      release();
+      take(o);
+    }
+    return *this;
+  }
+  ZeroedArray(const ZeroedArray&) = delete;
+  ZeroedArray& operator=(const ZeroedArray&) = delete;
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+
+ private:
+  static constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
+  void release() {
+    if (map_ != nullptr) {
+      munmap(map_, map_bytes_);
+    } else {
+      std::free(data_);
+    }
+    data_ = nullptr;
+    map_ = nullptr;
+    size_ = 0;
+  }
+  void take(ZeroedArray& o) {
+    data_ = o.data_;
+    map_ = o.map_;
+    map_bytes_ = o.map_bytes_;
+    size_ = o.size_;
+    o.data_ = nullptr;
+    o.map_ = nullptr;
+    o.size_ = 0;
+  }
+  T* data_ = nullptr;
+  void* map_ = nullptr;
+  std::size_t map_bytes_ = 0;
+  std::size_t size_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Numbers
+
+constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+inline bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+
+// A number read from a field. When `fixed`, the value is exactly mantissa / 10^frac (a plain
+// integer or decimal of at most 15 digits), which lets narrow columns skip hashing.
+struct NumberText {
+  double value = 0;
+  bool canonical = false;  // the text is exactly the number's canonical form
+  bool fixed = false;
+  std::int64_t mantissa = 0;
+  unsigned frac = 0;
+};
+
+// True when [p, p+n) (n > 0) is a number as parse_number reads it. Plain integers and decimals
+// of up to 15 digits take a fast path whose results equal parse_number's and is_canonical_text's.
+inline bool read_number(const char* p, std::size_t n, NumberText& out) {
+  const char c0 = p[0];
+  if (!(is_digit(c0) || c0 == '-' || c0 == '+' || c0 == '.')) return false;
+  const bool neg = c0 == '-';
+  const std::size_t i = neg ? 1 : 0;
+  if (c0 != '+' && n - i <= 16) {
+    std::uint64_t m = 0;
+    std::size_t j = i;
+    for (; j < n && is_digit(p[j]); ++j) m = m * 10 + static_cast<std::uint64_t>(p[j] - '0');
+    const std::size_t int_digits = j - i;
+    if (int_digits > 0 && int_digits <= 15) {
+      const bool lead_zero = int_digits > 1 && p[i] == '0';
+      if (j == n) {
+        const double x = static_cast<double>(m);
+        out.value = neg ? -x : x;
+        out.canonical = !lead_zero && !(neg && m == 0);  // "-0" keeps its text
+        out.fixed = true;
+        out.mantissa = neg ? -static_cast<std::int64_t>(m) : static_cast<std::int64_t>(m);
+        out.frac = 0;
+        return true;
+      }
+      if (p[j] == '.') {
+        std::size_t k = j + 1;
+        for (; k < n && is_digit(p[k]); ++k) m = m * 10 + static_cast<std::uint64_t>(p[k] - '0');
+        const std::size_t frac = k - j - 1;
+        // With at most 15 digits the mantissa and the power of ten are exact doubles, so one
+        // division rounds correctly, and the digits are the shortest text of the result.
+        if (k == n && frac > 0 && int_digits + frac <= 15) {
+          const double x = static_cast<double>(m) / kPow10[frac];
+          out.value = neg ? -x : x;
+          if (p[k - 1] == '0' || lead_zero || m == 0) {
+            out.canonical = false;
+          } else if (p[i] != '0' || p[j + 1] != '0') {
+            out.canonical = true;  // fixed notation is shorter than scientific here
+          } else {
+            out.canonical = is_canonical_text(std::string_view(p, n), out.value);  // 0.0…: may be 1e-05
+          }
+          out.fixed = true;
+          out.mantissa = neg ? -static_cast<std::int64_t>(m) : static_cast<std::int64_t>(m);
+          out.frac = static_cast<unsigned>(frac);
+          return true;
+        }
+      }
+    }
+  }
+  const std::string_view s(p, n);
+  if (!parse_number(s, out.value)) return false;
+  out.canonical = is_canonical_text(s, out.value);
+  out.fixed = false;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// UTF-8
+
+// Offset of the first byte of [p, p+n) that is not part of valid UTF-8, or n.
+std::size_t find_invalid_utf8(const char* p, std::size_t n) {
+  const auto* s = reinterpret_cast<const unsigned char*>(p);
+  std::size_t i = 0;
+  while (i < n) {
+    if (i + 8 <= n && (load64(p + i) & 0x8080808080808080ULL) == 0) {
+      i += 8;
+      continue;
+    }
+    const unsigned c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len;
+    unsigned lo = 0x80, hi = 0xBF;  // bounds of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;       // no overlong forms
+      if (c == 0xED) hi = 0x9F;       // no surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;       // nothing above U+10FFFF
+    } else {
+      return i;
+    }
+    if (i + len > n) return i;
+    if (s[i + 1] < lo || s[i + 1] > hi) return i;
+    for (std::size_t k = 2; k < len; ++k)
+      if ((s[i + k] & 0xC0) != 0x80) return i;
+    i += len;
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Symbols of one column within one chunk
+
+// A value as the chunk first saw it. `text` null: a pure number; `number` NaN: a pure text.
+// Texts point into the input or into the chunk's arena (unescaped quoted fields).
+struct LocalSymbol {
+  double number;
+  const char* text;
+  std::uint32_t len;
+
+  bool is_number() const { return number == number; }
+  DualView view() const {
+    if (text == nullptr) return DualView::of_number(number);
+    const std::string_view t(text, len);
+    return is_number() ? DualView::of_dual(number, t) : DualView::of_text(t);
+  }
+};
+
+// Open addressing on a number's key (its bits): the key sits in the slot, so a lookup touches
+// one cache line.
+class NumberMap {
+ public:
+  NumberMap() { resize(64); }
+
+  // The symbol index of `key`, or kNull with `slot` set to where it goes.
+  std::uint32_t find(std::uint64_t key, std::uint64_t h, std::size_t& slot) const {
+    std::size_t i = h >> shift_;
+    for (;;) {
+      const Slot& s = slots_[i];
+      if (s.index_plus_1 == 0) {
+        slot = i;
+        return kNull;
+      }
+      if (s.key == key) return s.index_plus_1 - 1;
+      i = (i + 1) & mask_;
+    }
+  }
+  void prefetch(std::uint64_t h) const { __builtin_prefetch(slots_.data() + (h >> shift_)); }
+  void insert(std::size_t slot, std::uint64_t key, std::uint32_t index) {
+    slots_[slot] = Slot{key, index + 1};
+    if (++size_ * 2 > slots_.size()) resize(slots_.size() * 2);
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t key;
+    std::uint32_t index_plus_1;
+  };
+  void resize(std::size_t cap) {
+    ZeroedArray<Slot> old(cap);
+    std::swap(old, slots_);
+    mask_ = cap - 1;
+    shift_ = 64U - static_cast<unsigned>(std::countr_zero(cap));
+    for (const Slot& s : old) {
+      if (s.index_plus_1 == 0) continue;
+      std::size_t i = mix64(s.key) >> shift_;
+      while (slots_[i].index_plus_1 != 0) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+  ZeroedArray<Slot> slots_;
+  std::size_t size_ = 0, mask_ = 0;
+  unsigned shift_ = 0;
+};
+
+// Open addressing on a text's hash: slots hold 32 hash bits beside the symbol index, so most
+// mismatches are rejected without touching the text. The texts live in the caller's symbol
+// array, which is passed in because it moves as it grows.
+class TextMap {
+ public:
+  TextMap() { resize(64, nullptr); }
+
+  // The symbol index of the text, or kNull with `slot` set to where it goes.
+  std::uint32_t find(const char* p, std::uint32_t n, std::uint64_t h, const LocalSymbol* symbols,
+                     std::size_t& slot) const {
+    const std::uint32_t tag = static_cast<std::uint32_t>(h >> kPartitionBits);
+    std::size_t i = h >> shift_;
+    for (;;) {
+      const std::uint64_t s = slots_[i];
+      if (s == 0) {
+        slot = i;
+        return kNull;
+      }
+      if (static_cast<std::uint32_t>(s >> 32) == tag) {
+        const LocalSymbol& sym = symbols[static_cast<std::uint32_t>(s) - 1];
+        if (sym.len == n && std::memcmp(sym.text, p, n) == 0) return static_cast<std::uint32_t>(s) - 1;
+      }
+      i = (i + 1) & mask_;
+    }
+  }
+  void prefetch(std::uint64_t h) const { __builtin_prefetch(slots_.data() + (h >> shift_)); }
+  void insert(std::size_t slot, std::uint64_t h, std::uint32_t index, const LocalSymbol* symbols) {
+    slots_[slot] = (std::uint64_t{static_cast<std::uint32_t>(h >> kPartitionBits)} << 32) | (index + 1);
+    if (++size_ * 2 > slots_.size()) resize(slots_.size() * 2, symbols);
+  }
+
+ private:
+  void resize(std::size_t cap, const LocalSymbol* symbols) {
+    ZeroedArray<std::uint64_t> old(cap);
+    std::swap(old, slots_);
+    mask_ = cap - 1;
+    shift_ = 64U - static_cast<unsigned>(std::countr_zero(cap));
+    for (const std::uint64_t s : old) {
+      if (s == 0) continue;
+      const LocalSymbol& sym = symbols[static_cast<std::uint32_t>(s) - 1];
+      std::size_t i = hash_text(sym.text, sym.len) >> shift_;
+      while (slots_[i] != 0) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+  ZeroedArray<std::uint64_t> slots_;
+  std::size_t size_ = 0, mask_ = 0;
+  unsigned shift_ = 0;
+};
+
+// Bump allocator for the texts of unescaped quoted fields that become symbols.
+class Arena {
+ public:
+  const char* copy(const char* p, std::size_t n) {
+    if (n > left_) {
+      const std::size_t block = std::max<std::size_t>(n, 1 << 16);
+      blocks_.push_back(std::make_unique<char[]>(block));
+      next_ = blocks_.back().get();
+      left_ = block;
+    }
+    char* out = next_;
+    std::memcpy(out, p, n);
+    next_ += n;
+    left_ -= n;
+    return out;
+  }
+
+ private:
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  char* next_ = nullptr;
+  std::size_t left_ = 0;
+};
+
+// Numbers of a narrow range as a direct table: a number that is exactly k / 10^scale for an
+// integer k is found at slots[k - lo] without hashing. Typical id, count, year and price columns
+// stay in it; a column whose numbers spread too thin leaves it for the NumberMap, for good.
+// A number is in one of the two, never both: once the NumberMap holds a number the scale is
+// fixed, and the table's range only grows, so a number's place never changes.
+class DenseNumbers {
+ public:
+  static constexpr std::int64_t kPow10Int[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+  // kMaxKey / kPow10Int[i], so that the hot path does not divide.
+  static constexpr std::int64_t kMaxKeyOver[] = {1000000000000000LL, 100000000000000LL, 10000000000000LL,
+                                                 1000000000000LL,    100000000000LL,    10000000000LL,
+                                                 1000000000LL};
+  static constexpr unsigned kMaxScale = 6;
+  // Keys stay within ±10^15, where distinct keys are distinct doubles.
+  static constexpr std::int64_t kMaxKey = 1000000000000000LL;
+
+  // Sizes the table's allowance to the rows the chunk is expected to hold.
+  void expect_rows(std::size_t rows) {
+    allowance_ = std::max<std::int64_t>(std::int64_t{1} << 16, 2 * static_cast<std::int64_t>(rows));
+  }
+  bool active() const { return active_; }
+  unsigned scale() const { return scale_; }
+  bool empty() const { return slots_.empty(); }
+  std::int64_t min_key() const { return min_key_; }
+  std::int64_t max_key() const { return max_key_; }
+  // Calls f(key, symbol index) for every number in the table, in key order.
+  template <class F>
+  void for_each(F f) const {
+    if (slots_.empty()) return;
+    const std::uint32_t* s = slots_.data() + (min_key_ - lo_);
+    for (std::int64_t key = min_key_; key <= max_key_; ++key, ++s)
+      if (*s != 0) f(key, *s - 1);
+  }
+
+  // The key of a number at the current scale; false when it has none. Sets the scale from the
+  // first number.
+  bool key_of(const NumberText& t, std::int64_t& k) {
+    if (!has_scale_) {
+      scale_ = t.fixed ? std::min(t.frac, kMaxScale) : 0;
+      has_scale_ = true;
+    }
+    if (t.fixed) {
+      std::int64_t m = t.mantissa;
+      unsigned frac = t.frac;
+      while (frac > scale_ && m % 10 == 0) {
+        m /= 10;
+        --frac;
+      }
+      if (frac > scale_) return false;
+      if (m > kMaxKeyOver[scale_ - frac] || m < -kMaxKeyOver[scale_ - frac]) return false;
+      const std::int64_t mul = kPow10Int[scale_ - frac];
+      k = m * mul;
+      return true;
+    }
+    const double x = t.value * kPow10[scale_];
+    if (!(x >= -static_cast<double>(kMaxKey) && x <= static_cast<double>(kMaxKey))) return false;
+    k = static_cast<std::int64_t>(std::nearbyint(x));
+    return static_cast<double>(k) / kPow10[scale_] == t.value;
+  }
+
+  // Starts loading the slot of a number that is likely to be looked up soon.
+  void prefetch(const NumberText& t) const {
+    if (!has_scale_ || !t.fixed || t.frac > scale_ || slots_.empty()) return;
+    const std::int64_t k = t.mantissa * kPow10Int[scale_ - t.frac];  // |mantissa| < 10^15: no overflow
+    if (k >= lo_ && k - lo_ < static_cast<std::int64_t>(slots_.size()))
+      __builtin_prefetch(slots_.data() + (k - lo_));
+  }
+
+  // The slot of key k, growing the table to reach it; null when that would spread it too thin
+  // (the caller then moves the table into the NumberMap).
+  std::uint32_t* slot(std::int64_t k, std::size_t n_symbols) {
+    if (k >= lo_ && k - lo_ < static_cast<std::int64_t>(slots_.size())) {
+      min_key_ = std::min(min_key_, k);
+      max_key_ = std::max(max_key_, k);
+      return &slots_[static_cast<std::size_t>(k - lo_)];
+    }
+    return grow(k, n_symbols) ? &slots_[static_cast<std::size_t>(k - lo_)] : nullptr;
+  }
+
+  // Raises the scale (no number may be in the NumberMap yet); false when the table would spread
+  // too thin.
+  bool rescale(unsigned scale, std::size_t n_symbols) {
+    const std::int64_t mul = kPow10Int[scale - scale_];
+    if (!slots_.empty()) {
+      const std::int64_t span = max_key_ - min_key_;
+      if (span > (max_slots(n_symbols) - 1) / mul || min_key_ < -kMaxKey / mul || max_key_ > kMaxKey / mul)
+        return false;
+      ZeroedArray<std::uint32_t> fresh(static_cast<std::size_t>(span * mul + 1));
+      for (std::int64_t key = min_key_; key <= max_key_; ++key)
+        fresh[static_cast<std::size_t>((key - min_key_) * mul)] = slots_[static_cast<std::size_t>(key - lo_)];
+      std::swap(slots_, fresh);
+      min_key_ *= mul;
+      max_key_ *= mul;
+      lo_ = min_key_;
+    }
+    scale_ = scale;
+    return true;
+  }
+
+  // Leaves direct addressing: calls add(slot value) for every filled slot and frees the table.
+  template <class Add>
+  void deactivate(Add add) {
+    for (const std::uint32_t s : slots_)
+      if (s != 0) add(s - 1);
+    slots_ = ZeroedArray<std::uint32_t>();
+    active_ = false;
+  }
+
+ private:
+  // A table may hold twice as many slots as the chunk is expected to have rows (at least
+  // 2^16), or 8 slots a symbol: a narrow column of a big chunk fills its table in time.
+  std::int64_t max_slots(std::size_t n_symbols) const {
+    return std::max(allowance_, 8 * static_cast<std::int64_t>(n_symbols + 1));
+  }
+
+  bool grow(std::int64_t k, std::size_t n_symbols) {
+    const auto cap = static_cast<std::int64_t>(slots_.size());
+    if (cap == 0) {
+      lo_ = k - 16;
+      min_key_ = max_key_ = k;
+      slots_ = ZeroedArray<std::uint32_t>(1024);
+      return true;
+    }
+    // The keys seen, not the slack around them, count against the limit.
+    const std::int64_t lo_key = std::min(min_key_, k), hi_key = std::max(max_key_, k);
+    const std::int64_t need = hi_key - lo_key + 1;
+    if (need > max_slots(n_symbols)) return false;
+    const std::int64_t fresh_cap = std::min(std::max(need, 2 * cap), max_slots(n_symbols));
+    const std::int64_t fresh_lo = k < min_key_ ? hi_key + 1 - fresh_cap : lo_key;
+    ZeroedArray<std::uint32_t> fresh(static_cast<std::size_t>(fresh_cap));
+    std::memcpy(fresh.data() + (min_key_ - fresh_lo), slots_.data() + (min_key_ - lo_),
+                static_cast<std::size_t>(max_key_ - min_key_ + 1) * sizeof(std::uint32_t));
+    std::swap(slots_, fresh);
+    lo_ = fresh_lo;
+    min_key_ = lo_key;
+    max_key_ = hi_key;
+    return true;
+  }
+
+  ZeroedArray<std::uint32_t> slots_;  // symbol index + 1 by key - lo_; 0 = empty
+  std::int64_t lo_ = 0;
+  std::int64_t min_key_ = 0, max_key_ = 0;  // the keys seen
+  std::int64_t allowance_ = std::int64_t{1} << 16;
+  unsigned scale_ = 0;
+  bool has_scale_ = false;
+  bool active_ = true;
+};
+
+struct ChunkColumn {
+  std::vector<LocalSymbol> symbols;
+  std::vector<std::uint32_t> rows;
+  DenseNumbers dense;
+  NumberMap numbers;
+  std::size_t hashed_numbers = 0;  // numbers in `numbers`
+  TextMap texts;
+  std::size_t text_symbols = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Parsing one chunk
+
+enum class ErrorKind { kNone, kInvalidUtf8, kUnclosedQuote, kTextAfterQuote, kTooManyFields, kTooFewFields, kFieldTooLong };
+
+struct ParseError {
+  std::size_t offset = kNoError;
+  ErrorKind kind = ErrorKind::kNone;
+  std::size_t fields = 0;
+};
+
+// Byte mask with 0x80 in each byte of `w` equal to `c`; the lowest set bit is always exact.
+inline std::uint64_t match_byte(std::uint64_t w, char c) {
+  const std::uint64_t x = w ^ (0x0101010101010101ULL * static_cast<unsigned char>(c));
+  return (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL;
+}
+
+class ChunkParser {
+ public:
+  ChunkParser(const char* data, std::size_t size, char sep, std::size_t n_cols)
+      : data_(data), size_(size), sep_(sep), cols_(n_cols) {}
+
+  // Parses the records that start in [begin, end) and returns where the last one ends (past
+  // `end` when `begin` or `end` was not a record boundary). Stops at the first error.
+  std::size_t parse(std::size_t begin, std::size_t end, std::size_t expected_rows);
+  // Reads the record at `pos` as field names; returns false (with error() set) when malformed.
+  bool parse_names(std::size_t& pos, std::vector<std::string>& names);
+
+  std::vector<ChunkColumn>& columns() { return cols_; }
+  std::size_t rows() const { return rows_; }
+  const ParseError& error() const { return error_; }
+  void fail(std::size_t offset, ErrorKind kind, std::size_t fields = 0) {
+    if (offset < error_.offset) error_ = ParseError{offset, kind, fields};
+  }
+
+ private:
+  // Reads the field at `pos` and moves `pos` to the separator or line end after it (or the
+  // end of the data). A field with doubled quotes is unescaped into scratch_.
+  bool next_field(std::size_t& pos, const char*& field, std::size_t& len, bool& in_scratch);
+  // Moves past a blank line at `pos`; false when the line is not blank.
+  bool skip_blank_line(std::size_t& pos) const;
+  // Interns one block of rows column by column: first every field is read and its table slot
+  // prefetched, then the values are looked up in row order, so the cache misses of a block
+  // overlap instead of stalling one by one.
+  void intern_block(std::size_t n_rows);
+  std::uint32_t intern_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, const NumberText& num);
+  std::uint32_t intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, std::uint64_t h);
+  // Moves a column's numbers from direct addressing into its NumberMap.
+  void leave_dense(ChunkColumn& col);
+
+  const char* data_;
+  std::size_t size_;
+  char sep_;
+  std::vector<ChunkColumn> cols_;
+  std::size_t rows_ = 0;
+  ParseError error_;
+  std::string scratch_;
+  Arena arena_;
+
+  // The block being read: fields by column then row, unescaped texts, per-row lookup state.
+  static constexpr std::size_t kBlockRows = 256;
+  struct FieldRef {
+    const char* p;
+    std::size_t scratch_at;  // offset in block_scratch_ when in_scratch
+    std::uint32_t len;
+    bool in_scratch;
+  };
+  std::vector<FieldRef> fields_;
+  std::string block_scratch_;
+  NumberText numbers_[kBlockRows];
+  std::uint64_t hashes_[kBlockRows];
+  std::uint8_t kinds_[kBlockRows];
+};
+
+inline bool ChunkParser::skip_blank_line(std::size_t& pos) const {
+  if (data_[pos] == '\n') {
+    ++pos;
+    return true;
+  }
+  if (data_[pos] == '\r' && (pos + 1 == size_ || data_[pos + 1] == '\n')) {
+    pos += pos + 1 == size_ ? 1 : 2;
+    return true;
+  }
+  return false;
+}
+
+inline bool ChunkParser::next_field(std::size_t& pos, const char*& field, std::size_t& len, bool& in_scratch) {
+  const char* d = data_;
+  const std::size_t size = size_;
+  in_scratch = false;
+  if (pos < size && d[pos] == '"') {
+    const std::size_t open = pos;
+    std::size_t q = pos + 1;
+    bool doubled = false;
+    std::size_t close;
+    for (;;) {
+      const void* hit = q < size ? std::memchr(d + q, '"', size - q) : nullptr;
+      if (hit == nullptr) {
+        fail(open, ErrorKind::kUnclosedQuote);
+        pos = size;
+        return false;
+      }
+      const auto at = static_cast<std::size_t>(static_cast<const char*>(hit) - d);
+      if (at + 1 < size && d[at + 1] == '"') {
+        doubled = true;
+        q = at + 2;
+        continue;
+      }
+      close = at;
+      break;
+    }
+    field = d + open + 1;
+    len = close - open - 1;
+    pos = close + 1;
+    if (doubled) {
+      scratch_.clear();
+      for (std::size_t i = 0; i < len; ++i) {
+        scratch_.push_back(field[i]);
+        if (field[i] == '"') ++i;  // the second quote of a pair
+      }
+      field = scratch_.data();
+      len = scratch_.size();
+      in_scratch = true;
+    }
+    if (pos < size && d[pos] != sep_ && d[pos] != '\n') {
+      if (d[pos] == '\r' && (pos + 1 == size || d[pos + 1] == '\n')) {
+        ++pos;
+      } else {
+        fail(pos, ErrorKind::kTextAfterQuote);
+        return false;
+      }
+    }
+    return true;
+  }
+  // Unquoted: up to the separator or LF, eight bytes a step while eight are left.
+  std::size_t e = pos;
+  for (;;) {
+    if (e + 8 <= size) {
+      const std::uint64_t w = load64(d + e);
+      const std::uint64_t m = match_byte(w, sep_) | match_byte(w, '\n');
+      if (m != 0) {
+        e += static_cast<std::size_t>(std::countr_zero(m)) >> 3;
+        break;
+      }
+      e += 8;
+    } else {
+      while (e < size && d[e] != sep_ && d[e] != '\n') ++e;
+      break;
+    }
+  }
+  field = d + pos;
+  len = e - pos;
+  if (len > 0 && field[len - 1] == '\r' && (e == size || d[e] == '\n')) --len;  // CRLF
+  pos = e;
+  return true;
+}
+
+bool ChunkParser::parse_names(std::size_t& pos, std::vector<std::string>& names) {
+  for (;;) {
+    const char* field;
+    std::size_t len;
+    bool in_scratch;
+    if (!next_field(pos, field, len, in_scratch)) return false;
+    names.emplace_back(field, len);
+    if (pos < size_ && data_[pos] == sep_) {
+      ++pos;
+      continue;
+    }
+    if (pos < size_) ++pos;  // the LF
+    return true;
+  }
+}
+
+std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t expected_rows) {
+  // Reserving only claims address space: pages are touched as symbols arrive, and the large
+  // columns never copy their symbols while growing.
+  for (auto& c : cols_) {
+    c.rows.reserve(expected_rows);
+    c.symbols.reserve(expected_rows);
+    c.dense.expect_rows(expected_rows);
+  }
+  const std::size_t n_cols = cols_.size();
+  fields_.resize(n_cols * kBlockRows);
+  std::size_t pos = begin;
+  while (pos < end) {
+    std::size_t r = 0;
+    block_scratch_.clear();
+    while (r < kBlockRows && pos < end) {
+      if (skip_blank_line(pos)) continue;
+      const std::size_t record = pos;
+      std::size_t col = 0;
+      for (;;) {
+        const char* field;
+        std::size_t len;
+        bool in_scratch;
+        if (!next_field(pos, field, len, in_scratch)) return pos;
+        if (col == n_cols) {
+          fail(record, ErrorKind::kTooManyFields, n_cols);
+          return pos;
+        }
+        if (len > 0xFFFFFFFFULL) {
+          fail(record, ErrorKind::kFieldTooLong);
+          return pos;
+        }
+        FieldRef& f = fields_[col * kBlockRows + r];
+        f.len = static_cast<std::uint32_t>(len);
+        f.in_scratch = in_scratch;
+        if (in_scratch) {
+          f.scratch_at = block_scratch_.size();
+          block_scratch_.append(field, len);
+        } else {
+          f.p = field;
+        }
+        ++col;
+        if (pos < size_ && data_[pos] == sep_) {
+          ++pos;
+          continue;
+        }
+        if (pos < size_) ++pos;  // the LF
+        break;
+      }
+      if (col != n_cols) {
+        fail(record, ErrorKind::kTooFewFields, col);
+        return pos;
+      }
+      ++r;
+    }
+    intern_block(r);
+    rows_ += r;
+  }
+  return pos;
+}
+
+void ChunkParser::intern_block(std::size_t n_rows) {
+  enum : std::uint8_t { kNullCell, kNumberCell, kTextCell };
+  for (std::size_t c = 0; c < cols_.size(); ++c) {
+    ChunkColumn& col = cols_[c];
+    FieldRef* f = &fields_[c * kBlockRows];
+    for (std::size_t r = 0; r < n_rows; ++r) {
+      if (f[r].in_scratch) f[r].p = block_scratch_.data() + f[r].scratch_at;
+      if (f[r].len == 0) {
+        kinds_[r] = kNullCell;
+      } else if (read_number(f[r].p, f[r].len, numbers_[r])) {
+        kinds_[r] = kNumberCell;
+        if (col.dense.active()) {
+          col.dense.prefetch(numbers_[r]);
+        } else {
+          hashes_[r] = mix64(number_key(numbers_[r].value));
+          col.numbers.prefetch(hashes_[r]);
+        }
+      } else {
+        kinds_[r] = kTextCell;
+        hashes_[r] = hash_text(f[r].p, f[r].len);
+        col.texts.prefetch(hashes_[r]);
+      }
+    }
+    for (std::size_t r = 0; r < n_rows; ++r) {
+      std::uint32_t index = kNull;
+      if (kinds_[r] == kNumberCell) {
+        index = intern_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
+      } else if (kinds_[r] == kTextCell) {
+        index = intern_text(col, f[r].p, f[r].len, f[r].in_scratch, hashes_[r]);
+      }
+      col.rows.push_back(index);
+    }
+  }
+}
+
+std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
+                                         const NumberText& num) {
+  const auto len = static_cast<std::uint32_t>(n);
+  auto add = [&] {
+    const auto index = static_cast<std::uint32_t>(col.symbols.size());
+    const char* text = num.canonical ? nullptr : (in_scratch ? arena_.copy(p, n) : p);
+    col.symbols.push_back(LocalSymbol{num.value, text, num.canonical ? 0U : len});
+    return index;
+  };
+  if (col.dense.active()) {
+    std::int64_t k = 0;
+    bool keyed = col.dense.key_of(num, k);
+    if (!keyed && num.fixed && col.hashed_numbers == 0 && num.frac <= DenseNumbers::kMaxScale) {
+      // More fraction digits than so far: raise the scale while nothing is hashed.
+      if (col.dense.rescale(num.frac, col.symbols.size())) {
+        keyed = col.dense.key_of(num, k);
+      } else {
+        leave_dense(col);
+      }
+    }
+    if (keyed && col.dense.active()) {
+      std::uint32_t* slot = col.dense.slot(k, col.symbols.size());
+      if (slot != nullptr) {
+        if (*slot != 0) return *slot - 1;
+        const std::uint32_t index = add();
+        *slot = index + 1;
+        return index;
+      }
+      leave_dense(col);
+    }
+  }
+  const std::uint64_t key = number_key(num.value);
+  std::size_t slot = 0;
+  const std::uint32_t found = col.numbers.find(key, mix64(key), slot);
+  if (found != kNull) return found;
+  const std::uint32_t index = add();
+  col.numbers.insert(slot, key, index);
+  ++col.hashed_numbers;
+  return index;
+}
+
+std::uint32_t ChunkParser::intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
+                                       std::uint64_t h) {
+  const auto len = static_cast<std::uint32_t>(n);
+  std::size_t slot = 0;
+  const std::uint32_t found = col.texts.find(p, len, h, col.symbols.data(), slot);
+  if (found != kNull) return found;
+  const auto index = static_cast<std::uint32_t>(col.symbols.size());
+  col.symbols.push_back(LocalSymbol{std::nan(""), in_scratch ? arena_.copy(p, n) : p, len});
+  col.texts.insert(slot, h, index, col.symbols.data());
+  ++col.text_symbols;
+  return index;
+}
+
+void ChunkParser::leave_dense(ChunkColumn& col) {
+  col.dense.deactivate([&](std::uint32_t index) {
+    const std::uint64_t key = number_key(col.symbols[index].number);
+    std::size_t slot = 0;
+    col.numbers.find(key, mix64(key), slot);
+    col.numbers.insert(slot, key, index);
+    ++col.hashed_numbers;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+[[noreturn]] void throw_parse_error(const char* d, std::size_t size, const ParseError& e, std::size_t n_cols) {
+  const std::size_t at = std::min(e.offset, size);
+  const auto line = 1 + static_cast<std::size_t>(std::count(d, d + at, '\n'));
+  std::string msg = "CSV line " + std::to_string(line) + ": ";
+  switch (e.kind) {
+    case ErrorKind::kInvalidUtf8:
+      msg += "invalid UTF-8 (the data must be UTF-8 text)";
+      break;
+    case ErrorKind::kUnclosedQuote:
+      msg += "a quoted field starts here and its closing quote is missing";
+      break;
+    case ErrorKind::kTextAfterQuote:
+      msg += "text after the closing quote of a field (a quote inside a quoted field must be doubled)";
+      break;
+    case ErrorKind::kTooManyFields:
+      msg += "more fields than the " + std::to_string(n_cols) + " of the header";
+      break;
+    case ErrorKind::kTooFewFields:
+      msg += std::to_string(e.fields) + (e.fields == 1 ? " field" : " fields") + ", the header has " +
+             std::to_string(n_cols);
+      break;
+    case ErrorKind::kFieldTooLong:
+      msg += "a field longer than 4 GiB";
+      break;
+    case ErrorKind::kNone:
+      msg += "malformed data";
+      break;
+  }
+  throw Error(msg);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Header and chunks
+
+struct Header {
+  char sep = ',';
+  std::vector<std::string> names;
+  std::size_t body = 0;  // offset of the first record after the header
+};
+
+Header read_header(const char* d, std::size_t size, std::size_t start) {
+  std::size_t pos = start;
+  for (;;) {  // blank lines before the header
+    if (pos < size && d[pos] == '\n') {
+      ++pos;
+    } else if (pos + 1 < size && d[pos] == '\r' && d[pos + 1] == '\n') {
+      pos += 2;
+    } else {
+      break;
+    }
+  }
+  if (pos == size) throw Error("CSV data is empty: a header row with the field names is needed");
+  // The separator: the candidate seen most often in the header line outside quotes.
+  std::size_t counts[3] = {0, 0, 0};
+  bool quoted = false;
+  for (std::size_t e = pos; e < size; ++e) {
+    const char c = d[e];
+    if (c == '"') {
+      quoted = !quoted;
+    } else if (!quoted) {
+      if (c == '\n') break;
+      counts[0] += c == ',';
+      counts[1] += c == ';';
+      counts[2] += c == '\t';
+    }
+  }
+  Header h;
+  const char seps[3] = {',', ';', '\t'};
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < 3; ++i)
+    if (counts[i] > counts[best]) best = i;
+  h.sep = seps[best];
+
+  ChunkParser parser(d, size, h.sep, 0);
+  const std::size_t header_at = pos;
+  const bool ok = parser.parse_names(pos, h.names);
+  if (ok) {
+    const std::size_t bad = find_invalid_utf8(d + header_at, pos - header_at);
+    if (bad != pos - header_at) parser.fail(header_at + bad, ErrorKind::kInvalidUtf8);
+  }
+  if (parser.error().offset != kNoError) throw_parse_error(d, size, parser.error(), 0);
+  const auto line = 1 + static_cast<std::size_t>(std::count(d, d + header_at, '\n'));
+  for (std::size_t i = 0; i < h.names.size(); ++i) {
+    if (h.names[i].empty())
+      throw Error("CSV line " + std::to_string(line) + ": field " + std::to_string(i + 1) +
+                  " of the header has no name");
+    for (std::size_t j = 0; j < i; ++j)
+      if (h.names[i] == h.names[j])
+        throw Error("CSV line " + std::to_string(line) + ": the header names the field '" + h.names[i] +
+                    "' twice");
+  }
+  h.body = pos;
+  return h;
+}
+
+// Chunk starts in [body, size): each right after a line end that is outside quotes, judged by
+// the parity of the quotes before it. The parity is exact for RFC 4180 data; the parser checks
+// every guess (a chunk must end exactly where the next one starts) and recovers when a quote
+// inside an unquoted field made one wrong.
+std::vector<std::size_t> chunk_starts(const char* d, std::size_t size, std::size_t body, std::size_t n_chunks,
+                                      CpuAccount* cpu) {
+  std::vector<std::size_t> starts{body};
+  if (n_chunks <= 1) return starts;
+  std::vector<std::size_t> nominal(n_chunks + 1);
+  for (std::size_t k = 0; k <= n_chunks; ++k) nominal[k] = body + (size - body) / n_chunks * k;
+  nominal[n_chunks] = size;
+  std::vector<std::size_t> quotes(n_chunks, 0);
+  parallel_for(
+      n_chunks,
+      [&](std::size_t k) {
+        std::size_t q = 0;
+        for (std::size_t i = nominal[k]; i < nominal[k + 1]; ++i) q += d[i] == '"';
+        quotes[k] = q;
+      },
+      cpu);
+  std::size_t parity = 0;
+  for (std::size_t k = 1; k < n_chunks; ++k) {
+    parity += quotes[k - 1];
+    std::size_t pos = nominal[k];
+    bool in_quotes = (parity & 1) != 0;
+    if (pos < starts.back()) {  // the previous start lies past this one's nominal place
+      pos = starts.back();
+      in_quotes = false;
+    }
+    for (; pos < size; ++pos) {
+      const char c = d[pos];
+      if (c == '"') {
+        in_quotes = !in_quotes;
+      } else if (c == '\n' && !in_quotes) {
+        ++pos;
+        break;
+      }
+    }
+    if (pos > starts.back() && pos < size) starts.push_back(pos);
+  }
+  return starts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Merging the chunks' symbol tables
+
+struct ParsedChunk {
+  std::size_t begin = 0, end = 0, stop = 0;
+  std::unique_ptr<ChunkParser> parser;
+};
+
+// One column's merge state for one chunk.
+struct ChunkMerge {
+  std::vector<std::uint8_t> is_new;    // 1 where this is the symbol's first occurrence overall
+  std::vector<std::uint32_t> remap;    // local symbol -> symbol index of the column
+  // The symbols that merge by hash, grouped by partition (ascending within one):
+  std::vector<std::uint32_t> order;    // local symbol
+  std::vector<std::uint64_t> hashes;   // its hash
+  std::vector<std::uint32_t> slot;     // its index within the partition
+  std::vector<std::uint32_t> starts;   // partition p: order[starts[p] .. starts[p+1])
+};
+
+// One hash partition of one column: its distinct symbols in first-occurrence order.
+struct PartitionMerge {
+  std::vector<LocalSymbol> symbols;
+  std::vector<std::uint64_t> owners;   // (chunk << 32) | local symbol of each first occurrence
+  std::vector<std::uint32_t> global;   // symbol index of the column
+};
+
+// A column whose numbers sit in direct tables in every chunk merges them through one direct
+// table over all their keys: first the lowest chunk holding each key, then its symbol index.
+struct DenseMerge {
+  bool active = false;
+  unsigned scale = 0;
+  std::int64_t lo = 0;
+  std::vector<std::int64_t> mul;      // per chunk: key multiplier to the common scale
+  std::vector<std::uint32_t> table;   // by key - lo: owning chunk, later the symbol index
+};
+
+inline std::uint64_t symbol_hash(const LocalSymbol& s) {
+  return s.is_number() ? mix64(number_key(s.number)) : hash_text(s.text, s.len);
+}
+
+DenseMerge plan_dense_merge(std::vector<ParsedChunk>& chunks, std::size_t c) {
+  DenseMerge d;
+  unsigned scale = 0;
+  std::size_t symbols = 0;
+  bool any = false;
+  for (auto& ch : chunks) {
+    const ChunkColumn& col = ch.parser->columns()[c];
+    if (!col.dense.active() || col.hashed_numbers != 0) return d;
+    if (col.dense.empty()) continue;
+    any = true;
+    scale = std::max(scale, col.dense.scale());
+    symbols += col.symbols.size();
+  }
+  if (!any) return d;
+  std::int64_t lo = DenseNumbers::kMaxKey, hi = -DenseNumbers::kMaxKey;
+  d.mul.assign(chunks.size(), 1);
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const DenseNumbers& dn = chunks[k].parser->columns()[c].dense;
+    if (dn.empty()) continue;
+    const std::int64_t mul = DenseNumbers::kPow10Int[scale - dn.scale()];
+    if (dn.min_key() < -DenseNumbers::kMaxKey / mul || dn.max_key() > DenseNumbers::kMaxKey / mul) return d;
+    d.mul[k] = mul;
+    lo = std::min(lo, dn.min_key() * mul);
+    hi = std::max(hi, dn.max_key() * mul);
+  }
+  std::size_t rows = 0;
+  for (auto& ch : chunks) rows += ch.parser->rows();
+  const std::int64_t limit =
+      std::max({std::int64_t{1} << 16, 8 * static_cast<std::int64_t>(symbols), 2 * static_cast<std::int64_t>(rows)});
+  if (hi - lo + 1 > limit) return d;
+  d.active = true;
+  d.scale = scale;
+  d.lo = lo;
+  d.table.assign(static_cast<std::size_t>(hi - lo + 1), kNull);
+  return d;
+}
+
+// Builds the column's SymbolTable from the first occurrences, chunk by chunk.
+SymbolTable build_symbols(std::vector<ParsedChunk>& chunks, const std::vector<ChunkMerge>* merges, std::size_t c) {
+  std::size_t text_bytes = 0, numbers = 0;
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const auto& syms = chunks[k].parser->columns()[c].symbols;
+    for (std::size_t i = 0; i < syms.size(); ++i) {
+      if (merges != nullptr && !(*merges)[k].is_new[i]) continue;
+      text_bytes += syms[i].len;
+      numbers += syms[i].is_number();
+    }
+  }
+  SymbolTableBuilder b;
+  b.reserve(0, text_bytes);
+  b.reserve_numbers(numbers);
+  // Runs of plain numbers go in as blocks: a column of ten million ids is one copy.
+  std::vector<double> run;
+  run.reserve(4096);
+  auto flush = [&] {
+    b.append_numbers(run.data(), run.size());
+    run.clear();
+  };
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const auto& syms = chunks[k].parser->columns()[c].symbols;
+    const std::uint8_t* is_new = merges == nullptr ? nullptr : (*merges)[k].is_new.data();
+    for (std::size_t i = 0; i < syms.size(); ++i) {
+      if (is_new != nullptr && !is_new[i]) continue;
+      if (syms[i].text == nullptr) {
+        run.push_back(syms[i].number);
+        if (run.size() == 4096) flush();
+      } else {
+        flush();
+        b.append(syms[i].view());
+      }
+    }
+  }
+  flush();
+  return b.finish();
+}
+
+// Merges the chunks' local symbol tables into one per column (first occurrence first) and
+// packs each column's rows. Every step runs as tasks over columns x chunks or partitions.
+void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_t>& row_offsets, LoadedTable& table,
+                  CpuAccount* cpu) {
+  const std::size_t n_cols = table.columns.size();
+  const std::size_t n_chunks = chunks.size();
+  const std::size_t n_rows = row_offsets.back();
+  auto column = [&](std::size_t c, std::size_t k) -> ChunkColumn& { return chunks[k].parser->columns()[c]; };
+
+  std::vector<DenseMerge> dense(n_cols);
+  parallel_for(n_cols, [&](std::size_t c) { dense[c] = plan_dense_merge(chunks, c); }, cpu);
+  std::vector<std::vector<ChunkMerge>> merges(n_cols, std::vector<ChunkMerge>(n_chunks));
+  std::vector<unsigned> part_bits(n_cols, 0);
+  for (std::size_t c = 0; c < n_cols; ++c) {
+    std::size_t hashed = 0;
+    for (std::size_t k = 0; k < n_chunks; ++k) {
+      const ChunkColumn& col = column(c, k);
+      hashed += dense[c].active ? col.text_symbols : col.symbols.size();
+    }
+    part_bits[c] = hashed >= kPartitionThreshold ? kPartitionBits : 0;
+  }
+
+  // 1. Per column and chunk: the symbols that merge by hash, grouped by partition; the direct
+  //    table learns which chunk holds each number first.
+  parallel_for(
+      n_cols * n_chunks,
+      [&](std::size_t t) {
+        const std::size_t c = t / n_chunks, k = t % n_chunks;
+        const ChunkColumn& col = column(c, k);
+        ChunkMerge& m = merges[c][k];
+        const std::size_t n = col.symbols.size();
+        m.is_new.assign(n, 0);
+        m.remap.assign(n, 0);
+        std::vector<std::uint32_t> ids;
+        std::vector<std::uint64_t> hashes;
+        ids.reserve(dense[c].active ? 0 : n);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (dense[c].active && col.symbols[i].is_number()) continue;
+          ids.push_back(static_cast<std::uint32_t>(i));
+          hashes.push_back(symbol_hash(col.symbols[i]));
+        }
+        const std::size_t parts = std::size_t{1} << part_bits[c];
+        m.starts.assign(parts + 1, 0);
+        for (const std::uint64_t h : hashes) ++m.starts[(h & (parts - 1)) + 1];
+        for (std::size_t p = 0; p < parts; ++p) m.starts[p + 1] += m.starts[p];
+        m.order.resize(ids.size());
+        m.hashes.resize(ids.size());
+        m.slot.assign(ids.size(), 0);
+        std::vector<std::uint32_t> fill(m.starts.begin(), m.starts.end() - 1);
+        for (std::size_t j = 0; j < ids.size(); ++j) {
+          const std::uint32_t o = fill[hashes[j] & (parts - 1)]++;
+          m.order[o] = ids[j];
+          m.hashes[o] = hashes[j];
+        }
+        if (dense[c].active) {
+          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
+          std::uint32_t* owner = dense[c].table.data();
+          const auto chunk = static_cast<std::uint32_t>(k);
+          col.dense.for_each([&](std::int64_t key, std::uint32_t) {
+            std::atomic_ref<std::uint32_t> o(owner[static_cast<std::size_t>(key * mul - lo)]);
+            std::uint32_t seen = o.load(std::memory_order_relaxed);
+            while (chunk < seen && !o.compare_exchange_weak(seen, chunk, std::memory_order_relaxed)) {
+            }
+          });
+        }
+      },
+      cpu);
+
+  // 2. Each hash partition dedupes its symbols chunk by chunk in order; each chunk marks the
+  //    numbers whose first chunk it is.
+  std::vector<std::size_t> part_base(n_cols + 1, 0);
+  for (std::size_t c = 0; c < n_cols; ++c) part_base[c + 1] = part_base[c] + (std::size_t{1} << part_bits[c]);
+  std::vector<PartitionMerge> parts(part_base.back());
+  auto part_column = [&](std::size_t t) {
+    return static_cast<std::size_t>(std::upper_bound(part_base.begin(), part_base.end(), t) - part_base.begin()) - 1;
+  };
+  parallel_for(
+      parts.size() + n_cols * n_chunks,
+      [&](std::size_t t) {
+        if (t >= parts.size()) {
+          t -= parts.size();
+          const std::size_t c = t / n_chunks, k = t % n_chunks;
+          if (!dense[c].active) return;
+          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
+          const std::uint32_t* owner = dense[c].table.data();
+          std::uint8_t* is_new = merges[c][k].is_new.data();
+          column(c, k).dense.for_each([&](std::int64_t key, std::uint32_t i) {
+            is_new[i] = owner[static_cast<std::size_t>(key * mul - lo)] == k;
+          });
+          return;
+        }
+        const std::size_t c = part_column(t), p = t - part_base[c];
+        PartitionMerge& pm = parts[t];
+        NumberMap numbers;
+        TextMap texts;
+        for (std::size_t k = 0; k < n_chunks; ++k) {
+          ChunkMerge& m = merges[c][k];
+          const auto& syms = column(c, k).symbols;
+          for (std::uint32_t o = m.starts[p]; o < m.starts[p + 1]; ++o) {
+            const std::uint32_t i = m.order[o];
+            const LocalSymbol& s = syms[i];
+            const std::uint64_t h = m.hashes[o];
+            std::size_t slot = 0;
+            std::uint32_t found = s.is_number() ? numbers.find(number_key(s.number), h, slot)
+                                                : texts.find(s.text, s.len, h, pm.symbols.data(), slot);
+            if (found == kNull) {
+              found = static_cast<std::uint32_t>(pm.symbols.size());
+              pm.symbols.push_back(s);
+              pm.owners.push_back((std::uint64_t{k} << 32) | i);
+              if (s.is_number()) {
+                numbers.insert(slot, number_key(s.number), found);
+              } else {
+                texts.insert(slot, h, found, pm.symbols.data());
+              }
+              m.is_new[i] = 1;
+            }
+            m.slot[o] = found;
+          }
+        }
+        std::vector<LocalSymbol>().swap(pm.symbols);
+      },
+      cpu);
+
+  // 3. Symbol indexes: first occurrences numbered in (chunk, local symbol) order.
+  std::vector<std::vector<std::uint32_t>> new_base(n_cols, std::vector<std::uint32_t>(n_chunks + 1, 0));
+  for (std::size_t c = 0; c < n_cols; ++c)
+    for (std::size_t k = 0; k < n_chunks; ++k) {
+      const auto& is_new = merges[c][k].is_new;
+      new_base[c][k + 1] = new_base[c][k] + static_cast<std::uint32_t>(std::count(is_new.begin(), is_new.end(), 1));
+    }
+  parallel_for(
+      n_cols * n_chunks,
+      [&](std::size_t t) {
+        const std::size_t c = t / n_chunks, k = t % n_chunks;
+        ChunkMerge& m = merges[c][k];
+        std::uint32_t next = new_base[c][k];
+        for (std::size_t i = 0; i < m.is_new.size(); ++i)
+          if (m.is_new[i]) m.remap[i] = next++;
+      },
+      cpu);
+  // Where a symbol first occurs, its index is now known: publish it to the partition or the
+  // direct table, for the chunks where it occurs again.
+  parallel_for(
+      parts.size() + n_cols * n_chunks,
+      [&](std::size_t t) {
+        if (t >= parts.size()) {
+          t -= parts.size();
+          const std::size_t c = t / n_chunks, k = t % n_chunks;
+          if (!dense[c].active) return;
+          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
+          std::uint32_t* index = dense[c].table.data();
+          const ChunkMerge& m = merges[c][k];
+          column(c, k).dense.for_each([&](std::int64_t key, std::uint32_t i) {
+            if (m.is_new[i]) index[static_cast<std::size_t>(key * mul - lo)] = m.remap[i];
+          });
+          return;
+        }
+        const std::size_t c = part_column(t);
+        PartitionMerge& pm = parts[t];
+        pm.global.resize(pm.owners.size());
+        for (std::size_t j = 0; j < pm.owners.size(); ++j)
+          pm.global[j] = merges[c][pm.owners[j] >> 32].remap[static_cast<std::uint32_t>(pm.owners[j])];
+      },
+      cpu);
+
+  // 4. Each column's symbol table (one task per column), and each chunk's rows remapped into
+  //    the column's row array (one task per column and chunk).
+  std::vector<std::vector<std::uint32_t>> rows(n_cols);
+  for (auto& r : rows) r.resize(n_rows);
+  parallel_for(
+      n_cols + n_cols * n_chunks,
+      [&](std::size_t t) {
+        if (t < n_cols) {
+          table.columns[t].symbols = build_symbols(chunks, &merges[t], t);
+          return;
+        }
+        t -= n_cols;
+        const std::size_t c = t / n_chunks, k = t % n_chunks;
+        ChunkMerge& m = merges[c][k];
+        const std::size_t parts_mask = (std::size_t{1} << part_bits[c]) - 1;
+        const PartitionMerge* pm = &parts[part_base[c]];
+        for (std::size_t o = 0; o < m.order.size(); ++o) {
+          const std::uint32_t i = m.order[o];
+          if (!m.is_new[i]) m.remap[i] = pm[m.hashes[o] & parts_mask].global[m.slot[o]];
+        }
+        if (dense[c].active) {
+          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
+          const std::uint32_t* index = dense[c].table.data();
+          column(c, k).dense.for_each([&](std::int64_t key, std::uint32_t i) {
+            if (!m.is_new[i]) m.remap[i] = index[static_cast<std::size_t>(key * mul - lo)];
+          });
+        }
+        auto& local = column(c, k).rows;
+        std::uint32_t* out = rows[c].data() + row_offsets[k];
+        const std::uint32_t* remap = m.remap.data();
+        for (std::size_t r = 0; r < local.size(); ++r) out[r] = local[r] == kNull ? kNull : remap[local[r]];
+        std::vector<std::uint32_t>().swap(local);
+      },
+      cpu);
+  for (std::size_t c = 0; c < n_cols; ++c) {
+    table.columns[c].index = PackedIndex::pack(rows[c].data(), n_rows, table.columns[c].symbols.size(), cpu);
+    std::vector<std::uint32_t>().swap(rows[c]);
+  }
+}
+
+}  // namespace
+
+LoadedTable read_csv(const char* data, std::size_t size, const std::string& table_name, CpuAccount* cpu) {
+  CpuScope scope(cpu);
+  std::size_t start = 0;
+  if (size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0) start = 3;
+  const Header header = read_header(data, size, start);
+  const std::size_t n_cols = header.names.size();
+
+  // Chunks: two per thread, none smaller than kMinChunkBytes. More chunks would even out
+  // uneven threads better, but every chunk repeats the symbols of high-cardinality columns
+  // that the merge then has to fold together again.
+  const std::size_t body_bytes = size - header.body;
+  const std::size_t n_threads = threads();
+  std::size_t n_chunks = n_threads <= 1 ? 1 : std::min<std::size_t>(n_threads * 2, body_bytes / kMinChunkBytes);
+  n_chunks = std::max<std::size_t>(n_chunks, 1);
+  const std::vector<std::size_t> starts = chunk_starts(data, size, header.body, n_chunks, cpu);
+
+  // Rows to reserve per byte, from the lines of the first 64 KiB.
+  const std::size_t sample = std::min<std::size_t>(body_bytes, 1 << 16);
+  const auto sample_lines =
+      static_cast<std::size_t>(std::count(data + header.body, data + header.body + sample, '\n')) + 1;
+  const double rows_per_byte = static_cast<double>(sample_lines) / static_cast<double>(std::max<std::size_t>(sample, 1));
+
+  std::vector<ParsedChunk> chunks(starts.size());
+  auto parse_chunk = [&](ParsedChunk& ch) {
+    ch.parser = std::make_unique<ChunkParser>(data, size, header.sep, n_cols);
+    const auto expected = static_cast<std::size_t>(static_cast<double>(ch.end - ch.begin) * rows_per_byte * 1.1) + 16;
+    ch.stop = ch.parser->parse(ch.begin, ch.end, expected);
+    const std::size_t bad = find_invalid_utf8(data + ch.begin, ch.stop - ch.begin);
+    if (bad != ch.stop - ch.begin) ch.parser->fail(ch.begin + bad, ErrorKind::kInvalidUtf8);
+  };
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    chunks[k].begin = starts[k];
+    chunks[k].end = k + 1 < starts.size() ? starts[k + 1] : size;
+  }
+  parallel_for(chunks.size(), [&](std::size_t k) { parse_chunk(chunks[k]); }, cpu);
+
+  // Check the guesses in order: chunk k started at a record boundary when chunk k-1 ended there.
+  // After a wrong guess the rest of the data is parsed again as one chunk.
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const ParseError& err = chunks[k].parser->error();
+    if (err.offset != kNoError) throw_parse_error(data, size, err, n_cols);
+    if (chunks[k].stop != chunks[k].end) {
+      chunks.resize(k + 2);
+      chunks[k + 1] = ParsedChunk{};
+      chunks[k + 1].begin = chunks[k].stop;
+      chunks[k + 1].end = size;
+      parse_chunk(chunks[k + 1]);
+      chunks[k].end = chunks[k].stop;
+    }
+  }
+  chunks.erase(std::remove_if(chunks.begin(), chunks.end(), [](const ParsedChunk& ch) { return ch.begin >= ch.end && ch.parser->rows() == 0; }),
+               chunks.end());
+  if (chunks.empty()) {
+    chunks.emplace_back();
+    chunks.back().parser = std::make_unique<ChunkParser>(data, size, header.sep, n_cols);
+  }
+
+  const std::size_t n_chunks_parsed = chunks.size();
+  std::vector<std::size_t> row_offsets(n_chunks_parsed + 1, 0);
+  for (std::size_t k = 0; k < n_chunks_parsed; ++k) row_offsets[k + 1] = row_offsets[k] + chunks[k].parser->rows();
+  const std::size_t n_rows = row_offsets.back();
+
+  LoadedTable table;
+  table.name = table_name;
+  table.rows = n_rows;
+  table.columns.resize(n_cols);
+  for (std::size_t c = 0; c < n_cols; ++c) table.columns[c].name = header.names[c];
+
+  if (n_chunks_parsed == 1) {
+    // One chunk: its local symbols are the column's symbols.
+    parallel_for(n_cols, [&](std::size_t c) { table.columns[c].symbols = build_symbols(chunks, nullptr, c); }, cpu);
+    for (std::size_t c = 0; c < n_cols; ++c) {
+      auto& rows = chunks[0].parser->columns()[c].rows;
+      table.columns[c].index = PackedIndex::pack(rows.data(), rows.size(), table.columns[c].symbols.size(), cpu);
+      std::vector<std::uint32_t>().swap(rows);
+    }
+    return table;
+  }
+
+  merge_chunks(chunks, row_offsets, table, cpu);
+  return table;
+}
+
+}  // namespace assoc

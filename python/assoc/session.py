@@ -1,0 +1,87 @@
+"""Sessions: one user's selections in an app, and the states they give every field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from assoc import _core
+
+STATES = ("selected", "possible", "alternative", "excluded")
+
+
+class Session:
+    """An independent selection state in an app; close it (or use `with`) when done."""
+
+    def __init__(self, model: _core.AssociativeModel, user: str = "") -> None:
+        if not isinstance(user, str):
+            raise _core.Error("a session's user must be a string")
+        self._impl = _core.Session(model, user)
+
+    @property
+    def user(self) -> str:
+        """The user the session was opened for ("" for anonymous)."""
+        return self._impl.user
+
+    @property
+    def closed(self) -> bool:
+        """True once the session is closed."""
+        return self._impl.closed
+
+    def close(self) -> None:
+        """Ends the session; later calls on it raise assoc.Error."""
+        self._impl.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def select(self, field: str, values: Iterable[Any]) -> None:
+        """Selects `values` in `field`, replacing its selection; values it lacks are ignored."""
+        if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+            raise _core.Error("values must be a list of values (int, float, str or assoc.Dual)")
+        self._impl.select(field, values)
+
+    def clear(self) -> None:
+        """Clears every selection."""
+        self._impl.clear()
+
+    def clear_field(self, field: str) -> None:
+        """Clears one field's selection."""
+        self._impl.clear_field(field)
+
+    def selections(self) -> dict[str, list[Any]]:
+        """The selected values of each field that has a selection, in symbol order."""
+        return self._impl.selections()
+
+    def state(self, field: str) -> dict[str, list[Any]]:
+        """A field's values by state: selected, possible, alternative, excluded (symbol order)."""
+        return self._impl.state(field)
+
+    def counts(self, field: str) -> dict[str, int]:
+        """How many of a field's values are selected, possible, alternative and excluded."""
+        return self._impl.counts(field)
+
+    def indices(self, field: str, state: str = "possible") -> np.ndarray:
+        """Symbol indexes (into App.symbols(field)) of a field's values in one state."""
+        if state not in STATES:
+            raise _core.Error(f"unknown state {state!r}: use one of {', '.join(STATES)}")
+        return self._impl.indices(field, state)
+
+    def possible_rows(self, table: str) -> int:
+        """How many rows of a table are possible."""
+        return self._impl.possible_rows(table)
+
+    def __repr__(self) -> str:
+        status = "closed" if self.closed else f"{len(self.selections())} fields selected"
+        return f"<assoc.Session user={self.user!r}: {status}>"

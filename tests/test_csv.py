@@ -1,0 +1,455 @@
+"""CSV import through the Python API: format rules, numbers, errors, threads, metadata."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import math
+import random
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import assoc
+from assoc import App, Dual
+
+
+def columns(data: bytes, table: str = "Table1") -> dict[str, list[Any]]:
+    """The table of a CSV as {field: values}."""
+    t = App.from_csv(data, table).table(table)
+    return {f: t.column(f) for f in t.fields}
+
+
+@pytest.fixture
+def threads() -> Iterator[None]:
+    """Restores the default thread count after a test that changes it."""
+    yield
+    assoc.set_threads(0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Format
+
+
+@pytest.mark.parametrize("sep", [",", ";", "\t"])
+def test_each_separator_is_sniffed_from_the_header(sep) -> None:
+    text = f"a{sep}b{sep}c\n1{sep}x{sep}2.5\n3{sep}y{sep}4\n"
+    assert columns(text.encode()) == {"a": [1, 3], "b": ["x", "y"], "c": [2.5, 4]}
+
+
+def test_separator_is_the_most_frequent_outside_quotes() -> None:
+    # The header holds commas only inside quotes, so ';' separates.
+    data = b'"x,y";"p,q,r";z\n1;2;3\n'
+    assert columns(data) == {"x,y": [1], "p,q,r": [2], "z": [3]}
+
+
+def test_header_without_separator_is_one_column() -> None:
+    assert columns(b"only\nx\ny\n") == {"only": ["x", "y"]}
+
+
+def test_byte_order_mark_is_skipped() -> None:
+    assert columns(b"\xef\xbb\xbfid,name\n1,a\n") == {"id": [1], "name": ["a"]}
+
+
+def test_quoted_fields_hold_separators_line_ends_and_doubled_quotes() -> None:
+    data = b'k,v\n1,"a,b"\n2,"two\nlines"\n3,"say ""hi"""\n4,"crlf\r\ninside"\n5,""""\n'
+    assert columns(data) == {
+        "k": [1, 2, 3, 4, 5],
+        "v": ["a,b", "two\nlines", 'say "hi"', "crlf\r\ninside", '"'],
+    }
+
+
+def test_quoted_header_names() -> None:
+    assert columns(b'"first name","say ""x"""\na,b\n') == {"first name": ["a"], 'say "x"': ["b"]}
+
+
+def test_quote_inside_an_unquoted_field_is_a_character() -> None:
+    assert columns(b'h,w\n5\'10",x"y\n') == {"h": ["5'10\""], "w": ['x"y']}
+
+
+def test_crlf_line_ends_and_missing_final_newline() -> None:
+    assert columns(b"a,b\r\n1,x\r\n2,y") == {"a": [1, 2], "b": ["x", "y"]}
+    assert columns(b"a,b\r\n1,x\r\n2,y\r\n") == {"a": [1, 2], "b": ["x", "y"]}
+    assert columns(b'a,b\n1,"x"') == {"a": [1], "b": ["x"]}
+
+
+def test_blank_lines_are_skipped() -> None:
+    assert columns(b"\na,b\n\n1,x\r\n\r\n2,y\n\n\n") == {"a": [1, 2], "b": ["x", "y"]}
+
+
+def test_empty_cells_are_null() -> None:
+    data = b'a,b,c\n,x,\n1,"",3\n,,\n'
+    assert columns(data) == {"a": [None, 1, None], "b": ["x", None, None], "c": [None, 3, None]}
+    # A quoted empty field is how a one-column file writes a NULL row.
+    assert columns(b'a\nx\n""\ny\n') == {"a": ["x", None, "y"]}
+
+
+def test_spaces_are_data() -> None:
+    assert columns(b"a,b\n 1 ,x \n") == {"a": [" 1 "], "b": ["x "]}
+
+
+def test_unicode_texts_and_names() -> None:
+    data = "Städte,名前\nKöln,東京\nÅre,😀\n".encode()
+    assert columns(data) == {"Städte": ["Köln", "Åre"], "名前": ["東京", "😀"]}
+
+
+def test_header_only_file_has_zero_rows() -> None:
+    app = App.from_csv(b"a,b,c\n", "T")
+    t = app.table("T")
+    assert t.num_rows == 0
+    assert t.fields == ["a", "b", "c"]
+    assert t.column("a") == []
+    assert App.from_csv(b"a;b").table("Table1").num_rows == 0
+
+
+def test_source_may_be_a_path(tmp_path: Path) -> None:
+    path = tmp_path / "orders.csv"
+    path.write_bytes(b"id,amount\n1,9.5\n")
+    app = App.from_csv(path)
+    assert app.tables == ["Table1"]
+    assert app.table("Table1").column("amount") == [9.5]
+    (tmp_path / "empty.csv").write_bytes(b"")
+    with pytest.raises(assoc.Error, match="CSV data is empty"):
+        App.from_csv(tmp_path / "empty.csv")
+    with pytest.raises(assoc.Error, match="cannot read"):
+        App.from_csv(tmp_path / "missing.csv")
+    # Any bytes-like source reads the same.
+    assert App.from_csv(memoryview(b"a\n1\n")).table("Table1").column("a") == [1]
+
+
+# ----------------------------------------------------------------------------------------------
+# Numbers
+
+
+def test_numbers_integers_decimals_signs_exponents() -> None:
+    data = b"v\n0\n42\n-17\n3.25\n-0.5\n1e3\n2.5E-3\n123456789012345\n0.1\n"
+    assert columns(data)["v"] == [
+        0,
+        42,
+        -17,
+        3.25,
+        -0.5,
+        Dual(1000.0, "1e3"),
+        Dual(0.0025, "2.5E-3"),
+        123456789012345,
+        0.1,
+    ]
+
+
+def test_non_canonical_number_text_is_kept_as_a_dual() -> None:
+    data = b"v\n007\n1.50\n+3\n-0\n.5\n5.\n0010\n-01.20\n"
+    assert columns(data)["v"] == [
+        Dual(7.0, "007"),
+        Dual(1.5, "1.50"),
+        Dual(3.0, "+3"),
+        Dual(-0.0, "-0"),
+        Dual(0.5, ".5"),
+        Dual(5.0, "5."),
+        Dual(10.0, "0010"),
+        Dual(-1.2, "-01.20"),
+    ]
+
+
+def test_canonical_form_follows_the_shortest_notation() -> None:
+    # 0.0001 is written 1e-04 canonically, so the fixed form is kept as a dual; 0.005 is not.
+    assert columns(b"v\n0.0001\n0.005\n1e-04\n")["v"] == [
+        Dual(0.0001, "0.0001"),
+        0.005,
+        Dual(0.0001, "0.0001"),
+    ]
+
+
+def test_numbers_are_one_symbol_per_value_first_text_wins() -> None:
+    app = App.from_csv(b"v\n1.50\n1.5\n7\n007\n1.500\n")
+    assert app.table("Table1").column("v") == [
+        Dual(1.5, "1.50"),
+        Dual(1.5, "1.50"),
+        7,
+        7,
+        Dual(1.5, "1.50"),
+    ]
+    assert app.symbols("v") == [Dual(1.5, "1.50"), 7]
+
+
+def test_things_that_are_not_numbers_are_text() -> None:
+    data = b"v\n1,5\n0x10\ninf\nnan\n1e\n--1\n2024-01-31\n12abc\n-\n.\n"
+    values = ["1,5", "0x10", "inf", "nan", "1e", "--1", "2024-01-31", "12abc", "-", "."]
+    assert columns(data.replace(b"1,5", b'"1,5"'))["v"] == values
+    # Out of range for a double: text, not infinity.
+    assert columns(b"v\n1e999\n")["v"] == ["1e999"]
+
+
+def test_one_symbol_per_number_through_every_lookup_path() -> None:
+    # Narrow integers, then more fraction digits, then a number far outside the range, then
+    # repeats in other spellings: every number stays one symbol, in first-occurrence order.
+    rng = random.Random(9)
+    texts = [str(rng.randrange(1000)) for _ in range(3000)]
+    texts += ["1.5", "0.25", "-3", "1e12", "2.5e-7", "999999999999999"]
+    texts += ["7", "7.0", "1.50", "0.250", "1000000000000", "1e3", "1000", "-3.00", "2.5E-7"]
+    texts += [str(rng.randrange(-5000, 5000)) for _ in range(3000)]
+    app = App.from_csv(("v\n" + "\n".join(texts) + "\n").encode())
+    first: dict[float, int] = {}
+    for t in texts:
+        first.setdefault(float(t), len(first))
+    expected = [first[float(t)] for t in texts]
+    assert list(app.table("Table1").column_indices("v")) == expected
+    numbers = [s.number if isinstance(s, Dual) else s for s in app.symbols("v")]
+    assert numbers == list(first)
+
+
+def test_quoted_numbers_are_numbers() -> None:
+    assert columns(b'v\n"12"\n"0.5"\n')["v"] == [12, 0.5]
+
+
+# ----------------------------------------------------------------------------------------------
+# Errors
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "CSV data is empty"),
+        (b"\xef\xbb\xbf\r\n\n", "CSV data is empty"),
+        (b"a,b,a\n1,2,3\n", "CSV line 1: the header names the field 'a' twice"),
+        (b"a,,b\n1,2,3\n", "CSV line 1: field 2 of the header has no name"),
+        (b'a,""\n1,2\n', "CSV line 1: field 2 of the header has no name"),
+        (b"a,b\n1,2\n3,4,5\n", "CSV line 3: more fields than the 2 of the header"),
+        (b"a,b,c\n1,2,3\n4,5\n", "CSV line 3: 2 fields, the header has 3"),
+        (b'a,b\n"x\ny",2\n1\n', "CSV line 4: 1 field, the header has 2"),
+        (
+            b'a,b\n1,2\n3,"open\n4,5\n',
+            "CSV line 3: a quoted field starts here and its closing quote is missing",
+        ),
+        (b'a,b\n1,"x"y\n', "CSV line 2: text after the closing quote"),
+        (b'"a"b,c\n1,2\n', "CSV line 1: text after the closing quote"),
+        (b"a,b\n1,2\n3,\xff\n", "CSV line 3: invalid UTF-8"),
+        (b"a,b\n1,\xc3\n", "CSV line 2: invalid UTF-8"),
+        (b"a,b\n1,\xed\xa0\x80\n", "CSV line 2: invalid UTF-8"),  # a UTF-16 surrogate
+        (b"a,b\n1,\xc0\xaf\n", "CSV line 2: invalid UTF-8"),  # overlong
+        (b"a\xfe,b\n1,2\n", "CSV line 1: invalid UTF-8"),
+    ],
+)
+def test_malformed_csv_raises_an_error_naming_the_line(data, message) -> None:
+    with pytest.raises(assoc.Error, match=re.escape(message)):
+        App.from_csv(data)
+
+
+def test_truncated_and_garbage_inputs_never_crash() -> None:
+    rng = random.Random(3)
+    base = b'id,name,v\n1,"a ""b""",2.5\n2,"multi\nline",-3\n3,x,\n'
+    for _ in range(400):
+        data = bytearray(base[: rng.randrange(len(base) + 1)])
+        for _ in range(rng.randrange(3)):
+            if data:
+                data[rng.randrange(len(data))] = rng.choice(b'",;\n\r\xff\x00a1')
+        # Either a table or assoc.Error: never another exception, a crash or a hang.
+        with contextlib.suppress(assoc.Error):
+            App.from_csv(bytes(data))
+
+
+# ----------------------------------------------------------------------------------------------
+# Threads: the same table from one thread and from several, whatever the chunk boundaries cut
+
+
+def _random_csv(rng: random.Random, n_rows: int, stray_quotes: bool = False) -> bytes:
+    """A CSV with many long quoted fields that hold separators, line ends and doubled quotes."""
+    words = [
+        "alpha",
+        "beta",
+        "gam,ma",
+        'quo"te',
+        "new\nline",
+        "crlf\r\nend",
+        "ünï",
+        "",
+        "007",
+        "1.50",
+    ]
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\r\n" if rng.random() < 0.5 else "\n")
+    w.writerow(["id", "key", "note", "amount", "code"])
+    for i in range(n_rows):
+        note = " ".join(rng.choice(words) for _ in range(rng.randrange(0, 30)))
+        amount = rng.choice([str(rng.randrange(-500, 500)), f"{rng.random() * 100:.2f}", ""])
+        code = rng.choice(words) + str(rng.randrange(300))
+        w.writerow([i, rng.randrange(5000), note, amount, code])
+    data = out.getvalue()
+    if stray_quotes:
+        # Unquoted fields with a quote in them flip the quote parity that guides the split.
+        data = data.replace(",7,", ",5'7\",", 200)
+    return data.encode()
+
+
+def _snapshot(app: App) -> tuple[Any, ...]:
+    t = app.table(app.tables[0])
+    return (
+        t.num_rows,
+        {f: t.column(f) for f in t.fields},
+        {f: app.symbols(f) for f in t.fields},
+    )
+
+
+@pytest.mark.parametrize("stray_quotes", [False, True])
+def test_one_thread_and_two_threads_read_the_same_table(threads, stray_quotes) -> None:
+    data = _random_csv(random.Random(11 + stray_quotes), 24_000, stray_quotes)
+    assert len(data) > 2_500_000  # several chunks per thread
+    assoc.set_threads(1)
+    one = _snapshot(App.from_csv(data))
+    assoc.set_threads(2)
+    two = _snapshot(App.from_csv(data))
+    assert one == two
+    # And both equal what Python's csv module reads.
+    text = data.decode()
+    reference = list(csv.reader(io.StringIO(text, newline="")))
+    assert one[0] == len(reference) - 1
+    notes = one[1]["note"]
+    for row, got in zip(reference[1:], notes, strict=True):
+        assert (row[2] or None) == (got.text if isinstance(got, Dual) else got)
+
+
+def test_first_error_in_file_order_is_reported_whatever_the_threads(threads) -> None:
+    lines = ["a,b,c"] + [f'{i},"x\ny",{i % 7}' for i in range(200_000)]
+    lines[150_000] = "bad,row"
+    lines[190_000] = "1,2,3,4"
+    data = "\n".join(lines).encode()
+    expected = (
+        f"CSV line {150_000 * 2}: 2 fields, the header has 3"  # each row before spans two lines
+    )
+    for n in (1, 2):
+        assoc.set_threads(n)
+        with pytest.raises(assoc.Error, match=re.escape(expected)):
+            App.from_csv(data)
+
+
+# ----------------------------------------------------------------------------------------------
+# Property: whatever Python's csv module writes reads back to the same values
+
+NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+CELL_CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+NAME_CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00;\t,\r\n")
+cells = st.one_of(
+    st.text(CELL_CHARS, max_size=6),
+    st.text(alphabet=',;\t"\r\n ab', max_size=6),
+    st.integers(-(10**20), 10**20).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(["007", "+3", "1.50", "-0", "1e3", ".5", "5.", "0.0001", "1e999", ""]),
+)
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> tuple[list[str], list[list[str]], str]:
+    n_cols = draw(st.integers(1, 4))
+    names = draw(
+        st.lists(
+            st.text(NAME_CHARS, min_size=1, max_size=5),
+            min_size=n_cols,
+            max_size=n_cols,
+            unique=True,
+        )
+    )
+    rows = draw(st.lists(st.lists(cells, min_size=n_cols, max_size=n_cols), max_size=25))
+    # With one column nothing in the header shows the separator, so such files use commas.
+    sep = draw(st.sampled_from([",", ";", "\t"])) if n_cols > 1 else ","
+    return names, rows, sep
+
+
+def _is_number(text: str) -> bool:
+    return bool(NUMBER.fullmatch(text)) and len(text) <= 400 and math.isfinite(float(text))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.booleans(), st.sampled_from(["\r\n", "\n"]), st.booleans())
+def test_python_csv_round_trips(table, bom, line_end, final_newline) -> None:
+    names, rows, sep = table
+    if line_end == "\n":
+        # The writer quotes a field for LF but not for a lone CR, whose end-of-line meaning
+        # would then be ambiguous: such files are not well formed.
+        rows = [[cell.replace("\r", "") for cell in row] for row in rows]
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter=sep, lineterminator=line_end)
+    writer.writerow(names)
+    writer.writerows(rows)
+    text = out.getvalue()
+    if not final_newline:
+        text = text[: -len(line_end)]
+    data = ("\ufeff" if bom else "") + text
+    got = columns(data.encode())
+    assert list(got) == names
+    for c, name in enumerate(names):
+        first_text: dict[float, str] = {}
+        for row, value in zip(rows, got[name], strict=True):
+            cell = row[c]
+            if cell == "":
+                assert value is None
+            elif _is_number(cell):
+                number = float(cell)
+                first = first_text.setdefault(
+                    number, cell
+                )  # one symbol per number: first text wins
+                if isinstance(value, Dual):
+                    assert value.number == number
+                    assert value.text == first
+                else:
+                    assert isinstance(value, int | float)
+                    assert value == number
+                    assert float(first) == number
+            else:
+                assert value == cell
+
+
+# ----------------------------------------------------------------------------------------------
+# Metadata
+
+
+def test_metadata_of_a_csv_app() -> None:
+    data = (
+        "id,amount,name,city,mixed,empty\n"
+        "1,2.5,a,Köln,x,\n2,3,b,Åre,1,\n3,2.5,a,Köln,,\n,4,c,Köln,2,\n"
+    ).encode()
+    md = App.from_csv(data, "Orders").metadata()
+    fields = {f["name"]: f for f in md["fields"] if not f["is_system"]}
+    assert list(fields) == ["id", "amount", "name", "city", "mixed", "empty"]
+    assert fields["id"]["tags"] == ["$numeric", "$integer"]
+    assert fields["amount"]["tags"] == ["$numeric"]
+    assert fields["name"]["tags"] == ["$ascii", "$text"]
+    assert fields["city"]["tags"] == ["$text"]
+    assert fields["mixed"]["tags"] == ["$ascii"]
+    assert fields["empty"]["tags"] == []
+    assert {n: f["cardinal"] for n, f in fields.items()} == {
+        "id": 3,
+        "amount": 3,
+        "name": 3,
+        "city": 2,
+        "mixed": 3,
+        "empty": 0,
+    }
+    assert {n: f["total_count"] for n, f in fields.items()} == {
+        "id": 3,
+        "amount": 4,
+        "name": 4,
+        "city": 4,
+        "mixed": 3,
+        "empty": 0,
+    }
+    assert all(f["src_tables"] == ["Orders"] for f in fields.values())
+    assert [f["is_numeric"] for f in fields.values()] == [True, True, False, False, False, False]
+    table = next(t for t in md["tables"] if t["name"] == "Orders")
+    assert table["no_of_rows"] == 4
+    assert table["no_of_fields"] == 6
+
+
+def test_csv_tables_link_by_field_name() -> None:
+    builder = assoc._core.ModelBuilder()
+    builder.add_csv(b"OrderId,CustomerId\n1,c1\n2,c2\n", "Orders")
+    builder.add_csv(b"CustomerId;Name\nc2;Bo\nc1;Al\n", "Customers")
+    app = App(builder.build())
+    assert app.symbols("CustomerId") == ["c1", "c2"]
+    key = next(f for f in app.metadata()["fields"] if f["name"] == "CustomerId")
+    assert "$key" in key["tags"]
+    assert key["src_tables"] == ["Orders", "Customers"]

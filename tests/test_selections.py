@@ -1,0 +1,543 @@
+"""Selections through the Python API, checked against an independent model of the inference."""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pytest
+
+import assoc
+from assoc import App
+from reference_inference import ReferenceModel
+
+
+def read_back(app: App) -> tuple[dict[str, dict[str, list[Any]]], set[str]]:
+    """The app's data tables (synthetic key tables included) as read back, and its loose tables."""
+    tables = {t: {f: app.table(t).column(f) for f in app.table(t).fields} for t in app.tables}
+    loose = {t["name"] for t in app.metadata()["tables"] if t["is_loose"]}
+    return tables, loose
+
+
+def data_fields(app: App) -> list[str]:
+    return [f["name"] for f in app.metadata()["fields"] if not f["is_system"]]
+
+
+def check_against_reference(
+    app: App, session: assoc.Session, selections: dict[str, list[Any]]
+) -> None:
+    """Every data field's states and every table's possible rows agree with the reference."""
+    tables, loose = read_back(app)
+    ref = ReferenceModel(tables, loose)
+    # The engine ignores values a field lacks; a selection left empty is no selection.
+    effective = {}
+    for field, values in selections.items():
+        present = set(values) & set(app.symbols(field))
+        if present:
+            effective[field] = present
+    assert {f: set(v) for f, v in session.selections().items()} == effective
+    possible = ref.possible_rows(effective)
+    for t in app.tables:
+        assert session.possible_rows(t) == len(possible[t]), t
+    for field in data_fields(app):
+        got = session.state(field)
+        want = ref.states(field, app.symbols(field), effective)
+        assert {k: set(v) for k, v in got.items()} == want, field
+        assert session.counts(field) == {k: len(v) for k, v in want.items()}, field
+        # Each state lists values in symbol order.
+        order = {v: i for i, v in enumerate(app.symbols(field))}
+        for values in got.values():
+            assert [order[v] for v in values] == sorted(order[v] for v in values)
+
+
+def random_star(rng: random.Random, snowflake: bool) -> dict[str, dict[str, list[Any]]]:
+    """A fact table linked to 1-3 dimensions (and, for a snowflake, sub-dimensions), with
+    NULL keys, keys no dimension row has, and dimension rows no fact row uses."""
+    n_fact = rng.randint(4, 30)
+    fact: dict[str, list[Any]] = {}
+    dims: dict[str, dict[str, list[Any]]] = {}
+    for d in range(rng.randint(1, 3)):
+        key = f"K{d}"
+        keys: list[Any] = [f"k{d}.{i}" if d % 2 else i for i in range(rng.randint(2, 8))]
+        orphan = "orphan" if d % 2 else 99
+        fact[key] = [
+            None if rng.random() < 0.1 else rng.choice([*keys, orphan]) for _ in range(n_fact)
+        ]
+        dim_keys = rng.sample(keys, rng.randint(1, len(keys)))
+        if rng.random() < 0.3:  # a key twice: many-to-many
+            dim_keys.append(rng.choice(dim_keys))
+        n = len(dim_keys)
+        dim: dict[str, list[Any]] = {
+            key: dim_keys,
+            f"Attr{d}": [rng.choice("abc") for _ in range(n)],
+            f"Num{d}": [None if rng.random() < 0.2 else rng.randint(0, 3) for _ in range(n)],
+        }
+        if snowflake and rng.random() < 0.8:
+            sub = f"S{d}"
+            n_sub = rng.randint(1, 4)
+            dim[sub] = [None if rng.random() < 0.15 else rng.randrange(n_sub + 1) for _ in range(n)]
+            sub_keys = rng.sample(range(n_sub + 1), rng.randint(1, n_sub + 1))
+            dims[f"Sub{d}"] = {sub: sub_keys, f"Cat{d}": [rng.choice(["x", "y"]) for _ in sub_keys]}
+        dims[f"Dim{d}"] = dim
+    fact["Amount"] = [rng.randint(1, 6) for _ in range(n_fact)]
+    return {"Fact": fact, **dims}
+
+
+def random_selections(rng: random.Random, app: App, n_fields: int) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    candidates = [f for f in data_fields(app) if app.symbols(f)]
+    for field in rng.sample(candidates, min(n_fields, len(candidates))):
+        symbols = app.symbols(field)
+        values = rng.sample(symbols, rng.randint(1, min(3, len(symbols))))
+        if rng.random() < 0.2:
+            values.append("no such value")
+        out[field] = values
+    return out
+
+
+def apply(session: assoc.Session, selections: dict[str, list[Any]]) -> None:
+    session.clear()
+    for field, values in selections.items():
+        session.select(field, values)
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("snowflake", [False, True])
+def test_random_star_and_snowflake_schemas_match_the_reference(seed, snowflake) -> None:
+    rng = random.Random(seed * 2 + snowflake)
+    app = App.from_tables(random_star(rng, snowflake))
+    with app.session() as s:
+        for _ in range(4):
+            n = rng.randint(1, min(3, len(data_fields(app))))
+            selections = random_selections(rng, app, n)
+            apply(s, selections)
+            check_against_reference(app, s, selections)
+
+
+def customers_and_orders() -> App:
+    return App.from_tables(
+        {
+            "Customers": {"CustId": ["c1", "c2", "c3", "c4"], "Region": ["N", "N", "S", "S"]},
+            "Orders": {
+                "OrderId": [1, 2, 3, 4],
+                "CustId": ["c1", "c1", "c3", None],
+                "Amount": [10, 20, 30, 40],
+            },
+            "Lines": {"OrderId": [1, 1, 2, 3, 3], "Product": ["p", "q", "p", "r", "q"]},
+        }
+    )
+
+
+def test_a_customer_without_orders_stays_possible_after_selecting_a_region() -> None:
+    app = customers_and_orders()
+    with app.session() as s:
+        s.select("Region", ["N"])
+        assert s.state("CustId")["possible"] == ["c1", "c2"]  # c2 has no orders
+        assert s.state("Region") == {
+            "selected": ["N"],
+            "possible": [],
+            "alternative": ["S"],
+            "excluded": [],
+        }
+        # Orders and their lines are reduced through their links; the NULL-customer order drops.
+        assert s.state("OrderId")["possible"] == [1, 2]
+        assert s.state("Product")["possible"] == ["p", "q"]
+        assert s.possible_rows("Customers") == 2
+        # Once an order field is selected too, only customers with such orders stay.
+        s.select("Amount", [10, 20, 40])
+        assert s.state("CustId")["possible"] == ["c1"]
+        # Without the region, order 4 (no customer) would be possible: its amount is alternative
+        # neither, since it is selected; 30 would not be possible with region N.
+        assert s.state("Amount") == {
+            "selected": [10, 20, 40],
+            "possible": [],
+            "alternative": [],
+            "excluded": [30],
+        }
+        assert s.state("Region")["alternative"] == []
+        assert s.state("Region")["excluded"] == ["S"]
+
+
+def test_selecting_a_key_value_that_only_one_table_has() -> None:
+    app = customers_and_orders()
+    with app.session() as s:
+        s.select("CustId", ["c2"])
+        assert s.state("Region")["possible"] == ["N"]
+        assert s.possible_rows("Orders") == 0
+        assert s.state("Product")["excluded"] == ["p", "q", "r"]
+        assert s.state("CustId")["alternative"] == ["c1", "c3", "c4"]
+
+
+def test_null_keys_link_nothing() -> None:
+    app = App.from_tables(
+        {
+            "A": {"K": [1, None, 2], "X": ["a1", "a2", "a3"]},
+            "B": {"K": [None, 1, 3], "Y": ["b1", "b2", "b3"]},
+        }
+    )
+    with app.session() as s:
+        s.select("X", ["a2"])  # K is NULL there: no B row links to it
+        assert s.state("Y")["excluded"] == ["b1", "b2", "b3"]
+        assert s.state("K")["excluded"] == [1, 2, 3]
+        s.select("Y", ["b1"])
+        assert s.possible_rows("A") == 0
+
+
+def test_selection_values_by_type_and_unknown_ones() -> None:
+    app = App.from_tables(
+        {
+            "T": {
+                "N": [1, 2.5, 3, None],
+                "S": ["1", "b", "c", "d"],
+                "D": [assoc.Dual(45292, "2024-01-01")] * 4,
+            }
+        }
+    )
+    with app.session() as s:
+        s.select("N", [1.0, 2.5, "1", None, float("nan"), 99])  # 1.0 is 1; "1" is a text: not in N
+        assert s.selections() == {"N": [1, 2.5]}
+        s.select("S", [1, "b"])  # the number 1 is not the text "1"
+        assert s.selections() == {"N": [1, 2.5], "S": ["b"]}
+        s.select("D", ["2024-01-01"])  # a dual's text selects it, so does its number
+        assert s.counts("D")["selected"] == 1
+        s.select("D", [45292])
+        assert s.counts("D")["selected"] == 1
+        s.select("N", ["nothing"])  # nothing left: the field's selection is cleared
+        assert "N" not in s.selections()
+        s.clear_field("S")
+        assert list(s.selections()) == ["D"]
+        s.clear()
+        assert s.selections() == {}
+        assert s.counts("N") == {"selected": 0, "possible": 3, "alternative": 0, "excluded": 0}
+
+
+def test_indices_are_symbol_indexes_per_state() -> None:
+    app = customers_and_orders()
+    with app.session() as s:
+        s.select("Region", ["S"])
+        symbols = app.symbols("CustId")
+        for state, values in s.state("CustId").items():
+            idx = s.indices("CustId", state)
+            assert idx.dtype == np.int64
+            assert [symbols[i] for i in idx] == values
+        with pytest.raises(assoc.Error, match="unknown state"):
+            s.indices("CustId", "maybe")
+
+
+def test_errors_and_closed_sessions() -> None:
+    app = customers_and_orders()
+    s = app.session("ann")
+    with pytest.raises(assoc.Error, match="no field named 'Nope'"):
+        s.select("Nope", [1])
+    with pytest.raises(assoc.Error, match="no field named 'Nope'"):
+        s.state("Nope")
+    with pytest.raises(assoc.Error, match="no table named 'Nope'"):
+        s.possible_rows("Nope")
+    with pytest.raises(assoc.Error, match="list of values"):
+        s.select("Region", "N")
+    with pytest.raises(assoc.Error, match="unsupported value"):
+        s.select("Region", [object()])
+    s.close()
+    assert s.closed
+    s.close()  # closing twice is harmless
+    with pytest.raises(assoc.Error, match="closed"):
+        s.select("Region", ["N"])
+    with pytest.raises(assoc.Error, match="closed"):
+        s.state("Region")
+
+
+def test_sessions_are_independent() -> None:
+    app = customers_and_orders()
+    with app.session("a") as a, app.session("b") as b:
+        a.select("Region", ["N"])
+        b.select("Region", ["S"])
+        assert a.state("CustId")["possible"] == ["c1", "c2"]
+        assert b.state("CustId")["possible"] == ["c3", "c4"]
+        b.clear()
+        assert a.state("CustId")["possible"] == ["c1", "c2"]
+
+
+def test_system_fields_are_associated_with_each_other() -> None:
+    app = customers_and_orders()
+    with app.session() as s:
+        s.select("$Field", ["OrderId"])
+        assert s.state("$Table")["possible"] == ["Orders", "Lines"]
+        assert sorted(s.state("$Rows")["possible"]) == [4, 5]
+        assert s.state("$FieldNo")["possible"] == [1]
+        s.select("$Table", ["Customers"])
+        assert s.state("$Field")["alternative"] == ["CustId", "Region"]
+        # System fields are an island: data fields are untouched.
+        assert s.counts("Region")["possible"] == 2
+
+
+def test_synthetic_keys_with_null_parts_match_the_reference() -> None:
+    rng = random.Random(5)
+    for _ in range(25):
+        n1, n2 = rng.randint(3, 15), rng.randint(3, 15)
+
+        def part(n: int, values: list[Any]) -> list[Any]:
+            return [None if rng.random() < 0.15 else rng.choice(values) for _ in range(n)]
+
+        tables = {
+            "T1": {"A": part(n1, [1, 2, 3]), "B": part(n1, ["x", "y"]), "X": list(range(n1))},
+            "T2": {
+                "A": part(n2, [1, 2, 4]),
+                "B": part(n2, ["x", "z"]),
+                "Y": [f"y{i}" for i in range(n2)],
+            },
+            "T3": {"B": ["x", "y", "z", "w"], "Z": [1, 2, 3, 4]},
+        }
+        app = App.from_tables(tables)
+        assert "$Syn 1 Table" in app.tables
+        with app.session() as s:
+            for _ in range(4):
+                selections = random_selections(rng, app, rng.randint(1, 2))
+                apply(s, selections)
+                check_against_reference(app, s, selections)
+
+
+def test_loose_tables_pass_no_selection_on() -> None:
+    # A, B and C link in a triangle; C, the largest, becomes loose.
+    app = App.from_tables(
+        {
+            "A": {"K1": [1, 2, 3], "K2": ["p", "q", "r"], "VA": ["a1", "a2", "a3"]},
+            "B": {"K2": ["p", "q", "r"], "K3": [10, 20, 30], "VB": ["b1", "b2", "b3"]},
+            "C": {"K3": [10, 20, 30, 30], "K1": [1, 2, 3, 1], "VC": ["c1", "c2", "c3", "c4"]},
+        }
+    )
+    assert {t["name"] for t in app.metadata()["tables"] if t["is_loose"]} == {"C"}
+    with app.session() as s:
+        # A selection in the loose table reaches none of the others.
+        s.select("VC", ["c1"])
+        assert s.counts("VA")["possible"] == 3
+        assert s.counts("K1")["possible"] == 3
+        # A selection elsewhere reduces the loose table through its links.
+        s.clear()
+        s.select("VA", ["a1"])
+        assert s.state("VB")["possible"] == ["b1"]
+        # C keeps the rows whose K1 and K3 both link: K1=1 (from A) and K3=10 (from B).
+        assert s.state("VC")["possible"] == ["c1"]
+        s.select("VA", ["a1", "a3"])
+        assert s.state("VC")["possible"] == ["c1", "c3", "c4"]
+        check_against_reference(app, s, {"VA": ["a1", "a3"]})
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_random_cycles_with_loose_tables_match_the_reference(seed) -> None:
+    rng = random.Random(1000 + seed)
+
+    def col(n: int, values: list[Any]) -> list[Any]:
+        return [None if rng.random() < 0.1 else rng.choice(values) for _ in range(n)]
+
+    sizes = [rng.randint(3, 12) for _ in range(4)]
+    app = App.from_tables(
+        {
+            "A": {
+                "K1": col(sizes[0], [1, 2, 3]),
+                "K2": col(sizes[0], ["p", "q"]),
+                "VA": list(range(sizes[0])),
+            },
+            "B": {
+                "K2": col(sizes[1], ["p", "q", "r"]),
+                "K3": col(sizes[1], [7, 8]),
+                "VB": col(sizes[1], ["u", "v"]),
+            },
+            "C": {
+                "K3": col(sizes[2], [7, 8, 9]),
+                "K1": col(sizes[2], [1, 2]),
+                "VC": col(sizes[2], ["s", "t"]),
+            },
+            "D": {"K1": col(sizes[3], [1, 2, 3, 4]), "VD": col(sizes[3], [0, 1])},
+        }
+    )
+    loose = [t["name"] for t in app.metadata()["tables"] if t["is_loose"]]
+    cycle = {"A": sizes[0], "B": sizes[1], "C": sizes[2]}
+    assert loose == [max(cycle, key=lambda t: (cycle[t], -ord(t)))]
+    with app.session() as s:
+        for _ in range(4):
+            selections = random_selections(rng, app, rng.randint(1, 3))
+            apply(s, selections)
+            check_against_reference(app, s, selections)
+
+
+def counters() -> dict[str, Any]:
+    return assoc.engine_counters()
+
+
+def test_counters_follow_sessions_selections_and_the_cache() -> None:
+    app = App.from_tables({"T": {"A": list(range(1000)), "B": [i % 7 for i in range(1000)]}})
+    before = counters()
+    s1 = app.session("counter-user-1")
+    s2 = app.session("counter-user-1")
+    s3 = app.session("counter-user-2")
+    mid = counters()
+    assert mid["session"]["active"] == before["session"]["active"] + 3
+    assert mid["session"]["total"] == before["session"]["total"] + 3
+    assert mid["users"]["active"] == before["users"]["active"] + 2
+    assert mid["users"]["total"] == before["users"]["total"] + 2
+
+    # A new selection state: one lookup that misses, one entry added holding the row bitset.
+    s1.select("B", [3])
+    after_first = counters()
+    assert after_first["selections"] == mid["selections"] + 1
+    assert after_first["cache"]["lookups"] == mid["cache"]["lookups"] + 1
+    assert after_first["cache"]["hits"] == mid["cache"]["hits"]
+    assert after_first["cache"]["added"] == mid["cache"]["added"] + 1
+    assert (
+        after_first["cache"]["bytes_added"] - mid["cache"]["bytes_added"] == (1000 + 63) // 64 * 8
+    )
+
+    # Another session reaching the same state finds it.
+    s2.select("B", [3])
+    after_second = counters()
+    assert after_second["selections"] == after_first["selections"] + 1
+    assert after_second["cache"]["hits"] == after_first["cache"]["hits"] + 1
+    assert after_second["cache"]["added"] == after_first["cache"]["added"]
+    assert (
+        s1.counts("A")
+        == s2.counts("A")
+        == {"selected": 0, "possible": 143, "alternative": 0, "excluded": 857}
+    )
+
+    s3.close()
+    s2.close()
+    after_close = counters()
+    assert after_close["session"]["active"] == mid["session"]["active"] - 2
+    assert after_close["users"]["active"] == mid["users"]["active"] - 1
+    s1.close()
+    assert counters()["users"]["active"] == before["users"]["active"]
+    assert counters()["calls"] > before["calls"]
+
+
+def test_cache_evicts_past_its_limit_and_counts_replacements() -> None:
+    app = App.from_tables({"T": {"A": list(range(64_000)), "B": [i % 50 for i in range(64_000)]}})
+    limit = assoc.cache_info()["limit"]
+    assoc._core.clear_cache()  # entries of other tests would be evicted first
+    try:
+        assoc.set_cache_limit(3 * 8000)  # room for three row bitsets of 8,000 bytes
+        before = counters()["cache"]
+        with app.session() as s:
+            for v in range(5):
+                s.select("B", [v])
+            assert assoc.cache_info()["bytes"] <= 3 * 8000
+            after = counters()["cache"]
+            assert after["added"] - before["added"] == 5
+            assert after["replaced"] - before["replaced"] == 2
+            # The first state was evicted: selecting it again computes it anew.
+            s.select("B", [0])
+            assert counters()["cache"]["hits"] == after["hits"]
+            assert s.counts("A")["possible"] == 64_000 // 50
+    finally:
+        assoc.set_cache_limit(limit)
+
+
+def test_a_dropped_app_leaves_no_cached_results_behind() -> None:
+    app = App.from_tables({"T": {"A": list(range(5000)), "B": [i % 9 for i in range(5000)]}})
+    with app.session() as s:
+        s.select("B", [1, 2])
+        s.counts("A")
+    entries = assoc.cache_info()["entries"]
+    del app, s
+    other = App.from_tables({"U": {"C": [1, 2, 3]}})
+    with other.session() as s2:
+        s2.select("C", [1])  # an insert sweeps entries of models that are gone
+    assert assoc.cache_info()["entries"] <= entries - 1
+
+
+def test_large_table_selection_decodes_every_block() -> None:
+    # Many rows with several bit widths: the block decoder and the per-row path agree.
+    rng = np.random.default_rng(3)
+    n = 200_003
+    cat = rng.integers(0, 1000, n)
+    val = rng.integers(0, 70_000, n)
+    app = App.from_tables({"T": {"Cat": cat, "Val": val}})
+    chosen = [int(x) for x in rng.choice(1000, 10, replace=False)]
+    with app.session() as s:
+        s.select("Cat", chosen)
+        mask = np.isin(cat, chosen)
+        assert s.possible_rows("T") == int(mask.sum())
+        symbols = np.asarray(app.symbols("Val"))
+        assert set(symbols[s.indices("Val", "possible")].tolist()) == set(
+            np.unique(val[mask]).tolist()
+        )
+        s.select("Val", [int(v) for v in val[:5000]])
+        mask2 = mask & np.isin(val, val[:5000])
+        assert s.possible_rows("T") == int(mask2.sum())
+
+
+@pytest.mark.parametrize("bits", [1, 2, 3, 5, 7, 8, 11, 13, 16, 17])
+@pytest.mark.parametrize("nulls", [False, True])
+def test_selection_agrees_with_numpy_at_every_bit_width(bits, nulls) -> None:
+    rng = np.random.default_rng(bits)
+    n = 70_001  # whole 64-row blocks and a partial one
+    values = rng.integers(0, 2**bits, n).astype(np.float64)
+    if nulls:
+        values[rng.random(n) < 0.05] = np.nan
+    other = rng.integers(0, 300, n)
+    app = App.from_tables({"T": {"V": values, "W": other}})
+    symbols = app.symbols("V")
+    # Decoding agrees with the values (the block path and the per-row path).
+    idx = app.table("T").column_indices("V")
+    decoded = np.where(idx < 0, np.nan, np.asarray(symbols, dtype=np.float64)[idx])
+    assert np.array_equal(decoded, values, equal_nan=True)
+    chosen = [float(x) for x in rng.choice(symbols, max(1, len(symbols) // 3), replace=False)]
+    mask = np.isin(values, chosen)
+    with app.session() as s:
+        s.select("V", chosen)
+        assert s.possible_rows("T") == int(mask.sum())
+        assert set(s.state("W")["possible"]) == set(np.unique(other[mask]).tolist())
+        s.select("W", [int(x) for x in other[:50]])
+        both = mask & np.isin(other, other[:50])
+        assert s.possible_rows("T") == int(both.sum())
+        want = set(
+            np.unique(values[np.isin(other, other[:50]) & ~np.isnan(values)]).tolist()
+        ) - set(chosen)
+        assert set(s.state("V")["alternative"]) == want
+
+
+def test_a_zero_cache_limit_caches_nothing() -> None:
+    app = App.from_tables({"T": {"A": [1, 2, 3], "B": ["x", "y", "x"]}})
+    limit = assoc.cache_info()["limit"]
+    try:
+        assoc.set_cache_limit(0)
+        assert assoc.cache_info()["entries"] == 0
+        before = counters()["cache"]
+        with app.session() as s:
+            s.clear()  # the empty state: zero bytes, still not cached
+            s.select("B", ["x"])
+            s.select("B", ["x"])
+            assert s.counts("A")["possible"] == 2
+        after = counters()["cache"]
+        assert after["added"] == before["added"]
+        assert after["hits"] == before["hits"]
+        assert after["lookups"] > before["lookups"]
+        assert assoc.cache_info()["entries"] == 0
+    finally:
+        assoc.set_cache_limit(limit)
+
+
+def test_sessions_in_parallel_threads_agree_with_one_thread() -> None:
+    rng = np.random.default_rng(11)
+    n = 200_000
+    app = App.from_tables(
+        {
+            "Fact": {"K": rng.integers(0, 5000, n), "P": rng.integers(0, 300, n)},
+            "Dim": {"K": np.arange(5000), "R": rng.integers(0, 40, 5000)},
+        }
+    )
+    plans = [[int(x) for x in rng.choice(40, 3, replace=False)] for _ in range(16)]
+
+    def run(regions: list[int]) -> tuple[int, dict[str, int]]:
+        with app.session("parallel") as s:
+            s.select("R", regions)
+            s.select("P", list(range(0, 300, 7)))
+            return s.possible_rows("Fact"), s.counts("R")
+
+    assoc._core.clear_cache()
+    alone = [run(p) for p in plans]
+    assoc._core.clear_cache()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(run, plans * 3))
+    assert together == alone * 3
