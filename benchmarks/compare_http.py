@@ -1,7 +1,8 @@
 """Side-by-side HTTP benchmarks of `assoc serve`.
 
-1. GET /v1/apps/{appId}/data/metadata of a 50-field app, against a bare Starlette endpoint
-   that answers the same bytes under the same uvicorn settings, at 1 and 64 connections.
+1. GET /v1/apps/{appId}/data/metadata of a 50-field app (imported from CSV), against a bare
+   Starlette endpoint that answers the same bytes under the same uvicorn settings, at 1 and 64
+   connections.
    Load comes from `wrk` in its own process, or `benchmarks/http_load.py` where wrk is absent.
 2. POST /v1/apps/import of a QVD file against `assoc.App.from_qvd` of the same file; for
    scale, also the time to POST the same body to a bare endpoint that only reads it.
@@ -16,6 +17,8 @@ on a missed target.
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import os
 import re
@@ -144,18 +147,22 @@ def run_load(url: str, connections: int, duration: float) -> LoadResult:
 # ---- apps -----------------------------------------------------------------------------
 
 
-def wide_app(fields: int, rows: int) -> assoc.App:
-    """One table with `fields` columns: integers, floats and texts of varied cardinality."""
+def wide_csv(fields: int, rows: int) -> bytes:
+    """CSV of one table of `fields` columns: integers, decimals, texts of many cardinalities."""
     rng = np.random.default_rng(7)
-    columns: dict[str, object] = {}
+    columns: dict[str, list[str]] = {}
     for i in range(fields):
         if i % 3 == 0:
-            columns[f"Int{i}"] = rng.integers(0, 10 * (i + 1), rows).astype(np.float64)
+            columns[f"Int{i}"] = [str(n) for n in rng.integers(0, 10 * (i + 1), rows)]
         elif i % 3 == 1:
-            columns[f"Float{i}"] = np.round(rng.random(rows) * 1000, 2)
+            columns[f"Float{i}"] = [f"{x:.2f}" for x in rng.random(rows) * 1000]
         else:
             columns[f"Text{i}"] = [f"v{i}-{n}" for n in rng.integers(0, 50 * (i + 1), rows)]
-    return assoc.App.from_tables({"Wide": columns})  # type: ignore[dict-item]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(zip(*columns.values(), strict=True))
+    return out.getvalue().encode()
 
 
 def sales_app(rows: int) -> assoc.App:
@@ -232,12 +239,13 @@ def compare_metadata(
 ) -> list[MetadataComparison]:
     """Ours against the bare endpoint, runs alternating, medians per connection count."""
     with tempfile.TemporaryDirectory(prefix="assoc-bench-") as tmp:
-        qvd = Path(tmp) / "wide.qvd"
-        write_table_qvd(wide_app(fields, rows), "Wide", qvd)
+        source = wide_csv(fields, rows)
         ours = assoc_server(Path(tmp) / "data")
         bare: Server | None = None
         try:
-            answer = httpx.post(ours.url + "/v1/apps/import", content=qvd.read_bytes(), timeout=120)
+            answer = httpx.post(
+                ours.url + "/v1/apps/import", content=source, params={"name": "Wide"}, timeout=120
+            )
             answer.raise_for_status()
             path = f"/v1/apps/{answer.json()['attributes']['id']}/data/metadata"
             body = httpx.get(ours.url + path).content
