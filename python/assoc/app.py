@@ -116,6 +116,14 @@ class App:
             builder.add_csv(_read_source(source), name)
         return cls(builder.build())
 
+    @classmethod
+    def from_package(cls, source: Source) -> App:
+        """An app from an app package: a ZIP with app.json, its tables and media (path or bytes)."""
+        from assoc.package import AppPackage
+
+        with AppPackage.open(source) as package:
+            return cls(package.build_model())
+
     @property
     def tables(self) -> list[str]:
         """Table names in load order."""

@@ -3,17 +3,119 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from typing import TYPE_CHECKING, Any
 
-from assoc import __version__
+from assoc import Error, __version__
+from assoc.settings import Settings, settings_help
+from assoc.store import check_data_dir
+
+if TYPE_CHECKING:
+    import uvicorn
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 9076
+DEFAULT_DATA_DIR = "./assoc-data"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="assoc", description="assoc associative data engine")
     parser.add_argument("--version", action="version", version=f"assoc {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="serve the engine HTTP API",
+        description="Serve the engine HTTP API until SIGINT or SIGTERM "
+        "(requests in flight finish).",
+        epilog="settings (-S Name=Value, or the environment variable ASSOC_<Name>; -S wins):\n"
+        + settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})"
+    )
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port to bind (default {DEFAULT_PORT})"
+    )
+    serve.add_argument(
+        "--data-dir",
+        default=DEFAULT_DATA_DIR,
+        help=f"folder the apps are stored in (default {DEFAULT_DATA_DIR})",
+    )
+    serve.add_argument(
+        "-S",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="Name=Value",
+        help="a setting (see below); repeat for more",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="log level (default info)",
+    )
+    serve.add_argument("--access-log", action="store_true", help="log every request")
     return parser
+
+
+def server_config(
+    app: Any, host: str, port: int, log_level: str = "info", access_log: bool = False
+) -> uvicorn.Config:
+    """The uvicorn configuration `assoc serve` runs an ASGI app with."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=access_log,
+        lifespan="on",
+        server_header=False,
+        timeout_graceful_shutdown=30,
+    )
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Runs the service until it is told to stop; returns the exit status."""
+    try:
+        settings = Settings.from_sources(args.settings)
+    except Error as exc:
+        print(f"assoc serve: {exc}", file=sys.stderr)
+        return 2
+    if not 0 <= args.port <= 65535:
+        print(f"assoc serve: --port {args.port} is not a port number", file=sys.stderr)
+        return 2
+    try:
+        os.makedirs(args.data_dir, exist_ok=True)
+        if not os.access(args.data_dir, os.W_OK | os.X_OK):
+            raise PermissionError(f"{args.data_dir} is not writable")
+        check_data_dir(args.data_dir)
+    except OSError as exc:
+        print(f"assoc serve: cannot use data dir {args.data_dir!r}: {exc}", file=sys.stderr)
+        return 2
+    except Error as exc:
+        print(f"assoc serve: {exc}", file=sys.stderr)
+        return 2
+
+    import uvicorn
+
+    from assoc.server import create_app
+
+    try:
+        app = create_app(settings, args.data_dir)
+    except (RuntimeError, OSError) as exc:
+        print(f"assoc serve: {exc}", file=sys.stderr)
+        return 2
+    server = uvicorn.Server(
+        server_config(app, args.host, args.port, args.log_level, args.access_log)
+    )
+    server.run()
+    return 0 if server.started else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command == "serve":
+        return serve(args)
     return 0
 
 

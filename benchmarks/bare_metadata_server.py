@@ -1,0 +1,53 @@
+"""The baseline: a bare Starlette endpoint that answers fixed bytes, run as `assoc serve` runs.
+
+python benchmarks/bare_metadata_server.py BODY_FILE --port 9077
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from assoc.cli import server_config
+
+
+def bare_app(body: bytes) -> Starlette:
+    """GET /v1/apps/{appId}/data/metadata answering `body` as JSON; POST /drain reading a body."""
+
+    async def metadata(request: Request) -> Response:
+        return Response(body, media_type="application/json")
+
+    async def drain(request: Request) -> Response:
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+        return Response(str(size), media_type="text/plain")
+
+    return Starlette(
+        routes=[
+            Route("/v1/apps/{appId}/data/metadata", metadata),
+            Route("/drain", drain, methods=["POST"]),
+        ]
+    )
+
+
+def main() -> None:
+    """Command line: BODY_FILE, --host, --port."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("body_file")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--log-level", default="warning")
+    args = parser.parse_args()
+    with open(args.body_file, "rb") as f:
+        body = f.read()
+    uvicorn.Server(server_config(bare_app(body), args.host, args.port, args.log_level)).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,377 @@
+"""Side-by-side HTTP benchmarks of `assoc serve`.
+
+1. GET /v1/apps/{appId}/data/metadata of a 50-field app (imported from CSV), against a bare
+   Starlette endpoint that answers the same bytes under the same uvicorn settings, at 1 and 64
+   connections.
+   Load comes from `wrk` in its own process, or `benchmarks/http_load.py` where wrk is absent.
+2. POST /v1/apps/import of a QVD file against `assoc.App.from_qvd` of the same file; for
+   scale, also the time to POST the same body to a bare endpoint that only reads it.
+
+    python benchmarks/compare_http.py [--duration 5] [--runs 3] [--rows 1000000]
+
+Targets: metadata requests/s >= 0.8x the bare endpoint and p99 <= 1.5x; HTTP import >= 0.8x
+the speed of App.from_qvd. The script prints the figures as a Markdown table; it never fails
+on a missed target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+import assoc
+
+HERE = Path(__file__).resolve().parent
+
+
+# ---- processes ------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    package_parent = str(Path(assoc.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    return env
+
+
+class Server:
+    """A server process on a free loopback port, stopped by `close`."""
+
+    def __init__(self, args: list[str], health_path: str) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [sys.executable, *args, "--port", str(self.port)],
+            env=_child_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{args} exited with {self.proc.returncode}")
+            try:
+                httpx.get(self.url + health_path, timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        self.close()
+        raise RuntimeError(f"{args} did not start")
+
+    def close(self) -> None:
+        """SIGTERM and wait."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def assoc_server(data_dir: Path) -> Server:
+    """`assoc serve` with default settings and warnings-only logging."""
+    args = ["-m", "assoc.cli", "serve", "--data-dir", str(data_dir), "--log-level", "warning"]
+    return Server(args, "/health")
+
+
+# ---- load -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """One load run: throughput, tail latency, failed answers."""
+
+    requests_per_s: float
+    p99_ms: float
+    errors: int
+
+
+_WRK_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+
+
+def load_generator() -> str:
+    """'wrk' when installed, else the Python asyncio client."""
+    return "wrk" if shutil.which("wrk") else "http_load.py"
+
+
+def run_load(url: str, connections: int, duration: float) -> LoadResult:
+    """Loads `url` from a second process for `duration` seconds."""
+    if shutil.which("wrk"):
+        threads = min(2, connections)
+        seconds = max(1, round(duration))
+        out = subprocess.run(
+            ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", url],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+        p99 = re.search(r"\s99%\s+([\d.]+)(us|ms|s)\b", out)
+        assert p99 is not None, out
+        bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+        errors = int(bad.group(1)) if bad else 0
+        socket_errors = re.search(r"Socket errors: (.*)", out)
+        if socket_errors:
+            errors += sum(int(n) for n in re.findall(r"\d+", socket_errors.group(1)))
+        return LoadResult(rps, float(p99.group(1)) * _WRK_UNITS[p99.group(2)], errors)
+    args = [sys.executable, str(HERE / "http_load.py"), url]
+    args += ["--connections", str(connections), "--duration", str(duration)]
+    doc = json.loads(subprocess.run(args, capture_output=True, check=True, text=True).stdout)
+    return LoadResult(doc["requests_per_s"], doc["p99_ms"], doc["errors"])
+
+
+# ---- apps -----------------------------------------------------------------------------
+
+
+def wide_csv(fields: int, rows: int) -> bytes:
+    """CSV of one table of `fields` columns: integers, decimals, texts of many cardinalities."""
+    rng = np.random.default_rng(7)
+    columns: dict[str, list[str]] = {}
+    for i in range(fields):
+        if i % 3 == 0:
+            columns[f"Int{i}"] = [str(n) for n in rng.integers(0, 10 * (i + 1), rows)]
+        elif i % 3 == 1:
+            columns[f"Float{i}"] = [f"{x:.2f}" for x in rng.random(rows) * 1000]
+        else:
+            columns[f"Text{i}"] = [f"v{i}-{n}" for n in rng.integers(0, 50 * (i + 1), rows)]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(zip(*columns.values(), strict=True))
+    return out.getvalue().encode()
+
+
+def sales_app(rows: int) -> assoc.App:
+    """A fact table: order ids, customers, products, amounts, quantities, dates."""
+    rng = np.random.default_rng(11)
+    return assoc.App.from_tables(
+        {
+            "Sales": {
+                "OrderId": np.arange(rows, dtype=np.float64),
+                "Customer": [f"C{n:05d}" for n in rng.integers(0, 20_000, rows)],
+                "Product": [f"P{n:04d}" for n in rng.integers(0, 2_000, rows)],
+                "Amount": np.round(rng.random(rows) * 500, 2),
+                "Quantity": rng.integers(1, 20, rows).astype(np.float64),
+                "Day": rng.integers(45_000, 46_000, rows).astype(np.float64),
+            }
+        }
+    )
+
+
+def write_table_qvd(app: assoc.App, table: str, path: Path) -> None:
+    """The table as a QVD file: assoc's writer, or pyqvd where the writer is missing."""
+    try:
+        app.write_qvd(table, path)
+        return
+    except AttributeError:
+        pass
+    from pyqvd import QvdTable
+    from pyqvd.io.writer import QvdFileWriterOptions
+
+    t = app.table(table)
+    names = t.fields
+    rows = [list(r) for r in zip(*(t.column(f) for f in names), strict=True)]
+    with open(path, "wb") as f:
+        QvdTable.from_dict({"columns": names, "data": rows}).to_stream(
+            f, QvdFileWriterOptions(table_name=table)
+        )
+
+
+# ---- the two comparisons --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetadataComparison:
+    """Medians of the runs at one connection count, ours and the bare endpoint."""
+
+    connections: int
+    ours: LoadResult
+    bare: LoadResult
+    body_bytes: int
+
+    @property
+    def throughput_ratio(self) -> float:
+        return self.ours.requests_per_s / self.bare.requests_per_s
+
+    @property
+    def p99_ratio(self) -> float:
+        return self.ours.p99_ms / self.bare.p99_ms
+
+
+def _median(results: list[LoadResult]) -> LoadResult:
+    return LoadResult(
+        statistics.median(r.requests_per_s for r in results),
+        statistics.median(r.p99_ms for r in results),
+        sum(r.errors for r in results),
+    )
+
+
+def compare_metadata(
+    duration: float,
+    runs: int,
+    connections: tuple[int, ...] = (1, 64),
+    fields: int = 50,
+    rows: int = 10_000,
+) -> list[MetadataComparison]:
+    """Ours against the bare endpoint, runs alternating, medians per connection count."""
+    with tempfile.TemporaryDirectory(prefix="assoc-bench-") as tmp:
+        source = wide_csv(fields, rows)
+        ours = assoc_server(Path(tmp) / "data")
+        bare: Server | None = None
+        try:
+            answer = httpx.post(
+                ours.url + "/v1/apps/import", content=source, params={"name": "Wide"}, timeout=120
+            )
+            answer.raise_for_status()
+            path = f"/v1/apps/{answer.json()['attributes']['id']}/data/metadata"
+            body = httpx.get(ours.url + path).content
+            assert len(json.loads(body)["fields"]) >= fields
+            body_file = Path(tmp) / "body.json"
+            body_file.write_bytes(body)
+            bare = Server([str(HERE / "bare_metadata_server.py"), str(body_file)], path)
+            assert httpx.get(bare.url + path).content == body
+            out = []
+            for c in connections:
+                mine: list[LoadResult] = []
+                theirs: list[LoadResult] = []
+                for _ in range(runs):
+                    mine.append(run_load(ours.url + path, c, duration))
+                    theirs.append(run_load(bare.url + path, c, duration))
+                out.append(MetadataComparison(c, _median(mine), _median(theirs), len(body)))
+            return out
+        finally:
+            ours.close()
+            if bare is not None:
+                bare.close()
+
+
+@dataclass(frozen=True)
+class ImportComparison:
+    """Median seconds of App.from_qvd and of an HTTP import of the same file."""
+
+    rows: int
+    file_bytes: int
+    from_qvd_s: float
+    http_import_s: float
+    bare_upload_s: float  # the same body POSTed to a bare endpoint that only reads it
+
+    @property
+    def speed_ratio(self) -> float:
+        return self.from_qvd_s / self.http_import_s
+
+
+def compare_import(rows: int, runs: int) -> ImportComparison:
+    """POST /v1/apps/import of a QVD against App.from_qvd of the same file."""
+    with tempfile.TemporaryDirectory(prefix="assoc-bench-") as tmp:
+        qvd = Path(tmp) / "sales.qvd"
+        write_table_qvd(sales_app(rows), "Sales", qvd)
+        data = qvd.read_bytes()
+        server = assoc_server(Path(tmp) / "data")
+        (Path(tmp) / "empty.json").write_bytes(b"{}")
+        bare = Server([str(HERE / "bare_metadata_server.py"), str(Path(tmp) / "empty.json")], "/")
+        local: list[float] = []
+        remote: list[float] = []
+        upload: list[float] = []
+        try:
+            with httpx.Client(base_url=server.url, timeout=600) as client:
+                # Runs alternate so that both sides see the same machine load.
+                for _ in range(runs):
+                    start = time.perf_counter()
+                    app = assoc.App.from_qvd(qvd)
+                    local.append(time.perf_counter() - start)
+                    assert app.table("Sales").num_rows == rows
+                    del app
+                    start = time.perf_counter()
+                    answer = client.post("/v1/apps/import", content=data)
+                    remote.append(time.perf_counter() - start)
+                    answer.raise_for_status()
+                    app_id = answer.json()["attributes"]["id"]
+                    tables = client.get(f"/v1/apps/{app_id}/data/metadata").json()["tables"]
+                    assert tables[0]["no_of_rows"] == rows
+                    client.delete(f"/v1/apps/{app_id}").raise_for_status()
+                    start = time.perf_counter()
+                    drained = httpx.post(bare.url + "/drain", content=data, timeout=600)
+                    upload.append(time.perf_counter() - start)
+                    assert drained.text == str(len(data))
+        finally:
+            server.close()
+            bare.close()
+        return ImportComparison(
+            rows,
+            len(data),
+            statistics.median(local),
+            statistics.median(remote),
+            statistics.median(upload),
+        )
+
+
+def report(metadata: list[MetadataComparison], imported: ImportComparison | None) -> str:
+    """The results as Markdown tables."""
+    lines = [f"Load generator: {load_generator()}; machine: {os.cpu_count()} logical cores."]
+    if metadata:
+        lines += [
+            "",
+            "| connections | assoc req/s | bare req/s | ratio (>= 0.8) | assoc p99 ms "
+            "| bare p99 ms | p99 ratio (<= 1.5) | errors |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+    for m in metadata:
+        lines.append(
+            f"| {m.connections} | {m.ours.requests_per_s:,.0f} | {m.bare.requests_per_s:,.0f} "
+            f"| {m.throughput_ratio:.2f} | {m.ours.p99_ms:.2f} | {m.bare.p99_ms:.2f} "
+            f"| {m.p99_ratio:.2f} | {m.ours.errors + m.bare.errors} |"
+        )
+    if metadata:
+        lines += ["", f"Metadata body: {metadata[0].body_bytes:,} bytes."]
+    if imported is not None:
+        lines += [
+            "",
+            "| rows | QVD bytes | App.from_qvd s | HTTP import s | speed ratio (>= 0.8) "
+            "| body upload alone s |",
+            "|---|---|---|---|---|---|",
+            f"| {imported.rows:,} | {imported.file_bytes:,} | {imported.from_qvd_s:.3f} "
+            f"| {imported.http_import_s:.3f} | {imported.speed_ratio:.2f} "
+            f"| {imported.bare_upload_s:.3f} |",
+        ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Runs both comparisons and prints the Markdown report."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per load run")
+    parser.add_argument("--runs", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the import QVD")
+    parser.add_argument("--skip-import", action="store_true")
+    args = parser.parse_args()
+    metadata = compare_metadata(args.duration, args.runs)
+    imported = None if args.skip_import else compare_import(args.rows, args.runs)
+    print(report(metadata, imported))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,447 @@
+"""App packages: a ZIP with app.json, one QVD per table and media/**, read as untrusted input."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import stat
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+from assoc import _core
+from assoc._core import Error
+
+PACKAGE_FORMAT = "assoc-app"
+FORMAT_VERSION = 1
+MANIFEST_NAME = "app.json"
+MEDIA_PREFIX = "media/"
+MAX_MANIFEST_BYTES = 64 << 20
+
+# NxAttributes the service keeps, with the value an unknown one takes.
+ATTRIBUTE_DEFAULTS: dict[str, Any] = {
+    "id": "",
+    "name": "",
+    "description": "",
+    "thumbnail": "",
+    "lastReloadTime": "",
+    "createdDate": "",
+    "modifiedDate": "",
+    "owner": "",
+    "dynamicColor": "",
+    "published": False,
+    "publishTime": "",
+    "custom": {},
+    "tags": [],
+}
+
+_APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+_COPY_CHUNK = 1 << 20
+
+
+class SourceKind(Enum):
+    """What an import body holds, told by its content."""
+
+    PACKAGE = "package"
+    QVD = "qvd"
+    CSV = "csv"
+
+
+@dataclass(frozen=True)
+class PackageLimits:
+    """Bounds on an untrusted package, checked on its directory before anything is extracted."""
+
+    max_entries: int = 10_000
+    max_unpacked_bytes: int = 16 << 30
+    # Deflate reaches ~1000:1 on constant data; real tables and media stay far below this.
+    max_ratio: float = 250.0
+    ratio_floor_bytes: int = 1 << 20
+
+
+@dataclass
+class TableEntry:
+    """One table of a package: its name and the file that holds it."""
+
+    name: str
+    file: str
+
+
+@dataclass
+class Manifest:
+    """The content of app.json: attributes, tables and objects."""
+
+    tables: list[TableEntry]
+    attributes: dict[str, Any] = field(default_factory=dict)
+    objects: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, data: bytes) -> Manifest:
+        """A checked manifest from app.json bytes; raises assoc.Error when it is not valid."""
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise Error(f"{MANIFEST_NAME} is larger than {MAX_MANIFEST_BYTES} bytes")
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise Error(f"{MANIFEST_NAME} is not valid UTF-8 JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise Error(f"{MANIFEST_NAME} must hold a JSON object")
+        if doc.get("format") != PACKAGE_FORMAT:
+            raise Error(f'{MANIFEST_NAME}: "format" must be "{PACKAGE_FORMAT}"')
+        version = doc.get("formatVersion")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise Error(f'{MANIFEST_NAME}: "formatVersion" must be a positive integer')
+        if version > FORMAT_VERSION:
+            raise Error(
+                f"{MANIFEST_NAME}: formatVersion {version} is newer than this engine reads "
+                f"({FORMAT_VERSION})"
+            )
+        return cls(
+            tables=_parse_tables(doc.get("tables")),
+            attributes=normalize_attributes(doc.get("attributes", {})),
+            objects=_parse_objects(doc.get("objects", [])),
+        )
+
+    def to_json(self) -> bytes:
+        """app.json bytes for this manifest."""
+        doc = {
+            "format": PACKAGE_FORMAT,
+            "formatVersion": FORMAT_VERSION,
+            "attributes": self.attributes,
+            "tables": [{"name": t.name, "file": t.file} for t in self.tables],
+            "objects": self.objects,
+        }
+        return json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8")
+
+
+def _parse_tables(raw: Any) -> list[TableEntry]:
+    if not isinstance(raw, list) or not raw:
+        raise Error(f'{MANIFEST_NAME}: "tables" must be a non-empty array')
+    tables: list[TableEntry] = []
+    names: set[str] = set()
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise Error(f"{MANIFEST_NAME}: tables[{i}] must be an object")
+        name, file = item.get("name"), item.get("file")
+        if not isinstance(name, str) or not name:
+            raise Error(f'{MANIFEST_NAME}: tables[{i}] needs a "name"')
+        if not isinstance(file, str) or not file:
+            raise Error(f'{MANIFEST_NAME}: tables[{i}] needs a "file"')
+        check_entry_name(file)
+        if name in names:
+            raise Error(f"{MANIFEST_NAME}: table {name!r} is listed twice")
+        names.add(name)
+        tables.append(TableEntry(name, file))
+    return tables
+
+
+def _parse_objects(raw: Any) -> list[dict[str, Any]]:
+    if not isinstance(raw, list):
+        raise Error(f'{MANIFEST_NAME}: "objects" must be an array')
+    objects: list[dict[str, Any]] = []
+    ids: set[str] = set()
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise Error(f"{MANIFEST_NAME}: objects[{i}] must be an object")
+        obj_id, obj_type = item.get("id"), item.get("type", "")
+        approved, properties = item.get("approved", False), item.get("properties", {})
+        if not isinstance(obj_id, str) or not obj_id:
+            raise Error(f'{MANIFEST_NAME}: objects[{i}] needs an "id"')
+        if obj_id in ids:
+            raise Error(f"{MANIFEST_NAME}: object {obj_id!r} is listed twice")
+        if not isinstance(obj_type, str):
+            raise Error(f'{MANIFEST_NAME}: objects[{i}] "type" must be a string')
+        if not isinstance(approved, bool):
+            raise Error(f'{MANIFEST_NAME}: objects[{i}] "approved" must be true or false')
+        if not isinstance(properties, dict):
+            raise Error(f'{MANIFEST_NAME}: objects[{i}] "properties" must be an object')
+        ids.add(obj_id)
+        objects.append(
+            {"id": obj_id, "type": obj_type, "approved": approved, "properties": properties}
+        )
+    return objects
+
+
+def normalize_attributes(raw: Any) -> dict[str, Any]:
+    """NxAttributes with every known key, checked types and defaults for the missing ones."""
+    if not isinstance(raw, dict):
+        raise Error(f'{MANIFEST_NAME}: "attributes" must be an object')
+    out: dict[str, Any] = {}
+    for key, default in ATTRIBUTE_DEFAULTS.items():
+        value = raw.get(key, default)
+        if value is None:
+            value = default
+        if isinstance(default, str) and not isinstance(value, str):
+            raise Error(f"{MANIFEST_NAME}: attributes.{key} must be a string")
+        if isinstance(default, bool) and not isinstance(value, bool):
+            raise Error(f"{MANIFEST_NAME}: attributes.{key} must be true or false")
+        if isinstance(default, dict) and not isinstance(value, dict):
+            raise Error(f"{MANIFEST_NAME}: attributes.{key} must be an object")
+        if isinstance(default, list) and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise Error(f"{MANIFEST_NAME}: attributes.{key} must be an array of strings")
+        out[key] = value
+    if out["id"] and not is_valid_app_id(out["id"]):
+        raise Error(f"{MANIFEST_NAME}: attributes.id {out['id']!r} is not a valid app id")
+    thumbnail = out["thumbnail"].removeprefix(MEDIA_PREFIX)
+    if thumbnail:
+        check_entry_name(thumbnail)
+    out["thumbnail"] = thumbnail
+    return out
+
+
+def is_valid_app_id(app_id: str) -> bool:
+    """True for ids the store accepts: letters, digits, '.', '_', '-', at most 128."""
+    return _APP_ID.fullmatch(app_id) is not None
+
+
+def check_entry_name(name: str) -> None:
+    """Raises assoc.Error unless `name` is a plain relative path with no way out of its root."""
+    if not name or len(name) > 1024:
+        raise Error(f"bad entry name {name[:80]!r}")
+    if "\\" in name or "\x00" in name or name.startswith("/") or ":" in name.split("/", 1)[0]:
+        raise Error(f"entry name {name[:80]!r} is not a relative path")
+    parts = name.rstrip("/").split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise Error(f"entry name {name[:80]!r} has an empty, '.' or '..' part")
+
+
+def detect_kind(head: bytes) -> SourceKind:
+    """Package, QVD or CSV from the first bytes of a file; raises assoc.Error for anything else."""
+    if not head:
+        raise Error("the file is empty")
+    if head.startswith(_ZIP_MAGIC):
+        return SourceKind.PACKAGE
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if text.startswith(b"<?xml") and b"<QvdTableHeader" in head:
+        return SourceKind.QVD
+    if b"\x00" in head:
+        raise UnsupportedFile("the file is neither an app package, a QVD file nor CSV text")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A multi-byte character may be cut at the end of the sample.
+        if exc.start < len(head) - 4:
+            raise UnsupportedFile(
+                "the file is not UTF-8 CSV text, a QVD file or a package"
+            ) from None
+    return SourceKind.CSV
+
+
+class UnsupportedFile(Error):
+    """A file whose content is no kind of app source the engine reads."""
+
+
+def _is_symlink(info: zipfile.ZipInfo) -> bool:
+    return stat.S_ISLNK(info.external_attr >> 16)
+
+
+class AppPackage:
+    """An opened, checked app package: its manifest, tables and media entries."""
+
+    def __init__(self, archive: zipfile.ZipFile, limits: PackageLimits) -> None:
+        self._zip = archive
+        self._entries = self._check_directory(limits)
+        manifest_info = self._entries.get(MANIFEST_NAME)
+        if manifest_info is None:
+            raise Error(f"the package has no {MANIFEST_NAME}")
+        self.manifest = Manifest.parse(self.read(MANIFEST_NAME))
+        for table in self.manifest.tables:
+            if table.file not in self._entries or table.file.endswith("/"):
+                raise Error(f"table {table.name!r}: the package has no file {table.file!r}")
+
+    @classmethod
+    def open(
+        cls,
+        source: str | os.PathLike[str] | bytes | bytearray | memoryview,
+        limits: PackageLimits | None = None,
+    ) -> AppPackage:
+        """Opens a package from a path or bytes and checks every entry before reading any."""
+        try:
+            fileobj: str | os.PathLike[str] | IO[bytes] = (
+                io.BytesIO(bytes(source))
+                if isinstance(source, bytes | bytearray | memoryview)
+                else source
+            )
+            archive = zipfile.ZipFile(fileobj)
+        except zipfile.BadZipFile as exc:
+            raise Error(f"not a valid ZIP archive: {exc}") from None
+        except OSError as exc:
+            raise Error(f"cannot read the package: {exc.strerror or exc}") from None
+        try:
+            return cls(archive, limits or PackageLimits())
+        except BaseException:
+            archive.close()
+            raise
+
+    def __enter__(self) -> AppPackage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the archive."""
+        self._zip.close()
+
+    def _check_directory(self, limits: PackageLimits) -> dict[str, zipfile.ZipInfo]:
+        infos = self._zip.infolist()
+        if len(infos) > limits.max_entries:
+            raise Error(f"the package has {len(infos)} entries, more than {limits.max_entries}")
+        entries: dict[str, zipfile.ZipInfo] = {}
+        total = 0
+        for info in infos:
+            name = info.filename
+            check_entry_name(name)
+            if _is_symlink(info):
+                raise Error(f"entry {name!r} is a symbolic link")
+            if info.flag_bits & 0x1:
+                raise Error(f"entry {name!r} is encrypted")
+            if name in entries or name.rstrip("/") in entries or name + "/" in entries:
+                raise Error(f"entry {name!r} occurs twice")
+            total += info.file_size
+            if total > limits.max_unpacked_bytes:
+                raise Error(f"the package unpacks to more than {limits.max_unpacked_bytes} bytes")
+            if (
+                info.file_size > limits.ratio_floor_bytes
+                and info.file_size > limits.max_ratio * max(info.compress_size, 1)
+            ):
+                raise Error(
+                    f"entry {name!r} is compressed more than {limits.max_ratio:g}:1 "
+                    "(a decompression bomb)"
+                )
+            entries[name] = info
+        return entries
+
+    def read(self, name: str) -> bytes:
+        """One entry's bytes (at most its declared size; its CRC checked)."""
+        try:
+            return self._zip.read(self._entries[name])
+        except KeyError:
+            raise Error(f"the package has no entry {name!r}") from None
+        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+            raise Error(f"entry {name!r} cannot be read: {exc}") from None
+        except Exception as exc:  # zlib.error and friends from corrupt deflate streams
+            raise Error(f"entry {name!r} cannot be read: {exc}") from None
+
+    def media_entries(self) -> list[zipfile.ZipInfo]:
+        """Entries under media/ (files, and directories ending in '/')."""
+        return [
+            i for n, i in self._entries.items() if n.startswith(MEDIA_PREFIX) and n != MEDIA_PREFIX
+        ]
+
+    def build_model(self) -> _core.DataModel:
+        """The engine model of the package's tables."""
+        return build_model(self.manifest, self.read)
+
+    def extract_media(self, root: Path) -> None:
+        """Writes media/** under root/media (checked names only); the caller flushes them."""
+        for info in self.media_entries():
+            target = root.joinpath(*info.filename.rstrip("/").split("/"))
+            if info.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with self._zip.open(info) as src, open(target, "xb") as dst:
+                    while chunk := src.read(_COPY_CHUNK):
+                        dst.write(chunk)
+            except (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError) as exc:
+                raise Error(f"entry {info.filename!r} cannot be read: {exc}") from None
+            except OSError as exc:
+                raise Error(f"entry {info.filename!r} cannot be read: {exc}") from None
+            except Exception as exc:  # zlib.error from corrupt deflate streams
+                raise Error(f"entry {info.filename!r} cannot be read: {exc}") from None
+
+
+def build_model(manifest: Manifest, read: Callable[[str], bytes]) -> _core.DataModel:
+    """An engine model from a manifest's tables, each read as QVD or CSV by its content."""
+    builder = _core.ModelBuilder()
+    for table in manifest.tables:
+        data = read(table.file)
+        kind = detect_kind(data[:4096])
+        if kind is SourceKind.QVD:
+            builder.add_qvd(data, table.name)
+        elif kind is SourceKind.CSV:
+            builder.add_csv(data, table.name)
+        else:
+            raise Error(f"table {table.name!r}: {table.file!r} is neither a QVD nor a CSV file")
+        del data
+    model = builder.build()
+    loaded = model.table_names()
+    listed = [t.name for t in manifest.tables]
+    if sorted(loaded) != sorted(listed):
+        raise Error(f"{MANIFEST_NAME} lists tables {listed}, but their files hold tables {loaded}")
+    return model
+
+
+def table_file_names(tables: list[str]) -> list[str]:
+    """A distinct, safe file name under tables/ for every table name."""
+    used: set[str] = set()
+    out: list[str] = []
+    for name in tables:
+        stem = re.sub(r"[^A-Za-z0-9._ -]", "_", name).strip(" .") or "table"
+        candidate, n = stem, 1
+        while candidate.lower() in used:
+            n += 1
+            candidate = f"{stem}-{n}"
+        used.add(candidate.lower())
+        out.append(f"tables/{candidate}.qvd")
+    return out
+
+
+def iter_media_files(media_root: Path) -> Iterator[tuple[Path, str]]:
+    """(path, name relative to media_root) of every file and empty directory, sorted."""
+    if not media_root.is_dir():
+        return
+    found: list[tuple[Path, str]] = []
+    for dirpath, dirnames, filenames in os.walk(media_root, followlinks=False):
+        base = Path(dirpath)
+        rel_base = base.relative_to(media_root).as_posix()
+        prefix = "" if rel_base == "." else rel_base + "/"
+        if not dirnames and not filenames and prefix:
+            found.append((base, prefix))
+        for name in filenames:
+            path = base / name
+            if not path.is_symlink() and path.is_file():
+                found.append((path, prefix + name))
+    yield from sorted(found, key=lambda item: item[1])
+
+
+def write_package(
+    model_tables: list[str],
+    write_table: Callable[[str, str], None],
+    manifest: Manifest,
+    media_root: Path | None,
+    out: BinaryIO,
+    tmp_dir: str | None = None,
+) -> None:
+    """Writes a package to `out`: app.json, one QVD per table (via write_table) and media."""
+    files = table_file_names(model_tables)
+    manifest = Manifest(
+        tables=[TableEntry(n, f) for n, f in zip(model_tables, files, strict=True)],
+        attributes=manifest.attributes,
+        objects=manifest.objects,
+    )
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
+        archive.writestr(MANIFEST_NAME, manifest.to_json())
+        with tempfile.TemporaryDirectory(prefix="export-", dir=tmp_dir) as tmp:
+            for name, file in zip(model_tables, files, strict=True):
+                table_path = os.path.join(tmp, "table.qvd")
+                write_table(name, table_path)
+                # Stored, not deflated: the ratio guard must never refuse our own tables.
+                archive.write(table_path, file, compress_type=zipfile.ZIP_STORED)
+                os.unlink(table_path)
+        if media_root is not None:
+            for media_path, rel in iter_media_files(media_root):
+                if rel.endswith("/"):
+                    archive.writestr(zipfile.ZipInfo(MEDIA_PREFIX + rel), b"")
+                else:
+                    archive.write(media_path, MEDIA_PREFIX + rel, compress_type=zipfile.ZIP_STORED)

@@ -1,0 +1,56 @@
+"""The engine HTTP service: a Starlette app over the Python API (never over assoc._core)."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+
+import assoc
+from assoc.server.auth import TokenMiddleware, TokenValidator
+from assoc.server.errors import EXCEPTION_HANDLERS
+from assoc.server.health import HealthMonitor
+from assoc.server.routes import build_routes
+from assoc.settings import Settings
+from assoc.store import AppStore
+
+__all__ = ["create_app"]
+
+
+def create_app(
+    settings: Settings | None = None, data_dir: str | os.PathLike[str] = "assoc-data"
+) -> Starlette:
+    """The service for `settings`, storing apps under `data_dir`."""
+    settings = settings or Settings()
+    middleware = []
+    if settings.validate_json_web_tokens != "0":
+        middleware.append(Middleware(TokenMiddleware, validator=TokenValidator(settings)))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        assoc.set_threads(settings.threads)
+        store = await run_in_threadpool(AppStore, data_dir, settings.memory_budget_bytes)
+        monitor = HealthMonitor(settings, store)
+        monitor.start()
+        # Objects made at start-up live as long as the service: keep them out of the
+        # collector's full passes so those stay short under load.
+        gc.collect()
+        gc.freeze()
+        try:
+            yield {"settings": settings, "store": store, "monitor": monitor}
+        finally:
+            monitor.stop()
+            store.close()
+
+    return Starlette(
+        routes=build_routes(settings.api_version),
+        middleware=middleware,
+        exception_handlers=EXCEPTION_HANDLERS,
+        lifespan=lifespan,
+    )

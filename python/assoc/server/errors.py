@@ -1,0 +1,101 @@
+"""The one error chain's last link: every failure becomes a JSON error body."""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+import assoc
+from assoc.package import UnsupportedFile
+from assoc.store import AppNotFound, BadMediaPath, MediaNotFound
+
+log = logging.getLogger("assoc.server")
+
+
+class ApiError(Exception):
+    """A failure the service answers with a status, an error code and a detail."""
+
+    def __init__(
+        self, status: int, code: str, detail: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.headers = headers
+
+
+def error_response(
+    status: int, code: str, detail: str, headers: dict[str, str] | None = None
+) -> Response:
+    """The JSON error body: {"errors": [{"code", "title", "detail", "status"}]}."""
+    body = {
+        "errors": [
+            {
+                "code": code,
+                "title": HTTPStatus(status).phrase,
+                "detail": detail,
+                "status": str(status),
+            }
+        ]
+    }
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+_HTTP_CODES = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    413: "PayloadTooLarge",
+    415: "UnsupportedMediaType",
+    422: "UnprocessableEntity",
+    429: "TooManyRequests",
+}
+
+
+def _as_api_error(request: Request, exc: Exception) -> ApiError:
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, HTTPException):
+        status = exc.status_code
+        detail = exc.detail if exc.detail != HTTPStatus(status).phrase else ""
+        if status == 404 and not detail:
+            detail = f"no resource at {request.url.path}"
+        elif status == 405 and not detail:
+            detail = f"{request.method} is not allowed on {request.url.path}"
+        code = _HTTP_CODES.get(status, "HttpError")
+        return ApiError(status, code, detail, dict(exc.headers or {}) or None)
+    if isinstance(exc, AppNotFound):
+        return ApiError(404, "AppNotFound", str(exc))
+    if isinstance(exc, MediaNotFound):
+        return ApiError(404, "FileNotFound", str(exc))
+    if isinstance(exc, BadMediaPath):
+        return ApiError(400, "BadMediaPath", str(exc))
+    if isinstance(exc, UnsupportedFile):
+        return ApiError(415, "UnsupportedAppFile", str(exc))
+    if isinstance(exc, assoc.Error):
+        return ApiError(422, "InvalidAppFile", str(exc))
+    log.exception("unexpected error", exc_info=exc)
+    return ApiError(500, "InternalError", "the engine could not answer this request")
+
+
+async def handle_error(request: Request, exc: Exception) -> Response:
+    """Answers any exception a route raises with the JSON error body and a fitting status."""
+    error = _as_api_error(request, exc)
+    return error_response(error.status, error.code, error.detail, error.headers)
+
+
+# Expected failures go through ExceptionMiddleware; `Exception` (500) through
+# ServerErrorMiddleware, which also logs the traceback.
+EXCEPTION_HANDLERS = {
+    ApiError: handle_error,
+    assoc.Error: handle_error,
+    HTTPException: handle_error,
+    Exception: handle_error,
+}

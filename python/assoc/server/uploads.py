@@ -1,0 +1,172 @@
+"""Request bodies streamed to a file under the store's tmp/, with the size limit enforced."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect, Request
+
+from assoc.server.errors import ApiError
+
+FILE_PART = "filedata"
+_FLUSH_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A request body (or its filedata part) on disk."""
+
+    path: Path
+    size: int
+    filename: str | None
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "PayloadTooLarge", f"the request body is larger than {limit} bytes")
+
+
+class _SpoolFile:
+    """Collects chunks and writes them in a worker thread a megabyte at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.size = 0
+        self._file: BinaryIO = open(path, "xb")  # noqa: SIM115 - closed in close()
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+
+    def add(self, data: bytes) -> None:
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        self.size += len(data)
+
+    async def flush(self, force: bool = False) -> None:
+        if self._pending and (force or self._pending_bytes >= _FLUSH_BYTES):
+            data = b"".join(self._pending)
+            self._pending.clear()
+            self._pending_bytes = 0
+            await run_in_threadpool(self._file.write, data)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+async def receive_upload(request: Request, path: Path, limit: int) -> Upload:
+    """Streams the body (raw, or the multipart `filedata` part) to `path`; 413 past `limit`."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise ApiError(400, "BadRequest", "Content-Length is not a number")
+        if int(declared) > limit:
+            raise _too_large(limit)
+    content_type, options = parse_options_header(request.headers.get("content-type", ""))
+    spool = _SpoolFile(path)
+    try:
+        if content_type == b"multipart/form-data":
+            filename = await _receive_multipart(request, spool, options.get(b"boundary"), limit)
+        else:
+            filename = None
+            async for chunk in _limited_stream(request, limit):
+                spool.add(chunk)
+                await spool.flush()
+        await spool.flush(force=True)
+        spool.close()
+        return Upload(path, spool.size, filename)
+    except BaseException:
+        spool.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        raise
+
+
+async def _limited_stream(request: Request, limit: int) -> AsyncIterator[bytes]:
+    received = 0
+    try:
+        async for chunk in request.stream():
+            received += len(chunk)
+            if received > limit:
+                raise _too_large(limit)
+            if chunk:
+                yield chunk
+    except ClientDisconnect:
+        raise ApiError(400, "BadRequest", "the client closed the connection mid-body") from None
+
+
+class _FilePartCollector:
+    """Multipart parser callbacks that send the first `filedata` part's bytes to a spool."""
+
+    def __init__(self, spool: _SpoolFile) -> None:
+        self.spool = spool
+        self.seen = False
+        self.filename: str | None = None
+        self._in_file = False
+        self._field = b""
+        self._value = b""
+        self._headers: dict[bytes, bytes] = {}
+
+    def callbacks(self) -> dict[str, object]:
+        return {
+            "on_part_begin": self.on_part_begin,
+            "on_header_field": self.on_header_field,
+            "on_header_value": self.on_header_value,
+            "on_header_end": self.on_header_end,
+            "on_headers_finished": self.on_headers_finished,
+            "on_part_data": self.on_part_data,
+            "on_part_end": self.on_part_end,
+        }
+
+    def on_part_begin(self) -> None:
+        self._headers = {}
+        self._in_file = False
+
+    def on_header_field(self, data: bytes, start: int, end: int) -> None:
+        self._field += data[start:end]
+
+    def on_header_value(self, data: bytes, start: int, end: int) -> None:
+        self._value += data[start:end]
+
+    def on_header_end(self) -> None:
+        self._headers[self._field.lower()] = self._value
+        self._field = self._value = b""
+
+    def on_headers_finished(self) -> None:
+        _, disposition = parse_options_header(self._headers.get(b"content-disposition", b""))
+        if disposition.get(b"name") == FILE_PART.encode() and not self.seen:
+            self.seen = self._in_file = True
+            raw_name = disposition.get(b"filename")
+            self.filename = raw_name.decode("utf-8", "replace") if raw_name else None
+
+    def on_part_data(self, data: bytes, start: int, end: int) -> None:
+        if self._in_file:
+            self.spool.add(data[start:end])
+
+    def on_part_end(self) -> None:
+        self._in_file = False
+
+
+async def _receive_multipart(
+    request: Request, spool: _SpoolFile, boundary: bytes | None, limit: int
+) -> str | None:
+    """Writes the `filedata` part's bytes to the spool; returns the part's filename."""
+    if not boundary:
+        raise ApiError(400, "BadRequest", "multipart/form-data without a boundary")
+    collector = _FilePartCollector(spool)
+    parser = MultipartParser(boundary, collector.callbacks())  # type: ignore[arg-type]
+    try:
+        async for chunk in _limited_stream(request, limit):
+            parser.write(chunk)
+            await spool.flush()
+        parser.finalize()
+    except MultipartParseError as exc:
+        raise ApiError(400, "BadRequest", f"malformed multipart body: {exc}") from None
+    if not collector.seen:
+        raise ApiError(400, "BadRequest", f"the multipart body has no {FILE_PART!r} part")
+    return collector.filename

@@ -1,0 +1,229 @@
+"""Service settings: one object, read from `-S Name=Value` pairs and `ASSOC_<Name>` variables."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from assoc._core import Error
+
+API_VERSIONS = ("12.207.0", "12.171.0")
+
+
+def _flag(text: str) -> int:
+    if text not in ("0", "1"):
+        raise ValueError("must be 0 or 1")
+    return int(text)
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in allowed:
+            raise ValueError("must be one of " + ", ".join(allowed))
+        return text
+
+    return parse
+
+
+def _int_range(low: int, high: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise ValueError("must be a whole number") from None
+        if value < low or (high is not None and value > high):
+            bound = f"{low}..{high}" if high is not None else f"at least {low}"
+            raise ValueError(f"must be {bound}")
+        return value
+
+    return parse
+
+
+def _float_range(low: float, high: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError("must be a number") from None
+        if not low <= value <= high:
+            raise ValueError(f"must be {low:g}..{high:g}")
+        return value
+
+    return parse
+
+
+def _text(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """How one setting is named, parsed and documented."""
+
+    name: str
+    attr: str
+    parse: Callable[[str], Any]
+    help: str
+
+
+SPECS: tuple[SettingSpec, ...] = (
+    SettingSpec(
+        "EnableLameDuckHealthCheck",
+        "enable_lame_duck_health_check",
+        _flag,
+        "0/1, default 0: with 1, GET /health answers 429 while the engine is saturated",
+    ),
+    SettingSpec(
+        "EFEMode", "efe_mode", _flag, "0/1, default 0: with 1, imports may use mode=AUTOREPLACE"
+    ),
+    SettingSpec(
+        "ApiVersion",
+        "api_version",
+        _choice(*API_VERSIONS),
+        "12.207.0 (default) or 12.171.0: the interface description the service answers",
+    ),
+    SettingSpec(
+        "CpuOverloadThreshold",
+        "cpu_overload_threshold",
+        _float_range(0, 100),
+        "percent, default 90: CPU use above it (averaged) makes the engine saturated",
+    ),
+    SettingSpec(
+        "CpuOverloadSampleTime",
+        "cpu_overload_sample_time",
+        _int_range(1, 3600),
+        "seconds, default 30: the window the CPU use is averaged over",
+    ),
+    SettingSpec(
+        "RamOverloadThreshold",
+        "ram_overload_threshold",
+        _float_range(0, 100),
+        "percent, default 90: physical RAM in use above it makes the engine saturated",
+    ),
+    SettingSpec(
+        "MaxUploadBytes",
+        "max_upload_bytes",
+        _int_range(1),
+        "bytes, default 1073741824 (1 GiB): larger request bodies get 413",
+    ),
+    SettingSpec(
+        "Threads", "threads", _int_range(0, 4096), "default 0 = all logical cores: engine threads"
+    ),
+    SettingSpec(
+        "MemoryBudgetMB",
+        "memory_budget_mb",
+        _int_range(0),
+        "MB, default 0 = no budget: idle apps beyond it are evicted and load again on use",
+    ),
+    SettingSpec(
+        "ValidateJsonWebTokens",
+        "validate_json_web_tokens",
+        _choice("0", "1", "2"),
+        "0 (default) no tokens; 1 a Bearer token is required, signed or unsigned; "
+        "2 a signed token is required",
+    ),
+    SettingSpec(
+        "JsonWebTokenSecret",
+        "json_web_token_secret",
+        _text,
+        "the shared secret that HS256/HS384/HS512 tokens are signed with",
+    ),
+    SettingSpec(
+        "JsonWebTokenPath",
+        "json_web_token_path",
+        _text,
+        "a PEM public key file that RS*/ES*/PS* tokens are verified with",
+    ),
+)
+
+_BY_NAME = {spec.name.lower(): spec for spec in SPECS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of the service, with its default."""
+
+    enable_lame_duck_health_check: int = 0
+    efe_mode: int = 0
+    api_version: str = "12.207.0"
+    cpu_overload_threshold: float = 90.0
+    cpu_overload_sample_time: int = 30
+    ram_overload_threshold: float = 90.0
+    max_upload_bytes: int = 1 << 30
+    threads: int = 0
+    memory_budget_mb: int = 0
+    validate_json_web_tokens: str = "0"
+    json_web_token_secret: str = ""
+    json_web_token_path: str = ""
+
+    @classmethod
+    def from_sources(
+        cls, pairs: Iterable[str] = (), environ: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Settings from `ASSOC_<Name>` variables, overridden by `Name=Value` pairs."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for spec in SPECS:
+            text = environ.get("ASSOC_" + spec.name)
+            if text is not None:
+                values[spec.attr] = _parse(spec, text, "ASSOC_" + spec.name)
+        for pair in pairs:
+            name, sep, text = pair.partition("=")
+            found = _BY_NAME.get(name.strip().lower())
+            if not sep or found is None:
+                known = ", ".join(s.name for s in SPECS)
+                what = f"unknown setting {name.strip()!r}" if sep else f"{pair!r} is not Name=Value"
+                raise Error(f"{what} (settings: {known})")
+            values[found.attr] = _parse(found, text.strip(), found.name)
+        settings = cls(**values)
+        settings.check()
+        return settings
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with some settings changed (checked like the original)."""
+        settings = dataclasses.replace(self, **changes)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Raises assoc.Error when settings contradict each other."""
+        if self.api_version not in API_VERSIONS:
+            raise Error(f"ApiVersion must be one of {', '.join(API_VERSIONS)}")
+        if self.validate_json_web_tokens == "2" and not (
+            self.json_web_token_secret or self.json_web_token_path
+        ):
+            raise Error(
+                "ValidateJsonWebTokens=2 needs JsonWebTokenSecret or JsonWebTokenPath "
+                "to check tokens"
+            )
+        if self.json_web_token_path and not os.path.isfile(self.json_web_token_path):
+            raise Error(f"JsonWebTokenPath {self.json_web_token_path!r} is not a readable file")
+
+    @property
+    def memory_budget_bytes(self) -> int:
+        """The memory budget in bytes; 0 means none."""
+        return self.memory_budget_mb * 1024 * 1024
+
+    def as_dict(self) -> dict[str, Any]:
+        """Setting name to value, secrets hidden."""
+        out: dict[str, Any] = {}
+        for spec in SPECS:
+            value = getattr(self, spec.attr)
+            out[spec.name] = "***" if spec.name == "JsonWebTokenSecret" and value else value
+        return out
+
+
+def _parse(spec: SettingSpec, text: str, source: str) -> Any:
+    try:
+        return spec.parse(text)
+    except ValueError as exc:
+        raise Error(f"{source}={text!r}: {exc}") from None
+
+
+def settings_help() -> str:
+    """One line per setting: name and meaning, for `assoc serve --help`."""
+    width = max(len(spec.name) for spec in SPECS)
+    return "\n".join(f"  {spec.name:<{width}}  {spec.help}" for spec in SPECS)

@@ -1,0 +1,208 @@
+"""Files the service imports, made for tests: QVD (written by pyqvd), CSV and app packages."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import assoc
+
+
+def _reader_available() -> bool:
+    try:
+        assoc.App.from_qvd(b"")
+    except AttributeError:
+        return False
+    except assoc.Error:
+        return True
+    return True
+
+
+def _csv_reader_available() -> bool:
+    try:
+        assoc.App.from_csv(b"a\n1\n")
+    except AttributeError:
+        return False
+    return True
+
+
+def _writer_available() -> bool:
+    app = assoc.App.from_tables({"T": {"F": [1]}})
+    try:
+        app._impl.write_qvd("T")
+    except AttributeError:
+        return False
+    return True
+
+
+HAS_QVD_READER = _reader_available()
+HAS_QVD_WRITER = _writer_available()
+HAS_CSV_READER = _csv_reader_available()
+needs_qvd_reader = pytest.mark.skipif(not HAS_QVD_READER, reason="needs the QVD reader")
+needs_csv_reader = pytest.mark.skipif(not HAS_CSV_READER, reason="needs the CSV reader")
+needs_qvd_writer = pytest.mark.skipif(
+    not (HAS_QVD_READER and HAS_QVD_WRITER), reason="needs the QVD reader and writer"
+)
+
+
+def qvd_bytes(table: str, columns: Mapping[str, Sequence[Any]]) -> bytes:
+    """A QVD file holding one table, written by pyqvd (an independent QVD writer)."""
+    from pyqvd import QvdTable
+    from pyqvd.io.writer import QvdFileWriterOptions
+
+    names = list(columns)
+    rows = [list(row) for row in zip(*(columns[n] for n in names), strict=True)]
+    out = io.BytesIO()
+    QvdTable.from_dict({"columns": names, "data": rows}).to_stream(
+        out, QvdFileWriterOptions(table_name=table)
+    )
+    return out.getvalue()
+
+
+ORDERS = {"OrderId": [1, 2, 3, 4], "Customer": ["a", "b", "a", "c"], "Amount": [10, 20, 5, 7]}
+CUSTOMERS = {"Customer": ["a", "b", "c"], "Name": ["Ann", "Bob", "Cid"]}
+
+
+def package_bytes(
+    tables: Mapping[str, Mapping[str, Sequence[Any]]] | None = None,
+    *,
+    attributes: dict[str, Any] | None = None,
+    objects: list[dict[str, Any]] | None = None,
+    media: Mapping[str, bytes] | None = None,
+    manifest: dict[str, Any] | None = None,
+) -> bytes:
+    """An app package: app.json, one QVD per table under tables/, media under media/."""
+    tables = {"Orders": ORDERS, "Customers": CUSTOMERS} if tables is None else tables
+    doc = manifest or {
+        "format": "assoc-app",
+        "formatVersion": 1,
+        "attributes": attributes or {},
+        "tables": [{"name": name, "file": f"tables/{name}.qvd"} for name in tables],
+        "objects": objects or [],
+    }
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("app.json", json.dumps(doc))
+        for name, columns in tables.items():
+            archive.writestr(f"tables/{name}.qvd", qvd_bytes(name, columns))
+        for path, data in (media or {}).items():
+            if path.endswith("/"):
+                archive.writestr(zipfile.ZipInfo(f"media/{path}"), b"")
+            else:
+                archive.writestr(f"media/{path}", data)
+    return out.getvalue()
+
+
+def zip_with(entries: Mapping[str | zipfile.ZipInfo, bytes]) -> bytes:
+    """A ZIP archive of raw entries (names are not checked: for hostile inputs)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+# ---- a real `assoc serve` process ------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def serve_env() -> dict[str, str]:
+    """The environment for a child `assoc serve`: ours, with the source tree importable."""
+    env = dict(os.environ)
+    # The folder this test run imports assoc from: the source tree, or site-packages.
+    package_parent = str(Path(assoc.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    return env
+
+
+class ServerProcess:
+    """`python -m assoc.cli serve` on a free loopback port, for one test."""
+
+    def __init__(self, data_dir: Path, *settings: str) -> None:
+        self.data_dir = data_dir
+        self.settings = settings
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir.parent / f"serve-{self.port}.log"
+
+    def start(self, timeout: float = 20.0) -> ServerProcess:
+        """Starts the process and waits until /health answers."""
+        args = [sys.executable, "-m", "assoc.cli", "serve", "--host", "127.0.0.1"]
+        args += ["--port", str(self.port), "--data-dir", str(self.data_dir)]
+        for setting in self.settings:
+            args += ["-S", setting]
+        # A file, not a pipe: a pipe nobody reads would block the server once full.
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                args, env=serve_env(), stdout=subprocess.DEVNULL, stderr=log
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"assoc serve exited with {self.proc.returncode}: {self.read_log()}"
+                )
+            try:
+                if httpx.get(self.base_url + "/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("assoc serve did not answer /health in time")
+
+    def client(self) -> httpx.Client:
+        """An HTTP client for this server."""
+        return httpx.Client(base_url=self.base_url, timeout=30)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown work at all."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self) -> int | None:
+        """SIGTERM and wait; returns the exit status."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+    def read_log(self) -> str:
+        """What the server wrote to stderr so far."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stopped_gracefully(self) -> bool:
+        """SIGTERM, then True when the service finished its shutdown (lifespan included)."""
+        code = self.stop()
+        # uvicorn re-raises the signal it handled once shutdown is done: -15 is a clean exit.
+        return code in (0, -15) and "Application shutdown complete" in self.read_log()
