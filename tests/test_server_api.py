@@ -247,6 +247,10 @@ def test_bodies_that_are_not_app_files(client: TestClient) -> None:
     with zipfile.ZipFile(evil, "w") as archive:
         archive.writestr("../../escape.txt", "x")
     _error(client.post("/v1/apps/import", content=evil.getvalue()), 422)
+    # A QVD whose header is damaged is answered as a bad QVD, not read as CSV text.
+    damaged = b'<?xml version="1.0"?>\r\n<Thou></Thou>\r\n</QvdTableHeader>\r\n\x00'
+    detail = _error(client.post("/v1/apps/import", content=damaged), 422)["detail"]
+    assert "QVD" in detail
     assert client.get("/v1/apps").json() == []
 
 

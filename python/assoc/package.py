@@ -220,7 +220,8 @@ def detect_kind(head: bytes) -> SourceKind:
     if head.startswith(_ZIP_MAGIC):
         return SourceKind.PACKAGE
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    if text.startswith(b"<?xml") and b"<QvdTableHeader" in head:
+    # An XML prolog is never CSV: a QVD whose header is damaged still gets the QVD reader's error.
+    if text.startswith(b"<?xml") or text.startswith(b"<QvdTableHeader"):
         return SourceKind.QVD
     if b"\x00" in head:
         raise UnsupportedFile("the file is neither an app package, a QVD file nor CSV text")
