@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -34,6 +34,19 @@ def _map_file(f: BinaryIO) -> mmap.mmap | contextlib.nullcontext[bytes]:
     if os.fstat(f.fileno()).st_size == 0:
         return contextlib.nullcontext(b"")
     return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _load(add: Callable[[Any, Any], None], source: Source, name: str | None) -> None:
+    """Hands a source to a builder's loader: a path memory-mapped (the C++ reads it from the page
+    cache, no copy), bytes as they are."""
+    if isinstance(source, str | os.PathLike):
+        try:
+            with open(source, "rb") as f, _map_file(f) as data:
+                add(data, name)
+        except OSError as exc:
+            raise _core.Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
+    else:
+        add(_read_source(source), name)
 
 
 class Table:
@@ -89,31 +102,14 @@ class App:
     def from_qvd(cls, source: Source, table: str | None = None) -> App:
         """An app with the one table of a QVD file (a path or its bytes); `table` renames it."""
         builder = _core.ModelBuilder()
-        if isinstance(source, str | os.PathLike):
-            # Mapped, not read: the reader decodes the file straight from the page cache.
-            try:
-                with open(source, "rb") as f, _map_file(f) as data:
-                    builder.add_qvd(data, table)
-            except OSError as exc:
-                raise _core.Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
-        else:
-            builder.add_qvd(_read_source(source), table)
+        _load(builder.add_qvd, source, table)
         return cls(builder.build())
 
     @classmethod
     def from_csv(cls, source: Source, table: str | None = None) -> App:
         """An app with the table of a CSV file (a path or bytes), named `table` or Table1."""
         builder = _core.ModelBuilder()
-        name = table or "Table1"
-        if isinstance(source, str | os.PathLike):
-            # Mapped, not read: the parser's threads take the file from the page cache directly.
-            try:
-                with open(source, "rb") as f, _map_file(f) as data:
-                    builder.add_csv(data, name)
-            except OSError as exc:
-                raise _core.Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
-        else:
-            builder.add_csv(_read_source(source), name)
+        _load(builder.add_csv, source, table or "Table1")
         return cls(builder.build())
 
     @classmethod
