@@ -290,14 +290,18 @@ def compare_import(rows: int, runs: int) -> ImportComparison:
         qvd = Path(tmp) / "sales.qvd"
         write_table_qvd(sales_app(rows), "Sales", qvd)
         data = qvd.read_bytes()
-        server = assoc_server(Path(tmp) / "data")
         (Path(tmp) / "empty.json").write_bytes(b"{}")
         bare = Server([str(HERE / "bare_metadata_server.py"), str(Path(tmp) / "empty.json")], "/")
+        server: Server | None = None
         local: list[float] = []
         remote: list[float] = []
         upload: list[float] = []
         try:
-            with httpx.Client(base_url=server.url, timeout=600) as client:
+            server = assoc_server(Path(tmp) / "data")
+            with (
+                httpx.Client(base_url=server.url, timeout=600) as client,
+                httpx.Client(base_url=bare.url, timeout=600) as bare_client,
+            ):
                 # Runs alternate so that both sides see the same machine load.
                 for _ in range(runs):
                     start = time.perf_counter()
@@ -314,11 +318,12 @@ def compare_import(rows: int, runs: int) -> ImportComparison:
                     assert tables[0]["no_of_rows"] == rows
                     client.delete(f"/v1/apps/{app_id}").raise_for_status()
                     start = time.perf_counter()
-                    drained = httpx.post(bare.url + "/drain", content=data, timeout=600)
+                    drained = bare_client.post("/drain", content=data)
                     upload.append(time.perf_counter() - start)
                     assert drained.text == str(len(data))
         finally:
-            server.close()
+            if server is not None:
+                server.close()
             bare.close()
         return ImportComparison(
             rows,
