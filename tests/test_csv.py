@@ -203,6 +203,24 @@ def test_one_symbol_per_number_through_every_lookup_path() -> None:
     assert numbers == list(first)
 
 
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["0.25", "123456789012345", "0.25", "123456789012345"],
+        ["1.5", "-999999999999999", "7", "-999999999999999", "1.50"],
+        ["0.000001", "999999999", "2", "999999999.0"],
+    ],
+)
+def test_a_number_too_wide_for_the_direct_table_is_hashed(texts) -> None:
+    # Fewer fraction digits than the column's numbers so far, but too many digits to be
+    # keyed at their scale: hashed beside the direct table, still one symbol per number.
+    app = App.from_csv(("v\n" + "\n".join(texts) + "\n").encode())
+    first: dict[float, int] = {}
+    for t in texts:
+        first.setdefault(float(t), len(first))
+    assert list(app.table("Table1").column_indices("v")) == [first[float(t)] for t in texts]
+
+
 def test_quoted_numbers_are_numbers() -> None:
     assert columns(b'v\n"12"\n"0.5"\n')["v"] == [12, 0.5]
 

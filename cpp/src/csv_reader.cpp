@@ -841,8 +841,10 @@ std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::s
   if (col.dense.active()) {
     std::int64_t k = 0;
     bool keyed = col.dense.key_of(num, k);
-    if (!keyed && num.fixed && col.hashed_numbers == 0 && num.frac <= DenseNumbers::kMaxScale) {
-      // More fraction digits than so far: raise the scale while nothing is hashed.
+    if (!keyed && num.fixed && col.hashed_numbers == 0 && num.frac > col.dense.scale() &&
+        num.frac <= DenseNumbers::kMaxScale) {
+      // More fraction digits than so far: raise the scale while nothing is hashed. (A number
+      // with no more digits than the scale that has no key is out of range: it is hashed.)
       if (col.dense.rescale(num.frac, col.symbols.size())) {
         keyed = col.dense.key_of(num, k);
       } else {
