@@ -331,6 +331,72 @@ def test_one_thread_and_two_threads_read_the_same_table(threads, stray_quotes) -
         assert (row[2] or None) == (got.text if isinstance(got, Dual) else got)
 
 
+def _first_occurrences(texts: list[str | None]) -> tuple[list[Any], list[int | None]]:
+    """Symbols in first-occurrence order (a number's first text) and each row's symbol index."""
+    symbols: dict[Any, int] = {}
+    firsts: list[str] = []
+    indices: list[int | None] = []
+    for t in texts:
+        if t is None:
+            indices.append(None)
+            continue
+        key: Any = float(t) if _is_number(t) else ("text", t)
+        if key not in symbols:
+            symbols[key] = len(firsts)
+            firsts.append(t)
+        indices.append(symbols[key])
+    return firsts, indices
+
+
+def _assert_symbols(got: list[Any], firsts: list[str]) -> None:
+    assert len(got) == len(firsts)
+    for symbol, first in zip(got, firsts, strict=True):
+        if _is_number(first):
+            number = symbol.number if isinstance(symbol, Dual) else symbol
+            assert number == float(first)
+            assert symbol.text == first if isinstance(symbol, Dual) else float(first) == number
+        else:
+            assert symbol == first
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_merged_symbols_are_in_first_occurrence_order(threads, n_threads) -> None:
+    # Columns that merge each way across chunks: rising ids (disjoint key ranges), integers
+    # over many key slices with negative keys, decimals whose chunks have different scales and
+    # texts that make duals, texts and numbers too many for one hash partition.
+    rng = random.Random(21)
+    n = 120_000
+    columns_in: dict[str, list[str | None]] = {
+        "id": [str(i + 1) for i in range(n)],
+        "wide": [str(rng.randrange(-300_000, 300_000)) for _ in range(n)],
+        "price": [
+            str(rng.randrange(5000)) if i < n // 3 else f"{rng.randrange(500_000) / 100:.2f}"
+            for i in range(n)
+        ],
+        "code": [rng.choice(["007", "7", "7.0", "1.50", "1.5", "x", ""]) for _ in range(n)],
+        "text": [f"t{rng.randrange(100_000)}" for _ in range(n)],
+        "real": [repr(rng.random() * 1e6) if rng.random() < 0.9 else "" for _ in range(n)],
+    }
+    for values in columns_in.values():
+        for i, v in enumerate(values):
+            if v == "":
+                values[i] = None
+    names = list(columns_in)
+    lines = [",".join(names)]
+    lines += [",".join(columns_in[c][i] or "" for c in names) for i in range(n)]
+    data = ("\n".join(lines) + "\n").encode()
+    assert len(data) > 4 * 256 * 1024  # four chunks on two threads
+    assoc.set_threads(n_threads)
+    app = App.from_csv(data)
+    table = app.table("Table1")
+    for c in names:
+        firsts, indices = _first_occurrences(columns_in[c])
+        assert list(table.column_indices(c)) == [-1 if i is None else i for i in indices], c
+        _assert_symbols(app.symbols(c), firsts)
+    tags = {f["name"]: f["tags"] for f in app.metadata()["fields"]}
+    assert tags["id"] == ["$numeric", "$integer"]
+
+
 def test_first_error_in_file_order_is_reported_whatever_the_threads(threads) -> None:
     lines = ["a,b,c"] + [f'{i},"x\ny",{i % 7}' for i in range(200_000)]
     lines[150_000] = "bad,row"

@@ -268,20 +268,17 @@ std::size_t find_invalid_utf8(const char* p, std::size_t n) {
 // ---------------------------------------------------------------------------------------------
 // Symbols of one column within one chunk
 
-// A value as the chunk first saw it. `text` null: a pure number; `number` NaN: a pure text.
-// Texts point into the input or into the chunk's arena (unescaped quoted fields).
-struct LocalSymbol {
-  double number;
-  const char* text;
+// The text of a symbol, in the input or in the chunk's arena (unescaped quoted fields).
+struct SymbolText {
+  const char* p;
   std::uint32_t len;
-
-  bool is_number() const { return number == number; }
-  DualView view() const {
-    if (text == nullptr) return DualView::of_number(number);
-    const std::string_view t(text, len);
-    return is_number() ? DualView::of_dual(number, t) : DualView::of_text(t);
-  }
+  std::uint32_t symbol;  // the symbol's index
 };
+
+inline DualView symbol_view(double number, const SymbolText& t) {
+  const std::string_view text(t.p, t.len);
+  return number == number ? DualView::of_dual(number, text) : DualView::of_text(text);
+}
 
 // Open addressing on a number's key (its bits): the key sits in the slot, so a lookup touches
 // one cache line.
@@ -330,15 +327,15 @@ class NumberMap {
   unsigned shift_ = 0;
 };
 
-// Open addressing on a text's hash: slots hold 32 hash bits beside the symbol index, so most
-// mismatches are rejected without touching the text. The texts live in the caller's symbol
-// array, which is passed in because it moves as it grows.
+// Open addressing on a text's hash: slots hold 32 hash bits beside an index into the caller's
+// texts, so most mismatches are rejected without touching a text. The texts are passed in
+// because their array moves as it grows.
 class TextMap {
  public:
   TextMap() { resize(64, nullptr); }
 
-  // The symbol index of the text, or kNull with `slot` set to where it goes.
-  std::uint32_t find(const char* p, std::uint32_t n, std::uint64_t h, const LocalSymbol* symbols,
+  // The index in `texts` of the text, or kNull with `slot` set to where it goes.
+  std::uint32_t find(const char* p, std::uint32_t n, std::uint64_t h, const SymbolText* texts,
                      std::size_t& slot) const {
     const std::uint32_t tag = static_cast<std::uint32_t>(h >> kPartitionBits);
     std::size_t i = h >> shift_;
@@ -349,28 +346,28 @@ class TextMap {
         return kNull;
       }
       if (static_cast<std::uint32_t>(s >> 32) == tag) {
-        const LocalSymbol& sym = symbols[static_cast<std::uint32_t>(s) - 1];
-        if (sym.len == n && std::memcmp(sym.text, p, n) == 0) return static_cast<std::uint32_t>(s) - 1;
+        const SymbolText& t = texts[static_cast<std::uint32_t>(s) - 1];
+        if (t.len == n && std::memcmp(t.p, p, n) == 0) return static_cast<std::uint32_t>(s) - 1;
       }
       i = (i + 1) & mask_;
     }
   }
   void prefetch(std::uint64_t h) const { __builtin_prefetch(slots_.data() + (h >> shift_)); }
-  void insert(std::size_t slot, std::uint64_t h, std::uint32_t index, const LocalSymbol* symbols) {
+  void insert(std::size_t slot, std::uint64_t h, std::uint32_t index, const SymbolText* texts) {
     slots_[slot] = (std::uint64_t{static_cast<std::uint32_t>(h >> kPartitionBits)} << 32) | (index + 1);
-    if (++size_ * 2 > slots_.size()) resize(slots_.size() * 2, symbols);
+    if (++size_ * 2 > slots_.size()) resize(slots_.size() * 2, texts);
   }
 
  private:
-  void resize(std::size_t cap, const LocalSymbol* symbols) {
+  void resize(std::size_t cap, const SymbolText* texts) {
     ZeroedArray<std::uint64_t> old(cap);
     std::swap(old, slots_);
     mask_ = cap - 1;
     shift_ = 64U - static_cast<unsigned>(std::countr_zero(cap));
     for (const std::uint64_t s : old) {
       if (s == 0) continue;
-      const LocalSymbol& sym = symbols[static_cast<std::uint32_t>(s) - 1];
-      std::size_t i = hash_text(sym.text, sym.len) >> shift_;
+      const SymbolText& t = texts[static_cast<std::uint32_t>(s) - 1];
+      std::size_t i = hash_text(t.p, t.len) >> shift_;
       while (slots_[i] != 0) i = (i + 1) & mask_;
       slots_[i] = s;
     }
@@ -437,6 +434,9 @@ class DenseNumbers {
       if (*s != 0) f(key, *s - 1);
   }
 
+  // The slots of keys min_key() .. max_key(): symbol index + 1, 0 where the key is absent.
+  const std::uint32_t* key_slots() const { return slots_.data() + (min_key_ - lo_); }
+
   // The key of a number at the current scale; false when it has none. Sets the scale from the
   // first number.
   bool key_of(const NumberText& t, std::int64_t& k) {
@@ -463,8 +463,9 @@ class DenseNumbers {
     return static_cast<double>(k) / kPow10[scale_] == t.value;
   }
 
-  // Starts loading the slot of a number that is likely to be looked up soon.
-  void prefetch(const NumberText& t) const {
+  // Starts loading the slot of a number that is likely to be looked up soon. Inlined early on
+  // purpose: as a call, a function whose only effect is a prefetch counts as pure and is dropped.
+  [[gnu::always_inline]] void prefetch(const NumberText& t) const {
     if (!has_scale_ || !t.fixed || t.frac > scale_ || slots_.empty()) return;
     const std::int64_t k = t.mantissa * kPow10Int[scale_ - t.frac];  // |mantissa| < 10^15: no overflow
     if (k >= lo_ && k - lo_ < static_cast<std::int64_t>(slots_.size()))
@@ -551,14 +552,30 @@ class DenseNumbers {
   bool active_ = true;
 };
 
+// One column of one chunk: its local symbols in first-occurrence order and each row's local
+// symbol index.
 struct ChunkColumn {
-  std::vector<LocalSymbol> symbols;
+  // Per symbol its number (NaN: none): 8 bytes a symbol for the columns of numbers that make
+  // most symbols. The texts of the symbols that have one are listed apart, in symbol order.
+  std::vector<double> numbers;
+  std::vector<SymbolText> texts;
   std::vector<std::uint32_t> rows;
+  std::size_t nulls = 0;
   DenseNumbers dense;
-  NumberMap numbers;
-  std::size_t hashed_numbers = 0;  // numbers in `numbers`
-  TextMap texts;
-  std::size_t text_symbols = 0;
+  NumberMap number_map;
+  std::size_t hashed_numbers = 0;  // numbers in number_map
+  TextMap text_map;                // the pure texts, by their index in `texts`
+  std::size_t text_symbols = 0;    // pure texts
+
+  std::size_t size() const { return numbers.size(); }
+  bool is_number(std::size_t i) const { return numbers[i] == numbers[i]; }
+  // Adds a symbol (text null: none); returns its index.
+  std::uint32_t add(double number, const char* text, std::uint32_t len) {
+    const auto index = static_cast<std::uint32_t>(numbers.size());
+    numbers.push_back(number);
+    if (text != nullptr) texts.push_back(SymbolText{text, len, index});
+    return index;
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -739,7 +756,7 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
   // columns never copy their symbols while growing.
   for (auto& c : cols_) {
     c.rows.reserve(expected_rows);
-    c.symbols.reserve(expected_rows);
+    c.numbers.reserve(expected_rows);
     c.dense.expect_rows(expected_rows);
   }
   const std::size_t n_cols = cols_.size();
@@ -809,16 +826,17 @@ void ChunkParser::intern_block(std::size_t n_rows) {
           col.dense.prefetch(numbers_[r]);
         } else {
           hashes_[r] = mix64(number_key(numbers_[r].value));
-          col.numbers.prefetch(hashes_[r]);
+          col.number_map.prefetch(hashes_[r]);
         }
       } else {
         kinds_[r] = kTextCell;
         hashes_[r] = hash_text(f[r].p, f[r].len);
-        col.texts.prefetch(hashes_[r]);
+        col.text_map.prefetch(hashes_[r]);
       }
     }
     for (std::size_t r = 0; r < n_rows; ++r) {
       std::uint32_t index = kNull;
+      col.nulls += kinds_[r] == kNullCell;
       if (kinds_[r] == kNumberCell) {
         index = intern_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
       } else if (kinds_[r] == kTextCell) {
@@ -833,10 +851,8 @@ std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::s
                                          const NumberText& num) {
   const auto len = static_cast<std::uint32_t>(n);
   auto add = [&] {
-    const auto index = static_cast<std::uint32_t>(col.symbols.size());
     const char* text = num.canonical ? nullptr : (in_scratch ? arena_.copy(p, n) : p);
-    col.symbols.push_back(LocalSymbol{num.value, text, num.canonical ? 0U : len});
-    return index;
+    return col.add(num.value, text, num.canonical ? 0U : len);
   };
   if (col.dense.active()) {
     std::int64_t k = 0;
@@ -845,14 +861,14 @@ std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::s
         num.frac <= DenseNumbers::kMaxScale) {
       // More fraction digits than so far: raise the scale while nothing is hashed. (A number
       // with no more digits than the scale that has no key is out of range: it is hashed.)
-      if (col.dense.rescale(num.frac, col.symbols.size())) {
+      if (col.dense.rescale(num.frac, col.size())) {
         keyed = col.dense.key_of(num, k);
       } else {
         leave_dense(col);
       }
     }
     if (keyed && col.dense.active()) {
-      std::uint32_t* slot = col.dense.slot(k, col.symbols.size());
+      std::uint32_t* slot = col.dense.slot(k, col.size());
       if (slot != nullptr) {
         if (*slot != 0) return *slot - 1;
         const std::uint32_t index = add();
@@ -864,10 +880,10 @@ std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::s
   }
   const std::uint64_t key = number_key(num.value);
   std::size_t slot = 0;
-  const std::uint32_t found = col.numbers.find(key, mix64(key), slot);
+  const std::uint32_t found = col.number_map.find(key, mix64(key), slot);
   if (found != kNull) return found;
   const std::uint32_t index = add();
-  col.numbers.insert(slot, key, index);
+  col.number_map.insert(slot, key, index);
   ++col.hashed_numbers;
   return index;
 }
@@ -876,21 +892,20 @@ std::uint32_t ChunkParser::intern_text(ChunkColumn& col, const char* p, std::siz
                                        std::uint64_t h) {
   const auto len = static_cast<std::uint32_t>(n);
   std::size_t slot = 0;
-  const std::uint32_t found = col.texts.find(p, len, h, col.symbols.data(), slot);
-  if (found != kNull) return found;
-  const auto index = static_cast<std::uint32_t>(col.symbols.size());
-  col.symbols.push_back(LocalSymbol{std::nan(""), in_scratch ? arena_.copy(p, n) : p, len});
-  col.texts.insert(slot, h, index, col.symbols.data());
+  const std::uint32_t found = col.text_map.find(p, len, h, col.texts.data(), slot);
+  if (found != kNull) return col.texts[found].symbol;
+  const std::uint32_t index = col.add(std::nan(""), in_scratch ? arena_.copy(p, n) : p, len);
+  col.text_map.insert(slot, h, static_cast<std::uint32_t>(col.texts.size() - 1), col.texts.data());
   ++col.text_symbols;
   return index;
 }
 
 void ChunkParser::leave_dense(ChunkColumn& col) {
   col.dense.deactivate([&](std::uint32_t index) {
-    const std::uint64_t key = number_key(col.symbols[index].number);
+    const std::uint64_t key = number_key(col.numbers[index]);
     std::size_t slot = 0;
-    col.numbers.find(key, mix64(key), slot);
-    col.numbers.insert(slot, key, index);
+    col.number_map.find(key, mix64(key), slot);
+    col.number_map.insert(slot, key, index);
     ++col.hashed_numbers;
   });
 }
@@ -1044,116 +1059,147 @@ struct ParsedChunk {
   std::unique_ptr<ChunkParser> parser;
 };
 
+// Rows per packing task: enough to amortise a task, few enough to spread the columns evenly.
+constexpr std::size_t kPackRows = std::size_t{1} << 20;
+// Keys per task of a merge by key: the task's scratch arrays stay in the L2 cache.
+constexpr std::int64_t kKeySlice = std::int64_t{1} << 15;
+
+inline std::int64_t floor_div(std::int64_t n, std::int64_t d) { return n >= 0 ? n / d : -((-n + d - 1) / d); }
+
+// How one column merges.
+struct ColumnPlan {
+  // The numbers sit in direct tables in every chunk: they merge by key, in slices of the key
+  // range [lo, hi] at the common scale, where chunk k's keys are its own times mul[k].
+  bool by_key = false;
+  std::int64_t lo = 0, hi = 0;
+  std::vector<std::int64_t> mul;
+  bool ints = false;       // every symbol an int32 integer without text
+  bool texts = false;      // some symbol has a text
+  unsigned part_bits = 0;  // 2^part_bits hash partitions for the symbols not merged by key
+  std::vector<std::uint32_t> new_base;  // per chunk: the index of its first new symbol; then the count
+};
+
 // One column's merge state for one chunk.
 struct ChunkMerge {
-  std::vector<std::uint8_t> is_new;    // 1 where this is the symbol's first occurrence overall
-  std::vector<std::uint32_t> remap;    // local symbol -> symbol index of the column
+  std::vector<std::uint8_t> is_new;  // 1 where this is the symbol's first occurrence overall
+  std::unique_ptr<std::uint32_t[]> remap;  // local symbol -> symbol index of the column
+  std::atomic<std::size_t> n_new{0};
   // The symbols that merge by hash, grouped by partition (ascending within one):
-  std::vector<std::uint32_t> order;    // local symbol
-  std::vector<std::uint64_t> hashes;   // its hash
-  std::vector<std::uint32_t> slot;     // its index within the partition
-  std::vector<std::uint32_t> starts;   // partition p: order[starts[p] .. starts[p+1])
+  std::vector<std::uint32_t> order;   // local symbol
+  std::vector<std::uint32_t> text;    // its index in the chunk's texts (kNull for a number)
+  std::vector<std::uint64_t> hashes;  // its hash
+  std::vector<std::uint32_t> slot;    // its index within the partition
+  std::vector<std::uint32_t> starts;  // partition p: order[starts[p] .. starts[p+1])
 };
 
 // One hash partition of one column: its distinct symbols in first-occurrence order.
 struct PartitionMerge {
-  std::vector<LocalSymbol> symbols;
+  std::vector<SymbolText> texts;       // of each symbol, to compare texts
   std::vector<std::uint64_t> owners;   // (chunk << 32) | local symbol of each first occurrence
   std::vector<std::uint32_t> global;   // symbol index of the column
 };
 
-// A column whose numbers sit in direct tables in every chunk merges them through one direct
-// table over all their keys: first the lowest chunk holding each key, then its symbol index.
-struct DenseMerge {
-  bool active = false;
-  unsigned scale = 0;
-  std::int64_t lo = 0;
-  std::vector<std::int64_t> mul;      // per chunk: key multiplier to the common scale
-  std::vector<std::uint32_t> table;   // by key - lo: owning chunk, later the symbol index
+// The symbols of a column, first occurrence first, as arrays filled in place.
+struct MergedSymbols {
+  std::vector<std::int32_t> ints;  // when the plan says ints
+  std::vector<double> numbers;     // otherwise: NaN where a symbol has no number
+  std::vector<std::vector<SymbolText>> texts;  // per chunk: the texts of its new symbols
 };
 
-inline std::uint64_t symbol_hash(const LocalSymbol& s) {
-  return s.is_number() ? mix64(number_key(s.number)) : hash_text(s.text, s.len);
-}
-
-DenseMerge plan_dense_merge(std::vector<ParsedChunk>& chunks, std::size_t c) {
-  DenseMerge d;
+ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
+  ColumnPlan plan;
+  const std::size_t n_chunks = chunks.size();
+  auto column = [&](std::size_t k) -> const ChunkColumn& { return chunks[k].parser->columns()[c]; };
+  std::size_t symbols = 0, rows = 0;
   unsigned scale = 0;
-  std::size_t symbols = 0;
-  bool any = false;
-  for (auto& ch : chunks) {
-    const ChunkColumn& col = ch.parser->columns()[c];
-    if (!col.dense.active() || col.hashed_numbers != 0) return d;
-    if (col.dense.empty()) continue;
-    any = true;
-    scale = std::max(scale, col.dense.scale());
-    symbols += col.symbols.size();
-  }
-  if (!any) return d;
-  std::int64_t lo = DenseNumbers::kMaxKey, hi = -DenseNumbers::kMaxKey;
-  d.mul.assign(chunks.size(), 1);
-  for (std::size_t k = 0; k < chunks.size(); ++k) {
-    const DenseNumbers& dn = chunks[k].parser->columns()[c].dense;
-    if (dn.empty()) continue;
-    const std::int64_t mul = DenseNumbers::kPow10Int[scale - dn.scale()];
-    if (dn.min_key() < -DenseNumbers::kMaxKey / mul || dn.max_key() > DenseNumbers::kMaxKey / mul) return d;
-    d.mul[k] = mul;
-    lo = std::min(lo, dn.min_key() * mul);
-    hi = std::max(hi, dn.max_key() * mul);
-  }
-  std::size_t rows = 0;
-  for (auto& ch : chunks) rows += ch.parser->rows();
-  const std::int64_t limit =
-      std::max({std::int64_t{1} << 16, 8 * static_cast<std::int64_t>(symbols), 2 * static_cast<std::int64_t>(rows)});
-  if (hi - lo + 1 > limit) return d;
-  d.active = true;
-  d.scale = scale;
-  d.lo = lo;
-  d.table.assign(static_cast<std::size_t>(hi - lo + 1), kNull);
-  return d;
-}
-
-// Builds the column's SymbolTable from the first occurrences, chunk by chunk.
-SymbolTable build_symbols(std::vector<ParsedChunk>& chunks, const std::vector<ChunkMerge>* merges, std::size_t c) {
-  std::size_t text_bytes = 0, numbers = 0;
-  for (std::size_t k = 0; k < chunks.size(); ++k) {
-    const auto& syms = chunks[k].parser->columns()[c].symbols;
-    for (std::size_t i = 0; i < syms.size(); ++i) {
-      if (merges != nullptr && !(*merges)[k].is_new[i]) continue;
-      text_bytes += syms[i].len;
-      numbers += syms[i].is_number();
+  bool by_key = true, any_key = false;
+  for (std::size_t k = 0; k < n_chunks; ++k) {
+    const ChunkColumn& col = column(k);
+    symbols += col.size();
+    rows += col.rows.size();
+    plan.texts |= !col.texts.empty();
+    by_key &= col.dense.active() && col.hashed_numbers == 0;
+    if (col.dense.active() && !col.dense.empty()) {
+      any_key = true;
+      scale = std::max(scale, col.dense.scale());
     }
   }
+  if (by_key && any_key) {
+    std::int64_t lo = DenseNumbers::kMaxKey, hi = -DenseNumbers::kMaxKey;
+    plan.mul.assign(n_chunks, 1);
+    for (std::size_t k = 0; k < n_chunks && by_key; ++k) {
+      const DenseNumbers& dn = column(k).dense;
+      if (dn.empty()) continue;
+      const std::int64_t mul = DenseNumbers::kPow10Int[scale - dn.scale()];
+      by_key = dn.min_key() >= -DenseNumbers::kMaxKey / mul && dn.max_key() <= DenseNumbers::kMaxKey / mul;
+      plan.mul[k] = mul;
+      lo = std::min(lo, dn.min_key() * mul);
+      hi = std::max(hi, dn.max_key() * mul);
+    }
+    // The merge walks the key range, which must not be much wider than the symbols or rows.
+    const std::int64_t limit = std::max({std::int64_t{1} << 16, 8 * static_cast<std::int64_t>(symbols),
+                                         2 * static_cast<std::int64_t>(rows)});
+    if (by_key && hi - lo + 1 <= limit) {
+      plan.by_key = true;
+      plan.lo = lo;
+      plan.hi = hi;
+      // Without texts every symbol is a number in a direct table; at scale 0 each is an integer.
+      plan.ints = scale == 0 && !plan.texts && lo >= INT32_MIN && hi <= INT32_MAX;
+    }
+  }
+  std::size_t hashed = 0;
+  for (std::size_t k = 0; k < n_chunks; ++k) hashed += plan.by_key ? column(k).text_symbols : column(k).size();
+  plan.part_bits = hashed >= kPartitionThreshold ? kPartitionBits : 0;
+  return plan;
+}
+
+// A column's SymbolTable from its symbols, which are known to be distinct: their numbers and
+// the lists (one after the other, in symbol order) of the texts of those that have one.
+SymbolTable make_symbols(std::vector<double>&& numbers, const std::vector<const std::vector<SymbolText>*>& texts) {
+  std::size_t text_bytes = 0, n_texts = 0;
+  for (const auto* list : texts) {
+    n_texts += list->size();
+    for (const SymbolText& t : *list) text_bytes += t.len;
+  }
+  if (n_texts == 0) return SymbolTable::of_numbers(std::move(numbers));
   SymbolTableBuilder b;
   b.reserve(0, text_bytes);
-  b.reserve_numbers(numbers);
-  // Runs of plain numbers go in as blocks: a column of ten million ids is one copy.
-  std::vector<double> run;
-  run.reserve(4096);
-  auto flush = [&] {
-    b.append_numbers(run.data(), run.size());
-    run.clear();
-  };
-  for (std::size_t k = 0; k < chunks.size(); ++k) {
-    const auto& syms = chunks[k].parser->columns()[c].symbols;
-    const std::uint8_t* is_new = merges == nullptr ? nullptr : (*merges)[k].is_new.data();
-    for (std::size_t i = 0; i < syms.size(); ++i) {
-      if (is_new != nullptr && !is_new[i]) continue;
-      if (syms[i].text == nullptr) {
-        run.push_back(syms[i].number);
-        if (run.size() == 4096) flush();
-      } else {
-        flush();
-        b.append(syms[i].view());
-      }
+  b.reserve_numbers(numbers.size());
+  // The numbers between two texts go in as one block.
+  std::size_t run = 0;
+  for (const auto* list : texts) {
+    for (const SymbolText& t : *list) {
+      b.append_numbers(numbers.data() + run, t.symbol - run);
+      b.append(symbol_view(numbers[t.symbol], t));
+      run = t.symbol + 1;
     }
   }
-  flush();
+  b.append_numbers(numbers.data() + run, numbers.size() - run);
   return b.finish();
 }
 
+// The walk over one slice [a, b) of a column's key range, chunk by chunk in order, calling
+// f(chunk, key - a, local symbol) for every key a chunk holds.
+template <class F>
+void walk_keys(std::vector<ParsedChunk>& chunks, std::size_t c, const ColumnPlan& plan, std::int64_t a,
+               std::int64_t b, F f) {
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const DenseNumbers& dn = chunks[k].parser->columns()[c].dense;
+    if (dn.empty()) continue;
+    const std::int64_t mul = plan.mul[k];
+    const std::int64_t y0 = std::max(dn.min_key(), -floor_div(-a, mul));
+    const std::int64_t y1 = std::min(dn.max_key(), floor_div(b - 1, mul));
+    const std::uint32_t* slots = dn.key_slots();
+    for (std::int64_t y = y0; y <= y1; ++y) {
+      const std::uint32_t s = slots[y - dn.min_key()];
+      if (s != 0) f(k, static_cast<std::size_t>(y * mul - a), s - 1);
+    }
+  }
+}
+
 // Merges the chunks' local symbol tables into one per column (first occurrence first) and
-// packs each column's rows. Every step runs as tasks over columns x chunks or partitions.
+// packs each column's rows straight from the chunks' local indexes. Every step runs as tasks
+// over columns x chunks, hash partitions, slices of key ranges or ranges of rows.
 void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_t>& row_offsets, LoadedTable& table,
                   CpuAccount* cpu) {
   const std::size_t n_cols = table.columns.size();
@@ -1161,86 +1207,95 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
   const std::size_t n_rows = row_offsets.back();
   auto column = [&](std::size_t c, std::size_t k) -> ChunkColumn& { return chunks[k].parser->columns()[c]; };
 
-  std::vector<DenseMerge> dense(n_cols);
-  parallel_for(n_cols, [&](std::size_t c) { dense[c] = plan_dense_merge(chunks, c); }, cpu);
-  std::vector<std::vector<ChunkMerge>> merges(n_cols, std::vector<ChunkMerge>(n_chunks));
-  std::vector<unsigned> part_bits(n_cols, 0);
-  for (std::size_t c = 0; c < n_cols; ++c) {
-    std::size_t hashed = 0;
-    for (std::size_t k = 0; k < n_chunks; ++k) {
-      const ChunkColumn& col = column(c, k);
-      hashed += dense[c].active ? col.text_symbols : col.symbols.size();
-    }
-    part_bits[c] = hashed >= kPartitionThreshold ? kPartitionBits : 0;
-  }
+  std::vector<ColumnPlan> plans(n_cols);
+  parallel_for(n_cols, [&](std::size_t c) { plans[c] = plan_column(chunks, c); }, cpu);
+  std::vector<std::vector<ChunkMerge>> merges;
+  for (std::size_t c = 0; c < n_cols; ++c) merges.emplace_back(n_chunks);
+  std::vector<std::size_t> part_base(n_cols + 1, 0);
+  for (std::size_t c = 0; c < n_cols; ++c) part_base[c + 1] = part_base[c] + (std::size_t{1} << plans[c].part_bits);
+  std::vector<PartitionMerge> parts(part_base.back());
+  auto part_column = [&](std::size_t t) {
+    return static_cast<std::size_t>(std::upper_bound(part_base.begin(), part_base.end(), t) - part_base.begin()) - 1;
+  };
+  struct KeySlice {
+    std::size_t c;
+    std::int64_t a, b;
+  };
+  std::vector<KeySlice> slices;
+  for (std::size_t c = 0; c < n_cols; ++c)
+    if (plans[c].by_key)
+      for (std::int64_t a = plans[c].lo; a <= plans[c].hi; a += kKeySlice)
+        slices.push_back(KeySlice{c, a, std::min(plans[c].hi + 1, a + kKeySlice)});
 
-  // 1. Per column and chunk: the symbols that merge by hash, grouped by partition; the direct
-  //    table learns which chunk holds each number first.
+  // 1. Per column and chunk: the symbols that merge by hash, grouped by partition.
   parallel_for(
       n_cols * n_chunks,
       [&](std::size_t t) {
         const std::size_t c = t / n_chunks, k = t % n_chunks;
         const ChunkColumn& col = column(c, k);
         ChunkMerge& m = merges[c][k];
-        const std::size_t n = col.symbols.size();
+        const std::size_t n = col.size();
         m.is_new.assign(n, 0);
-        m.remap.assign(n, 0);
-        std::vector<std::uint32_t> ids;
+        m.remap.reset(new std::uint32_t[n]);
+        std::vector<std::uint32_t> ids, text_of;
         std::vector<std::uint64_t> hashes;
-        ids.reserve(dense[c].active ? 0 : n);
-        for (std::size_t i = 0; i < n; ++i) {
-          if (dense[c].active && col.symbols[i].is_number()) continue;
-          ids.push_back(static_cast<std::uint32_t>(i));
-          hashes.push_back(symbol_hash(col.symbols[i]));
+        auto add = [&](std::uint32_t i, std::uint32_t text) {
+          ids.push_back(i);
+          text_of.push_back(text);
+          if (text == kNull) {
+            hashes.push_back(mix64(number_key(col.numbers[i])));
+          } else {
+            hashes.push_back(hash_text(col.texts[text].p, col.texts[text].len));
+          }
+        };
+        if (plans[c].by_key) {
+          // Only the pure texts merge by hash.
+          for (std::size_t j = 0; j < col.texts.size(); ++j)
+            if (!col.is_number(col.texts[j].symbol)) add(col.texts[j].symbol, static_cast<std::uint32_t>(j));
+        } else {
+          // Numbers (duals too) by their number, pure texts by their text.
+          std::size_t j = 0;
+          for (std::size_t i = 0; i < n; ++i) {
+            const bool has_text = j < col.texts.size() && col.texts[j].symbol == i;
+            add(static_cast<std::uint32_t>(i), has_text && !col.is_number(i) ? static_cast<std::uint32_t>(j) : kNull);
+            j += has_text;
+          }
         }
-        const std::size_t parts = std::size_t{1} << part_bits[c];
-        m.starts.assign(parts + 1, 0);
-        for (const std::uint64_t h : hashes) ++m.starts[(h & (parts - 1)) + 1];
-        for (std::size_t p = 0; p < parts; ++p) m.starts[p + 1] += m.starts[p];
+        const std::size_t n_parts = std::size_t{1} << plans[c].part_bits;
+        m.starts.assign(n_parts + 1, 0);
+        for (const std::uint64_t h : hashes) ++m.starts[(h & (n_parts - 1)) + 1];
+        for (std::size_t p = 0; p < n_parts; ++p) m.starts[p + 1] += m.starts[p];
         m.order.resize(ids.size());
+        m.text.resize(ids.size());
         m.hashes.resize(ids.size());
         m.slot.assign(ids.size(), 0);
         std::vector<std::uint32_t> fill(m.starts.begin(), m.starts.end() - 1);
         for (std::size_t j = 0; j < ids.size(); ++j) {
-          const std::uint32_t o = fill[hashes[j] & (parts - 1)]++;
+          const std::uint32_t o = fill[hashes[j] & (n_parts - 1)]++;
           m.order[o] = ids[j];
+          m.text[o] = text_of[j];
           m.hashes[o] = hashes[j];
-        }
-        if (dense[c].active) {
-          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
-          std::uint32_t* owner = dense[c].table.data();
-          const auto chunk = static_cast<std::uint32_t>(k);
-          col.dense.for_each([&](std::int64_t key, std::uint32_t) {
-            std::atomic_ref<std::uint32_t> o(owner[static_cast<std::size_t>(key * mul - lo)]);
-            std::uint32_t seen = o.load(std::memory_order_relaxed);
-            while (chunk < seen && !o.compare_exchange_weak(seen, chunk, std::memory_order_relaxed)) {
-            }
-          });
         }
       },
       cpu);
 
-  // 2. Each hash partition dedupes its symbols chunk by chunk in order; each chunk marks the
-  //    numbers whose first chunk it is.
-  std::vector<std::size_t> part_base(n_cols + 1, 0);
-  for (std::size_t c = 0; c < n_cols; ++c) part_base[c + 1] = part_base[c] + (std::size_t{1} << part_bits[c]);
-  std::vector<PartitionMerge> parts(part_base.back());
-  auto part_column = [&](std::size_t t) {
-    return static_cast<std::size_t>(std::upper_bound(part_base.begin(), part_base.end(), t) - part_base.begin()) - 1;
-  };
+  // 2. First occurrences: each hash partition dedupes its symbols chunk by chunk in order; each
+  //    key slice marks a key new in the first chunk that holds it.
   parallel_for(
-      parts.size() + n_cols * n_chunks,
+      parts.size() + slices.size(),
       [&](std::size_t t) {
         if (t >= parts.size()) {
-          t -= parts.size();
-          const std::size_t c = t / n_chunks, k = t % n_chunks;
-          if (!dense[c].active) return;
-          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
-          const std::uint32_t* owner = dense[c].table.data();
-          std::uint8_t* is_new = merges[c][k].is_new.data();
-          column(c, k).dense.for_each([&](std::int64_t key, std::uint32_t i) {
-            is_new[i] = owner[static_cast<std::size_t>(key * mul - lo)] == k;
+          const KeySlice& ks = slices[t - parts.size()];
+          std::vector<std::uint8_t> seen(static_cast<std::size_t>(ks.b - ks.a), 0);
+          std::vector<std::size_t> n_new(n_chunks, 0);
+          walk_keys(chunks, ks.c, plans[ks.c], ks.a, ks.b, [&](std::size_t k, std::size_t x, std::uint32_t i) {
+            if (seen[x]) return;
+            seen[x] = 1;
+            merges[ks.c][k].is_new[i] = 1;
+            ++n_new[k];
           });
+          for (std::size_t k = 0; k < n_chunks; ++k)
+            if (n_new[k] != 0) merges[ks.c][k].n_new.fetch_add(n_new[k], std::memory_order_relaxed);
           return;
         }
         const std::size_t c = part_column(t), p = t - part_base[c];
@@ -1249,63 +1304,119 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         TextMap texts;
         for (std::size_t k = 0; k < n_chunks; ++k) {
           ChunkMerge& m = merges[c][k];
-          const auto& syms = column(c, k).symbols;
+          const ChunkColumn& col = column(c, k);
+          std::size_t n_new = 0;
           for (std::uint32_t o = m.starts[p]; o < m.starts[p + 1]; ++o) {
             const std::uint32_t i = m.order[o];
-            const LocalSymbol& s = syms[i];
             const std::uint64_t h = m.hashes[o];
+            const bool is_number = m.text[o] == kNull;
+            const SymbolText text = is_number ? SymbolText{nullptr, 0, 0} : col.texts[m.text[o]];
             std::size_t slot = 0;
-            std::uint32_t found = s.is_number() ? numbers.find(number_key(s.number), h, slot)
-                                                : texts.find(s.text, s.len, h, pm.symbols.data(), slot);
+            std::uint32_t found = is_number ? numbers.find(number_key(col.numbers[i]), h, slot)
+                                            : texts.find(text.p, text.len, h, pm.texts.data(), slot);
             if (found == kNull) {
-              found = static_cast<std::uint32_t>(pm.symbols.size());
-              pm.symbols.push_back(s);
+              found = static_cast<std::uint32_t>(pm.texts.size());
+              pm.texts.push_back(text);
               pm.owners.push_back((std::uint64_t{k} << 32) | i);
-              if (s.is_number()) {
-                numbers.insert(slot, number_key(s.number), found);
+              if (is_number) {
+                numbers.insert(slot, number_key(col.numbers[i]), found);
               } else {
-                texts.insert(slot, h, found, pm.symbols.data());
+                texts.insert(slot, h, found, pm.texts.data());
               }
               m.is_new[i] = 1;
+              ++n_new;
             }
             m.slot[o] = found;
           }
+          if (n_new != 0) m.n_new.fetch_add(n_new, std::memory_order_relaxed);
         }
-        std::vector<LocalSymbol>().swap(pm.symbols);
+        std::vector<SymbolText>().swap(pm.texts);
       },
       cpu);
 
-  // 3. Symbol indexes: first occurrences numbered in (chunk, local symbol) order.
-  std::vector<std::vector<std::uint32_t>> new_base(n_cols, std::vector<std::uint32_t>(n_chunks + 1, 0));
-  for (std::size_t c = 0; c < n_cols; ++c)
+  // 3. Symbol indexes: first occurrences numbered in (chunk, local symbol) order, their values
+  //    written in place into the column's arrays.
+  std::vector<MergedSymbols> merged(n_cols);
+  for (std::size_t c = 0; c < n_cols; ++c) {
+    plans[c].new_base.assign(n_chunks + 1, 0);
     for (std::size_t k = 0; k < n_chunks; ++k) {
-      const auto& is_new = merges[c][k].is_new;
-      new_base[c][k + 1] = new_base[c][k] + static_cast<std::uint32_t>(std::count(is_new.begin(), is_new.end(), 1));
+      const std::size_t next = plans[c].new_base[k] + merges[c][k].n_new.load();
+      if (next > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
+      plans[c].new_base[k + 1] = static_cast<std::uint32_t>(next);
     }
+  }
+  parallel_for(
+      n_cols,
+      [&](std::size_t c) {
+        const std::size_t n = plans[c].new_base.back();
+        if (plans[c].ints) {
+          merged[c].ints.resize(n);
+        } else {
+          merged[c].numbers.resize(n);
+        }
+        if (plans[c].texts) merged[c].texts.resize(n_chunks);
+      },
+      cpu);
   parallel_for(
       n_cols * n_chunks,
       [&](std::size_t t) {
         const std::size_t c = t / n_chunks, k = t % n_chunks;
+        const ChunkColumn& col = column(c, k);
         ChunkMerge& m = merges[c][k];
-        std::uint32_t next = new_base[c][k];
-        for (std::size_t i = 0; i < m.is_new.size(); ++i)
-          if (m.is_new[i]) m.remap[i] = next++;
+        MergedSymbols& out = merged[c];
+        const std::uint8_t* is_new = m.is_new.data();
+        std::uint32_t* remap = m.remap.get();
+        std::uint32_t next = plans[c].new_base[k];
+        const std::size_t n = col.size();
+        if (plans[c].ints) {
+          std::int32_t* ints = out.ints.data();
+          for (std::size_t i = 0; i < n; ++i) {
+            if (!is_new[i]) continue;
+            remap[i] = next;
+            ints[next++] = static_cast<std::int32_t>(col.numbers[i]);
+          }
+        } else {
+          double* numbers = out.numbers.data();
+          std::size_t j = 0;  // the next of the chunk's texts
+          for (std::size_t i = 0; i < n; ++i) {
+            const bool has_text = j < col.texts.size() && col.texts[j].symbol == i;
+            if (is_new[i]) {
+              remap[i] = next;
+              numbers[next] = col.numbers[i];
+              if (has_text) out.texts[k].push_back(SymbolText{col.texts[j].p, col.texts[j].len, next});
+              ++next;
+            }
+            j += has_text;
+          }
+        }
       },
       cpu);
-  // Where a symbol first occurs, its index is now known: publish it to the partition or the
-  // direct table, for the chunks where it occurs again.
+
+  // 4. Where a symbol occurs again, its index comes from its first occurrence: published by the
+  //    partitions, carried along each key slice. Meanwhile each column's symbol table is made.
   parallel_for(
-      parts.size() + n_cols * n_chunks,
+      n_cols + parts.size() + slices.size(),
       [&](std::size_t t) {
+        if (t < n_cols) {
+          MergedSymbols& m = merged[t];
+          std::vector<const std::vector<SymbolText>*> texts;
+          for (const auto& list : m.texts) texts.push_back(&list);
+          table.columns[t].symbols = plans[t].ints ? SymbolTable::of_ints(std::move(m.ints))
+                                                   : make_symbols(std::move(m.numbers), texts);
+          m.texts.clear();
+          return;
+        }
+        t -= n_cols;
         if (t >= parts.size()) {
-          t -= parts.size();
-          const std::size_t c = t / n_chunks, k = t % n_chunks;
-          if (!dense[c].active) return;
-          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
-          std::uint32_t* index = dense[c].table.data();
-          const ChunkMerge& m = merges[c][k];
-          column(c, k).dense.for_each([&](std::int64_t key, std::uint32_t i) {
-            if (m.is_new[i]) index[static_cast<std::size_t>(key * mul - lo)] = m.remap[i];
+          const KeySlice& ks = slices[t - parts.size()];
+          std::vector<std::uint32_t> index(static_cast<std::size_t>(ks.b - ks.a));
+          walk_keys(chunks, ks.c, plans[ks.c], ks.a, ks.b, [&](std::size_t k, std::size_t x, std::uint32_t i) {
+            ChunkMerge& m = merges[ks.c][k];
+            if (m.is_new[i]) {
+              index[x] = m.remap[i];
+            } else {
+              m.remap[i] = index[x];
+            }
           });
           return;
         }
@@ -1317,44 +1428,46 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
       },
       cpu);
 
-  // 4. Each column's symbol table (one task per column), and each chunk's rows remapped into
-  //    the column's row array (one task per column and chunk).
-  std::vector<std::vector<std::uint32_t>> rows(n_cols);
-  for (auto& r : rows) r.resize(n_rows);
+  // 5. The symbols that merge by hash take their index from their partition; each column's
+  //    index is allocated for its known width.
   parallel_for(
       n_cols + n_cols * n_chunks,
       [&](std::size_t t) {
         if (t < n_cols) {
-          table.columns[t].symbols = build_symbols(chunks, &merges[t], t);
+          std::size_t nulls = 0;
+          for (std::size_t k = 0; k < n_chunks; ++k) nulls += column(t, k).nulls;
+          table.columns[t].index = PackedIndex::for_rows(n_rows, table.columns[t].symbols.size(), nulls);
           return;
         }
         t -= n_cols;
         const std::size_t c = t / n_chunks, k = t % n_chunks;
         ChunkMerge& m = merges[c][k];
-        const std::size_t parts_mask = (std::size_t{1} << part_bits[c]) - 1;
+        const std::size_t parts_mask = (std::size_t{1} << plans[c].part_bits) - 1;
         const PartitionMerge* pm = &parts[part_base[c]];
         for (std::size_t o = 0; o < m.order.size(); ++o) {
           const std::uint32_t i = m.order[o];
           if (!m.is_new[i]) m.remap[i] = pm[m.hashes[o] & parts_mask].global[m.slot[o]];
         }
-        if (dense[c].active) {
-          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
-          const std::uint32_t* index = dense[c].table.data();
-          column(c, k).dense.for_each([&](std::int64_t key, std::uint32_t i) {
-            if (!m.is_new[i]) m.remap[i] = index[static_cast<std::size_t>(key * mul - lo)];
-          });
-        }
-        auto& local = column(c, k).rows;
-        std::uint32_t* out = rows[c].data() + row_offsets[k];
-        const std::uint32_t* remap = m.remap.data();
-        for (std::size_t r = 0; r < local.size(); ++r) out[r] = local[r] == kNull ? kNull : remap[local[r]];
-        std::vector<std::uint32_t>().swap(local);
       },
       cpu);
-  for (std::size_t c = 0; c < n_cols; ++c) {
-    table.columns[c].index = PackedIndex::pack(rows[c].data(), n_rows, table.columns[c].symbols.size(), cpu);
-    std::vector<std::uint32_t>().swap(rows[c]);
-  }
+
+  // 6. Each chunk's rows packed through its remap, in ranges of rows.
+  struct RowRange {
+    std::size_t c, k, begin, end;
+  };
+  std::vector<RowRange> ranges;
+  for (std::size_t c = 0; c < n_cols; ++c)
+    for (std::size_t k = 0; k < n_chunks; ++k)
+      for (std::size_t b = 0; b < column(c, k).rows.size(); b += kPackRows)
+        ranges.push_back(RowRange{c, k, b, std::min(column(c, k).rows.size(), b + kPackRows)});
+  parallel_for(
+      ranges.size(),
+      [&](std::size_t t) {
+        const RowRange& r = ranges[t];
+        table.columns[r.c].index.write_rows(row_offsets[r.k] + r.begin, r.end - r.begin,
+                                            column(r.c, r.k).rows.data() + r.begin, merges[r.c][r.k].remap.get());
+      },
+      cpu);
 }
 
 }  // namespace
@@ -1429,12 +1542,23 @@ LoadedTable read_csv(const char* data, std::size_t size, const std::string& tabl
 
   if (n_chunks_parsed == 1) {
     // One chunk: its local symbols are the column's symbols.
-    parallel_for(n_cols, [&](std::size_t c) { table.columns[c].symbols = build_symbols(chunks, nullptr, c); }, cpu);
-    for (std::size_t c = 0; c < n_cols; ++c) {
-      auto& rows = chunks[0].parser->columns()[c].rows;
-      table.columns[c].index = PackedIndex::pack(rows.data(), rows.size(), table.columns[c].symbols.size(), cpu);
-      std::vector<std::uint32_t>().swap(rows);
-    }
+    // One chunk: its local symbols are the column's symbols, its rows' indexes the final ones.
+    std::vector<ChunkColumn>& cols = chunks[0].parser->columns();
+    parallel_for(
+        n_cols,
+        [&](std::size_t c) {
+          ChunkColumn& col = cols[c];
+          table.columns[c].symbols = make_symbols(std::move(col.numbers), {&col.texts});
+          table.columns[c].index = PackedIndex::for_rows(n_rows, table.columns[c].symbols.size(), col.nulls);
+        },
+        cpu);
+    parallel_for(
+        n_cols * ((n_rows + kPackRows - 1) / kPackRows),
+        [&](std::size_t t) {
+          const std::size_t c = t % n_cols, b = t / n_cols * kPackRows;
+          table.columns[c].index.write_rows(b, std::min(n_rows, b + kPackRows) - b, cols[c].rows.data() + b);
+        },
+        cpu);
     return table;
   }
 

@@ -46,6 +46,12 @@ class SymbolTable {
   // Symbols equal in the engine's sense: same number when both are numeric, same text when both are pure text.
   static bool same_symbol(const DualView& a, const DualView& b);
 
+  // A table of numbers without text that the caller knows to be distinct, taken over without a
+  // copy (for loaders that deduplicate on their own).
+  static SymbolTable of_numbers(std::vector<double>&& numbers);
+  // The same for int32 integers.
+  static SymbolTable of_ints(std::vector<std::int32_t>&& ints);
+
  private:
   friend class SymbolTableBuilder;
   void finish();
