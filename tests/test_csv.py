@@ -411,6 +411,20 @@ def test_first_error_in_file_order_is_reported_whatever_the_threads(threads) -> 
             App.from_csv(data)
 
 
+@pytest.mark.parametrize("quoted", [False, True])
+@pytest.mark.parametrize("text", ["xy", "x\u00e9y"])
+def test_invalid_utf8_is_found_in_any_chunk_before_a_later_error(threads, quoted, text) -> None:
+    lines = ["a,b,c"] + [f"{i},{text},{i % 7}" for i in range(200_000)]
+    lines[150_000] = '1,"\udcff",2' if quoted else "1,\udcff,2"
+    lines[150_002] = "bad,row"  # the same 256-row block: the earlier error wins
+    lines[190_000] = "1,2,3,4"
+    data = "\n".join(lines).encode("utf-8", "surrogateescape")
+    for n in (1, 2):
+        assoc.set_threads(n)
+        with pytest.raises(assoc.Error, match=re.escape("CSV line 150001: invalid UTF-8")):
+            App.from_csv(data)
+
+
 # ----------------------------------------------------------------------------------------------
 # Property: whatever Python's csv module writes reads back to the same values
 

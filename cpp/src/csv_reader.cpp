@@ -44,6 +44,18 @@ inline std::uint32_t load32(const char* p) {
   return v;
 }
 
+// [a, a+n) == [b, b+n); short texts by word loads that stay within the n bytes.
+inline bool same_bytes(const char* a, const char* b, std::size_t n) {
+  if (n >= 8) {
+    if (n > 16) return std::memcmp(a, b, n) == 0;
+    return load64(a) == load64(b) && load64(a + n - 8) == load64(b + n - 8);
+  }
+  if (n >= 4) return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
+  for (std::size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 inline std::uint64_t mix64(std::uint64_t x) {
   x ^= x >> 32;
   x *= 0xd6e8feb86659fd93ULL;
@@ -347,7 +359,7 @@ class TextMap {
       }
       if (static_cast<std::uint32_t>(s >> 32) == tag) {
         const SymbolText& t = texts[static_cast<std::uint32_t>(s) - 1];
-        if (t.len == n && std::memcmp(t.p, p, n) == 0) return static_cast<std::uint32_t>(s) - 1;
+        if (t.len == n && same_bytes(t.p, p, n)) return static_cast<std::uint32_t>(s) - 1;
       }
       i = (i + 1) & mask_;
     }
@@ -634,6 +646,7 @@ class ChunkParser {
   std::vector<ChunkColumn> cols_;
   std::size_t rows_ = 0;
   ParseError error_;
+  std::uint64_t high_bits_ = 0;  // or of the bytes scanned since the block began; 0x80 for a quoted field
   std::string scratch_;
   Arena arena_;
 
@@ -669,6 +682,7 @@ inline bool ChunkParser::next_field(std::size_t& pos, const char*& field, std::s
   const std::size_t size = size_;
   in_scratch = false;
   if (pos < size && d[pos] == '"') {
+    high_bits_ |= 0x80;
     const std::size_t open = pos;
     std::size_t q = pos + 1;
     bool doubled = false;
@@ -717,6 +731,7 @@ inline bool ChunkParser::next_field(std::size_t& pos, const char*& field, std::s
   for (;;) {
     if (e + 8 <= size) {
       const std::uint64_t w = load64(d + e);
+      high_bits_ |= w;
       const std::uint64_t m = match_byte(w, sep_) | match_byte(w, '\n');
       if (m != 0) {
         e += static_cast<std::size_t>(std::countr_zero(m)) >> 3;
@@ -724,7 +739,7 @@ inline bool ChunkParser::next_field(std::size_t& pos, const char*& field, std::s
       }
       e += 8;
     } else {
-      while (e < size && d[e] != sep_ && d[e] != '\n') ++e;
+      for (; e < size && d[e] != sep_ && d[e] != '\n'; ++e) high_bits_ |= static_cast<unsigned char>(d[e]);
       break;
     }
   }
@@ -762,9 +777,21 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
   const std::size_t n_cols = cols_.size();
   fields_.resize(n_cols * kBlockRows);
   std::size_t pos = begin;
+  std::size_t block_begin = pos;
+  // The block's bytes are checked as UTF-8 only when a field of it had a byte >= 0x80 or quotes.
+  auto utf8_ok = [&] {
+    if ((high_bits_ & 0x8080808080808080ULL) == 0) return true;
+    high_bits_ = 0;
+    const std::size_t bad = find_invalid_utf8(data_ + block_begin, pos - block_begin);
+    if (bad == pos - block_begin) return true;
+    fail(block_begin + bad, ErrorKind::kInvalidUtf8);
+    return false;
+  };
   while (pos < end) {
     std::size_t r = 0;
     block_scratch_.clear();
+    block_begin = pos;
+    high_bits_ = 0;
     while (r < kBlockRows && pos < end) {
       if (skip_blank_line(pos)) continue;
       const std::size_t record = pos;
@@ -773,13 +800,18 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
         const char* field;
         std::size_t len;
         bool in_scratch;
-        if (!next_field(pos, field, len, in_scratch)) return pos;
+        if (!next_field(pos, field, len, in_scratch)) {
+          utf8_ok();
+          return pos;
+        }
         if (col == n_cols) {
           fail(record, ErrorKind::kTooManyFields, n_cols);
+          utf8_ok();
           return pos;
         }
         if (len > 0xFFFFFFFFULL) {
           fail(record, ErrorKind::kFieldTooLong);
+          utf8_ok();
           return pos;
         }
         FieldRef& f = fields_[col * kBlockRows + r];
@@ -801,10 +833,12 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
       }
       if (col != n_cols) {
         fail(record, ErrorKind::kTooFewFields, col);
+        utf8_ok();
         return pos;
       }
       ++r;
     }
+    if (!utf8_ok()) return pos;
     intern_block(r);
     rows_ += r;
   }
@@ -1499,8 +1533,6 @@ LoadedTable read_csv(const char* data, std::size_t size, const std::string& tabl
     ch.parser = std::make_unique<ChunkParser>(data, size, header.sep, n_cols);
     const auto expected = static_cast<std::size_t>(static_cast<double>(ch.end - ch.begin) * rows_per_byte * 1.1) + 16;
     ch.stop = ch.parser->parse(ch.begin, ch.end, expected);
-    const std::size_t bad = find_invalid_utf8(data + ch.begin, ch.stop - ch.begin);
-    if (bad != ch.stop - ch.begin) ch.parser->fail(ch.begin + bad, ErrorKind::kInvalidUtf8);
   };
   for (std::size_t k = 0; k < starts.size(); ++k) {
     chunks[k].begin = starts[k];
