@@ -534,9 +534,13 @@ class DenseNumbers {
   bool grow(std::int64_t k, std::size_t n_symbols) {
     const auto cap = static_cast<std::int64_t>(slots_.size());
     if (cap == 0) {
-      lo_ = k - 16;
+      // A big chunk's table takes its whole allowance at once, a quarter of it below the
+      // first key: pages are zeroed only where keys land, and rising or falling keys (ids,
+      // dates) fill it without regrowing and copying it.
+      const std::int64_t first_cap = allowance_ > (std::int64_t{1} << 16) ? allowance_ : 1024;
+      lo_ = first_cap > 1024 ? k - first_cap / 4 : k - 16;
       min_key_ = max_key_ = k;
-      slots_ = ZeroedArray<std::uint32_t>(1024);
+      slots_ = ZeroedArray<std::uint32_t>(static_cast<std::size_t>(first_cap));
       return true;
     }
     // The keys seen, not the slack around them, count against the limit.
