@@ -1046,6 +1046,18 @@ Header read_header(const char* d, std::size_t size, std::size_t start) {
   return h;
 }
 
+// The quotes in [p, p+n): 64 bytes at a time into a byte counter, which the compiler vectorises.
+std::size_t count_quotes(const char* p, std::size_t n) {
+  std::size_t q = 0, i = 0;
+  for (; i + 64 <= n; i += 64) {
+    unsigned char block = 0;
+    for (std::size_t j = 0; j < 64; ++j) block = static_cast<unsigned char>(block + (p[i + j] == '"'));
+    q += block;
+  }
+  for (; i < n; ++i) q += p[i] == '"';
+  return q;
+}
+
 // Chunk starts in [body, size): each right after a line end that is outside quotes, judged by
 // the parity of the quotes before it. The parity is exact for RFC 4180 data; the parser checks
 // every guess (a chunk must end exactly where the next one starts) and recovers when a quote
@@ -1060,11 +1072,7 @@ std::vector<std::size_t> chunk_starts(const char* d, std::size_t size, std::size
   std::vector<std::size_t> quotes(n_chunks, 0);
   parallel_for(
       n_chunks,
-      [&](std::size_t k) {
-        std::size_t q = 0;
-        for (std::size_t i = nominal[k]; i < nominal[k + 1]; ++i) q += d[i] == '"';
-        quotes[k] = q;
-      },
+      [&](std::size_t k) { quotes[k] = count_quotes(d + nominal[k], nominal[k + 1] - nominal[k]); },
       cpu);
   std::size_t parity = 0;
   for (std::size_t k = 1; k < n_chunks; ++k) {
