@@ -221,6 +221,16 @@ def test_a_number_too_wide_for_the_direct_table_is_hashed(texts) -> None:
     assert list(app.table("Table1").column_indices("v")) == [first[float(t)] for t in texts]
 
 
+@pytest.mark.parametrize("late", ["2147483648", "-2147483649", "-0", "0.5", "x", "1e3"])
+def test_integers_then_one_other_value_keep_every_value(late) -> None:
+    # Int32 integers are held as such until a value that is not one arrives.
+    texts = [str(i * 7 - 50) for i in range(2000)] + [late, "12", "-2147483648", "2147483647"]
+    app = App.from_csv(("v\n" + "\n".join(texts) + "\n").encode())
+    firsts, indices = _first_occurrences(texts)
+    assert list(app.table("Table1").column_indices("v")) == indices
+    _assert_symbols(app.symbols("v"), firsts)
+
+
 def test_quoted_numbers_are_numbers() -> None:
     assert columns(b'v\n"12"\n"0.5"\n')["v"] == [12, 0.5]
 

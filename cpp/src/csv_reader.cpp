@@ -571,9 +571,12 @@ class DenseNumbers {
 // One column of one chunk: its local symbols in first-occurrence order and each row's local
 // symbol index.
 struct ChunkColumn {
-  // Per symbol its number (NaN: none): 8 bytes a symbol for the columns of numbers that make
-  // most symbols. The texts of the symbols that have one are listed apart, in symbol order.
+  // Per symbol its number: as an int32 while every symbol is an int32 integer (the symbol
+  // table's own form, 4 bytes a symbol), from the first other one on as a double (NaN: none).
+  // The texts of the symbols that have one are listed apart, in symbol order.
+  std::vector<std::int32_t> ints;
   std::vector<double> numbers;
+  bool all_ints = true;
   std::vector<SymbolText> texts;
   std::vector<std::uint32_t> rows;
   std::size_t nulls = 0;
@@ -583,14 +586,32 @@ struct ChunkColumn {
   TextMap text_map;                // the pure texts, by their index in `texts`
   std::size_t text_symbols = 0;    // pure texts
 
-  std::size_t size() const { return numbers.size(); }
-  bool is_number(std::size_t i) const { return numbers[i] == numbers[i]; }
+  std::size_t size() const { return all_ints ? ints.size() : numbers.size(); }
+  double number(std::size_t i) const { return all_ints ? ints[i] : numbers[i]; }
+  bool is_number(std::size_t i) const { return all_ints || numbers[i] == numbers[i]; }
   // Adds a symbol (text null: none); returns its index.
   std::uint32_t add(double number, const char* text, std::uint32_t len) {
-    const auto index = static_cast<std::uint32_t>(numbers.size());
-    numbers.push_back(number);
+    const auto index = static_cast<std::uint32_t>(size());
+    if (all_ints) {
+      // The SymbolTable rule for int32 symbols: integers in range, and no -0.
+      if (number >= -2147483648.0 && number <= 2147483647.0 && number == std::trunc(number) &&
+          !(number == 0.0 && std::signbit(number))) {
+        ints.push_back(static_cast<std::int32_t>(number));
+      } else {
+        numbers.reserve(ints.capacity());
+        numbers.assign(ints.begin(), ints.end());
+        std::vector<std::int32_t>().swap(ints);
+        all_ints = false;
+      }
+    }
+    if (!all_ints) numbers.push_back(number);
     if (text != nullptr) texts.push_back(SymbolText{text, len, index});
     return index;
+  }
+  // The numbers as doubles (the ints converted); leaves the column without symbols.
+  std::vector<double> take_numbers() {
+    if (all_ints) return std::vector<double>(ints.begin(), ints.end());
+    return std::move(numbers);
   }
 };
 
@@ -775,7 +796,7 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
   // columns never copy their symbols while growing.
   for (auto& c : cols_) {
     c.rows.reserve(expected_rows);
-    c.numbers.reserve(expected_rows);
+    c.ints.reserve(expected_rows);
     c.dense.expect_rows(expected_rows);
   }
   const std::size_t n_cols = cols_.size();
@@ -940,7 +961,7 @@ std::uint32_t ChunkParser::intern_text(ChunkColumn& col, const char* p, std::siz
 
 void ChunkParser::leave_dense(ChunkColumn& col) {
   col.dense.deactivate([&](std::uint32_t index) {
-    const std::uint64_t key = number_key(col.numbers[index]);
+    const std::uint64_t key = number_key(col.number(index));
     std::size_t slot = 0;
     col.number_map.find(key, mix64(key), slot);
     col.number_map.insert(slot, key, index);
@@ -1119,7 +1140,7 @@ struct ColumnPlan {
   bool by_key = false;
   std::int64_t lo = 0, hi = 0;
   std::vector<std::int64_t> mul;
-  bool ints = false;       // every symbol an int32 integer without text
+  bool ints = false;       // every symbol an int32 integer without text: merged as int32
   bool texts = false;      // some symbol has a text
   unsigned part_bits = 0;  // 2^part_bits hash partitions for the symbols not merged by key
   std::vector<std::uint32_t> new_base;  // per chunk: the index of its first new symbol; then the count
@@ -1158,12 +1179,13 @@ ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
   auto column = [&](std::size_t k) -> const ChunkColumn& { return chunks[k].parser->columns()[c]; };
   std::size_t symbols = 0, rows = 0;
   unsigned scale = 0;
-  bool by_key = true, any_key = false;
+  bool by_key = true, any_key = false, all_ints = true;
   for (std::size_t k = 0; k < n_chunks; ++k) {
     const ChunkColumn& col = column(k);
     symbols += col.size();
     rows += col.rows.size();
     plan.texts |= !col.texts.empty();
+    all_ints &= col.all_ints;
     by_key &= col.dense.active() && col.hashed_numbers == 0;
     if (col.dense.active() && !col.dense.empty()) {
       any_key = true;
@@ -1189,10 +1211,9 @@ ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
       plan.by_key = true;
       plan.lo = lo;
       plan.hi = hi;
-      // Without texts every symbol is a number in a direct table; at scale 0 each is an integer.
-      plan.ints = scale == 0 && !plan.texts && lo >= INT32_MIN && hi <= INT32_MAX;
     }
   }
+  plan.ints = all_ints && !plan.texts;
   std::size_t hashed = 0;
   for (std::size_t k = 0; k < n_chunks; ++k) hashed += plan.by_key ? column(k).text_symbols : column(k).size();
   plan.part_bits = hashed >= kPartitionThreshold ? kPartitionBits : 0;
@@ -1289,7 +1310,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
           ids.push_back(i);
           text_of.push_back(text);
           if (text == kNull) {
-            hashes.push_back(mix64(number_key(col.numbers[i])));
+            hashes.push_back(mix64(number_key(col.number(i))));
           } else {
             hashes.push_back(hash_text(col.texts[text].p, col.texts[text].len));
           }
@@ -1358,14 +1379,14 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
             const bool is_number = m.text[o] == kNull;
             const SymbolText text = is_number ? SymbolText{nullptr, 0, 0} : col.texts[m.text[o]];
             std::size_t slot = 0;
-            std::uint32_t found = is_number ? numbers.find(number_key(col.numbers[i]), h, slot)
+            std::uint32_t found = is_number ? numbers.find(number_key(col.number(i)), h, slot)
                                             : texts.find(text.p, text.len, h, pm.texts.data(), slot);
             if (found == kNull) {
               found = static_cast<std::uint32_t>(pm.texts.size());
               pm.texts.push_back(text);
               pm.owners.push_back((std::uint64_t{k} << 32) | i);
               if (is_number) {
-                numbers.insert(slot, number_key(col.numbers[i]), found);
+                numbers.insert(slot, number_key(col.number(i)), found);
               } else {
                 texts.insert(slot, h, found, pm.texts.data());
               }
@@ -1419,7 +1440,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
           for (std::size_t i = 0; i < n; ++i) {
             if (!is_new[i]) continue;
             remap[i] = next;
-            ints[next++] = static_cast<std::int32_t>(col.numbers[i]);
+            ints[next++] = col.ints[i];
           }
         } else {
           double* numbers = out.numbers.data();
@@ -1428,7 +1449,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
             const bool has_text = j < col.texts.size() && col.texts[j].symbol == i;
             if (is_new[i]) {
               remap[i] = next;
-              numbers[next] = col.numbers[i];
+              numbers[next] = col.number(i);
               if (has_text) out.texts[k].push_back(SymbolText{col.texts[j].p, col.texts[j].len, next});
               ++next;
             }
@@ -1592,7 +1613,8 @@ LoadedTable read_csv(const char* data, std::size_t size, const std::string& tabl
         n_cols,
         [&](std::size_t c) {
           ChunkColumn& col = cols[c];
-          table.columns[c].symbols = make_symbols(std::move(col.numbers), {&col.texts});
+          table.columns[c].symbols = col.all_ints && col.texts.empty() ? SymbolTable::of_ints(std::move(col.ints))
+                                                                       : make_symbols(col.take_numbers(), {&col.texts});
           table.columns[c].index = PackedIndex::for_rows(n_rows, table.columns[c].symbols.size(), col.nulls);
         },
         cpu);
