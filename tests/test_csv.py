@@ -372,13 +372,15 @@ def _assert_symbols(got: list[Any], firsts: list[str]) -> None:
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_merged_symbols_are_in_first_occurrence_order(threads, n_threads) -> None:
     # Columns that merge each way across chunks: rising ids (disjoint key ranges), integers
-    # over many key slices with negative keys, decimals whose chunks have different scales and
-    # texts that make duals, texts and numbers too many for one hash partition.
+    # over many key slices with negative keys, integers too sparse for a direct table,
+    # decimals whose chunks have different scales and texts that make duals, texts and
+    # numbers too many for one hash partition.
     rng = random.Random(21)
     n = 120_000
     columns_in: dict[str, list[str | None]] = {
         "id": [str(i + 1) for i in range(n)],
         "wide": [str(rng.randrange(-300_000, 300_000)) for _ in range(n)],
+        "sparse": [str(rng.randrange(-(2**31), 2**31)) for _ in range(n)],
         "price": [
             str(rng.randrange(5000)) if i < n // 3 else f"{rng.randrange(500_000) / 100:.2f}"
             for i in range(n)

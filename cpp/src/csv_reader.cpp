@@ -1149,7 +1149,11 @@ struct ColumnPlan {
 // One column's merge state for one chunk.
 struct ChunkMerge {
   std::vector<std::uint8_t> is_new;  // 1 where this is the symbol's first occurrence overall
-  std::unique_ptr<std::uint32_t[]> remap;  // local symbol -> symbol index of the column
+  // Local symbol -> symbol index of the column. In a column of int32 symbols it takes the place
+  // of the symbols themselves: each is read before its entry is written (step 3), and none is
+  // read after that.
+  std::uint32_t* remap = nullptr;
+  std::unique_ptr<std::uint32_t[]> remap_storage;
   std::atomic<std::size_t> n_new{0};
   // The symbols that merge by hash, grouped by partition (ascending within one):
   std::vector<std::uint32_t> order;   // local symbol
@@ -1303,7 +1307,12 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         ChunkMerge& m = merges[c][k];
         const std::size_t n = col.size();
         m.is_new.assign(n, 0);
-        m.remap.reset(new std::uint32_t[n]);
+        if (col.all_ints) {
+          m.remap = reinterpret_cast<std::uint32_t*>(column(c, k).ints.data());
+        } else {
+          m.remap_storage.reset(new std::uint32_t[n]);
+          m.remap = m.remap_storage.get();
+        }
         std::vector<std::uint32_t> ids, text_of;
         std::vector<std::uint64_t> hashes;
         auto add = [&](std::uint32_t i, std::uint32_t text) {
@@ -1432,15 +1441,16 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         ChunkMerge& m = merges[c][k];
         MergedSymbols& out = merged[c];
         const std::uint8_t* is_new = m.is_new.data();
-        std::uint32_t* remap = m.remap.get();
+        std::uint32_t* remap = m.remap;
         std::uint32_t next = plans[c].new_base[k];
         const std::size_t n = col.size();
         if (plans[c].ints) {
           std::int32_t* ints = out.ints.data();
           for (std::size_t i = 0; i < n; ++i) {
             if (!is_new[i]) continue;
+            const std::int32_t v = col.ints[i];  // before remap[i], which may take its place
             remap[i] = next;
-            ints[next++] = col.ints[i];
+            ints[next++] = v;
           }
         } else {
           double* numbers = out.numbers.data();
@@ -1448,8 +1458,9 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
           for (std::size_t i = 0; i < n; ++i) {
             const bool has_text = j < col.texts.size() && col.texts[j].symbol == i;
             if (is_new[i]) {
+              const double v = col.number(i);  // before remap[i], which may take its place
               remap[i] = next;
-              numbers[next] = col.number(i);
+              numbers[next] = v;
               if (has_text) out.texts[k].push_back(SymbolText{col.texts[j].p, col.texts[j].len, next});
               ++next;
             }
@@ -1532,7 +1543,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
       [&](std::size_t t) {
         const RowRange& r = ranges[t];
         table.columns[r.c].index.write_rows(row_offsets[r.k] + r.begin, r.end - r.begin,
-                                            column(r.c, r.k).rows.data() + r.begin, merges[r.c][r.k].remap.get());
+                                            column(r.c, r.k).rows.data() + r.begin, merges[r.c][r.k].remap);
       },
       cpu);
 }
