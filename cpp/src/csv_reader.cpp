@@ -456,30 +456,31 @@ class DenseNumbers {
       scale_ = t.fixed ? std::min(t.frac, kMaxScale) : 0;
       has_scale_ = true;
     }
-    if (t.fixed) {
-      std::int64_t m = t.mantissa;
-      unsigned frac = t.frac;
-      while (frac > scale_ && m % 10 == 0) {
-        m /= 10;
-        --frac;
-      }
-      if (frac > scale_) return false;
-      if (m > kMaxKeyOver[scale_ - frac] || m < -kMaxKeyOver[scale_ - frac]) return false;
-      const std::int64_t mul = kPow10Int[scale_ - frac];
-      k = m * mul;
-      return true;
-    }
+    if (t.fixed) return fixed_key(t, k);
     const double x = t.value * kPow10[scale_];
     if (!(x >= -static_cast<double>(kMaxKey) && x <= static_cast<double>(kMaxKey))) return false;
     k = static_cast<std::int64_t>(std::nearbyint(x));
     return static_cast<double>(k) / kPow10[scale_] == t.value;
   }
 
-  // Starts loading the slot of a number that is likely to be looked up soon. Inlined early on
+  // The key of a fixed number at the current scale, once the scale is set; false when it has none.
+  bool fixed_key(const NumberText& t, std::int64_t& k) const {
+    std::int64_t m = t.mantissa;
+    unsigned frac = t.frac;
+    while (frac > scale_ && m % 10 == 0) {
+      m /= 10;
+      --frac;
+    }
+    if (frac > scale_) return false;
+    if (m > kMaxKeyOver[scale_ - frac] || m < -kMaxKeyOver[scale_ - frac]) return false;
+    k = m * kPow10Int[scale_ - frac];
+    return true;
+  }
+  bool has_scale() const { return has_scale_; }
+
+  // Starts loading the slot of a key that is likely to be looked up soon. Inlined early on
   // purpose: as a call, a function whose only effect is a prefetch counts as pure and is dropped.
-  [[gnu::always_inline]] void prefetch(const NumberText& t) const {
-    if (!has_scale_ || !t.fixed || t.frac > scale_ || slots_.empty()) return;
-    const std::int64_t k = t.mantissa * kPow10Int[scale_ - t.frac];  // |mantissa| < 10^15: no overflow
+  [[gnu::always_inline]] void prefetch(std::int64_t k) const {
     if (k >= lo_ && k - lo_ < static_cast<std::int64_t>(slots_.size()))
       __builtin_prefetch(slots_.data() + (k - lo_));
   }
@@ -661,6 +662,8 @@ class ChunkParser {
   // overlap instead of stalling one by one.
   void intern_block(std::size_t n_rows);
   std::uint32_t intern_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, const NumberText& num);
+  // Adds a number as a new symbol of the column (with its text unless canonical).
+  std::uint32_t add_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, const NumberText& num);
   std::uint32_t intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, std::uint64_t h);
   // Moves a column's numbers from direct addressing into its NumberMap.
   void leave_dense(ChunkColumn& col);
@@ -687,6 +690,7 @@ class ChunkParser {
   std::string block_scratch_;
   NumberText numbers_[kBlockRows];
   std::uint64_t hashes_[kBlockRows];
+  std::int64_t keys_[kBlockRows];
   std::uint8_t kinds_[kBlockRows];
 };
 
@@ -871,10 +875,13 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
 }
 
 void ChunkParser::intern_block(std::size_t n_rows) {
-  enum : std::uint8_t { kNullCell, kNumberCell, kTextCell };
+  enum : std::uint8_t { kNullCell, kNumberCell, kKeyedCell, kTextCell };
   for (std::size_t c = 0; c < cols_.size(); ++c) {
     ChunkColumn& col = cols_[c];
     FieldRef* f = &fields_[c * kBlockRows];
+    // Keys of the direct table, at its scale as the block starts (valid while it stays).
+    const bool keys_known = col.dense.active() && col.dense.has_scale();
+    const unsigned key_scale = col.dense.scale();
     for (std::size_t r = 0; r < n_rows; ++r) {
       if (f[r].in_scratch) f[r].p = block_scratch_.data() + f[r].scratch_at;
       if (f[r].len == 0) {
@@ -882,7 +889,10 @@ void ChunkParser::intern_block(std::size_t n_rows) {
       } else if (read_number(f[r].p, f[r].len, numbers_[r])) {
         kinds_[r] = kNumberCell;
         if (col.dense.active()) {
-          col.dense.prefetch(numbers_[r]);
+          if (keys_known && numbers_[r].fixed && col.dense.fixed_key(numbers_[r], keys_[r])) {
+            kinds_[r] = kKeyedCell;
+            col.dense.prefetch(keys_[r]);
+          }
         } else {
           hashes_[r] = mix64(number_key(numbers_[r].value));
           col.number_map.prefetch(hashes_[r]);
@@ -896,7 +906,18 @@ void ChunkParser::intern_block(std::size_t n_rows) {
     for (std::size_t r = 0; r < n_rows; ++r) {
       std::uint32_t index = kNull;
       col.nulls += kinds_[r] == kNullCell;
-      if (kinds_[r] == kNumberCell) {
+      if (kinds_[r] == kKeyedCell && col.dense.active() && col.dense.scale() == key_scale) {
+        std::uint32_t* slot = col.dense.slot(keys_[r], col.size());
+        if (slot != nullptr && *slot != 0) {
+          index = *slot - 1;
+        } else if (slot != nullptr) {
+          index = add_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
+          *slot = index + 1;
+        } else {
+          leave_dense(col);
+          index = intern_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
+        }
+      } else if (kinds_[r] == kNumberCell || kinds_[r] == kKeyedCell) {
         index = intern_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
       } else if (kinds_[r] == kTextCell) {
         index = intern_text(col, f[r].p, f[r].len, f[r].in_scratch, hashes_[r]);
@@ -906,13 +927,15 @@ void ChunkParser::intern_block(std::size_t n_rows) {
   }
 }
 
+std::uint32_t ChunkParser::add_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
+                                      const NumberText& num) {
+  const char* text = num.canonical ? nullptr : (in_scratch ? arena_.copy(p, n) : p);
+  return col.add(num.value, text, num.canonical ? 0U : static_cast<std::uint32_t>(n));
+}
+
 std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
                                          const NumberText& num) {
-  const auto len = static_cast<std::uint32_t>(n);
-  auto add = [&] {
-    const char* text = num.canonical ? nullptr : (in_scratch ? arena_.copy(p, n) : p);
-    return col.add(num.value, text, num.canonical ? 0U : len);
-  };
+  auto add = [&] { return add_number(col, p, n, in_scratch, num); };
   if (col.dense.active()) {
     std::int64_t k = 0;
     bool keyed = col.dense.key_of(num, k);
