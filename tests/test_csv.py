@@ -381,6 +381,14 @@ def test_merged_symbols_are_in_first_occurrence_order(threads, n_threads) -> Non
         "id": [str(i + 1) for i in range(n)],
         "wide": [str(rng.randrange(-300_000, 300_000)) for _ in range(n)],
         "sparse": [str(rng.randrange(-(2**31), 2**31)) for _ in range(n)],
+        # Rising in the first half (chunks apart from all others), then repeats within a range
+        # of their own; some duals and NULLs.
+        "stamp": [
+            "" if i % 1009 == 0 else f"{v}.0" if i % 997 == 0 else str(v)
+            for i, v in enumerate(
+                i + 1 if i < n // 2 else rng.randrange(n, n + n // 4) for i in range(n)
+            )
+        ],
         "price": [
             str(rng.randrange(5000)) if i < n // 3 else f"{rng.randrange(500_000) / 100:.2f}"
             for i in range(n)

@@ -591,28 +591,33 @@ struct ChunkColumn {
   double number(std::size_t i) const { return all_ints ? ints[i] : numbers[i]; }
   bool is_number(std::size_t i) const { return all_ints || numbers[i] == numbers[i]; }
   // Adds a symbol (text null: none); returns its index.
-  std::uint32_t add(double number, const char* text, std::uint32_t len) {
+  [[gnu::always_inline]] std::uint32_t add(double number, const char* text, std::uint32_t len) {
     const auto index = static_cast<std::uint32_t>(size());
-    if (all_ints) {
-      // The SymbolTable rule for int32 symbols: integers in range, and no -0.
-      if (number >= -2147483648.0 && number <= 2147483647.0 && number == std::trunc(number) &&
-          !(number == 0.0 && std::signbit(number))) {
-        ints.push_back(static_cast<std::int32_t>(number));
-      } else {
-        numbers.reserve(ints.capacity());
-        numbers.assign(ints.begin(), ints.end());
-        std::vector<std::int32_t>().swap(ints);
-        all_ints = false;
-      }
+    if (all_ints && is_int32(number)) {
+      ints.push_back(static_cast<std::int32_t>(number));
+    } else {
+      add_double(number);
     }
-    if (!all_ints) numbers.push_back(number);
     if (text != nullptr) texts.push_back(SymbolText{text, len, index});
     return index;
   }
-  // The numbers as doubles (the ints converted); leaves the column without symbols.
-  std::vector<double> take_numbers() {
-    if (all_ints) return std::vector<double>(ints.begin(), ints.end());
-    return std::move(numbers);
+  // The SymbolTable rule for int32 symbols: integers in range, and no -0.
+  static bool is_int32(double v) {
+    return v >= -2147483648.0 && v <= 2147483647.0 && static_cast<double>(static_cast<std::int32_t>(v)) == v &&
+           std::bit_cast<std::uint64_t>(v) != std::uint64_t{1} << 63;
+  }
+  [[gnu::noinline]] void add_double(double number) {
+    if (all_ints) {
+      numbers.reserve(ints.capacity());
+      numbers.assign(ints.begin(), ints.end());
+      std::vector<std::int32_t>().swap(ints);
+      all_ints = false;
+    }
+    numbers.push_back(number);
+  }
+  // The numbers as a symbol table takes them: exactly as many as there are symbols.
+  NumberArray number_array() const {
+    return all_ints ? NumberArray(ints.begin(), ints.end()) : NumberArray(numbers.begin(), numbers.end());
   }
 };
 
@@ -1159,10 +1164,13 @@ inline std::int64_t floor_div(std::int64_t n, std::int64_t d) { return n >= 0 ? 
 // How one column merges.
 struct ColumnPlan {
   // The numbers sit in direct tables in every chunk: they merge by key, in slices of the key
-  // range [lo, hi] at the common scale, where chunk k's keys are its own times mul[k].
+  // range [lo, hi] at the common scale, where chunk k's keys are its own times mul[k]. A chunk
+  // whose keys span a range that no other chunk's overlaps, and that has no pure texts, is
+  // alone: all its symbols are new, in its own order, and it stays out of the walk.
   bool by_key = false;
-  std::int64_t lo = 0, hi = 0;
+  std::int64_t lo = 0, hi = -1;
   std::vector<std::int64_t> mul;
+  std::vector<std::uint8_t> alone;
   bool ints = false;       // every symbol an int32 integer without text: merged as int32
   bool texts = false;      // some symbol has a text
   unsigned part_bits = 0;  // 2^part_bits hash partitions for the symbols not merged by key
@@ -1195,9 +1203,10 @@ struct PartitionMerge {
 
 // The symbols of a column, first occurrence first, as arrays filled in place.
 struct MergedSymbols {
-  std::vector<std::int32_t> ints;  // when the plan says ints
-  std::vector<double> numbers;     // otherwise: NaN where a symbol has no number
+  IntArray ints;        // when the plan says ints
+  NumberArray numbers;  // otherwise: NaN where a symbol has no number
   std::vector<std::vector<SymbolText>> texts;  // per chunk: the texts of its new symbols
+  bool allocated = false;
 };
 
 ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
@@ -1220,26 +1229,44 @@ ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
     }
   }
   if (by_key && any_key) {
-    std::int64_t lo = DenseNumbers::kMaxKey, hi = -DenseNumbers::kMaxKey;
     plan.mul.assign(n_chunks, 1);
+    struct Span {
+      std::int64_t lo, hi;
+      std::size_t k;
+    };
+    std::vector<Span> spans;
     for (std::size_t k = 0; k < n_chunks && by_key; ++k) {
       const DenseNumbers& dn = column(k).dense;
       if (dn.empty()) continue;
       const std::int64_t mul = DenseNumbers::kPow10Int[scale - dn.scale()];
       by_key = dn.min_key() >= -DenseNumbers::kMaxKey / mul && dn.max_key() <= DenseNumbers::kMaxKey / mul;
       plan.mul[k] = mul;
-      lo = std::min(lo, dn.min_key() * mul);
-      hi = std::max(hi, dn.max_key() * mul);
+      spans.push_back(Span{dn.min_key() * mul, dn.max_key() * mul, k});
     }
-    // The merge walks the key range, which must not be much wider than the symbols or rows.
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+    plan.alone.assign(n_chunks, 0);
+    for (std::size_t k = 0; k < n_chunks; ++k) plan.alone[k] = column(k).size() == 0;
+    for (std::size_t j = 0; j < spans.size(); ++j) {
+      const bool apart = (j == 0 || spans[j - 1].hi < spans[j].lo) && (j + 1 == spans.size() || spans[j].hi < spans[j + 1].lo);
+      plan.alone[spans[j].k] = apart && column(spans[j].k).text_symbols == 0;
+    }
+    std::int64_t lo = DenseNumbers::kMaxKey, hi = -DenseNumbers::kMaxKey;
+    for (const Span& sp : spans) {
+      if (plan.alone[sp.k]) continue;
+      lo = std::min(lo, sp.lo);
+      hi = std::max(hi, sp.hi);
+    }
+    // The merge walks the key range of the chunks not alone, which must not be much wider than
+    // the symbols or rows.
     const std::int64_t limit = std::max({std::int64_t{1} << 16, 8 * static_cast<std::int64_t>(symbols),
                                          2 * static_cast<std::int64_t>(rows)});
-    if (by_key && hi - lo + 1 <= limit) {
+    if (by_key && (lo > hi || hi - lo + 1 <= limit)) {
       plan.by_key = true;
       plan.lo = lo;
       plan.hi = hi;
     }
   }
+  if (!plan.by_key) plan.alone.assign(n_chunks, 0);
   plan.ints = all_ints && !plan.texts;
   std::size_t hashed = 0;
   for (std::size_t k = 0; k < n_chunks; ++k) hashed += plan.by_key ? column(k).text_symbols : column(k).size();
@@ -1249,7 +1276,7 @@ ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
 
 // A column's SymbolTable from its symbols, which are known to be distinct: their numbers and
 // the lists (one after the other, in symbol order) of the texts of those that have one.
-SymbolTable make_symbols(std::vector<double>&& numbers, const std::vector<const std::vector<SymbolText>*>& texts) {
+SymbolTable make_symbols(NumberArray&& numbers, const std::vector<const std::vector<SymbolText>*>& texts) {
   std::size_t text_bytes = 0, n_texts = 0;
   for (const auto* list : texts) {
     n_texts += list->size();
@@ -1279,7 +1306,7 @@ void walk_keys(std::vector<ParsedChunk>& chunks, std::size_t c, const ColumnPlan
                std::int64_t b, F f) {
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     const DenseNumbers& dn = chunks[k].parser->columns()[c].dense;
-    if (dn.empty()) continue;
+    if (dn.empty() || plan.alone[k]) continue;
     const std::int64_t mul = plan.mul[k];
     const std::int64_t y0 = std::max(dn.min_key(), -floor_div(-a, mul));
     const std::int64_t y1 = std::min(dn.max_key(), floor_div(b - 1, mul));
@@ -1321,14 +1348,43 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
       for (std::int64_t a = plans[c].lo; a <= plans[c].hi; a += kKeySlice)
         slices.push_back(KeySlice{c, a, std::min(plans[c].hi + 1, a + kKeySlice)});
 
+  // The arrays of each column's symbols; a column whose chunks are all alone knows its count
+  // now and allocates them beside step 1.
+  std::vector<MergedSymbols> merged(n_cols);
+  auto allocate_merged = [&](std::size_t c, std::size_t n) {
+    if (plans[c].ints) {
+      merged[c].ints.resize(n);
+    } else {
+      merged[c].numbers.resize(n);
+    }
+    if (plans[c].texts) merged[c].texts.resize(n_chunks);
+    merged[c].allocated = true;
+  };
+
   // 1. Per column and chunk: the symbols that merge by hash, grouped by partition.
   parallel_for(
-      n_cols * n_chunks,
+      n_cols * n_chunks + n_cols,
       [&](std::size_t t) {
+        if (t >= n_cols * n_chunks) {
+          const std::size_t c = t - n_cols * n_chunks;
+          std::size_t n = 0;
+          for (std::size_t k = 0; k < n_chunks; ++k) {
+            if (!plans[c].alone[k]) return;
+            n += column(c, k).size();
+          }
+          if (n <= 0xFFFFFFFEULL) allocate_merged(c, n);
+          return;
+        }
         const std::size_t c = t / n_chunks, k = t % n_chunks;
         const ChunkColumn& col = column(c, k);
         ChunkMerge& m = merges[c][k];
         const std::size_t n = col.size();
+        const std::size_t n_parts = std::size_t{1} << plans[c].part_bits;
+        if (plans[c].alone[k]) {
+          m.starts.assign(n_parts + 1, 0);
+          m.n_new.store(n, std::memory_order_relaxed);
+          return;
+        }
         m.is_new.assign(n, 0);
         if (col.all_ints) {
           m.remap = reinterpret_cast<std::uint32_t*>(column(c, k).ints.data());
@@ -1360,7 +1416,6 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
             j += has_text;
           }
         }
-        const std::size_t n_parts = std::size_t{1} << plans[c].part_bits;
         m.starts.assign(n_parts + 1, 0);
         for (const std::uint64_t h : hashes) ++m.starts[(h & (n_parts - 1)) + 1];
         for (std::size_t p = 0; p < n_parts; ++p) m.starts[p + 1] += m.starts[p];
@@ -1435,7 +1490,6 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
 
   // 3. Symbol indexes: first occurrences numbered in (chunk, local symbol) order, their values
   //    written in place into the column's arrays.
-  std::vector<MergedSymbols> merged(n_cols);
   for (std::size_t c = 0; c < n_cols; ++c) {
     plans[c].new_base.assign(n_chunks + 1, 0);
     for (std::size_t k = 0; k < n_chunks; ++k) {
@@ -1447,13 +1501,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
   parallel_for(
       n_cols,
       [&](std::size_t c) {
-        const std::size_t n = plans[c].new_base.back();
-        if (plans[c].ints) {
-          merged[c].ints.resize(n);
-        } else {
-          merged[c].numbers.resize(n);
-        }
-        if (plans[c].texts) merged[c].texts.resize(n_chunks);
+        if (!merged[c].allocated) allocate_merged(c, plans[c].new_base.back());
       },
       cpu);
   parallel_for(
@@ -1467,6 +1515,16 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         std::uint32_t* remap = m.remap;
         std::uint32_t next = plans[c].new_base[k];
         const std::size_t n = col.size();
+        if (plans[c].alone[k]) {
+          // All new, in order: the symbols are copied as they are.
+          if (plans[c].ints) {
+            std::copy(col.ints.begin(), col.ints.end(), out.ints.begin() + next);
+          } else {
+            for (std::size_t i = 0; i < n; ++i) out.numbers[next + i] = col.number(i);
+            for (const SymbolText& st : col.texts) out.texts[k].push_back(SymbolText{st.p, st.len, next + st.symbol});
+          }
+          return;
+        }
         if (plans[c].ints) {
           std::int32_t* ints = out.ints.data();
           for (std::size_t i = 0; i < n; ++i) {
@@ -1565,8 +1623,11 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
       ranges.size(),
       [&](std::size_t t) {
         const RowRange& r = ranges[t];
+        // A chunk alone keeps its symbols' order: its indexes only move up by its first one's.
+        const bool alone = plans[r.c].alone[r.k];
         table.columns[r.c].index.write_rows(row_offsets[r.k] + r.begin, r.end - r.begin,
-                                            column(r.c, r.k).rows.data() + r.begin, merges[r.c][r.k].remap);
+                                            column(r.c, r.k).rows.data() + r.begin,
+                                            alone ? nullptr : merges[r.c][r.k].remap, plans[r.c].new_base[r.k]);
       },
       cpu);
 }
@@ -1647,8 +1708,12 @@ LoadedTable read_csv(const char* data, std::size_t size, const std::string& tabl
         n_cols,
         [&](std::size_t c) {
           ChunkColumn& col = cols[c];
-          table.columns[c].symbols = col.all_ints && col.texts.empty() ? SymbolTable::of_ints(std::move(col.ints))
-                                                                       : make_symbols(col.take_numbers(), {&col.texts});
+          // Copied to arrays of the exact size (the chunk's were reserved for every row).
+          table.columns[c].symbols = col.all_ints && col.texts.empty()
+                                         ? SymbolTable::of_ints(IntArray(col.ints.begin(), col.ints.end()))
+                                         : make_symbols(col.number_array(), {&col.texts});
+          std::vector<std::int32_t>().swap(col.ints);
+          std::vector<double>().swap(col.numbers);
           table.columns[c].index = PackedIndex::for_rows(n_rows, table.columns[c].symbols.size(), col.nulls);
         },
         cpu);

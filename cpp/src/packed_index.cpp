@@ -59,7 +59,7 @@ PackedIndex PackedIndex::for_rows(std::size_t n, std::uint32_t n_symbols, std::s
   p.width_ = width_for(max_code);
   p.mask_ = p.width_ == 0 ? 0 : ((std::uint64_t{1} << p.width_) - 1);
   const std::size_t data_bytes = (n * p.width_ + 7) / 8;
-  p.bytes_.assign(data_bytes + 8, 0);
+  p.bytes_.resize(data_bytes + 8);  // zero, untouched until written
   return p;
 }
 
@@ -118,18 +118,17 @@ void decode_blocks_of_width(const std::uint8_t* data, std::size_t first, std::si
   }
 }
 
-// The code of a row: its symbol index (looked up in remap when given) + bias; NULL is code 0
-// (kNull + 1 wraps to 0 when the column has NULLs).
+// The code of a row: its symbol index (looked up in remap when given) + add; NULL is code 0.
 template <bool Remap>
-inline std::uint64_t row_code(std::uint32_t s, const std::uint32_t* remap, std::uint32_t bias) {
-  if constexpr (Remap) return s == kNull ? 0 : static_cast<std::uint32_t>(remap[s] + bias);
-  return static_cast<std::uint32_t>(s + bias);
+inline std::uint64_t row_code(std::uint32_t s, const std::uint32_t* remap, std::uint32_t add) {
+  if (s == kNull) return 0;
+  return static_cast<std::uint32_t>((Remap ? remap[s] : s) + add);
 }
 
 // Stores the 64-row blocks [first, first+n), whole, from rows[0 .. 64n).
 template <unsigned W, bool Remap>
 void write_blocks_of_width(std::uint8_t* data, std::size_t first, std::size_t n, const std::uint32_t* rows,
-                           const std::uint32_t* remap, std::uint32_t bias) {
+                           const std::uint32_t* remap, std::uint32_t add) {
   constexpr std::uint64_t kMask = (std::uint64_t{1} << W) - 1;
   for (std::size_t b = 0; b < n; ++b) {
     const std::uint32_t* r = rows + b * 64;
@@ -139,7 +138,7 @@ void write_blocks_of_width(std::uint8_t* data, std::size_t first, std::size_t n,
       const unsigned bit = j * W;
       const unsigned k = bit >> 6;
       const unsigned shift = bit & 63;
-      const std::uint64_t code = row_code<Remap>(r[j], remap, bias) & kMask;
+      const std::uint64_t code = row_code<Remap>(r[j], remap, add) & kMask;
       w[k] |= code << shift;
       if (shift + W > 64) w[(k + 1) % W] |= code >> ((64 - shift) & 63);
     }
@@ -259,15 +258,16 @@ void PackedIndex::match_blocks(std::size_t first, std::size_t n, const std::uint
 }
 
 void PackedIndex::write_rows(std::size_t first, std::size_t count, const std::uint32_t* symbols,
-                             const std::uint32_t* remap) {
+                             const std::uint32_t* remap, std::uint32_t offset) {
   if (count == 0 || width_ == 0) return;
   if (first > rows_ || count > rows_ - first) throw Error("internal: write_rows past the last row");
   const std::uint32_t w = width_;
+  const std::uint32_t add = bias_ + (remap != nullptr ? 0 : offset);
   std::uint8_t* data = bytes_.data();
   auto or_rows = [&](std::size_t b, std::size_t e) {
     for (std::size_t r = b; r < e; ++r) {
       const std::uint32_t s = symbols[r - first];
-      const std::uint64_t code = remap != nullptr ? row_code<true>(s, remap, bias_) : row_code<false>(s, remap, bias_);
+      const std::uint64_t code = remap != nullptr ? row_code<true>(s, remap, add) : row_code<false>(s, remap, add);
       or_code(data, r, w, code & mask_);
     }
   };
@@ -278,7 +278,7 @@ void PackedIndex::write_rows(std::size_t first, std::size_t count, const std::ui
   if (block_end > block_begin) {
     const auto& writers = remap != nullptr ? kRemapBlockWriters : kBlockWriters;
     writers[w - 1](data, block_begin / 64, (block_end - block_begin) / 64, symbols + (block_begin - first), remap,
-                   bias_);
+                   add);
   }
   or_rows(block_end, end);
 }

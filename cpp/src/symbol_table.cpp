@@ -94,7 +94,7 @@ void SymbolTable::finish() {
   if (all_numeric_ && all_integer_ && fits_int32 && !numbers_.empty()) {
     ints_.resize(size_);
     for (std::uint32_t i = 0; i < size_; ++i) ints_[i] = static_cast<std::int32_t>(numbers_[i]);
-    std::vector<double>().swap(numbers_);
+    NumberArray().swap(numbers_);
   }
   if (!text_mask_.empty()) {
     bool all = true;
@@ -111,7 +111,7 @@ void SymbolTable::finish() {
   text_.shrink_to_fit();
 }
 
-SymbolTable SymbolTable::of_numbers(std::vector<double>&& numbers) {
+SymbolTable SymbolTable::of_numbers(NumberArray&& numbers) {
   if (numbers.size() > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
   for (const double v : numbers)
     if (std::isnan(v)) throw Error("a NULL value cannot be a symbol");
@@ -122,7 +122,7 @@ SymbolTable SymbolTable::of_numbers(std::vector<double>&& numbers) {
   return t;
 }
 
-SymbolTable SymbolTable::of_ints(std::vector<std::int32_t>&& ints) {
+SymbolTable SymbolTable::of_ints(IntArray&& ints) {
   if (ints.size() > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
   SymbolTable t;
   t.size_ = static_cast<std::uint32_t>(ints.size());
@@ -137,7 +137,7 @@ SymbolTableBuilder::SymbolTableBuilder(SymbolTable&& from) : table_(std::move(fr
   // Back to the growable representation.
   if (!table_.ints_.empty()) {
     table_.numbers_.assign(table_.ints_.begin(), table_.ints_.end());
-    std::vector<std::int32_t>().swap(table_.ints_);
+    IntArray().swap(table_.ints_);
   }
   if (table_.all_text_) {
     table_.text_mask_.assign((table_.size_ + 64) / 64, ~0ULL);

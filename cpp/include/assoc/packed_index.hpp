@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "assoc/calloc_allocator.hpp"
 #include "assoc/dual.hpp"
 
 namespace assoc {
@@ -28,11 +29,11 @@ class PackedIndex {
   // pack would choose for such rows.
   static PackedIndex for_rows(std::size_t n, std::uint32_t n_symbols, std::size_t nulls);
   // Writes rows [first, first+count) from symbol indexes (kNull for NULL), each first looked up
-  // in `remap` when one is given. Each row is written once. Calls on disjoint row ranges may run
-  // on several threads at once: whole 64-row blocks are stored, the words of a block shared
-  // with another range are or-ed in atomically.
+  // in `remap` when one is given, else raised by `offset`. Each row is written once. Calls on
+  // disjoint row ranges may run on several threads at once: whole 64-row blocks are stored, the
+  // words of a block shared with another range are or-ed in atomically.
   void write_rows(std::size_t first, std::size_t count, const std::uint32_t* symbols,
-                  const std::uint32_t* remap = nullptr);
+                  const std::uint32_t* remap = nullptr, std::uint32_t offset = 0);
 
   std::size_t size() const { return rows_; }
   std::uint32_t bit_width() const { return width_; }
@@ -68,7 +69,8 @@ class PackedIndex {
   const std::uint8_t* data() const { return bytes_.data(); }
 
  private:
-  std::vector<std::uint8_t> bytes_;  // rows_*width_ bits, plus 8 bytes of slack for 64-bit loads
+  // rows_*width_ bits, plus 8 bytes of slack for 64-bit loads
+  std::vector<std::uint8_t, CallocAllocator<std::uint8_t>> bytes_;
   std::size_t rows_ = 0;
   std::uint64_t non_null_ = 0;
   std::uint64_t mask_ = 0;

@@ -8,9 +8,14 @@
 #include <string_view>
 #include <vector>
 
+#include "assoc/calloc_allocator.hpp"
 #include "assoc/dual.hpp"
 
 namespace assoc {
+
+// The number arrays of a symbol table: big ones are filled after they are sized.
+using IntArray = std::vector<std::int32_t, CallocAllocator<std::int32_t>>;
+using NumberArray = std::vector<double, CallocAllocator<double>>;
 
 class SymbolTable {
  public:
@@ -48,9 +53,9 @@ class SymbolTable {
 
   // A table of numbers without text that the caller knows to be distinct, taken over without a
   // copy (for loaders that deduplicate on their own).
-  static SymbolTable of_numbers(std::vector<double>&& numbers);
+  static SymbolTable of_numbers(NumberArray&& numbers);
   // The same for int32 integers.
-  static SymbolTable of_ints(std::vector<std::int32_t>&& ints);
+  static SymbolTable of_ints(IntArray&& ints);
 
  private:
   friend class SymbolTableBuilder;
@@ -59,8 +64,8 @@ class SymbolTable {
   std::uint32_t size_ = 0;
   // Numbers: one of ints_ (every symbol an int32 integer) or numbers_ (NaN where a symbol has
   // no number); both empty when no symbol has a number.
-  std::vector<std::int32_t> ints_;
-  std::vector<double> numbers_;
+  IntArray ints_;
+  NumberArray numbers_;
   std::vector<std::uint64_t> text_mask_;     // bit i: symbol i has a text; empty when all or none have
   std::vector<std::uint32_t> text_offsets_;  // size()+1 offsets into text_ when any symbol has text
   std::vector<char> text_;  // UTF-8 texts back to back
