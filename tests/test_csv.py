@@ -203,6 +203,34 @@ def test_one_symbol_per_number_through_every_lookup_path() -> None:
     assert numbers == list(first)
 
 
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["0.25", "123456789012345", "0.25", "123456789012345"],
+        ["1.5", "-999999999999999", "7", "-999999999999999", "1.50"],
+        ["0.000001", "999999999", "2", "999999999.0"],
+    ],
+)
+def test_a_number_too_wide_for_the_direct_table_is_hashed(texts) -> None:
+    # Fewer fraction digits than the column's numbers so far, but too many digits to be
+    # keyed at their scale: hashed beside the direct table, still one symbol per number.
+    app = App.from_csv(("v\n" + "\n".join(texts) + "\n").encode())
+    first: dict[float, int] = {}
+    for t in texts:
+        first.setdefault(float(t), len(first))
+    assert list(app.table("Table1").column_indices("v")) == [first[float(t)] for t in texts]
+
+
+@pytest.mark.parametrize("late", ["2147483648", "-2147483649", "-0", "0.5", "x", "1e3"])
+def test_integers_then_one_other_value_keep_every_value(late) -> None:
+    # Int32 integers are held as such until a value that is not one arrives.
+    texts = [str(i * 7 - 50) for i in range(2000)] + [late, "12", "-2147483648", "2147483647"]
+    app = App.from_csv(("v\n" + "\n".join(texts) + "\n").encode())
+    firsts, indices = _first_occurrences(texts)
+    assert list(app.table("Table1").column_indices("v")) == indices
+    _assert_symbols(app.symbols("v"), firsts)
+
+
 def test_quoted_numbers_are_numbers() -> None:
     assert columns(b'v\n"12"\n"0.5"\n')["v"] == [12, 0.5]
 
@@ -313,6 +341,82 @@ def test_one_thread_and_two_threads_read_the_same_table(threads, stray_quotes) -
         assert (row[2] or None) == (got.text if isinstance(got, Dual) else got)
 
 
+def _first_occurrences(texts: list[str | None]) -> tuple[list[Any], list[int | None]]:
+    """Symbols in first-occurrence order (a number's first text) and each row's symbol index."""
+    symbols: dict[Any, int] = {}
+    firsts: list[str] = []
+    indices: list[int | None] = []
+    for t in texts:
+        if t is None:
+            indices.append(None)
+            continue
+        key: Any = float(t) if _is_number(t) else ("text", t)
+        if key not in symbols:
+            symbols[key] = len(firsts)
+            firsts.append(t)
+        indices.append(symbols[key])
+    return firsts, indices
+
+
+def _assert_symbols(got: list[Any], firsts: list[str]) -> None:
+    assert len(got) == len(firsts)
+    for symbol, first in zip(got, firsts, strict=True):
+        if _is_number(first):
+            number = symbol.number if isinstance(symbol, Dual) else symbol
+            assert number == float(first)
+            assert symbol.text == first if isinstance(symbol, Dual) else float(first) == number
+        else:
+            assert symbol == first
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_merged_symbols_are_in_first_occurrence_order(threads, n_threads) -> None:
+    # Columns that merge each way across chunks: rising ids (disjoint key ranges), integers
+    # over many key slices with negative keys, integers too sparse for a direct table,
+    # decimals whose chunks have different scales and texts that make duals, texts and
+    # numbers too many for one hash partition.
+    rng = random.Random(21)
+    n = 120_000
+    columns_in: dict[str, list[str | None]] = {
+        "id": [str(i + 1) for i in range(n)],
+        "wide": [str(rng.randrange(-300_000, 300_000)) for _ in range(n)],
+        "sparse": [str(rng.randrange(-(2**31), 2**31)) for _ in range(n)],
+        # Rising in the first half (chunks apart from all others), then repeats within a range
+        # of their own; some duals and NULLs.
+        "stamp": [
+            "" if i % 1009 == 0 else f"{v}.0" if i % 997 == 0 else str(v)
+            for i, v in enumerate(
+                i + 1 if i < n // 2 else rng.randrange(n, n + n // 4) for i in range(n)
+            )
+        ],
+        "price": [
+            str(rng.randrange(5000)) if i < n // 3 else f"{rng.randrange(500_000) / 100:.2f}"
+            for i in range(n)
+        ],
+        "code": [rng.choice(["007", "7", "7.0", "1.50", "1.5", "x", ""]) for _ in range(n)],
+        "text": [f"t{rng.randrange(100_000)}" for _ in range(n)],
+        "real": [repr(rng.random() * 1e6) if rng.random() < 0.9 else "" for _ in range(n)],
+    }
+    for values in columns_in.values():
+        for i, v in enumerate(values):
+            if v == "":
+                values[i] = None
+    names = list(columns_in)
+    lines = [",".join(names)]
+    lines += [",".join(columns_in[c][i] or "" for c in names) for i in range(n)]
+    data = ("\n".join(lines) + "\n").encode()
+    assert len(data) > 4 * 256 * 1024  # four chunks on two threads
+    assoc.set_threads(n_threads)
+    app = App.from_csv(data)
+    table = app.table("Table1")
+    for c in names:
+        firsts, indices = _first_occurrences(columns_in[c])
+        assert list(table.column_indices(c)) == [-1 if i is None else i for i in indices], c
+        _assert_symbols(app.symbols(c), firsts)
+    tags = {f["name"]: f["tags"] for f in app.metadata()["fields"]}
+    assert tags["id"] == ["$numeric", "$integer"]
+
+
 def test_first_error_in_file_order_is_reported_whatever_the_threads(threads) -> None:
     lines = ["a,b,c"] + [f'{i},"x\ny",{i % 7}' for i in range(200_000)]
     lines[150_000] = "bad,row"
@@ -324,6 +428,20 @@ def test_first_error_in_file_order_is_reported_whatever_the_threads(threads) -> 
     for n in (1, 2):
         assoc.set_threads(n)
         with pytest.raises(assoc.Error, match=re.escape(expected)):
+            App.from_csv(data)
+
+
+@pytest.mark.parametrize("quoted", [False, True])
+@pytest.mark.parametrize("text", ["xy", "x\u00e9y"])
+def test_invalid_utf8_is_found_in_any_chunk_before_a_later_error(threads, quoted, text) -> None:
+    lines = ["a,b,c"] + [f"{i},{text},{i % 7}" for i in range(200_000)]
+    lines[150_000] = '1,"\udcff",2' if quoted else "1,\udcff,2"
+    lines[150_002] = "bad,row"  # the same 256-row block: the earlier error wins
+    lines[190_000] = "1,2,3,4"
+    data = "\n".join(lines).encode("utf-8", "surrogateescape")
+    for n in (1, 2):
+        assoc.set_threads(n)
+        with pytest.raises(assoc.Error, match=re.escape("CSV line 150001: invalid UTF-8")):
             App.from_csv(data)
 
 

@@ -44,6 +44,18 @@ inline std::uint32_t load32(const char* p) {
   return v;
 }
 
+// [a, a+n) == [b, b+n); short texts by word loads that stay within the n bytes.
+inline bool same_bytes(const char* a, const char* b, std::size_t n) {
+  if (n >= 8) {
+    if (n > 16) return std::memcmp(a, b, n) == 0;
+    return load64(a) == load64(b) && load64(a + n - 8) == load64(b + n - 8);
+  }
+  if (n >= 4) return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
+  for (std::size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 inline std::uint64_t mix64(std::uint64_t x) {
   x ^= x >> 32;
   x *= 0xd6e8feb86659fd93ULL;
@@ -268,20 +280,17 @@ std::size_t find_invalid_utf8(const char* p, std::size_t n) {
 // ---------------------------------------------------------------------------------------------
 // Symbols of one column within one chunk
 
-// A value as the chunk first saw it. `text` null: a pure number; `number` NaN: a pure text.
-// Texts point into the input or into the chunk's arena (unescaped quoted fields).
-struct LocalSymbol {
-  double number;
-  const char* text;
+// The text of a symbol, in the input or in the chunk's arena (unescaped quoted fields).
+struct SymbolText {
+  const char* p;
   std::uint32_t len;
-
-  bool is_number() const { return number == number; }
-  DualView view() const {
-    if (text == nullptr) return DualView::of_number(number);
-    const std::string_view t(text, len);
-    return is_number() ? DualView::of_dual(number, t) : DualView::of_text(t);
-  }
+  std::uint32_t symbol;  // the symbol's index
 };
+
+inline DualView symbol_view(double number, const SymbolText& t) {
+  const std::string_view text(t.p, t.len);
+  return number == number ? DualView::of_dual(number, text) : DualView::of_text(text);
+}
 
 // Open addressing on a number's key (its bits): the key sits in the slot, so a lookup touches
 // one cache line.
@@ -330,15 +339,15 @@ class NumberMap {
   unsigned shift_ = 0;
 };
 
-// Open addressing on a text's hash: slots hold 32 hash bits beside the symbol index, so most
-// mismatches are rejected without touching the text. The texts live in the caller's symbol
-// array, which is passed in because it moves as it grows.
+// Open addressing on a text's hash: slots hold 32 hash bits beside an index into the caller's
+// texts, so most mismatches are rejected without touching a text. The texts are passed in
+// because their array moves as it grows.
 class TextMap {
  public:
   TextMap() { resize(64, nullptr); }
 
-  // The symbol index of the text, or kNull with `slot` set to where it goes.
-  std::uint32_t find(const char* p, std::uint32_t n, std::uint64_t h, const LocalSymbol* symbols,
+  // The index in `texts` of the text, or kNull with `slot` set to where it goes.
+  std::uint32_t find(const char* p, std::uint32_t n, std::uint64_t h, const SymbolText* texts,
                      std::size_t& slot) const {
     const std::uint32_t tag = static_cast<std::uint32_t>(h >> kPartitionBits);
     std::size_t i = h >> shift_;
@@ -349,28 +358,28 @@ class TextMap {
         return kNull;
       }
       if (static_cast<std::uint32_t>(s >> 32) == tag) {
-        const LocalSymbol& sym = symbols[static_cast<std::uint32_t>(s) - 1];
-        if (sym.len == n && std::memcmp(sym.text, p, n) == 0) return static_cast<std::uint32_t>(s) - 1;
+        const SymbolText& t = texts[static_cast<std::uint32_t>(s) - 1];
+        if (t.len == n && same_bytes(t.p, p, n)) return static_cast<std::uint32_t>(s) - 1;
       }
       i = (i + 1) & mask_;
     }
   }
   void prefetch(std::uint64_t h) const { __builtin_prefetch(slots_.data() + (h >> shift_)); }
-  void insert(std::size_t slot, std::uint64_t h, std::uint32_t index, const LocalSymbol* symbols) {
+  void insert(std::size_t slot, std::uint64_t h, std::uint32_t index, const SymbolText* texts) {
     slots_[slot] = (std::uint64_t{static_cast<std::uint32_t>(h >> kPartitionBits)} << 32) | (index + 1);
-    if (++size_ * 2 > slots_.size()) resize(slots_.size() * 2, symbols);
+    if (++size_ * 2 > slots_.size()) resize(slots_.size() * 2, texts);
   }
 
  private:
-  void resize(std::size_t cap, const LocalSymbol* symbols) {
+  void resize(std::size_t cap, const SymbolText* texts) {
     ZeroedArray<std::uint64_t> old(cap);
     std::swap(old, slots_);
     mask_ = cap - 1;
     shift_ = 64U - static_cast<unsigned>(std::countr_zero(cap));
     for (const std::uint64_t s : old) {
       if (s == 0) continue;
-      const LocalSymbol& sym = symbols[static_cast<std::uint32_t>(s) - 1];
-      std::size_t i = hash_text(sym.text, sym.len) >> shift_;
+      const SymbolText& t = texts[static_cast<std::uint32_t>(s) - 1];
+      std::size_t i = hash_text(t.p, t.len) >> shift_;
       while (slots_[i] != 0) i = (i + 1) & mask_;
       slots_[i] = s;
     }
@@ -437,6 +446,9 @@ class DenseNumbers {
       if (*s != 0) f(key, *s - 1);
   }
 
+  // The slots of keys min_key() .. max_key(): symbol index + 1, 0 where the key is absent.
+  const std::uint32_t* key_slots() const { return slots_.data() + (min_key_ - lo_); }
+
   // The key of a number at the current scale; false when it has none. Sets the scale from the
   // first number.
   bool key_of(const NumberText& t, std::int64_t& k) {
@@ -444,29 +456,31 @@ class DenseNumbers {
       scale_ = t.fixed ? std::min(t.frac, kMaxScale) : 0;
       has_scale_ = true;
     }
-    if (t.fixed) {
-      std::int64_t m = t.mantissa;
-      unsigned frac = t.frac;
-      while (frac > scale_ && m % 10 == 0) {
-        m /= 10;
-        --frac;
-      }
-      if (frac > scale_) return false;
-      if (m > kMaxKeyOver[scale_ - frac] || m < -kMaxKeyOver[scale_ - frac]) return false;
-      const std::int64_t mul = kPow10Int[scale_ - frac];
-      k = m * mul;
-      return true;
-    }
+    if (t.fixed) return fixed_key(t, k);
     const double x = t.value * kPow10[scale_];
     if (!(x >= -static_cast<double>(kMaxKey) && x <= static_cast<double>(kMaxKey))) return false;
     k = static_cast<std::int64_t>(std::nearbyint(x));
     return static_cast<double>(k) / kPow10[scale_] == t.value;
   }
 
-  // Starts loading the slot of a number that is likely to be looked up soon.
-  void prefetch(const NumberText& t) const {
-    if (!has_scale_ || !t.fixed || t.frac > scale_ || slots_.empty()) return;
-    const std::int64_t k = t.mantissa * kPow10Int[scale_ - t.frac];  // |mantissa| < 10^15: no overflow
+  // The key of a fixed number at the current scale, once the scale is set; false when it has none.
+  bool fixed_key(const NumberText& t, std::int64_t& k) const {
+    std::int64_t m = t.mantissa;
+    unsigned frac = t.frac;
+    while (frac > scale_ && m % 10 == 0) {
+      m /= 10;
+      --frac;
+    }
+    if (frac > scale_) return false;
+    if (m > kMaxKeyOver[scale_ - frac] || m < -kMaxKeyOver[scale_ - frac]) return false;
+    k = m * kPow10Int[scale_ - frac];
+    return true;
+  }
+  bool has_scale() const { return has_scale_; }
+
+  // Starts loading the slot of a key that is likely to be looked up soon. Inlined early on
+  // purpose: as a call, a function whose only effect is a prefetch counts as pure and is dropped.
+  [[gnu::always_inline]] void prefetch(std::int64_t k) const {
     if (k >= lo_ && k - lo_ < static_cast<std::int64_t>(slots_.size()))
       __builtin_prefetch(slots_.data() + (k - lo_));
   }
@@ -521,9 +535,13 @@ class DenseNumbers {
   bool grow(std::int64_t k, std::size_t n_symbols) {
     const auto cap = static_cast<std::int64_t>(slots_.size());
     if (cap == 0) {
-      lo_ = k - 16;
+      // A big chunk's table takes its whole allowance at once, a quarter of it below the
+      // first key: pages are zeroed only where keys land, and rising or falling keys (ids,
+      // dates) fill it without regrowing and copying it.
+      const std::int64_t first_cap = allowance_ > (std::int64_t{1} << 16) ? allowance_ : 1024;
+      lo_ = first_cap > 1024 ? k - first_cap / 4 : k - 16;
       min_key_ = max_key_ = k;
-      slots_ = ZeroedArray<std::uint32_t>(1024);
+      slots_ = ZeroedArray<std::uint32_t>(static_cast<std::size_t>(first_cap));
       return true;
     }
     // The keys seen, not the slack around them, count against the limit.
@@ -551,14 +569,56 @@ class DenseNumbers {
   bool active_ = true;
 };
 
+// One column of one chunk: its local symbols in first-occurrence order and each row's local
+// symbol index.
 struct ChunkColumn {
-  std::vector<LocalSymbol> symbols;
+  // Per symbol its number: as an int32 while every symbol is an int32 integer (the symbol
+  // table's own form, 4 bytes a symbol), from the first other one on as a double (NaN: none).
+  // The texts of the symbols that have one are listed apart, in symbol order.
+  std::vector<std::int32_t> ints;
+  std::vector<double> numbers;
+  bool all_ints = true;
+  std::vector<SymbolText> texts;
   std::vector<std::uint32_t> rows;
+  std::size_t nulls = 0;
   DenseNumbers dense;
-  NumberMap numbers;
-  std::size_t hashed_numbers = 0;  // numbers in `numbers`
-  TextMap texts;
-  std::size_t text_symbols = 0;
+  NumberMap number_map;
+  std::size_t hashed_numbers = 0;  // numbers in number_map
+  TextMap text_map;                // the pure texts, by their index in `texts`
+  std::size_t text_symbols = 0;    // pure texts
+
+  std::size_t size() const { return all_ints ? ints.size() : numbers.size(); }
+  double number(std::size_t i) const { return all_ints ? ints[i] : numbers[i]; }
+  bool is_number(std::size_t i) const { return all_ints || numbers[i] == numbers[i]; }
+  // Adds a symbol (text null: none); returns its index.
+  [[gnu::always_inline]] std::uint32_t add(double number, const char* text, std::uint32_t len) {
+    const auto index = static_cast<std::uint32_t>(size());
+    if (all_ints && is_int32(number)) {
+      ints.push_back(static_cast<std::int32_t>(number));
+    } else {
+      add_double(number);
+    }
+    if (text != nullptr) texts.push_back(SymbolText{text, len, index});
+    return index;
+  }
+  // The SymbolTable rule for int32 symbols: integers in range, and no -0.
+  static bool is_int32(double v) {
+    return v >= -2147483648.0 && v <= 2147483647.0 && static_cast<double>(static_cast<std::int32_t>(v)) == v &&
+           std::bit_cast<std::uint64_t>(v) != std::uint64_t{1} << 63;
+  }
+  [[gnu::noinline]] void add_double(double number) {
+    if (all_ints) {
+      numbers.reserve(ints.capacity());
+      numbers.assign(ints.begin(), ints.end());
+      std::vector<std::int32_t>().swap(ints);
+      all_ints = false;
+    }
+    numbers.push_back(number);
+  }
+  // The numbers as a symbol table takes them: exactly as many as there are symbols.
+  NumberArray number_array() const {
+    return all_ints ? NumberArray(ints.begin(), ints.end()) : NumberArray(numbers.begin(), numbers.end());
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -607,6 +667,8 @@ class ChunkParser {
   // overlap instead of stalling one by one.
   void intern_block(std::size_t n_rows);
   std::uint32_t intern_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, const NumberText& num);
+  // Adds a number as a new symbol of the column (with its text unless canonical).
+  std::uint32_t add_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, const NumberText& num);
   std::uint32_t intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, std::uint64_t h);
   // Moves a column's numbers from direct addressing into its NumberMap.
   void leave_dense(ChunkColumn& col);
@@ -617,6 +679,7 @@ class ChunkParser {
   std::vector<ChunkColumn> cols_;
   std::size_t rows_ = 0;
   ParseError error_;
+  std::uint64_t high_bits_ = 0;  // or of the bytes scanned since the block began; 0x80 for a quoted field
   std::string scratch_;
   Arena arena_;
 
@@ -632,6 +695,7 @@ class ChunkParser {
   std::string block_scratch_;
   NumberText numbers_[kBlockRows];
   std::uint64_t hashes_[kBlockRows];
+  std::int64_t keys_[kBlockRows];
   std::uint8_t kinds_[kBlockRows];
 };
 
@@ -652,6 +716,7 @@ inline bool ChunkParser::next_field(std::size_t& pos, const char*& field, std::s
   const std::size_t size = size_;
   in_scratch = false;
   if (pos < size && d[pos] == '"') {
+    high_bits_ |= 0x80;
     const std::size_t open = pos;
     std::size_t q = pos + 1;
     bool doubled = false;
@@ -700,6 +765,7 @@ inline bool ChunkParser::next_field(std::size_t& pos, const char*& field, std::s
   for (;;) {
     if (e + 8 <= size) {
       const std::uint64_t w = load64(d + e);
+      high_bits_ |= w;
       const std::uint64_t m = match_byte(w, sep_) | match_byte(w, '\n');
       if (m != 0) {
         e += static_cast<std::size_t>(std::countr_zero(m)) >> 3;
@@ -707,7 +773,7 @@ inline bool ChunkParser::next_field(std::size_t& pos, const char*& field, std::s
       }
       e += 8;
     } else {
-      while (e < size && d[e] != sep_ && d[e] != '\n') ++e;
+      for (; e < size && d[e] != sep_ && d[e] != '\n'; ++e) high_bits_ |= static_cast<unsigned char>(d[e]);
       break;
     }
   }
@@ -739,15 +805,27 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
   // columns never copy their symbols while growing.
   for (auto& c : cols_) {
     c.rows.reserve(expected_rows);
-    c.symbols.reserve(expected_rows);
+    c.ints.reserve(expected_rows);
     c.dense.expect_rows(expected_rows);
   }
   const std::size_t n_cols = cols_.size();
   fields_.resize(n_cols * kBlockRows);
   std::size_t pos = begin;
+  std::size_t block_begin = pos;
+  // The block's bytes are checked as UTF-8 only when a field of it had a byte >= 0x80 or quotes.
+  auto utf8_ok = [&] {
+    if ((high_bits_ & 0x8080808080808080ULL) == 0) return true;
+    high_bits_ = 0;
+    const std::size_t bad = find_invalid_utf8(data_ + block_begin, pos - block_begin);
+    if (bad == pos - block_begin) return true;
+    fail(block_begin + bad, ErrorKind::kInvalidUtf8);
+    return false;
+  };
   while (pos < end) {
     std::size_t r = 0;
     block_scratch_.clear();
+    block_begin = pos;
+    high_bits_ = 0;
     while (r < kBlockRows && pos < end) {
       if (skip_blank_line(pos)) continue;
       const std::size_t record = pos;
@@ -756,13 +834,18 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
         const char* field;
         std::size_t len;
         bool in_scratch;
-        if (!next_field(pos, field, len, in_scratch)) return pos;
+        if (!next_field(pos, field, len, in_scratch)) {
+          utf8_ok();
+          return pos;
+        }
         if (col == n_cols) {
           fail(record, ErrorKind::kTooManyFields, n_cols);
+          utf8_ok();
           return pos;
         }
         if (len > 0xFFFFFFFFULL) {
           fail(record, ErrorKind::kFieldTooLong);
+          utf8_ok();
           return pos;
         }
         FieldRef& f = fields_[col * kBlockRows + r];
@@ -784,10 +867,12 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
       }
       if (col != n_cols) {
         fail(record, ErrorKind::kTooFewFields, col);
+        utf8_ok();
         return pos;
       }
       ++r;
     }
+    if (!utf8_ok()) return pos;
     intern_block(r);
     rows_ += r;
   }
@@ -795,10 +880,13 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
 }
 
 void ChunkParser::intern_block(std::size_t n_rows) {
-  enum : std::uint8_t { kNullCell, kNumberCell, kTextCell };
+  enum : std::uint8_t { kNullCell, kNumberCell, kKeyedCell, kTextCell };
   for (std::size_t c = 0; c < cols_.size(); ++c) {
     ChunkColumn& col = cols_[c];
     FieldRef* f = &fields_[c * kBlockRows];
+    // Keys of the direct table, at its scale as the block starts (valid while it stays).
+    const bool keys_known = col.dense.active() && col.dense.has_scale();
+    const unsigned key_scale = col.dense.scale();
     for (std::size_t r = 0; r < n_rows; ++r) {
       if (f[r].in_scratch) f[r].p = block_scratch_.data() + f[r].scratch_at;
       if (f[r].len == 0) {
@@ -806,20 +894,35 @@ void ChunkParser::intern_block(std::size_t n_rows) {
       } else if (read_number(f[r].p, f[r].len, numbers_[r])) {
         kinds_[r] = kNumberCell;
         if (col.dense.active()) {
-          col.dense.prefetch(numbers_[r]);
+          if (keys_known && numbers_[r].fixed && col.dense.fixed_key(numbers_[r], keys_[r])) {
+            kinds_[r] = kKeyedCell;
+            col.dense.prefetch(keys_[r]);
+          }
         } else {
           hashes_[r] = mix64(number_key(numbers_[r].value));
-          col.numbers.prefetch(hashes_[r]);
+          col.number_map.prefetch(hashes_[r]);
         }
       } else {
         kinds_[r] = kTextCell;
         hashes_[r] = hash_text(f[r].p, f[r].len);
-        col.texts.prefetch(hashes_[r]);
+        col.text_map.prefetch(hashes_[r]);
       }
     }
     for (std::size_t r = 0; r < n_rows; ++r) {
       std::uint32_t index = kNull;
-      if (kinds_[r] == kNumberCell) {
+      col.nulls += kinds_[r] == kNullCell;
+      if (kinds_[r] == kKeyedCell && col.dense.active() && col.dense.scale() == key_scale) {
+        std::uint32_t* slot = col.dense.slot(keys_[r], col.size());
+        if (slot != nullptr && *slot != 0) {
+          index = *slot - 1;
+        } else if (slot != nullptr) {
+          index = add_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
+          *slot = index + 1;
+        } else {
+          leave_dense(col);
+          index = intern_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
+        }
+      } else if (kinds_[r] == kNumberCell || kinds_[r] == kKeyedCell) {
         index = intern_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
       } else if (kinds_[r] == kTextCell) {
         index = intern_text(col, f[r].p, f[r].len, f[r].in_scratch, hashes_[r]);
@@ -829,28 +932,30 @@ void ChunkParser::intern_block(std::size_t n_rows) {
   }
 }
 
+std::uint32_t ChunkParser::add_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
+                                      const NumberText& num) {
+  const char* text = num.canonical ? nullptr : (in_scratch ? arena_.copy(p, n) : p);
+  return col.add(num.value, text, num.canonical ? 0U : static_cast<std::uint32_t>(n));
+}
+
 std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
                                          const NumberText& num) {
-  const auto len = static_cast<std::uint32_t>(n);
-  auto add = [&] {
-    const auto index = static_cast<std::uint32_t>(col.symbols.size());
-    const char* text = num.canonical ? nullptr : (in_scratch ? arena_.copy(p, n) : p);
-    col.symbols.push_back(LocalSymbol{num.value, text, num.canonical ? 0U : len});
-    return index;
-  };
+  auto add = [&] { return add_number(col, p, n, in_scratch, num); };
   if (col.dense.active()) {
     std::int64_t k = 0;
     bool keyed = col.dense.key_of(num, k);
-    if (!keyed && num.fixed && col.hashed_numbers == 0 && num.frac <= DenseNumbers::kMaxScale) {
-      // More fraction digits than so far: raise the scale while nothing is hashed.
-      if (col.dense.rescale(num.frac, col.symbols.size())) {
+    if (!keyed && num.fixed && col.hashed_numbers == 0 && num.frac > col.dense.scale() &&
+        num.frac <= DenseNumbers::kMaxScale) {
+      // More fraction digits than so far: raise the scale while nothing is hashed. (A number
+      // with no more digits than the scale that has no key is out of range: it is hashed.)
+      if (col.dense.rescale(num.frac, col.size())) {
         keyed = col.dense.key_of(num, k);
       } else {
         leave_dense(col);
       }
     }
     if (keyed && col.dense.active()) {
-      std::uint32_t* slot = col.dense.slot(k, col.symbols.size());
+      std::uint32_t* slot = col.dense.slot(k, col.size());
       if (slot != nullptr) {
         if (*slot != 0) return *slot - 1;
         const std::uint32_t index = add();
@@ -862,10 +967,10 @@ std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::s
   }
   const std::uint64_t key = number_key(num.value);
   std::size_t slot = 0;
-  const std::uint32_t found = col.numbers.find(key, mix64(key), slot);
+  const std::uint32_t found = col.number_map.find(key, mix64(key), slot);
   if (found != kNull) return found;
   const std::uint32_t index = add();
-  col.numbers.insert(slot, key, index);
+  col.number_map.insert(slot, key, index);
   ++col.hashed_numbers;
   return index;
 }
@@ -874,21 +979,20 @@ std::uint32_t ChunkParser::intern_text(ChunkColumn& col, const char* p, std::siz
                                        std::uint64_t h) {
   const auto len = static_cast<std::uint32_t>(n);
   std::size_t slot = 0;
-  const std::uint32_t found = col.texts.find(p, len, h, col.symbols.data(), slot);
-  if (found != kNull) return found;
-  const auto index = static_cast<std::uint32_t>(col.symbols.size());
-  col.symbols.push_back(LocalSymbol{std::nan(""), in_scratch ? arena_.copy(p, n) : p, len});
-  col.texts.insert(slot, h, index, col.symbols.data());
+  const std::uint32_t found = col.text_map.find(p, len, h, col.texts.data(), slot);
+  if (found != kNull) return col.texts[found].symbol;
+  const std::uint32_t index = col.add(std::nan(""), in_scratch ? arena_.copy(p, n) : p, len);
+  col.text_map.insert(slot, h, static_cast<std::uint32_t>(col.texts.size() - 1), col.texts.data());
   ++col.text_symbols;
   return index;
 }
 
 void ChunkParser::leave_dense(ChunkColumn& col) {
   col.dense.deactivate([&](std::uint32_t index) {
-    const std::uint64_t key = number_key(col.symbols[index].number);
+    const std::uint64_t key = number_key(col.number(index));
     std::size_t slot = 0;
-    col.numbers.find(key, mix64(key), slot);
-    col.numbers.insert(slot, key, index);
+    col.number_map.find(key, mix64(key), slot);
+    col.number_map.insert(slot, key, index);
     ++col.hashed_numbers;
   });
 }
@@ -991,6 +1095,18 @@ Header read_header(const char* d, std::size_t size, std::size_t start) {
   return h;
 }
 
+// The quotes in [p, p+n): 64 bytes at a time into a byte counter, which the compiler vectorises.
+std::size_t count_quotes(const char* p, std::size_t n) {
+  std::size_t q = 0, i = 0;
+  for (; i + 64 <= n; i += 64) {
+    unsigned char block = 0;
+    for (std::size_t j = 0; j < 64; ++j) block = static_cast<unsigned char>(block + (p[i + j] == '"'));
+    q += block;
+  }
+  for (; i < n; ++i) q += p[i] == '"';
+  return q;
+}
+
 // Chunk starts in [body, size): each right after a line end that is outside quotes, judged by
 // the parity of the quotes before it. The parity is exact for RFC 4180 data; the parser checks
 // every guess (a chunk must end exactly where the next one starts) and recovers when a quote
@@ -1005,11 +1121,7 @@ std::vector<std::size_t> chunk_starts(const char* d, std::size_t size, std::size
   std::vector<std::size_t> quotes(n_chunks, 0);
   parallel_for(
       n_chunks,
-      [&](std::size_t k) {
-        std::size_t q = 0;
-        for (std::size_t i = nominal[k]; i < nominal[k + 1]; ++i) q += d[i] == '"';
-        quotes[k] = q;
-      },
+      [&](std::size_t k) { quotes[k] = count_quotes(d + nominal[k], nominal[k + 1] - nominal[k]); },
       cpu);
   std::size_t parity = 0;
   for (std::size_t k = 1; k < n_chunks; ++k) {
@@ -1042,116 +1154,173 @@ struct ParsedChunk {
   std::unique_ptr<ChunkParser> parser;
 };
 
+// Rows per packing task: enough to amortise a task, few enough to spread the columns evenly.
+constexpr std::size_t kPackRows = std::size_t{1} << 20;
+// Keys per task of a merge by key: the task's scratch arrays stay in the L2 cache.
+constexpr std::int64_t kKeySlice = std::int64_t{1} << 15;
+
+inline std::int64_t floor_div(std::int64_t n, std::int64_t d) { return n >= 0 ? n / d : -((-n + d - 1) / d); }
+
+// How one column merges.
+struct ColumnPlan {
+  // The numbers sit in direct tables in every chunk: they merge by key, in slices of the key
+  // range [lo, hi] at the common scale, where chunk k's keys are its own times mul[k]. A chunk
+  // whose keys span a range that no other chunk's overlaps, and that has no pure texts, is
+  // alone: all its symbols are new, in its own order, and it stays out of the walk.
+  bool by_key = false;
+  std::int64_t lo = 0, hi = -1;
+  std::vector<std::int64_t> mul;
+  std::vector<std::uint8_t> alone;
+  bool ints = false;       // every symbol an int32 integer without text: merged as int32
+  bool texts = false;      // some symbol has a text
+  unsigned part_bits = 0;  // 2^part_bits hash partitions for the symbols not merged by key
+  std::vector<std::uint32_t> new_base;  // per chunk: the index of its first new symbol; then the count
+};
+
 // One column's merge state for one chunk.
 struct ChunkMerge {
-  std::vector<std::uint8_t> is_new;    // 1 where this is the symbol's first occurrence overall
-  std::vector<std::uint32_t> remap;    // local symbol -> symbol index of the column
+  std::vector<std::uint8_t> is_new;  // 1 where this is the symbol's first occurrence overall
+  // Local symbol -> symbol index of the column. In a column of int32 symbols it takes the place
+  // of the symbols themselves: each is read before its entry is written (step 3), and none is
+  // read after that.
+  std::uint32_t* remap = nullptr;
+  std::unique_ptr<std::uint32_t[]> remap_storage;
+  std::atomic<std::size_t> n_new{0};
   // The symbols that merge by hash, grouped by partition (ascending within one):
-  std::vector<std::uint32_t> order;    // local symbol
-  std::vector<std::uint64_t> hashes;   // its hash
-  std::vector<std::uint32_t> slot;     // its index within the partition
-  std::vector<std::uint32_t> starts;   // partition p: order[starts[p] .. starts[p+1])
+  std::vector<std::uint32_t> order;   // local symbol
+  std::vector<std::uint32_t> text;    // its index in the chunk's texts (kNull for a number)
+  std::vector<std::uint64_t> hashes;  // its hash
+  std::vector<std::uint32_t> slot;    // its index within the partition
+  std::vector<std::uint32_t> starts;  // partition p: order[starts[p] .. starts[p+1])
 };
 
 // One hash partition of one column: its distinct symbols in first-occurrence order.
 struct PartitionMerge {
-  std::vector<LocalSymbol> symbols;
+  std::vector<SymbolText> texts;       // of each symbol, to compare texts
   std::vector<std::uint64_t> owners;   // (chunk << 32) | local symbol of each first occurrence
   std::vector<std::uint32_t> global;   // symbol index of the column
 };
 
-// A column whose numbers sit in direct tables in every chunk merges them through one direct
-// table over all their keys: first the lowest chunk holding each key, then its symbol index.
-struct DenseMerge {
-  bool active = false;
-  unsigned scale = 0;
-  std::int64_t lo = 0;
-  std::vector<std::int64_t> mul;      // per chunk: key multiplier to the common scale
-  std::vector<std::uint32_t> table;   // by key - lo: owning chunk, later the symbol index
+// The symbols of a column, first occurrence first, as arrays filled in place.
+struct MergedSymbols {
+  IntArray ints;        // when the plan says ints
+  NumberArray numbers;  // otherwise: NaN where a symbol has no number
+  std::vector<std::vector<SymbolText>> texts;  // per chunk: the texts of its new symbols
+  bool allocated = false;
 };
 
-inline std::uint64_t symbol_hash(const LocalSymbol& s) {
-  return s.is_number() ? mix64(number_key(s.number)) : hash_text(s.text, s.len);
-}
-
-DenseMerge plan_dense_merge(std::vector<ParsedChunk>& chunks, std::size_t c) {
-  DenseMerge d;
+ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
+  ColumnPlan plan;
+  const std::size_t n_chunks = chunks.size();
+  auto column = [&](std::size_t k) -> const ChunkColumn& { return chunks[k].parser->columns()[c]; };
+  std::size_t symbols = 0, rows = 0;
   unsigned scale = 0;
-  std::size_t symbols = 0;
-  bool any = false;
-  for (auto& ch : chunks) {
-    const ChunkColumn& col = ch.parser->columns()[c];
-    if (!col.dense.active() || col.hashed_numbers != 0) return d;
-    if (col.dense.empty()) continue;
-    any = true;
-    scale = std::max(scale, col.dense.scale());
-    symbols += col.symbols.size();
-  }
-  if (!any) return d;
-  std::int64_t lo = DenseNumbers::kMaxKey, hi = -DenseNumbers::kMaxKey;
-  d.mul.assign(chunks.size(), 1);
-  for (std::size_t k = 0; k < chunks.size(); ++k) {
-    const DenseNumbers& dn = chunks[k].parser->columns()[c].dense;
-    if (dn.empty()) continue;
-    const std::int64_t mul = DenseNumbers::kPow10Int[scale - dn.scale()];
-    if (dn.min_key() < -DenseNumbers::kMaxKey / mul || dn.max_key() > DenseNumbers::kMaxKey / mul) return d;
-    d.mul[k] = mul;
-    lo = std::min(lo, dn.min_key() * mul);
-    hi = std::max(hi, dn.max_key() * mul);
-  }
-  std::size_t rows = 0;
-  for (auto& ch : chunks) rows += ch.parser->rows();
-  const std::int64_t limit =
-      std::max({std::int64_t{1} << 16, 8 * static_cast<std::int64_t>(symbols), 2 * static_cast<std::int64_t>(rows)});
-  if (hi - lo + 1 > limit) return d;
-  d.active = true;
-  d.scale = scale;
-  d.lo = lo;
-  d.table.assign(static_cast<std::size_t>(hi - lo + 1), kNull);
-  return d;
-}
-
-// Builds the column's SymbolTable from the first occurrences, chunk by chunk.
-SymbolTable build_symbols(std::vector<ParsedChunk>& chunks, const std::vector<ChunkMerge>* merges, std::size_t c) {
-  std::size_t text_bytes = 0, numbers = 0;
-  for (std::size_t k = 0; k < chunks.size(); ++k) {
-    const auto& syms = chunks[k].parser->columns()[c].symbols;
-    for (std::size_t i = 0; i < syms.size(); ++i) {
-      if (merges != nullptr && !(*merges)[k].is_new[i]) continue;
-      text_bytes += syms[i].len;
-      numbers += syms[i].is_number();
+  bool by_key = true, any_key = false, all_ints = true;
+  for (std::size_t k = 0; k < n_chunks; ++k) {
+    const ChunkColumn& col = column(k);
+    symbols += col.size();
+    rows += col.rows.size();
+    plan.texts |= !col.texts.empty();
+    all_ints &= col.all_ints;
+    by_key &= col.dense.active() && col.hashed_numbers == 0;
+    if (col.dense.active() && !col.dense.empty()) {
+      any_key = true;
+      scale = std::max(scale, col.dense.scale());
     }
   }
+  if (by_key && any_key) {
+    plan.mul.assign(n_chunks, 1);
+    struct Span {
+      std::int64_t lo, hi;
+      std::size_t k;
+    };
+    std::vector<Span> spans;
+    for (std::size_t k = 0; k < n_chunks && by_key; ++k) {
+      const DenseNumbers& dn = column(k).dense;
+      if (dn.empty()) continue;
+      const std::int64_t mul = DenseNumbers::kPow10Int[scale - dn.scale()];
+      by_key = dn.min_key() >= -DenseNumbers::kMaxKey / mul && dn.max_key() <= DenseNumbers::kMaxKey / mul;
+      plan.mul[k] = mul;
+      spans.push_back(Span{dn.min_key() * mul, dn.max_key() * mul, k});
+    }
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+    plan.alone.assign(n_chunks, 0);
+    for (std::size_t k = 0; k < n_chunks; ++k) plan.alone[k] = column(k).size() == 0;
+    for (std::size_t j = 0; j < spans.size(); ++j) {
+      const bool apart = (j == 0 || spans[j - 1].hi < spans[j].lo) && (j + 1 == spans.size() || spans[j].hi < spans[j + 1].lo);
+      plan.alone[spans[j].k] = apart && column(spans[j].k).text_symbols == 0;
+    }
+    std::int64_t lo = DenseNumbers::kMaxKey, hi = -DenseNumbers::kMaxKey;
+    for (const Span& sp : spans) {
+      if (plan.alone[sp.k]) continue;
+      lo = std::min(lo, sp.lo);
+      hi = std::max(hi, sp.hi);
+    }
+    // The merge walks the key range of the chunks not alone, which must not be much wider than
+    // the symbols or rows.
+    const std::int64_t limit = std::max({std::int64_t{1} << 16, 8 * static_cast<std::int64_t>(symbols),
+                                         2 * static_cast<std::int64_t>(rows)});
+    if (by_key && (lo > hi || hi - lo + 1 <= limit)) {
+      plan.by_key = true;
+      plan.lo = lo;
+      plan.hi = hi;
+    }
+  }
+  if (!plan.by_key) plan.alone.assign(n_chunks, 0);
+  plan.ints = all_ints && !plan.texts;
+  std::size_t hashed = 0;
+  for (std::size_t k = 0; k < n_chunks; ++k) hashed += plan.by_key ? column(k).text_symbols : column(k).size();
+  plan.part_bits = hashed >= kPartitionThreshold ? kPartitionBits : 0;
+  return plan;
+}
+
+// A column's SymbolTable from its symbols, which are known to be distinct: their numbers and
+// the lists (one after the other, in symbol order) of the texts of those that have one.
+SymbolTable make_symbols(NumberArray&& numbers, const std::vector<const std::vector<SymbolText>*>& texts) {
+  std::size_t text_bytes = 0, n_texts = 0;
+  for (const auto* list : texts) {
+    n_texts += list->size();
+    for (const SymbolText& t : *list) text_bytes += t.len;
+  }
+  if (n_texts == 0) return SymbolTable::of_numbers(std::move(numbers));
   SymbolTableBuilder b;
   b.reserve(0, text_bytes);
-  b.reserve_numbers(numbers);
-  // Runs of plain numbers go in as blocks: a column of ten million ids is one copy.
-  std::vector<double> run;
-  run.reserve(4096);
-  auto flush = [&] {
-    b.append_numbers(run.data(), run.size());
-    run.clear();
-  };
-  for (std::size_t k = 0; k < chunks.size(); ++k) {
-    const auto& syms = chunks[k].parser->columns()[c].symbols;
-    const std::uint8_t* is_new = merges == nullptr ? nullptr : (*merges)[k].is_new.data();
-    for (std::size_t i = 0; i < syms.size(); ++i) {
-      if (is_new != nullptr && !is_new[i]) continue;
-      if (syms[i].text == nullptr) {
-        run.push_back(syms[i].number);
-        if (run.size() == 4096) flush();
-      } else {
-        flush();
-        b.append(syms[i].view());
-      }
+  b.reserve_numbers(numbers.size());
+  // The numbers between two texts go in as one block.
+  std::size_t run = 0;
+  for (const auto* list : texts) {
+    for (const SymbolText& t : *list) {
+      b.append_numbers(numbers.data() + run, t.symbol - run);
+      b.append(symbol_view(numbers[t.symbol], t));
+      run = t.symbol + 1;
     }
   }
-  flush();
+  b.append_numbers(numbers.data() + run, numbers.size() - run);
   return b.finish();
 }
 
+// The walk over one slice [a, b) of a column's key range, chunk by chunk in order, calling
+// f(chunk, key - a, local symbol) for every key a chunk holds.
+template <class F>
+void walk_keys(std::vector<ParsedChunk>& chunks, std::size_t c, const ColumnPlan& plan, std::int64_t a,
+               std::int64_t b, F f) {
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const DenseNumbers& dn = chunks[k].parser->columns()[c].dense;
+    if (dn.empty() || plan.alone[k]) continue;
+    const std::int64_t mul = plan.mul[k];
+    const std::int64_t y0 = std::max(dn.min_key(), -floor_div(-a, mul));
+    const std::int64_t y1 = std::min(dn.max_key(), floor_div(b - 1, mul));
+    const std::uint32_t* slots = dn.key_slots();
+    for (std::int64_t y = y0; y <= y1; ++y) {
+      const std::uint32_t s = slots[y - dn.min_key()];
+      if (s != 0) f(k, static_cast<std::size_t>(y * mul - a), s - 1);
+    }
+  }
+}
+
 // Merges the chunks' local symbol tables into one per column (first occurrence first) and
-// packs each column's rows. Every step runs as tasks over columns x chunks or partitions.
+// packs each column's rows straight from the chunks' local indexes. Every step runs as tasks
+// over columns x chunks, hash partitions, slices of key ranges or ranges of rows.
 void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_t>& row_offsets, LoadedTable& table,
                   CpuAccount* cpu) {
   const std::size_t n_cols = table.columns.size();
@@ -1159,86 +1328,128 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
   const std::size_t n_rows = row_offsets.back();
   auto column = [&](std::size_t c, std::size_t k) -> ChunkColumn& { return chunks[k].parser->columns()[c]; };
 
-  std::vector<DenseMerge> dense(n_cols);
-  parallel_for(n_cols, [&](std::size_t c) { dense[c] = plan_dense_merge(chunks, c); }, cpu);
-  std::vector<std::vector<ChunkMerge>> merges(n_cols, std::vector<ChunkMerge>(n_chunks));
-  std::vector<unsigned> part_bits(n_cols, 0);
-  for (std::size_t c = 0; c < n_cols; ++c) {
-    std::size_t hashed = 0;
-    for (std::size_t k = 0; k < n_chunks; ++k) {
-      const ChunkColumn& col = column(c, k);
-      hashed += dense[c].active ? col.text_symbols : col.symbols.size();
-    }
-    part_bits[c] = hashed >= kPartitionThreshold ? kPartitionBits : 0;
-  }
-
-  // 1. Per column and chunk: the symbols that merge by hash, grouped by partition; the direct
-  //    table learns which chunk holds each number first.
-  parallel_for(
-      n_cols * n_chunks,
-      [&](std::size_t t) {
-        const std::size_t c = t / n_chunks, k = t % n_chunks;
-        const ChunkColumn& col = column(c, k);
-        ChunkMerge& m = merges[c][k];
-        const std::size_t n = col.symbols.size();
-        m.is_new.assign(n, 0);
-        m.remap.assign(n, 0);
-        std::vector<std::uint32_t> ids;
-        std::vector<std::uint64_t> hashes;
-        ids.reserve(dense[c].active ? 0 : n);
-        for (std::size_t i = 0; i < n; ++i) {
-          if (dense[c].active && col.symbols[i].is_number()) continue;
-          ids.push_back(static_cast<std::uint32_t>(i));
-          hashes.push_back(symbol_hash(col.symbols[i]));
-        }
-        const std::size_t parts = std::size_t{1} << part_bits[c];
-        m.starts.assign(parts + 1, 0);
-        for (const std::uint64_t h : hashes) ++m.starts[(h & (parts - 1)) + 1];
-        for (std::size_t p = 0; p < parts; ++p) m.starts[p + 1] += m.starts[p];
-        m.order.resize(ids.size());
-        m.hashes.resize(ids.size());
-        m.slot.assign(ids.size(), 0);
-        std::vector<std::uint32_t> fill(m.starts.begin(), m.starts.end() - 1);
-        for (std::size_t j = 0; j < ids.size(); ++j) {
-          const std::uint32_t o = fill[hashes[j] & (parts - 1)]++;
-          m.order[o] = ids[j];
-          m.hashes[o] = hashes[j];
-        }
-        if (dense[c].active) {
-          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
-          std::uint32_t* owner = dense[c].table.data();
-          const auto chunk = static_cast<std::uint32_t>(k);
-          col.dense.for_each([&](std::int64_t key, std::uint32_t) {
-            std::atomic_ref<std::uint32_t> o(owner[static_cast<std::size_t>(key * mul - lo)]);
-            std::uint32_t seen = o.load(std::memory_order_relaxed);
-            while (chunk < seen && !o.compare_exchange_weak(seen, chunk, std::memory_order_relaxed)) {
-            }
-          });
-        }
-      },
-      cpu);
-
-  // 2. Each hash partition dedupes its symbols chunk by chunk in order; each chunk marks the
-  //    numbers whose first chunk it is.
+  std::vector<ColumnPlan> plans(n_cols);
+  parallel_for(n_cols, [&](std::size_t c) { plans[c] = plan_column(chunks, c); }, cpu);
+  std::vector<std::vector<ChunkMerge>> merges;
+  for (std::size_t c = 0; c < n_cols; ++c) merges.emplace_back(n_chunks);
   std::vector<std::size_t> part_base(n_cols + 1, 0);
-  for (std::size_t c = 0; c < n_cols; ++c) part_base[c + 1] = part_base[c] + (std::size_t{1} << part_bits[c]);
+  for (std::size_t c = 0; c < n_cols; ++c) part_base[c + 1] = part_base[c] + (std::size_t{1} << plans[c].part_bits);
   std::vector<PartitionMerge> parts(part_base.back());
   auto part_column = [&](std::size_t t) {
     return static_cast<std::size_t>(std::upper_bound(part_base.begin(), part_base.end(), t) - part_base.begin()) - 1;
   };
+  struct KeySlice {
+    std::size_t c;
+    std::int64_t a, b;
+  };
+  std::vector<KeySlice> slices;
+  for (std::size_t c = 0; c < n_cols; ++c)
+    if (plans[c].by_key)
+      for (std::int64_t a = plans[c].lo; a <= plans[c].hi; a += kKeySlice)
+        slices.push_back(KeySlice{c, a, std::min(plans[c].hi + 1, a + kKeySlice)});
+
+  // The arrays of each column's symbols; a column whose chunks are all alone knows its count
+  // now and allocates them beside step 1.
+  std::vector<MergedSymbols> merged(n_cols);
+  auto allocate_merged = [&](std::size_t c, std::size_t n) {
+    if (plans[c].ints) {
+      merged[c].ints.resize(n);
+    } else {
+      merged[c].numbers.resize(n);
+    }
+    if (plans[c].texts) merged[c].texts.resize(n_chunks);
+    merged[c].allocated = true;
+  };
+
+  // 1. Per column and chunk: the symbols that merge by hash, grouped by partition.
   parallel_for(
-      parts.size() + n_cols * n_chunks,
+      n_cols * n_chunks + n_cols,
+      [&](std::size_t t) {
+        if (t >= n_cols * n_chunks) {
+          const std::size_t c = t - n_cols * n_chunks;
+          std::size_t n = 0;
+          for (std::size_t k = 0; k < n_chunks; ++k) {
+            if (!plans[c].alone[k]) return;
+            n += column(c, k).size();
+          }
+          if (n <= 0xFFFFFFFEULL) allocate_merged(c, n);
+          return;
+        }
+        const std::size_t c = t / n_chunks, k = t % n_chunks;
+        const ChunkColumn& col = column(c, k);
+        ChunkMerge& m = merges[c][k];
+        const std::size_t n = col.size();
+        const std::size_t n_parts = std::size_t{1} << plans[c].part_bits;
+        if (plans[c].alone[k]) {
+          m.starts.assign(n_parts + 1, 0);
+          m.n_new.store(n, std::memory_order_relaxed);
+          return;
+        }
+        m.is_new.assign(n, 0);
+        if (col.all_ints) {
+          m.remap = reinterpret_cast<std::uint32_t*>(column(c, k).ints.data());
+        } else {
+          m.remap_storage.reset(new std::uint32_t[n]);
+          m.remap = m.remap_storage.get();
+        }
+        std::vector<std::uint32_t> ids, text_of;
+        std::vector<std::uint64_t> hashes;
+        auto add = [&](std::uint32_t i, std::uint32_t text) {
+          ids.push_back(i);
+          text_of.push_back(text);
+          if (text == kNull) {
+            hashes.push_back(mix64(number_key(col.number(i))));
+          } else {
+            hashes.push_back(hash_text(col.texts[text].p, col.texts[text].len));
+          }
+        };
+        if (plans[c].by_key) {
+          // Only the pure texts merge by hash.
+          for (std::size_t j = 0; j < col.texts.size(); ++j)
+            if (!col.is_number(col.texts[j].symbol)) add(col.texts[j].symbol, static_cast<std::uint32_t>(j));
+        } else {
+          // Numbers (duals too) by their number, pure texts by their text.
+          std::size_t j = 0;
+          for (std::size_t i = 0; i < n; ++i) {
+            const bool has_text = j < col.texts.size() && col.texts[j].symbol == i;
+            add(static_cast<std::uint32_t>(i), has_text && !col.is_number(i) ? static_cast<std::uint32_t>(j) : kNull);
+            j += has_text;
+          }
+        }
+        m.starts.assign(n_parts + 1, 0);
+        for (const std::uint64_t h : hashes) ++m.starts[(h & (n_parts - 1)) + 1];
+        for (std::size_t p = 0; p < n_parts; ++p) m.starts[p + 1] += m.starts[p];
+        m.order.resize(ids.size());
+        m.text.resize(ids.size());
+        m.hashes.resize(ids.size());
+        m.slot.assign(ids.size(), 0);
+        std::vector<std::uint32_t> fill(m.starts.begin(), m.starts.end() - 1);
+        for (std::size_t j = 0; j < ids.size(); ++j) {
+          const std::uint32_t o = fill[hashes[j] & (n_parts - 1)]++;
+          m.order[o] = ids[j];
+          m.text[o] = text_of[j];
+          m.hashes[o] = hashes[j];
+        }
+      },
+      cpu);
+
+  // 2. First occurrences: each hash partition dedupes its symbols chunk by chunk in order; each
+  //    key slice marks a key new in the first chunk that holds it.
+  parallel_for(
+      parts.size() + slices.size(),
       [&](std::size_t t) {
         if (t >= parts.size()) {
-          t -= parts.size();
-          const std::size_t c = t / n_chunks, k = t % n_chunks;
-          if (!dense[c].active) return;
-          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
-          const std::uint32_t* owner = dense[c].table.data();
-          std::uint8_t* is_new = merges[c][k].is_new.data();
-          column(c, k).dense.for_each([&](std::int64_t key, std::uint32_t i) {
-            is_new[i] = owner[static_cast<std::size_t>(key * mul - lo)] == k;
+          const KeySlice& ks = slices[t - parts.size()];
+          std::vector<std::uint8_t> seen(static_cast<std::size_t>(ks.b - ks.a), 0);
+          std::vector<std::size_t> n_new(n_chunks, 0);
+          walk_keys(chunks, ks.c, plans[ks.c], ks.a, ks.b, [&](std::size_t k, std::size_t x, std::uint32_t i) {
+            if (seen[x]) return;
+            seen[x] = 1;
+            merges[ks.c][k].is_new[i] = 1;
+            ++n_new[k];
           });
+          for (std::size_t k = 0; k < n_chunks; ++k)
+            if (n_new[k] != 0) merges[ks.c][k].n_new.fetch_add(n_new[k], std::memory_order_relaxed);
           return;
         }
         const std::size_t c = part_column(t), p = t - part_base[c];
@@ -1247,63 +1458,124 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         TextMap texts;
         for (std::size_t k = 0; k < n_chunks; ++k) {
           ChunkMerge& m = merges[c][k];
-          const auto& syms = column(c, k).symbols;
+          const ChunkColumn& col = column(c, k);
+          std::size_t n_new = 0;
           for (std::uint32_t o = m.starts[p]; o < m.starts[p + 1]; ++o) {
             const std::uint32_t i = m.order[o];
-            const LocalSymbol& s = syms[i];
             const std::uint64_t h = m.hashes[o];
+            const bool is_number = m.text[o] == kNull;
+            const SymbolText text = is_number ? SymbolText{nullptr, 0, 0} : col.texts[m.text[o]];
             std::size_t slot = 0;
-            std::uint32_t found = s.is_number() ? numbers.find(number_key(s.number), h, slot)
-                                                : texts.find(s.text, s.len, h, pm.symbols.data(), slot);
+            std::uint32_t found = is_number ? numbers.find(number_key(col.number(i)), h, slot)
+                                            : texts.find(text.p, text.len, h, pm.texts.data(), slot);
             if (found == kNull) {
-              found = static_cast<std::uint32_t>(pm.symbols.size());
-              pm.symbols.push_back(s);
+              found = static_cast<std::uint32_t>(pm.texts.size());
+              pm.texts.push_back(text);
               pm.owners.push_back((std::uint64_t{k} << 32) | i);
-              if (s.is_number()) {
-                numbers.insert(slot, number_key(s.number), found);
+              if (is_number) {
+                numbers.insert(slot, number_key(col.number(i)), found);
               } else {
-                texts.insert(slot, h, found, pm.symbols.data());
+                texts.insert(slot, h, found, pm.texts.data());
               }
               m.is_new[i] = 1;
+              ++n_new;
             }
             m.slot[o] = found;
           }
+          if (n_new != 0) m.n_new.fetch_add(n_new, std::memory_order_relaxed);
         }
-        std::vector<LocalSymbol>().swap(pm.symbols);
+        std::vector<SymbolText>().swap(pm.texts);
       },
       cpu);
 
-  // 3. Symbol indexes: first occurrences numbered in (chunk, local symbol) order.
-  std::vector<std::vector<std::uint32_t>> new_base(n_cols, std::vector<std::uint32_t>(n_chunks + 1, 0));
-  for (std::size_t c = 0; c < n_cols; ++c)
+  // 3. Symbol indexes: first occurrences numbered in (chunk, local symbol) order, their values
+  //    written in place into the column's arrays.
+  for (std::size_t c = 0; c < n_cols; ++c) {
+    plans[c].new_base.assign(n_chunks + 1, 0);
     for (std::size_t k = 0; k < n_chunks; ++k) {
-      const auto& is_new = merges[c][k].is_new;
-      new_base[c][k + 1] = new_base[c][k] + static_cast<std::uint32_t>(std::count(is_new.begin(), is_new.end(), 1));
+      const std::size_t next = plans[c].new_base[k] + merges[c][k].n_new.load();
+      if (next > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
+      plans[c].new_base[k + 1] = static_cast<std::uint32_t>(next);
     }
+  }
+  parallel_for(
+      n_cols,
+      [&](std::size_t c) {
+        if (!merged[c].allocated) allocate_merged(c, plans[c].new_base.back());
+      },
+      cpu);
   parallel_for(
       n_cols * n_chunks,
       [&](std::size_t t) {
         const std::size_t c = t / n_chunks, k = t % n_chunks;
+        const ChunkColumn& col = column(c, k);
         ChunkMerge& m = merges[c][k];
-        std::uint32_t next = new_base[c][k];
-        for (std::size_t i = 0; i < m.is_new.size(); ++i)
-          if (m.is_new[i]) m.remap[i] = next++;
+        MergedSymbols& out = merged[c];
+        const std::uint8_t* is_new = m.is_new.data();
+        std::uint32_t* remap = m.remap;
+        std::uint32_t next = plans[c].new_base[k];
+        const std::size_t n = col.size();
+        if (plans[c].alone[k]) {
+          // All new, in order: the symbols are copied as they are.
+          if (plans[c].ints) {
+            std::copy(col.ints.begin(), col.ints.end(), out.ints.begin() + next);
+          } else {
+            for (std::size_t i = 0; i < n; ++i) out.numbers[next + i] = col.number(i);
+            for (const SymbolText& st : col.texts) out.texts[k].push_back(SymbolText{st.p, st.len, next + st.symbol});
+          }
+          return;
+        }
+        if (plans[c].ints) {
+          std::int32_t* ints = out.ints.data();
+          for (std::size_t i = 0; i < n; ++i) {
+            if (!is_new[i]) continue;
+            const std::int32_t v = col.ints[i];  // before remap[i], which may take its place
+            remap[i] = next;
+            ints[next++] = v;
+          }
+        } else {
+          double* numbers = out.numbers.data();
+          std::size_t j = 0;  // the next of the chunk's texts
+          for (std::size_t i = 0; i < n; ++i) {
+            const bool has_text = j < col.texts.size() && col.texts[j].symbol == i;
+            if (is_new[i]) {
+              const double v = col.number(i);  // before remap[i], which may take its place
+              remap[i] = next;
+              numbers[next] = v;
+              if (has_text) out.texts[k].push_back(SymbolText{col.texts[j].p, col.texts[j].len, next});
+              ++next;
+            }
+            j += has_text;
+          }
+        }
       },
       cpu);
-  // Where a symbol first occurs, its index is now known: publish it to the partition or the
-  // direct table, for the chunks where it occurs again.
+
+  // 4. Where a symbol occurs again, its index comes from its first occurrence: published by the
+  //    partitions, carried along each key slice. Meanwhile each column's symbol table is made.
   parallel_for(
-      parts.size() + n_cols * n_chunks,
+      n_cols + parts.size() + slices.size(),
       [&](std::size_t t) {
+        if (t < n_cols) {
+          MergedSymbols& m = merged[t];
+          std::vector<const std::vector<SymbolText>*> texts;
+          for (const auto& list : m.texts) texts.push_back(&list);
+          table.columns[t].symbols = plans[t].ints ? SymbolTable::of_ints(std::move(m.ints))
+                                                   : make_symbols(std::move(m.numbers), texts);
+          m.texts.clear();
+          return;
+        }
+        t -= n_cols;
         if (t >= parts.size()) {
-          t -= parts.size();
-          const std::size_t c = t / n_chunks, k = t % n_chunks;
-          if (!dense[c].active) return;
-          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
-          std::uint32_t* index = dense[c].table.data();
-          const ChunkMerge& m = merges[c][k];
-          column(c, k).dense.for_each([&](std::int64_t key, std::uint32_t i) {
-            if (m.is_new[i]) index[static_cast<std::size_t>(key * mul - lo)] = m.remap[i];
+          const KeySlice& ks = slices[t - parts.size()];
+          std::vector<std::uint32_t> index(static_cast<std::size_t>(ks.b - ks.a));
+          walk_keys(chunks, ks.c, plans[ks.c], ks.a, ks.b, [&](std::size_t k, std::size_t x, std::uint32_t i) {
+            ChunkMerge& m = merges[ks.c][k];
+            if (m.is_new[i]) {
+              index[x] = m.remap[i];
+            } else {
+              m.remap[i] = index[x];
+            }
           });
           return;
         }
@@ -1315,44 +1587,49 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
       },
       cpu);
 
-  // 4. Each column's symbol table (one task per column), and each chunk's rows remapped into
-  //    the column's row array (one task per column and chunk).
-  std::vector<std::vector<std::uint32_t>> rows(n_cols);
-  for (auto& r : rows) r.resize(n_rows);
+  // 5. The symbols that merge by hash take their index from their partition; each column's
+  //    index is allocated for its known width.
   parallel_for(
       n_cols + n_cols * n_chunks,
       [&](std::size_t t) {
         if (t < n_cols) {
-          table.columns[t].symbols = build_symbols(chunks, &merges[t], t);
+          std::size_t nulls = 0;
+          for (std::size_t k = 0; k < n_chunks; ++k) nulls += column(t, k).nulls;
+          table.columns[t].index = PackedIndex::for_rows(n_rows, table.columns[t].symbols.size(), nulls);
           return;
         }
         t -= n_cols;
         const std::size_t c = t / n_chunks, k = t % n_chunks;
         ChunkMerge& m = merges[c][k];
-        const std::size_t parts_mask = (std::size_t{1} << part_bits[c]) - 1;
+        const std::size_t parts_mask = (std::size_t{1} << plans[c].part_bits) - 1;
         const PartitionMerge* pm = &parts[part_base[c]];
         for (std::size_t o = 0; o < m.order.size(); ++o) {
           const std::uint32_t i = m.order[o];
           if (!m.is_new[i]) m.remap[i] = pm[m.hashes[o] & parts_mask].global[m.slot[o]];
         }
-        if (dense[c].active) {
-          const std::int64_t mul = dense[c].mul[k], lo = dense[c].lo;
-          const std::uint32_t* index = dense[c].table.data();
-          column(c, k).dense.for_each([&](std::int64_t key, std::uint32_t i) {
-            if (!m.is_new[i]) m.remap[i] = index[static_cast<std::size_t>(key * mul - lo)];
-          });
-        }
-        auto& local = column(c, k).rows;
-        std::uint32_t* out = rows[c].data() + row_offsets[k];
-        const std::uint32_t* remap = m.remap.data();
-        for (std::size_t r = 0; r < local.size(); ++r) out[r] = local[r] == kNull ? kNull : remap[local[r]];
-        std::vector<std::uint32_t>().swap(local);
       },
       cpu);
-  for (std::size_t c = 0; c < n_cols; ++c) {
-    table.columns[c].index = PackedIndex::pack(rows[c].data(), n_rows, table.columns[c].symbols.size(), cpu);
-    std::vector<std::uint32_t>().swap(rows[c]);
-  }
+
+  // 6. Each chunk's rows packed through its remap, in ranges of rows.
+  struct RowRange {
+    std::size_t c, k, begin, end;
+  };
+  std::vector<RowRange> ranges;
+  for (std::size_t c = 0; c < n_cols; ++c)
+    for (std::size_t k = 0; k < n_chunks; ++k)
+      for (std::size_t b = 0; b < column(c, k).rows.size(); b += kPackRows)
+        ranges.push_back(RowRange{c, k, b, std::min(column(c, k).rows.size(), b + kPackRows)});
+  parallel_for(
+      ranges.size(),
+      [&](std::size_t t) {
+        const RowRange& r = ranges[t];
+        // A chunk alone keeps its symbols' order: its indexes only move up by its first one's.
+        const bool alone = plans[r.c].alone[r.k];
+        table.columns[r.c].index.write_rows(row_offsets[r.k] + r.begin, r.end - r.begin,
+                                            column(r.c, r.k).rows.data() + r.begin,
+                                            alone ? nullptr : merges[r.c][r.k].remap, plans[r.c].new_base[r.k]);
+      },
+      cpu);
 }
 
 }  // namespace
@@ -1384,8 +1661,6 @@ LoadedTable read_csv(const char* data, std::size_t size, const std::string& tabl
     ch.parser = std::make_unique<ChunkParser>(data, size, header.sep, n_cols);
     const auto expected = static_cast<std::size_t>(static_cast<double>(ch.end - ch.begin) * rows_per_byte * 1.1) + 16;
     ch.stop = ch.parser->parse(ch.begin, ch.end, expected);
-    const std::size_t bad = find_invalid_utf8(data + ch.begin, ch.stop - ch.begin);
-    if (bad != ch.stop - ch.begin) ch.parser->fail(ch.begin + bad, ErrorKind::kInvalidUtf8);
   };
   for (std::size_t k = 0; k < starts.size(); ++k) {
     chunks[k].begin = starts[k];
@@ -1427,12 +1702,28 @@ LoadedTable read_csv(const char* data, std::size_t size, const std::string& tabl
 
   if (n_chunks_parsed == 1) {
     // One chunk: its local symbols are the column's symbols.
-    parallel_for(n_cols, [&](std::size_t c) { table.columns[c].symbols = build_symbols(chunks, nullptr, c); }, cpu);
-    for (std::size_t c = 0; c < n_cols; ++c) {
-      auto& rows = chunks[0].parser->columns()[c].rows;
-      table.columns[c].index = PackedIndex::pack(rows.data(), rows.size(), table.columns[c].symbols.size(), cpu);
-      std::vector<std::uint32_t>().swap(rows);
-    }
+    // One chunk: its local symbols are the column's symbols, its rows' indexes the final ones.
+    std::vector<ChunkColumn>& cols = chunks[0].parser->columns();
+    parallel_for(
+        n_cols,
+        [&](std::size_t c) {
+          ChunkColumn& col = cols[c];
+          // Copied to arrays of the exact size (the chunk's were reserved for every row).
+          table.columns[c].symbols = col.all_ints && col.texts.empty()
+                                         ? SymbolTable::of_ints(IntArray(col.ints.begin(), col.ints.end()))
+                                         : make_symbols(col.number_array(), {&col.texts});
+          std::vector<std::int32_t>().swap(col.ints);
+          std::vector<double>().swap(col.numbers);
+          table.columns[c].index = PackedIndex::for_rows(n_rows, table.columns[c].symbols.size(), col.nulls);
+        },
+        cpu);
+    parallel_for(
+        n_cols * ((n_rows + kPackRows - 1) / kPackRows),
+        [&](std::size_t t) {
+          const std::size_t c = t % n_cols, b = t / n_cols * kPackRows;
+          table.columns[c].index.write_rows(b, std::min(n_rows, b + kPackRows) - b, cols[c].rows.data() + b);
+        },
+        cpu);
     return table;
   }
 

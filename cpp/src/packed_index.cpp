@@ -107,31 +107,24 @@ PackedIndex PackedIndex::pack(const std::uint32_t* symbols, std::size_t n, std::
   }, cpu);
   if (out_of_range.load()) throw Error("symbol index out of range for a field with " + std::to_string(n_symbols) + " symbols");
 
+  PackedIndex p = for_rows(n, n == nulls.load() ? 0 : max_symbol.load() + 1, nulls.load());
+  if (p.width_ == 0) return p;
+  // Ranges of whole 64-row blocks: each block is stored by one task, none shared.
+  parallel_ranges(n, 64, [&](std::size_t b, std::size_t e) { p.write_rows(b, e - b, symbols + b); }, cpu);
+  return p;
+}
+
+PackedIndex PackedIndex::for_rows(std::size_t n, std::uint32_t n_symbols, std::size_t nulls) {
   PackedIndex p;
   p.rows_ = n;
-  p.non_null_ = n - nulls.load();
-  p.bias_ = nulls.load() > 0 ? 1U : 0U;
+  p.non_null_ = n - nulls;
+  p.bias_ = nulls > 0 ? 1U : 0U;
   // The fewest bits that hold every index this column uses, plus NULL's code when it has NULLs.
-  const std::uint64_t max_code = p.non_null_ == 0 ? 0 : std::uint64_t{max_symbol.load()} + p.bias_;
+  const std::uint64_t max_code = p.non_null_ == 0 || n_symbols == 0 ? 0 : std::uint64_t{n_symbols} - 1 + p.bias_;
   p.width_ = width_for(max_code);
   p.mask_ = p.width_ == 0 ? 0 : ((std::uint64_t{1} << p.width_) - 1);
   const std::size_t data_bytes = (n * p.width_ + 7) / 8;
-  p.bytes_.assign(data_bytes + 8, 0);
-  if (p.width_ == 0) return p;
-
-  // Pass 2: pack. Blocks start at multiples of 8 rows, so each starts on a byte boundary
-  // and no two blocks write the same byte.
-  const std::uint32_t w = p.width_;
-  const std::uint32_t bias = p.bias_;
-  std::uint8_t* base = p.bytes_.data();
-  parallel_ranges(n, kPackBlock, [&](std::size_t b, std::size_t e) {
-    std::uint32_t codes[kPackBlock];
-    for (std::size_t r = b; r < e; r += kPackBlock) {
-      const std::size_t k = std::min(kPackBlock, e - r);
-      for (std::size_t i = 0; i < k; ++i) codes[i] = symbols[r + i] + bias;  // kNull + 1 wraps to 0
-      write_codes(codes, k, w, base + r * w / 8);
-    }
-  }, cpu);
+  p.bytes_.resize(data_bytes + 8);  // zero, untouched until written
   return p;
 }
 
@@ -260,6 +253,55 @@ void decode_blocks_of_width(const std::uint8_t* data, std::size_t first, std::si
   }
 }
 
+// The code of a row: its symbol index (looked up in remap when given) + add; NULL is code 0.
+template <bool Remap>
+inline std::uint64_t row_code(std::uint32_t s, const std::uint32_t* remap, std::uint32_t add) {
+  if (s == kNull) return 0;
+  return static_cast<std::uint32_t>((Remap ? remap[s] : s) + add);
+}
+
+// Stores the 64-row blocks [first, first+n), whole, from rows[0 .. 64n).
+template <unsigned W, bool Remap>
+void write_blocks_of_width(std::uint8_t* data, std::size_t first, std::size_t n, const std::uint32_t* rows,
+                           const std::uint32_t* remap, std::uint32_t add) {
+  constexpr std::uint64_t kMask = (std::uint64_t{1} << W) - 1;
+  for (std::size_t b = 0; b < n; ++b) {
+    const std::uint32_t* r = rows + b * 64;
+    std::uint64_t w[W] = {};
+#pragma GCC unroll 64
+    for (unsigned j = 0; j < 64; ++j) {
+      const unsigned bit = j * W;
+      const unsigned k = bit >> 6;
+      const unsigned shift = bit & 63;
+      const std::uint64_t code = row_code<Remap>(r[j], remap, add) & kMask;
+      w[k] |= code << shift;
+      if (shift + W > 64) w[(k + 1) % W] |= code >> ((64 - shift) & 63);
+    }
+    std::memcpy(data + (first + b) * 8 * W, w, sizeof w);
+  }
+}
+
+using BlockWriter = void (*)(std::uint8_t*, std::size_t, std::size_t, const std::uint32_t*, const std::uint32_t*,
+                             std::uint32_t);
+
+template <bool Remap, unsigned... Ws>
+constexpr auto block_writers(std::integer_sequence<unsigned, Ws...>) {
+  return std::array<BlockWriter, sizeof...(Ws)>{&write_blocks_of_width<Ws + 1, Remap>...};
+}
+
+constexpr auto kBlockWriters = block_writers<false>(std::make_integer_sequence<unsigned, 32>{});
+constexpr auto kRemapBlockWriters = block_writers<true>(std::make_integer_sequence<unsigned, 32>{});
+
+// Or-s one code into place, atomically: the word may be shared with another writer.
+inline void or_code(std::uint8_t* data, std::size_t row, std::uint32_t w, std::uint64_t code) {
+  const std::size_t bit = row * w;
+  auto* word = reinterpret_cast<std::uint64_t*>(data + (bit >> 6) * 8);
+  const unsigned shift = bit & 63;
+  if (code == 0) return;
+  __atomic_fetch_or(word, code << shift, __ATOMIC_RELAXED);
+  if (shift + w > 64) __atomic_fetch_or(word + 1, code >> (64 - shift), __ATOMIC_RELAXED);
+}
+
 using BlockDecoder = void (*)(const std::uint8_t*, std::size_t, std::size_t, std::uint32_t, std::uint32_t*);
 
 template <unsigned... Ws>
@@ -348,6 +390,32 @@ void PackedIndex::match_blocks(std::size_t first, std::size_t n, const std::uint
 void PackedIndex::match_blocks(std::size_t first, std::size_t n, const std::uint64_t* set_bits,
                                std::uint32_t n_symbols, std::uint64_t* out) const {
   match_blocks_with(*this, first, n, BitSet{set_bits, n_symbols}, out);
+}
+
+void PackedIndex::write_rows(std::size_t first, std::size_t count, const std::uint32_t* symbols,
+                             const std::uint32_t* remap, std::uint32_t offset) {
+  if (count == 0 || width_ == 0) return;
+  if (first > rows_ || count > rows_ - first) throw Error("internal: write_rows past the last row");
+  const std::uint32_t w = width_;
+  const std::uint32_t add = bias_ + (remap != nullptr ? 0 : offset);
+  std::uint8_t* data = bytes_.data();
+  auto or_rows = [&](std::size_t b, std::size_t e) {
+    for (std::size_t r = b; r < e; ++r) {
+      const std::uint32_t s = symbols[r - first];
+      const std::uint64_t code = remap != nullptr ? row_code<true>(s, remap, add) : row_code<false>(s, remap, add);
+      or_code(data, r, w, code & mask_);
+    }
+  };
+  const std::size_t end = first + count;
+  const std::size_t block_begin = std::min(end, (first + 63) / 64 * 64);
+  const std::size_t block_end = std::max(block_begin, end / 64 * 64);
+  or_rows(first, block_begin);
+  if (block_end > block_begin) {
+    const auto& writers = remap != nullptr ? kRemapBlockWriters : kBlockWriters;
+    writers[w - 1](data, block_begin / 64, (block_end - block_begin) / 64, symbols + (block_begin - first), remap,
+                   add);
+  }
+  or_rows(block_end, end);
 }
 
 void PackedIndex::decode_blocks(std::size_t first, std::size_t n, std::uint32_t* out) const {

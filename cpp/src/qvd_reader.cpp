@@ -502,7 +502,7 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
       // state in registers instead of around a possibly reallocating push_back.
       constexpr std::size_t kChunk = 1024;
       if (p[0] == 1 && length == 5 * n) {  // all int32: fixed stride
-        std::vector<std::int32_t> ints;
+        IntArray ints;
         ints.reserve(n);
         std::int32_t chunk[kChunk];
         unsigned other_types = 0;

@@ -62,15 +62,6 @@ std::size_t SymbolTable::byte_size() const {
          text_.capacity();
 }
 
-SymbolTable SymbolTable::of_ints(std::vector<std::int32_t> ints) {
-  if (ints.size() > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
-  SymbolTable t;
-  t.size_ = static_cast<std::uint32_t>(ints.size());
-  t.ints_ = std::move(ints);
-  t.finish();
-  return t;
-}
-
 SymbolTable SymbolTable::of_texts(std::vector<char> text, std::vector<std::uint32_t> offsets) {
   if (offsets.empty() || offsets.size() - 1 > 0xFFFFFFFEULL || offsets.front() != 0 || offsets.back() != text.size())
     throw Error("internal: text offsets do not match the texts");
@@ -113,7 +104,7 @@ void SymbolTable::finish() {
   if (all_numeric_ && all_integer_ && fits_int32 && !numbers_.empty()) {
     ints_.resize(size_);
     for (std::uint32_t i = 0; i < size_; ++i) ints_[i] = static_cast<std::int32_t>(numbers_[i]);
-    std::vector<double>().swap(numbers_);
+    NumberArray().swap(numbers_);
   }
   if (!text_mask_.empty()) {
     bool all = true;
@@ -130,13 +121,33 @@ void SymbolTable::finish() {
   text_.shrink_to_fit();
 }
 
+SymbolTable SymbolTable::of_numbers(NumberArray&& numbers) {
+  if (numbers.size() > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
+  for (const double v : numbers)
+    if (std::isnan(v)) throw Error("a NULL value cannot be a symbol");
+  SymbolTable t;
+  t.size_ = static_cast<std::uint32_t>(numbers.size());
+  t.numbers_ = std::move(numbers);
+  t.finish();
+  return t;
+}
+
+SymbolTable SymbolTable::of_ints(IntArray&& ints) {
+  if (ints.size() > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
+  SymbolTable t;
+  t.size_ = static_cast<std::uint32_t>(ints.size());
+  t.ints_ = std::move(ints);
+  t.finish();
+  return t;
+}
+
 SymbolTableBuilder::SymbolTableBuilder() { slots_.assign(16, 0); mask_ = 15; }
 
 SymbolTableBuilder::SymbolTableBuilder(SymbolTable&& from) : table_(std::move(from)) {
   // Back to the growable representation.
   if (!table_.ints_.empty()) {
     table_.numbers_.assign(table_.ints_.begin(), table_.ints_.end());
-    std::vector<std::int32_t>().swap(table_.ints_);
+    IntArray().swap(table_.ints_);
   }
   if (table_.all_text_) {
     table_.text_mask_.assign((table_.size_ + 64) / 64, ~0ULL);
@@ -200,7 +211,7 @@ std::uint32_t SymbolTableBuilder::append(const DualView& v) {
 
 void SymbolTableBuilder::append_numbers(const double* values, std::size_t n) {
   SymbolTable& t = table_;
-  if (!t.text_offsets_.empty() || (t.numbers_.empty() && t.size_ > 0)) {
+  if (t.numbers_.empty() && t.size_ > 0) {
     for (std::size_t i = 0; i < n; ++i) append(DualView::of_number(values[i]));
     return;
   }
@@ -210,6 +221,11 @@ void SymbolTableBuilder::append_numbers(const double* values, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
     if (std::isnan(values[i])) throw Error("a NULL value cannot be a symbol");
   t.numbers_.insert(t.numbers_.end(), values, values + n);
+  if (!t.text_offsets_.empty()) {
+    // None of them has a text: empty texts and clear mask bits (a new mask word starts clear).
+    t.text_offsets_.insert(t.text_offsets_.end(), n, t.text_offsets_.back());
+    t.text_mask_.resize((t.size_ + n + 63) / 64, 0);
+  }
   t.size_ += static_cast<std::uint32_t>(n);
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "assoc/calloc_allocator.hpp"
 #include "assoc/dual.hpp"
 
 namespace assoc {
@@ -37,6 +38,17 @@ class PackedIndex {
                                                const BlockSource& source, CpuAccount* cpu = nullptr);
   // Bit width needed for codes 0..max_code.
   static std::uint32_t width_for(std::uint64_t max_code);
+
+  // An index of `n` rows to be written with write_rows, for a column whose indexes are known up
+  // front: all below `n_symbols` and the highest used, `nulls` rows NULL. The width is the one
+  // pack would choose for such rows.
+  static PackedIndex for_rows(std::size_t n, std::uint32_t n_symbols, std::size_t nulls);
+  // Writes rows [first, first+count) from symbol indexes (kNull for NULL), each first looked up
+  // in `remap` when one is given, else raised by `offset`. Each row is written once. Calls on
+  // disjoint row ranges may run on several threads at once: whole 64-row blocks are stored, the
+  // words of a block shared with another range are or-ed in atomically.
+  void write_rows(std::size_t first, std::size_t count, const std::uint32_t* symbols,
+                  const std::uint32_t* remap = nullptr, std::uint32_t offset = 0);
 
   std::size_t size() const { return rows_; }
   std::uint32_t bit_width() const { return width_; }
@@ -72,7 +84,8 @@ class PackedIndex {
   const std::uint8_t* data() const { return bytes_.data(); }
 
  private:
-  std::vector<std::uint8_t> bytes_;  // rows_*width_ bits, plus 8 bytes of slack for 64-bit loads
+  // rows_*width_ bits, plus 8 bytes of slack for 64-bit loads
+  std::vector<std::uint8_t, CallocAllocator<std::uint8_t>> bytes_;
   std::size_t rows_ = 0;
   std::uint64_t non_null_ = 0;
   std::uint64_t mask_ = 0;

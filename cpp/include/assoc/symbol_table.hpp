@@ -8,9 +8,14 @@
 #include <string_view>
 #include <vector>
 
+#include "assoc/calloc_allocator.hpp"
 #include "assoc/dual.hpp"
 
 namespace assoc {
+
+// The number arrays of a symbol table: big ones are filled after they are sized.
+using IntArray = std::vector<std::int32_t, CallocAllocator<std::int32_t>>;
+using NumberArray = std::vector<double, CallocAllocator<double>>;
 
 class SymbolTable {
  public:
@@ -43,14 +48,18 @@ class SymbolTable {
   // Bytes of the arrays that hold the symbols (their allocated capacity).
   std::size_t byte_size() const;
 
-  // Tables made whole from symbols that are distinct already (as a file's are), without
-  // hashing: int32 numbers kept as int32 (no pass through doubles); or pure texts, `offsets`
-  // holding size()+1 offsets into `text`. (Other numbers: SymbolTableBuilder::append_numbers.)
-  static SymbolTable of_ints(std::vector<std::int32_t> ints);
+  // A table of pure texts that are distinct already (as a file's are), without hashing:
+  // `offsets` holds size()+1 offsets into `text`. (Other numbers: SymbolTableBuilder::append_numbers.)
   static SymbolTable of_texts(std::vector<char> text, std::vector<std::uint32_t> offsets);
 
   // Symbols equal in the engine's sense: same number when both are numeric, same text when both are pure text.
   static bool same_symbol(const DualView& a, const DualView& b);
+
+  // A table of numbers without text that the caller knows to be distinct, taken over without a
+  // copy (for loaders that deduplicate on their own).
+  static SymbolTable of_numbers(NumberArray&& numbers);
+  // The same for int32 integers (kept as int32: no pass through doubles).
+  static SymbolTable of_ints(IntArray&& ints);
 
  private:
   friend class SymbolTableBuilder;
@@ -59,8 +68,8 @@ class SymbolTable {
   std::uint32_t size_ = 0;
   // Numbers: one of ints_ (every symbol an int32 integer) or numbers_ (NaN where a symbol has
   // no number); both empty when no symbol has a number.
-  std::vector<std::int32_t> ints_;
-  std::vector<double> numbers_;
+  IntArray ints_;
+  NumberArray numbers_;
   std::vector<std::uint64_t> text_mask_;     // bit i: symbol i has a text; empty when all or none have
   std::vector<std::uint32_t> text_offsets_;  // size()+1 offsets into text_ when any symbol has text
   std::vector<char> text_;  // UTF-8 texts back to back
