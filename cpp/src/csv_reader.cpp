@@ -287,11 +287,6 @@ struct SymbolText {
   std::uint32_t symbol;  // the symbol's index
 };
 
-inline DualView symbol_view(double number, const SymbolText& t) {
-  const std::string_view text(t.p, t.len);
-  return number == number ? DualView::of_dual(number, text) : DualView::of_text(text);
-}
-
 // Open addressing on a number's key (its bits): the key sits in the slot, so a lookup touches
 // one cache line.
 class NumberMap {
@@ -1277,26 +1272,10 @@ ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
 // A column's SymbolTable from its symbols, which are known to be distinct: their numbers and
 // the lists (one after the other, in symbol order) of the texts of those that have one.
 SymbolTable make_symbols(NumberArray&& numbers, const std::vector<const std::vector<SymbolText>*>& texts) {
-  std::size_t text_bytes = 0, n_texts = 0;
-  for (const auto* list : texts) {
-    n_texts += list->size();
-    for (const SymbolText& t : *list) text_bytes += t.len;
-  }
-  if (n_texts == 0) return SymbolTable::of_numbers(std::move(numbers));
-  SymbolTableBuilder b;
-  b.reserve(0, text_bytes);
-  b.reserve_numbers(numbers.size());
-  // The numbers between two texts go in as one block.
-  std::size_t run = 0;
-  for (const auto* list : texts) {
-    for (const SymbolText& t : *list) {
-      b.append_numbers(numbers.data() + run, t.symbol - run);
-      b.append(symbol_view(numbers[t.symbol], t));
-      run = t.symbol + 1;
-    }
-  }
-  b.append_numbers(numbers.data() + run, numbers.size() - run);
-  return b.finish();
+  std::vector<SymbolTable::IndexedText> indexed;
+  for (const auto* list : texts)
+    for (const SymbolText& t : *list) indexed.push_back(SymbolTable::IndexedText{t.symbol, std::string_view(t.p, t.len)});
+  return SymbolTable::of_symbols(std::move(numbers), indexed);
 }
 
 // The walk over one slice [a, b) of a column's key range, chunk by chunk in order, calling
