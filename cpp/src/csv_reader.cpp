@@ -287,11 +287,6 @@ struct SymbolText {
   std::uint32_t symbol;  // the symbol's index
 };
 
-inline DualView symbol_view(double number, const SymbolText& t) {
-  const std::string_view text(t.p, t.len);
-  return number == number ? DualView::of_dual(number, text) : DualView::of_text(text);
-}
-
 // Open addressing on a number's key (its bits): the key sits in the slot, so a lookup touches
 // one cache line.
 class NumberMap {
@@ -1277,26 +1272,10 @@ ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
 // A column's SymbolTable from its symbols, which are known to be distinct: their numbers and
 // the lists (one after the other, in symbol order) of the texts of those that have one.
 SymbolTable make_symbols(NumberArray&& numbers, const std::vector<const std::vector<SymbolText>*>& texts) {
-  std::size_t text_bytes = 0, n_texts = 0;
-  for (const auto* list : texts) {
-    n_texts += list->size();
-    for (const SymbolText& t : *list) text_bytes += t.len;
-  }
-  if (n_texts == 0) return SymbolTable::of_numbers(std::move(numbers));
-  SymbolTableBuilder b;
-  b.reserve(0, text_bytes);
-  b.reserve_numbers(numbers.size());
-  // The numbers between two texts go in as one block.
-  std::size_t run = 0;
-  for (const auto* list : texts) {
-    for (const SymbolText& t : *list) {
-      b.append_numbers(numbers.data() + run, t.symbol - run);
-      b.append(symbol_view(numbers[t.symbol], t));
-      run = t.symbol + 1;
-    }
-  }
-  b.append_numbers(numbers.data() + run, numbers.size() - run);
-  return b.finish();
+  std::vector<SymbolTable::IndexedText> indexed;
+  for (const auto* list : texts)
+    for (const SymbolText& t : *list) indexed.push_back(SymbolTable::IndexedText{t.symbol, std::string_view(t.p, t.len)});
+  return SymbolTable::of_symbols(std::move(numbers), indexed);
 }
 
 // The walk over one slice [a, b) of a column's key range, chunk by chunk in order, calling
@@ -1641,12 +1620,13 @@ LoadedTable read_csv(const char* data, std::size_t size, const std::string& tabl
   const Header header = read_header(data, size, start);
   const std::size_t n_cols = header.names.size();
 
-  // Chunks: two per thread, none smaller than kMinChunkBytes. More chunks would even out
-  // uneven threads better, but every chunk repeats the symbols of high-cardinality columns
-  // that the merge then has to fold together again.
+  // Chunks: one per thread, none smaller than kMinChunkBytes. More chunks would even out
+  // uneven threads, but every chunk repeats the symbols of high-cardinality columns, which it
+  // builds and the merge folds together again: measured, two chunks per thread cost more than
+  // they balance.
   const std::size_t body_bytes = size - header.body;
   const std::size_t n_threads = threads();
-  std::size_t n_chunks = n_threads <= 1 ? 1 : std::min<std::size_t>(n_threads * 2, body_bytes / kMinChunkBytes);
+  std::size_t n_chunks = n_threads <= 1 ? 1 : std::min<std::size_t>(n_threads, body_bytes / kMinChunkBytes);
   n_chunks = std::max<std::size_t>(n_chunks, 1);
   const std::vector<std::size_t> starts = chunk_starts(data, size, header.body, n_chunks, cpu);
 

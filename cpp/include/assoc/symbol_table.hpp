@@ -60,6 +60,14 @@ class SymbolTable {
   static SymbolTable of_numbers(NumberArray&& numbers);
   // The same for int32 integers (kept as int32: no pass through doubles).
   static SymbolTable of_ints(IntArray&& ints);
+  // The text of one symbol, for of_symbols.
+  struct IndexedText {
+    std::uint32_t symbol;
+    std::string_view text;
+  };
+  // The same for symbols of which some have a text: `numbers` (NaN where a symbol has none)
+  // taken over, and the texts in ascending symbol order.
+  static SymbolTable of_symbols(NumberArray&& numbers, const std::vector<IndexedText>& texts);
 
  private:
   friend class SymbolTableBuilder;
