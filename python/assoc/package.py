@@ -221,7 +221,7 @@ def detect_kind(head: bytes) -> SourceKind:
         return SourceKind.PACKAGE
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     # An XML prolog is never CSV: a QVD whose header is damaged still gets the QVD reader's error.
-    if text.startswith(b"<?xml") or text.startswith(b"<QvdTableHeader"):
+    if text.startswith((b"<?xml", b"<QvdTableHeader")):
         return SourceKind.QVD
     if b"\x00" in head:
         raise UnsupportedFile("the file is neither an app package, a QVD file nor CSV text")
