@@ -1,6 +1,7 @@
 // CSV reader: the buffer is cut into chunks at record boundaries, each chunk is parsed on its
 // own thread into per-column local symbol tables, and the local tables are then merged (in
-// parallel, by hash partition) into one symbol table per column in first-occurrence order.
+// parallel, by slices of the key range or by hash partition) into one symbol table per column
+// in first-occurrence order, while each chunk's rows are packed through its remap.
 #include "assoc/csv.hpp"
 
 #include <sys/mman.h>
