@@ -1365,12 +1365,17 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
           m.n_new.store(n, std::memory_order_relaxed);
           return;
         }
-        m.is_new.assign(n, 0);
-        if (col.all_ints) {
-          m.remap = reinterpret_cast<std::uint32_t*>(column(c, k).ints.data());
+        if (k == 0) {
+          // The first chunk's symbols are all new, in its own order: no is_new, no remap.
+          m.n_new.store(n, std::memory_order_relaxed);
         } else {
-          m.remap_storage.reset(new std::uint32_t[n]);
-          m.remap = m.remap_storage.get();
+          m.is_new.assign(n, 0);
+          if (col.all_ints) {
+            m.remap = reinterpret_cast<std::uint32_t*>(column(c, k).ints.data());
+          } else {
+            m.remap_storage.reset(new std::uint32_t[n]);
+            m.remap = m.remap_storage.get();
+          }
         }
         std::vector<std::uint32_t> ids, text_of;
         std::vector<std::uint64_t> hashes;
@@ -1425,6 +1430,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
           walk_keys(chunks, ks.c, plans[ks.c], ks.a, ks.b, [&](std::size_t k, std::size_t x, std::uint32_t i) {
             if (seen[x]) return;
             seen[x] = 1;
+            if (k == 0) return;  // counted already
             merges[ks.c][k].is_new[i] = 1;
             ++n_new[k];
           });
@@ -1457,8 +1463,10 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
               } else {
                 texts.insert(slot, h, found, pm.texts.data());
               }
-              m.is_new[i] = 1;
-              ++n_new;
+              if (k != 0) {  // the first chunk's are counted already
+                m.is_new[i] = 1;
+                ++n_new;
+              }
             }
             m.slot[o] = found;
           }
@@ -1495,8 +1503,8 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         std::uint32_t* remap = m.remap;
         std::uint32_t next = plans[c].new_base[k];
         const std::size_t n = col.size();
-        if (plans[c].alone[k]) {
-          // All new, in order: the symbols are copied as they are.
+        if (plans[c].alone[k] || k == 0) {
+          // All new, in order (a chunk alone, or the first): the symbols are copied as they are.
           if (plans[c].ints) {
             std::copy(col.ints.begin(), col.ints.end(), out.ints.begin() + next);
           } else {
@@ -1551,7 +1559,9 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
           std::vector<std::uint32_t> index(static_cast<std::size_t>(ks.b - ks.a));
           walk_keys(chunks, ks.c, plans[ks.c], ks.a, ks.b, [&](std::size_t k, std::size_t x, std::uint32_t i) {
             ChunkMerge& m = merges[ks.c][k];
-            if (m.is_new[i]) {
+            if (k == 0) {
+              index[x] = i;
+            } else if (m.is_new[i]) {
               index[x] = m.remap[i];
             } else {
               m.remap[i] = index[x];
@@ -1562,8 +1572,11 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         const std::size_t c = part_column(t);
         PartitionMerge& pm = parts[t];
         pm.global.resize(pm.owners.size());
-        for (std::size_t j = 0; j < pm.owners.size(); ++j)
-          pm.global[j] = merges[c][pm.owners[j] >> 32].remap[static_cast<std::uint32_t>(pm.owners[j])];
+        for (std::size_t j = 0; j < pm.owners.size(); ++j) {
+          const std::size_t owner = pm.owners[j] >> 32;
+          const auto i = static_cast<std::uint32_t>(pm.owners[j]);
+          pm.global[j] = owner == 0 ? i : merges[c][owner].remap[i];
+        }
       },
       cpu);
 
@@ -1580,6 +1593,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         }
         t -= n_cols;
         const std::size_t c = t / n_chunks, k = t % n_chunks;
+        if (k == 0) return;
         ChunkMerge& m = merges[c][k];
         const std::size_t parts_mask = (std::size_t{1} << plans[c].part_bits) - 1;
         const PartitionMerge* pm = &parts[part_base[c]];
@@ -1603,11 +1617,12 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
       ranges.size(),
       [&](std::size_t t) {
         const RowRange& r = ranges[t];
-        // A chunk alone keeps its symbols' order: its indexes only move up by its first one's.
-        const bool alone = plans[r.c].alone[r.k];
+        // A chunk alone, and the first, keep their symbols' order: their indexes only move up by
+        // their first one's.
+        const bool in_order = plans[r.c].alone[r.k] || r.k == 0;
         table.columns[r.c].index.write_rows(row_offsets[r.k] + r.begin, r.end - r.begin,
                                             column(r.c, r.k).rows.data() + r.begin,
-                                            alone ? nullptr : merges[r.c][r.k].remap, plans[r.c].new_base[r.k]);
+                                            in_order ? nullptr : merges[r.c][r.k].remap, plans[r.c].new_base[r.k]);
       },
       cpu);
 }
