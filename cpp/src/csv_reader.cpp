@@ -282,17 +282,14 @@ std::size_t find_invalid_utf8(const char* p, std::size_t n) {
 // Symbols of one column within one chunk
 
 // The text of a symbol, in the input or in the chunk's arena (unescaped quoted fields).
-struct SymbolText {
-  const char* p;
-  std::uint32_t len;
-  std::uint32_t symbol;  // the symbol's index
-};
+using SymbolText = SymbolTable::IndexedText;
 
 // Open addressing on a number's key (its bits): the key sits in the slot, so a lookup touches
 // one cache line.
 class NumberMap {
  public:
-  NumberMap() { resize(64); }
+  // Room for `n` keys without growing.
+  explicit NumberMap(std::size_t n = 32) { resize(std::bit_ceil(std::max<std::size_t>(2 * n + 1, 64))); }
 
   // The symbol index of `key`, or kNull with `slot` set to where it goes.
   std::uint32_t find(std::uint64_t key, std::uint64_t h, std::size_t& slot) const {
@@ -340,7 +337,8 @@ class NumberMap {
 // because their array moves as it grows.
 class TextMap {
  public:
-  TextMap() { resize(64, nullptr); }
+  // Room for `n` texts without growing.
+  explicit TextMap(std::size_t n = 32) { resize(std::bit_ceil(std::max<std::size_t>(2 * n + 1, 64)), nullptr); }
 
   // The index in `texts` of the text, or kNull with `slot` set to where it goes.
   std::uint32_t find(const char* p, std::uint32_t n, std::uint64_t h, const SymbolText* texts,
@@ -355,7 +353,7 @@ class TextMap {
       }
       if (static_cast<std::uint32_t>(s >> 32) == tag) {
         const SymbolText& t = texts[static_cast<std::uint32_t>(s) - 1];
-        if (t.len == n && same_bytes(t.p, p, n)) return static_cast<std::uint32_t>(s) - 1;
+        if (t.size == n && same_bytes(t.data, p, n)) return static_cast<std::uint32_t>(s) - 1;
       }
       i = (i + 1) & mask_;
     }
@@ -375,7 +373,7 @@ class TextMap {
     for (const std::uint64_t s : old) {
       if (s == 0) continue;
       const SymbolText& t = texts[static_cast<std::uint32_t>(s) - 1];
-      std::size_t i = hash_text(t.p, t.len) >> shift_;
+      std::size_t i = hash_text(t.data, t.size) >> shift_;
       while (slots_[i] != 0) i = (i + 1) & mask_;
       slots_[i] = s;
     }
@@ -585,6 +583,9 @@ struct ChunkColumn {
 
   std::size_t size() const { return all_ints ? ints.size() : numbers.size(); }
   double number(std::size_t i) const { return all_ints ? ints[i] : numbers[i]; }
+  [[gnu::always_inline]] void prefetch_number(std::size_t i) const {
+    __builtin_prefetch(all_ints ? static_cast<const void*>(ints.data() + i) : static_cast<const void*>(numbers.data() + i));
+  }
   bool is_number(std::size_t i) const { return all_ints || numbers[i] == numbers[i]; }
   // Adds a symbol (text null: none); returns its index.
   [[gnu::always_inline]] std::uint32_t add(double number, const char* text, std::uint32_t len) {
@@ -1152,6 +1153,8 @@ struct ParsedChunk {
 
 // Rows per packing task: enough to amortise a task, few enough to spread the columns evenly.
 constexpr std::size_t kPackRows = std::size_t{1} << 20;
+// How many symbols ahead a hash partition's merge prefetches map slots.
+constexpr std::uint32_t kPrefetchAhead = 16;
 // Keys per task of a merge by key: the task's scratch arrays stay in the L2 cache.
 constexpr std::int64_t kKeySlice = std::int64_t{1} << 15;
 
@@ -1273,10 +1276,9 @@ ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
 // A column's SymbolTable from its symbols, which are known to be distinct: their numbers and
 // the lists (one after the other, in symbol order) of the texts of those that have one.
 SymbolTable make_symbols(NumberArray&& numbers, const std::vector<const std::vector<SymbolText>*>& texts) {
-  std::vector<SymbolTable::IndexedText> indexed;
-  for (const auto* list : texts)
-    for (const SymbolText& t : *list) indexed.push_back(SymbolTable::IndexedText{t.symbol, std::string_view(t.p, t.len)});
-  return SymbolTable::of_symbols(std::move(numbers), indexed);
+  std::vector<std::span<const SymbolText>> lists;
+  for (const auto* list : texts) lists.emplace_back(*list);
+  return SymbolTable::of_symbols(std::move(numbers), lists);
 }
 
 // The walk over one slice [a, b) of a column's key range, chunk by chunk in order, calling
@@ -1385,7 +1387,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
           if (text == kNull) {
             hashes.push_back(mix64(number_key(col.number(i))));
           } else {
-            hashes.push_back(hash_text(col.texts[text].p, col.texts[text].len));
+            hashes.push_back(hash_text(col.texts[text].data, col.texts[text].size));
           }
         };
         if (plans[c].by_key) {
@@ -1440,20 +1442,42 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         }
         const std::size_t c = part_column(t), p = t - part_base[c];
         PartitionMerge& pm = parts[t];
-        NumberMap numbers;
-        TextMap texts;
+        // Sized for all the partition's symbols in every chunk: no regrowing.
+        std::size_t n_numbers = 0, n_texts = 0;
+        for (std::size_t k = 0; k < n_chunks; ++k) {
+          const ChunkMerge& m = merges[c][k];
+          for (std::uint32_t o = m.starts[p]; o < m.starts[p + 1]; ++o) {
+            n_numbers += m.text[o] == kNull;
+            n_texts += m.text[o] != kNull;
+          }
+        }
+        NumberMap numbers(n_numbers);
+        TextMap texts(n_texts);
+        pm.texts.reserve(n_numbers + n_texts);
+        pm.owners.reserve(n_numbers + n_texts);
         for (std::size_t k = 0; k < n_chunks; ++k) {
           ChunkMerge& m = merges[c][k];
           const ChunkColumn& col = column(c, k);
           std::size_t n_new = 0;
-          for (std::uint32_t o = m.starts[p]; o < m.starts[p + 1]; ++o) {
+          const std::uint32_t end = m.starts[p + 1];
+          for (std::uint32_t o = m.starts[p]; o < end; ++o) {
+            if (o + kPrefetchAhead < end) {
+              // The map slot and the number of a symbol a few steps ahead.
+              const std::uint32_t a = o + kPrefetchAhead;
+              if (m.text[a] == kNull) {
+                numbers.prefetch(m.hashes[a]);
+                col.prefetch_number(m.order[a]);
+              } else {
+                texts.prefetch(m.hashes[a]);
+              }
+            }
             const std::uint32_t i = m.order[o];
             const std::uint64_t h = m.hashes[o];
             const bool is_number = m.text[o] == kNull;
             const SymbolText text = is_number ? SymbolText{nullptr, 0, 0} : col.texts[m.text[o]];
             std::size_t slot = 0;
             std::uint32_t found = is_number ? numbers.find(number_key(col.number(i)), h, slot)
-                                            : texts.find(text.p, text.len, h, pm.texts.data(), slot);
+                                            : texts.find(text.data, text.size, h, pm.texts.data(), slot);
             if (found == kNull) {
               found = static_cast<std::uint32_t>(pm.texts.size());
               pm.texts.push_back(text);
@@ -1509,7 +1533,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
             std::copy(col.ints.begin(), col.ints.end(), out.ints.begin() + next);
           } else {
             for (std::size_t i = 0; i < n; ++i) out.numbers[next + i] = col.number(i);
-            for (const SymbolText& st : col.texts) out.texts[k].push_back(SymbolText{st.p, st.len, next + st.symbol});
+            for (const SymbolText& st : col.texts) out.texts[k].push_back(SymbolText{st.data, st.size, next + st.symbol});
           }
           return;
         }
@@ -1530,7 +1554,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
               const double v = col.number(i);  // before remap[i], which may take its place
               remap[i] = next;
               numbers[next] = v;
-              if (has_text) out.texts[k].push_back(SymbolText{col.texts[j].p, col.texts[j].len, next});
+              if (has_text) out.texts[k].push_back(SymbolText{col.texts[j].data, col.texts[j].size, next});
               ++next;
             }
             j += has_text;
