@@ -1,6 +1,7 @@
 // CSV reader: the buffer is cut into chunks at record boundaries, each chunk is parsed on its
 // own thread into per-column local symbol tables, and the local tables are then merged (in
-// parallel, by hash partition) into one symbol table per column in first-occurrence order.
+// parallel, by slices of the key range or by hash partition) into one symbol table per column
+// in first-occurrence order, while each chunk's rows are packed through its remap.
 #include "assoc/csv.hpp"
 
 #include <sys/mman.h>
@@ -281,17 +282,14 @@ std::size_t find_invalid_utf8(const char* p, std::size_t n) {
 // Symbols of one column within one chunk
 
 // The text of a symbol, in the input or in the chunk's arena (unescaped quoted fields).
-struct SymbolText {
-  const char* p;
-  std::uint32_t len;
-  std::uint32_t symbol;  // the symbol's index
-};
+using SymbolText = SymbolTable::IndexedText;
 
 // Open addressing on a number's key (its bits): the key sits in the slot, so a lookup touches
 // one cache line.
 class NumberMap {
  public:
-  NumberMap() { resize(64); }
+  // Room for `n` keys without growing.
+  explicit NumberMap(std::size_t n = 32) { resize(std::bit_ceil(std::max<std::size_t>(2 * n + 1, 64))); }
 
   // The symbol index of `key`, or kNull with `slot` set to where it goes.
   std::uint32_t find(std::uint64_t key, std::uint64_t h, std::size_t& slot) const {
@@ -339,7 +337,8 @@ class NumberMap {
 // because their array moves as it grows.
 class TextMap {
  public:
-  TextMap() { resize(64, nullptr); }
+  // Room for `n` texts without growing.
+  explicit TextMap(std::size_t n = 32) { resize(std::bit_ceil(std::max<std::size_t>(2 * n + 1, 64)), nullptr); }
 
   // The index in `texts` of the text, or kNull with `slot` set to where it goes.
   std::uint32_t find(const char* p, std::uint32_t n, std::uint64_t h, const SymbolText* texts,
@@ -354,7 +353,7 @@ class TextMap {
       }
       if (static_cast<std::uint32_t>(s >> 32) == tag) {
         const SymbolText& t = texts[static_cast<std::uint32_t>(s) - 1];
-        if (t.len == n && same_bytes(t.p, p, n)) return static_cast<std::uint32_t>(s) - 1;
+        if (t.size == n && same_bytes(t.data, p, n)) return static_cast<std::uint32_t>(s) - 1;
       }
       i = (i + 1) & mask_;
     }
@@ -374,7 +373,7 @@ class TextMap {
     for (const std::uint64_t s : old) {
       if (s == 0) continue;
       const SymbolText& t = texts[static_cast<std::uint32_t>(s) - 1];
-      std::size_t i = hash_text(t.p, t.len) >> shift_;
+      std::size_t i = hash_text(t.data, t.size) >> shift_;
       while (slots_[i] != 0) i = (i + 1) & mask_;
       slots_[i] = s;
     }
@@ -584,6 +583,9 @@ struct ChunkColumn {
 
   std::size_t size() const { return all_ints ? ints.size() : numbers.size(); }
   double number(std::size_t i) const { return all_ints ? ints[i] : numbers[i]; }
+  [[gnu::always_inline]] void prefetch_number(std::size_t i) const {
+    __builtin_prefetch(all_ints ? static_cast<const void*>(ints.data() + i) : static_cast<const void*>(numbers.data() + i));
+  }
   bool is_number(std::size_t i) const { return all_ints || numbers[i] == numbers[i]; }
   // Adds a symbol (text null: none); returns its index.
   [[gnu::always_inline]] std::uint32_t add(double number, const char* text, std::uint32_t len) {
@@ -1151,6 +1153,8 @@ struct ParsedChunk {
 
 // Rows per packing task: enough to amortise a task, few enough to spread the columns evenly.
 constexpr std::size_t kPackRows = std::size_t{1} << 20;
+// How many symbols ahead a hash partition's merge prefetches map slots.
+constexpr std::uint32_t kPrefetchAhead = 16;
 // Keys per task of a merge by key: the task's scratch arrays stay in the L2 cache.
 constexpr std::int64_t kKeySlice = std::int64_t{1} << 15;
 
@@ -1272,10 +1276,9 @@ ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
 // A column's SymbolTable from its symbols, which are known to be distinct: their numbers and
 // the lists (one after the other, in symbol order) of the texts of those that have one.
 SymbolTable make_symbols(NumberArray&& numbers, const std::vector<const std::vector<SymbolText>*>& texts) {
-  std::vector<SymbolTable::IndexedText> indexed;
-  for (const auto* list : texts)
-    for (const SymbolText& t : *list) indexed.push_back(SymbolTable::IndexedText{t.symbol, std::string_view(t.p, t.len)});
-  return SymbolTable::of_symbols(std::move(numbers), indexed);
+  std::vector<std::span<const SymbolText>> lists;
+  for (const auto* list : texts) lists.emplace_back(*list);
+  return SymbolTable::of_symbols(std::move(numbers), lists);
 }
 
 // The walk over one slice [a, b) of a column's key range, chunk by chunk in order, calling
@@ -1364,12 +1367,17 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
           m.n_new.store(n, std::memory_order_relaxed);
           return;
         }
-        m.is_new.assign(n, 0);
-        if (col.all_ints) {
-          m.remap = reinterpret_cast<std::uint32_t*>(column(c, k).ints.data());
+        if (k == 0) {
+          // The first chunk's symbols are all new, in its own order: no is_new, no remap.
+          m.n_new.store(n, std::memory_order_relaxed);
         } else {
-          m.remap_storage.reset(new std::uint32_t[n]);
-          m.remap = m.remap_storage.get();
+          m.is_new.assign(n, 0);
+          if (col.all_ints) {
+            m.remap = reinterpret_cast<std::uint32_t*>(column(c, k).ints.data());
+          } else {
+            m.remap_storage.reset(new std::uint32_t[n]);
+            m.remap = m.remap_storage.get();
+          }
         }
         std::vector<std::uint32_t> ids, text_of;
         std::vector<std::uint64_t> hashes;
@@ -1379,7 +1387,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
           if (text == kNull) {
             hashes.push_back(mix64(number_key(col.number(i))));
           } else {
-            hashes.push_back(hash_text(col.texts[text].p, col.texts[text].len));
+            hashes.push_back(hash_text(col.texts[text].data, col.texts[text].size));
           }
         };
         if (plans[c].by_key) {
@@ -1424,6 +1432,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
           walk_keys(chunks, ks.c, plans[ks.c], ks.a, ks.b, [&](std::size_t k, std::size_t x, std::uint32_t i) {
             if (seen[x]) return;
             seen[x] = 1;
+            if (k == 0) return;  // counted already
             merges[ks.c][k].is_new[i] = 1;
             ++n_new[k];
           });
@@ -1433,20 +1442,42 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         }
         const std::size_t c = part_column(t), p = t - part_base[c];
         PartitionMerge& pm = parts[t];
-        NumberMap numbers;
-        TextMap texts;
+        // Sized for all the partition's symbols in every chunk: no regrowing.
+        std::size_t n_numbers = 0, n_texts = 0;
+        for (std::size_t k = 0; k < n_chunks; ++k) {
+          const ChunkMerge& m = merges[c][k];
+          for (std::uint32_t o = m.starts[p]; o < m.starts[p + 1]; ++o) {
+            n_numbers += m.text[o] == kNull;
+            n_texts += m.text[o] != kNull;
+          }
+        }
+        NumberMap numbers(n_numbers);
+        TextMap texts(n_texts);
+        pm.texts.reserve(n_numbers + n_texts);
+        pm.owners.reserve(n_numbers + n_texts);
         for (std::size_t k = 0; k < n_chunks; ++k) {
           ChunkMerge& m = merges[c][k];
           const ChunkColumn& col = column(c, k);
           std::size_t n_new = 0;
-          for (std::uint32_t o = m.starts[p]; o < m.starts[p + 1]; ++o) {
+          const std::uint32_t end = m.starts[p + 1];
+          for (std::uint32_t o = m.starts[p]; o < end; ++o) {
+            if (o + kPrefetchAhead < end) {
+              // The map slot and the number of a symbol a few steps ahead.
+              const std::uint32_t a = o + kPrefetchAhead;
+              if (m.text[a] == kNull) {
+                numbers.prefetch(m.hashes[a]);
+                col.prefetch_number(m.order[a]);
+              } else {
+                texts.prefetch(m.hashes[a]);
+              }
+            }
             const std::uint32_t i = m.order[o];
             const std::uint64_t h = m.hashes[o];
             const bool is_number = m.text[o] == kNull;
             const SymbolText text = is_number ? SymbolText{nullptr, 0, 0} : col.texts[m.text[o]];
             std::size_t slot = 0;
             std::uint32_t found = is_number ? numbers.find(number_key(col.number(i)), h, slot)
-                                            : texts.find(text.p, text.len, h, pm.texts.data(), slot);
+                                            : texts.find(text.data, text.size, h, pm.texts.data(), slot);
             if (found == kNull) {
               found = static_cast<std::uint32_t>(pm.texts.size());
               pm.texts.push_back(text);
@@ -1456,8 +1487,10 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
               } else {
                 texts.insert(slot, h, found, pm.texts.data());
               }
-              m.is_new[i] = 1;
-              ++n_new;
+              if (k != 0) {  // the first chunk's are counted already
+                m.is_new[i] = 1;
+                ++n_new;
+              }
             }
             m.slot[o] = found;
           }
@@ -1494,13 +1527,13 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         std::uint32_t* remap = m.remap;
         std::uint32_t next = plans[c].new_base[k];
         const std::size_t n = col.size();
-        if (plans[c].alone[k]) {
-          // All new, in order: the symbols are copied as they are.
+        if (plans[c].alone[k] || k == 0) {
+          // All new, in order (a chunk alone, or the first): the symbols are copied as they are.
           if (plans[c].ints) {
             std::copy(col.ints.begin(), col.ints.end(), out.ints.begin() + next);
           } else {
             for (std::size_t i = 0; i < n; ++i) out.numbers[next + i] = col.number(i);
-            for (const SymbolText& st : col.texts) out.texts[k].push_back(SymbolText{st.p, st.len, next + st.symbol});
+            for (const SymbolText& st : col.texts) out.texts[k].push_back(SymbolText{st.data, st.size, next + st.symbol});
           }
           return;
         }
@@ -1521,7 +1554,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
               const double v = col.number(i);  // before remap[i], which may take its place
               remap[i] = next;
               numbers[next] = v;
-              if (has_text) out.texts[k].push_back(SymbolText{col.texts[j].p, col.texts[j].len, next});
+              if (has_text) out.texts[k].push_back(SymbolText{col.texts[j].data, col.texts[j].size, next});
               ++next;
             }
             j += has_text;
@@ -1550,7 +1583,9 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
           std::vector<std::uint32_t> index(static_cast<std::size_t>(ks.b - ks.a));
           walk_keys(chunks, ks.c, plans[ks.c], ks.a, ks.b, [&](std::size_t k, std::size_t x, std::uint32_t i) {
             ChunkMerge& m = merges[ks.c][k];
-            if (m.is_new[i]) {
+            if (k == 0) {
+              index[x] = i;
+            } else if (m.is_new[i]) {
               index[x] = m.remap[i];
             } else {
               m.remap[i] = index[x];
@@ -1561,8 +1596,11 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         const std::size_t c = part_column(t);
         PartitionMerge& pm = parts[t];
         pm.global.resize(pm.owners.size());
-        for (std::size_t j = 0; j < pm.owners.size(); ++j)
-          pm.global[j] = merges[c][pm.owners[j] >> 32].remap[static_cast<std::uint32_t>(pm.owners[j])];
+        for (std::size_t j = 0; j < pm.owners.size(); ++j) {
+          const std::size_t owner = pm.owners[j] >> 32;
+          const auto i = static_cast<std::uint32_t>(pm.owners[j]);
+          pm.global[j] = owner == 0 ? i : merges[c][owner].remap[i];
+        }
       },
       cpu);
 
@@ -1579,6 +1617,7 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
         }
         t -= n_cols;
         const std::size_t c = t / n_chunks, k = t % n_chunks;
+        if (k == 0) return;
         ChunkMerge& m = merges[c][k];
         const std::size_t parts_mask = (std::size_t{1} << plans[c].part_bits) - 1;
         const PartitionMerge* pm = &parts[part_base[c]];
@@ -1602,11 +1641,12 @@ void merge_chunks(std::vector<ParsedChunk>& chunks, const std::vector<std::size_
       ranges.size(),
       [&](std::size_t t) {
         const RowRange& r = ranges[t];
-        // A chunk alone keeps its symbols' order: its indexes only move up by its first one's.
-        const bool alone = plans[r.c].alone[r.k];
+        // A chunk alone, and the first, keep their symbols' order: their indexes only move up by
+        // their first one's.
+        const bool in_order = plans[r.c].alone[r.k] || r.k == 0;
         table.columns[r.c].index.write_rows(row_offsets[r.k] + r.begin, r.end - r.begin,
                                             column(r.c, r.k).rows.data() + r.begin,
-                                            alone ? nullptr : merges[r.c][r.k].remap, plans[r.c].new_base[r.k]);
+                                            in_order ? nullptr : merges[r.c][r.k].remap, plans[r.c].new_base[r.k]);
       },
       cpu);
 }

@@ -132,16 +132,20 @@ SymbolTable SymbolTable::of_numbers(NumberArray&& numbers) {
   return t;
 }
 
-SymbolTable SymbolTable::of_symbols(NumberArray&& numbers, const std::vector<IndexedText>& texts) {
-  if (texts.empty()) return of_numbers(std::move(numbers));
+SymbolTable SymbolTable::of_symbols(NumberArray&& numbers, const std::vector<std::span<const IndexedText>>& texts) {
+  std::size_t text_bytes = 0, n_texts = 0;
+  std::int64_t last = -1;
   const std::size_t n = numbers.size();
-  if (n > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
-  std::size_t text_bytes = 0;
-  for (std::size_t j = 0; j < texts.size(); ++j) {
-    if (texts[j].symbol >= n || (j > 0 && texts[j].symbol <= texts[j - 1].symbol))
-      throw Error("internal: symbol texts out of order");
-    text_bytes += texts[j].text.size();
+  for (const auto& list : texts) {
+    for (const IndexedText& t : list) {
+      if (t.symbol >= n || static_cast<std::int64_t>(t.symbol) <= last) throw Error("internal: symbol texts out of order");
+      last = t.symbol;
+      text_bytes += t.size;
+    }
+    n_texts += list.size();
   }
+  if (n_texts == 0) return of_numbers(std::move(numbers));
+  if (n > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
   if (text_bytes > 0xFFFFFFFFULL) throw Error("the texts of one field exceed 4 GiB");
   SymbolTable t;
   t.size_ = static_cast<std::uint32_t>(n);
@@ -149,21 +153,29 @@ SymbolTable SymbolTable::of_symbols(NumberArray&& numbers, const std::vector<Ind
   t.text_offsets_.resize(n + 1);
   t.text_mask_.assign((n + 63) / 64, 0);
   std::uint32_t offset = 0;
-  std::size_t j = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    t.text_offsets_[i] = offset;
-    if (j < texts.size() && texts[j].symbol == i) {
-      t.text_.insert(t.text_.end(), texts[j].text.begin(), texts[j].text.end());
-      offset += static_cast<std::uint32_t>(texts[j].text.size());
+  std::size_t i = 0;
+  bool any_number = false;
+  // Symbols up to `end` have no text: they need a number.
+  auto numbers_up_to = [&](std::size_t end) {
+    for (; i < end; ++i) {
+      t.text_offsets_[i] = offset;
+      if (std::isnan(numbers[i])) throw Error("a NULL value cannot be a symbol");
+      any_number = true;
+    }
+  };
+  for (const auto& list : texts) {
+    for (const IndexedText& x : list) {
+      numbers_up_to(x.symbol);
+      t.text_offsets_[i] = offset;
+      t.text_.insert(t.text_.end(), x.data, x.data + x.size);
+      offset += x.size;
       t.text_mask_[i >> 6] |= 1ULL << (i & 63);
-      ++j;
-    } else if (std::isnan(numbers[i])) {
-      throw Error("a NULL value cannot be a symbol");
+      any_number |= !std::isnan(numbers[i]);
+      ++i;
     }
   }
+  numbers_up_to(n);
   t.text_offsets_[n] = offset;
-  bool any_number = false;
-  for (std::size_t i = 0; i < n && !any_number; ++i) any_number = !std::isnan(numbers[i]);
   if (any_number) t.numbers_ = std::move(numbers);
   t.finish();
   return t;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,12 +63,14 @@ class SymbolTable {
   static SymbolTable of_ints(IntArray&& ints);
   // The text of one symbol, for of_symbols.
   struct IndexedText {
+    const char* data;
+    std::uint32_t size;
     std::uint32_t symbol;
-    std::string_view text;
+    std::string_view text() const { return std::string_view(data, size); }
   };
   // The same for symbols of which some have a text: `numbers` (NaN where a symbol has none)
-  // taken over, and the texts in ascending symbol order.
-  static SymbolTable of_symbols(NumberArray&& numbers, const std::vector<IndexedText>& texts);
+  // taken over, and the texts in ascending symbol order, given as lists one after the other.
+  static SymbolTable of_symbols(NumberArray&& numbers, const std::vector<std::span<const IndexedText>>& texts);
 
  private:
   friend class SymbolTableBuilder;
