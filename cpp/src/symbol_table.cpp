@@ -204,13 +204,7 @@ SymbolTableBuilder::SymbolTableBuilder(SymbolTable&& from) : table_(std::move(fr
   }
   std::size_t cap = 16;
   while (cap < static_cast<std::size_t>(table_.size_) * 2) cap <<= 1;
-  slots_.assign(cap, 0);
-  mask_ = cap - 1;
-  for (std::uint32_t i = 0; i < table_.size_; ++i) {
-    std::size_t s = hash_of(table_.value(i)) & mask_;
-    while (slots_[s] != 0) s = (s + 1) & mask_;
-    slots_[s] = i + 1;
-  }
+  rehash(cap);
 }
 
 SymbolTableBuilder::~SymbolTableBuilder() = default;
@@ -222,15 +216,7 @@ void SymbolTableBuilder::reserve(std::size_t n_symbols, std::size_t text_bytes) 
   if (hashing_) {
     std::size_t cap = slots_.size();
     while (cap < n_symbols * 2) cap <<= 1;
-    if (cap != slots_.size()) {
-      slots_.assign(cap, 0);
-      mask_ = cap - 1;
-      for (std::uint32_t i = 0; i < table_.size_; ++i) {
-        std::size_t s = hash_of(table_.value(i)) & mask_;
-        while (slots_[s] != 0) s = (s + 1) & mask_;
-        slots_[s] = i + 1;
-      }
-    }
+    if (cap != slots_.size()) rehash(cap);
   }
 }
 
@@ -239,17 +225,14 @@ std::uint64_t SymbolTableBuilder::hash_of(const DualView& v) const {
   return hash_bytes(v.text);
 }
 
-void SymbolTableBuilder::grow_hash() {
-  const std::size_t cap = slots_.size() * 2;
-  std::vector<std::uint32_t> fresh(cap, 0);
-  const std::size_t mask = cap - 1;
+void SymbolTableBuilder::rehash(std::size_t capacity) {
+  slots_.assign(capacity, 0);
+  mask_ = capacity - 1;
   for (std::uint32_t i = 0; i < table_.size_; ++i) {
-    std::size_t s = hash_of(table_.value(i)) & mask;
-    while (fresh[s] != 0) s = (s + 1) & mask;
-    fresh[s] = i + 1;
+    std::size_t s = hash_of(table_.value(i)) & mask_;
+    while (slots_[s] != 0) s = (s + 1) & mask_;
+    slots_[s] = i + 1;
   }
-  slots_.swap(fresh);
-  mask_ = mask;
 }
 
 std::uint32_t SymbolTableBuilder::append(const DualView& v) {
@@ -317,7 +300,7 @@ std::uint32_t SymbolTableBuilder::find_or_add(const DualView& v) {
   }
   const std::uint32_t i = push(v);
   slots_[s] = i + 1;
-  if (static_cast<std::size_t>(table_.size_) * 2 > slots_.size()) grow_hash();
+  if (static_cast<std::size_t>(table_.size_) * 2 > slots_.size()) rehash(slots_.size() * 2);
   return i;
 }
 

@@ -116,7 +116,8 @@ class SymbolTableBuilder {
   SymbolTable finish();
 
  private:
-  void grow_hash();
+  // Rebuilds the hash at `capacity` slots (a power of two) from the symbols so far.
+  void rehash(std::size_t capacity);
   std::uint64_t hash_of(const DualView& v) const;
   std::uint32_t find_or_add(const DualView& v);
   std::uint32_t push(const DualView& v);
