@@ -837,3 +837,94 @@ def test_any_table_round_trips(cols: list[list[Any]]) -> None:
     theirs = pyqvd_columns(data)
     for field, col in expected.items():
         assert same_values(col, theirs[field]), field
+
+
+@pytest.mark.parametrize(
+    ("kind", "values"),
+    [
+        # all int32 symbols (fixed 5-byte stride), read in parallel chunks
+        ("int32", lambda rng, n: rng.permutation(n).astype(np.int64) - n // 2),
+        # all float64 symbols (fixed 9-byte stride)
+        ("float64", lambda rng, n: rng.permutation(n) + 0.5),
+        # float64 with an int32 wherever a value is integral, as Qlik writes them
+        ("mixed", lambda rng, n: np.where(rng.random(n) < 0.01, 0.0, 0.25) + rng.permutation(n)),
+        # integral values beyond int32: float64 symbols that are integers
+        ("big integers", lambda rng, n: (rng.permutation(n) + 1).astype(np.float64) * 2.0**33),
+    ],
+)
+def test_large_number_symbol_sections_read_exactly(kind: str, values: Any) -> None:
+    rng = np.random.default_rng(11)
+    n = 200_003  # several parallel chunks and a ragged end
+    column = values(rng, n)
+    app = App.from_tables({"T": {"V": column}})
+    data = app._impl.write_qvd("T")
+    types = set(symbol_types(data, "V"))
+    assert types == {"int32": {1}, "float64": {2}, "mixed": {1, 2}, "big integers": {2}}[kind]
+    for threads in (1, 0):
+        assoc.set_threads(threads)
+        try:
+            back = App.from_qvd(data)
+        finally:
+            assoc.set_threads(0)
+        assert back.symbols("V") == app.symbols("V")
+        assert np.array_equal(
+            back.table("T").column_indices("V"), app.table("T").column_indices("V")
+        )
+    tags = App.from_qvd(data).metadata()["fields"][0]["tags"]
+    assert ("$integer" in tags) == (kind in ("int32", "big integers"))
+
+
+def test_bad_symbol_deep_in_a_large_section_is_named() -> None:
+    n = 150_000
+    floats = App.from_tables({"T": {"F": np.arange(n) + 0.5}})._impl.write_qvd("T")
+    start, _ = _field_span(floats, "F")
+    at = 123_457
+    nan = bytearray(floats)
+    nan[start + 9 * at + 1 : start + 9 * at + 9] = struct.pack("<d", math.inf)
+    with pytest.raises(assoc.Error, match=f"field 'F': symbol {at} is not a finite number"):
+        App.from_qvd(bytes(nan))
+
+    ints = App.from_tables({"T": {"I": np.arange(n)}})._impl.write_qvd("T")
+    start, _ = _field_span(ints, "I")
+    bad = bytearray(ints)
+    bad[start + 5 * at] = 7
+    with pytest.raises(assoc.Error, match=f"field 'I': symbol {at} has the unknown type byte 7"):
+        App.from_qvd(bytes(bad))
+
+
+def test_freed_arrays_are_reused_for_the_next_load() -> None:
+    rng = np.random.default_rng(5)
+    n = 600_000  # 20-bit indexes and 4-byte symbols: arrays of a MiB and more
+    first = App.from_tables({"T": {"A": rng.permutation(n), "B": rng.permutation(n) + 0.5}})
+    data = first._impl.write_qvd("T")
+    # The same shapes with other values and NULLs: a reused block must not leak old bits.
+    other_b: list[Any] = list(rng.permutation(n) + 0.25)
+    other_b[::7] = [None] * len(other_b[::7])
+    second = App.from_tables({"T": {"A": rng.permutation(n), "B": other_b}})
+    other = second._impl.write_qvd("T")
+    del first, second
+    assoc.set_memory_blocks_kept(256 << 20)
+    try:
+        loaded = App.from_qvd(data)
+        before = assoc.memory_blocks()
+        del loaded
+        freed = assoc.memory_blocks()
+        assert freed["kept_bytes"] >= 3 * n * 4 // 2  # the symbols and indexes wait for reuse
+        again = App.from_qvd(other)
+        after = assoc.memory_blocks()
+        assert after["reused"] > before["reused"]
+        assert again.table("T").column("B")[:14] == other_b[:14]
+        assert again.table("T").column("B") == other_b
+        expected = App.from_tables({"T": {"B": other_b}})
+        assert np.array_equal(
+            again.table("T").column_indices("B"), expected.table("T").column_indices("B")
+        )
+        assoc.set_memory_blocks_kept(0)
+        released = assoc.memory_blocks()
+        assert released["kept_bytes"] == 0
+        assert released["kept_limit"] == 0
+        assert released["unmapped"] > after["unmapped"] or after["kept_bytes"] == 0
+        del again
+        assert assoc.memory_blocks()["kept_bytes"] == 0  # nothing is kept with a limit of 0
+    finally:
+        assoc.set_memory_blocks_kept(256 << 20)

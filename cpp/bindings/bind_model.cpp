@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "assoc/calloc_allocator.hpp"
 #include "assoc/counters.hpp"
 #include "assoc/error.hpp"
 #include "assoc/metadata.hpp"
@@ -179,6 +180,23 @@ void bind_model(py::module_& m) {
   m.def("threads", &threads, "Threads heavy work uses now.");
   m.def("logical_cores", &logical_cores, "Logical cores of this machine.");
   m.def("total_memory", &total_memory, "Physical memory of this machine, in bytes.");
+
+  m.def(
+      "memory_blocks",
+      [] {
+        const big_blocks::Stats s = big_blocks::stats();
+        py::dict d;
+        d["mapped"] = s.mapped;
+        d["reused"] = s.reused;
+        d["unmapped"] = s.unmapped;
+        d["kept_bytes"] = s.kept_bytes;
+        d["kept_limit"] = s.kept_limit;
+        return d;
+      },
+      "The engine's big arrays (1 MiB and up): blocks mapped from the system, requests served\n"
+      "from freed blocks kept for reuse, blocks given back, and the bytes kept now and at most.");
+  m.def("set_memory_blocks_kept", &big_blocks::set_kept_limit, py::arg("bytes"),
+        "Sets the most bytes of freed big blocks kept for reuse (0: none); gives back any over it.");
 
   m.def(
       "engine_counters",

@@ -140,7 +140,7 @@ std::vector<PackedIndex> PackedIndex::pack_columns(std::size_t n, const std::vec
     const std::uint64_t max_code = n_symbols == 0 ? 0 : std::uint64_t{n_symbols} - 1 + p.bias_;
     p.width_ = width_for(max_code);
     p.mask_ = p.width_ == 0 ? 0 : ((std::uint64_t{1} << p.width_) - 1);
-    p.bytes_.assign((n * p.width_ + 7) / 8 + 8, 0);
+    p.bytes_.resize((n * p.width_ + 7) / 8 + 8);  // zero (a new vector), untouched until written
   }
   // Blocks of up to kPackBlock rows, fewer when there are many columns, so a task's buffer
   // stays near 1 MiB; always a multiple of 8 rows, so every block starts on a byte.

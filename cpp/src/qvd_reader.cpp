@@ -12,11 +12,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "assoc/error.hpp"
 #include "assoc/qvd.hpp"
 #include "assoc/symbol_table.hpp"
+#include "assoc/thread_pool.hpp"
 
 namespace assoc {
 namespace {
@@ -487,10 +489,42 @@ std::string_view read_text(const std::uint8_t*& p, const std::uint8_t* end, cons
   return t;
 }
 
+// A section of symbols that all have type `Type` (1: int32, 2: float64) at a fixed stride,
+// parsed in parallel chunks straight into the table's array; nothing when a symbol has
+// another type (or, for float64, is not finite).
+template <class T, std::uint8_t Type>
+std::optional<SymbolTable> read_fixed_symbols(const std::uint8_t* p, std::size_t n, CpuAccount* cpu) {
+  constexpr std::size_t kStride = 1 + sizeof(T);
+  constexpr std::size_t kMinChunk = std::size_t{1} << 16;
+  std::vector<T, CallocAllocator<T>> values;
+  values.resize(n);  // a new vector: zero, and every element is written below
+  std::atomic<bool> other{false};
+  parallel_ranges(
+      n, 1,
+      [&](std::size_t begin, std::size_t end) {
+        const std::uint8_t* q = p + kStride * begin;
+        T* out = values.data();
+        unsigned bad = 0;  // a loop without an exit: no branch per symbol
+        for (std::size_t i = begin; i < end; ++i, q += kStride) {
+          bad |= q[0] ^ Type;
+          std::memcpy(&out[i], q + 1, sizeof(T));
+          if constexpr (std::is_floating_point_v<T>) bad |= !(std::fabs(out[i]) <= std::numeric_limits<T>::max());
+        }
+        if (bad) other.store(true, std::memory_order_relaxed);
+      },
+      cpu, kMinChunk);
+  if (other.load()) return std::nullopt;
+  if constexpr (std::is_floating_point_v<T>) {
+    return SymbolTable::of_numbers(std::move(values));
+  } else {
+    return SymbolTable::of_ints(std::move(values));
+  }
+}
+
 // Fields whose symbols are all int32, all float64 or all text (the common case) are read by
-// one tight loop straight into the table's arrays. Anything else, or anything wrong, returns
+// tight loops straight into the table's arrays. Anything else, or anything wrong, returns
 // nothing and takes the general path, which also names the exact problem.
-std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::uint8_t* data) {
+std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::uint8_t* data, CpuAccount* cpu) {
   const std::uint8_t* const p = data + f.offset;
   const auto n = static_cast<std::size_t>(f.n_symbols);
   const auto length = static_cast<std::size_t>(f.length);
@@ -498,52 +532,50 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
   switch (p[0]) {
     case 1:
     case 2: {
-      // Parsed a chunk at a time into a local array, then appended: the loops keep their
-      // state in registers instead of around a possibly reallocating push_back.
-      constexpr std::size_t kChunk = 1024;
-      if (p[0] == 1 && length == 5 * n) {  // all int32: fixed stride
-        IntArray ints;
-        ints.reserve(n);
-        std::int32_t chunk[kChunk];
-        unsigned other_types = 0;
-        for (std::size_t i0 = 0; i0 < n; i0 += kChunk) {
-          const std::size_t k = std::min(kChunk, n - i0);
-          const std::uint8_t* q = p + 5 * i0;
-          for (std::size_t i = 0; i < k; ++i) {
-            other_types |= q[5 * i] ^ 1U;
-            std::memcpy(&chunk[i], q + 5 * i + 1, 4);
-          }
-          ints.insert(ints.end(), chunk, chunk + k);
-        }
-        if (!other_types) return SymbolTable::of_ints(std::move(ints));
+      if (p[0] == 1 && length == 5 * n) {
+        if (auto t = read_fixed_symbols<std::int32_t, 1>(p, n, cpu)) return t;
+      } else if (p[0] == 2 && length == 9 * n) {
+        if (auto t = read_fixed_symbols<double, 2>(p, n, cpu)) return t;
       }
-      // Numbers: float64, with int32 where a value is an integer (as Qlik writes them).
-      SymbolTableBuilder numbers;
-      numbers.reserve_numbers(n);
-      double chunk[kChunk];
+      // Numbers: float64, with int32 where a value is an integer (as Qlik writes them), parsed
+      // straight into the table's array.
+      NumberArray numbers;
+      numbers.resize(n);  // a new vector: zero, and every element is written below
+      double* out = numbers.data();
       const std::uint8_t* q = p;
       const std::uint8_t* const end = p + length;
       bool ok = true;
-      for (std::size_t i0 = 0; i0 < n && ok; i0 += kChunk) {
-        const std::size_t k = std::min(kChunk, n - i0);
-        for (std::size_t i = 0; i < k; ++i) {
-          if (end - q >= 9 && *q == 2) {
-            std::memcpy(&chunk[i], q + 1, 8);
-            ok &= std::isfinite(chunk[i]);
-            q += 9;
-          } else if (end - q >= 5 && *q == 1) {
-            std::int32_t v;
-            std::memcpy(&v, q + 1, 4);
-            chunk[i] = v;
-            q += 5;
-          } else {
-            return std::nullopt;
+      std::size_t i = 0;
+      // Runs of eight float64 symbols are checked with one branch (the common case).
+      const auto run_fits = [&] { return end - q >= 72 && n - i >= 8; };
+      for (; i < n; ++i) {
+        while (run_fits()) {
+          unsigned types = 0;
+          for (std::size_t k = 0; k < 8; ++k) types |= q[9 * k] ^ 2U;
+          if (types) break;
+          for (std::size_t k = 0; k < 8; ++k) {
+            std::memcpy(&out[i + k], q + 9 * k + 1, 8);
+            ok &= std::fabs(out[i + k]) <= std::numeric_limits<double>::max();
           }
+          q += 72;
+          i += 8;
         }
-        if (ok) numbers.append_numbers(chunk, k);
+        if (i == n) break;
+        if (end - q >= 9 && *q == 2) {
+          std::memcpy(&out[i], q + 1, 8);
+          ok &= std::isfinite(out[i]);
+          q += 9;
+        } else if (end - q >= 5 && *q == 1) {
+          std::int32_t v;
+          std::memcpy(&v, q + 1, 4);
+          out[i] = v;
+          q += 5;
+        } else {
+          return std::nullopt;
+        }
       }
       if (!ok || q != end) return std::nullopt;
-      return numbers.finish();
+      return SymbolTable::of_numbers(std::move(numbers));
     }
     case 4: {
       // Type bytes and NULs are ASCII, so the section is valid UTF-8 exactly when every text is.
@@ -572,8 +604,8 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
   }
 }
 
-SymbolTable read_symbols(const FieldHeader& f, const std::uint8_t* data) {
-  if (auto plain = read_plain_symbols(f, data)) return std::move(*plain);
+SymbolTable read_symbols(const FieldHeader& f, const std::uint8_t* data, CpuAccount* cpu) {
+  if (auto plain = read_plain_symbols(f, data, cpu)) return std::move(*plain);
   const std::string where = "field " + quote(f.name);
   const std::uint8_t* p = data + f.offset;
   const std::uint8_t* const end = p + f.length;
@@ -737,43 +769,50 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
   std::vector<PackedIndex> indexes(n_fields);
   std::vector<std::atomic<std::int64_t>> max_symbol(n_fields);
   for (auto& m : max_symbol) m.store(-1, std::memory_order_relaxed);
-  auto decode_block = [&](std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out) {
+  // After a field's block is decoded: the range check, and the field's largest symbol so far.
+  auto record_block = [&](std::size_t f, std::size_t begin, std::size_t count, const std::uint32_t* out,
+                          std::int64_t block_max) {
     const FieldDecoder& d = decoders[f];
-    std::int64_t block_max;
-    if (d.constant) {
-      std::fill(out, out + count, d.constant_symbol);
-      block_max = d.constant_symbol == kNull ? -1 : std::int64_t{d.constant_symbol};
-    } else {
-      // Rows before the padded tail read the file, rows in it the copy.
-      const std::size_t end = begin + count;
-      const std::size_t safe_end = std::min(end, std::max(begin, safe_rows));
-      const bool biased = d.bias != 0;
-      std::uint64_t m = 0;
-      if (safe_end > begin) {
-        const std::uint8_t* rec = records + begin * record_bytes;
-        m = biased ? decode_field<true>(rec, record_bytes, safe_end - begin, d, out)
-                   : decode_field<false>(rec, record_bytes, safe_end - begin, d, out);
-      }
-      if (end > safe_end) {
-        const std::uint8_t* rec = tail.data() + (safe_end - safe_rows) * record_bytes;
-        std::uint32_t* o = out + (safe_end - begin);
-        m = std::max(m, biased ? decode_field<true>(rec, record_bytes, end - safe_end, d, o)
-                               : decode_field<false>(rec, record_bytes, end - safe_end, d, o));
-      }
-      block_max = static_cast<std::int64_t>(m) + d.bias;
-      if (block_max >= static_cast<std::int64_t>(d.n_symbols)) {
-        std::size_t i = 0;
-        while (i < count && (out[i] == kNull || out[i] < d.n_symbols)) ++i;
-        const std::string what = i < count ? "row " + std::to_string(begin + i) + " holds symbol index " +
-                                                 std::to_string(out[i])
-                                           : "a row holds symbol index " + std::to_string(block_max);
-        fail("field " + quote(h.fields[f].name) + ": " + what + ", but the field has " +
-             std::to_string(d.n_symbols) + " symbols");
-      }
+    if (block_max >= static_cast<std::int64_t>(d.n_symbols)) {
+      std::size_t i = 0;
+      while (i < count && (out[i] == kNull || out[i] < d.n_symbols)) ++i;
+      const std::string what = i < count ? "row " + std::to_string(begin + i) + " holds symbol index " +
+                                               std::to_string(out[i])
+                                         : "a row holds symbol index " + std::to_string(block_max);
+      fail("field " + quote(h.fields[f].name) + ": " + what + ", but the field has " +
+           std::to_string(d.n_symbols) + " symbols");
     }
     std::int64_t seen = max_symbol[f].load(std::memory_order_relaxed);
     while (block_max > seen && !max_symbol[f].compare_exchange_weak(seen, block_max)) {
     }
+  };
+  auto decode_block = [&](std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out) {
+    const FieldDecoder& d = decoders[f];
+    if (d.constant) {
+      std::fill(out, out + count, d.constant_symbol);
+      record_block(f, begin, count, out, d.constant_symbol == kNull ? -1 : std::int64_t{d.constant_symbol});
+      return;
+    }
+    // Rows before the padded tail read the file, rows in it the copy.
+    const std::size_t end = begin + count;
+    const std::size_t safe_end = std::min(end, std::max(begin, safe_rows));
+    const bool biased = d.bias != 0;
+    std::uint64_t m = 0;
+    if (safe_end > begin) {
+      const std::uint8_t* rec = records + begin * record_bytes;
+      m = biased ? decode_field<true>(rec, record_bytes, safe_end - begin, d, out)
+                 : decode_field<false>(rec, record_bytes, safe_end - begin, d, out);
+    }
+    if (end > safe_end) {
+      const std::uint8_t* rec = tail.data() + (safe_end - safe_rows) * record_bytes;
+      std::uint32_t* o = out + (safe_end - begin);
+      m = std::max(m, biased ? decode_field<true>(rec, record_bytes, end - safe_end, d, o)
+                             : decode_field<false>(rec, record_bytes, end - safe_end, d, o));
+    }
+    record_block(f, begin, count, out, static_cast<std::int64_t>(m) + d.bias);
+  };
+  auto decode_records = [&](std::size_t begin, std::size_t count, std::uint32_t* const* out) {
+    for (std::size_t f = 0; f < n_fields; ++f) decode_block(f, begin, count, out[f]);
   };
   auto pack_records = [&] {
     std::vector<PackedIndex::Layout> layouts(n_fields);
@@ -784,9 +823,7 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
     }
     indexes = PackedIndex::pack_columns(
         rows, layouts,
-        [&](std::size_t begin, std::size_t count, std::uint32_t* const* out) {
-          for (std::size_t f = 0; f < n_fields; ++f) decode_block(f, begin, count, out[f]);
-        },
+        decode_records,
         cpu);
     for (std::size_t f = 0; f < n_fields; ++f) {
       PackedIndex& index = indexes[f];
@@ -812,7 +849,7 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
       [&](std::size_t task) {
         if (task < n_fields) {
           const std::size_t f = by_length[task];
-          symbols[f] = read_symbols(h.fields[f], body);
+          symbols[f] = read_symbols(h.fields[f], body, cpu);
         } else {
           pack_records();
         }

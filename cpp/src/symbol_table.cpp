@@ -82,16 +82,25 @@ void SymbolTable::finish() {
   all_integer_ = size_ > 0;
   bool fits_int32 = true;
   if (ints_.empty()) {
-    for (std::uint32_t i = 0; i < size_; ++i) {
+    // Every symbol is looked at while a property about integers can still hold; once none
+    // can (at once, for a field of fractions), only whether each has a number is left.
+    std::uint32_t i = 0;
+    for (; i < size_ && (all_integer_ || fits_int32); ++i) {
       const double v = numbers_.empty() ? std::nan("") : numbers_[i];
       if (std::isnan(v)) {
-        all_numeric_ = all_integer_ = false;
+        all_numeric_ = all_integer_ = fits_int32 = false;
         continue;
       }
       any_numeric_ = true;
       if (std::trunc(v) != v) all_integer_ = false;
       if (!(v >= -2147483648.0 && v <= 2147483647.0) || std::trunc(v) != v || (v == 0.0 && std::signbit(v)))
         fits_int32 = false;
+    }
+    if (i < size_) {
+      std::size_t nans = 0;  // a count without an exit vectorises
+      for (std::uint32_t j = numbers_.empty() ? size_ : i; j < size_; ++j) nans += numbers_[j] != numbers_[j];
+      if (numbers_.empty() || nans > 0) all_numeric_ = false;
+      if (!numbers_.empty() && nans < size_ - i) any_numeric_ = true;
     }
   } else {
     any_numeric_ = size_ > 0;
@@ -123,12 +132,11 @@ void SymbolTable::finish() {
 
 SymbolTable SymbolTable::of_numbers(NumberArray&& numbers) {
   if (numbers.size() > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
-  for (const double v : numbers)
-    if (std::isnan(v)) throw Error("a NULL value cannot be a symbol");
   SymbolTable t;
   t.size_ = static_cast<std::uint32_t>(numbers.size());
   t.numbers_ = std::move(numbers);
   t.finish();
+  if (t.size_ > 0 && !t.all_numeric_) throw Error("a NULL value cannot be a symbol");  // a NaN among them
   return t;
 }
 
@@ -250,8 +258,9 @@ void SymbolTableBuilder::append_numbers(const double* values, std::size_t n) {
   hashing_ = false;
   std::vector<std::uint32_t>().swap(slots_);
   if (n > 0xFFFFFFFEULL - t.size_) throw Error("too many distinct values in one field");
-  for (std::size_t i = 0; i < n; ++i)
-    if (std::isnan(values[i])) throw Error("a NULL value cannot be a symbol");
+  bool any_nan = false;  // a loop without an exit vectorises
+  for (std::size_t i = 0; i < n; ++i) any_nan |= values[i] != values[i];
+  if (any_nan) throw Error("a NULL value cannot be a symbol");
   t.numbers_.insert(t.numbers_.end(), values, values + n);
   if (!t.text_offsets_.empty()) {
     // None of them has a text: empty texts and clear mask bits (a new mask word starts clear).

@@ -10,7 +10,9 @@ from assoc._core import (
     cache_info,
     engine_counters,
     logical_cores,
+    memory_blocks,
     set_cache_limit,
+    set_memory_blocks_kept,
     set_threads,
     threads,
 )
@@ -32,7 +34,9 @@ __all__ = [
     "cache_info",
     "engine_counters",
     "logical_cores",
+    "memory_blocks",
     "set_cache_limit",
+    "set_memory_blocks_kept",
     "set_threads",
     "threads",
 ]

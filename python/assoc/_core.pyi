@@ -20,7 +20,9 @@ __all__: list[str] = [
     "clear_cache",
     "engine_counters",
     "logical_cores",
+    "memory_blocks",
     "set_cache_limit",
+    "set_memory_blocks_kept",
     "set_threads",
     "threads",
     "total_memory",
@@ -175,6 +177,17 @@ def engine_counters() -> dict[str, typing.Any]:
 def logical_cores() -> int:
     """
     Logical cores of this machine.
+    """
+
+def memory_blocks() -> dict[str, int]:
+    """
+    The engine's big arrays (1 MiB and up): blocks mapped from the system, requests served
+    from freed blocks kept for reuse, blocks given back, and the bytes kept now and at most.
+    """
+
+def set_memory_blocks_kept(bytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    Sets the most bytes of freed big blocks kept for reuse (0: none); gives back any over it.
     """
 
 def set_cache_limit(bytes: typing.SupportsInt | typing.SupportsIndex) -> None:

@@ -1,7 +1,5 @@
 #pragma once
 // An allocator for big arrays that are filled after they are sized.
-#include <sys/mman.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,34 +8,51 @@
 
 namespace assoc {
 
-// Allocates zeroed memory: big blocks are mapped fresh from the system, so they are zero
-// without being written, and each page is first touched by whoever fills it (in parallel, when
-// several threads fill one array); small ones come from calloc. Elements constructed without
-// a value are left as the memory holds them, which is zero only in a fresh allocation: size
-// such a vector once, when it is new, and give a value to every later element.
+// Big blocks: zeroed memory in whole pages, rounded up to a size class (four a power of two),
+// mapped from the system. A freed block is kept for the next request of its class, up to a
+// limit on the bytes kept, so that repeated loads reuse memory whose pages are already
+// present instead of faulting in fresh ones (a reused block is cleared on the way out).
+namespace big_blocks {
+// Blocks from this size on are big; smaller ones come from calloc.
+inline constexpr std::size_t kMinBytes = std::size_t{1} << 20;
+
+void* allocate(std::size_t bytes);            // zeroed; throws std::bad_alloc
+void release(void* p, std::size_t bytes) noexcept;  // `bytes` as given to allocate
+
+struct Stats {
+  std::uint64_t mapped = 0;     // blocks mapped from the system
+  std::uint64_t reused = 0;     // requests served from kept blocks
+  std::uint64_t unmapped = 0;   // blocks given back to the system
+  std::size_t kept_bytes = 0;   // bytes of freed blocks kept now
+  std::size_t kept_limit = 0;   // the most that is kept
+};
+Stats stats();
+// Sets the most bytes of freed blocks kept for reuse (0: none); gives back any over it.
+void set_kept_limit(std::size_t bytes);
+}  // namespace big_blocks
+
+// Allocates zeroed memory: big blocks as above, so that each page of a fresh one is first
+// touched by whoever fills it (in parallel, when several threads fill one array); small ones
+// from calloc. Elements constructed without a value are left as the memory holds them, which
+// is zero only in a new allocation: size such a vector once, when it is new, and give a value
+// to every later element.
 template <class T>
 struct CallocAllocator {
   using value_type = T;
-  // From this size on blocks are mapped (calloc would clear reused heap memory in one pass).
-  static constexpr std::size_t kMapBytes = std::size_t{1} << 22;
 
   CallocAllocator() = default;
   template <class U>
   CallocAllocator(const CallocAllocator<U>&) noexcept {}
   T* allocate(std::size_t n) {
     if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
-    if (n * sizeof(T) >= kMapBytes) {
-      void* p = mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) throw std::bad_alloc();
-      return static_cast<T*>(p);
-    }
+    if (n * sizeof(T) >= big_blocks::kMinBytes) return static_cast<T*>(big_blocks::allocate(n * sizeof(T)));
     void* p = std::calloc(n, sizeof(T));
     if (p == nullptr) throw std::bad_alloc();
     return static_cast<T*>(p);
   }
   void deallocate(T* p, std::size_t n) noexcept {
-    if (n * sizeof(T) >= kMapBytes) {
-      munmap(p, n * sizeof(T));
+    if (n * sizeof(T) >= big_blocks::kMinBytes) {
+      big_blocks::release(p, n * sizeof(T));
     } else {
       std::free(p);
     }
