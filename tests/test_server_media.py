@@ -145,3 +145,27 @@ def test_put_and_delete_media(served: tuple[TestClient, str]) -> None:
     assert client.get(f"/v1/apps/{app_id}/media/thumbnail").status_code == 404
     listed = client.get(f"/v1/apps/{app_id}/media/list/", params={"show": "a"}).json()
     assert listed == ["empty/", "new/pic.png"]
+
+
+def test_large_uploads_arrive_whole_and_in_order(tmp_path: Path) -> None:
+    """Bodies of many chunks are written while more arrive; the stored bytes are the sent ones."""
+    payload = os.urandom(5 << 20)
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, len(payload), 48 << 10):
+            yield payload[start : start + (48 << 10)]
+
+    app = create_app(Settings(max_upload_bytes=8 << 20), tmp_path / "data")
+    with TestClient(app) as client:
+        response = client.post("/v1/apps/import", content=package_bytes(media={}))
+        assert response.status_code == 200, response.text
+        url = f"/v1/apps/{response.json()['attributes']['id']}/media/files"
+        assert client.put(f"{url}/raw.bin", content=chunks()).status_code == 200
+        assert client.get(f"{url}/raw.bin").content == payload
+        files = {"filedata": ("part.bin", payload, "application/octet-stream")}
+        assert client.put(f"{url}/part.bin", files=files).status_code == 200
+        assert client.get(f"{url}/part.bin").content == payload
+        too_big = (b"x" * (1 << 20) for _ in range(9))
+        assert client.put(f"{url}/big.bin", content=too_big).status_code == 413
+        assert client.get(f"{url}/big.bin").status_code == 404
+        assert not list((tmp_path / "data" / "tmp").glob("upload-*"))

@@ -68,8 +68,11 @@ def server_config(
     """The uvicorn configuration `assoc serve` runs an ASGI app with."""
     import uvicorn
 
+    from assoc.server.protocol import HttpProtocol
+
     return uvicorn.Config(
         app,
+        http=HttpProtocol,
         host=host,
         port=port,
         log_level=log_level,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator
@@ -34,7 +35,8 @@ def _too_large(limit: int) -> ApiError:
 
 
 class _SpoolFile:
-    """Collects chunks and writes them in a worker thread a megabyte at a time."""
+    """Collects chunks and writes them a megabyte at a time in a worker thread, one write in
+    flight while the next chunks arrive (writes stay in order)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -42,6 +44,7 @@ class _SpoolFile:
         self._file: BinaryIO = open(path, "xb")  # noqa: SIM115 - closed in close()
         self._pending: list[bytes] = []
         self._pending_bytes = 0
+        self._writing: asyncio.Future[int] | None = None
 
     def add(self, data: bytes) -> None:
         self._pending.append(data)
@@ -49,13 +52,27 @@ class _SpoolFile:
         self.size += len(data)
 
     async def flush(self, force: bool = False) -> None:
+        """Starts writing what has collected once there is enough (anything, with `force`);
+        with `force`, returns when everything is written."""
         if self._pending and (force or self._pending_bytes >= _FLUSH_BYTES):
-            data = b"".join(self._pending)
+            data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
             self._pending.clear()
             self._pending_bytes = 0
-            await run_in_threadpool(self._file.write, data)
+            await self._wait()
+            self._writing = asyncio.ensure_future(run_in_threadpool(self._file.write, data))
+        if force:
+            await self._wait()
 
-    def close(self) -> None:
+    async def _wait(self) -> None:
+        if self._writing is not None:
+            writing, self._writing = self._writing, None
+            await writing
+
+    async def close(self) -> None:
+        """Closes the file once no write is in flight (a failed write's error is dropped: the
+        caller is discarding the file)."""
+        with contextlib.suppress(Exception):
+            await self._wait()
         self._file.close()
 
 
@@ -78,10 +95,10 @@ async def receive_upload(request: Request, path: Path, limit: int) -> Upload:
                 spool.add(chunk)
                 await spool.flush()
         await spool.flush(force=True)
-        spool.close()
+        await spool.close()
         return Upload(path, spool.size, filename)
     except BaseException:
-        spool.close()
+        await asyncio.shield(spool.close())
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         raise
