@@ -13,66 +13,8 @@
 namespace assoc {
 namespace {
 
-// Rows per block when packing from a source: a multiple of 8, so every block starts on a byte.
+// Rows per block when packing from a source: a multiple of 64, so blocks share no word.
 constexpr std::size_t kPackBlock = 4096;
-
-// Writes `count` codes of `w` bits (1..32) back to back from `out`, which is the first byte of
-// the first code. Whole 64-bit words are stored as they fill; only the last bytes are partial.
-void write_codes_tail(const std::uint32_t* codes, std::size_t count, std::uint32_t w, std::uint8_t* out) {
-  std::uint64_t acc = 0;
-  std::uint32_t bits = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::uint64_t c = codes[i];
-    acc |= c << bits;
-    bits += w;
-    if (bits >= 64) {
-      std::memcpy(out, &acc, 8);
-      out += 8;
-      bits -= 64;
-      acc = c >> (w - bits);  // the code's bits that did not fit (none when it ended the word)
-    }
-  }
-  std::memcpy(out, &acc, (bits + 7) / 8);
-}
-
-// 64 codes of W bits fill exactly W words. With W fixed at compile time and the loop unrolled,
-// every shift and word boundary is a constant: no branch and no variable shift per code.
-template <std::uint32_t W>
-void write_groups(const std::uint32_t* codes, std::size_t groups, std::uint8_t* out) {
-  for (std::size_t g = 0; g < groups; ++g, codes += 64, out += 8 * W) {
-    std::uint64_t acc = 0;
-    std::uint32_t bits = 0;
-    std::uint8_t* o = out;
-#pragma GCC unroll 64
-    for (std::uint32_t i = 0; i < 64; ++i) {
-      const std::uint64_t c = codes[i];
-      acc |= c << bits;
-      bits += W;
-      if (bits >= 64) {
-        std::memcpy(o, &acc, 8);
-        o += 8;
-        bits -= 64;
-        acc = bits == 0 ? 0 : c >> (W - bits);
-      }
-    }
-  }
-}
-
-using GroupWriter = void (*)(const std::uint32_t*, std::size_t, std::uint8_t*);
-
-template <std::uint32_t... Ws>
-constexpr std::array<GroupWriter, sizeof...(Ws) + 1> group_writers(std::integer_sequence<std::uint32_t, Ws...>) {
-  return {nullptr, &write_groups<Ws + 1>...};
-}
-
-constexpr auto kGroupWriters = group_writers(std::make_integer_sequence<std::uint32_t, 32>{});
-
-// Writes `count` codes of `w` bits (1..32) from `out`, the first byte of the first code.
-void write_codes(const std::uint32_t* codes, std::size_t count, std::uint32_t w, std::uint8_t* out) {
-  const std::size_t groups = count / 64;
-  kGroupWriters[w](codes, groups, out);
-  write_codes_tail(codes + groups * 64, count - groups * 64, w, out + groups * 8 * w);
-}
 
 }  // namespace
 
@@ -143,9 +85,9 @@ std::vector<PackedIndex> PackedIndex::pack_columns(std::size_t n, const std::vec
     p.bytes_.resize((n * p.width_ + 7) / 8 + 8);  // zero (a new vector), untouched until written
   }
   // Blocks of up to kPackBlock rows, fewer when there are many columns, so a task's buffer
-  // stays near 1 MiB; always a multiple of 8 rows, so every block starts on a byte.
+  // stays near 1 MiB; always whole 64-row blocks, which write_rows stores without sharing.
   const std::size_t per_column = (std::size_t{1} << 18) / std::max<std::size_t>(1, n_columns);
-  const std::size_t block = std::clamp<std::size_t>(per_column / 8 * 8, 8, kPackBlock);
+  const std::size_t block = std::clamp<std::size_t>(per_column / 64 * 64, 64, kPackBlock);
   std::vector<std::uint64_t> nulls(n_columns, 0);
   std::vector<bool> out_of_range(n_columns, false);
   std::mutex totals;
@@ -177,8 +119,8 @@ std::vector<PackedIndex> PackedIndex::pack_columns(std::size_t n, const std::vec
         if (max_code >= limit) {
           bad[c] = 1;
           any_bad = true;
-        } else if (p.width_ > 0) {
-          write_codes(col, k, p.width_, p.bytes_.data() + r * p.width_ / 8);
+        } else {
+          p.write_codes(r, k, col);
         }
       }
     }
@@ -253,44 +195,56 @@ void decode_blocks_of_width(const std::uint8_t* data, std::size_t first, std::si
   }
 }
 
-// The code of a row: its symbol index (looked up in remap when given) + add; NULL is code 0.
-template <bool Remap>
+using RowMap = PackedIndex::RowMap;
+
+template <RowMap M>
 inline std::uint64_t row_code(std::uint32_t s, const std::uint32_t* remap, std::uint32_t add) {
-  if (s == kNull) return 0;
-  return static_cast<std::uint32_t>((Remap ? remap[s] : s) + add);
+  if constexpr (M == RowMap::kCode) {
+    return s;
+  } else {
+    if (s == kNull) return 0;
+    return static_cast<std::uint32_t>((M == RowMap::kRemap ? remap[s] : s) + add);
+  }
 }
 
-// Stores the 64-row blocks [first, first+n), whole, from rows[0 .. 64n).
-template <unsigned W, bool Remap>
+// Stores the 64-row blocks [first, first+n), whole, from rows[0 .. 64n). 64 codes of W bits
+// fill exactly W words; with W fixed and the loop unrolled, every shift and word boundary is a
+// constant, and each word is stored once, when it is full.
+template <unsigned W, RowMap M>
 void write_blocks_of_width(std::uint8_t* data, std::size_t first, std::size_t n, const std::uint32_t* rows,
                            const std::uint32_t* remap, std::uint32_t add) {
   constexpr std::uint64_t kMask = (std::uint64_t{1} << W) - 1;
   for (std::size_t b = 0; b < n; ++b) {
     const std::uint32_t* r = rows + b * 64;
-    std::uint64_t w[W] = {};
+    std::uint8_t* out = data + (first + b) * 8 * W;
+    std::uint64_t acc = 0;
+    unsigned bits = 0;
 #pragma GCC unroll 64
     for (unsigned j = 0; j < 64; ++j) {
-      const unsigned bit = j * W;
-      const unsigned k = bit >> 6;
-      const unsigned shift = bit & 63;
-      const std::uint64_t code = row_code<Remap>(r[j], remap, add) & kMask;
-      w[k] |= code << shift;
-      if (shift + W > 64) w[(k + 1) % W] |= code >> ((64 - shift) & 63);
+      // Codes given as such are below 2^W already (write_codes' contract).
+      const std::uint64_t code = M == RowMap::kCode ? r[j] : row_code<M>(r[j], remap, add) & kMask;
+      acc |= code << bits;
+      bits += W;
+      if (bits >= 64) {
+        std::memcpy(out, &acc, 8);
+        out += 8;
+        bits -= 64;
+        acc = bits == 0 ? 0 : code >> (W - bits);  // the code's bits that did not fit
+      }
     }
-    std::memcpy(data + (first + b) * 8 * W, w, sizeof w);
   }
 }
 
 using BlockWriter = void (*)(std::uint8_t*, std::size_t, std::size_t, const std::uint32_t*, const std::uint32_t*,
                              std::uint32_t);
 
-template <bool Remap, unsigned... Ws>
+template <RowMap M, unsigned... Ws>
 constexpr auto block_writers(std::integer_sequence<unsigned, Ws...>) {
-  return std::array<BlockWriter, sizeof...(Ws)>{&write_blocks_of_width<Ws + 1, Remap>...};
+  return std::array<BlockWriter, sizeof...(Ws)>{&write_blocks_of_width<Ws + 1, M>...};
 }
 
-constexpr auto kBlockWriters = block_writers<false>(std::make_integer_sequence<unsigned, 32>{});
-constexpr auto kRemapBlockWriters = block_writers<true>(std::make_integer_sequence<unsigned, 32>{});
+template <RowMap M>
+constexpr auto kBlockWriters = block_writers<M>(std::make_integer_sequence<unsigned, 32>{});
 
 // Or-s one code into place, atomically: the word may be shared with another writer.
 inline void or_code(std::uint8_t* data, std::size_t row, std::uint32_t w, std::uint64_t code) {
@@ -392,30 +346,37 @@ void PackedIndex::match_blocks(std::size_t first, std::size_t n, const std::uint
   match_blocks_with(*this, first, n, BitSet{set_bits, n_symbols}, out);
 }
 
-void PackedIndex::write_rows(std::size_t first, std::size_t count, const std::uint32_t* symbols,
-                             const std::uint32_t* remap, std::uint32_t offset) {
+template <PackedIndex::RowMap M>
+void PackedIndex::write_mapped(std::size_t first, std::size_t count, const std::uint32_t* rows,
+                               const std::uint32_t* remap, std::uint32_t add) {
   if (count == 0 || width_ == 0) return;
   if (first > rows_ || count > rows_ - first) throw Error("internal: write_rows past the last row");
   const std::uint32_t w = width_;
-  const std::uint32_t add = bias_ + (remap != nullptr ? 0 : offset);
   std::uint8_t* data = bytes_.data();
   auto or_rows = [&](std::size_t b, std::size_t e) {
-    for (std::size_t r = b; r < e; ++r) {
-      const std::uint32_t s = symbols[r - first];
-      const std::uint64_t code = remap != nullptr ? row_code<true>(s, remap, add) : row_code<false>(s, remap, add);
-      or_code(data, r, w, code & mask_);
-    }
+    for (std::size_t r = b; r < e; ++r) or_code(data, r, w, row_code<M>(rows[r - first], remap, add) & mask_);
   };
   const std::size_t end = first + count;
   const std::size_t block_begin = std::min(end, (first + 63) / 64 * 64);
   const std::size_t block_end = std::max(block_begin, end / 64 * 64);
   or_rows(first, block_begin);
-  if (block_end > block_begin) {
-    const auto& writers = remap != nullptr ? kRemapBlockWriters : kBlockWriters;
-    writers[w - 1](data, block_begin / 64, (block_end - block_begin) / 64, symbols + (block_begin - first), remap,
-                   add);
-  }
+  if (block_end > block_begin)
+    kBlockWriters<M>[w - 1](data, block_begin / 64, (block_end - block_begin) / 64, rows + (block_begin - first),
+                            remap, add);
   or_rows(block_end, end);
+}
+
+void PackedIndex::write_rows(std::size_t first, std::size_t count, const std::uint32_t* symbols,
+                             const std::uint32_t* remap, std::uint32_t offset) {
+  if (remap != nullptr) {
+    write_mapped<RowMap::kRemap>(first, count, symbols, remap, bias_);
+  } else {
+    write_mapped<RowMap::kOffset>(first, count, symbols, nullptr, bias_ + offset);
+  }
+}
+
+void PackedIndex::write_codes(std::size_t first, std::size_t count, const std::uint32_t* codes) {
+  write_mapped<RowMap::kCode>(first, count, codes, nullptr, 0);
 }
 
 void PackedIndex::decode_blocks(std::size_t first, std::size_t n, std::uint32_t* out) const {

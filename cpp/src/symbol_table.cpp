@@ -4,40 +4,9 @@
 #include <cstring>
 
 #include "assoc/error.hpp"
+#include "assoc/hash.hpp"
 
 namespace assoc {
-namespace {
-
-inline std::uint64_t mix(std::uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
-inline std::uint64_t hash_bytes(std::string_view s) {
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ s.size();
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    h = mix(h ^ w) + 0x9e3779b97f4a7c15ULL;
-  }
-  std::uint64_t tail = 0;
-  std::memcpy(&tail, s.data() + i, s.size() - i);
-  return mix(h ^ tail ^ 0x5bd1e995ULL);
-}
-
-inline std::uint64_t number_key(double v) {
-  if (v == 0.0) v = 0.0;  // -0 and +0 are one symbol
-  std::uint64_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  return bits;
-}
-
-}  // namespace
 
 DualView SymbolTable::value(std::uint32_t i) const {
   DualView v;
@@ -229,8 +198,8 @@ void SymbolTableBuilder::reserve(std::size_t n_symbols, std::size_t text_bytes) 
 }
 
 std::uint64_t SymbolTableBuilder::hash_of(const DualView& v) const {
-  if (v.has_number()) return mix(number_key(v.number));
-  return hash_bytes(v.text);
+  if (v.has_number()) return mix64(number_key(v.number));
+  return hash_text(v.text.data(), v.text.size());
 }
 
 void SymbolTableBuilder::rehash(std::size_t capacity) {

@@ -49,6 +49,12 @@ class PackedIndex {
   // words of a block shared with another range are or-ed in atomically.
   void write_rows(std::size_t first, std::size_t count, const std::uint32_t* symbols,
                   const std::uint32_t* remap = nullptr, std::uint32_t offset = 0);
+  // How write_rows and write_codes turn a row's value into its code: taken as it is, or a
+  // symbol index raised by an offset, or looked up in a remap table and raised; kNull is 0.
+  enum class RowMap { kCode, kOffset, kRemap };
+  // The same for rows whose codes are known already (symbol index + 1 when NULL has a code,
+  // 0 for NULL), each below 2^bit_width().
+  void write_codes(std::size_t first, std::size_t count, const std::uint32_t* codes);
 
   std::size_t size() const { return rows_; }
   std::uint32_t bit_width() const { return width_; }
@@ -84,6 +90,11 @@ class PackedIndex {
   const std::uint8_t* data() const { return bytes_.data(); }
 
  private:
+  // write_rows and write_codes: rows [first, first+count) mapped to codes as `M` says.
+  template <RowMap M>
+  void write_mapped(std::size_t first, std::size_t count, const std::uint32_t* rows, const std::uint32_t* remap,
+                    std::uint32_t add);
+
   // rows_*width_ bits, plus 8 bytes of slack for 64-bit loads
   std::vector<std::uint8_t, CallocAllocator<std::uint8_t>> bytes_;
   std::size_t rows_ = 0;
