@@ -65,6 +65,8 @@ struct Cache {
   }
 };
 
+thread_local int uncleared_depth = 0;
+
 Cache& cache() {
   static Cache* c = new Cache();  // never destroyed: blocks may be freed during exit
   return *c;
@@ -93,7 +95,10 @@ void* allocate(std::size_t bytes) {
       ++c.counts.mapped;
     }
   }
-  if (kept != nullptr) return std::memset(kept, 0, bytes);  // slack past `bytes` is never handed out
+  if (kept != nullptr) {
+    // The slack past `bytes` is never handed out, so it needs no clearing either.
+    return uncleared_depth > 0 ? kept : std::memset(kept, 0, bytes);
+  }
   void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     std::lock_guard lock(c.mutex);
@@ -133,6 +138,9 @@ void release(void* p, std::size_t bytes) noexcept {
   if (p != nullptr) munmap(p, mapped);
   unmap(dropped);
 }
+
+Uncleared::Uncleared() { ++uncleared_depth; }
+Uncleared::~Uncleared() { --uncleared_depth; }
 
 Stats stats() {
   Cache& c = cache();

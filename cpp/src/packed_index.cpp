@@ -82,7 +82,15 @@ std::vector<PackedIndex> PackedIndex::pack_columns(std::size_t n, const std::vec
     const std::uint64_t max_code = n_symbols == 0 ? 0 : std::uint64_t{n_symbols} - 1 + p.bias_;
     p.width_ = width_for(max_code);
     p.mask_ = p.width_ == 0 ? 0 : ((std::uint64_t{1} << p.width_) - 1);
-    p.bytes_.resize((n * p.width_ + 7) / 8 + 8);  // zero (a new vector), untouched until written
+    // Whole 64-row blocks are stored whole below; the rows after the last one are or-ed in,
+    // so only their bytes (and the slack) must start at zero.
+    const std::size_t size = (n * p.width_ + 7) / 8 + 8;
+    {
+      big_blocks::Uncleared whole_blocks_are_written_below;
+      p.bytes_.resize(size);
+    }
+    const std::size_t whole = n / 64 * 8 * p.width_;
+    std::memset(p.bytes_.data() + whole, 0, size - whole);
   }
   // Blocks of up to kPackBlock rows, fewer when there are many columns, so a task's buffer
   // stays near 1 MiB; always whole 64-row blocks, which write_rows stores without sharing.

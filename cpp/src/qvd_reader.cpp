@@ -497,7 +497,10 @@ std::optional<SymbolTable> read_fixed_symbols(const std::uint8_t* p, std::size_t
   constexpr std::size_t kStride = 1 + sizeof(T);
   constexpr std::size_t kMinChunk = std::size_t{1} << 16;
   std::vector<T, CallocAllocator<T>> values;
-  values.resize(n);  // a new vector: zero, and every element is written below
+  {
+    big_blocks::Uncleared every_element_is_written_below;
+    values.resize(n);
+  }
   std::atomic<bool> other{false};
   parallel_ranges(
       n, 1,
@@ -540,7 +543,10 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
       // Numbers: float64, with int32 where a value is an integer (as Qlik writes them), parsed
       // straight into the table's array.
       NumberArray numbers;
-      numbers.resize(n);  // a new vector: zero, and every element is written below
+      {
+        big_blocks::Uncleared every_element_is_written_below;  // or the table is dropped
+        numbers.resize(n);
+      }
       double* out = numbers.data();
       const std::uint8_t* q = p;
       const std::uint8_t* const end = p + length;

@@ -16,7 +16,7 @@ namespace big_blocks {
 // Blocks from this size on are big; smaller ones come from calloc.
 inline constexpr std::size_t kMinBytes = std::size_t{1} << 20;
 
-void* allocate(std::size_t bytes);            // zeroed; throws std::bad_alloc
+void* allocate(std::size_t bytes);            // zeroed (see Uncleared); throws std::bad_alloc
 void release(void* p, std::size_t bytes) noexcept;  // `bytes` as given to allocate
 
 struct Stats {
@@ -29,6 +29,17 @@ struct Stats {
 Stats stats();
 // Sets the most bytes of freed blocks kept for reuse (0: none); gives back any over it.
 void set_kept_limit(std::size_t bytes);
+
+// While one lives, big blocks that its thread takes from the kept ones are not cleared: for
+// an array its owner writes in full before anything reads it (the clearing would be a wasted
+// pass over memory). Fresh blocks are zero regardless.
+class Uncleared {
+ public:
+  Uncleared();
+  ~Uncleared();
+  Uncleared(const Uncleared&) = delete;
+  Uncleared& operator=(const Uncleared&) = delete;
+};
 }  // namespace big_blocks
 
 // Allocates zeroed memory: big blocks as above, so that each page of a fresh one is first
