@@ -372,8 +372,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per figure (median)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the import QVD")
     parser.add_argument("--skip-import", action="store_true")
+    parser.add_argument("--skip-metadata", action="store_true")
     args = parser.parse_args()
-    metadata = compare_metadata(args.duration, args.runs)
+    metadata = [] if args.skip_metadata else compare_metadata(args.duration, args.runs)
     imported = None if args.skip_import else compare_import(args.rows, args.runs)
     print(report(metadata, imported))
 
