@@ -928,3 +928,40 @@ def test_freed_arrays_are_reused_for_the_next_load() -> None:
         assert assoc.memory_blocks()["kept_bytes"] == 0  # nothing is kept with a limit of 0
     finally:
         assoc.set_memory_blocks_kept(256 << 20)
+
+
+def test_comments_of_fields_and_table_are_kept(small_qvd: bytes, tmp_path: Path) -> None:
+    header, body = split(small_qvd)
+    # Our writer leaves them empty; a file from elsewhere may carry them.
+    start = header.index("<FieldName>S</FieldName>")
+    end = header.index("</QvdFieldHeader>", start)
+    field_s = header[start:end].replace(
+        "<Comment></Comment>", "<Comment>Sales &amp; returns\nper day</Comment>"
+    )
+    header = header[:start] + field_s + header[end:]
+    header = header.replace(
+        "<Lineage></Lineage>\r\n   <Comment></Comment>",
+        "<Lineage></Lineage>\r\n   <Comment>Daily &lt;sales&gt;</Comment>",
+    )
+    app = App.from_qvd(header.encode() + b"\0" + body)
+    md = app.metadata()
+    comments = {f["name"]: f["comment"] for f in md["fields"]}
+    assert comments["S"] == "Sales & returns\nper day"
+    assert comments["I"] == ""
+    assert md["tables"][0]["comment"] == "Daily <sales>"
+
+    out = tmp_path / "again.qvd"
+    app.write_qvd("Small", out)
+    again = header_of(out.read_bytes())
+    field = next(f for f in again.iter("QvdFieldHeader") if f.findtext("FieldName") == "S")
+    assert field.findtext("Comment") == "Sales & returns\nper day"
+    assert again.findtext("Comment") == "Daily <sales>"
+    assert App.from_qvd(out).metadata()["tables"][0]["comment"] == "Daily <sales>"
+    # A field in two tables takes the comment of the first table that gives one.
+    builder = assoc._core.ModelBuilder()
+    builder.add_qvd(small_qvd, "Plain")
+    builder.add_qvd(out.read_bytes(), "Commented")
+    shared = App(builder.build()).metadata()
+    assert {f["name"]: f["comment"] for f in shared["fields"]}["S"] == "Sales & returns\nper day"
+    tables = {t["name"]: t["comment"] for t in shared["tables"]}
+    assert (tables["Plain"], tables["Commented"]) == ("", "Daily <sales>")

@@ -39,6 +39,7 @@ ModelMetadata describe(const DataModel& model) {
     tm.no_of_fields = static_cast<std::int64_t>(t.columns.size());
     for (const auto& c : t.columns) tm.no_of_key_fields += fields[c.field].is_key ? 1 : 0;
     tm.byte_size = static_cast<std::int64_t>(t.byte_size());
+    tm.comment = t.comment;
     md.tables.push_back(std::move(tm));
   }
   return md;

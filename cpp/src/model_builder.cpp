@@ -62,6 +62,7 @@ void ModelBuilder::add(LoadedTable&& loaded) {
   Table table;
   table.name = name;
   table.rows = loaded.rows;
+  table.comment = std::move(loaded.comment);
   for (auto& lc : loaded.columns) {
     auto it = m.field_ids_.find(lc.name);
     Column col;
@@ -72,6 +73,7 @@ void ModelBuilder::add(LoadedTable&& loaded) {
       f.symbols = std::move(lc.symbols);
       f.format = std::move(lc.format);
       f.source_tags = std::move(lc.tags);
+      f.comment = std::move(lc.comment);
       m.fields_.push_back(std::move(f));
       m.field_ids_.emplace(lc.name, id);
       col.field = id;
@@ -83,6 +85,7 @@ void ModelBuilder::add(LoadedTable&& loaded) {
       for (std::uint32_t s = 0; s < lc.symbols.size(); ++s) remap[s] = merged.intern(lc.symbols.value(s));
       f.symbols = merged.finish();
       if (f.format.type == "UNKNOWN") f.format = std::move(lc.format);
+      if (f.comment.empty()) f.comment = std::move(lc.comment);  // the first table's that has one
       for (auto& tag : lc.tags)
         if (std::find(f.source_tags.begin(), f.source_tags.end(), tag) == f.source_tags.end())
           f.source_tags.push_back(std::move(tag));

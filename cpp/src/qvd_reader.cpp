@@ -328,10 +328,12 @@ struct FieldHeader {
   std::int64_t bias = 0;
   NumberFormat format;
   std::vector<std::string> tags;
+  std::string comment;
 };
 
 struct TableHeader {
   std::string name;
+  std::string comment;
   std::vector<FieldHeader> fields;
   std::uint64_t record_bytes = 0, n_records = 0, offset = 0, length = 0;
 };
@@ -393,6 +395,7 @@ TableHeader parse_header(std::string_view xml) {
   TableHeader h;
   const std::string table = "the table header";
   if (const XmlElement* name = root.child("TableName")) h.name = name->text;
+  if (const XmlElement* comment = root.child("Comment")) h.comment = comment->text;
   for (const char* unsupported : {"Compression", "EncryptionInfo"}) {
     const XmlElement* e = root.child(unsupported);
     if (e && (!trim(e->text).empty() || !e->children.empty()))
@@ -417,6 +420,7 @@ TableHeader parse_header(std::string_view xml) {
     f.offset = count_of(fe, "Offset", where);
     f.length = count_of(fe, "Length", where);
     f.format = number_format_of(fe.child("NumberFormat"), where);
+    if (const XmlElement* comment = fe.child("Comment")) f.comment = comment->text;
     if (const XmlElement* tags = fe.child("Tags"))
       for (const auto& t : tags->children)
         if (t.name == "String") f.tags.push_back(std::string(trim(t.text)));
@@ -865,6 +869,7 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
   LoadedTable t;
   t.name = std::move(h.name);
   t.rows = rows;
+  t.comment = std::move(h.comment);
   t.columns.resize(n_fields);
   for (std::size_t f = 0; f < n_fields; ++f) {
     LoadedColumn& c = t.columns[f];
@@ -873,6 +878,7 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
     c.index = std::move(indexes[f]);
     c.format = std::move(h.fields[f].format);
     c.tags = std::move(h.fields[f].tags);
+    c.comment = std::move(h.fields[f].comment);
   }
   return t;
 }

@@ -237,7 +237,7 @@ std::vector<std::uint8_t> write_qvd(const DataModel& model, const Table& table) 
   element(header, 3, "Offset", std::to_string(symbol_offset), table_what);
   element(header, 3, "Length", std::to_string(rows * record_bytes), table_what);
   element(header, 3, "Lineage", "", table_what);
-  element(header, 3, "Comment", "", table_what);
+  element(header, 3, "Comment", table.comment, table_what);
   element(header, 3, "EncryptionInfo", "", table_what);
   element(header, 3, "TableTags", "", table_what);
   element(header, 3, "ProfilingData", "", table_what);

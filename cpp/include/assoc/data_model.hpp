@@ -36,6 +36,7 @@ struct Table {
   bool is_system = false;
   bool is_synthetic = false;  // a `$Syn N Table`
   bool is_loose = false;
+  std::string comment;
 
   // Column position of a field in this table, or -1.
   int column_of(std::uint32_t field) const;
@@ -106,12 +107,14 @@ struct LoadedColumn {
   PackedIndex index;
   NumberFormat format;
   std::vector<std::string> tags;
+  std::string comment;  // the source's comment on the field (a QVD's <Comment>)
 };
 
 struct LoadedTable {
   std::string name;
   std::size_t rows = 0;
   std::vector<LoadedColumn> columns;
+  std::string comment;  // the source's comment on the table
 };
 
 // Builds one column value by value (NULLs included), interning values into its own symbol table.
