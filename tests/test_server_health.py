@@ -6,10 +6,15 @@ import datetime
 import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
+import assoc
+from assoc.server import create_app
 from assoc.server.health import CpuSampler, format_started, memory_figures
+from assoc.settings import Settings
 
 
 def test_started_format() -> None:
@@ -45,3 +50,15 @@ def test_memory_figures_are_megabytes() -> None:
     assert figures.committed > 1.0
     assert figures.free > 0.0
     assert 0.0 < figures.ram_used_percent < 100.0
+
+
+def test_memory_budget_bounds_the_arrays_kept_for_reuse(tmp_path: Path) -> None:
+    before = assoc.memory_blocks()["kept_limit"]
+    try:
+        with TestClient(create_app(Settings(memory_budget_mb=40), tmp_path / "a")):
+            assert assoc.memory_blocks()["kept_limit"] == 10 << 20
+        assoc.set_memory_blocks_kept(before)
+        with TestClient(create_app(Settings(), tmp_path / "b")):
+            assert assoc.memory_blocks()["kept_limit"] == before  # no budget: left as it is
+    finally:
+        assoc.set_memory_blocks_kept(before)

@@ -22,6 +22,9 @@ from assoc.store import AppStore
 
 __all__ = ["create_app"]
 
+DEFAULT_BLOCKS_KEPT = 256 << 20  # the engine's own default
+BUDGET_SHARE_KEPT = 4  # with MemoryBudgetMB set, at most a quarter of it is kept
+
 
 def create_app(
     settings: Settings | None = None, data_dir: str | os.PathLike[str] = "assoc-data"
@@ -35,6 +38,11 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         assoc.set_threads(settings.threads)
+        if settings.memory_budget_bytes > 0:
+            # Freed arrays the engine keeps for reuse count against the budget too.
+            assoc.set_memory_blocks_kept(
+                min(DEFAULT_BLOCKS_KEPT, settings.memory_budget_bytes // BUDGET_SHARE_KEPT)
+            )
         store = await run_in_threadpool(AppStore, data_dir, settings.memory_budget_bytes)
         monitor = HealthMonitor(settings, store)
         monitor.start()
