@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -192,3 +193,43 @@ def test_threads_setting() -> None:
     finally:
         assoc.set_threads(0)
     assert assoc.threads() == max(before, assoc.logical_cores())
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_loads_and_selections_from_many_threads_at_once(threads: int) -> None:
+    """Loads whose parallel steps start parallel steps of their own (QVD symbols in chunks,
+    records in blocks) run from several Python threads at once on a pool of `threads`: all
+    finish, with the data they would have alone."""
+    rng = np.random.default_rng(4)
+    n = 300_000
+    source = App.from_tables(
+        {"T": {"Id": np.arange(n), "Amount": rng.permutation(n) + 0.5, "K": rng.integers(0, 97, n)}}
+    )
+    qvd = source._impl.write_qvd("T")
+    csv = ("a,b\n" + "\n".join(f"{i},{i % 97}" for i in range(50_000))).encode()
+    expected = source.table("T").column_indices("Amount")
+    failures: list[str] = []
+
+    def work(k: int) -> None:
+        try:
+            for _ in range(6):
+                app = App.from_qvd(qvd)
+                assert np.array_equal(app.table("T").column_indices("Amount"), expected)
+                session = App.from_csv(csv).session(f"u{k}")
+                session.select("b", [k])
+                counts = session.counts("a")  # rows with b == k: a in k, k+97, ...
+                assert counts["possible"] == len(range(k, 50_000, 97))
+        except Exception as exc:  # reported below, with the thread it happened in
+            failures.append(f"thread {k}: {exc!r}")
+
+    assoc.set_threads(threads)
+    try:
+        workers = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(120)
+        assert not [w for w in workers if w.is_alive()], "a load never finished"
+    finally:
+        assoc.set_threads(0)
+    assert failures == []

@@ -15,43 +15,25 @@
 namespace assoc {
 namespace {
 
+class Pool;
+
 struct Job {
   const std::function<void(std::size_t)>* fn = nullptr;
   std::size_t n = 0;
   CpuAccount* account = nullptr;
+  Pool* pool = nullptr;  // told when the last task is done
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
   std::atomic<bool> failed{false};
   std::mutex mutex;
-  std::condition_variable finished;
   std::exception_ptr error;
 
-  // Runs tasks until none is left to claim; returns after the last claimed one. The caller's
-  // own time is left to the CpuScope it runs in, so only workers charge the account here.
-  void work(CpuAccount* charge) {
-    for (;;) {
-      const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= n) return;
-      {
-        // Charged per task, before the task counts as done: once the last one is done the
-        // caller returns and the account may be gone.
-        CpuScope scope(charge);
-        if (!failed.load(std::memory_order_relaxed)) {  // after a failure the rest are only counted
-          try {
-            (*fn)(i);
-          } catch (...) {
-            std::lock_guard<std::mutex> lock(mutex);
-            if (!error) error = std::current_exception();
-            failed.store(true, std::memory_order_relaxed);
-          }
-        }
-      }
-      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
-        std::lock_guard<std::mutex> lock(mutex);
-        finished.notify_all();
-      }
-    }
-  }
+  bool claimable() const { return next.load(std::memory_order_relaxed) < n; }
+  bool finished() const { return done.load(std::memory_order_acquire) >= n; }
+  // Runs tasks until none is left to claim; returns after the last claimed one. Workers
+  // charge each task's CPU time to `charge`; a thread that runs its own job (or helps one of
+  // the same account while it waits) passes none, since its CpuScope counts it already.
+  void work(CpuAccount* charge);
 };
 
 class Pool {
@@ -72,22 +54,42 @@ class Pool {
   void run(const std::shared_ptr<Job>& job) {
     if (workers_.empty() || job->n <= 1) {
       job->work(nullptr);
-    } else {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        queue_.push_back(job);
-      }
-      wake_.notify_all();
-      job->work(nullptr);
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto it = std::find(queue_.begin(), queue_.end(), job);
-        if (it != queue_.end()) queue_.erase(it);
+      return;
+    }
+    job->pool = this;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(job);
+    }
+    wake_.notify_all();
+    job->work(nullptr);
+    // Tasks that workers claimed may still run, and a task that calls parallel_for queues a
+    // job of its own: help with those (jobs of the same account) rather than wait idle, or a
+    // nested job would get one thread while this one sleeps.
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!job->finished()) {
+      std::shared_ptr<Job> other;
+      for (const auto& q : queue_)
+        if (q != job && q->account == job->account && q->claimable()) {
+          other = q;
+          break;
+        }
+      if (other) {
+        lock.unlock();
+        other->work(nullptr);
+        lock.lock();
+      } else {
+        wake_.wait(lock);  // a new job, or a job's last task done
       }
     }
-    // Tasks claimed by workers may still be running: wait until every task is counted.
-    std::unique_lock<std::mutex> lock(job->mutex);
-    job->finished.wait(lock, [&] { return job->done.load() >= job->n; });
+    auto it = std::find(queue_.begin(), queue_.end(), job);
+    if (it != queue_.end()) queue_.erase(it);
+  }
+
+  // Wakes threads waiting in run(): a job's last task is done.
+  void job_done() {
+    { std::lock_guard<std::mutex> lock(mutex_); }  // a waiter has either seen it or is waiting
+    wake_.notify_all();
   }
 
  private:
@@ -96,13 +98,13 @@ class Pool {
       std::shared_ptr<Job> job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (stop_) return;
-        job = queue_.front();
-        if (job->next.load(std::memory_order_relaxed) >= job->n) {
-          queue_.pop_front();
-          continue;
+        for (;;) {
+          if (stop_) return;
+          while (!queue_.empty() && !queue_.front()->claimable()) queue_.pop_front();
+          if (!queue_.empty()) break;
+          wake_.wait(lock);
         }
+        job = queue_.front();
       }
       job->work(job->account);
     }
@@ -115,6 +117,28 @@ class Pool {
   std::condition_variable wake_;
   bool stop_ = false;
 };
+
+void Job::work(CpuAccount* charge) {
+  for (;;) {
+    const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
+    if (i >= n) return;
+    {
+      // Charged per task, before the task counts as done: once the last one is done the
+      // caller returns and the account may be gone.
+      CpuScope scope(charge);
+      if (!failed.load(std::memory_order_relaxed)) {  // after a failure the rest are only counted
+        try {
+          (*fn)(i);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (!error) error = std::current_exception();
+          failed.store(true, std::memory_order_relaxed);
+        }
+      }
+    }
+    if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == n && pool != nullptr) pool->job_done();
+  }
+}
 
 std::mutex g_pool_mutex;
 std::shared_ptr<Pool> g_pool;
