@@ -62,6 +62,7 @@ class Pool {
       queue_.push_back(job);
     }
     wake_.notify_all();
+    help_.notify_all();
     job->work(nullptr);
     // Tasks that workers claimed may still run, and a task that calls parallel_for queues a
     // job of its own: help with those (jobs of the same account) rather than wait idle, or a
@@ -79,7 +80,7 @@ class Pool {
         other->work(nullptr);
         lock.lock();
       } else {
-        wake_.wait(lock);  // a new job, or a job's last task done
+        help_.wait(lock);  // a new job, or a job's last task done
       }
     }
     auto it = std::find(queue_.begin(), queue_.end(), job);
@@ -89,7 +90,7 @@ class Pool {
   // Wakes threads waiting in run(): a job's last task is done.
   void job_done() {
     { std::lock_guard<std::mutex> lock(mutex_); }  // a waiter has either seen it or is waiting
-    wake_.notify_all();
+    help_.notify_all();
   }
 
  private:
@@ -114,7 +115,8 @@ class Pool {
   std::vector<std::thread> workers_;
   std::deque<std::shared_ptr<Job>> queue_;
   std::mutex mutex_;
-  std::condition_variable wake_;
+  std::condition_variable wake_;  // idle workers: a new job
+  std::condition_variable help_;  // threads waiting in run(): a new job, or a job done
   bool stop_ = false;
 };
 
