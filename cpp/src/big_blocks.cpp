@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -48,20 +49,19 @@ struct Cache {
   std::size_t kept_limit = kDefaultKeptLimit;
   Stats counts;
 
-  // Drops kept blocks, oldest first, until at most `limit` bytes are kept; returns them.
-  std::vector<std::pair<std::size_t, void*>> shed(std::size_t limit) {
-    std::vector<std::pair<std::size_t, void*>> out;
+  // Gives kept blocks back to the system, oldest first, until at most `limit` bytes are
+  // kept. Allocates nothing, so it cannot fail.
+  void shed(std::size_t limit) noexcept {
     std::size_t i = 0;
     while (kept_bytes > limit && i < order.size()) {
       const auto [bytes, p] = order[i++];
-      auto& list = free[bytes];
+      auto& list = free.find(bytes)->second;  // every kept block is listed under its class
       list.erase(std::find(list.begin(), list.end(), p));
       kept_bytes -= bytes;
-      out.emplace_back(bytes, p);
+      munmap(p, bytes);
+      ++counts.unmapped;
     }
     order.erase(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(i));
-    counts.unmapped += out.size();
-    return out;
   }
 };
 
@@ -72,13 +72,10 @@ Cache& cache() {
   return *c;
 }
 
-void unmap(const std::vector<std::pair<std::size_t, void*>>& blocks) {
-  for (const auto& [bytes, p] : blocks) munmap(p, bytes);
-}
-
 }  // namespace
 
 void* allocate(std::size_t bytes) {
+  if (bytes > (SIZE_MAX >> 1)) throw std::bad_alloc();  // the size class would overflow
   const std::size_t mapped = class_bytes(bytes);
   Cache& c = cache();
   void* kept = nullptr;
@@ -115,28 +112,28 @@ void release(void* p, std::size_t bytes) noexcept {
   if (p == nullptr) return;
   const std::size_t mapped = class_bytes(bytes);
   Cache& c = cache();
-  std::vector<std::pair<std::size_t, void*>> dropped;
-  {
-    std::lock_guard lock(c.mutex);
-    if (mapped <= c.kept_limit) {
+  std::lock_guard lock(c.mutex);
+  bool kept = false;
+  if (mapped <= c.kept_limit) {
+    try {
+      auto& list = c.free[mapped];
+      list.push_back(p);
       try {
-        c.free[mapped].push_back(p);
-        try {
-          c.order.emplace_back(mapped, p);
-        } catch (...) {
-          c.free[mapped].pop_back();
-          throw;
-        }
-        c.kept_bytes += mapped;
-        dropped = c.shed(c.kept_limit);
-        p = nullptr;
-      } catch (...) {  // no memory for the bookkeeping: give the block back instead
+        c.order.emplace_back(mapped, p);
+        kept = true;
+      } catch (...) {
+        list.pop_back();
       }
+    } catch (...) {  // no memory for the bookkeeping: the block goes back instead
     }
-    if (p != nullptr) ++c.counts.unmapped;
   }
-  if (p != nullptr) munmap(p, mapped);
-  unmap(dropped);
+  if (kept) {
+    c.kept_bytes += mapped;
+    c.shed(c.kept_limit);
+  } else {
+    munmap(p, mapped);
+    ++c.counts.unmapped;
+  }
 }
 
 Uncleared::Uncleared() { ++uncleared_depth; }
@@ -153,13 +150,9 @@ Stats stats() {
 
 void set_kept_limit(std::size_t bytes) {
   Cache& c = cache();
-  std::vector<std::pair<std::size_t, void*>> dropped;
-  {
-    std::lock_guard lock(c.mutex);
-    c.kept_limit = bytes;
-    dropped = c.shed(bytes);
-  }
-  unmap(dropped);
+  std::lock_guard lock(c.mutex);
+  c.kept_limit = bytes;
+  c.shed(bytes);
 }
 
 }  // namespace assoc::big_blocks
