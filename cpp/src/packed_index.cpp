@@ -182,24 +182,29 @@ void PackedIndex::decode(std::size_t begin, std::size_t count, std::uint32_t* ou
 namespace assoc {
 namespace {
 
+// Code j of a 64-row block of width W held in the words w[0 .. W): with W and j fixed (the
+// callers' loops are unrolled) every shift is a constant.
+template <unsigned W>
+inline std::uint32_t block_code(const std::uint64_t* w, unsigned j) {
+  constexpr std::uint64_t kMask = (std::uint64_t{1} << W) - 1;
+  const unsigned bit = j * W;
+  const unsigned k = bit >> 6;
+  const unsigned shift = bit & 63;
+  std::uint64_t v = w[k] >> shift;
+  if (shift + W > 64) v |= w[(k + 1) % W] << ((64 - shift) & 63);
+  return static_cast<std::uint32_t>(v & kMask);
+}
+
 // 64 rows of width W are W little-endian 64-bit words; with W fixed every shift is a constant.
 template <unsigned W>
 void decode_blocks_of_width(const std::uint8_t* data, std::size_t first, std::size_t n, std::uint32_t bias,
                             std::uint32_t* out) {
-  constexpr std::uint64_t kMask = (std::uint64_t{1} << W) - 1;
   for (std::size_t b = 0; b < n; ++b) {
     std::uint64_t w[W];
     std::memcpy(w, data + (first + b) * 8 * W, sizeof w);
     std::uint32_t* o = out + b * 64;
 #pragma GCC unroll 64
-    for (unsigned j = 0; j < 64; ++j) {
-      const unsigned bit = j * W;
-      const unsigned k = bit >> 6;
-      const unsigned shift = bit & 63;
-      std::uint64_t v = w[k] >> shift;
-      if (shift + W > 64) v |= w[(k + 1) % W] << ((64 - shift) & 63);
-      o[j] = static_cast<std::uint32_t>(v & kMask) - bias;
-    }
+    for (unsigned j = 0; j < 64; ++j) o[j] = block_code<W>(w, j) - bias;
   }
 }
 
@@ -303,20 +308,12 @@ inline std::uint64_t pack_bytes(const std::uint8_t* bytes) {
 template <unsigned W, class Set>
 void match_blocks_of_width(const std::uint8_t* data, std::size_t first, std::size_t n, std::uint32_t bias, Set set,
                            std::uint64_t* out) {
-  constexpr std::uint64_t kMask = (std::uint64_t{1} << W) - 1;
   for (std::size_t b = 0; b < n; ++b) {
     std::uint64_t w[W];
     std::memcpy(w, data + (first + b) * 8 * W, sizeof w);
     std::uint8_t member[64];
 #pragma GCC unroll 64
-    for (unsigned j = 0; j < 64; ++j) {
-      const unsigned bit = j * W;
-      const unsigned k = bit >> 6;
-      const unsigned shift = bit & 63;
-      std::uint64_t v = w[k] >> shift;
-      if (shift + W > 64) v |= w[(k + 1) % W] << ((64 - shift) & 63);
-      member[j] = set(static_cast<std::uint32_t>(v & kMask) - bias);
-    }
+    for (unsigned j = 0; j < 64; ++j) member[j] = set(block_code<W>(w, j) - bias);
     out[b] = pack_bytes(member);
   }
 }

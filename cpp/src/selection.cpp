@@ -7,6 +7,7 @@
 
 #include "assoc/counters.hpp"
 #include "assoc/error.hpp"
+#include "assoc/hash.hpp"
 #include "assoc/result_cache.hpp"
 #include "assoc/thread_pool.hpp"
 
@@ -148,13 +149,6 @@ Bitset values_on_rows(const PackedIndex& index, const Bitset* rows, std::uint32_
   for (const auto& p : partial) out.or_with(p);
   out.reset(n_symbols);
   return out;
-}
-
-std::uint64_t number_key(double v) {
-  if (v == 0.0) v = 0.0;  // -0 and +0 are one symbol
-  std::uint64_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  return bits;
 }
 
 // ---- inference -----------------------------------------------------------------------------
