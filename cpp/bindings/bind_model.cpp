@@ -185,13 +185,9 @@ void bind_model(py::module_& m) {
       "memory_blocks",
       [] {
         const big_blocks::Stats s = big_blocks::stats();
-        py::dict d;
-        d["mapped"] = s.mapped;
-        d["reused"] = s.reused;
-        d["unmapped"] = s.unmapped;
-        d["kept_bytes"] = s.kept_bytes;
-        d["kept_limit"] = s.kept_limit;
-        return d;
+        return py::dict(py::arg("mapped") = s.mapped, py::arg("reused") = s.reused,
+                        py::arg("unmapped") = s.unmapped, py::arg("kept_bytes") = s.kept_bytes,
+                        py::arg("kept_limit") = s.kept_limit);
       },
       "The engine's big arrays (1 MiB and up): blocks mapped from the system, requests served\n"
       "from freed blocks kept for reuse, blocks given back, and the bytes kept now and at most.");
