@@ -22,7 +22,6 @@ from assoc.store import AppStore
 
 __all__ = ["create_app"]
 
-DEFAULT_BLOCKS_KEPT = 256 << 20  # the engine's own default
 BUDGET_SHARE_KEPT = 4  # with MemoryBudgetMB set, at most a quarter of it is kept
 
 
@@ -40,8 +39,9 @@ def create_app(
         assoc.set_threads(settings.threads)
         if settings.memory_budget_bytes > 0:
             # Freed arrays the engine keeps for reuse count against the budget too.
+            kept = assoc.memory_blocks()["kept_limit"]
             assoc.set_memory_blocks_kept(
-                min(DEFAULT_BLOCKS_KEPT, settings.memory_budget_bytes // BUDGET_SHARE_KEPT)
+                min(kept, settings.memory_budget_bytes // BUDGET_SHARE_KEPT)
             )
         store = await run_in_threadpool(AppStore, data_dir, settings.memory_budget_bytes)
         monitor = HealthMonitor(settings, store)
