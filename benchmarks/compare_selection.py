@@ -22,7 +22,8 @@ import polars as pl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import assoc
-from conftest import scaled
+import selection_data
+from selection_data import possible_values
 
 Run = tuple[Callable[[], Any], Callable[[], None] | None]  # timed call, untimed set-up
 
@@ -41,23 +42,11 @@ def best_interleaved(runs: dict[str, Run], repeat: int) -> dict[str, float]:
     return best
 
 
-def values(app: assoc.App, session: assoc.Session, field: str) -> set[Any]:
-    """The possible values of a field, as a set of Python values."""
-    symbols = np.asarray(app.symbols(field))
-    return set(symbols[session.indices(field, "possible")].tolist())
-
-
 def one_table(repeat: int) -> dict[str, float]:
     """10M rows: select 10 of 1,000 categories, get the possible values of a 100K-value field."""
-    rng = np.random.default_rng(1)
-    n = scaled(10_000_000)
-    cat = rng.integers(0, 1000, n)
-    val = rng.integers(0, 100_000, n)
-    chosen = [int(x) for x in rng.choice(1000, 10, replace=False)]
-    app = assoc.App.from_tables({"T": {"Cat": cat, "Val": val}})
-    labels = pl.Series([f"c{i}" for i in range(1000)])
-    df = pl.DataFrame({"Cat": labels.gather(cat).cast(pl.Categorical), "Val": val})
-    chosen_labels = [f"c{i}" for i in chosen]
+    data = selection_data.one_table()
+    n, app, df = data["n"], data["app"], data["df"]
+    chosen, chosen_labels = data["chosen"], data["chosen_labels"]
 
     def polars_query() -> pl.Series:
         return df.filter(pl.col("Cat").is_in(chosen_labels)).get_column("Val").unique()
@@ -70,7 +59,7 @@ def one_table(repeat: int) -> dict[str, float]:
 
     # Same answer first.
     assoc_query()
-    assert values(app, session, "Val") == set(polars_query().to_list())
+    assert possible_values(app, session, "Val") == set(polars_query().to_list())
 
     def on_threads(threads: int) -> Callable[[], None]:
         def before() -> None:
@@ -113,30 +102,10 @@ def one_table(repeat: int) -> dict[str, float]:
 def fact_dimension(repeat: int) -> dict[str, float]:
     """10M fact rows linked to 100K dimension rows: select in the dimension, get a fact field's
     possible values; and back: select in the fact table, get a dimension field's."""
-    rng = np.random.default_rng(2)
-    n_fact = scaled(10_000_000)
-    n_dim = max(1000, scaled(100_000) // 100 * 100)
-    dim_key = rng.permutation(n_dim)
-    region = rng.integers(0, 50, n_dim)
-    fact_key = rng.integers(0, n_dim, n_fact)
-    product = rng.integers(0, 1000, n_fact)
-    regions = [int(x) for x in rng.choice(50, 2, replace=False)]
-    products = [int(x) for x in rng.choice(1000, 10, replace=False)]
-
-    app = assoc.App.from_tables(
-        {
-            "Fact": {"DimKey": fact_key, "Product": product},
-            "Dim": {"DimKey": dim_key, "Region": region},
-        }
-    )
-    fact = pl.DataFrame({"DimKey": fact_key, "Product": product})
-    dim = pl.DataFrame({"DimKey": dim_key, "Region": region})
-    con = duckdb.connect()
-    con.execute(f"SET threads TO {assoc.logical_cores()}")
-    con.register("fact_view", fact.to_arrow())
-    con.register("dim_view", dim.to_arrow())
-    con.execute("CREATE TABLE fact AS SELECT * FROM fact_view")
-    con.execute("CREATE TABLE dim AS SELECT * FROM dim_view")
+    data = selection_data.star()
+    n_fact, n_dim, app = data["n_fact"], data["n_dim"], data["app"]
+    fact, dim, con = data["fact"], data["dim"], data["con"]
+    regions, products = data["regions"], data["products"]
     region_list = ", ".join(map(str, regions))
     product_list = ", ".join(map(str, products))
 
@@ -172,11 +141,11 @@ def fact_dimension(repeat: int) -> dict[str, float]:
 
     assoc_forward()
     want = set(polars_forward().to_list())
-    assert values(app, session, "Product") == want == {r[0] for r in duckdb_forward()}
+    assert possible_values(app, session, "Product") == want == {r[0] for r in duckdb_forward()}
     session.clear()
     assoc_back()
     want = set(polars_back().to_list())
-    assert values(app, session, "Region") == want == {r[0] for r in duckdb_back()}
+    assert possible_values(app, session, "Region") == want == {r[0] for r in duckdb_back()}
 
     limit = assoc.cache_info()["limit"]
     assoc.set_cache_limit(0)

@@ -15,15 +15,12 @@ import numpy as np
 import pytest
 
 import assoc
-from conftest import scaled
 
 pl = pytest.importorskip("polars")
-duckdb = pytest.importorskip("duckdb")
+pytest.importorskip("duckdb")
 
-
-def possible_values(app: assoc.App, session: assoc.Session, field: str) -> set[Any]:
-    symbols = np.asarray(app.symbols(field))
-    return set(symbols[session.indices(field, "possible")].tolist())
+import selection_data  # noqa: E402 - after the skips: it builds polars and duckdb tables
+from selection_data import possible_values  # noqa: E402
 
 
 @pytest.fixture
@@ -37,20 +34,9 @@ def uncached() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def one_table() -> dict[str, Any]:
-    rng = np.random.default_rng(1)
-    n = scaled(10_000_000)
-    cat = rng.integers(0, 1000, n)
-    val = rng.integers(0, 100_000, n)
-    chosen = [int(x) for x in rng.choice(1000, 10, replace=False)]
-    labels = pl.Series([f"c{i}" for i in range(1000)])
-    mask = np.isin(cat, chosen)
-    return {
-        "app": assoc.App.from_tables({"T": {"Cat": cat, "Val": val}}),
-        "df": pl.DataFrame({"Cat": labels.gather(cat).cast(pl.Categorical), "Val": val}),
-        "chosen": chosen,
-        "chosen_labels": [f"c{i}" for i in chosen],
-        "want": set(np.unique(val[mask]).tolist()),
-    }
+    data = selection_data.one_table()
+    data["want"] = set(np.unique(data["val"][np.isin(data["cat"], data["chosen"])]).tolist())
+    return data
 
 
 @pytest.mark.benchmark(group="one-table")
@@ -101,40 +87,17 @@ def test_assoc_cached_repeat_of_a_selection_state(benchmark, one_table) -> None:
 
 
 @pytest.fixture(scope="module")
-def star() -> dict[str, Any]:
-    rng = np.random.default_rng(2)
-    n_fact = scaled(10_000_000)
-    n_dim = max(1000, scaled(100_000) // 100 * 100)
-    dim_key = rng.permutation(n_dim)
-    region = rng.integers(0, 50, n_dim)
-    fact_key = rng.integers(0, n_dim, n_fact)
-    product = rng.integers(0, 1000, n_fact)
-    regions = [int(x) for x in rng.choice(50, 2, replace=False)]
-    products = [int(x) for x in rng.choice(1000, 10, replace=False)]
-    fact = pl.DataFrame({"DimKey": fact_key, "Product": product})
-    dim = pl.DataFrame({"DimKey": dim_key, "Region": region})
-    con = duckdb.connect()
-    con.register("fact_view", fact.to_arrow())
-    con.register("dim_view", dim.to_arrow())
-    con.execute("CREATE TABLE fact AS SELECT * FROM fact_view")
-    con.execute("CREATE TABLE dim AS SELECT * FROM dim_view")
-    keys_in_regions = dim_key[np.isin(region, regions)]
-    keys_of_products = np.unique(fact_key[np.isin(product, products)])
-    return {
-        "app": assoc.App.from_tables(
-            {
-                "Fact": {"DimKey": fact_key, "Product": product},
-                "Dim": {"DimKey": dim_key, "Region": region},
-            }
-        ),
-        "fact": fact,
-        "dim": dim,
-        "con": con,
-        "regions": regions,
-        "products": products,
-        "want_forward": set(np.unique(product[np.isin(fact_key, keys_in_regions)]).tolist()),
-        "want_back": set(np.unique(region[np.isin(dim_key, keys_of_products)]).tolist()),
-    }
+def star() -> Iterator[dict[str, Any]]:
+    data = selection_data.star()
+    fact_key, product, dim_key, region = (
+        data[k] for k in ("fact_key", "product", "dim_key", "region")
+    )
+    keys_in_regions = dim_key[np.isin(region, data["regions"])]
+    keys_of_products = np.unique(fact_key[np.isin(product, data["products"])])
+    data["want_forward"] = set(np.unique(product[np.isin(fact_key, keys_in_regions)]).tolist())
+    data["want_back"] = set(np.unique(region[np.isin(dim_key, keys_of_products)]).tolist())
+    yield data
+    data["con"].close()
 
 
 @pytest.mark.benchmark(group="fact-dimension-forward")

@@ -2,11 +2,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <algorithm>
+#include <iterator>
 #include <bit>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -43,25 +42,35 @@ std::size_t class_bytes(std::size_t bytes) {
 
 struct Cache {
   std::mutex mutex;
-  std::map<std::size_t, std::vector<void*>> free;  // class bytes -> kept blocks, newest last
-  std::vector<std::pair<std::size_t, void*>> order;  // kept blocks, oldest first
+  // Kept blocks (class bytes, address), oldest first. A few hundred at most (the limit over
+  // 1 MiB), so a scan finds a class as fast as an index would, and nothing is held twice.
+  std::vector<std::pair<std::size_t, void*>> kept;
   std::size_t kept_bytes = 0;
   std::size_t kept_limit = kDefaultKeptLimit;
   Stats counts;
+
+  // The newest kept block of a class, taken out of the list; nullptr when there is none.
+  void* take(std::size_t bytes) noexcept {
+    for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
+      if (it->first != bytes) continue;
+      void* p = it->second;
+      kept.erase(std::next(it).base());
+      kept_bytes -= bytes;
+      return p;
+    }
+    return nullptr;
+  }
 
   // Gives kept blocks back to the system, oldest first, until at most `limit` bytes are
   // kept. Allocates nothing, so it cannot fail.
   void shed(std::size_t limit) noexcept {
     std::size_t i = 0;
-    while (kept_bytes > limit && i < order.size()) {
-      const auto [bytes, p] = order[i++];
-      auto& list = free.find(bytes)->second;  // every kept block is listed under its class
-      list.erase(std::find(list.begin(), list.end(), p));
-      kept_bytes -= bytes;
-      munmap(p, bytes);
+    for (; kept_bytes > limit && i < kept.size(); ++i) {
+      munmap(kept[i].second, kept[i].first);
+      kept_bytes -= kept[i].first;
       ++counts.unmapped;
     }
-    order.erase(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(i));
+    kept.erase(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(i));
   }
 };
 
@@ -81,16 +90,8 @@ void* allocate(std::size_t bytes) {
   void* kept = nullptr;
   {
     std::lock_guard lock(c.mutex);
-    auto it = c.free.find(mapped);
-    if (it != c.free.end() && !it->second.empty()) {
-      kept = it->second.back();
-      it->second.pop_back();
-      c.order.erase(std::find(c.order.begin(), c.order.end(), std::pair{mapped, kept}));
-      c.kept_bytes -= mapped;
-      ++c.counts.reused;
-    } else {
-      ++c.counts.mapped;
-    }
+    kept = c.take(mapped);
+    ++(kept != nullptr ? c.counts.reused : c.counts.mapped);
   }
   if (kept != nullptr) {
     // The slack past `bytes` is never handed out, so it needs no clearing either.
@@ -116,14 +117,8 @@ void release(void* p, std::size_t bytes) noexcept {
   bool kept = false;
   if (mapped <= c.kept_limit) {
     try {
-      auto& list = c.free[mapped];
-      list.push_back(p);
-      try {
-        c.order.emplace_back(mapped, p);
-        kept = true;
-      } catch (...) {
-        list.pop_back();
-      }
+      c.kept.emplace_back(mapped, p);
+      kept = true;
     } catch (...) {  // no memory for the bookkeeping: the block goes back instead
     }
   }

@@ -788,50 +788,43 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
   std::vector<PackedIndex> indexes(n_fields);
   std::vector<std::atomic<std::int64_t>> max_symbol(n_fields);
   for (auto& m : max_symbol) m.store(-1, std::memory_order_relaxed);
-  // After a field's block is decoded: the range check, and the field's largest symbol so far.
-  auto record_block = [&](std::size_t f, std::size_t begin, std::size_t count, const std::uint32_t* out,
-                          std::int64_t block_max) {
+  auto decode_block = [&](std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out) {
     const FieldDecoder& d = decoders[f];
-    if (block_max >= static_cast<std::int64_t>(d.n_symbols)) {
-      std::size_t i = 0;
-      while (i < count && (out[i] == kNull || out[i] < d.n_symbols)) ++i;
-      const std::string what = i < count ? "row " + std::to_string(begin + i) + " holds symbol index " +
-                                               std::to_string(out[i])
-                                         : "a row holds symbol index " + std::to_string(block_max);
-      fail("field " + quote(h.fields[f].name) + ": " + what + ", but the field has " +
-           std::to_string(d.n_symbols) + " symbols");
+    std::int64_t block_max;
+    if (d.constant) {
+      std::fill(out, out + count, d.constant_symbol);
+      block_max = d.constant_symbol == kNull ? -1 : std::int64_t{d.constant_symbol};
+    } else {
+      // Rows before the padded tail read the file, rows in it the copy.
+      const std::size_t end = begin + count;
+      const std::size_t safe_end = std::min(end, std::max(begin, safe_rows));
+      const bool biased = d.bias != 0;
+      std::uint64_t m = 0;
+      if (safe_end > begin) {
+        const std::uint8_t* rec = records + begin * record_bytes;
+        m = biased ? decode_field<true>(rec, record_bytes, safe_end - begin, d, out)
+                   : decode_field<false>(rec, record_bytes, safe_end - begin, d, out);
+      }
+      if (end > safe_end) {
+        const std::uint8_t* rec = tail.data() + (safe_end - safe_rows) * record_bytes;
+        std::uint32_t* o = out + (safe_end - begin);
+        m = std::max(m, biased ? decode_field<true>(rec, record_bytes, end - safe_end, d, o)
+                               : decode_field<false>(rec, record_bytes, end - safe_end, d, o));
+      }
+      block_max = static_cast<std::int64_t>(m) + d.bias;
+      if (block_max >= static_cast<std::int64_t>(d.n_symbols)) {
+        std::size_t i = 0;
+        while (i < count && (out[i] == kNull || out[i] < d.n_symbols)) ++i;
+        const std::string what = i < count ? "row " + std::to_string(begin + i) + " holds symbol index " +
+                                                 std::to_string(out[i])
+                                           : "a row holds symbol index " + std::to_string(block_max);
+        fail("field " + quote(h.fields[f].name) + ": " + what + ", but the field has " +
+             std::to_string(d.n_symbols) + " symbols");
+      }
     }
     std::int64_t seen = max_symbol[f].load(std::memory_order_relaxed);
     while (block_max > seen && !max_symbol[f].compare_exchange_weak(seen, block_max)) {
     }
-  };
-  auto decode_block = [&](std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out) {
-    const FieldDecoder& d = decoders[f];
-    if (d.constant) {
-      std::fill(out, out + count, d.constant_symbol);
-      record_block(f, begin, count, out, d.constant_symbol == kNull ? -1 : std::int64_t{d.constant_symbol});
-      return;
-    }
-    // Rows before the padded tail read the file, rows in it the copy.
-    const std::size_t end = begin + count;
-    const std::size_t safe_end = std::min(end, std::max(begin, safe_rows));
-    const bool biased = d.bias != 0;
-    std::uint64_t m = 0;
-    if (safe_end > begin) {
-      const std::uint8_t* rec = records + begin * record_bytes;
-      m = biased ? decode_field<true>(rec, record_bytes, safe_end - begin, d, out)
-                 : decode_field<false>(rec, record_bytes, safe_end - begin, d, out);
-    }
-    if (end > safe_end) {
-      const std::uint8_t* rec = tail.data() + (safe_end - safe_rows) * record_bytes;
-      std::uint32_t* o = out + (safe_end - begin);
-      m = std::max(m, biased ? decode_field<true>(rec, record_bytes, end - safe_end, d, o)
-                             : decode_field<false>(rec, record_bytes, end - safe_end, d, o));
-    }
-    record_block(f, begin, count, out, static_cast<std::int64_t>(m) + d.bias);
-  };
-  auto decode_records = [&](std::size_t begin, std::size_t count, std::uint32_t* const* out) {
-    for (std::size_t f = 0; f < n_fields; ++f) decode_block(f, begin, count, out[f]);
   };
   auto pack_records = [&] {
     std::vector<PackedIndex::Layout> layouts(n_fields);
@@ -842,7 +835,9 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
     }
     indexes = PackedIndex::pack_columns(
         rows, layouts,
-        decode_records,
+        [&](std::size_t begin, std::size_t count, std::uint32_t* const* out) {
+          for (std::size_t f = 0; f < n_fields; ++f) decode_block(f, begin, count, out[f]);
+        },
         cpu);
     for (std::size_t f = 0; f < n_fields; ++f) {
       PackedIndex& index = indexes[f];

@@ -218,27 +218,6 @@ std::uint32_t SymbolTableBuilder::append(const DualView& v) {
   return push(v);
 }
 
-void SymbolTableBuilder::append_numbers(const double* values, std::size_t n) {
-  SymbolTable& t = table_;
-  if (t.numbers_.empty() && t.size_ > 0) {
-    for (std::size_t i = 0; i < n; ++i) append(DualView::of_number(values[i]));
-    return;
-  }
-  hashing_ = false;
-  std::vector<std::uint32_t>().swap(slots_);
-  if (n > 0xFFFFFFFEULL - t.size_) throw Error("too many distinct values in one field");
-  bool any_nan = false;  // a loop without an exit vectorises
-  for (std::size_t i = 0; i < n; ++i) any_nan |= values[i] != values[i];
-  if (any_nan) throw Error("a NULL value cannot be a symbol");
-  t.numbers_.insert(t.numbers_.end(), values, values + n);
-  if (!t.text_offsets_.empty()) {
-    // None of them has a text: empty texts and clear mask bits (a new mask word starts clear).
-    t.text_offsets_.insert(t.text_offsets_.end(), n, t.text_offsets_.back());
-    t.text_mask_.resize((t.size_ + n + 63) / 64, 0);
-  }
-  t.size_ += static_cast<std::uint32_t>(n);
-}
-
 std::uint32_t SymbolTableBuilder::push(const DualView& v) {
   if (!v.has_number() && !v.has_text) throw Error("a NULL value cannot be a symbol");
   SymbolTable& t = table_;

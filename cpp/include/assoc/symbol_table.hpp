@@ -50,7 +50,7 @@ class SymbolTable {
   std::size_t byte_size() const;
 
   // A table of pure texts that are distinct already (as a file's are), without hashing:
-  // `offsets` holds size()+1 offsets into `text`. (Other numbers: SymbolTableBuilder::append_numbers.)
+  // `offsets` holds size()+1 offsets into `text`. (Numbers: of_numbers, of_ints.)
   static SymbolTable of_texts(std::vector<char> text, std::vector<std::uint32_t> offsets);
 
   // Symbols equal in the engine's sense: same number when both are numeric, same text when both are pure text.
@@ -106,10 +106,6 @@ class SymbolTableBuilder {
   std::uint32_t intern_text(std::string_view t) { return intern(DualView::of_text(t)); }
   // Appends v as a new symbol without looking for an equal one (file formats whose symbols are distinct).
   std::uint32_t append(const DualView& v);
-  // Appends n numbers without text as new symbols, in one go (same contract as append).
-  void append_numbers(const double* values, std::size_t n);
-  // Reserves room for n more symbols with a number, so that appending them does not reallocate.
-  void reserve_numbers(std::size_t n) { table_.numbers_.reserve(table_.numbers_.size() + n); }
   std::uint32_t size() const { return table_.size_; }
   void reserve(std::size_t n_symbols, std::size_t text_bytes = 0);
 
