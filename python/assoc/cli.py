@@ -8,8 +8,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from assoc import Error, __version__
-from assoc.settings import Settings, settings_help
-from assoc.store import check_data_dir
+from assoc.server.settings import Settings, settings_help
+from assoc.server.store import check_data_dir
 
 if TYPE_CHECKING:
     import uvicorn

@@ -17,8 +17,8 @@ from assoc.server.auth import TokenMiddleware, TokenValidator
 from assoc.server.errors import EXCEPTION_HANDLERS
 from assoc.server.health import HealthMonitor
 from assoc.server.routes import build_routes
-from assoc.settings import Settings
-from assoc.store import AppStore
+from assoc.server.settings import Settings
+from assoc.server.store import AppStore
 
 __all__ = ["create_app"]
 

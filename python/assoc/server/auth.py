@@ -7,7 +7,7 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from assoc.server.errors import ApiError, error_response
-from assoc.settings import Settings
+from assoc.server.settings import Settings
 
 # Probes must answer without credentials.
 OPEN_PATHS = frozenset({"/health", "/healthcheck"})

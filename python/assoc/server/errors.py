@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 
 import assoc
 from assoc.package import UnsupportedFile
-from assoc.store import AppNotFound, BadMediaPath, MediaNotFound
+from assoc.server.store import AppNotFound, BadMediaPath, MediaNotFound
 
 log = logging.getLogger("assoc.server")
 

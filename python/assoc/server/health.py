@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import assoc
-from assoc.settings import Settings
-from assoc.store import AppStore
+from assoc.server.settings import Settings
+from assoc.server.store import AppStore
 
 _MB = 1024 * 1024
 

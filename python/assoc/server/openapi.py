@@ -9,7 +9,7 @@ from typing import Any
 from starlette.routing import BaseRoute, Route
 
 import assoc
-from assoc.settings import Settings
+from assoc.server.settings import Settings
 
 _LOCKED = ("/health", "/healthcheck")
 

@@ -20,8 +20,8 @@ from assoc.server.health import HealthMonitor
 from assoc.server.nxapp import nx_app
 from assoc.server.openapi import openapi_document
 from assoc.server.uploads import receive_upload
-from assoc.settings import Settings
-from assoc.store import AppStore, ImportMode, ListForm
+from assoc.server.settings import Settings
+from assoc.server.store import AppStore, ImportMode, ListForm
 
 Handler = Callable[[Request], Awaitable[Response]]
 OCTET_STREAM = "application/octet-stream"

@@ -6,7 +6,7 @@ import pytest
 
 import assoc
 from assoc.cli import main
-from assoc.settings import SPECS, Settings
+from assoc.server.settings import SPECS, Settings
 
 
 def test_defaults() -> None:

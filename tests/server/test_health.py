@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 import assoc
 from assoc.server import create_app
 from assoc.server.health import CpuSampler, format_started, memory_figures
-from assoc.settings import Settings
+from assoc.server.settings import Settings
 
 
 def test_started_format() -> None:

@@ -21,7 +21,7 @@ from appfiles import (
     qvd_bytes,
     zip_with,
 )
-from assoc.store import (
+from assoc.server.store import (
     AppNotFound,
     AppStore,
     BadMediaPath,

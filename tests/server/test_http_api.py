@@ -26,7 +26,7 @@ from appfiles import (
     qvd_bytes,
 )
 from assoc.server import create_app
-from assoc.settings import Settings
+from assoc.server.settings import Settings
 
 ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 MakeClient = Callable[..., TestClient]
@@ -344,7 +344,7 @@ def test_internal_errors_do_not_leak(
 ) -> None:
     client = make_client(raise_server_exceptions=False)
     app_id = _import(client, package_bytes())["attributes"]["id"]
-    from assoc.store import AppStore
+    from assoc.server.store import AppStore
 
     def broken(self: AppStore, app_id: str) -> bytes:
         raise RuntimeError("secret internal path /var/lib/x")
