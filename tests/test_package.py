@@ -24,12 +24,10 @@ from assoc.package import (
     AppPackage,
     Manifest,
     PackageLimits,
-    SourceKind,
-    UnsupportedFile,
     check_entry_name,
-    detect_kind,
     write_package,
 )
+from assoc.sources import SourceKind, UnsupportedFile, detect_kind
 
 MANIFEST = {
     "format": "assoc-app",
