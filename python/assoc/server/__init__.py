@@ -14,6 +14,7 @@ from starlette.middleware import Middleware
 
 import assoc
 from assoc.server.auth import TokenMiddleware, TokenValidator
+from assoc.server.calls import CallCounter
 from assoc.server.errors import EXCEPTION_HANDLERS
 from assoc.server.health import HealthMonitor
 from assoc.server.routes import build_routes
@@ -30,7 +31,7 @@ def create_app(
 ) -> Starlette:
     """The service for `settings`, storing apps under `data_dir`."""
     settings = settings or Settings()
-    middleware = []
+    middleware = [Middleware(CallCounter)]
     if settings.validate_json_web_tokens != "0":
         middleware.append(Middleware(TokenMiddleware, validator=TokenValidator(settings)))
 
