@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from assoc import _core
+from assoc import _core, attributes
 from assoc._core import Error
 from assoc.sources import load_model
 
@@ -23,23 +23,6 @@ FORMAT_VERSION = 1
 MANIFEST_NAME = "app.json"
 MEDIA_PREFIX = "media/"
 MAX_MANIFEST_BYTES = 64 << 20
-
-# NxAttributes the service keeps, with the value an unknown one takes.
-ATTRIBUTE_DEFAULTS: dict[str, Any] = {
-    "id": "",
-    "name": "",
-    "description": "",
-    "thumbnail": "",
-    "lastReloadTime": "",
-    "createdDate": "",
-    "modifiedDate": "",
-    "owner": "",
-    "dynamicColor": "",
-    "published": False,
-    "publishTime": "",
-    "custom": {},
-    "tags": [],
-}
 
 _APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _COPY_CHUNK = 1 << 20
@@ -161,24 +144,7 @@ def _parse_objects(raw: Any) -> list[dict[str, Any]]:
 
 def normalize_attributes(raw: Any) -> dict[str, Any]:
     """NxAttributes with every known key, checked types and defaults for the missing ones."""
-    if not isinstance(raw, dict):
-        raise Error(f'{MANIFEST_NAME}: "attributes" must be an object')
-    out: dict[str, Any] = {}
-    for key, default in ATTRIBUTE_DEFAULTS.items():
-        value = raw.get(key, default)
-        if value is None:
-            value = default
-        if isinstance(default, str) and not isinstance(value, str):
-            raise Error(f"{MANIFEST_NAME}: attributes.{key} must be a string")
-        if isinstance(default, bool) and not isinstance(value, bool):
-            raise Error(f"{MANIFEST_NAME}: attributes.{key} must be true or false")
-        if isinstance(default, dict) and not isinstance(value, dict):
-            raise Error(f"{MANIFEST_NAME}: attributes.{key} must be an object")
-        if isinstance(default, list) and not (
-            isinstance(value, list) and all(isinstance(v, str) for v in value)
-        ):
-            raise Error(f"{MANIFEST_NAME}: attributes.{key} must be an array of strings")
-        out[key] = value
+    out = attributes.normalize(raw, MANIFEST_NAME)
     if out["id"] and not is_valid_app_id(out["id"]):
         raise Error(f"{MANIFEST_NAME}: attributes.id {out['id']!r} is not a valid app id")
     thumbnail = out["thumbnail"].removeprefix(MEDIA_PREFIX)

@@ -594,3 +594,17 @@ def test_failures_that_are_not_about_the_file_have_their_own_status(
     error = _error(client.get(f"/v1/apps/{app_id}"), 500)
     assert error["code"] == "InternalError"
     assert "engine failure" not in error["detail"]
+
+
+@needs_qvd_reader
+@pytest.mark.parametrize("version", ["12.207.0", "12.171.0"])
+def test_nxapp_answers_match_the_described_attributes(
+    make_client: MakeClient, version: str
+) -> None:
+    client = make_client(api_version=version)
+    body = client.post("/v1/apps/import", content=package_bytes()).json()
+    described = client.get("/openapi.json").json()["definitions"]["NxAttributes"]["properties"]
+    assert list(body["attributes"]) == list(described)
+    kinds = {"string": str, "boolean": bool, "object": dict, "array": list}
+    for key, value in body["attributes"].items():
+        assert isinstance(value, kinds[described[key].get("type", "object")]), key
