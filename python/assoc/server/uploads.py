@@ -35,9 +35,7 @@ def _too_large(limit: int) -> ApiError:
 
 
 # Linux: start writing a finished range back to disk without waiting for it.
-_sync_file_range: Callable[[int, int, int, int], None] | None = getattr(
-    os, "sync_file_range", None
-)
+_sync_file_range: Callable[[int, int, int, int], None] | None = getattr(os, "sync_file_range", None)
 _START_WRITEBACK: int = getattr(os, "SYNC_FILE_RANGE_WRITE", 0)
 
 
