@@ -438,3 +438,21 @@ def test_an_app_damaged_on_disk_is_reported_as_unreadable(
     with pytest.raises(StoredAppUnreadable, match=app_id):
         reopened.lease(app_id)
     assert reopened.usage().active == []  # the failed load holds no lease
+
+
+def test_a_failing_listener_neither_undoes_the_change_nor_silences_others(
+    tmp_path: Path, open_store: OpenStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store(tmp_path)
+    app_id = str(_import(store, package_bytes())["id"])
+    heard: list[str] = []
+
+    def failing(_app_id: str, _event: str) -> None:
+        raise RuntimeError("listener bug")
+
+    store.subscribe(failing)
+    store.subscribe(lambda _app_id, event: heard.append(event))
+    store.delete(app_id)
+    assert store.app_ids() == []
+    assert heard == ["deleted"]
+    assert "listener bug" in caplog.text

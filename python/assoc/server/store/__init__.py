@@ -7,6 +7,7 @@ recovery, commits), `cache` (loaded apps, leases, eviction), `imports`, `media`,
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import uuid
@@ -61,6 +62,7 @@ __all__ = [
 ]
 
 Listener = Callable[[str, str], None]
+log = logging.getLogger("assoc.server.store")
 
 
 class AppStore:
@@ -130,7 +132,10 @@ class AppStore:
         with self._cache.lock:
             listeners = list(self._listeners)
         for listener in listeners:
-            listener(app_id, event)
+            try:
+                listener(app_id, event)
+            except Exception:  # the change is committed: a listener's failure cannot undo it
+                log.exception("a store listener failed on %s %s", event, app_id)
 
     # ---- reading ---------------------------------------------------------------------
 
