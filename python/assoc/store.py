@@ -26,7 +26,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -96,6 +96,24 @@ class ListForm(Enum):
         if show in ("a", "all"):
             return cls.ALL
         return cls.FLAT
+
+
+class AppLease:
+    """A loaded app held for a long-lived user (a QIX session): never evicted until released."""
+
+    def __init__(self, store: AppStore, entry: _Entry, app: App) -> None:
+        self.app = app
+        self._store: AppStore | None = store
+        self._entry = entry
+
+    def release(self) -> None:
+        """Lets the store evict the app again; a second call does nothing."""
+        store, self._store = self._store, None
+        if store is not None:
+            store._release(self._entry)
+
+
+StoreListener = Callable[[str, str], None]
 
 
 @dataclass(frozen=True)
@@ -221,6 +239,7 @@ class AppStore:
         self._index: dict[str, _Entry] = {}
         self._index_lock = threading.Lock()
         self._app_locks: dict[str, threading.RLock] = {}
+        self._listeners: list[StoreListener] = []
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock_file = _lock_data_dir(self.data_dir)
         try:
@@ -305,6 +324,14 @@ class AppStore:
     @contextlib.contextmanager
     def using(self, app_id: str) -> Iterator[App]:
         """The loaded app, loading it first when needed; it is not evicted while used."""
+        lease = self.lease(app_id)
+        try:
+            yield lease.app
+        finally:
+            lease.release()
+
+    def lease(self, app_id: str) -> AppLease:
+        """The loaded app, held (never evicted) until the lease is released."""
         while True:
             with self._index_lock:
                 entry = self._index.get(app_id)
@@ -319,10 +346,25 @@ class AppStore:
             if app is not None:
                 break
             self._release(entry)  # replaced or deleted meanwhile: look again
-        try:
-            yield app
-        finally:
-            self._release(entry)
+        return AppLease(self, entry, app)
+
+    def subscribe(self, listener: StoreListener) -> Callable[[], None]:
+        """Calls `listener(app_id, "deleted" | "replaced")` from the committing thread after
+        each such change; answers the function that unsubscribes it."""
+        with self._index_lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._index_lock, contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _notify(self, app_id: str, event: str) -> None:
+        with self._index_lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(app_id, event)
 
     def _release(self, entry: _Entry) -> None:
         with self._index_lock:
@@ -478,6 +520,8 @@ class AppStore:
                 (version_dir / MANIFEST_NAME).write_bytes(manifest.to_json())
                 entry = self._commit(app_id, stage, version, manifest, old)
                 self._hold(entry, app)
+            if old is not None:
+                self._notify(app_id, "replaced")
             return dict(attrs)
         finally:
             early_flush.join()
@@ -575,6 +619,7 @@ class AppStore:
             self._discard(self._apps_dir / app_id)
             with self._index_lock:
                 self._index.pop(app_id, None)
+        self._notify(app_id, "deleted")
 
     # ---- media -----------------------------------------------------------------------
 

@@ -149,6 +149,11 @@ class HealthMonitor:
         self.store = store
         self.started = format_started(datetime.datetime.now(datetime.timezone.utc))
         self.cpu = CpuSampler(float(settings.cpu_overload_sample_time))
+        self._service_calls = 0
+
+    def count_call(self) -> None:
+        """Counts one engine API request served by the service itself (a QIX request)."""
+        self._service_calls += 1
 
     def start(self) -> None:
         """Starts CPU sampling."""
@@ -184,7 +189,7 @@ class HealthMonitor:
                 "active_docs": usage.active,
                 "loaded_docs": usage.loaded,
                 "in_memory_docs": usage.in_memory,
-                "calls": counters["calls"],
+                "calls": counters["calls"] + self._service_calls,
                 "selections": counters["selections"],
             },
             "users": counters["users"],
