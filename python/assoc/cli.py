@@ -63,7 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def server_config(
-    app: Any, host: str, port: int, log_level: str = "info", access_log: bool = False
+    app: Any,
+    host: str,
+    port: int,
+    log_level: str = "info",
+    access_log: bool = False,
+    ws_max_size: int = Settings().qix_max_message_bytes,
 ) -> uvicorn.Config:
     """The uvicorn configuration `assoc serve` runs an ASGI app with."""
     import uvicorn
@@ -73,6 +78,8 @@ def server_config(
     return uvicorn.Config(
         app,
         http=HttpProtocol,
+        ws="websockets-sansio",
+        ws_max_size=ws_max_size,
         host=host,
         port=port,
         log_level=log_level,
@@ -115,7 +122,14 @@ def serve(args: argparse.Namespace) -> int:
         print(f"assoc serve: {exc}", file=sys.stderr)
         return 2
     server = uvicorn.Server(
-        server_config(app, args.host, args.port, args.log_level, args.access_log)
+        server_config(
+            app,
+            args.host,
+            args.port,
+            args.log_level,
+            args.access_log,
+            ws_max_size=settings.qix_max_message_bytes,
+        )
     )
     server.run()
     return 0 if server.started else 1
