@@ -146,7 +146,9 @@ class Session:
         """
         Replaces a field's selection; values the field lacks are ignored.
         """
-    def select_indices(self, field: str, indices: collections.abc.Sequence[typing.SupportsInt]) -> None:
+    def select_indices(
+        self, field: str, indices: collections.abc.Sequence[typing.SupportsInt]
+    ) -> None:
         """
         Replaces a field's selection by symbol indexes; indexes out of range are ignored.
         """

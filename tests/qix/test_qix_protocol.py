@@ -16,6 +16,8 @@ from conftest import MAX_MESSAGE_BYTES, MAX_OBJECTS, QixServer, symbols
 
 pytestmark = pytest.mark.server
 
+SECRET = "a-secret-that-is-long-enough-for-sha256"
+
 LIST_PROPS = {
     "qInfo": {"qType": "filterbox"},
     "qListObjectDef": {
@@ -262,7 +264,7 @@ def test_healthcheck_figures_move_with_qix_use(qix_server: QixServer, app_id: st
 
 def test_tokens_are_required_on_upgrades_when_validated(tmp_path) -> None:
     server = ServerProcess(
-        tmp_path / "data", "ValidateJsonWebTokens=2", "JsonWebTokenSecret=a-secret-that-is-long-enough-for-sha256"
+        tmp_path / "data", "ValidateJsonWebTokens=2", f"JsonWebTokenSecret={SECRET}"
     ).start()
     try:
         url = f"ws://127.0.0.1:{server.port}/app/engineData"
@@ -272,10 +274,10 @@ def test_tokens_are_required_on_upgrades_when_validated(tmp_path) -> None:
         assert json.loads(refused.value.response.body)["errors"][0]["status"] == "401"
         import jwt
 
-        token = jwt.encode({"sub": "ann"}, "a-secret-that-is-long-enough-for-sha256", algorithm="HS256")
+        token = jwt.encode({"sub": "ann"}, SECRET, algorithm="HS256")
         with QixClient(url, {"Authorization": f"Bearer {token}"}) as qix:
             assert "qVersion" in qix.result("EngineVersion")
-        bad = jwt.encode({"sub": "ann"}, "a-different-secret-long-enough-for-sha256", algorithm="HS256")
+        bad = jwt.encode({"sub": "ann"}, SECRET[::-1], algorithm="HS256")
         auth = {"Authorization": f"Bearer {bad}"}
         with pytest.raises(InvalidStatus), connect(url, additional_headers=auth, open_timeout=10):
             pass

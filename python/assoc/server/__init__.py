@@ -60,7 +60,7 @@ def create_app(
             store.close()
 
     return Starlette(
-        routes=build_routes(settings.api_version) + qix_routes(),
+        routes=[*build_routes(settings.api_version), *qix_routes()],
         middleware=middleware,
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -119,7 +120,7 @@ class QixConnections:
             task.cancel()
 
 
-def _text_of(message: dict[str, Any]) -> str | None:
+def _text_of(message: Mapping[str, Any]) -> str | None:
     text = message.get("text")
     if text is not None:
         return str(text)

@@ -87,7 +87,7 @@ class GenericObject:
                     out[key] = computed(item, here)
             return out
 
-        layout = computed(self.properties, "")
+        layout: dict[str, Any] = computed(self.properties, "")
         layout["qSelectionInfo"] = {}
         layout.setdefault("qMeta", {})
         return layout
