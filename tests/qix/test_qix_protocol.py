@@ -294,3 +294,36 @@ def test_shutdown_closes_open_sockets(tmp_path) -> None:
                 qix.ws.recv(timeout=10)
     finally:
         server.stop()
+
+
+def _big_csv(seed: int, rows: int = 150_000) -> bytes:
+    """A CSV whose symbol tables take well over 1 MB (distinct numbers in every row)."""
+    lines = ["Key,Value"] + [f"{seed * rows + i},{(seed * rows + i) * 7}" for i in range(rows)]
+    return "\n".join(lines).encode()
+
+
+def test_apps_held_by_sessions_are_not_evicted(tmp_path) -> None:
+    server = ServerProcess(tmp_path / "data", "MemoryBudgetMB=2").start()
+    try:
+        with server.client() as rest:
+
+            def import_csv(seed: int) -> str:
+                answer = rest.post("/v1/apps/import", content=_big_csv(seed))
+                assert answer.status_code == 200, answer.text
+                return str(answer.json()["attributes"]["id"])
+
+            held, other = import_csv(1), import_csv(2)
+            with QixClient(f"ws://127.0.0.1:{server.port}/app") as qix:
+                qix.open_doc(held)
+                assert rest.get(f"/v1/apps/{other}/data/metadata").status_code == 200
+                import_csv(3)
+                loaded = rest.get("/healthcheck").json()["apps"]["loaded_docs"]
+                assert held in loaded
+                assert other not in loaded  # evicted: nothing holds it
+                field = qix.handle_of("GetField", ["Key"], 1)
+                assert qix.result("GetCardinal", [], field) == {"qReturn": 150_000}
+            import_csv(4)
+            loaded = rest.get("/healthcheck").json()["apps"]["loaded_docs"]
+            assert held not in loaded  # released with the socket, then evicted
+    finally:
+        server.stop()
