@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 
 import assoc
-from assoc.server.qix.rpc import GENERIC_NOT_FOUND, RpcError, json_number
+from assoc.server.qix.rpc import GENERIC_NOT_FOUND, RpcError, encode_json, json_number
+
+NULL_CELL_PREFIX = '{"qText":"","qNum":"NaN","qElemNumber":-2,"qIsNull":true,"qState":"'
 
 
 def value_text(value: Any) -> str:
@@ -53,22 +55,34 @@ class FieldValues:
         numeric = self.numbers[self.is_numeric]
         self.minimum = float(numeric.min()) if numeric.size else float("nan")
         self.maximum = float(numeric.max()) if numeric.size else float("nan")
+        self._cell_prefixes: list[str] | None = None
         self._by_text: dict[str, int] | None = None
         self._by_number: dict[float, int] | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
 
-    def cell(self, index: int, state: str) -> dict[str, Any]:
-        """NxCell of symbol `index` (-1: NULL) in `state`."""
-        if index < 0:
-            return {"qText": "", "qNum": "NaN", "qElemNumber": -2, "qState": state, "qIsNull": True}
-        return {
-            "qText": self.texts[index],
-            "qNum": json_number(float(self.numbers[index])),
-            "qElemNumber": index,
-            "qState": state,
-        }
+    def cell_prefixes(self) -> list[str]:
+        """Per symbol, the JSON of its NxCell up to the state's text (made on first use)."""
+        prefixes = self._cell_prefixes
+        if prefixes is None:
+            numbers = [json_number(n) for n in self.numbers.tolist()]
+            prefixes = [
+                f'{{"qText":{encode_json(text)},"qNum":{encode_json(number)},'
+                f'"qElemNumber":{i},"qState":"'
+                for i, (text, number) in enumerate(zip(self.texts, numbers, strict=True))
+            ]
+            self._cell_prefixes = prefixes
+        return prefixes
+
+    def cells_json(self, codes: list[int], states: list[str], wrap: bool = False) -> list[str]:
+        """NxCell JSON texts of symbols (-1: NULL) in their states; `wrap`: each in a row."""
+        prefixes = self.cell_prefixes()
+        before, after = ("[", '"}]') if wrap else ("", '"}')
+        return [
+            before + (prefixes[code] if code >= 0 else NULL_CELL_PREFIX) + state + after
+            for code, state in zip(codes, states, strict=True)
+        ]
 
     def field_value(self, index: int) -> dict[str, Any]:
         """FieldValue {qText, qIsNumeric, qNumber} of symbol `index` (-1: NULL)."""

@@ -16,6 +16,7 @@ from assoc.server.qix.rpc import (
     INVALID_PARAMETERS,
     NOT_IMPLEMENTED,
     RpcError,
+    encode_json,
     json_number,
 )
 
@@ -219,20 +220,18 @@ class HyperCubeView:
         if self.rows is not None:
             index = self.rows[index]
         n_dims = len(self.definition.dimensions)
-        columns: list[list[dict[str, Any]]] = []
+        columns: list[list[str]] = []
         for c in cols:
             if c < n_dims:
-                values, states = self.values[c], self.states[c]
-                columns.append(
-                    [
-                        values.cell(code, STATE_NAMES[states[code]] if code >= 0 else "O")
-                        for code in self.codes[c][index].tolist()
-                    ]
-                )
+                codes = self.codes[c][index].tolist()
+                states = self.states[c]
+                names = [STATE_NAMES[states[code]] if code >= 0 else "O" for code in codes]
+                columns.append(self.values[c].cells_json(codes, names))
             else:
-                columns.append([measure_cell(v) for v in self.arrays[c - n_dims][index].tolist()])
-        matrix = [list(row) for row in zip(*columns, strict=True)] if columns else []
-        return data_page(matrix, rows, cols)
+                values = self.arrays[c - n_dims][index].tolist()
+                columns.append([encode_json(measure_cell(v)) for v in values])
+        row_texts = ["[" + ",".join(row) + "]" for row in zip(*columns, strict=True)]
+        return data_page(row_texts if columns else [], rows, cols)
 
     def _totals(self) -> list[float]:
         totals = self.cube.totals

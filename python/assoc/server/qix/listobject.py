@@ -143,16 +143,11 @@ class ListObjectView:
         rows, cols = page_area(
             Page(page.top, page.left, max(page.width, 1), page.height), len(self.order), 1
         )
-        values, states = self.values, self.states
-        matrix = (
-            [
-                [values.cell(i, STATE_NAMES[states[i]])]
-                for i in self.order[rows.start : rows.stop].tolist()
-            ]
-            if cols
-            else []
-        )
-        return data_page(matrix, rows, cols)
+        if not cols:
+            return data_page([], rows, cols)
+        codes = self.order[rows.start : rows.stop]
+        states = [STATE_NAMES[s] for s in self.states[codes].tolist()]
+        return data_page(self.values.cells_json(codes.tolist(), states, wrap=True), rows, cols)
 
     def layout(self) -> dict[str, Any]:
         """qListObject: size, dimension info and the initial pages."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from assoc.server.qix.rpc import INVALID_PARAMETERS, PAGES_TOO_LARGE, RpcError
+from assoc.server.qix.rpc import INVALID_PARAMETERS, PAGES_TOO_LARGE, RawJson, RpcError
 
 MAX_CELLS = 10_000
 
@@ -53,10 +53,10 @@ def page_area(page: Page, rows: int, columns: int) -> tuple[range, range]:
     return range(top, min(rows, top + page.height)), range(left, min(columns, left + page.width))
 
 
-def data_page(matrix: list[list[dict[str, Any]]], rows: range, cols: range) -> dict[str, Any]:
-    """NxDataPage for cells already cut to `rows` x `cols`."""
+def data_page(rows_json: list[str], rows: range, cols: range) -> dict[str, Any]:
+    """NxDataPage of rows (each the JSON text of its cells) already cut to `rows` x `cols`."""
     return {
-        "qMatrix": matrix,
+        "qMatrix": RawJson("[" + ",".join(rows_json) + "]"),
         "qTails": [{"qUp": 0, "qDown": 0}],
         "qArea": {
             "qLeft": cols.start,

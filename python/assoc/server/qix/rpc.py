@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,8 +78,39 @@ class InvalidRequest(RpcError):
         self.request_id = request_id
 
 
+class RawJson:
+    """JSON text made already (data pages from per-value fragments), put into answers as is."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+# Stands for a RawJson part while the rest of an answer is encoded; no data can hold it.
+_RAW_TOKEN = f"\ue000raw-{uuid.uuid4().hex}-"
+
+
 def _dumps(message: dict[str, Any]) -> str:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    raws: list[str] = []
+
+    def placeholder(value: Any) -> str:
+        if not isinstance(value, RawJson):
+            raise TypeError(f"{type(value).__name__} is not JSON")
+        raws.append(value.text)
+        return f"{_RAW_TOKEN}{len(raws) - 1}"
+
+    text = json.dumps(
+        message, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=placeholder
+    )
+    for i, raw in enumerate(raws):
+        text = text.replace(f'"{_RAW_TOKEN}{i}"', raw, 1)
+    return text
+
+
+def encode_json(value: Any) -> str:
+    """Compact JSON of a value (NaN refused), as answers carry it."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def result_message(
