@@ -75,21 +75,40 @@ async def _round_trips(url: str, seconds: float) -> tuple[float, str]:
         return done / (time.perf_counter() - start), str(answer)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _timed_round_trips(server: Server, path: str, seconds: float) -> tuple[float, float]:
+    """Round trips per second, and the server's CPU microseconds per round trip."""
+    cpu = _cpu_seconds(server.proc.pid)
+    start = time.perf_counter()
+    rps, _ = asyncio.run(_round_trips(server.url.replace("http", "ws") + path, seconds))
+    elapsed = time.perf_counter() - start
+    used = _cpu_seconds(server.proc.pid) - cpu
+    return rps, used / (rps * elapsed) * 1e6
+
+
 @dataclass
 class RoundTrips:
-    """Round trips per second, per run."""
+    """Round trips per second and server CPU microseconds per round trip, per run."""
 
     assoc_rps: list[float] = field(default_factory=list)
     bare_rps: list[float] = field(default_factory=list)
+    assoc_cpu_us: list[float] = field(default_factory=list)
+    bare_cpu_us: list[float] = field(default_factory=list)
 
     @property
     def ratios(self) -> list[float]:
-        """assoc / bare of each pair of runs."""
+        """assoc / bare round trips per second of each pair of runs."""
         return [a / b for a, b in zip(self.assoc_rps, self.bare_rps, strict=True)]
 
 
 def compare_round_trips(seconds: float, runs: int, data_dir: Path) -> RoundTrips:
-    """EngineVersion round trips: assoc against the bare endpoint, alternating."""
+    """EngineVersion round trips: assoc against the bare endpoint, alternating which goes first."""
     server = assoc_server(data_dir)
     try:
         _, answer = asyncio.run(_round_trips(server.url.replace("http", "ws") + "/app", 0.1))
@@ -100,13 +119,12 @@ def compare_round_trips(seconds: float, runs: int, data_dir: Path) -> RoundTrips
             _, bare_answer = asyncio.run(_round_trips(bare.url.replace("http", "ws") + "/", 0.1))
             assert bare_answer == answer, (bare_answer, answer)
             out = RoundTrips()
-            for _ in range(runs):
-                rps, _ = asyncio.run(_round_trips(bare.url.replace("http", "ws") + "/", seconds))
-                out.bare_rps.append(rps)
-                rps, _ = asyncio.run(
-                    _round_trips(server.url.replace("http", "ws") + "/app", seconds)
-                )
-                out.assoc_rps.append(rps)
+            for run in range(runs):
+                pair = [("bare", bare, "/"), ("assoc", server, "/app")]
+                for name, target, path in pair if run % 2 == 0 else pair[::-1]:
+                    rps, cpu_us = _timed_round_trips(target, path, seconds)
+                    getattr(out, f"{name}_rps").append(rps)
+                    getattr(out, f"{name}_cpu_us").append(cpu_us)
             return out
         finally:
             bare.close()
@@ -300,14 +318,22 @@ def report(trips: RoundTrips | None, steps: StepTimes | None, soak: Soak | None)
     lines = [f"load average before: {os.getloadavg()[0]:.2f}", ""]
     if trips:
         lines += [
-            "| EngineVersion round trips/s | assoc | bare Starlette | ratio |",
-            "|---|---|---|---|",
+            "| EngineVersion | assoc rt/s | bare rt/s | ratio | assoc server CPU µs/rt "
+            "| bare server CPU µs/rt |",
+            "|---|---|---|---|---|---|",
         ]
-        for i, (a, b, r) in enumerate(
-            zip(trips.assoc_rps, trips.bare_rps, trips.ratios, strict=True)
+        for i, (a, b, r, ac, bc) in enumerate(
+            zip(
+                trips.assoc_rps,
+                trips.bare_rps,
+                trips.ratios,
+                trips.assoc_cpu_us,
+                trips.bare_cpu_us,
+                strict=True,
+            )
         ):
-            lines.append(f"| run {i + 1} | {a:,.0f} | {b:,.0f} | {r:.2f} |")
-        lines += [f"| median | | | {statistics.median(trips.ratios):.2f} |", ""]
+            lines.append(f"| run {i + 1} | {a:,.0f} | {b:,.0f} | {r:.2f} | {ac:.0f} | {bc:.0f} |")
+        lines += [f"| median | | | {statistics.median(trips.ratios):.2f} | | |", ""]
     if steps:
         lines += [
             "| select + layouts (median ms) | QIX | embedded | ratio | QIX <= 1.5x + 1 ms |",

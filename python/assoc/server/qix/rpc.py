@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -91,26 +92,36 @@ class RawJson:
 _RAW_TOKEN = f"\ue000raw-{uuid.uuid4().hex}-"
 
 
+_raw_parts = threading.local()
+
+
+def _placeholder(value: Any) -> str:
+    if not isinstance(value, RawJson):
+        raise TypeError(f"{type(value).__name__} is not JSON")
+    parts: list[str] = _raw_parts.__dict__.setdefault("parts", [])
+    parts.append(value.text)
+    return f"{_RAW_TOKEN}{len(parts) - 1}"
+
+
+# One encoder for every answer (json.dumps would build one per call).
+_ENCODER = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_placeholder
+)
+
+
 def _dumps(message: dict[str, Any]) -> str:
-    raws: list[str] = []
-
-    def placeholder(value: Any) -> str:
-        if not isinstance(value, RawJson):
-            raise TypeError(f"{type(value).__name__} is not JSON")
-        raws.append(value.text)
-        return f"{_RAW_TOKEN}{len(raws) - 1}"
-
-    text = json.dumps(
-        message, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=placeholder
-    )
-    for i, raw in enumerate(raws):
+    _raw_parts.parts = []
+    text = _ENCODER.encode(message)
+    parts: list[str] = _raw_parts.parts
+    for i, raw in enumerate(parts):
         text = text.replace(f'"{_RAW_TOKEN}{i}"', raw, 1)
+    _raw_parts.parts = []
     return text
 
 
 def encode_json(value: Any) -> str:
     """Compact JSON of a value (NaN refused), as answers carry it."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def result_message(
@@ -193,8 +204,10 @@ def bind_params(
 ) -> dict[str, Any]:
     """Parameter values by name from positional, named or absent params; -32602 when they do
     not fit."""
-    if raw is None:
+    if not raw:
         raw = []
+        if not specs:
+            return {}
     if isinstance(raw, list):
         if len(raw) > len(specs):
             raise RpcError(INVALID_PARAMS, method, f"Invalid Params: at most {len(specs)} expected")
