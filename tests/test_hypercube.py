@@ -404,3 +404,36 @@ def test_large_table_matches_numpy_on_every_thread_count(threads) -> None:
                 assert nan_to_none(cube.totals[0]) == pytest.approx(amount[mask].sum())
     finally:
         assoc.set_threads(old)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_many_groups_and_values_match_plain_python(threads) -> None:
+    """Group keys beyond direct indexing and distinct counts beyond a bitset take other paths."""
+    rng = np.random.default_rng(3)
+    n = 60_000
+    a = rng.integers(0, 400, n)
+    b = rng.integers(0, 400, n)
+    c = rng.integers(0, 50_000, n)
+    sel = rng.integers(0, 50, n)
+    app = App.from_tables({"T": {"A": a, "B": b, "C": c, "Sel": sel}})
+    old = assoc.threads()
+    assoc.set_threads(threads)
+    try:
+        with app.session() as s:
+            for chosen in (None, [1, 2]):
+                s.clear()
+                mask = np.ones(n, bool) if chosen is None else np.isin(sel, chosen)
+                if chosen:
+                    s.select("Sel", chosen)
+                for dims in (["A"], ["A", "B"]):
+                    cube = s.hypercube(dims, ["Count(distinct C)", "Sum(C)"])
+                    want: dict[tuple[int, ...], set[int]] = {}
+                    for i in np.flatnonzero(mask):
+                        key = (int(a[i]),) if dims == ["A"] else (int(a[i]), int(b[i]))
+                        want.setdefault(key, set()).add(int(c[i]))
+                    got = {r[: len(dims)]: r[len(dims)] for r in cube.rows}
+                    assert got == {k: float(len(v)) for k, v in want.items()}
+                    assert [r[: len(dims)] for r in cube.rows] == sorted(want)
+                    assert cube.totals[0] == len(np.unique(c[mask]))
+    finally:
+        assoc.set_threads(old)

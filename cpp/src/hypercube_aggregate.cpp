@@ -164,9 +164,28 @@ std::vector<std::uint64_t> distinct_counts(TermInput& t, TermAcc& acc, std::size
     }
     return out;
   }
-  std::sort(acc.pairs.begin(), acc.pairs.end());
-  acc.pairs.erase(std::unique(acc.pairs.begin(), acc.pairs.end()), acc.pairs.end());
-  for (const std::uint64_t p : acc.pairs) ++out[p >> 32];
+  // Pairs grouped by slot (a counting sort), then each slot's symbols marked in one bitset
+  // over the field, counted, and unmarked: linear, and the bitset stays in cache.
+  std::vector<std::size_t> start(slots + 1, 0);
+  for (const std::uint64_t p : acc.pairs) ++start[(p >> 32) + 1];
+  for (std::size_t s = 0; s < slots; ++s) start[s + 1] += start[s];
+  std::vector<std::uint32_t> symbols(acc.pairs.size());
+  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
+  for (const std::uint64_t p : acc.pairs) symbols[fill[p >> 32]++] = static_cast<std::uint32_t>(p);
+  std::vector<std::uint64_t>().swap(acc.pairs);
+  Bitset seen(t.n_symbols);
+  std::uint64_t* w = seen.words();
+  for (std::size_t s = 0; s < slots; ++s) {
+    std::uint64_t c = 0;
+    for (std::size_t i = start[s]; i < start[s + 1]; ++i) {
+      const std::uint32_t x = symbols[i];
+      const std::uint64_t bit = std::uint64_t{1} << (x & 63);
+      c += (w[x >> 6] & bit) ? 0U : 1U;
+      w[x >> 6] |= bit;
+    }
+    for (std::size_t i = start[s]; i < start[s + 1]; ++i) w[symbols[i] >> 6] = 0;
+    out[s] = c;
+  }
   return out;
 }
 
@@ -212,10 +231,11 @@ double value_of(const TermInput& t, const TermAcc& acc, const std::vector<std::u
   return kNaN;
 }
 
-// Whether a Count(distinct) of `n_symbols` values over `slots` slots fits in a bitset.
-std::size_t distinct_words(std::uint32_t n_symbols, std::size_t slots, std::size_t records) {
+// Words per slot when a Count(distinct) of `n_symbols` values over `slots` slots is marked in
+// a bitset: when it takes no more than the 12 bytes per record that pairs would; else 0.
+std::size_t distinct_words(std::uint32_t n_symbols, std::size_t slots, std::uint64_t records) {
   const std::size_t words = (std::size_t{n_symbols} + 63) / 64;
-  const std::size_t budget = std::max<std::size_t>(std::size_t{1} << 24, records * 2);
+  const std::uint64_t budget = std::max<std::uint64_t>(std::uint64_t{1} << 16, records * 12);
   return slots * words * 8 <= budget ? words : 0;
 }
 
@@ -246,7 +266,7 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
     if (!t.symbols->int_numbers().empty()) t.ints = t.symbols->int_numbers().data();
     if (!t.symbols->double_numbers().empty()) t.doubles = t.symbols->double_numbers().data();
     if (t.func == AggFunc::kCountDistinct && direct) {
-      t.words_per_slot = distinct_words(t.n_symbols, slots, records);
+      t.words_per_slot = distinct_words(t.n_symbols, slots, table_root ? rows.possible[root] : records);
       t.bits.assign(slots * t.words_per_slot, 0);
     }
   }

@@ -171,9 +171,55 @@ const KeySets& JoinWalker::sets_of(std::uint32_t node) {
 }
 
 KeySets JoinWalker::table_sets(std::uint32_t table) {
+  const Table& t = model_.data().tables()[table];
   const std::uint32_t link = graph_.field_of(tree_.parent[table]);
-  const auto column = static_cast<std::uint32_t>(model_.data().tables()[table].column_of(link));
+  const auto column = static_cast<std::uint32_t>(t.column_of(link));
   KeySetsBuilder b(std::size_t{model_.data().fields()[link].symbols.size()} + 1);
+  std::vector<const KeySets*> children;
+  for (const std::uint32_t child : tree_.children[table]) children.push_back(&sets_of(child));
+  if (std::all_of(children.begin(), children.end(), [](const KeySets* k) { return k->functional; })) {
+    // Each row reaches at most one tuple: its key is a sum of look-ups, batch by batch.
+    std::vector<std::uint32_t> columns{column};
+    std::vector<std::uint64_t> strides{0};
+    for (const auto& d : dims_) {
+      if (d.node != table) continue;
+      columns.push_back(d.column);
+      strides.push_back(d.stride);
+    }
+    const std::size_t n_own = columns.size();
+    for (const std::uint32_t child : tree_.children[table])
+      columns.push_back(static_cast<std::uint32_t>(t.column_of(graph_.field_of(child))));
+    std::vector<std::vector<std::uint32_t>> codes(columns.size(), std::vector<std::uint32_t>(kBatch));
+    std::vector<std::uint64_t> key(kBatch);
+    std::vector<std::uint8_t> dropped(kBatch);
+    const Bitset* possible = rows_.rows[table].get();
+    for (std::size_t begin = 0; begin < t.rows; begin += kBatch) {
+      const std::size_t count = std::min(kBatch, t.rows - begin);
+      for (std::size_t c = 0; c < columns.size(); ++c) t.columns[columns[c]].index.decode(begin, count, codes[c].data());
+      std::fill(key.begin(), key.end(), 0);
+      std::fill(dropped.begin(), dropped.end(), 0);
+      for (std::size_t c = 1; c < n_own; ++c)
+        for (std::size_t i = 0; i < count; ++i) key[i] += std::uint64_t{static_cast<std::uint32_t>(codes[c][i] + 1)} * strides[c];
+      for (std::size_t l = 0; l < children.size(); ++l) {
+        const std::uint64_t* one = children[l]->one.data();
+        const std::uint32_t* cs = codes[n_own + l].data();
+        for (std::size_t i = 0; i < count; ++i) {
+          const std::uint64_t v = one[static_cast<std::uint32_t>(cs[i] + 1)];
+          if (v == kMissing) {
+            dropped[i] = inner_ ? 1 : 0;
+          } else {
+            key[i] += v;
+          }
+        }
+      }
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::uint32_t code = codes[0][i];
+        if (code == kNull || dropped[i] || (possible != nullptr && !possible->test(begin + i))) continue;
+        b.add(code + 1, key[i]);
+      }
+    }
+    return b.finish();
+  }
   table_records(table, {column}, [&](const RecordBatch& batch) {
     for (std::size_t i = 0; i < batch.n; ++i) {
       const std::uint32_t code = batch.extra[0][i];
@@ -189,6 +235,28 @@ KeySets JoinWalker::field_sets(std::uint32_t node) {
   KeySetsBuilder b(std::size_t{model_.data().fields()[field].symbols.size()} + 1);
   // A NULL link value joins nothing beyond; where nothing lies beyond, it is simply None.
   if (tree_.children[node].empty()) b.add(0, 0);
+  std::vector<const KeySets*> children;
+  for (const std::uint32_t child : tree_.children[node]) children.push_back(&sets_of(child));
+  if (std::all_of(children.begin(), children.end(), [](const KeySets* k) { return k->functional; })) {
+    std::uint64_t own_stride = 0;
+    for (const auto& d : dims_)
+      if (d.node == node) own_stride += d.stride;
+    const std::uint32_t n = model_.data().fields()[field].symbols.size();
+    for (std::uint32_t s = 0; s < n; ++s) {
+      std::uint64_t key = std::uint64_t{s + 1} * own_stride;
+      bool dropped = false;
+      for (const KeySets* c : children) {
+        const std::uint64_t v = c->one[s + 1];
+        if (v == kMissing) {
+          dropped = dropped || inner_;
+        } else {
+          key += v;
+        }
+      }
+      if (!dropped) b.add(s + 1, key);
+    }
+    return b.finish();
+  }
   field_records(node, nullptr, {kIdentity}, [&](const RecordBatch& batch) {
     for (std::size_t i = 0; i < batch.n; ++i)
       for (std::uint32_t k = batch.key_offsets[i]; k < batch.key_offsets[i + 1]; ++k)
