@@ -13,7 +13,7 @@ import numpy as np
 import assoc
 from assoc.server.qix.rpc import GENERIC_NOT_FOUND, RpcError, encode_json, json_number
 
-NULL_CELL_PREFIX = '{"qText":"","qNum":"NaN","qElemNumber":-2,"qIsNull":true,"qState":"'
+NULL_CELL_PREFIX = '{"qText":"-","qNum":"NaN","qElemNumber":-2,"qIsNull":true,"qState":"'
 
 
 def value_text(value: Any) -> str:
