@@ -81,9 +81,7 @@ def one_table(repeat: int) -> dict[str, float]:
 
         def polars_query(frame: pl.DataFrame = df, case: str = case) -> pl.DataFrame:
             f = frame if case == "all" else frame.filter(pl.col("Sel").is_in(chosen))
-            return f.group_by("Category").agg(
-                pl.col("Amount").sum(), pl.col("Customer").n_unique()
-            )
+            return f.group_by("Category").agg(pl.col("Amount").sum(), pl.col("Customer").n_unique())
 
         def duckdb_query(where: str = where) -> list[tuple[Any, ...]]:
             return con.execute(
@@ -240,7 +238,9 @@ def main() -> int:
         f"One table, {int(a['rows']):,} rows: by Category (1,000), "
         "Sum(Amount) and Count(distinct Customer) (100,000 customers)\n"
     )
-    print("| case | polars ms | duckdb ms | assoc 1 thread ms | assoc 2 threads ms | assoc vs best | 2 vs 1 thread |")
+    print(
+        "| case | polars ms | duckdb ms | assoc 1 thread ms | assoc 2 threads ms | assoc vs best | 2 vs 1 thread |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for case, label in (("all", "no selection"), ("selected", "10 values selected in Sel")):
         p, q = a[f"{case}_polars"], a[f"{case}_duckdb"]

@@ -349,9 +349,7 @@ def report(trips: RoundTrips | None, steps: StepTimes | None, soak: Soak | None)
             f"soak: {soak.sockets} sockets, {soak.seconds:.0f} s, {len(lat):,} requests, "
             f"{soak.errors} errors; latency p50 {_pct(lat, 50) * 1e3:.1f} ms, "
             f"p99 {_pct(lat, 99) * 1e3:.1f} ms, max {max(lat, default=0) * 1e3:.1f} ms; "
-            f"server RSS start {soak.rss_mb[0]:.0f} MB, peak {max(soak.rss_mb):.0f} MB, "
-            f"last {soak.rss_mb[-1]:.0f} MB, second half peak "
-            f"{max(soak.rss_mb[len(soak.rss_mb) // 2 :]):.0f} MB",
+            "server RSS every 10 s (MB): " + ", ".join(f"{m:.0f}" for m in soak.rss_mb[::10]),
         ]
     lines.append(f"load average after: {os.getloadavg()[0]:.2f}")
     return "\n".join(lines)
