@@ -349,8 +349,7 @@ class AppStore:
         return AppLease(self, entry, app)
 
     def subscribe(self, listener: StoreListener) -> Callable[[], None]:
-        """Calls `listener(app_id, "deleted" | "replaced")` from the committing thread after
-        each such change; answers the function that unsubscribes it."""
+        """Calls `listener(app_id, "deleted" | "replaced")` on commit; returns unsubscribe."""
         with self._index_lock:
             self._listeners.append(listener)
 

@@ -215,8 +215,7 @@ class Param:
 def bind_params(
     method: str, specs: Sequence[Param], raw: list[Any] | dict[str, Any] | None
 ) -> dict[str, Any]:
-    """Parameter values by name from positional, named or absent params; -32602 when they do
-    not fit."""
+    """Parameter values by name from positional, named or absent params (-32602 on misfit)."""
     if not raw:
         raw = []
         if not specs:
