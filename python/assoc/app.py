@@ -121,8 +121,12 @@ class App:
             return cls(package.build_model())
 
     @classmethod
-    def from_script(cls, text: str, folders: Mapping[str, str | os.PathLike[str]] | None = None,
-                    variables: Mapping[str, str] | None = None) -> App:
+    def from_script(
+        cls,
+        text: str,
+        folders: Mapping[str, str | os.PathLike[str]] | None = None,
+        variables: Mapping[str, str] | None = None,
+    ) -> App:
         """An app from a load script; `folders` maps connection names to folders for lib:// paths."""
         from assoc.script import FolderConnections, ScriptRunner
 

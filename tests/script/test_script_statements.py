@@ -39,8 +39,10 @@ def read_orders(folder: Path) -> list[dict[str, str]]:
 
 
 def test_load_star_from_csv_matches_from_csv(data: Path) -> None:
-    app = assoc.App.from_script("LOAD * FROM [lib://data/orders.csv] (txt, utf8, embedded labels, delimiter is ',');",
-                                folders={"data": data})
+    app = assoc.App.from_script(
+        "LOAD * FROM [lib://data/orders.csv] (txt, utf8, embedded labels, delimiter is ',');",
+        folders={"data": data},
+    )
     direct = assoc.App.from_csv(data / "orders.csv", "orders")
     assert app.tables == ["orders"]
     assert app.table("orders").fields == direct.table("orders").fields
@@ -107,7 +109,11 @@ def test_preceding_load_and_recno(data: Path) -> None:
     """
     app = assoc.App.from_script(script, folders={"data": data})
     src = read_orders(data)
-    expected = [(r["Name"], float(r["Amount"]) + 1, i + 1) for i, r in enumerate(src) if float(r["Amount"]) >= 100]
+    expected = [
+        (r["Name"], float(r["Amount"]) + 1, i + 1)
+        for i, r in enumerate(src)
+        if float(r["Amount"]) >= 100
+    ]
     assert [(n, float(p), r) for n, p, r in rows_of(app, "T")] == expected
 
 
@@ -235,6 +241,8 @@ def test_txt_options_read_in_python(tmp_path: Path) -> None:
 
 def test_tab_delimited_file(tmp_path: Path) -> None:
     (tmp_path / "t.tsv").write_text("a\tb\n1\tx\n2\ty\n")
-    app = assoc.App.from_script("T: LOAD * FROM [lib://d/t.tsv] (txt, delimiter is '\\t', embedded labels);",
-                                folders={"d": tmp_path})
+    app = assoc.App.from_script(
+        "T: LOAD * FROM [lib://d/t.tsv] (txt, delimiter is '\\t', embedded labels);",
+        folders={"d": tmp_path},
+    )
     assert rows_of(app, "T") == [(1, "x"), (2, "y")]

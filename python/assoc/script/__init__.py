@@ -18,8 +18,12 @@ def check_syntax(text: str, variables: Mapping[str, str] | None = None) -> list[
 
 def empty_script() -> str:
     """The script a new app starts with: the en-US interpretation variables."""
-    return "".join(f"SET {k}='{v}';\n" for k, v in DEFAULTS.items() if k not in ("NumericalAbbreviation",)) + \
-        f"SET NumericalAbbreviation='{DEFAULTS['NumericalAbbreviation']}';\n"
+    return (
+        "".join(
+            f"SET {k}='{v}';\n" for k, v in DEFAULTS.items() if k not in ("NumericalAbbreviation",)
+        )
+        + f"SET NumericalAbbreviation='{DEFAULTS['NumericalAbbreviation']}';\n"
+    )
 
 
 def locale_info() -> dict[str, Any]:

@@ -73,8 +73,11 @@ class Evaluator:
                 raise ScriptError(f"unknown function {expr.name}", expr.line, expr.column)
             fn, least, most = spec
             if not least <= len(expr.args) <= most:
-                raise ScriptError(f"{expr.name} takes {least}..{most} arguments, not {len(expr.args)}",
-                                  expr.line, expr.column)
+                raise ScriptError(
+                    f"{expr.name} takes {least}..{most} arguments, not {len(expr.args)}",
+                    expr.line,
+                    expr.column,
+                )
             args = [self(a) for a in expr.args]
             try:
                 return fn(args, self.ctx)
@@ -105,12 +108,21 @@ class Evaluator:
         if op in ("=", "<>", "<", ">", "<=", ">="):
             both = ~np.isnan(x) & ~np.isnan(y)
             with np.errstate(invalid="ignore"):
-                numeric = {"=": x == y, "<>": x != y, "<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y}[op]
+                numeric = {
+                    "=": x == y,
+                    "<>": x != y,
+                    "<": x < y,
+                    ">": x > y,
+                    "<=": x <= y,
+                    ">=": x >= y,
+                }[op]
             if both.all():
                 return booleans(numeric)
             return booleans(np.where(both, numeric, _text_compare(op, a, b, n)))
         with np.errstate(all="ignore"):
-            out = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y, "/": lambda: x / y}[op]()
+            out = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y, "/": lambda: x / y}[
+                op
+            ]()
         out = np.asarray(out, dtype=np.float64)
         out[~np.isfinite(out)] = NAN
         return Values(out)

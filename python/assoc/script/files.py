@@ -49,7 +49,7 @@ def read_file(path: Path, fmt: ast.FileFormat, name: str, interp: Interpretation
     try:
         if kind == "qvd":
             return Frame.of_native(_core.ScriptTable.read_qvd(data, name))
-        first_line = bytes(data[: 65536]).split(b"\n", 1)[0]
+        first_line = bytes(data[:65536]).split(b"\n", 1)[0]
         fast = (
             fmt.labels is not False
             and fmt.header_lines == 0
@@ -59,7 +59,9 @@ def read_file(path: Path, fmt: ast.FileFormat, name: str, interp: Interpretation
         )
         if fast:
             return interpret_texts(Frame.of_native(_core.ScriptTable.read_csv(data, name)), interp)
-        return read_delimited(bytes(data).decode(_encoding(fmt.encoding), "replace"), fmt, name, interp)
+        return read_delimited(
+            bytes(data).decode(_encoding(fmt.encoding), "replace"), fmt, name, interp
+        )
     finally:
         if isinstance(data, mmap.mmap):
             data.close()
@@ -67,8 +69,15 @@ def read_file(path: Path, fmt: ast.FileFormat, name: str, interp: Interpretation
 
 
 def _encoding(name: str) -> str:
-    return {"utf8": "utf-8-sig", "unicode": "utf-16", "ansi": "cp1252", "oem": "cp437", "mac": "mac_roman",
-            "cp65001": "utf-8-sig", "cp1200": "utf-16"}.get(name, name)
+    return {
+        "utf8": "utf-8-sig",
+        "unicode": "utf-16",
+        "ansi": "cp1252",
+        "oem": "cp437",
+        "mac": "mac_roman",
+        "cp65001": "utf-8-sig",
+        "cp1200": "utf-16",
+    }.get(name, name)
 
 
 def interpret_texts(frame: Frame, interp: Interpretation) -> Frame:
@@ -105,8 +114,9 @@ def read_delimited(text: str, fmt: ast.FileFormat, name: str, interp: Interpreta
     if fmt.quoting == "none":
         rows = [line.split(delimiter) for line in lines]
     else:
-        reader = csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter, quotechar='"',
-                            skipinitialspace=True)
+        reader = csv.reader(
+            io.StringIO("\n".join(lines)), delimiter=delimiter, quotechar='"', skipinitialspace=True
+        )
         rows = list(reader)
     rows = [r for r in rows if r and any(c.strip() for c in r)]
     if delimiter == " ":
@@ -122,12 +132,16 @@ def read_delimited(text: str, fmt: ast.FileFormat, name: str, interp: Interpreta
         seen = set()
         for label in labels:
             if not label or label in seen:
-                raise ScriptError(f"table {name!r}: empty or repeated field name {label!r} in the labels")
+                raise ScriptError(
+                    f"table {name!r}: empty or repeated field name {label!r} in the labels"
+                )
             seen.add(label)
     return frame_of_texts(name, labels, rows, interp)
 
 
-def frame_of_texts(name: str, labels: list[str], rows: list[list[str]], interp: Interpretation) -> Frame:
+def frame_of_texts(
+    name: str, labels: list[str], rows: list[list[str]], interp: Interpretation
+) -> Frame:
     """A frame from rows of text cells, each distinct text interpreted once."""
     columns: dict[str, Column] = {}
     for c, label in enumerate(labels):
@@ -143,7 +157,9 @@ def frame_of_texts(name: str, labels: list[str], rows: list[list[str]], interp: 
                 k = index[cell] = len(index)
             codes[r] = k
         texts: list[str | None] = list(index)
-        nums = np.array([NAN if (x := interp.read(t)) is None else x for t in index], dtype=np.float64)
+        nums = np.array(
+            [NAN if (x := interp.read(t)) is None else x for t in index], dtype=np.float64
+        )
         # A number written in its plain form needs no text of its own.
         for k, x in enumerate(nums.tolist()):
             if x == x and plain_text(x) == texts[k]:

@@ -171,26 +171,34 @@ def _num_hash(args: list[Values], ctx: CallContext) -> Values:
         r = read_plain(s, dec, thou)
         if r is not None:
             nums[i] = r / 100 if suffix == "%" else r
-    return Values.of_texts([t if not math.isnan(x) else None for t, x in zip(texts, nums.tolist(), strict=True)], nums)
+    return Values.of_texts(
+        [t if not math.isnan(x) else None for t, x in zip(texts, nums.tolist(), strict=True)], nums
+    )
 
 
 def _text_fn(args: list[Values], ctx: CallContext) -> Values:
     return Values.of_texts(args[0].broadcast(ctx.n).text_list())
 
 
-def _round(x: np.ndarray, step: np.ndarray | None = None, offset: np.ndarray | None = None) -> np.ndarray:
+def _round(
+    x: np.ndarray, step: np.ndarray | None = None, offset: np.ndarray | None = None
+) -> np.ndarray:
     s = 1.0 if step is None else step
     o = 0.0 if offset is None else offset
     return np.floor((x - o) / s + 0.5) * s + o
 
 
-def _floor(x: np.ndarray, step: np.ndarray | None = None, offset: np.ndarray | None = None) -> np.ndarray:
+def _floor(
+    x: np.ndarray, step: np.ndarray | None = None, offset: np.ndarray | None = None
+) -> np.ndarray:
     s = 1.0 if step is None else step
     o = 0.0 if offset is None else offset
     return np.floor((x - o) / s) * s + o
 
 
-def _ceil(x: np.ndarray, step: np.ndarray | None = None, offset: np.ndarray | None = None) -> np.ndarray:
+def _ceil(
+    x: np.ndarray, step: np.ndarray | None = None, offset: np.ndarray | None = None
+) -> np.ndarray:
     s = 1.0 if step is None else step
     o = 0.0 if offset is None else offset
     return np.ceil((x - o) / s) * s + o
@@ -235,20 +243,57 @@ def _day(args: list[Values], ctx: CallContext) -> Values:
     return Values(np.where(np.isnan(nums), NAN, days.astype(np.float64)))
 
 
-def _date(args: list[Values], ctx: CallContext) -> Values:
-    nums = numbers_of(args[0].broadcast(ctx.n), ctx.interpretation)
-    fmt = _format_args(args, 1) or ctx.interpretation.date_format
-    interp = ctx.interpretation
-    return _dual_of(nums, lambda x: interp.format_date(x, fmt))
+def _formats(kind: str, interp: Interpretation) -> str:
+    """The default format of Date, Time, Timestamp or Interval."""
+    return {
+        "date": interp.date_format,
+        "time": interp.time_format,
+        "timestamp": interp.timestamp_format,
+        "interval": "h:mm:ss",
+    }[kind]
 
 
-def _date_hash(args: list[Values], ctx: CallContext) -> Values:
+def _date_formatter(kind: str) -> Callable[[list[Values], CallContext], Values]:
+    """Date(), Time(), Timestamp(), Interval(): numbers shown in a date/time format."""
+
+    def call(args: list[Values], ctx: CallContext) -> Values:
+        nums = numbers_of(args[0].broadcast(ctx.n), ctx.interpretation)
+        fmt = _format_args(args, 1) or _formats(kind, ctx.interpretation)
+        interp = ctx.interpretation
+        if kind == "interval":
+            return _dual_of(nums, _interval_text)
+        return _dual_of(nums, lambda x: interp.format_date(x, fmt))
+
+    return call
+
+
+def _interval_text(days: float) -> str:
+    total = round(abs(days) * 86400)
+    h, rest = divmod(total, 3600)
+    return ("-" if days < 0 else "") + f"{h}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def _date_reader(kind: str) -> Callable[[list[Values], CallContext], Values]:
+    """Date#(), Time#(), Timestamp#(), Interval#(): texts read in a date/time format."""
+    return lambda args, ctx: _date_hash(args, ctx, kind)
+
+
+def _date_hash(args: list[Values], ctx: CallContext, kind: str = "date") -> Values:
     v = args[0].broadcast(ctx.n)
-    fmt = _format_args(args, 1) or ctx.interpretation.date_format
+    fmt = _format_args(args, 1) or _formats(kind, ctx.interpretation)
     texts = v.text_list()
-    nums = np.array([NAN if t is None else (lambda r: NAN if r is None else r)(ctx.interpretation.read_date(t, fmt))
-                     for t in texts], dtype=np.float64)
-    return Values.of_texts([t if x == x else None for t, x in zip(texts, nums.tolist(), strict=True)], nums)
+    nums = np.array(
+        [
+            NAN
+            if t is None
+            else (lambda r: NAN if r is None else r)(ctx.interpretation.read_date(t, fmt))
+            for t in texts
+        ],
+        dtype=np.float64,
+    )
+    return Values.of_texts(
+        [t if x == x else None for t, x in zip(texts, nums.tolist(), strict=True)], nums
+    )
 
 
 def _makedate(args: list[Values], ctx: CallContext) -> Values:
@@ -314,7 +359,11 @@ FUNCTIONS: dict[str, tuple[Callable[[list[Values], CallContext], Values], int, i
     "RTRIM": (_text(lambda s: s.rstrip(" ")), 1, 1),
     "LEN": (_len, 1, 1),
     "LEFT": (_text(lambda s, k: s[: max(_int_arg(k), 0)]), 2, 2),
-    "RIGHT": (_text(lambda s, k: s[len(s) - max(_int_arg(k), 0) :] if _int_arg(k) > 0 else ""), 2, 2),
+    "RIGHT": (
+        _text(lambda s, k: s[len(s) - max(_int_arg(k), 0) :] if _int_arg(k) > 0 else ""),
+        2,
+        2,
+    ),
     "MID": (_text(_mid), 2, 3),
     "INDEX": (lambda a, c: _numeric(lambda x: x)([_text(_index)(a, c)], c), 2, 3),
     "REPLACE": (_text(_replace), 3, 3),
@@ -327,8 +376,14 @@ FUNCTIONS: dict[str, tuple[Callable[[list[Values], CallContext], Values], int, i
     "ROUND": (_numeric(_round), 1, 3),
     "MOD": (_numeric(_mod), 2, 2),
     "FABS": (_numeric(np.abs), 1, 1),
-    "DATE": (_date, 1, 2),
-    "DATE#": (_date_hash, 1, 2),
+    "DATE": (_date_formatter("date"), 1, 2),
+    "DATE#": (_date_reader("date"), 1, 2),
+    "TIME": (_date_formatter("time"), 1, 2),
+    "TIME#": (_date_reader("time"), 1, 2),
+    "TIMESTAMP": (_date_formatter("timestamp"), 1, 2),
+    "TIMESTAMP#": (_date_reader("timestamp"), 1, 2),
+    "INTERVAL": (_date_formatter("interval"), 1, 2),
+    "INTERVAL#": (_date_reader("interval"), 1, 2),
     "YEAR": (_year, 1, 1),
     "MONTH": (_month, 1, 1),
     "DAY": (_day, 1, 1),

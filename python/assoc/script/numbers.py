@@ -75,13 +75,21 @@ class Interpretation:
         if n is not None:
             return n
         if self.currency and self.currency in s:
-            n = read_plain(s.replace(self.currency, "", 1).strip(), self.money_decimal, self.money_thousand)
+            n = read_plain(
+                s.replace(self.currency, "", 1).strip(), self.money_decimal, self.money_thousand
+            )
             if n is not None:
                 return n
         if not any(ch.isdigit() for ch in s):
             return None
-        for fmt in (self.date_format, self.timestamp_format, self.time_format, "YYYY-MM-DD",
-                    "YYYY-MM-DD hh:mm:ss[.fff]", "YYYY-MM-DDThh:mm:ss[.fff]"):
+        for fmt in (
+            self.date_format,
+            self.timestamp_format,
+            self.time_format,
+            "YYYY-MM-DD",
+            "YYYY-MM-DD hh:mm:ss[.fff]",
+            "YYYY-MM-DDThh:mm:ss[.fff]",
+        ):
             n = self.read_date(s, fmt)
             if n is not None:
                 return n
@@ -89,8 +97,13 @@ class Interpretation:
 
     def read_date(self, text: str, fmt: str) -> float | None:
         """A date/time text in format `fmt` as a day number (with a fraction for the time)."""
-        pattern = _date_regex(fmt, tuple(self.month_names), tuple(self.long_month_names),
-                              tuple(self.day_names), tuple(self.long_day_names))
+        pattern = _date_regex(
+            fmt,
+            tuple(self.month_names),
+            tuple(self.long_month_names),
+            tuple(self.day_names),
+            tuple(self.long_day_names),
+        )
         m = pattern.fullmatch(text.strip())
         if m is None:
             return None
@@ -124,8 +137,13 @@ class Interpretation:
         return days + (hour * 3600 + minute * 60 + second + frac) / 86400.0
 
     # --- writing
-    def format_number(self, value: float, fmt: str | None = None, decimal: str | None = None,
-                      thousand: str | None = None) -> str:
+    def format_number(
+        self,
+        value: float,
+        fmt: str | None = None,
+        decimal: str | None = None,
+        thousand: str | None = None,
+    ) -> str:
         """A number in a `#,##0.00`-style format (the shortest plain form without one)."""
         if fmt is None or not fmt:
             return plain_text(value)
@@ -133,8 +151,12 @@ class Interpretation:
         if ";" in fmt:
             fmt, negative_fmt = fmt.split(";", 1)
         if value < 0 and negative_fmt:
-            return _apply_number_format(-value, negative_fmt, decimal or self.decimal, thousand or self.thousand)
-        text = _apply_number_format(abs(value), fmt, decimal or self.decimal, thousand or self.thousand)
+            return _apply_number_format(
+                -value, negative_fmt, decimal or self.decimal, thousand or self.thousand
+            )
+        text = _apply_number_format(
+            abs(value), fmt, decimal or self.decimal, thousand or self.thousand
+        )
         return "-" + text if value < 0 and text.strip("0.,") else text
 
     def format_money(self, value: float) -> str:
@@ -195,7 +217,25 @@ class Interpretation:
         return "".join(out)
 
 
-_DATE_TOKENS = ("YYYY", "YY", "MMMM", "MMM", "MM", "M", "DD", "D", "WWWW", "WWW", "hh", "h", "mm", "ss", "fff", "TT", "tt")
+_DATE_TOKENS = (
+    "YYYY",
+    "YY",
+    "MMMM",
+    "MMM",
+    "MM",
+    "M",
+    "DD",
+    "D",
+    "WWWW",
+    "WWW",
+    "hh",
+    "h",
+    "mm",
+    "ss",
+    "fff",
+    "TT",
+    "tt",
+)
 
 
 def _tokens(fmt: str) -> list[str]:
@@ -210,8 +250,12 @@ def _tokens(fmt: str) -> list[str]:
                 i = end + 1
                 continue
         for tok in _DATE_TOKENS:
-            if fmt.startswith(tok, i) or (len(tok) <= 2 and fmt[i : i + len(tok)].upper() == tok.upper()
-                                          and tok.lower() == tok and fmt[i].islower()):
+            if fmt.startswith(tok, i) or (
+                len(tok) <= 2
+                and fmt[i : i + len(tok)].upper() == tok.upper()
+                and tok.lower() == tok
+                and fmt[i].islower()
+            ):
                 out.append(tok)
                 i += len(tok)
                 break
@@ -222,8 +266,13 @@ def _tokens(fmt: str) -> list[str]:
 
 
 @lru_cache(maxsize=64)
-def _date_regex(fmt: str, months: tuple[str, ...], long_months: tuple[str, ...], days: tuple[str, ...],
-                long_days: tuple[str, ...]) -> re.Pattern[str]:
+def _date_regex(
+    fmt: str,
+    months: tuple[str, ...],
+    long_months: tuple[str, ...],
+    days: tuple[str, ...],
+    long_days: tuple[str, ...],
+) -> re.Pattern[str]:
     def part(tok: str) -> str:
         match tok:
             case "YYYY":

@@ -68,7 +68,9 @@ class Parser:
         """A whole expression (OR has the lowest precedence)."""
         return self._or()
 
-    def _binary(self, sub: Callable[[], ast.Expr], ops: tuple[str, ...], words: tuple[str, ...]) -> ast.Expr:
+    def _binary(
+        self, sub: Callable[[], ast.Expr], ops: tuple[str, ...], words: tuple[str, ...]
+    ) -> ast.Expr:
         left = sub()
         while True:
             tok = self.lx.peek()
@@ -148,7 +150,11 @@ class Parser:
 
     # --- LOAD
     def load(
-        self, first: Token, label: str | None, concatenate: str, target: str | None,
+        self,
+        first: Token,
+        label: str | None,
+        concatenate: str,
+        target: str | None,
         following: Callable[[], ast.Load] | None,
     ) -> ast.Load:
         """The rest of a LOAD statement after the word LOAD."""
@@ -159,7 +165,13 @@ class Parser:
             distinct = True
         fields = self._load_fields()
         tok = self.lx.next()
-        source: ast.FileSource | ast.InlineSource | ast.ResidentSource | ast.AutogenerateSource | ast.Load
+        source: (
+            ast.FileSource
+            | ast.InlineSource
+            | ast.ResidentSource
+            | ast.AutogenerateSource
+            | ast.Load
+        )
         if tok.is_word("FROM"):
             nxt = self.lx.peek()
             if nxt.kind in (QNAME, STRING):
@@ -181,14 +193,21 @@ class Parser:
         elif tok.kind == END or tok.is_word("WHERE"):
             # A preceding LOAD: its rows come from the LOAD after it.
             if following is None:
-                raise self.error("LOAD needs a source: FROM, INLINE, RESIDENT, AUTOGENERATE or a LOAD after it", tok)
+                raise self.error(
+                    "LOAD needs a source: FROM, INLINE, RESIDENT, AUTOGENERATE or a LOAD after it",
+                    tok,
+                )
             where = None
             if tok.is_word("WHERE"):
                 where = self.expression()
                 self.end()
-            return ast.Load(line, col, label, fields, following(), where, distinct, concatenate, target)
+            return ast.Load(
+                line, col, label, fields, following(), where, distinct, concatenate, target
+            )
         else:
-            raise self.error(f"expected FROM, INLINE, RESIDENT or AUTOGENERATE, found {describe(tok)}", tok)
+            raise self.error(
+                f"expected FROM, INLINE, RESIDENT or AUTOGENERATE, found {describe(tok)}", tok
+            )
         where = None
         if self.lx.peek().is_word("WHERE"):
             self.lx.next()
@@ -267,7 +286,9 @@ class Parser:
             if end.is_op(")"):
                 return ast.FileFormat(**spec)  # type: ignore[arg-type]
             if not end.is_op(","):
-                raise self.error(f"expected ',' or ')' in the format spec, found {describe(end)}", end)
+                raise self.error(
+                    f"expected ',' or ')' in the format spec, found {describe(end)}", end
+                )
 
     def _delimiter(self) -> str:
         tok = self.lx.next()
@@ -359,7 +380,9 @@ def parse_statement(lexer: Lexer, following: Callable[[], ast.Load] | None) -> a
                 break
             lexer.next()
         p.end()
-        return ast.Rename(line, col, "table" if what.text.upper().startswith("TABLE") else "field", tuple(pairs))
+        return ast.Rename(
+            line, col, "table" if what.text.upper().startswith("TABLE") else "field", tuple(pairs)
+        )
     if word in ("QUALIFY", "UNQUALIFY"):
         patterns: list[str] = []
         while True:

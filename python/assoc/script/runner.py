@@ -52,8 +52,12 @@ class _Exit(Exception):
 class ScriptRunner:
     """One run of a script over folder connections, starting from the given variables."""
 
-    def __init__(self, text: str, connections: FolderConnections | None = None,
-                 variables: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        text: str,
+        connections: FolderConnections | None = None,
+        variables: Mapping[str, str] | None = None,
+    ) -> None:
         self.text = text
         self.connections = connections or FolderConnections()
         self.variables: dict[str, str] = dict(variables or {})
@@ -64,6 +68,7 @@ class ScriptRunner:
         self._last_table: str | None = None
         self._positions = Positions(text)
         self._auto_names = 0
+        self.statement_seconds: list[tuple[int, float]] = []
 
     # --- statements
     def statements(self, execute: bool) -> None:
@@ -77,10 +82,16 @@ class ScriptRunner:
             def following(k: list[int] = consumed) -> ast.Load:
                 k[0] += 1
                 if k[0] >= len(raw):
-                    raise ScriptError("a LOAD without a source must be followed by a LOAD", *self._place(raw[i].offset))
+                    raise ScriptError(
+                        "a LOAD without a source must be followed by a LOAD",
+                        *self._place(raw[i].offset),
+                    )
                 stmt = self._parse(raw[k[0]], following_of(k))
                 if not isinstance(stmt, ast.Load):
-                    raise ScriptError("a LOAD without a source must be followed by a LOAD", *self._place(raw[k[0]].offset))
+                    raise ScriptError(
+                        "a LOAD without a source must be followed by a LOAD",
+                        *self._place(raw[k[0]].offset),
+                    )
                 return stmt
 
             def following_of(k: list[int]) -> Callable[[], ast.Load]:
@@ -98,8 +109,6 @@ class ScriptRunner:
                 self.statement_seconds.append((stmt.line, time.perf_counter() - started))
             i = consumed[0] + 1
             self.progress.statements_done = i
-
-    statement_seconds: list[tuple[int, float]]
 
     def _place(self, offset: int) -> tuple[int, int]:
         return self._positions.line_column(offset)
@@ -176,13 +185,17 @@ class ScriptRunner:
         if isinstance(src, ast.FileSource):
             path = self.connections.resolve(src.path, stmt.line, stmt.column)
             if not path.is_file():
-                raise ScriptError(f"cannot open file {src.path!r}: no such file", stmt.line, stmt.column)
+                raise ScriptError(
+                    f"cannot open file {src.path!r}: no such file", stmt.line, stmt.column
+                )
             try:
                 source = read_file(path, src.format, name, interp)
             except ScriptError as exc:
                 raise ScriptError(exc.message, stmt.line, stmt.column) from None
             except _core.Error as exc:
-                raise ScriptError(f"cannot read {src.path!r}: {exc}", stmt.line, stmt.column) from None
+                raise ScriptError(
+                    f"cannot read {src.path!r}: {exc}", stmt.line, stmt.column
+                ) from None
         elif isinstance(src, ast.InlineSource):
             try:
                 source = inline_frame(src, name, interp)
@@ -193,7 +206,9 @@ class ScriptRunner:
         elif isinstance(src, ast.AutogenerateSource):
             count = constant_value(src.count, interp).nums[0]
             if not count >= 0 or count != int(count):
-                raise ScriptError("AUTOGENERATE needs a whole number of rows", stmt.line, stmt.column)
+                raise ScriptError(
+                    "AUTOGENERATE needs a whole number of rows", stmt.line, stmt.column
+                )
             source = Frame(name, int(count))
         else:
             source = self._rows_of(src, name)
@@ -202,13 +217,19 @@ class ScriptRunner:
     def _apply(self, stmt: ast.Load, source: Frame, name: str, interp: Interpretation) -> Frame:
         star_only = all(f.expr is None for f in stmt.fields)
         if star_only and stmt.where is None and not stmt.distinct:
-            return source.with_fields([(f, f) for f in source.fields]) if source.is_native else \
-                Frame(name, source.rows, {f: source.column(f) for f in source.fields})
+            return (
+                source.with_fields([(f, f) for f in source.fields])
+                if source.is_native
+                else Frame(name, source.rows, {f: source.column(f) for f in source.fields})
+            )
         rows: np.ndarray | None = None
         if stmt.where is not None:
             mask = self._evaluate(stmt.where, source, None, interp, 0)
-            nums = mask.symbols.nums[np.where(mask.codes < 0, len(mask.symbols) - 1, mask.codes)] \
-                if len(mask.symbols) > 1 else np.full(source.rows, mask.symbols.nums[0])
+            nums = (
+                mask.symbols.nums[np.where(mask.codes < 0, len(mask.symbols) - 1, mask.codes)]
+                if len(mask.symbols) > 1
+                else np.full(source.rows, mask.symbols.nums[0])
+            )
             rows = np.flatnonzero(~np.isnan(nums) & (nums != 0))
         n = source.rows if rows is None else len(rows)
         rowno_base = 0
@@ -225,14 +246,24 @@ class ScriptRunner:
                 raise
         frame = Frame(name, n, columns)
         if stmt.distinct and n:
-            stacked = np.stack([c.codes for c in columns.values()], axis=1) if columns else np.zeros((n, 0))
+            stacked = (
+                np.stack([c.codes for c in columns.values()], axis=1)
+                if columns
+                else np.zeros((n, 0))
+            )
             _, first = np.unique(stacked, axis=0, return_index=True)
             keep = np.sort(first)
             frame = Frame(name, len(keep), {f: c.take(keep) for f, c in columns.items()})
         return frame
 
-    def _evaluate(self, expr: ast.Expr, source: Frame, rows: np.ndarray | None, interp: Interpretation,
-                  rowno_base: int) -> Column:
+    def _evaluate(
+        self,
+        expr: ast.Expr,
+        source: Frame,
+        rows: np.ndarray | None,
+        interp: Interpretation,
+        rowno_base: int,
+    ) -> Column:
         """An expression's column over the source's rows (all, or those at `rows`)."""
         names = fields_of(expr)
         for f in names:
@@ -247,7 +278,9 @@ class ScriptRunner:
         if len(names) == 1 and not row_dependent:
             col = source.column(names[0])
             symbols = col.symbols.with_null()
-            v = Evaluator({names[0]: symbols}, CallContext(len(symbols), interp))(expr).broadcast(len(symbols))
+            v = Evaluator({names[0]: symbols}, CallContext(len(symbols), interp))(expr).broadcast(
+                len(symbols)
+            )
             codes = col.codes if rows is None else col.codes[rows]
             if v.item(len(v) - 1) is not None and (codes < 0).any():
                 codes = np.where(codes < 0, len(symbols) - 1, codes).astype(np.int32)
@@ -269,9 +302,11 @@ class ScriptRunner:
         if isinstance(src, ast.FileSource):
             return Path(src.path.rstrip("/")).stem or "Table"
         self._auto_names += 1
-        return {ast.InlineSource: "INLINE", ast.ResidentSource: "Resident",
-                ast.AutogenerateSource: "AutoGenerate"}.get(type(src), "Table") + \
-            ("" if self._auto_names == 1 else str(self._auto_names))
+        return {
+            ast.InlineSource: "INLINE",
+            ast.ResidentSource: "Resident",
+            ast.AutogenerateSource: "AutoGenerate",
+        }.get(type(src), "Table") + ("" if self._auto_names == 1 else str(self._auto_names))
 
     def _load(self, stmt: ast.Load) -> None:
         name = stmt.label or self._default_name(stmt)
@@ -282,7 +317,9 @@ class ScriptRunner:
         if stmt.concatenate == "concatenate":
             target = stmt.concat_target or self._last_table
             if target is None or target not in self.tables:
-                raise ScriptError(f"table not found: {target or '(no table loaded yet)'}", stmt.line, stmt.column)
+                raise ScriptError(
+                    f"table not found: {target or '(no table loaded yet)'}", stmt.line, stmt.column
+                )
         elif stmt.concatenate == "auto":
             wanted = set(frame.fields)
             target = next((t for t, f in self.tables.items() if set(f.fields) == wanted), None)
@@ -305,8 +342,15 @@ class ScriptRunner:
 
         if not self._qualify:
             return frame
-        picks = [(f, f"{frame.name}.{f}" if match(self._qualify, f) and not match(self._unqualify, f) else f)
-                 for f in frame.fields]
+        picks = [
+            (
+                f,
+                f"{frame.name}.{f}"
+                if match(self._qualify, f) and not match(self._unqualify, f)
+                else f,
+            )
+            for f in frame.fields
+        ]
         if all(a == b for a, b in picks):
             return frame
         out = frame.with_fields(picks)
@@ -326,7 +370,9 @@ class ScriptRunner:
         try:
             (write_qvd if stmt.kind == "qvd" else write_txt)(frame, path)
         except OSError as exc:
-            raise ScriptError(f"cannot write {stmt.path!r}: {exc.strerror}", stmt.line, stmt.column) from None
+            raise ScriptError(
+                f"cannot write {stmt.path!r}: {exc.strerror}", stmt.line, stmt.column
+            ) from None
 
     def _drop(self, stmt: ast.Drop) -> None:
         if stmt.what == "table":
@@ -392,8 +438,12 @@ class ScriptRunner:
             self.progress.finished = True
             raise err from None
         self.progress.finished = True
-        return ReloadResult(model, list(self.progress.log), (time.process_time() - cpu) * 1000.0,
-                            list(self.statement_seconds))
+        return ReloadResult(
+            model,
+            list(self.progress.log),
+            (time.process_time() - cpu) * 1000.0,
+            list(self.statement_seconds),
+        )
 
     def check(self) -> list[ScriptError]:
         """Syntax errors (at most the first, as parsing stops there); SET/LET are applied."""

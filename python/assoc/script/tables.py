@@ -35,8 +35,13 @@ def _values_of(native: _core.ScriptTable, i: int) -> Values:
 class Frame:
     """A table a script holds: a native table, or decoded columns, with its name."""
 
-    def __init__(self, name: str, rows: int, columns: dict[str, Column] | None = None,
-                 native: _core.ScriptTable | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        rows: int,
+        columns: dict[str, Column] | None = None,
+        native: _core.ScriptTable | None = None,
+    ) -> None:
         self.name = name
         self.rows = rows
         self._native = native
@@ -96,7 +101,12 @@ class Frame:
             for f in self._fields:
                 col = self._columns[f]
                 texts = None if col.symbols.texts is None else col.symbols.texts.tolist()
-                specs.append((f, col.symbols.nums, texts, col.codes.astype(np.int32, copy=False)))
+                codes = col.codes.astype(np.int32, copy=False)
+                null = col.symbols.is_null()
+                if null.any():
+                    # Rows on a value that is NULL are NULL rows (the engine has no NULL symbol).
+                    codes = np.where(np.append(null, True)[codes], -1, codes).astype(np.int32)
+                specs.append((f, col.symbols.nums, texts, codes))
             native = _core.ScriptTable.from_columns(self.name, self.rows, specs)
         native.name = self.name
         return native

@@ -66,7 +66,10 @@ class Values:
         nums = self.nums.tolist()
         if self.texts is None:
             return [None if x != x else plain_text(x) for x in nums]
-        return [t if t is not None else (None if x != x else plain_text(x)) for t, x in zip(self.texts, nums, strict=True)]
+        return [
+            t if t is not None else (None if x != x else plain_text(x))
+            for t, x in zip(self.texts, nums, strict=True)
+        ]
 
     def take(self, index: np.ndarray) -> Values:
         """The values at positions `index`."""
