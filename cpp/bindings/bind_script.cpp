@@ -32,45 +32,46 @@ struct ScriptTable {
   }
 };
 
-// One column's values as Python hands them over: numbers (NaN: none) and texts (None: none).
-LoadedColumn column_from_python(std::string name, const py::array_t<double, py::array::c_style | py::array::forcecast>& numbers,
-                                const py::object& texts,
-                                const py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>& codes,
-                                CpuAccount* cpu) {
-  if (numbers.ndim() != 1 || codes.ndim() != 1) throw Error("column '" + name + "': arrays must be one-dimensional");
+using Numbers = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using Codes = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>;
+
+// Values as Python hands them over: numbers (NaN: none) and texts (None: none; the whole
+// argument None when no value has one); a value with neither part is NULL. `store` keeps the
+// texts the views point into.
+std::vector<ScriptValue> values_from_python(const std::string& name, const Numbers& numbers, const py::object& texts,
+                                            std::vector<std::string>& store) {
+  if (numbers.ndim() != 1) throw Error("column '" + name + "': numbers must be one-dimensional");
   const auto n_values = static_cast<std::size_t>(numbers.shape(0));
-  std::vector<std::string> text_store;
   std::vector<std::uint8_t> has_text(n_values, 0);
   if (!texts.is_none()) {
     const py::sequence seq = texts.cast<py::sequence>();
     if (static_cast<std::size_t>(py::len(seq)) != n_values)
       throw Error("column '" + name + "': texts and numbers differ in length");
-    text_store.resize(n_values);
+    store.resize(n_values);
     for (std::size_t i = 0; i < n_values; ++i) {
       const py::handle t = seq[i];
       if (t.is_none()) continue;
-      text_store[i] = t.cast<std::string>();
+      store[i] = t.cast<std::string>();
       has_text[i] = 1;
     }
   }
   const double* nums = numbers.data();
-  std::vector<DualView> values(n_values);
+  std::vector<ScriptValue> values(n_values);
   for (std::size_t i = 0; i < n_values; ++i) {
     const double d = nums[i];
     if (std::isinf(d)) throw Error("column '" + name + "': infinite numbers are not values");
     if (has_text[i]) {
-      values[i] = std::isnan(d) ? DualView::of_text(text_store[i]) : DualView::of_dual(d, text_store[i]);
+      values[i] = std::isnan(d) ? DualView::of_text(store[i]) : DualView::of_dual(d, store[i]);
     } else if (!std::isnan(d)) {
       values[i] = DualView::of_number(d);
-    } else {
-      // A value with neither part is NULL: an empty text stands in (rows should not use it).
-      values[i] = DualView::of_text({});
     }
   }
-  const std::int32_t* rows = codes.data();
-  const auto n = static_cast<std::size_t>(codes.shape(0));
-  py::gil_scoped_release release;
-  return column_from_values(std::move(name), values, rows, n, cpu);
+  return values;
+}
+
+void check_rows(const LoadedTable& t, std::size_t n) {
+  if (n != t.rows)
+    throw Error("table '" + t.name + "': a column of " + std::to_string(n) + " rows, not " + std::to_string(t.rows));
 }
 
 }  // namespace
@@ -102,28 +103,42 @@ void bind_script(py::module_& m) {
             return out;
           },
           py::arg("data"), py::arg("name"), "The table of a QVD file's bytes, named `name`.")
-      .def_static(
-          "from_columns",
-          [](const std::string& name, std::size_t rows, const py::list& columns) {
-            ScriptTable out;
-            out.table.name = name;
-            out.table.rows = rows;
-            for (const py::handle c : columns) {
-              const auto t = c.cast<py::tuple>();
-              if (t.size() != 4) throw Error("from_columns takes (name, numbers, texts, codes) per column");
-              auto codes = t[3].cast<py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>>();
-              if (static_cast<std::size_t>(codes.size()) != rows)
-                throw Error("table '" + name + "': a column has " + std::to_string(codes.size()) + " rows, not " +
-                            std::to_string(rows));
-              out.table.columns.push_back(column_from_python(
-                  t[0].cast<std::string>(), t[1].cast<py::array_t<double, py::array::c_style | py::array::forcecast>>(),
-                  py::reinterpret_borrow<py::object>(t[2]), codes, nullptr));
-            }
-            return out;
+      .def(py::init([](const std::string& name, std::size_t rows) {
+             ScriptTable out;
+             out.table.name = name;
+             out.table.rows = rows;
+             return out;
+           }),
+           py::arg("name"), py::arg("rows"), "An empty table of `rows` rows; add_column adds its columns.")
+      .def(
+          "add_column",
+          [](ScriptTable& s, const std::string& name, const Numbers& numbers, const py::object& texts,
+             const Codes& codes) {
+            LoadedTable& t = s.get();
+            if (codes.ndim() != 1) throw Error("column '" + name + "': codes must be one-dimensional");
+            check_rows(t, static_cast<std::size_t>(codes.shape(0)));
+            std::vector<std::string> store;
+            const std::vector<ScriptValue> values = values_from_python(name, numbers, texts, store);
+            py::gil_scoped_release release;
+            t.columns.push_back(column_from_values(name, values, codes.data(), t.rows, nullptr));
           },
-          py::arg("name"), py::arg("rows"), py::arg("columns"),
-          "A table from (field, numbers, texts, codes) per column: row r of a column holds value codes[r]\n"
-          "(numbers[i] NaN: no number; texts None or texts[i] None: no text; a negative code: NULL).")
+          py::arg("name"), py::arg("numbers"), py::arg("texts"), py::arg("codes"),
+          "Adds a column whose row r holds value codes[r] (numbers[i] NaN: no number; texts None or\n"
+          "texts[i] None: no text; neither: NULL; a negative code: NULL).")
+      .def(
+          "add_mapped_column",
+          [](ScriptTable& s, const std::string& name, const Numbers& numbers, const py::object& texts,
+             ScriptTable& source, std::size_t source_column) {
+            LoadedTable& t = s.get();
+            const LoadedColumn& from = source.column(source_column);
+            check_rows(t, from.index.size());
+            std::vector<std::string> store;
+            const std::vector<ScriptValue> values = values_from_python(name, numbers, texts, store);
+            py::gil_scoped_release release;
+            t.columns.push_back(column_mapping_symbols(name, from, values, nullptr));
+          },
+          py::arg("name"), py::arg("numbers"), py::arg("texts"), py::arg("source"), py::arg("source_column"),
+          "Adds a column with the rows of a source column whose symbol k becomes value k.")
       .def_property(
           "name", [](ScriptTable& s) { return s.get().name; },
           [](ScriptTable& s, const std::string& name) { s.get().name = name; })
@@ -140,23 +155,22 @@ void bind_script(py::module_& m) {
             const SymbolTable& sym = s.column(i).symbols;
             py::array_t<double> numbers(static_cast<py::ssize_t>(sym.size()));
             double* dst = numbers.mutable_data();
+            std::vector<std::uint32_t> at;
+            py::list texts;
             for (std::uint32_t k = 0; k < sym.size(); ++k) dst[k] = sym.number(k);
-            py::object texts = py::none();
             if (sym.any_text()) {
-              py::list out(sym.size());
               for (std::uint32_t k = 0; k < sym.size(); ++k) {
-                if (sym.has_text(k)) {
-                  const std::string_view t = sym.text(k);
-                  out[k] = py::str(t.data(), t.size());
-                } else {
-                  out[k] = py::none();
-                }
+                if (!sym.has_text(k)) continue;
+                at.push_back(k);
+                const std::string_view t = sym.text(k);
+                texts.append(py::str(t.data(), t.size()));
               }
-              texts = std::move(out);
             }
-            return py::make_tuple(numbers, texts);
+            return py::make_tuple(numbers, py::array_t<std::uint32_t>(static_cast<py::ssize_t>(at.size()), at.data()),
+                                  texts);
           },
-          py::arg("column"), "A column's symbols: (numbers with NaN for none, texts with None for none, or None).")
+          py::arg("column"),
+          "A column's symbols: (numbers with NaN for none, indexes of the symbols with a text, those texts).")
       .def(
           "codes",
           [](ScriptTable& s, std::size_t i) {
@@ -168,6 +182,46 @@ void bind_script(py::module_& m) {
             return out;
           },
           py::arg("column"), "A column's symbol index per row, -1 for NULL.")
+      .def(
+          "pure_texts",
+          [](ScriptTable& s, std::size_t i) {
+            const SymbolTable& sym = s.column(i).symbols;
+            std::vector<std::uint32_t> at;
+            py::list texts;
+            if (sym.any_text()) {
+              for (std::uint32_t k = 0; k < sym.size(); ++k) {
+                if (!sym.has_text(k) || sym.has_number(k)) continue;
+                at.push_back(k);
+                const std::string_view t = sym.text(k);
+                texts.append(py::str(t.data(), t.size()));
+              }
+            }
+            return py::make_tuple(py::array_t<std::uint32_t>(static_cast<py::ssize_t>(at.size()), at.data()), texts);
+          },
+          py::arg("column"), "The column's symbols that are text without a number: (symbol indexes, texts).")
+      .def(
+          "set_numbers",
+          [](ScriptTable& s, std::size_t i, const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& at,
+             const py::array_t<double, py::array::c_style | py::array::forcecast>& numbers) {
+            LoadedColumn& c = s.column(i);
+            if (at.ndim() != 1 || numbers.ndim() != 1 || at.shape(0) != numbers.shape(0))
+              throw Error("set_numbers takes one number per symbol index");
+            const std::uint32_t* idx = at.data();
+            const double* nums = numbers.data();
+            const auto n = static_cast<std::size_t>(at.shape(0));
+            py::gil_scoped_release release;
+            std::vector<DualView> values(c.symbols.size());
+            for (std::uint32_t k = 0; k < c.symbols.size(); ++k) values[k] = c.symbols.value(k);
+            for (std::size_t j = 0; j < n; ++j) {
+              if (idx[j] >= values.size()) throw Error("set_numbers: symbol index out of range");
+              if (!std::isfinite(nums[j])) throw Error("set_numbers: numbers must be finite");
+              values[idx[j]].number = nums[j];
+            }
+            // The views point into the old table, which replace_symbols reads before it lets go.
+            replace_symbols(c, values, nullptr);
+          },
+          py::arg("column"), py::arg("at"), py::arg("numbers"),
+          "Gives the symbols at `at` a number beside their text (equal ones merge, rows follow).")
       .def(
           "select",
           [](ScriptTable& s, const std::vector<std::pair<std::size_t, std::string>>& picks) {

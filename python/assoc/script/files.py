@@ -58,7 +58,10 @@ def read_file(path: Path, fmt: ast.FileFormat, name: str, interp: Interpretation
             and (fmt.delimiter is None or fmt.delimiter == _engine_delimiter(first_line))
         )
         if fast:
-            return interpret_texts(Frame.of_native(_core.ScriptTable.read_csv(data, name)), interp)
+            frame = Frame.of_native(_core.ScriptTable.read_csv(data, name))
+            # Money, dates and grouped digits the reader left as text become duals.
+            frame.interpret_texts(interp.read)
+            return frame
         return read_delimited(
             bytes(data).decode(_encoding(fmt.encoding), "replace"), fmt, name, interp
         )
@@ -78,33 +81,6 @@ def _encoding(name: str) -> str:
         "cp65001": "utf-8-sig",
         "cp1200": "utf-16",
     }.get(name, name)
-
-
-def interpret_texts(frame: Frame, interp: Interpretation) -> Frame:
-    """Pure-text symbols that read as numbers (money, dates, grouped digits) become duals."""
-    replaced: dict[str, Column] = {}
-    for field in frame.fields:
-        symbols = frame.symbols(field)
-        texts = symbols.texts
-        if texts is None:
-            continue
-        nums = symbols.nums
-        new = None
-        for i in np.flatnonzero(np.isnan(nums)):
-            t = texts[i]
-            if t is None or not any(ch.isdigit() for ch in t):
-                continue
-            r = interp.read(t)
-            if r is not None:
-                if new is None:
-                    new = nums.copy()
-                new[i] = r
-        if new is not None:
-            replaced[field] = Column(Values(new, texts), frame.column(field).codes)
-    if not replaced:
-        return frame
-    columns = {f: replaced.get(f) or frame.column(f) for f in frame.fields}
-    return Frame(frame.name, frame.rows, columns)
 
 
 def read_delimited(text: str, fmt: ast.FileFormat, name: str, interp: Interpretation) -> Frame:

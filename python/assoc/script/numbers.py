@@ -62,6 +62,19 @@ class Interpretation:
         self.long_month_names = v["LongMonthNames"].split(";")
         self.day_names = v["DayNames"].split(";")
         self.long_day_names = v["LongDayNames"].split(";")
+        self._month_numbers = {n.casefold(): k + 1 for k, n in enumerate(self.month_names)}
+        self._long_month_numbers = {n.casefold(): k + 1 for k, n in enumerate(self.long_month_names)}
+        self._date_patterns = [
+            (fmt, self._pattern(fmt))
+            for fmt in (
+                self.date_format,
+                self.timestamp_format,
+                self.time_format,
+                "YYYY-MM-DD",
+                "YYYY-MM-DD hh:mm:ss[.fff]",
+                "YYYY-MM-DDThh:mm:ss[.fff]",
+            )
+        ]
         positive = self.money_format.split(";")[0]
         self.currency = "".join(ch for ch in positive if ch not in "#0,.- ")
 
@@ -82,57 +95,58 @@ class Interpretation:
                 return n
         if not any(ch.isdigit() for ch in s):
             return None
-        for fmt in (
-            self.date_format,
-            self.timestamp_format,
-            self.time_format,
-            "YYYY-MM-DD",
-            "YYYY-MM-DD hh:mm:ss[.fff]",
-            "YYYY-MM-DDThh:mm:ss[.fff]",
-        ):
-            n = self.read_date(s, fmt)
-            if n is not None:
-                return n
+        for fmt, pattern in self._date_patterns:
+            m = pattern.fullmatch(s)
+            if m is not None:
+                n = self._date_value(m)
+                if n is not None:
+                    return n
         return None
 
     def read_date(self, text: str, fmt: str) -> float | None:
         """A date/time text in format `fmt` as a day number (with a fraction for the time)."""
-        pattern = _date_regex(
-            fmt,
-            tuple(self.month_names),
-            tuple(self.long_month_names),
-            tuple(self.day_names),
-            tuple(self.long_day_names),
-        )
-        m = pattern.fullmatch(text.strip())
-        if m is None:
-            return None
+        m = self._pattern(fmt).fullmatch(text.strip())
+        return None if m is None else self._date_value(m)
+
+    def _pattern(self, fmt: str) -> re.Pattern[str]:
+        return _date_regex(fmt, tuple(self.month_names), tuple(self.long_month_names),
+                           tuple(self.day_names), tuple(self.long_day_names))
+
+    def _date_value(self, m: re.Match[str]) -> float | None:
+        """The day number a matched date/time text stands for (None when out of range)."""
         g = m.groupdict()
+        y4, y2, mon, mmm, mmmm, d = g.get("Y4"), g.get("Y2"), g.get("M"), g.get("MMM"), g.get("MMMM"), g.get("D")
         try:
-            year = int(g["Y4"]) if g.get("Y4") else (2000 + int(g["Y2"]) if g.get("Y2") else 1899)
-            if g.get("Y2") and year > 2029:
-                year -= 100
-            month = 12
-            if g.get("M"):
-                month = int(g["M"])
-            elif g.get("MMMM"):
-                month = [n.lower() for n in self.long_month_names].index(g["MMMM"].lower()) + 1
-            elif g.get("MMM"):
-                month = [n.lower() for n in self.month_names].index(g["MMM"].lower()) + 1
-            day = int(g["D"]) if g.get("D") else 30
-            hour = int(g["h"]) if g.get("h") else 0
+            if y4:
+                year = int(y4)
+            elif y2:
+                year = 2000 + int(y2)
+                year -= 100 if year > 2029 else 0
+            else:
+                year = 1899
+            if mon:
+                month = int(mon)
+            elif mmmm:
+                month = self._long_month_numbers[mmmm.casefold()]
+            elif mmm:
+                month = self._month_numbers[mmm.casefold()]
+            else:
+                month = 12
+            days = date_serial(year, month, int(d) if d else 30) if (y4 or y2 or mon or mmm or mmmm or d) else 0.0
+            h = g.get("h")
+            if h is None:
+                return days
+            hour = int(h)
             minute = int(g["m"]) if g.get("m") else 0
             second = int(g["s"]) if g.get("s") else 0
             frac = float("0." + g["f"]) if g.get("f") else 0.0
-            if g.get("TT"):
-                if not 1 <= hour <= 12:
-                    return None
-                hour = hour % 12 + (12 if g["TT"].upper() == "PM" else 0)
-            if hour > 23 or minute > 59 or second > 59:
-                return None
-            has_date = any(g.get(k) for k in ("Y4", "Y2", "M", "MMM", "MMMM", "D"))
-            days = date_serial(year, month, day) if has_date else 0.0
         except (ValueError, KeyError):
+            return None
+        if g.get("TT"):
+            if not 1 <= hour <= 12:
+                return None
+            hour = hour % 12 + (12 if g["TT"].upper() == "PM" else 0)
+        if hour > 23 or minute > 59 or second > 59:
             return None
         return days + (hour * 3600 + minute * 60 + second + frac) / 86400.0
 

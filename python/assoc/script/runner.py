@@ -17,7 +17,7 @@ from assoc.script.errors import ScriptError
 from assoc.script.expressions import Evaluator, constant_value, fields_of, is_row_dependent
 from assoc.script.files import inline_frame, read_file, write_qvd, write_txt
 from assoc.script.functions import CallContext
-from assoc.script.lexer import Lexer, Positions, expand_variables, split_statements
+from assoc.script.lexer import Lexer, Positions, Statement, expand_variables, split_statements
 from assoc.script.numbers import DEFAULTS, Interpretation
 from assoc.script.parser import parse_statement
 from assoc.script.tables import Column, Frame, concatenate_frames
@@ -43,6 +43,14 @@ class Progress:
     finished: bool = False
     log: list[str] = field(default_factory=list)
     error: ScriptError | None = None
+
+
+@dataclass
+class _Cursor:
+    """The statement being read, as a preceding LOAD reads on into the next ones."""
+
+    raw: list[Statement]
+    at: int = 0
 
 
 class _Exit(Exception):
@@ -75,29 +83,9 @@ class ScriptRunner:
         """Parses every statement; runs each when `execute` (else only SET/LET take effect)."""
         raw = split_statements(self.text, self._positions)
         self.progress.statements_total = len(raw)
-        i = 0
-        while i < len(raw):
-            consumed = [i]
-
-            def following(k: list[int] = consumed) -> ast.Load:
-                k[0] += 1
-                if k[0] >= len(raw):
-                    raise ScriptError(
-                        "a LOAD without a source must be followed by a LOAD",
-                        *self._place(raw[i].offset),
-                    )
-                stmt = self._parse(raw[k[0]], following_of(k))
-                if not isinstance(stmt, ast.Load):
-                    raise ScriptError(
-                        "a LOAD without a source must be followed by a LOAD",
-                        *self._place(raw[k[0]].offset),
-                    )
-                return stmt
-
-            def following_of(k: list[int]) -> Callable[[], ast.Load]:
-                return lambda: following(k)
-
-            stmt = self._parse(raw[i], following)
+        cursor = _Cursor(raw)
+        while cursor.at < len(raw):
+            stmt = self._parse(raw[cursor.at], lambda: self._following(cursor))
             started = time.perf_counter()
             if stmt is not None:
                 if execute or isinstance(stmt, ast.SetVariable):
@@ -107,16 +95,27 @@ class ScriptRunner:
                         self.progress.statements_done = len(raw)
                         return
                 self.statement_seconds.append((stmt.line, time.perf_counter() - started))
-            i = consumed[0] + 1
-            self.progress.statements_done = i
+            cursor.at += 1
+            self.progress.statements_done = cursor.at
+
+    def _following(self, cursor: _Cursor) -> ast.Load:
+        """The statement after the cursor, which must be a LOAD (a preceding LOAD's source)."""
+        place = self._place(cursor.raw[cursor.at].offset)
+        cursor.at += 1
+        if cursor.at >= len(cursor.raw):
+            raise ScriptError("a LOAD without a source must be followed by a LOAD", *place)
+        stmt = self._parse(cursor.raw[cursor.at], lambda: self._following(cursor))
+        if not isinstance(stmt, ast.Load):
+            raise ScriptError(
+                "a LOAD without a source must be followed by a LOAD",
+                *self._place(cursor.raw[cursor.at].offset),
+            )
+        return stmt
 
     def _place(self, offset: int) -> tuple[int, int]:
         return self._positions.line_column(offset)
 
-    def _parse(self, raw: object, following: Callable[[], ast.Load]) -> ast.Statement | None:
-        from assoc.script.lexer import Statement
-
-        assert isinstance(raw, Statement)
+    def _parse(self, raw: Statement, following: Callable[[], ast.Load]) -> ast.Statement | None:
         try:
             text, spans = expand_variables(raw.text, self._lookup)
         except ScriptError as exc:
@@ -217,11 +216,11 @@ class ScriptRunner:
     def _apply(self, stmt: ast.Load, source: Frame, name: str, interp: Interpretation) -> Frame:
         star_only = all(f.expr is None for f in stmt.fields)
         if star_only and stmt.where is None and not stmt.distinct:
-            return (
-                source.with_fields([(f, f) for f in source.fields])
-                if source.is_native
-                else Frame(name, source.rows, {f: source.column(f) for f in source.fields})
-            )
+            if not isinstance(stmt.source, ast.ResidentSource):
+                return source  # read for this statement alone: nothing to share
+            if source.is_native:
+                return source.with_fields([(f, f) for f in source.fields])
+            return Frame(name, source.rows, {f: source.column(f) for f in source.fields})
         rows: np.ndarray | None = None
         if stmt.where is not None:
             mask = self._evaluate(stmt.where, source, None, interp, 0)
@@ -278,13 +277,14 @@ class ScriptRunner:
         if len(names) == 1 and not row_dependent:
             col = source.column(names[0])
             symbols = col.symbols.with_null()
-            v = Evaluator({names[0]: symbols}, CallContext(len(symbols), interp))(expr).broadcast(
-                len(symbols)
-            )
+            ctx = CallContext(len(symbols), interp)
+            v = Evaluator({names[0]: symbols}, ctx)(expr).broadcast(len(symbols))
+            if v.item(len(v) - 1) is None:
+                # NULL rows stay NULL: the column maps the source's symbols one for one.
+                per_symbol = v.take(np.arange(len(symbols) - 1))
+                return col.mapped(per_symbol) if rows is None else col.take(rows).mapped(per_symbol)
             codes = col.codes if rows is None else col.codes[rows]
-            if v.item(len(v) - 1) is not None and (codes < 0).any():
-                codes = np.where(codes < 0, len(symbols) - 1, codes).astype(np.int32)
-            return Column(v, codes)
+            return Column(v, np.where(codes < 0, len(symbols) - 1, codes).astype(np.int32))
         env: dict[str, Values] = {}
         for f in names:
             col = source.column(f)
@@ -313,6 +313,8 @@ class ScriptRunner:
         frame = self._rows_of(stmt, name)
         frame.name = name
         frame = self._qualified(frame)
+        # A loaded table is held packed, as the engine holds it; RESIDENT loads decode what they use.
+        frame = frame.packed()
         target: str | None = None
         if stmt.concatenate == "concatenate":
             target = stmt.concat_target or self._last_table
@@ -324,7 +326,7 @@ class ScriptRunner:
             wanted = set(frame.fields)
             target = next((t for t, f in self.tables.items() if set(f.fields) == wanted), None)
         if target is not None:
-            self.tables[target] = concatenate_frames(self.tables[target], frame)
+            self.tables[target] = concatenate_frames(self.tables[target], frame).packed()
             self._last_table = target
         else:
             base, k = name, 0
@@ -426,7 +428,7 @@ class ScriptRunner:
             builder = _core.ModelBuilder()
             for frame in self.tables.values():
                 if frame.fields:
-                    frame.to_native().add_to(builder)
+                    frame.take_native().add_to(builder)
             model = builder.build()
         except ScriptError as exc:
             self.progress.error = exc

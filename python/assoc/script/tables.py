@@ -3,7 +3,7 @@ values, then as per-field symbols and per-row codes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import numpy as np
 
@@ -11,24 +11,59 @@ from assoc import _core
 from assoc.script.values import Values, concatenate
 
 
-@dataclass(frozen=True)
 class Column:
-    """A column: its values (which may repeat) and each row's position in them (-1: NULL)."""
+    """A column: its values (which may repeat) and each row's position in them (-1: NULL).
 
-    symbols: Values
-    codes: np.ndarray
+    A column computed from one engine column, value k from that column's symbol k, keeps
+    that origin: its rows are the origin's rows, so they need not be decoded to be packed.
+    """
+
+    def __init__(
+        self,
+        symbols: Values,
+        codes: np.ndarray | None = None,
+        origin: tuple[_core.ScriptTable, int] | None = None,
+    ) -> None:
+        if codes is None and origin is None:
+            raise ValueError("a column needs codes or an origin")
+        self.symbols = symbols
+        self._codes = codes
+        self.origin = origin
+
+    @property
+    def codes(self) -> np.ndarray:
+        """Each row's value position, -1 for NULL (decoded from the origin on first use)."""
+        if self._codes is None:
+            assert self.origin is not None
+            table, i = self.origin
+            self._codes = table.codes(i)
+        return self._codes
 
     def take(self, rows: np.ndarray) -> Column:
         """The column's rows at `rows`."""
         return Column(self.symbols, self.codes[rows])
 
+    def mapped(self, symbols: Values) -> Column:
+        """A column whose value k is symbols[k] in place of this one's (same rows)."""
+        if self.origin is not None and len(symbols) == len(self.symbols):
+            return Column(symbols, self._codes, self.origin)
+        return Column(symbols, self.codes)
+
+    def add_to(self, table: _core.ScriptTable, name: str) -> None:
+        """Adds this column to a table being built."""
+        texts = None if self.symbols.texts is None else self.symbols.texts.tolist()
+        if self.origin is not None:
+            table.add_mapped_column(name, self.symbols.nums, texts, *self.origin)
+        else:
+            table.add_column(name, self.symbols.nums, texts, self.codes.astype(np.int32, copy=False))
+
 
 def _values_of(native: _core.ScriptTable, i: int) -> Values:
-    nums, texts = native.symbols(i)
-    if texts is None:
+    nums, at, texts = native.symbols(i)
+    if not len(at):
         return Values(nums)
-    arr = np.empty(len(texts), dtype=object)
-    arr[:] = texts
+    arr = np.full(len(nums), None, dtype=object)
+    arr[at] = texts
     return Values(nums, arr)
 
 
@@ -60,36 +95,55 @@ class Frame:
 
     @property
     def is_native(self) -> bool:
-        """True while the table is still only in the engine's form."""
+        """True while the table is only in the engine's form."""
         return self._native is not None
 
     def symbols(self, name: str) -> Values:
         """One column's symbols (without decoding its rows)."""
-        col = self._columns.get(name)
-        if col is not None:
-            return col.symbols
-        if self._native is None or name not in self._fields:
-            raise KeyError(name)
-        return _values_of(self._native, self._fields.index(name))
+        return self.column(name).symbols
 
     def column(self, name: str) -> Column:
-        """One column's symbols and codes (decoded from the engine on first use)."""
+        """One column (its symbols read from the engine on first use, its rows when needed)."""
         col = self._columns.get(name)
         if col is None:
             if self._native is None or name not in self._fields:
                 raise KeyError(name)
             i = self._fields.index(name)
-            col = Column(_values_of(self._native, i), self._native.codes(i))
+            col = Column(_values_of(self._native, i), origin=(self._native, i))
             self._columns[name] = col
         return col
+
+    def interpret_texts(self, read: Callable[[str], float | None]) -> None:
+        """Gives text symbols that `read` turns into a number that number (they become duals)."""
+        if self._native is None:
+            raise ValueError("only tables the engine read hold uninterpreted texts")
+        for i, name in enumerate(self._fields):
+            at, texts = self._native.pure_texts(i)
+            found = [
+                (k, x) for k, t in zip(at.tolist(), texts, strict=True) if (x := read(t)) is not None
+            ]
+            if found:
+                self._native.set_numbers(i, [k for k, _ in found], [x for _, x in found])
+                self._columns.pop(name, None)
+
+    def packed(self) -> Frame:
+        """The same table held in the engine's form (its decoded columns let go)."""
+        if self._native is not None:
+            return self
+        return Frame.of_native(self.to_native())
+
+    def take_native(self) -> _core.ScriptTable:
+        """The table in the engine's form, for the last use of this frame (no copy)."""
+        if self._native is None:
+            return self.to_native()
+        self._native.name = self.name
+        return self._native
 
     def with_fields(self, picks: list[tuple[str, str]]) -> Frame:
         """A frame of some fields (old name → new name), sharing the data."""
         if self._native is not None:
             native = self._native.select([(self._fields.index(old), new) for old, new in picks])
-            out = Frame(self.name, self.rows, native=native)
-            out._columns = {new: self._columns[old] for old, new in picks if old in self._columns}
-            return out
+            return Frame(self.name, self.rows, native=native)
         return Frame(self.name, self.rows, {new: self._columns[old] for old, new in picks})
 
     def to_native(self) -> _core.ScriptTable:
@@ -97,17 +151,9 @@ class Frame:
         if self._native is not None:
             native = self._native.select([(i, f) for i, f in enumerate(self._fields)])
         else:
-            specs = []
+            native = _core.ScriptTable(self.name, self.rows)
             for f in self._fields:
-                col = self._columns[f]
-                texts = None if col.symbols.texts is None else col.symbols.texts.tolist()
-                codes = col.codes.astype(np.int32, copy=False)
-                null = col.symbols.is_null()
-                if null.any():
-                    # Rows on a value that is NULL are NULL rows (the engine has no NULL symbol).
-                    codes = np.where(np.append(null, True)[codes], -1, codes).astype(np.int32)
-                specs.append((f, col.symbols.nums, texts, codes))
-            native = _core.ScriptTable.from_columns(self.name, self.rows, specs)
+                self._columns[f].add_to(native, f)
         native.name = self.name
         return native
 
