@@ -15,6 +15,7 @@ __all__: list[str] = [
     "Dual",
     "Error",
     "ModelBuilder",
+    "ScriptTable",
     "Session",
     "cache_info",
     "clear_cache",
@@ -70,6 +71,90 @@ class ModelBuilder:
         """
     @property
     def table_count(self) -> int: ...
+
+class ScriptTable:
+    """
+    A table a load script holds between statements.
+    """
+    def __init__(self, name: str, rows: typing.SupportsInt) -> None:
+        """
+        An empty table of `rows` rows; add_column adds its columns.
+        """
+    @staticmethod
+    def read_csv(data: typing_extensions.Buffer, name: str) -> ScriptTable:
+        """
+        The table of a CSV file's bytes (the reader ModelBuilder.add_csv uses).
+        """
+    @staticmethod
+    def read_qvd(data: typing_extensions.Buffer, name: str) -> ScriptTable:
+        """
+        The table of a QVD file's bytes, named `name`.
+        """
+    def add_column(
+        self,
+        name: str,
+        numbers: numpy.typing.ArrayLike,
+        texts: collections.abc.Sequence[str | None] | None,
+        codes: numpy.typing.ArrayLike,
+    ) -> None:
+        """
+        Adds a column whose row r holds value codes[r].
+        """
+    def add_mapped_column(
+        self,
+        name: str,
+        numbers: numpy.typing.ArrayLike,
+        texts: collections.abc.Sequence[str | None] | None,
+        source: ScriptTable,
+        source_column: typing.SupportsInt,
+    ) -> None:
+        """
+        Adds a column with the rows of a source column whose symbol k becomes value k.
+        """
+    def symbols(
+        self, column: typing.SupportsInt
+    ) -> tuple[
+        numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.uint32], list[str]
+    ]:
+        """
+        A column's symbols: (numbers with NaN for none, indexes of the symbols with a text,
+        those texts).
+        """
+    def codes(self, column: typing.SupportsInt) -> numpy.typing.NDArray[numpy.int32]:
+        """
+        A column's symbol index per row, -1 for NULL.
+        """
+    def pure_texts(
+        self, column: typing.SupportsInt
+    ) -> tuple[numpy.typing.NDArray[numpy.uint32], list[str]]:
+        """
+        The column's symbols that are text without a number: (symbol indexes, texts).
+        """
+    def set_numbers(
+        self,
+        column: typing.SupportsInt,
+        at: numpy.typing.ArrayLike,
+        numbers: numpy.typing.ArrayLike,
+    ) -> None:
+        """
+        Gives the symbols at `at` a number beside their text (equal ones merge, rows follow).
+        """
+    def select(self, columns: collections.abc.Sequence[tuple[int, str]]) -> ScriptTable:
+        """
+        A table of some columns (by position, each with a new name), sharing no state.
+        """
+    def add_to(self, builder: ModelBuilder) -> None:
+        """
+        Moves the table into a model builder (the table is empty afterwards).
+        """
+    @property
+    def name(self) -> str: ...
+    @name.setter
+    def name(self, value: str) -> None: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def fields(self) -> list[str]: ...
 
 class DataModel:
     """

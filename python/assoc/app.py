@@ -127,7 +127,7 @@ class App:
         folders: Mapping[str, str | os.PathLike[str]] | None = None,
         variables: Mapping[str, str] | None = None,
     ) -> App:
-        """An app from a load script; `folders` maps connection names to folders for lib:// paths."""
+        """An app from a load script; `folders` maps connection names to folders (lib://name/…)."""
         from assoc.script import FolderConnections, ScriptRunner
 
         return cls(ScriptRunner(text, FolderConnections(folders), variables).run().model)

@@ -45,7 +45,7 @@ def test_check_syntax_accepts_a_good_script() -> None:
 
 
 def test_runtime_errors_name_the_statement(tmp_path: Path) -> None:
-    with pytest.raises(ScriptError, match="line 2, column 1: .*no such file") as info:
+    with pytest.raises(ScriptError, match=r"line 2, column 1: .*no such file") as info:
         assoc.App.from_script(
             "SET a = 1;\nLOAD * FROM [lib://d/missing.csv] (txt);", folders={"d": tmp_path}
         )
@@ -58,7 +58,7 @@ def test_runtime_errors_name_the_statement(tmp_path: Path) -> None:
         assoc.App.from_script("LOAD * FROM [lib://other/x.csv];", folders={"d": tmp_path})
     with pytest.raises(ScriptError, match="unknown function NOPE"):
         assoc.App.from_script("T: LOAD Nope(1) AS x AUTOGENERATE 1;")
-    with pytest.raises(ScriptError, match="UPPER takes 1..1 arguments"):
+    with pytest.raises(ScriptError, match=r"UPPER takes 1\.\.1 arguments"):
         assoc.App.from_script("T: LOAD Upper(1, 2) AS x AUTOGENERATE 1;")
 
 
@@ -85,7 +85,7 @@ def test_paths_cannot_escape_the_connection(tmp_path: Path) -> None:
         "secret.csv",
         "lib://d/sub/../../secret.csv",
     ):
-        with pytest.raises(ScriptError, match="outside|must|lib://"):
+        with pytest.raises(ScriptError, match=r"outside|must|lib://"):
             assoc.App.from_script(f"LOAD * FROM [{path}] (txt);", folders=folders)
 
 

@@ -52,8 +52,10 @@ def test_halyard_script_loads_with_header_names_and_money(tmp_path: Path) -> Non
     script = "\n\n".join(
         [
             halyard_header(locale_info()),
-            '"Movies":\nLOAD\n  "Movie" AS "Movie",\n  "Year" AS "Year",\n  "Adjusted Costs" AS "Adjusted Costs",\n'
-            '  DATE(DATE#("Released", \'YYYY-MM-DD\')) AS "Released",\n  "imdbRating" AS "imdbRating"\n'
+            '"Movies":\nLOAD\n  "Movie" AS "Movie",\n  "Year" AS "Year",\n'
+            '  "Adjusted Costs" AS "Adjusted Costs",\n'
+            '  DATE(DATE#("Released", \'YYYY-MM-DD\')) AS "Released",\n'
+            '  "imdbRating" AS "imdbRating"\n'
             "FROM [lib://dir_5f1c-8a2b/movies.csv]\n(txt, utf8, delimiter is ',');",
             '"Ratings":\nLOAD\n*\nINLINE "\nimdbRating,Label\n7.8,""good""\n9.0,great\n"\n(txt);',
         ]

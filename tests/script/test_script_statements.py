@@ -153,7 +153,8 @@ def test_autogenerate_set_let_and_expansion() -> None:
     SET n = 4;
     LET m = $(n) * 2 + 1;
     SET label = 'Gen';
-    $(label): LOAD RecNo() AS ID, RowNo() AS Row, Mod(RecNo(), 3) AS M, $(m) AS Const AUTOGENERATE $(n);
+    $(label): LOAD RecNo() AS ID, RowNo() AS Row, Mod(RecNo(), 3) AS M, $(m) AS Const
+    AUTOGENERATE $(n);
     """
     app = assoc.App.from_script(script)
     assert rows_of(app, "Gen") == [(i, i, i % 3, 9) for i in range(1, 5)]
@@ -231,7 +232,8 @@ def test_txt_options_read_in_python(tmp_path: Path) -> None:
     script = """
     SET DecimalSep = ',';
     SET ThousandSep = '.';
-    T: LOAD A, B FROM [lib://d/semi.txt] (txt, codepage is 1252, header is 1 lines, delimiter is ';', msq);
+    T: LOAD A, B FROM [lib://d/semi.txt]
+    (txt, codepage is 1252, header is 1 lines, delimiter is ';', msq);
     """
     app = assoc.App.from_script(script, folders={"d": tmp_path})
     got = rows_of(app, "T")

@@ -11,7 +11,7 @@ from assoc.script import syntax as ast
 from assoc.script.errors import ScriptError
 from assoc.script.functions import FUNCTIONS, ROW_FUNCTIONS, CallContext, numbers_of
 from assoc.script.numbers import Interpretation
-from assoc.script.values import NAN, Values, booleans, map_texts
+from assoc.script.values import NAN, Values, booleans
 
 
 def walk(expr: ast.Expr) -> Iterator[ast.Expr]:
@@ -136,4 +136,4 @@ def constant_value(expr: ast.Expr, interpretation: Interpretation) -> Values:
     return Evaluator({}, CallContext(1, interpretation))(expr)
 
 
-__all__ = ["Evaluator", "constant_value", "fields_of", "is_row_dependent", "map_texts"]
+__all__ = ["Evaluator", "constant_value", "fields_of", "is_row_dependent"]

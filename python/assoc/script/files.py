@@ -152,7 +152,7 @@ def inline_frame(source: ast.InlineSource, name: str, interp: Interpretation) ->
 def write_txt(frame: Frame, path: Path) -> None:
     """A frame as a comma-separated text file with a header line."""
     cols = [frame.column(f) for f in frame.fields]
-    texts = [c.symbols.text_list() + [""] for c in cols]
+    texts = [[*c.symbols.text_list(), ""] for c in cols]
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f, lineterminator="\r\n")
         writer.writerow(frame.fields)

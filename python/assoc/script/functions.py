@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 from collections.abc import Callable
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assoc.script.numbers import Interpretation, date_serial, serial_date
+from assoc.script.numbers import Interpretation, date_serial, read_plain
 from assoc.script.values import NAN, Values, booleans, map_texts
 
 
@@ -158,8 +159,6 @@ def _num_hash(args: list[Values], ctx: CallContext) -> Values:
         start = next((i for i, ch in enumerate(core) if ch in "#0"), len(core))
         end = max((i for i, ch in enumerate(core) if ch in "#0"), default=-1) + 1
         prefix, suffix = core[:start].strip(), core[end:].strip()
-    from assoc.script.numbers import read_plain
-
     for i, t in enumerate(texts):
         if t is None:
             continue
@@ -206,7 +205,7 @@ def _ceil(
 
 def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     # Qlik's Mod is the non-negative remainder; a negative divisor gives NULL.
-    out = np.mod(a, b)
+    out: np.ndarray = np.mod(a, b)
     out[b <= 0] = NAN
     return out
 
@@ -303,10 +302,8 @@ def _makedate(args: list[Values], ctx: CallContext) -> Values:
     d = cols[2] if len(cols) > 2 else np.ones(ctx.n)
     out = np.full(ctx.n, NAN)
     for i in range(ctx.n):
-        try:
+        with contextlib.suppress(ValueError, OverflowError):
             out[i] = date_serial(int(y[i]), int(m[i]), int(d[i]))
-        except (ValueError, OverflowError):
-            pass
     interp = ctx.interpretation
     return _dual_of(out, lambda x: interp.format_date(x))
 
@@ -394,4 +391,4 @@ FUNCTIONS: dict[str, tuple[Callable[[list[Values], CallContext], Values], int, i
 # Functions whose value differs from row to row even for equal arguments.
 ROW_FUNCTIONS = frozenset({"RECNO", "ROWNO", "RAND"})
 
-__all__ = ["FUNCTIONS", "ROW_FUNCTIONS", "CallContext", "numbers_of", "serial_date"]
+__all__ = ["FUNCTIONS", "ROW_FUNCTIONS", "CallContext", "numbers_of"]

@@ -180,6 +180,7 @@ class Lexer:
         if ch in "'\"[`":
             close = "]" if ch == "[" else ch
             j = i + 1
+            k = i
             parts: list[str] = []
             while True:
                 k = text.find(close, j)

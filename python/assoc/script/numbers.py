@@ -26,10 +26,14 @@ DEFAULTS: dict[str, str] = {
     "CollationLocale": "en-US",
     "CreateSearchIndexOnReload": "1",
     "MonthNames": "Jan;Feb;Mar;Apr;May;Jun;Jul;Aug;Sep;Oct;Nov;Dec",
-    "LongMonthNames": "January;February;March;April;May;June;July;August;September;October;November;December",
+    "LongMonthNames": (
+        "January;February;March;April;May;June;July;August;September;October;November;December"
+    ),
     "DayNames": "Mon;Tue;Wed;Thu;Fri;Sat;Sun",
     "LongDayNames": "Monday;Tuesday;Wednesday;Thursday;Friday;Saturday;Sunday",
-    "NumericalAbbreviation": "3:k;6:M;9:G;12:T;15:P;18:E;21:Z;24:Y;-3:m;-6:μ;-9:n;-12:p;-15:f;-18:a;-21:z;-24:y",
+    "NumericalAbbreviation": (
+        "3:k;6:M;9:G;12:T;15:P;18:E;21:Z;24:Y;-3:m;-6:μ;-9:n;-12:p;-15:f;-18:a;-21:z;-24:y"
+    ),
 }
 
 _EPOCH = dt.date(1899, 12, 30).toordinal()
@@ -42,7 +46,7 @@ def date_serial(year: int, month: int, day: int) -> float:
 
 def serial_date(serial: float) -> dt.date:
     """The date of a day number (its fraction ignored)."""
-    return dt.date.fromordinal(int(math.floor(serial)) + _EPOCH)
+    return dt.date.fromordinal(math.floor(serial) + _EPOCH)
 
 
 class Interpretation:
@@ -63,9 +67,11 @@ class Interpretation:
         self.day_names = v["DayNames"].split(";")
         self.long_day_names = v["LongDayNames"].split(";")
         self._month_numbers = {n.casefold(): k + 1 for k, n in enumerate(self.month_names)}
-        self._long_month_numbers = {n.casefold(): k + 1 for k, n in enumerate(self.long_month_names)}
+        self._long_month_numbers = {
+            n.casefold(): k + 1 for k, n in enumerate(self.long_month_names)
+        }
         self._date_patterns = [
-            (fmt, self._pattern(fmt))
+            self._pattern(fmt)
             for fmt in (
                 self.date_format,
                 self.timestamp_format,
@@ -95,7 +101,7 @@ class Interpretation:
                 return n
         if not any(ch.isdigit() for ch in s):
             return None
-        for fmt, pattern in self._date_patterns:
+        for pattern in self._date_patterns:
             m = pattern.fullmatch(s)
             if m is not None:
                 n = self._date_value(m)
@@ -109,13 +115,25 @@ class Interpretation:
         return None if m is None else self._date_value(m)
 
     def _pattern(self, fmt: str) -> re.Pattern[str]:
-        return _date_regex(fmt, tuple(self.month_names), tuple(self.long_month_names),
-                           tuple(self.day_names), tuple(self.long_day_names))
+        return _date_regex(
+            fmt,
+            tuple(self.month_names),
+            tuple(self.long_month_names),
+            tuple(self.day_names),
+            tuple(self.long_day_names),
+        )
 
     def _date_value(self, m: re.Match[str]) -> float | None:
         """The day number a matched date/time text stands for (None when out of range)."""
         g = m.groupdict()
-        y4, y2, mon, mmm, mmmm, d = g.get("Y4"), g.get("Y2"), g.get("M"), g.get("MMM"), g.get("MMMM"), g.get("D")
+        y4, y2, mon, mmm, mmmm, d = (
+            g.get("Y4"),
+            g.get("Y2"),
+            g.get("M"),
+            g.get("MMM"),
+            g.get("MMMM"),
+            g.get("D"),
+        )
         try:
             if y4:
                 year = int(y4)
@@ -132,7 +150,11 @@ class Interpretation:
                 month = self._month_numbers[mmm.casefold()]
             else:
                 month = 12
-            days = date_serial(year, month, int(d) if d else 30) if (y4 or y2 or mon or mmm or mmmm or d) else 0.0
+            days = (
+                date_serial(year, month, int(d) if d else 30)
+                if (y4 or y2 or mon or mmm or mmmm or d)
+                else 0.0
+            )
             h = g.get("h")
             if h is None:
                 return days

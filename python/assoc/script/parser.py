@@ -256,10 +256,7 @@ class Parser:
                 if num.kind != NUMBER:
                     raise self.error("expected a code page number", num)
                 spec["encoding"] = "cp" + num.text
-            elif word == "EMBEDDED":
-                self.expect_word("LABELS")
-                spec["labels"] = True
-            elif word == "EXPLICIT":
+            elif word in ("EMBEDDED", "EXPLICIT"):
                 self.expect_word("LABELS")
                 spec["labels"] = True
             elif word == "NO":

@@ -313,7 +313,7 @@ class ScriptRunner:
         frame = self._rows_of(stmt, name)
         frame.name = name
         frame = self._qualified(frame)
-        # A loaded table is held packed, as the engine holds it; RESIDENT loads decode what they use.
+        # Loaded tables are held packed, as the engine holds them; RESIDENT decodes what it uses.
         frame = frame.packed()
         target: str | None = None
         if stmt.concatenate == "concatenate":

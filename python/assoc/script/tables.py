@@ -55,7 +55,9 @@ class Column:
         if self.origin is not None:
             table.add_mapped_column(name, self.symbols.nums, texts, *self.origin)
         else:
-            table.add_column(name, self.symbols.nums, texts, self.codes.astype(np.int32, copy=False))
+            table.add_column(
+                name, self.symbols.nums, texts, self.codes.astype(np.int32, copy=False)
+            )
 
 
 def _values_of(native: _core.ScriptTable, i: int) -> Values:
@@ -120,7 +122,9 @@ class Frame:
         for i, name in enumerate(self._fields):
             at, texts = self._native.pure_texts(i)
             found = [
-                (k, x) for k, t in zip(at.tolist(), texts, strict=True) if (x := read(t)) is not None
+                (k, x)
+                for k, t in zip(at.tolist(), texts, strict=True)
+                if (x := read(t)) is not None
             ]
             if found:
                 self._native.set_numbers(i, [k for k, _ in found], [x for _, x in found])

@@ -59,7 +59,8 @@ class Values:
 
     def is_null(self) -> np.ndarray:
         """Which values are NULL."""
-        return np.isnan(self.nums) & ~self.has_text()
+        null: np.ndarray = np.isnan(self.nums) & ~self.has_text()
+        return null
 
     def text_list(self) -> list[str | None]:
         """Each value's text: its text part, else its number written plainly; None for NULL."""
