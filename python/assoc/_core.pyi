@@ -113,9 +113,7 @@ class ScriptTable:
         """
     def symbols(
         self, column: typing.SupportsInt
-    ) -> tuple[
-        numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.uint32], list[str]
-    ]:
+    ) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.uint32], list[str]]:
         """
         A column's symbols: (numbers with NaN for none, indexes of the symbols with a text,
         those texts).
