@@ -98,23 +98,18 @@ def main() -> None:
         def record(key: str, seconds: float) -> None:
             best[key] = min(best.get(key, float("inf")), seconds)
 
+        loads: list[tuple[str, Callable[[], Any]]] = [
+            ("App.from_csv", lambda: App.from_csv(folder / "orders.csv", "orders")._impl),
+            ("LOAD * FROM csv", lambda: script_app(folder, csv_script).model),
+            ("App.from_qvd", lambda: App.from_qvd(folder / "orders.qvd")._impl),
+            ("LOAD * FROM qvd", lambda: script_app(folder, qvd_script).model),
+        ]
         for _ in range(args.repeat):
-            t, app = time_once(lambda: App.from_csv(folder / "orders.csv", "orders"))
-            check_orders(app._impl, "orders")
-            del app
-            record("App.from_csv", t)
-            t, result = time_once(lambda: script_app(folder, csv_script))
-            check_orders(result.model, "orders")
-            del result
-            record("LOAD * FROM csv", t)
-            t, app = time_once(lambda: App.from_qvd(folder / "orders.qvd"))
-            check_orders(app._impl, "orders")
-            del app
-            record("App.from_qvd", t)
-            t, result = time_once(lambda: script_app(folder, qvd_script))
-            check_orders(result.model, "orders")
-            del result
-            record("LOAD * FROM qvd", t)
+            for key, load in loads:
+                t, model = time_once(load)
+                check_orders(model, "orders")
+                del model
+                record(key, t)
 
         # RESIDENT: the statement's own time (its columns computed and packed) vs polars over
         # the same table in memory (Name as String, OrderDate as Date).

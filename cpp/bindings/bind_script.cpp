@@ -69,6 +69,19 @@ std::vector<ScriptValue> values_from_python(const std::string& name, const Numbe
   return values;
 }
 
+// A table read from the bytes of a contiguous buffer (bytes, or an mmap read in place) by
+// `read`, without the GIL; `info` holds the buffer for the whole read.
+template <typename Read>
+ScriptTable read_file(const py::buffer& data, const char* what, const Read& read) {
+  const py::buffer_info info = data.request();
+  const char* bytes = contiguous_bytes(info, what);
+  const auto size = static_cast<std::size_t>(info.size);
+  ScriptTable out;
+  py::gil_scoped_release release;
+  out.table = read(bytes, size);
+  return out;
+}
+
 void check_rows(const LoadedTable& t, std::size_t n) {
   if (n != t.rows)
     throw Error("table '" + t.name + "': a column of " + std::to_string(n) + " rows, not " + std::to_string(t.rows));
@@ -81,26 +94,19 @@ void bind_script(py::module_& m) {
       .def_static(
           "read_csv",
           [](const py::buffer& data, const std::string& name) {
-            const py::buffer_info info = data.request();
-            const char* bytes = contiguous_bytes(info, "read_csv");
-            const auto size = static_cast<std::size_t>(info.size);
-            ScriptTable out;
-            py::gil_scoped_release release;
-            out.table = read_csv(bytes, size, name, nullptr);
-            return out;
+            return read_file(data, "read_csv", [&](const char* bytes, std::size_t size) {
+              return read_csv(bytes, size, name, nullptr);
+            });
           },
           py::arg("data"), py::arg("name"), "The table of a CSV file's bytes (the reader ModelBuilder.add_csv uses).")
       .def_static(
           "read_qvd",
           [](const py::buffer& data, const std::string& name) {
-            const py::buffer_info info = data.request();
-            const char* bytes = contiguous_bytes(info, "read_qvd");
-            const auto size = static_cast<std::size_t>(info.size);
-            ScriptTable out;
-            py::gil_scoped_release release;
-            out.table = read_qvd(reinterpret_cast<const std::uint8_t*>(bytes), size, nullptr);
-            out.table.name = name;
-            return out;
+            return read_file(data, "read_qvd", [&](const char* bytes, std::size_t size) {
+              LoadedTable t = read_qvd(reinterpret_cast<const std::uint8_t*>(bytes), size, nullptr);
+              t.name = name;
+              return t;
+            });
           },
           py::arg("data"), py::arg("name"), "The table of a QVD file's bytes, named `name`.")
       .def(py::init([](const std::string& name, std::size_t rows) {

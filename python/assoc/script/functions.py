@@ -179,28 +179,17 @@ def _text_fn(args: list[Values], ctx: CallContext) -> Values:
     return Values.of_texts(args[0].broadcast(ctx.n).text_list())
 
 
-def _round(
-    x: np.ndarray, step: np.ndarray | None = None, offset: np.ndarray | None = None
-) -> np.ndarray:
-    s = 1.0 if step is None else step
-    o = 0.0 if offset is None else offset
-    return np.floor((x - o) / s + 0.5) * s + o
+def _stepped(rounding: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """Round, Floor, Ceil: x to a multiple of `step` (1) plus `offset` (0), as `rounding` says."""
 
+    def call(
+        x: np.ndarray, step: np.ndarray | None = None, offset: np.ndarray | None = None
+    ) -> np.ndarray:
+        s = 1.0 if step is None else step
+        o = 0.0 if offset is None else offset
+        return rounding((x - o) / s) * s + o
 
-def _floor(
-    x: np.ndarray, step: np.ndarray | None = None, offset: np.ndarray | None = None
-) -> np.ndarray:
-    s = 1.0 if step is None else step
-    o = 0.0 if offset is None else offset
-    return np.floor((x - o) / s) * s + o
-
-
-def _ceil(
-    x: np.ndarray, step: np.ndarray | None = None, offset: np.ndarray | None = None
-) -> np.ndarray:
-    s = 1.0 if step is None else step
-    o = 0.0 if offset is None else offset
-    return np.ceil((x - o) / s) * s + o
+    return call
 
 
 def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -368,9 +357,9 @@ FUNCTIONS: dict[str, tuple[Callable[[list[Values], CallContext], Values], int, i
     "NUM": (_num, 1, 4),
     "NUM#": (_num_hash, 1, 4),
     "TEXT": (_text_fn, 1, 1),
-    "FLOOR": (_numeric(_floor), 1, 3),
-    "CEIL": (_numeric(_ceil), 1, 3),
-    "ROUND": (_numeric(_round), 1, 3),
+    "FLOOR": (_numeric(_stepped(np.floor)), 1, 3),
+    "CEIL": (_numeric(_stepped(np.ceil)), 1, 3),
+    "ROUND": (_numeric(_stepped(lambda q: np.floor(q + 0.5))), 1, 3),
     "MOD": (_numeric(_mod), 2, 2),
     "FABS": (_numeric(np.abs), 1, 1),
     "DATE": (_date_formatter("date"), 1, 2),

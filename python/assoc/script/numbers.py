@@ -309,35 +309,32 @@ def _date_regex(
     days: tuple[str, ...],
     long_days: tuple[str, ...],
 ) -> re.Pattern[str]:
+    def one_of(names: tuple[str, ...], group: str = "") -> str:
+        return f"(?{'P<' + group + '>' if group else ':'}" + "|".join(map(re.escape, names)) + ")"
+
+    fixed = {
+        "YYYY": r"(?P<Y4>\d{4})",
+        "YY": r"(?P<Y2>\d{2})",
+        "MM": r"(?P<M>\d{1,2})",
+        "M": r"(?P<M>\d{1,2})",
+        "DD": r"(?P<D>\d{1,2})",
+        "D": r"(?P<D>\d{1,2})",
+        "hh": r"(?P<h>\d{1,2})",
+        "h": r"(?P<h>\d{1,2})",
+        "mm": r"(?P<m>\d{1,2})",
+        "ss": r"(?P<s>\d{1,2})",
+        "fff": r"(?P<f>\d{1,9})",
+        "TT": r"(?P<TT>[AaPp][Mm])",
+        "tt": r"(?P<TT>[AaPp][Mm])",
+        "MMMM": one_of(long_months, "MMMM"),
+        "MMM": one_of(months, "MMM"),
+        "WWWW": one_of(long_days),
+        "WWW": one_of(days),
+        " ": r"\s*",
+    }
+
     def part(tok: str) -> str:
-        match tok:
-            case "YYYY":
-                return r"(?P<Y4>\d{4})"
-            case "YY":
-                return r"(?P<Y2>\d{2})"
-            case "MMMM":
-                return "(?P<MMMM>" + "|".join(map(re.escape, long_months)) + ")"
-            case "MMM":
-                return "(?P<MMM>" + "|".join(map(re.escape, months)) + ")"
-            case "MM" | "M":
-                return r"(?P<M>\d{1,2})"
-            case "DD" | "D":
-                return r"(?P<D>\d{1,2})"
-            case "WWWW":
-                return "(?:" + "|".join(map(re.escape, long_days)) + ")"
-            case "WWW":
-                return "(?:" + "|".join(map(re.escape, days)) + ")"
-            case "hh" | "h":
-                return r"(?P<h>\d{1,2})"
-            case "mm":
-                return r"(?P<m>\d{1,2})"
-            case "ss":
-                return r"(?P<s>\d{1,2})"
-            case "fff":
-                return r"(?P<f>\d{1,9})"
-            case "TT" | "tt":
-                return r"(?P<TT>[AaPp][Mm])"
-        return r"\s*" if tok == " " else re.escape(tok)
+        return fixed.get(tok) or re.escape(tok)
 
     pieces = []
     for tok in _tokens(fmt):
