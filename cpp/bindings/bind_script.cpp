@@ -71,14 +71,18 @@ std::vector<ScriptValue> values_from_python(const std::string& name, const Numbe
 
 // A table read from the bytes of a contiguous buffer (bytes, or an mmap read in place) by
 // `read`, without the GIL; `info` holds the buffer for the whole read.
+// The readers count the calling thread too: `cpu` gets only the other threads' time.
 template <typename Read>
-ScriptTable read_file(const py::buffer& data, const char* what, const Read& read) {
+ScriptTable read_file(const py::buffer& data, const char* what, CpuAccount* cpu, const Read& read) {
   const py::buffer_info info = data.request();
   const char* bytes = contiguous_bytes(info, what);
   const auto size = static_cast<std::size_t>(info.size);
   ScriptTable out;
   py::gil_scoped_release release;
-  out.table = read(bytes, size);
+  CpuAccount all;
+  const std::int64_t caller_start = thread_cpu_ns();
+  out.table = read(bytes, size, &all);
+  if (cpu) cpu->add(all.ns() - (thread_cpu_ns() - caller_start));
   return out;
 }
 
@@ -90,25 +94,36 @@ void check_rows(const LoadedTable& t, std::size_t n) {
 }  // namespace
 
 void bind_script(py::module_& m) {
+  py::class_<CpuAccount>(m, "CpuAccount", "CPU time that worker threads spend on a job, in nanoseconds.")
+      .def(py::init<>())
+      .def_property_readonly("ns", &CpuAccount::ns);
+  py::object builder = m.attr("ModelBuilder");
+  builder.attr("charge_cpu") = py::cpp_function(
+      [](ModelBuilder& b, std::int64_t ns) {
+        if (ns < 0) throw Error("CPU time cannot be negative");
+        b.cpu().add(ns);
+      },
+      py::name("charge_cpu"), py::is_method(builder), py::arg("ns"),
+      "Adds CPU time spent on the model outside the builder (a script's statements) to its\nreload time.");
   py::class_<ScriptTable>(m, "ScriptTable", "A table a load script holds between statements.")
       .def_static(
           "read_csv",
-          [](const py::buffer& data, const std::string& name) {
-            return read_file(data, "read_csv", [&](const char* bytes, std::size_t size) {
-              return read_csv(bytes, size, name, nullptr);
+          [](const py::buffer& data, const std::string& name, CpuAccount* cpu) {
+            return read_file(data, "read_csv", cpu, [&](const char* bytes, std::size_t size, CpuAccount* all) {
+              return read_csv(bytes, size, name, all);
             });
           },
-          py::arg("data"), py::arg("name"), "The table of a CSV file's bytes (the reader ModelBuilder.add_csv uses).")
+          py::arg("data"), py::arg("name"), py::arg("cpu") = nullptr, "The table of a CSV file's bytes (the reader ModelBuilder.add_csv uses).")
       .def_static(
           "read_qvd",
-          [](const py::buffer& data, const std::string& name) {
-            return read_file(data, "read_qvd", [&](const char* bytes, std::size_t size) {
-              LoadedTable t = read_qvd(reinterpret_cast<const std::uint8_t*>(bytes), size, nullptr);
+          [](const py::buffer& data, const std::string& name, CpuAccount* cpu) {
+            return read_file(data, "read_qvd", cpu, [&](const char* bytes, std::size_t size, CpuAccount* all) {
+              LoadedTable t = read_qvd(reinterpret_cast<const std::uint8_t*>(bytes), size, all);
               t.name = name;
               return t;
             });
           },
-          py::arg("data"), py::arg("name"), "The table of a QVD file's bytes, named `name`.")
+          py::arg("data"), py::arg("name"), py::arg("cpu") = nullptr, "The table of a QVD file's bytes, named `name`.")
       .def(py::init([](const std::string& name, std::size_t rows) {
              ScriptTable out;
              out.table.name = name;
@@ -119,31 +134,32 @@ void bind_script(py::module_& m) {
       .def(
           "add_column",
           [](ScriptTable& s, const std::string& name, const Numbers& numbers, const py::object& texts,
-             const Codes& codes) {
+             const Codes& codes, CpuAccount* cpu) {
             LoadedTable& t = s.get();
             if (codes.ndim() != 1) throw Error("column '" + name + "': codes must be one-dimensional");
             check_rows(t, static_cast<std::size_t>(codes.shape(0)));
             std::vector<std::string> store;
             const std::vector<ScriptValue> values = values_from_python(name, numbers, texts, store);
             py::gil_scoped_release release;
-            t.columns.push_back(column_from_values(name, values, codes.data(), t.rows, nullptr));
+            t.columns.push_back(column_from_values(name, values, codes.data(), t.rows, cpu));
           },
-          py::arg("name"), py::arg("numbers"), py::arg("texts"), py::arg("codes"),
+          py::arg("name"), py::arg("numbers"), py::arg("texts"), py::arg("codes"), py::arg("cpu") = nullptr,
           "Adds a column whose row r holds value codes[r] (numbers[i] NaN: no number; texts None or\n"
           "texts[i] None: no text; neither: NULL; a negative code: NULL).")
       .def(
           "add_mapped_column",
           [](ScriptTable& s, const std::string& name, const Numbers& numbers, const py::object& texts,
-             ScriptTable& source, std::size_t source_column) {
+             ScriptTable& source, std::size_t source_column, CpuAccount* cpu) {
             LoadedTable& t = s.get();
             const LoadedColumn& from = source.column(source_column);
             check_rows(t, from.index.size());
             std::vector<std::string> store;
             const std::vector<ScriptValue> values = values_from_python(name, numbers, texts, store);
             py::gil_scoped_release release;
-            t.columns.push_back(column_mapping_symbols(name, from, values, nullptr));
+            t.columns.push_back(column_mapping_symbols(name, from, values, cpu));
           },
           py::arg("name"), py::arg("numbers"), py::arg("texts"), py::arg("source"), py::arg("source_column"),
+          py::arg("cpu") = nullptr,
           "Adds a column with the rows of a source column whose symbol k becomes value k.")
       .def_property(
           "name", [](ScriptTable& s) { return s.get().name; },
@@ -179,15 +195,15 @@ void bind_script(py::module_& m) {
           "A column's symbols: (numbers with NaN for none, indexes of the symbols with a text, those texts).")
       .def(
           "codes",
-          [](ScriptTable& s, std::size_t i) {
+          [](ScriptTable& s, std::size_t i, CpuAccount* cpu) {
             const LoadedColumn& c = s.column(i);
             py::array_t<std::int32_t> out(static_cast<py::ssize_t>(c.index.size()));
             std::int32_t* dst = out.mutable_data();
             py::gil_scoped_release release;
-            column_codes(c, dst, nullptr);
+            column_codes(c, dst, cpu);
             return out;
           },
-          py::arg("column"), "A column's symbol index per row, -1 for NULL.")
+          py::arg("column"), py::arg("cpu") = nullptr, "A column's symbol index per row, -1 for NULL.")
       .def(
           "pure_texts",
           [](ScriptTable& s, std::size_t i) {
@@ -208,7 +224,7 @@ void bind_script(py::module_& m) {
       .def(
           "set_numbers",
           [](ScriptTable& s, std::size_t i, const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& at,
-             const py::array_t<double, py::array::c_style | py::array::forcecast>& numbers) {
+             const py::array_t<double, py::array::c_style | py::array::forcecast>& numbers, CpuAccount* cpu) {
             LoadedColumn& c = s.column(i);
             if (at.ndim() != 1 || numbers.ndim() != 1 || at.shape(0) != numbers.shape(0))
               throw Error("set_numbers takes one number per symbol index");
@@ -224,9 +240,9 @@ void bind_script(py::module_& m) {
               values[idx[j]].number = nums[j];
             }
             // The views point into the old table, which replace_symbols reads before it lets go.
-            replace_symbols(c, values, nullptr);
+            replace_symbols(c, values, cpu);
           },
-          py::arg("column"), py::arg("at"), py::arg("numbers"),
+          py::arg("column"), py::arg("at"), py::arg("numbers"), py::arg("cpu") = nullptr,
           "Gives the symbols at `at` a number beside their text (equal ones merge, rows follow).")
       .def(
           "select",

@@ -34,7 +34,6 @@ PackedIndex repack(const PackedIndex& index, const std::vector<std::uint32_t>& r
 
 LoadedColumn column_from_values(std::string name, const std::vector<ScriptValue>& values,
                                  const std::int32_t* codes, std::size_t n, CpuAccount* cpu) {
-  CpuScope scope(cpu);
   constexpr std::uint32_t kUnseen = 0xFFFFFFFEU;
   const std::size_t n_values = values.size();
   // First pass, in row order: the values rows use, numbered by first occurrence.
@@ -78,7 +77,6 @@ LoadedColumn column_from_values(std::string name, const std::vector<ScriptValue>
 
 LoadedColumn column_mapping_symbols(std::string name, const LoadedColumn& source,
                                     const std::vector<ScriptValue>& values, CpuAccount* cpu) {
-  CpuScope scope(cpu);
   if (values.size() != source.symbols.size())
     throw Error("column '" + name + "': " + std::to_string(values.size()) + " values for " +
                 std::to_string(source.symbols.size()) + " symbols");
@@ -98,7 +96,6 @@ LoadedColumn column_mapping_symbols(std::string name, const LoadedColumn& source
 }
 
 void replace_symbols(LoadedColumn& column, const std::vector<DualView>& values, CpuAccount* cpu) {
-  CpuScope scope(cpu);
   if (values.size() != column.symbols.size())
     throw Error("column '" + column.name + "': " + std::to_string(values.size()) + " new symbols for " +
                 std::to_string(column.symbols.size()));

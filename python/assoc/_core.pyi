@@ -11,6 +11,7 @@ import typing_extensions
 
 __all__: list[str] = [
     "AssociativeModel",
+    "CpuAccount",
     "DataModel",
     "Dual",
     "Error",
@@ -65,12 +66,25 @@ class ModelBuilder:
         Adds the table of a QVD file (bytes or any contiguous buffer such as an mmap);
         `name` replaces the header's TableName.
         """
+    def charge_cpu(self, ns: typing.SupportsInt) -> None:
+        """
+        Adds CPU time spent on the model outside the builder (a script's statements) to its
+        reload time.
+        """
     def build(self) -> DataModel:
         """
         Finishes the model.
         """
     @property
     def table_count(self) -> int: ...
+
+class CpuAccount:
+    """
+    CPU time that worker threads spend on a job, in nanoseconds.
+    """
+    def __init__(self) -> None: ...
+    @property
+    def ns(self) -> int: ...
 
 class ScriptTable:
     """
@@ -81,12 +95,16 @@ class ScriptTable:
         An empty table of `rows` rows; add_column adds its columns.
         """
     @staticmethod
-    def read_csv(data: typing_extensions.Buffer, name: str) -> ScriptTable:
+    def read_csv(
+        data: typing_extensions.Buffer, name: str, cpu: CpuAccount | None = None
+    ) -> ScriptTable:
         """
         The table of a CSV file's bytes (the reader ModelBuilder.add_csv uses).
         """
     @staticmethod
-    def read_qvd(data: typing_extensions.Buffer, name: str) -> ScriptTable:
+    def read_qvd(
+        data: typing_extensions.Buffer, name: str, cpu: CpuAccount | None = None
+    ) -> ScriptTable:
         """
         The table of a QVD file's bytes, named `name`.
         """
@@ -96,6 +114,7 @@ class ScriptTable:
         numbers: numpy.typing.ArrayLike,
         texts: collections.abc.Sequence[str | None] | None,
         codes: numpy.typing.ArrayLike,
+        cpu: CpuAccount | None = None,
     ) -> None:
         """
         Adds a column whose row r holds value codes[r].
@@ -107,6 +126,7 @@ class ScriptTable:
         texts: collections.abc.Sequence[str | None] | None,
         source: ScriptTable,
         source_column: typing.SupportsInt,
+        cpu: CpuAccount | None = None,
     ) -> None:
         """
         Adds a column with the rows of a source column whose symbol k becomes value k.
@@ -118,7 +138,9 @@ class ScriptTable:
         A column's symbols: (numbers with NaN for none, indexes of the symbols with a text,
         those texts).
         """
-    def codes(self, column: typing.SupportsInt) -> numpy.typing.NDArray[numpy.int32]:
+    def codes(
+        self, column: typing.SupportsInt, cpu: CpuAccount | None = None
+    ) -> numpy.typing.NDArray[numpy.int32]:
         """
         A column's symbol index per row, -1 for NULL.
         """
@@ -133,6 +155,7 @@ class ScriptTable:
         column: typing.SupportsInt,
         at: numpy.typing.ArrayLike,
         numbers: numpy.typing.ArrayLike,
+        cpu: CpuAccount | None = None,
     ) -> None:
         """
         Gives the symbols at `at` a number beside their text (equal ones merge, rows follow).

@@ -13,6 +13,9 @@
 
 namespace assoc {
 
+// Each function's `cpu` (may be null) collects the CPU time of the worker threads that help it;
+// the calling thread's own time is its caller's to count.
+
 // A value a script computed: absent (nullopt) means NULL.
 using ScriptValue = std::optional<DualView>;
 

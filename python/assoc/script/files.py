@@ -39,8 +39,15 @@ def _engine_delimiter(header: bytes) -> str | None:
     return next(d for d in (",", ";", "\t") if counts[d] == best) if best else None
 
 
-def read_file(path: Path, fmt: ast.FileFormat, name: str, interp: Interpretation) -> Frame:
-    """A table file as a frame: QVD, or delimited text as `fmt` says."""
+def read_file(
+    path: Path,
+    fmt: ast.FileFormat,
+    name: str,
+    interp: Interpretation,
+    cpu: _core.CpuAccount | None = None,
+) -> Frame:
+    """A table file as a frame: QVD, or delimited text as `fmt` says (`cpu` collects the
+    worker threads' time)."""
     kind = fmt.kind or ("qvd" if path.suffix.lower() == ".qvd" else "txt")
     try:
         f, data = _map(path)
@@ -48,7 +55,7 @@ def read_file(path: Path, fmt: ast.FileFormat, name: str, interp: Interpretation
         raise ScriptError(f"cannot open file {path.name!r}: {exc.strerror}") from None
     try:
         if kind == "qvd":
-            return Frame.of_native(_core.ScriptTable.read_qvd(data, name))
+            return Frame.of_native(_core.ScriptTable.read_qvd(data, name, cpu))
         first_line = bytes(data[:65536]).split(b"\n", 1)[0]
         fast = (
             fmt.labels is not False
@@ -58,9 +65,9 @@ def read_file(path: Path, fmt: ast.FileFormat, name: str, interp: Interpretation
             and (fmt.delimiter is None or fmt.delimiter == _engine_delimiter(first_line))
         )
         if fast:
-            frame = Frame.of_native(_core.ScriptTable.read_csv(data, name))
+            frame = Frame.of_native(_core.ScriptTable.read_csv(data, name, cpu))
             # Money, dates and grouped digits the reader left as text become duals.
-            frame.interpret_texts(interp.read)
+            frame.interpret_texts(interp.read, cpu)
             return frame
         return read_delimited(
             bytes(data).decode(_encoding(fmt.encoding), "replace"), fmt, name, interp

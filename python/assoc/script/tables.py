@@ -49,15 +49,16 @@ class Column:
             return Column(symbols, self._codes, self.origin)
         return Column(symbols, self.codes)
 
-    def add_to(self, table: _core.ScriptTable, name: str) -> None:
+    def add_to(
+        self, table: _core.ScriptTable, name: str, cpu: _core.CpuAccount | None = None
+    ) -> None:
         """Adds this column to a table being built."""
         texts = None if self.symbols.texts is None else self.symbols.texts.tolist()
         if self.origin is not None:
-            table.add_mapped_column(name, self.symbols.nums, texts, *self.origin)
+            table.add_mapped_column(name, self.symbols.nums, texts, *self.origin, cpu)
         else:
-            table.add_column(
-                name, self.symbols.nums, texts, self.codes.astype(np.int32, copy=False)
-            )
+            codes = self.codes.astype(np.int32, copy=False)
+            table.add_column(name, self.symbols.nums, texts, codes, cpu)
 
 
 def _values_of(native: _core.ScriptTable, i: int) -> Values:
@@ -115,7 +116,9 @@ class Frame:
             self._columns[name] = col
         return col
 
-    def interpret_texts(self, read: Callable[[str], float | None]) -> None:
+    def interpret_texts(
+        self, read: Callable[[str], float | None], cpu: _core.CpuAccount | None = None
+    ) -> None:
         """Gives text symbols that `read` turns into a number that number (they become duals)."""
         if self._native is None:
             raise ValueError("only tables the engine read hold uninterpreted texts")
@@ -127,19 +130,19 @@ class Frame:
                 if (x := read(t)) is not None
             ]
             if found:
-                self._native.set_numbers(i, [k for k, _ in found], [x for _, x in found])
+                self._native.set_numbers(i, [k for k, _ in found], [x for _, x in found], cpu)
                 self._columns.pop(name, None)
 
-    def packed(self) -> Frame:
+    def packed(self, cpu: _core.CpuAccount | None = None) -> Frame:
         """The same table held in the engine's form (its decoded columns let go)."""
         if self._native is not None:
             return self
-        return Frame.of_native(self.to_native())
+        return Frame.of_native(self.to_native(cpu))
 
-    def take_native(self) -> _core.ScriptTable:
+    def take_native(self, cpu: _core.CpuAccount | None = None) -> _core.ScriptTable:
         """The table in the engine's form, for the last use of this frame (no copy)."""
         if self._native is None:
-            return self.to_native()
+            return self.to_native(cpu)
         self._native.name = self.name
         return self._native
 
@@ -150,14 +153,14 @@ class Frame:
             return Frame(self.name, self.rows, native=native)
         return Frame(self.name, self.rows, {new: self._columns[old] for old, new in picks})
 
-    def to_native(self) -> _core.ScriptTable:
+    def to_native(self, cpu: _core.CpuAccount | None = None) -> _core.ScriptTable:
         """The table in the engine's form, named as the frame."""
         if self._native is not None:
             native = self._native.select([(i, f) for i, f in enumerate(self._fields)])
         else:
             native = _core.ScriptTable(self.name, self.rows)
             for f in self._fields:
-                self._columns[f].add_to(native, f)
+                self._columns[f].add_to(native, f, cpu)
         native.name = self.name
         return native
 
