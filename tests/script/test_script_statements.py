@@ -248,3 +248,56 @@ def test_tab_delimited_file(tmp_path: Path) -> None:
         folders={"d": tmp_path},
     )
     assert rows_of(app, "T") == [(1, "x"), (2, "y")]
+
+
+def test_expansion_of_expressions_and_let_strings() -> None:
+    script = """
+    LET greeting = 'hello' & ' ' & 'world';
+    SET two = 2;
+    T: LOAD '$(greeting)' AS g, $(=1 + $(two)) AS three AUTOGENERATE 1;
+    """
+    app = assoc.App.from_script(script)
+    assert rows_of(app, "T") == [("hello world", 3)]
+
+
+def test_concatenate_without_a_name_and_drop_tables() -> None:
+    script = """
+    A: LOAD 1 AS a AUTOGENERATE 2;
+    B: LOAD 'x' AS b AUTOGENERATE 1;
+    CONCATENATE LOAD 'y' AS b, 5 AS c AUTOGENERATE 1;
+    C: LOAD 3 AS c3 AUTOGENERATE 1;
+    D: LOAD 4 AS d AUTOGENERATE 1;
+    DROP TABLES C, D;
+    """
+    app = assoc.App.from_script(script)
+    assert app.tables == ["A", "B"]
+    assert rows_of(app, "B") == [("x", None), ("y", 5)]
+
+
+def test_space_delimited_and_no_quotes(tmp_path: Path) -> None:
+    (tmp_path / "s.txt").write_text('k   v\n1   "a\n2   b"\n')
+    script = "T: LOAD * FROM [lib://d/s.txt] (txt, delimiter is spaces, no quotes);"
+    app = assoc.App.from_script(script, folders={"d": tmp_path})
+    assert rows_of(app, "T") == [(1, '"a'), (2, 'b"')]
+
+
+def test_store_stays_inside_the_connection(tmp_path: Path) -> None:
+    from assoc.script import ScriptError
+
+    inside = tmp_path / "in"
+    inside.mkdir()
+    script = "T: LOAD 1 AS a AUTOGENERATE 1;\nSTORE T INTO [lib://d/../out.qvd] (qvd);"
+    with pytest.raises(ScriptError, match="line 2, column 1: .*outside"):
+        assoc.App.from_script(script, folders={"d": inside})
+    assert not (tmp_path / "out.qvd").exists()
+
+
+def test_reload_cpu_time_is_in_the_metadata(data: Path) -> None:
+    from assoc.script import FolderConnections, ScriptRunner
+
+    script = "T: LOAD *, Upper(Name) AS U FROM [lib://data/orders.csv] (txt);"
+    result = ScriptRunner(script, FolderConnections({"data": data})).run()
+    md = result.model.metadata()
+    assert result.cpu_time_ms == md["reload_meta"]["cpu_time_spent_ms"]
+    assert result.statement_seconds[0][0] == 1
+    assert result.log == ["T << T 200 Lines fetched"]

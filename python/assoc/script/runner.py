@@ -19,7 +19,7 @@ from assoc.script.files import inline_frame, read_file, write_qvd, write_txt
 from assoc.script.functions import CallContext
 from assoc.script.lexer import Lexer, Positions, Statement, expand_variables, split_statements
 from assoc.script.numbers import DEFAULTS, Interpretation
-from assoc.script.parser import parse_statement
+from assoc.script.parser import Parser, parse_statement
 from assoc.script.tables import Column, Frame, concatenate_frames
 from assoc.script.values import Values
 
@@ -134,11 +134,13 @@ class ScriptRunner:
         return parse_statement(Lexer(text, where), following)
 
     def _lookup(self, name: str) -> str:
+        """The text `$(name)` stands for: a variable's value, or `$(=expr)`'s value."""
+        name = expand_variables(name, self._lookup)[0]
         if name.startswith("="):
-            lexer = Lexer(name[1:], lambda _o: (0, 0))
-            from assoc.script.parser import Parser
-
-            v = constant_value(Parser(lexer).expression(), self.interpretation())
+            parser = Parser(Lexer(name[1:], lambda _o: (0, 0)))
+            expr = parser.expression()
+            parser.end()
+            v = constant_value(expr, self.interpretation())
             return v.text_list()[0] or ""
         return self.variables.get(name, "")
 
