@@ -287,7 +287,7 @@ def test_store_stays_inside_the_connection(tmp_path: Path) -> None:
     inside = tmp_path / "in"
     inside.mkdir()
     script = "T: LOAD 1 AS a AUTOGENERATE 1;\nSTORE T INTO [lib://d/../out.qvd] (qvd);"
-    with pytest.raises(ScriptError, match="line 2, column 1: .*outside"):
+    with pytest.raises(ScriptError, match=r"line 2, column 1: .*outside"):
         assoc.App.from_script(script, folders={"d": inside})
     assert not (tmp_path / "out.qvd").exists()
 
