@@ -125,3 +125,10 @@ def test_failed_reload_keeps_the_old_data_and_reports_progress(tmp_path: Path) -
     assert runner.progress.error.line == 2
     assert runner.progress.statements_done == 1
     assert runner.progress.statements_total == 2
+
+
+def test_duplicate_field_names_are_errors() -> None:
+    with pytest.raises(ScriptError, match="line 1, column 4: field a is loaded twice"):
+        assoc.App.from_script("T: LOAD 1 AS a, 2 AS a AUTOGENERATE 1;")
+    with pytest.raises(ScriptError, match="line 2, column 1: table T has a field b already"):
+        assoc.App.from_script("T: LOAD 1 AS a, 2 AS b AUTOGENERATE 1;\nRENAME FIELD a TO b;")

@@ -238,15 +238,16 @@ class ScriptRunner:
         rowno_base = 0
         columns: dict[str, Column] = {}
         for item in stmt.fields:
+            names = source.fields if item.expr is None else [item.name]
+            for f in names:
+                if f in columns:
+                    raise ScriptError(f"field {f} is loaded twice", stmt.line, stmt.column)
             if item.expr is None:
                 for f in source.fields:
                     col = source.column(f)
                     columns[f] = col if rows is None else col.take(rows)
-                continue
-            try:
+            else:
                 columns[item.name] = self._evaluate(item.expr, source, rows, interp, rowno_base)
-            except ScriptError:
-                raise
         frame = Frame(name, n, columns)
         if stmt.distinct and n:
             stacked = (
@@ -415,6 +416,10 @@ class ScriptRunner:
             found = False
             for t, frame in list(self.tables.items()):
                 if old in frame.fields:
+                    if new in frame.fields:
+                        raise ScriptError(
+                            f"table {t} has a field {new} already", stmt.line, stmt.column
+                        )
                     found = True
                     renamed = frame.with_fields([(f, new if f == old else f) for f in frame.fields])
                     renamed.name = t
