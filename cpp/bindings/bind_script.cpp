@@ -264,6 +264,8 @@ void bind_script(py::module_& m) {
           "add_to",
           [](ScriptTable& s, ModelBuilder& b) {
             LoadedTable t = std::move(s.get());
+            s.table = LoadedTable{};
+            s.table.name = t.name;  // kept for the error a later use gets
             s.taken = true;
             py::gil_scoped_release release;
             b.add(std::move(t));
