@@ -205,22 +205,24 @@ void bind_script(py::module_& m) {
           },
           py::arg("column"), py::arg("cpu") = nullptr, "A column's symbol index per row, -1 for NULL.")
       .def(
-          "pure_texts",
-          [](ScriptTable& s, std::size_t i) {
+          "number_candidates",
+          [](ScriptTable& s, std::size_t i, const std::string& allowed, CpuAccount* cpu) {
             const SymbolTable& sym = s.column(i).symbols;
             std::vector<std::uint32_t> at;
-            py::list texts;
-            if (sym.any_text()) {
-              for (std::uint32_t k = 0; k < sym.size(); ++k) {
-                if (!sym.has_text(k) || sym.has_number(k)) continue;
-                at.push_back(k);
-                const std::string_view t = sym.text(k);
-                texts.append(py::str(t.data(), t.size()));
-              }
+            {
+              py::gil_scoped_release release;
+              at = number_candidates(sym, allowed, cpu);
+            }
+            py::list texts(at.size());
+            for (std::size_t j = 0; j < at.size(); ++j) {
+              const std::string_view t = sym.text(at[j]);
+              texts[j] = py::str(t.data(), t.size());
             }
             return py::make_tuple(py::array_t<std::uint32_t>(static_cast<py::ssize_t>(at.size()), at.data()), texts);
           },
-          py::arg("column"), "The column's symbols that are text without a number: (symbol indexes, texts).")
+          py::arg("column"), py::arg("allowed"), py::arg("cpu") = nullptr,
+          "The column's symbols that are text without a number, made only of `allowed` characters\n"
+          "and holding a digit: (symbol indexes, texts).")
       .def(
           "set_numbers",
           [](ScriptTable& s, std::size_t i, const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& at,

@@ -112,6 +112,36 @@ void replace_symbols(LoadedColumn& column, const std::vector<DualView>& values, 
   if (merged) column.index = repack(column.index, remap, column.symbols.size(), cpu);
 }
 
+std::vector<std::uint32_t> number_candidates(const SymbolTable& symbols, std::string_view allowed, CpuAccount* cpu) {
+  std::vector<std::uint32_t> out;
+  if (!symbols.any_text()) return out;
+  bool ok[256] = {};
+  for (const char ch : allowed) ok[static_cast<unsigned char>(ch)] = true;
+  const std::uint32_t n = symbols.size();
+  constexpr std::uint32_t kChunks = 64;
+  const std::uint32_t step = (n + kChunks - 1) / kChunks;
+  std::vector<std::vector<std::uint32_t>> found(kChunks);
+  parallel_for(
+      kChunks,
+      [&](std::size_t c) {
+        const std::uint32_t begin = static_cast<std::uint32_t>(c) * step;
+        const std::uint32_t end = std::min(n, begin + step);
+        for (std::uint32_t k = begin; k < end; ++k) {
+          if (!symbols.has_text(k) || symbols.has_number(k)) continue;
+          bool all_allowed = true, digit = false;
+          for (const char ch : symbols.text(k)) {
+            const auto b = static_cast<unsigned char>(ch);
+            all_allowed = all_allowed && ok[b];
+            digit = digit || (b >= '0' && b <= '9');
+          }
+          if (all_allowed && digit) found[c].push_back(k);
+        }
+      },
+      cpu);
+  for (const auto& f : found) out.insert(out.end(), f.begin(), f.end());
+  return out;
+}
+
 void column_codes(const LoadedColumn& column, std::int32_t* out, CpuAccount* cpu) {
   const PackedIndex& index = column.index;
   auto* rows = reinterpret_cast<std::uint32_t*>(out);

@@ -144,11 +144,12 @@ class ScriptTable:
         """
         A column's symbol index per row, -1 for NULL.
         """
-    def pure_texts(
-        self, column: typing.SupportsInt
+    def number_candidates(
+        self, column: typing.SupportsInt, allowed: str, cpu: CpuAccount | None = None
     ) -> tuple[numpy.typing.NDArray[numpy.uint32], list[str]]:
         """
-        The column's symbols that are text without a number: (symbol indexes, texts).
+        The column's symbols that are text without a number, made only of `allowed` characters
+        and holding a digit: (symbol indexes, texts).
         """
     def set_numbers(
         self,

@@ -65,8 +65,9 @@ def test_mapped_column_copies_or_repacks_rows() -> None:
 
 def test_set_numbers_turns_texts_into_duals_and_merges() -> None:
     t = _core.ScriptTable.read_csv(b"d\n1/2/2020\n01/02/2020\nx\n1/2/2020\n", "T")
-    at, texts = t.pure_texts(0)
-    assert texts == ["1/2/2020", "01/02/2020", "x"]
+    at, texts = t.number_candidates(0, "0123456789/")
+    assert texts == ["1/2/2020", "01/02/2020"]
+    assert t.number_candidates(0, "x")[1] == []  # a candidate needs a digit
     t.set_numbers(0, at[:2], np.array([43832.0, 43832.0]))
     app = built(t)
     # Equal numbers are one symbol: the first text wins, as everywhere in the engine.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "assoc/data_model.hpp"
@@ -35,6 +36,10 @@ LoadedColumn column_mapping_symbols(std::string name, const LoadedColumn& source
 // Gives a column new symbols: values[k] replaces symbol k (same count, none NULL). Rows keep
 // their symbol unless two new values are equal, in which case they merge and rows are re-packed.
 void replace_symbols(LoadedColumn& column, const std::vector<DualView>& values, CpuAccount* cpu);
+
+// The symbols that are text without a number and could read as one: every byte of the text is
+// in `allowed` and at least one is a digit. Ascending symbol order.
+std::vector<std::uint32_t> number_candidates(const SymbolTable& symbols, std::string_view allowed, CpuAccount* cpu);
 
 // Rows [0, n) of a column as indexes into its symbol table, -1 for NULL.
 void column_codes(const LoadedColumn& column, std::int32_t* out, CpuAccount* cpu);

@@ -67,7 +67,7 @@ def read_file(
         if fast:
             frame = Frame.of_native(_core.ScriptTable.read_csv(data, name, cpu))
             # Money, dates and grouped digits the reader left as text become duals.
-            frame.interpret_texts(interp.read, cpu)
+            frame.interpret_texts(interp.read, interp.number_characters(), cpu)
             return frame
         return read_delimited(
             bytes(data).decode(_encoding(fmt.encoding), "replace"), fmt, name, interp

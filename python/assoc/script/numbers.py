@@ -85,6 +85,31 @@ class Interpretation:
         self.currency = "".join(ch for ch in positive if ch not in "#0,.- ")
 
     # --- reading
+    def number_characters(self) -> str:
+        """Every character a text that reads as a number may hold (a cheap first filter)."""
+        chars = set("0123456789+-eE \t") | set(self.thousand + self.decimal)
+        chars |= set(self.money_thousand + self.money_decimal + self.currency)
+        formats = (self.date_format, self.time_format, self.timestamp_format)
+        for fmt in (*formats, "YYYY-MM-DD hh:mm:ss.fff", "YYYY-MM-DDThh:mm:ss"):
+            chars |= {t for t in _tokens(fmt) if len(t) == 1 and not t.isalnum()} | {"T"}
+            for tok in _tokens(fmt):
+                if tok.startswith("["):
+                    chars |= set(tok[1:-1]) - set("YMDWhmsfTt")
+        names = {
+            "MMM": self.month_names,
+            "MMMM": self.long_month_names,
+            "WWW": self.day_names,
+            "WWWW": self.long_day_names,
+        }
+        for fmt in formats:
+            tokens = set(_tokens(fmt))
+            for tok, values in names.items():
+                if tok in tokens:
+                    chars |= set("".join(values).upper() + "".join(values).lower())
+            if tokens & {"TT", "tt"}:
+                chars |= set("AaPpMm")
+        return "".join(sorted(chars))
+
     def read(self, text: str) -> float | None:
         """The number a text stands for, trying number, money, date, timestamp and time formats."""
         s = text.strip()

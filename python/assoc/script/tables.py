@@ -117,13 +117,17 @@ class Frame:
         return col
 
     def interpret_texts(
-        self, read: Callable[[str], float | None], cpu: _core.CpuAccount | None = None
+        self,
+        read: Callable[[str], float | None],
+        characters: str,
+        cpu: _core.CpuAccount | None = None,
     ) -> None:
-        """Gives text symbols that `read` turns into a number that number (they become duals)."""
+        """Gives text symbols that `read` turns into a number that number (they become duals);
+        only texts made of `characters` (and holding a digit) are tried."""
         if self._native is None:
             raise ValueError("only tables the engine read hold uninterpreted texts")
         for i, name in enumerate(self._fields):
-            at, texts = self._native.pure_texts(i)
+            at, texts = self._native.number_candidates(i, characters, cpu)
             found = [
                 (k, x)
                 for k, t in zip(at.tolist(), texts, strict=True)
