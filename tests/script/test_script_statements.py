@@ -301,3 +301,14 @@ def test_reload_cpu_time_is_in_the_metadata(data: Path) -> None:
     assert result.cpu_time_ms == md["reload_meta"]["cpu_time_spent_ms"]
     assert result.statement_seconds[0][0] == 1
     assert result.log == ["T << T 200 Lines fetched"]
+
+
+def test_store_star_and_a_field_list(tmp_path: Path) -> None:
+    script = """
+    T: LOAD RecNo() AS a, RecNo() * 10 AS b AUTOGENERATE 2;
+    STORE * FROM T INTO [lib://d/all.qvd] (qvd);
+    STORE b FROM T INTO [lib://d/b.csv] (txt);
+    """
+    assoc.App.from_script(script, folders={"d": tmp_path})
+    assert rows_of(assoc.App.from_qvd(tmp_path / "all.qvd"), "T") == [(1, 10), (2, 20)]
+    assert (tmp_path / "b.csv").read_bytes() == b"b\r\n10\r\n20\r\n"

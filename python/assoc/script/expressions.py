@@ -136,4 +136,4 @@ def constant_value(expr: ast.Expr, interpretation: Interpretation) -> Values:
     return Evaluator({}, CallContext(1, interpretation))(expr)
 
 
-__all__ = ["Evaluator", "constant_value", "fields_of", "is_row_dependent"]
+__all__ = ["Evaluator", "constant_value", "fields_of", "is_row_dependent", "walk"]

@@ -414,20 +414,23 @@ def _set_value(raw: str) -> str:
 
 
 def _store(p: Parser, line: int, col: int) -> ast.Store:
-    first = p.name("a table name")
     fields: tuple[str, ...] = ()
-    names = [first]
-    if p.lx.peek().is_op(","):
+    if p.lx.peek().is_op("*"):
+        # STORE * FROM T: every field.
         p.lx.next()
-        names.extend(p.name_list("a field name"))
-    if p.lx.peek().is_op("*") and first == "*":
-        pass
-    if p.lx.peek().is_word("FROM"):
-        p.lx.next()
-        fields = tuple(names)
+        p.expect_word("FROM")
         table = p.name("a table name")
     else:
-        table = first
+        names = p.name_list("a table or field name")
+        if p.lx.peek().is_word("FROM"):
+            p.lx.next()
+            fields = names
+            table = p.name("a table name")
+        elif len(names) == 1:
+            table = names[0]
+        else:
+            tok = p.lx.peek()
+            raise p.error(f"expected FROM after the field list, found {describe(tok)}", tok)
     p.expect_word("INTO")
     nxt = p.lx.peek()
     if nxt.kind in (QNAME, STRING):

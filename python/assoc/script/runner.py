@@ -14,7 +14,13 @@ from assoc import _core
 from assoc.script import syntax as ast
 from assoc.script.connections import FolderConnections
 from assoc.script.errors import ScriptError
-from assoc.script.expressions import Evaluator, constant_value, fields_of, is_row_dependent
+from assoc.script.expressions import (
+    Evaluator,
+    constant_value,
+    fields_of,
+    is_row_dependent,
+    walk,
+)
 from assoc.script.files import inline_frame, read_file, write_qvd, write_txt
 from assoc.script.functions import CallContext
 from assoc.script.lexer import Lexer, Positions, Statement, expand_variables, split_statements
@@ -227,7 +233,7 @@ class ScriptRunner:
             return Frame(name, source.rows, {f: source.column(f) for f in source.fields})
         rows: np.ndarray | None = None
         if stmt.where is not None:
-            mask = self._evaluate(stmt.where, source, None, interp, 0)
+            mask = self._evaluate(stmt.where, source, None, interp)
             nums = (
                 mask.symbols.nums[np.where(mask.codes < 0, len(mask.symbols) - 1, mask.codes)]
                 if len(mask.symbols) > 1
@@ -235,7 +241,6 @@ class ScriptRunner:
             )
             rows = np.flatnonzero(~np.isnan(nums) & (nums != 0))
         n = source.rows if rows is None else len(rows)
-        rowno_base = 0
         columns: dict[str, Column] = {}
         for item in stmt.fields:
             names = source.fields if item.expr is None else [item.name]
@@ -247,7 +252,7 @@ class ScriptRunner:
                     col = source.column(f)
                     columns[f] = col if rows is None else col.take(rows)
             else:
-                columns[item.name] = self._evaluate(item.expr, source, rows, interp, rowno_base)
+                columns[item.name] = self._evaluate(item.expr, source, rows, interp)
         frame = Frame(name, n, columns)
         if stmt.distinct and n:
             stacked = (
@@ -266,7 +271,6 @@ class ScriptRunner:
         source: Frame,
         rows: np.ndarray | None,
         interp: Interpretation,
-        rowno_base: int,
     ) -> Column:
         """An expression's column over the source's rows (all, or those at `rows`)."""
         names = fields_of(expr)
@@ -296,7 +300,7 @@ class ScriptRunner:
             codes = col.codes if rows is None else col.codes[rows]
             env[f] = col.symbols.with_null().take(codes)
         recno = (np.arange(n) if rows is None else rows) + 1
-        rowno = np.arange(1, n + 1) + rowno_base
+        rowno = np.arange(1, n + 1)
         v = Evaluator(env, CallContext(n, interp, recno, rowno))(expr).broadcast(n)
         return Column(v, np.arange(n, dtype=np.int32))
 
@@ -466,8 +470,7 @@ class ScriptRunner:
 
 
 def _field_refs(expr: ast.Expr) -> list[ast.FieldRef]:
-    from assoc.script.expressions import walk
-
+    """The field references in an expression."""
     return [e for e in walk(expr) if isinstance(e, ast.FieldRef)]
 
 

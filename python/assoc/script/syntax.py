@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -177,10 +177,3 @@ class Trace(Statement):
 @dataclass(frozen=True)
 class ExitScript(Statement):
     """`EXIT SCRIPT`."""
-
-
-@dataclass(frozen=True)
-class ParsedScript:
-    """Statements in order (kept for callers that only check syntax)."""
-
-    statements: list[Statement] = field(default_factory=list)

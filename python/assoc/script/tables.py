@@ -101,10 +101,6 @@ class Frame:
         """True while the table is only in the engine's form."""
         return self._native is not None
 
-    def symbols(self, name: str) -> Values:
-        """One column's symbols (without decoding its rows)."""
-        return self.column(name).symbols
-
     def column(self, name: str) -> Column:
         """One column (its symbols read from the engine on first use, its rows when needed)."""
         col = self._columns.get(name)

@@ -25,11 +25,6 @@ class Values:
         return len(self.nums)
 
     @staticmethod
-    def numbers(nums: np.ndarray) -> Values:
-        """Values that are numbers only."""
-        return Values(np.asarray(nums, dtype=np.float64))
-
-    @staticmethod
     def of_texts(texts: Sequence[str | None], nums: np.ndarray | None = None) -> Values:
         """Values from texts (None: no text), with numbers when given."""
         arr = np.empty(len(texts), dtype=object)
