@@ -119,12 +119,12 @@ def test_number_interpretation_keeps_text() -> None:
     T: LOAD * INLINE [
     cost, when, plain, grouped, word
     $220000000, 12/31/2020, 42, "1,234", abc
-    $1.50, 1/2/2021, 007, "12,345.5", 12abc
+    ($1.50), 1/2/2021, 007, "12,345.5", 12abc
     ];
     """
     app = assoc.App.from_script(script)
     t = app.table("T")
-    assert t.column("cost") == [Dual(220000000.0, "$220000000"), Dual(1.5, "$1.50")]
+    assert t.column("cost") == [Dual(220000000.0, "$220000000"), Dual(-1.5, "($1.50)")]
     assert t.column("when") == [
         Dual(float(serial(dt.date(2020, 12, 31))), "12/31/2020"),
         Dual(float(serial(dt.date(2021, 1, 2))), "1/2/2021"),
@@ -185,7 +185,7 @@ def test_single_field_expressions_follow_the_rows() -> None:
 def test_locale_info_and_empty_script_agree() -> None:
     info = locale_info()
     assert info["qDateFmt"] == "M/D/YYYY"
-    assert info["qMoneyFmt"] == "$#,##0.00;-$#,##0.00"
+    assert info["qMoneyFmt"] == "$#,##0.00;($#,##0.00)"
     assert info["qCalendarStrings"]["qMonthNames"][0] == "Jan"
     script = empty_script()
     assert "SET DateFormat='M/D/YYYY';" in script

@@ -15,7 +15,7 @@ DEFAULTS: dict[str, str] = {
     "DecimalSep": ".",
     "MoneyThousandSep": ",",
     "MoneyDecimalSep": ".",
-    "MoneyFormat": "$#,##0.00;-$#,##0.00",
+    "MoneyFormat": "$#,##0.00;($#,##0.00)",
     "TimeFormat": "h:mm:ss TT",
     "DateFormat": "M/D/YYYY",
     "TimestampFormat": "M/D/YYYY h:mm:ss[.fff] TT",
@@ -82,13 +82,13 @@ class Interpretation:
             )
         ]
         positive = self.money_format.split(";")[0]
-        self.currency = "".join(ch for ch in positive if ch not in "#0,.- ")
+        self.currency = "".join(ch for ch in positive if ch not in "#0,.-() ")
 
     # --- reading
     def number_characters(self) -> str:
         """Every character a text that reads as a number may hold (a cheap first filter)."""
         chars = set("0123456789+-eE \t") | set(self.thousand + self.decimal)
-        chars |= set(self.money_thousand + self.money_decimal + self.currency)
+        chars |= set(self.money_thousand + self.money_decimal + self.currency + "()")
         formats = (self.date_format, self.time_format, self.timestamp_format)
         for fmt in (*formats, "YYYY-MM-DD hh:mm:ss.fff", "YYYY-MM-DDThh:mm:ss"):
             chars |= {t for t in _tokens(fmt) if len(t) == 1 and not t.isalnum()} | {"T"}
@@ -119,11 +119,12 @@ class Interpretation:
         if n is not None:
             return n
         if self.currency and self.currency in s:
-            n = read_plain(
-                s.replace(self.currency, "", 1).strip(), self.money_decimal, self.money_thousand
-            )
+            # An amount in parentheses is negative, as the MoneyFormat's negative part writes it.
+            negative = s.startswith("(") and s.endswith(")")
+            amount = (s[1:-1] if negative else s).replace(self.currency, "", 1).strip()
+            n = read_plain(amount, self.money_decimal, self.money_thousand)
             if n is not None:
-                return n
+                return -n if negative else n
         if not any(ch.isdigit() for ch in s):
             return None
         for pattern in self._date_patterns:
@@ -219,10 +220,6 @@ class Interpretation:
             abs(value), fmt, decimal or self.decimal, thousand or self.thousand
         )
         return "-" + text if value < 0 and text.strip("0.,") else text
-
-    def format_money(self, value: float) -> str:
-        """A number in the MoneyFormat."""
-        return self.format_number(value, self.money_format, self.money_decimal, self.money_thousand)
 
     def format_date(self, serial: float, fmt: str | None = None) -> str:
         """A day number in a date/time format (DateFormat without one)."""
