@@ -196,3 +196,32 @@ def test_locale_info_and_empty_script_agree() -> None:
     runner.statements(execute=True)
     assert runner.tables == {}
     assert runner.variables["MoneyFormat"] == info["qMoneyFmt"]
+
+
+def test_per_value_and_per_row_paths_agree_with_python(tmp_path) -> None:
+    import csv
+    import random
+
+    rng = random.Random(3)
+    rows = []
+    for _ in range(2000):
+        name = rng.choice(["ab", "Cd", "ef", ""])
+        amount = rng.choice(["", str(rng.randint(-50, 50))])
+        rows.append((name, amount))
+    with open(tmp_path / "t.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Name", "Amount"])
+        w.writerows(rows)
+    script = """
+    S: LOAD * FROM [lib://d/t.csv] (txt);
+    T: LOAD Upper(Name) AS U, If(Amount > 0, Amount * 2) AS P, Name & ':' & Amount AS NA,
+            IsNull(Amount) AS Missing
+    RESIDENT S WHERE Len(Name) > 0 or Amount < 0;
+    DROP TABLE S;
+    """
+    t = assoc.App.from_script(script, folders={"d": tmp_path}).table("T")
+    kept = [(n, a) for n, a in rows if len(n) > 0 or (a != "" and int(a) < 0)]
+    assert t.column("U") == [n.upper() or None for n, _ in kept]
+    assert t.column("P") == [int(a) * 2 if a and int(a) > 0 else None for _, a in kept]
+    assert t.column("NA") == [f"{n}:{a}" for n, a in kept]
+    assert t.column("Missing") == [-1 if a == "" else 0 for _, a in kept]
