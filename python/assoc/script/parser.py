@@ -251,11 +251,7 @@ class Parser:
             elif word in ("UTF8", "UNICODE", "ANSI", "OEM", "MAC"):
                 spec["encoding"] = word.lower()
             elif word == "CODEPAGE":
-                self.expect_word("IS")
-                num = self.lx.next()
-                if num.kind != NUMBER:
-                    raise self.error("expected a code page number", num)
-                spec["encoding"] = "cp" + num.text
+                spec["encoding"] = "cp" + self._number_after_is("a code page number")
             elif word in ("EMBEDDED", "EXPLICIT"):
                 self.expect_word("LABELS")
                 spec["labels"] = True
@@ -271,12 +267,9 @@ class Parser:
                 self.expect_word("IS")
                 spec["delimiter"] = self._delimiter()
             elif word == "HEADER":
-                self.expect_word("IS")
-                num = self.lx.next()
-                if num.kind != NUMBER:
-                    raise self.error("expected a number of header lines", num)
+                lines = self._number_after_is("a number of header lines")
                 self.expect_word("LINES", "LINE")
-                spec["header_lines"] = int(float(num.text))
+                spec["header_lines"] = int(float(lines))
             else:
                 raise self.error(f"unknown file format option {describe(tok)}", tok)
             end = self.lx.next()
@@ -286,6 +279,14 @@ class Parser:
                 raise self.error(
                     f"expected ',' or ')' in the format spec, found {describe(end)}", end
                 )
+
+    def _number_after_is(self, what: str) -> str:
+        """The number in `IS n` (as written)."""
+        self.expect_word("IS")
+        num = self.lx.next()
+        if num.kind != NUMBER:
+            raise self.error(f"expected {what}", num)
+        return num.text
 
     def _delimiter(self) -> str:
         tok = self.lx.next()
