@@ -97,6 +97,8 @@ def test_confinement_refuses_folders_outside_allowed(tmp_path: Path) -> None:
     confinement = FolderConfinement([allowed])
     conns = FolderConnections({"team": allowed / "team"}, confinement)
     assert conns.names() == ["team"]
+    assert conns.has("TEAM")
+    assert not conns.has("other")
     for folder in (
         tmp_path / "elsewhere",
         allowed / "sneaky",

@@ -64,6 +64,10 @@ class FolderConnections:
             real = Path(os.path.realpath(folder))
         self._folders[name.casefold()] = real
 
+    def has(self, name: str) -> bool:
+        """True when a connection of that name (any case) exists."""
+        return name.casefold() in self._folders
+
     def names(self) -> list[str]:
         """Connection names (case-folded)."""
         return list(self._folders)
