@@ -30,5 +30,7 @@ void bind_csv(py::module_& m);
 void bind_qvd(py::module_& m);
 // Adds Hypercube and Session.hypercube (call it after bind_session).
 void bind_hypercube(py::module_& m);
+// Adds ScriptTable, the tables a load script holds (call it after bind_model).
+void bind_script(py::module_& m);
 
 }  // namespace assoc::py_bind

@@ -11,11 +11,13 @@ import typing_extensions
 
 __all__: list[str] = [
     "AssociativeModel",
+    "CpuAccount",
     "DataModel",
     "Dual",
     "Error",
     "Hypercube",
     "ModelBuilder",
+    "ScriptTable",
     "Session",
     "cache_info",
     "clear_cache",
@@ -65,12 +67,117 @@ class ModelBuilder:
         Adds the table of a QVD file (bytes or any contiguous buffer such as an mmap);
         `name` replaces the header's TableName.
         """
+    def charge_cpu(self, ns: typing.SupportsInt) -> None:
+        """
+        Adds CPU time spent on the model outside the builder (a script's statements) to its
+        reload time.
+        """
     def build(self) -> DataModel:
         """
         Finishes the model.
         """
     @property
     def table_count(self) -> int: ...
+
+class CpuAccount:
+    """
+    CPU time that worker threads spend on a job, in nanoseconds.
+    """
+    def __init__(self) -> None: ...
+    @property
+    def ns(self) -> int: ...
+
+class ScriptTable:
+    """
+    A table a load script holds between statements.
+    """
+    def __init__(self, name: str, rows: typing.SupportsInt) -> None:
+        """
+        An empty table of `rows` rows; add_column adds its columns.
+        """
+    @staticmethod
+    def read_csv(
+        data: typing_extensions.Buffer, name: str, cpu: CpuAccount | None = None
+    ) -> ScriptTable:
+        """
+        The table of a CSV file's bytes (the reader ModelBuilder.add_csv uses).
+        """
+    @staticmethod
+    def read_qvd(
+        data: typing_extensions.Buffer, name: str, cpu: CpuAccount | None = None
+    ) -> ScriptTable:
+        """
+        The table of a QVD file's bytes, named `name`.
+        """
+    def add_column(
+        self,
+        name: str,
+        numbers: numpy.typing.ArrayLike,
+        texts: collections.abc.Sequence[str | None] | None,
+        codes: numpy.typing.ArrayLike,
+        cpu: CpuAccount | None = None,
+    ) -> None:
+        """
+        Adds a column whose row r holds value codes[r].
+        """
+    def add_mapped_column(
+        self,
+        name: str,
+        numbers: numpy.typing.ArrayLike,
+        texts: collections.abc.Sequence[str | None] | None,
+        source: ScriptTable,
+        source_column: typing.SupportsInt,
+        cpu: CpuAccount | None = None,
+    ) -> None:
+        """
+        Adds a column with the rows of a source column whose symbol k becomes value k.
+        """
+    def symbols(
+        self, column: typing.SupportsInt
+    ) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.uint32], list[str]]:
+        """
+        A column's symbols: (numbers with NaN for none, indexes of the symbols with a text,
+        those texts).
+        """
+    def codes(
+        self, column: typing.SupportsInt, cpu: CpuAccount | None = None
+    ) -> numpy.typing.NDArray[numpy.int32]:
+        """
+        A column's symbol index per row, -1 for NULL.
+        """
+    def number_candidates(
+        self, column: typing.SupportsInt, allowed: str, cpu: CpuAccount | None = None
+    ) -> tuple[numpy.typing.NDArray[numpy.uint32], list[str]]:
+        """
+        The column's symbols that are text without a number, made only of `allowed` characters
+        and holding a digit: (symbol indexes, texts).
+        """
+    def set_numbers(
+        self,
+        column: typing.SupportsInt,
+        at: numpy.typing.ArrayLike,
+        numbers: numpy.typing.ArrayLike,
+        cpu: CpuAccount | None = None,
+    ) -> None:
+        """
+        Gives the symbols at `at` a number beside their text (equal ones merge, rows follow).
+        """
+    def select(self, columns: collections.abc.Sequence[tuple[int, str]]) -> ScriptTable:
+        """
+        A table of some columns (by position, each with a new name), sharing no state.
+        """
+    def add_to(self, builder: ModelBuilder) -> None:
+        """
+        Moves the table into a model builder (the table is empty afterwards).
+        """
+    @property
+    def name(self) -> str: ...
+    @name.setter
+    def name(self, value: str) -> None: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def fields(self) -> list[str]: ...
 
 class DataModel:
     """

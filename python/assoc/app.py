@@ -80,6 +80,18 @@ class App:
         with AppPackage.open(source) as package:
             return cls(package.build_model())
 
+    @classmethod
+    def from_script(
+        cls,
+        text: str,
+        folders: Mapping[str, str | os.PathLike[str]] | None = None,
+        variables: Mapping[str, str] | None = None,
+    ) -> App:
+        """An app from a load script; `folders` maps connection names to folders (lib://name/…)."""
+        from assoc.script import FolderConnections, ScriptRunner
+
+        return cls(ScriptRunner(text, FolderConnections(folders), variables).run().model)
+
     @property
     def tables(self) -> list[str]:
         """Table names in load order."""

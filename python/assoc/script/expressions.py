@@ -1,0 +1,139 @@
+"""Expressions evaluated over value vectors: once per distinct value when they read one
+field, once per row otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+
+from assoc.script import syntax as ast
+from assoc.script.errors import ScriptError
+from assoc.script.functions import FUNCTIONS, ROW_FUNCTIONS, CallContext, numbers_of
+from assoc.script.numbers import Interpretation
+from assoc.script.values import NAN, Values, booleans
+
+
+def walk(expr: ast.Expr) -> Iterator[ast.Expr]:
+    """The expression and every expression inside it."""
+    yield expr
+    if isinstance(expr, ast.Call):
+        for a in expr.args:
+            yield from walk(a)
+    elif isinstance(expr, ast.Unary):
+        yield from walk(expr.operand)
+    elif isinstance(expr, ast.Binary):
+        yield from walk(expr.left)
+        yield from walk(expr.right)
+
+
+def fields_of(expr: ast.Expr) -> list[str]:
+    """The fields an expression reads, in order of first mention."""
+    seen: dict[str, None] = {}
+    for e in walk(expr):
+        if isinstance(e, ast.FieldRef):
+            seen.setdefault(e.name, None)
+    return list(seen)
+
+
+def is_row_dependent(expr: ast.Expr) -> bool:
+    """True when the expression uses RecNo, RowNo or Rand (so differs per row)."""
+    return any(isinstance(e, ast.Call) and e.name in ROW_FUNCTIONS for e in walk(expr))
+
+
+def _text_compare(op: str, a: Values, b: Values, n: int) -> np.ndarray:
+    ta, tb = a.broadcast(n).text_list(), b.broadcast(n).text_list()
+    out = np.zeros(n, dtype=bool)
+    for i, (x, y) in enumerate(zip(ta, tb, strict=True)):
+        if x is None or y is None:
+            continue
+        x, y = x.casefold(), y.casefold()
+        out[i] = {"=": x == y, "<>": x != y, "<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y}[op]
+    return out
+
+
+class Evaluator:
+    """Evaluates expressions against named value vectors of equal length."""
+
+    def __init__(self, columns: Mapping[str, Values], ctx: CallContext) -> None:
+        self.columns = columns
+        self.ctx = ctx
+
+    def __call__(self, expr: ast.Expr) -> Values:
+        """The expression's values (length 1 when it is constant, else ctx.n)."""
+        if isinstance(expr, ast.Literal):
+            return Values.constant(expr.value)
+        if isinstance(expr, ast.FieldRef):
+            if expr.name not in self.columns:
+                raise ScriptError(f"field not found: {expr.name}", expr.line, expr.column)
+            return self.columns[expr.name]
+        if isinstance(expr, ast.Call):
+            spec = FUNCTIONS.get(expr.name)
+            if spec is None:
+                raise ScriptError(f"unknown function {expr.name}", expr.line, expr.column)
+            fn, least, most = spec
+            if not least <= len(expr.args) <= most:
+                raise ScriptError(
+                    f"{expr.name} takes {least}..{most} arguments, not {len(expr.args)}",
+                    expr.line,
+                    expr.column,
+                )
+            args = [self(a) for a in expr.args]
+            try:
+                return fn(args, self.ctx)
+            except (ValueError, IndexError) as exc:
+                raise ScriptError(f"{expr.name}: {exc}", expr.line, expr.column) from None
+        if isinstance(expr, ast.Unary):
+            v = self(expr.operand)
+            nums = numbers_of(v, self.ctx.interpretation)
+            if expr.op == "-":
+                return Values(-nums)
+            return booleans(~np.isnan(nums) & (nums == 0))
+        if isinstance(expr, ast.Binary):
+            return self._binary(expr)
+        raise ScriptError("cannot evaluate this expression", expr.line, expr.column)
+
+    def _binary(self, expr: ast.Binary) -> Values:
+        a, b = self(expr.left), self(expr.right)
+        n = max(len(a), len(b))
+        op = expr.op
+        if op == "&":
+            la, lb = a.broadcast(n).text_list(), b.broadcast(n).text_list()
+            return Values.of_texts([(x or "") + (y or "") for x, y in zip(la, lb, strict=True)])
+        interp = self.ctx.interpretation
+        x, y = numbers_of(a.broadcast(n), interp), numbers_of(b.broadcast(n), interp)
+        if op in ("AND", "OR", "XOR"):
+            tx, ty = ~np.isnan(x) & (x != 0), ~np.isnan(y) & (y != 0)
+            return booleans({"AND": tx & ty, "OR": tx | ty, "XOR": tx ^ ty}[op])
+        if op in ("=", "<>", "<", ">", "<=", ">="):
+            both = ~np.isnan(x) & ~np.isnan(y)
+            with np.errstate(invalid="ignore"):
+                numeric = {
+                    "=": x == y,
+                    "<>": x != y,
+                    "<": x < y,
+                    ">": x > y,
+                    "<=": x <= y,
+                    ">=": x >= y,
+                }[op]
+            if both.all():
+                return booleans(numeric)
+            return booleans(np.where(both, numeric, _text_compare(op, a, b, n)))
+        with np.errstate(all="ignore"):
+            out = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y, "/": lambda: x / y}[
+                op
+            ]()
+        out = np.asarray(out, dtype=np.float64)
+        out[~np.isfinite(out)] = NAN
+        return Values(out)
+
+
+def constant_value(expr: ast.Expr, interpretation: Interpretation) -> Values:
+    """An expression that reads no field, evaluated once (LET, AUTOGENERATE's count)."""
+    for e in walk(expr):
+        if isinstance(e, ast.FieldRef):
+            raise ScriptError(f"field not found: {e.name}", e.line, e.column)
+    return Evaluator({}, CallContext(1, interpretation))(expr)
+
+
+__all__ = ["Evaluator", "constant_value", "fields_of", "is_row_dependent", "walk"]

@@ -1,0 +1,176 @@
+"""Table files a script reads and writes: QVD and delimited text (fast engine readers where
+the format allows, the options they lack read here)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import mmap
+import os
+from pathlib import Path
+
+import numpy as np
+
+from assoc import _core
+from assoc.script import syntax as ast
+from assoc.script.errors import ScriptError
+from assoc.script.numbers import Interpretation, plain_text
+from assoc.script.tables import Column, Frame
+from assoc.script.values import NAN, Values
+
+
+def _map(path: Path) -> tuple[object, mmap.mmap | bytes]:
+    f = open(path, "rb")  # noqa: SIM115 - closed by the caller with the map
+    if os.fstat(f.fileno()).st_size == 0:
+        return f, b""
+    return f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _engine_delimiter(header: bytes) -> str | None:
+    """The separator the engine's CSV reader picks for a header line (None: one column)."""
+    counts = {",": 0, ";": 0, "\t": 0}
+    quoted = False
+    for ch in header.decode("utf-8", "replace"):
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and ch in counts:
+            counts[ch] += 1
+    best = max(counts.values())
+    return next(d for d in (",", ";", "\t") if counts[d] == best) if best else None
+
+
+def read_file(
+    path: Path,
+    fmt: ast.FileFormat,
+    name: str,
+    interp: Interpretation,
+    cpu: _core.CpuAccount | None = None,
+) -> Frame:
+    """A table file as a frame: QVD, or delimited text as `fmt` says (`cpu` collects the
+    worker threads' time)."""
+    kind = fmt.kind or ("qvd" if path.suffix.lower() == ".qvd" else "txt")
+    try:
+        f, data = _map(path)
+    except OSError as exc:
+        raise ScriptError(f"cannot open file {path.name!r}: {exc.strerror}") from None
+    try:
+        if kind == "qvd":
+            return Frame.of_native(_core.ScriptTable.read_qvd(data, name, cpu))
+        first_line = bytes(data[:65536]).split(b"\n", 1)[0]
+        fast = (
+            fmt.labels is not False
+            and fmt.header_lines == 0
+            and fmt.quoting == "standard"
+            and fmt.encoding in ("utf8", "cp65001")
+            and (fmt.delimiter is None or fmt.delimiter == _engine_delimiter(first_line))
+        )
+        if fast:
+            frame = Frame.of_native(_core.ScriptTable.read_csv(data, name, cpu))
+            # Money, dates and grouped digits the reader left as text become duals.
+            frame.interpret_texts(interp.read, interp.number_characters(), cpu)
+            return frame
+        return read_delimited(
+            bytes(data).decode(_encoding(fmt.encoding), "replace"), fmt, name, interp
+        )
+    finally:
+        if isinstance(data, mmap.mmap):
+            data.close()
+        f.close()  # type: ignore[attr-defined]
+
+
+def _encoding(name: str) -> str:
+    return {
+        "utf8": "utf-8-sig",
+        "unicode": "utf-16",
+        "ansi": "cp1252",
+        "oem": "cp437",
+        "mac": "mac_roman",
+        "cp65001": "utf-8-sig",
+        "cp1200": "utf-16",
+    }.get(name, name)
+
+
+def read_delimited(text: str, fmt: ast.FileFormat, name: str, interp: Interpretation) -> Frame:
+    """Delimited text read with every option of the format spec."""
+    lines = text.splitlines()[fmt.header_lines :]
+    delimiter = fmt.delimiter or ","
+    if fmt.quoting == "none":
+        rows = [line.split(delimiter) for line in lines]
+    else:
+        reader = csv.reader(
+            io.StringIO("\n".join(lines)), delimiter=delimiter, quotechar='"', skipinitialspace=True
+        )
+        rows = list(reader)
+    rows = [r for r in rows if r and any(c.strip() for c in r)]
+    if delimiter == " ":
+        rows = [[c for c in r if c != ""] for r in rows]
+    if not rows:
+        raise ScriptError(f"table {name!r}: the data has no lines")
+    if fmt.labels is False:
+        width = max(len(r) for r in rows)
+        labels = [f"@{i + 1}" for i in range(width)]
+    else:
+        labels = [c.strip() for c in rows[0]]
+        rows = rows[1:]
+        seen = set()
+        for label in labels:
+            if not label or label in seen:
+                raise ScriptError(
+                    f"table {name!r}: empty or repeated field name {label!r} in the labels"
+                )
+            seen.add(label)
+    return frame_of_texts(name, labels, rows, interp)
+
+
+def frame_of_texts(
+    name: str, labels: list[str], rows: list[list[str]], interp: Interpretation
+) -> Frame:
+    """A frame from rows of text cells, each distinct text interpreted once."""
+    columns: dict[str, Column] = {}
+    for c, label in enumerate(labels):
+        index: dict[str, int] = {}
+        codes = np.empty(len(rows), dtype=np.int32)
+        for r, row in enumerate(rows):
+            cell = row[c].strip() if c < len(row) else ""
+            if cell == "":
+                codes[r] = -1
+                continue
+            k = index.get(cell)
+            if k is None:
+                k = index[cell] = len(index)
+            codes[r] = k
+        texts: list[str | None] = list(index)
+        nums = np.array(
+            [NAN if (x := interp.read(t)) is None else x for t in index], dtype=np.float64
+        )
+        # A number written in its plain form needs no text of its own.
+        for k, x in enumerate(nums.tolist()):
+            if x == x and plain_text(x) == texts[k]:
+                texts[k] = None
+        columns[label] = Column(Values.of_texts(texts, nums), codes)
+    return Frame(name, len(rows), columns)
+
+
+def inline_frame(source: ast.InlineSource, name: str, interp: Interpretation) -> Frame:
+    """The table of `INLINE [ … ]` (labels on the first line, comma separated unless told)."""
+    return read_delimited(source.text.strip("\r\n"), source.format, name, interp)
+
+
+def write_txt(frame: Frame, path: Path) -> None:
+    """A frame as a comma-separated text file with a header line."""
+    cols = [frame.column(f) for f in frame.fields]
+    texts = [[*c.symbols.text_list(), ""] for c in cols]
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, lineterminator="\r\n")
+        writer.writerow(frame.fields)
+        for r in range(frame.rows):
+            writer.writerow([t[c.codes[r]] or "" for t, c in zip(texts, cols, strict=True)])
+
+
+def write_qvd(frame: Frame, path: Path) -> None:
+    """A frame as a QVD file (through the engine's writer)."""
+    builder = _core.ModelBuilder()
+    frame.to_native().add_to(builder)
+    data = builder.build().write_qvd(frame.name)
+    with open(path, "wb") as f:
+        f.write(data)

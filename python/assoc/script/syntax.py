@@ -1,0 +1,179 @@
+"""The script's syntax tree: expressions and statements, each with its place in the script."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Expr:
+    """An expression node; `line`/`column` place it in the script."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Literal(Expr):
+    """A number or a string constant."""
+
+    value: float | str
+
+
+@dataclass(frozen=True)
+class FieldRef(Expr):
+    """A field of the source rows."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """A function call; `name` upper-cased."""
+
+    name: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Unary(Expr):
+    """`-x` or `NOT x`."""
+
+    op: str
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class Binary(Expr):
+    """An operator between two expressions (`op` upper-cased for AND/OR)."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class LoadField:
+    """One item of a LOAD list: `*`, or an expression and the name it gets."""
+
+    expr: Expr | None  # None: `*`
+    name: str
+
+
+@dataclass(frozen=True)
+class FileFormat:
+    """A file format spec `(txt, delimiter is ',', …)`, already read."""
+
+    kind: str = ""  # "qvd", "txt" or "" (from the file's extension)
+    delimiter: str | None = None
+    labels: bool | None = None  # None: not said (embedded)
+    quoting: str = "standard"  # standard, msq, none
+    header_lines: int = 0
+    encoding: str = "utf8"
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """`FROM path (format)`."""
+
+    path: str
+    format: FileFormat
+
+
+@dataclass(frozen=True)
+class InlineSource:
+    """`INLINE [ … ] (format)`."""
+
+    text: str
+    format: FileFormat
+
+
+@dataclass(frozen=True)
+class ResidentSource:
+    """`RESIDENT table`."""
+
+    table: str
+
+
+@dataclass(frozen=True)
+class AutogenerateSource:
+    """`AUTOGENERATE n`."""
+
+    count: Expr
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A statement; `line`/`column` place its first word."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Load(Statement):
+    """`[label:] [CONCATENATE [(T)] | NOCONCATENATE] LOAD [DISTINCT] … source [WHERE …]`."""
+
+    label: str | None
+    fields: tuple[LoadField, ...]
+    source: FileSource | InlineSource | ResidentSource | AutogenerateSource | Load
+    where: Expr | None = None
+    distinct: bool = False
+    concatenate: str = "auto"  # auto, concatenate, noconcatenate
+    concat_target: str | None = None
+
+
+@dataclass(frozen=True)
+class SetVariable(Statement):
+    """`SET name = text` (text as written) or `LET name = expression`."""
+
+    name: str
+    text: str | None = None
+    expr: Expr | None = None
+
+
+@dataclass(frozen=True)
+class Store(Statement):
+    """`STORE [fields FROM] table INTO path (qvd|txt)`."""
+
+    table: str
+    path: str
+    kind: str
+    fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Drop(Statement):
+    """`DROP TABLE(S) a, b` or `DROP FIELD(S) a, b [FROM t, …]`."""
+
+    what: str  # "table" or "field"
+    names: tuple[str, ...]
+    tables: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rename(Statement):
+    """`RENAME TABLE|FIELD a TO b, …`."""
+
+    what: str
+    pairs: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Qualify(Statement):
+    """`QUALIFY names` or `UNQUALIFY names` (names may hold * and ? wildcards)."""
+
+    qualify: bool
+    patterns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Trace(Statement):
+    """`TRACE text`."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ExitScript(Statement):
+    """`EXIT SCRIPT`."""
