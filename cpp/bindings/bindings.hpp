@@ -28,5 +28,7 @@ void bind_session(py::module_& m);
 void bind_csv(py::module_& m);
 // Adds QVD reading and writing to the classes bind_model made (call it after bind_model).
 void bind_qvd(py::module_& m);
+// Adds Hypercube and Session.hypercube (call it after bind_session).
+void bind_hypercube(py::module_& m);
 
 }  // namespace assoc::py_bind

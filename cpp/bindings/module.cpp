@@ -16,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
   assoc::py_bind::bind_session(m);
   assoc::py_bind::bind_csv(m);
   assoc::py_bind::bind_qvd(m);
+  assoc::py_bind::bind_hypercube(m);
 }

@@ -17,6 +17,7 @@ from assoc._core import (
     threads,
 )
 from assoc.app import App, Table
+from assoc.hypercube import Hypercube
 from assoc.session import Session
 
 try:
@@ -28,6 +29,7 @@ __all__ = [
     "App",
     "Dual",
     "Error",
+    "Hypercube",
     "Session",
     "Table",
     "__version__",

@@ -14,6 +14,7 @@ __all__: list[str] = [
     "DataModel",
     "Dual",
     "Error",
+    "Hypercube",
     "ModelBuilder",
     "Session",
     "cache_info",
@@ -134,6 +135,17 @@ class Session:
         """
         How many values of a field are in each state.
         """
+    def hypercube(
+        self,
+        dimensions: list[str],
+        measures: list[str],
+        sort: list[tuple[str, str]],
+        suppress_zero: bool,
+        suppress_missing: bool,
+    ) -> Hypercube:
+        """
+        The hypercube of dimensions and measures under the session's selections.
+        """
     def indices(self, field: str, state: str) -> numpy.typing.NDArray[numpy.int64]:
         """
         Symbol indexes of a field's values in one state, in order.
@@ -158,6 +170,40 @@ class Session:
     def closed(self) -> bool: ...
     @property
     def user(self) -> str: ...
+
+class Hypercube:
+    """
+    A computed hypercube: dimension tuples and measure values.
+    """
+    def __len__(self) -> int: ...
+    def array(
+        self, column: typing.SupportsInt | typing.SupportsIndex
+    ) -> numpy.typing.NDArray[numpy.float64]:
+        """
+        A column as float64: measures (NaN for NULL), or a dimension's numbers.
+        """
+    def codes(
+        self, dimension: typing.SupportsInt | typing.SupportsIndex
+    ) -> numpy.typing.NDArray[numpy.int64]:
+        """
+        Each row's symbol index of a dimension (-1 for None).
+        """
+    def rows(
+        self,
+        top: typing.SupportsInt | typing.SupportsIndex,
+        height: typing.SupportsInt | typing.SupportsIndex,
+    ) -> list[tuple[typing.Any, ...]]:
+        """
+        Rows [top, top+height) as tuples.
+        """
+    def totals(self) -> list[typing.Any]:
+        """
+        Each measure over every possible record (None for NULL).
+        """
+    @property
+    def dimensions(self) -> list[str]: ...
+    @property
+    def measures(self) -> list[str]: ...
 
 def cache_info() -> dict[str, typing.Any]:
     """

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 
 from assoc import _core
+from assoc.hypercube import Hypercube, SortSpec, names, sort_pairs
 
 STATES = ("selected", "possible", "alternative", "excluded")
 
@@ -81,6 +82,24 @@ class Session:
     def possible_rows(self, table: str) -> int:
         """How many rows of a table are possible."""
         return self._impl.possible_rows(table)
+
+    def hypercube(
+        self,
+        dimensions: Sequence[str] = (),
+        measures: Sequence[str] = (),
+        sort: SortSpec | None = None,
+        suppress_zero: bool = False,
+        suppress_missing: bool = False,
+    ) -> Hypercube:
+        """Dimension tuples associated under the selections, with measures (DESIGN.md §2b)."""
+        impl = self._impl.hypercube(
+            names(dimensions, "dimensions"),
+            names(measures, "measures"),
+            sort_pairs(sort),
+            bool(suppress_zero),
+            bool(suppress_missing),
+        )
+        return Hypercube(impl)
 
     def __repr__(self) -> str:
         status = "closed" if self.closed else f"{len(self.selections())} fields selected"

@@ -49,6 +49,11 @@ class SymbolTable {
   // Bytes of the arrays that hold the symbols (their allocated capacity).
   std::size_t byte_size() const;
 
+  // The numbers as held, for loops over many rows: int32 integers, or doubles (NaN where a
+  // symbol has none); at most one is non-empty.
+  const IntArray& int_numbers() const { return ints_; }
+  const NumberArray& double_numbers() const { return numbers_; }
+
   // A table of pure texts that are distinct already (as a file's are), without hashing:
   // `offsets` holds size()+1 offsets into `text`. (Numbers: of_numbers, of_ints.)
   static SymbolTable of_texts(std::vector<char> text, std::vector<std::uint32_t> offsets);

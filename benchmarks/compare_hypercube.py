@@ -1,0 +1,270 @@
+"""Hypercubes side by side: assoc against polars and duckdb on the same data, in one run.
+
+    PYTHONPATH=python python benchmarks/compare_hypercube.py [--repeat N]
+
+Sizes follow ASSOC_BENCH_SCALE (benchmarks/conftest.py). Every answer is checked against
+the others' before it is timed. Timings are the best of N rounds, each round running every
+contender once, in turn; assoc runs with the result cache off, so every timed cube computes
+(its selection's possible rows included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import tracemalloc
+from typing import Any
+
+import duckdb
+import numpy as np
+import polars as pl
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import assoc
+from compare_selection import Run, best_interleaved
+from conftest import scaled
+
+
+def resident_kb() -> int:
+    """Peak resident memory of this process so far (kB)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def one_table_data() -> dict[str, Any]:
+    """10M rows: Category (1,000 values), Customer (100K), Amount (cents), Sel (1,000 values)."""
+    rng = np.random.default_rng(11)
+    n = scaled(10_000_000)
+    cat = rng.integers(0, 1000, n)
+    customer = rng.integers(0, 100_000, n)
+    amount = rng.integers(100, 100_000, n) / 100
+    sel = rng.integers(0, 1000, n)
+    chosen = [int(x) for x in rng.choice(1000, 10, replace=False)]
+    labels = pl.Series([f"c{i}" for i in range(1000)])
+    df = pl.DataFrame(
+        {
+            "Category": labels.gather(cat).cast(pl.Categorical),
+            "CategoryNo": cat,
+            "Customer": customer,
+            "Amount": amount,
+            "Sel": sel,
+        }
+    )
+    con = duckdb.connect()
+    con.execute(f"SET threads TO {assoc.logical_cores()}")
+    con.register("t_view", df.drop("Category").to_arrow())
+    con.execute("CREATE TABLE t AS SELECT * FROM t_view")
+    app = assoc.App.from_tables(
+        {"T": {"Category": cat, "Customer": customer, "Amount": amount, "Sel": sel}}
+    )
+    return {"n": n, "df": df, "con": con, "app": app, "chosen": chosen}
+
+
+def one_table(repeat: int) -> dict[str, float]:
+    """Cube by Category of Sum(Amount) and Count(distinct Customer), without and with a
+    selection of 10 values in another field."""
+    data = one_table_data()
+    df, con, app, chosen = data["df"], data["con"], data["app"], data["chosen"]
+    chosen_sql = ", ".join(map(str, chosen))
+    measures = ["Sum(Amount)", "Count(distinct Customer)"]
+    session = app.session()
+    out: dict[str, float] = {"rows": float(data["n"])}
+
+    for case in ("all", "selected"):
+        frame = df if case == "all" else df.filter(pl.col("Sel").is_in(chosen))
+        where = "" if case == "all" else f"WHERE Sel IN ({chosen_sql})"
+
+        def polars_query(frame: pl.DataFrame = df, case: str = case) -> pl.DataFrame:
+            f = frame if case == "all" else frame.filter(pl.col("Sel").is_in(chosen))
+            return f.group_by("Category").agg(
+                pl.col("Amount").sum(), pl.col("Customer").n_unique()
+            )
+
+        def duckdb_query(where: str = where) -> list[tuple[Any, ...]]:
+            return con.execute(
+                "SELECT CategoryNo, SUM(Amount), COUNT(DISTINCT Customer) "
+                f"FROM t {where} GROUP BY CategoryNo"
+            ).fetchall()
+
+        def assoc_query() -> assoc.Hypercube:
+            return session.hypercube(["Category"], measures)
+
+        session.clear()
+        if case == "selected":
+            session.select("Sel", chosen)
+        # Same answer first.
+        cube = assoc_query()
+        want = {r[0]: (r[1], r[2]) for r in duckdb_query()}
+        got = {int(c): (s, d) for c, s, d in cube.rows}
+        assert got.keys() == want.keys()
+        for k, (s, d) in got.items():
+            assert abs(s - want[k][0]) < 1e-6 * max(1.0, abs(s)) and d == want[k][1], k
+        p = polars_query().sort("Category")
+        assert p.height == len(cube)
+        assert int(p.get_column("Customer").sum()) == int(sum(d for _, _, d in cube.rows))
+        del frame
+
+        def on_threads(threads: int) -> Run:
+            return (assoc_query, lambda: assoc.set_threads(threads))
+
+        limit = assoc.cache_info()["limit"]
+        assoc.set_cache_limit(0)
+        try:
+            best = best_interleaved(
+                {
+                    "polars": (polars_query, None),
+                    "duckdb": (duckdb_query, None),
+                    "assoc_1": on_threads(1),
+                    "assoc_2": on_threads(2),
+                },
+                repeat,
+            )
+        finally:
+            assoc.set_threads(0)
+            assoc.set_cache_limit(limit)
+        out.update({f"{case}_{k}": v for k, v in best.items()})
+
+    # Extra memory while computing: the peak resident size grows by what the cube needs
+    # beyond the data (measured on a fresh state, cache off).
+    session.clear()
+    assoc.set_cache_limit(0)
+    before = resident_kb()
+    tracemalloc.start()
+    session.hypercube(["Category"], measures)
+    tracemalloc.stop()
+    out["extra_bytes_per_row"] = max(0, resident_kb() - before) * 1024 / data["n"]
+    assoc.set_cache_limit(limit)
+
+    # A repeated cube for the same state, through the Python API (served from the cache).
+    session.hypercube(["Category"], measures)
+    k = 1000
+
+    def repeats() -> None:
+        for _ in range(k):
+            session.hypercube(["Category"], measures)
+
+    out["cached"] = best_interleaved({"cached": (repeats, None)}, 5)["cached"] / k
+    session.close()
+    con.close()
+    return out
+
+
+def star(repeat: int) -> dict[str, float]:
+    """10M fact rows (DimKey, Amount) linked to 100K dimension rows (DimKey, Region of 20,
+    Segment of 10): select 3 segments, cube by Region of Sum(Amount)."""
+    rng = np.random.default_rng(12)
+    n_fact = scaled(10_000_000)
+    n_dim = max(1000, scaled(100_000) // 100 * 100)
+    dim_key = rng.permutation(n_dim)
+    region = rng.integers(0, 20, n_dim)
+    segment = rng.integers(0, 10, n_dim)
+    fact_key = rng.integers(0, n_dim, n_fact)
+    amount = rng.integers(100, 100_000, n_fact) / 100
+    segments = [int(x) for x in rng.choice(10, 3, replace=False)]
+    fact = pl.DataFrame({"DimKey": fact_key, "Amount": amount})
+    dim = pl.DataFrame({"DimKey": dim_key, "Region": region, "Segment": segment})
+    con = duckdb.connect()
+    con.execute(f"SET threads TO {assoc.logical_cores()}")
+    con.register("fact_view", fact.to_arrow())
+    con.register("dim_view", dim.to_arrow())
+    con.execute("CREATE TABLE fact AS SELECT * FROM fact_view")
+    con.execute("CREATE TABLE dim AS SELECT * FROM dim_view")
+    app = assoc.App.from_tables(
+        {
+            "Fact": {"DimKey": fact_key, "Amount": amount},
+            "Dim": {"DimKey": dim_key, "Region": region, "Segment": segment},
+        }
+    )
+    segment_sql = ", ".join(map(str, segments))
+
+    def polars_query() -> pl.DataFrame:
+        d = dim.filter(pl.col("Segment").is_in(segments))
+        return fact.join(d, on="DimKey").group_by("Region").agg(pl.col("Amount").sum())
+
+    def duckdb_query() -> list[tuple[Any, ...]]:
+        return con.execute(
+            "SELECT Region, SUM(Amount) FROM fact JOIN dim USING (DimKey) "
+            f"WHERE Segment IN ({segment_sql}) GROUP BY Region"
+        ).fetchall()
+
+    session = app.session()
+    session.select("Segment", segments)
+
+    def assoc_query() -> assoc.Hypercube:
+        return session.hypercube(["Region"], ["Sum(Amount)"])
+
+    cube = assoc_query()
+    want = dict(duckdb_query())
+    got = {int(r): s for r, s in cube.rows}
+    assert got.keys() == want.keys()
+    assert all(abs(got[k] - want[k]) < 1e-6 * abs(want[k]) for k in got)
+    assert polars_query().height == len(cube)
+
+    limit = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)
+    try:
+        out = best_interleaved(
+            {
+                "polars": (polars_query, None),
+                "duckdb": (duckdb_query, None),
+                "assoc": (assoc_query, None),
+            },
+            repeat,
+        )
+    finally:
+        assoc.set_cache_limit(limit)
+    out["rows"] = float(n_fact)
+    session.close()
+    con.close()
+    return out
+
+
+def main() -> int:
+    """Runs both comparisons and prints Markdown tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=10, help="runs per timing (best one counts)")
+    args = parser.parse_args()
+    ms = 1000.0
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    print(
+        f"threads: {assoc.threads()}, logical cores: {assoc.logical_cores()}, "
+        f"polars {pl.__version__}, duckdb {duckdb.__version__}\n"
+    )
+    a = one_table(args.repeat)
+    print(
+        f"One table, {int(a['rows']):,} rows: by Category (1,000), "
+        "Sum(Amount) and Count(distinct Customer) (100,000 customers)\n"
+    )
+    print("| case | polars ms | duckdb ms | assoc 1 thread ms | assoc 2 threads ms | assoc vs best | 2 vs 1 thread |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for case, label in (("all", "no selection"), ("selected", "10 values selected in Sel")):
+        p, q = a[f"{case}_polars"], a[f"{case}_duckdb"]
+        t1, t2 = a[f"{case}_assoc_1"], a[f"{case}_assoc_2"]
+        best = min(t1, t2)
+        print(
+            f"| {label} | {p * ms:.1f} | {q * ms:.1f} | {t1 * ms:.1f} | {t2 * ms:.1f} | "
+            f"{best / min(p, q):.2f} | {t1 / t2:.2f}x |"
+        )
+    print(f"\nRepeated cube for the same state (cached): {a['cached'] * 1e6:.1f} us")
+    print(f"Extra peak memory while computing: {a['extra_bytes_per_row']:.2f} bytes per row\n")
+
+    b = star(args.repeat)
+    print(
+        f"Star: {int(b['rows']):,} fact rows, 100,000-row dimension; 3 of 10 segments selected, "
+        "by Region (20) Sum(Amount)\n"
+    )
+    print("| polars ms | duckdb ms | assoc ms | assoc vs best |")
+    print("|---:|---:|---:|---:|")
+    p, q, r = b["polars"], b["duckdb"], b["assoc"]
+    print(f"| {p * ms:.1f} | {q * ms:.1f} | {r * ms:.1f} | {r / min(p, q):.2f} |")
+    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+#pragma once
+// Hypercubes: aggregation under selections (Qlik's hypercube, embedded). DESIGN.md §2b holds
+// the semantics; docs/hypercubes.md says how they run.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "assoc/expression.hpp"
+#include "assoc/selection.hpp"
+
+namespace assoc {
+
+// What a hypercube shows: dimensions (field names), measures (expressions), order, suppression.
+struct HypercubeSpec {
+  std::vector<std::string> dimensions;
+  std::vector<std::string> measures;
+  // Column (dimension name or measure expression as given) and "asc", "desc" or, for a
+  // dimension, "load" (symbol order). Columns not named sort after, dimensions in order.
+  std::vector<std::pair<std::string, std::string>> sort;
+  bool suppress_zero = false;
+  bool suppress_missing = false;
+
+  // One flat encoding per spec, for the result cache's key.
+  std::vector<std::uint32_t> encode() const;
+};
+
+// A computed hypercube: rows sorted, dimension values as symbol indexes, measure values as numbers.
+class Hypercube {
+ public:
+  std::size_t size() const { return rows_; }
+  const HypercubeSpec& spec() const { return spec_; }
+  // The field each dimension shows.
+  std::uint32_t dimension_field(std::size_t d) const { return dim_fields_.at(d); }
+  // Each row's symbol index of dimension d, kNull for None.
+  const std::vector<std::uint32_t>& codes(std::size_t d) const { return codes_.at(d); }
+  // Each row's value of measure m, NaN for NULL.
+  const std::vector<double>& values(std::size_t m) const { return values_.at(m); }
+  // For a measure that is a single Only(F): the field F (the row values are its symbols),
+  // else kNull.
+  std::uint32_t only_field(std::size_t m) const { return only_fields_.at(m); }
+  // For such a measure, each row's symbol of F (kNull for NULL); empty otherwise.
+  const std::vector<std::uint32_t>& only_symbols(std::size_t m) const { return only_symbols_.at(m); }
+  // The measure over every possible record (NaN for NULL), and its symbol for an Only measure.
+  double total(std::size_t m) const { return totals_.at(m); }
+  std::uint32_t total_symbol(std::size_t m) const { return total_symbols_.at(m); }
+  std::size_t byte_size() const;
+
+ private:
+  friend class HypercubeBuilder;
+  HypercubeSpec spec_;
+  std::size_t rows_ = 0;
+  std::vector<std::uint32_t> dim_fields_;
+  std::vector<std::vector<std::uint32_t>> codes_;
+  std::vector<std::vector<double>> values_;
+  std::vector<std::uint32_t> only_fields_;
+  std::vector<std::vector<std::uint32_t>> only_symbols_;
+  std::vector<double> totals_;
+  std::vector<std::uint32_t> total_symbols_;
+};
+
+// The hypercube of `spec` under a selection state: found in the engine's result cache, or
+// computed (on the thread pool) and cached. Unknown fields and malformed expressions throw Error.
+std::shared_ptr<const Hypercube> hypercube(const AssociativeModel& model, const SelectionState& state,
+                                           const HypercubeSpec& spec);
+
+}  // namespace assoc

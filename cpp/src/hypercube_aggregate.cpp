@@ -1,0 +1,450 @@
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+#include "assoc/hypercube_aggregate.hpp"
+#include "assoc/thread_pool.hpp"
+
+namespace assoc::detail {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr std::uint32_t kNone = 0xFFFFFFFFU;  // Only: no value yet
+constexpr std::uint32_t kMany = 0xFFFFFFFEU;  // Only: two different values
+// Accumulator slots: 0 every record once (totals), 1 records that count nowhere, then groups.
+constexpr std::uint32_t kTotal = 0, kTrash = 1, kFirstGroup = 2;
+constexpr std::size_t kBatch = 1024;
+
+// What a term reads: its field's numbers as held, and where its distinct values are marked.
+struct TermInput {
+  AggFunc func = AggFunc::kSum;
+  const SymbolTable* symbols = nullptr;
+  const std::int32_t* ints = nullptr;
+  const double* doubles = nullptr;
+  std::uint32_t n_symbols = 0;
+  std::size_t words_per_slot = 0;  // Count(distinct) in a bitset: words per slot; 0: in pairs
+  std::vector<std::uint64_t> bits;  // shared by every thread (set atomically)
+};
+
+// One thread's accumulators of one term, one entry per slot.
+struct TermAcc {
+  std::vector<double> a;               // Sum and Avg: sum; Min, Max: the extreme so far
+  std::vector<std::uint64_t> n;        // Count: non-NULL values; Avg: numeric values
+  std::vector<std::uint32_t> only;     // Only: kNone, the one symbol, or kMany
+  std::vector<std::uint64_t> pairs;    // Count(distinct) without a bitset: slot << 32 | symbol
+};
+
+struct Accumulators {
+  std::vector<std::uint64_t> hits;  // records per slot
+  std::vector<TermAcc> terms;
+
+  void resize(const std::vector<TermInput>& in, std::size_t slots) {
+    hits.resize(slots, 0);
+    terms.resize(in.size());
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      TermAcc& t = terms[k];
+      switch (in[k].func) {
+        case AggFunc::kSum: t.a.resize(slots, 0.0); break;
+        case AggFunc::kAvg: t.a.resize(slots, 0.0); t.n.resize(slots, 0); break;
+        case AggFunc::kMin: t.a.resize(slots, kInf); break;
+        case AggFunc::kMax: t.a.resize(slots, -kInf); break;
+        case AggFunc::kCount: t.n.resize(slots, 0); break;
+        case AggFunc::kOnly: t.only.resize(slots, kNone); break;
+        case AggFunc::kCountDistinct: break;
+      }
+    }
+  }
+};
+
+// Calls op(slot, has_number, number) per entry, reading numbers straight from the symbol
+// table's array (no per-row branch on the kind of array).
+template <class T, class Op>
+void numbers_loop(const T* v, std::uint32_t n_symbols, const std::uint32_t* slot, const std::uint32_t* code,
+                  std::size_t n, Op op) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t c = code[i];
+    const bool in = c < n_symbols;
+    const auto x = static_cast<double>(v[in ? c : 0]);
+    op(slot[i], in && x == x, x);
+  }
+}
+
+template <class Op>
+void for_numbers(const TermInput& t, const std::uint32_t* slot, const std::uint32_t* code, std::size_t n, Op op) {
+  if (t.n_symbols == 0) return;
+  if (t.ints != nullptr) {
+    numbers_loop(t.ints, t.n_symbols, slot, code, n, op);
+  } else if (t.doubles != nullptr) {
+    numbers_loop(t.doubles, t.n_symbols, slot, code, n, op);
+  }
+}
+
+// Adds entries (slot, symbol) to one term's accumulators.
+void accumulate(TermInput& t, TermAcc& acc, const std::uint32_t* slot, const std::uint32_t* code, std::size_t n) {
+  double* a = acc.a.data();
+  std::uint64_t* cnt = acc.n.data();
+  switch (t.func) {
+    case AggFunc::kSum:
+      for_numbers(t, slot, code, n, [a](std::uint32_t s, bool ok, double x) { a[s] += ok ? x : 0.0; });
+      break;
+    case AggFunc::kAvg:
+      for_numbers(t, slot, code, n, [a, cnt](std::uint32_t s, bool ok, double x) {
+        a[s] += ok ? x : 0.0;
+        cnt[s] += ok ? 1U : 0U;
+      });
+      break;
+    case AggFunc::kMin:
+      for_numbers(t, slot, code, n, [a](std::uint32_t s, bool ok, double x) { a[s] = std::min(a[s], ok ? x : kInf); });
+      break;
+    case AggFunc::kMax:
+      for_numbers(t, slot, code, n, [a](std::uint32_t s, bool ok, double x) { a[s] = std::max(a[s], ok ? x : -kInf); });
+      break;
+    case AggFunc::kCount:
+      for (std::size_t i = 0; i < n; ++i) cnt[slot[i]] += code[i] != kNull ? 1U : 0U;
+      break;
+    case AggFunc::kOnly: {
+      std::uint32_t* only = acc.only.data();
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t c = code[i];
+        if (c == kNull) continue;
+        const std::uint32_t st = only[slot[i]];
+        only[slot[i]] = st == kNone ? c : (st == c ? st : kMany);
+      }
+      break;
+    }
+    case AggFunc::kCountDistinct:
+      if (t.words_per_slot == 0) {
+        for (std::size_t i = 0; i < n; ++i)
+          if (code[i] != kNull && slot[i] != kTrash) acc.pairs.push_back(std::uint64_t{slot[i]} << 32 | code[i]);
+        break;
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t c = code[i];
+        if (c == kNull || slot[i] == kTrash) continue;
+        const std::size_t bit = slot[i] * t.words_per_slot * 64 + c;
+        std::atomic_ref<std::uint64_t> word(t.bits[bit >> 6]);
+        const std::uint64_t mask = std::uint64_t{1} << (bit & 63);
+        // Most marks repeat one already made: read before writing, so shared lines stay clean.
+        if ((word.load(std::memory_order_relaxed) & mask) == 0) word.fetch_or(mask, std::memory_order_relaxed);
+      }
+      break;
+  }
+}
+
+std::uint32_t merge_only(std::uint32_t a, std::uint32_t b) {
+  if (b == kNone) return a;
+  if (a == kNone) return b;
+  return a == b ? a : kMany;
+}
+
+// Adds slot `ss` of `src` into slot `ds` of `dst` (Count(distinct) apart: see merge_distinct).
+void merge_slot(const TermInput& t, TermAcc& dst, std::size_t ds, const TermAcc& src, std::size_t ss) {
+  switch (t.func) {
+    case AggFunc::kSum: dst.a[ds] += src.a[ss]; break;
+    case AggFunc::kAvg: dst.a[ds] += src.a[ss]; dst.n[ds] += src.n[ss]; break;
+    case AggFunc::kMin: dst.a[ds] = std::min(dst.a[ds], src.a[ss]); break;
+    case AggFunc::kMax: dst.a[ds] = std::max(dst.a[ds], src.a[ss]); break;
+    case AggFunc::kCount: dst.n[ds] += src.n[ss]; break;
+    case AggFunc::kOnly: dst.only[ds] = merge_only(dst.only[ds], src.only[ss]); break;
+    case AggFunc::kCountDistinct: break;
+  }
+}
+
+// Distinct symbols per slot, from the bitset or from the sorted pairs.
+std::vector<std::uint64_t> distinct_counts(TermInput& t, TermAcc& acc, std::size_t slots) {
+  std::vector<std::uint64_t> out(slots, 0);
+  if (t.words_per_slot != 0) {
+    for (std::size_t s = 0; s < slots; ++s) {
+      const std::uint64_t* w = t.bits.data() + s * t.words_per_slot;
+      std::uint64_t c = 0;
+      for (std::size_t i = 0; i < t.words_per_slot; ++i) c += popcount64(w[i]);
+      out[s] = c;
+    }
+    return out;
+  }
+  // Pairs grouped by slot (a counting sort), then each slot's symbols marked in one bitset
+  // over the field, counted, and unmarked: linear, and the bitset stays in cache.
+  std::vector<std::size_t> start(slots + 1, 0);
+  for (const std::uint64_t p : acc.pairs) ++start[(p >> 32) + 1];
+  for (std::size_t s = 0; s < slots; ++s) start[s + 1] += start[s];
+  std::vector<std::uint32_t> symbols(acc.pairs.size());
+  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
+  for (const std::uint64_t p : acc.pairs) symbols[fill[p >> 32]++] = static_cast<std::uint32_t>(p);
+  std::vector<std::uint64_t>().swap(acc.pairs);
+  Bitset seen(t.n_symbols);
+  std::uint64_t* w = seen.words();
+  for (std::size_t s = 0; s < slots; ++s) {
+    std::uint64_t c = 0;
+    for (std::size_t i = start[s]; i < start[s + 1]; ++i) {
+      const std::uint32_t x = symbols[i];
+      const std::uint64_t bit = std::uint64_t{1} << (x & 63);
+      c += (w[x >> 6] & bit) ? 0U : 1U;
+      w[x >> 6] |= bit;
+    }
+    for (std::size_t i = start[s]; i < start[s + 1]; ++i) w[symbols[i] >> 6] = 0;
+    out[s] = c;
+  }
+  return out;
+}
+
+// Fills the totals slot from the groups, for passes where each record lands in one group.
+void totals_from_groups(std::vector<TermInput>& in, Accumulators& acc, std::size_t slots) {
+  for (std::size_t s = kFirstGroup; s < slots; ++s) acc.hits[kTotal] += acc.hits[s];
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    TermInput& t = in[k];
+    if (t.func != AggFunc::kCountDistinct) {
+      for (std::size_t s = kFirstGroup; s < slots; ++s) merge_slot(t, acc.terms[k], kTotal, acc.terms[k], s);
+    } else if (t.words_per_slot != 0) {
+      std::uint64_t* total = t.bits.data();
+      for (std::size_t s = kFirstGroup; s < slots; ++s) {
+        const std::uint64_t* w = t.bits.data() + s * t.words_per_slot;
+        for (std::size_t i = 0; i < t.words_per_slot; ++i) total[i] |= w[i];
+      }
+    } else {
+      auto& pairs = acc.terms[k].pairs;
+      const std::size_t n = pairs.size();
+      for (std::size_t i = 0; i < n; ++i) pairs.push_back(pairs[i] & 0xFFFFFFFFULL);  // slot 0
+    }
+  }
+}
+
+// A term's value in one slot, and Only's symbol.
+double value_of(const TermInput& t, const TermAcc& acc, const std::vector<std::uint64_t>& distinct, std::size_t s,
+                std::uint32_t& symbol) {
+  symbol = kNull;
+  switch (t.func) {
+    case AggFunc::kSum: return acc.a[s];
+    case AggFunc::kAvg: return acc.n[s] ? acc.a[s] / static_cast<double>(acc.n[s]) : kNaN;
+    case AggFunc::kMin:
+    case AggFunc::kMax: return std::isinf(acc.a[s]) ? kNaN : acc.a[s];
+    case AggFunc::kCount: return static_cast<double>(acc.n[s]);
+    case AggFunc::kCountDistinct: return static_cast<double>(distinct[s]);
+    case AggFunc::kOnly: {
+      const std::uint32_t st = acc.only[s];
+      if (st >= t.n_symbols) return kNaN;
+      symbol = st;
+      return t.symbols->number(st);
+    }
+  }
+  return kNaN;
+}
+
+// Words per slot when a Count(distinct) of `n_symbols` values over `slots` slots is marked in
+// a bitset: when it takes no more than the 12 bytes per record that pairs would; else 0.
+std::size_t distinct_words(std::uint32_t n_symbols, std::size_t slots, std::uint64_t records) {
+  const std::size_t words = (std::size_t{n_symbols} + 63) / 64;
+  const std::uint64_t budget = std::max<std::uint64_t>(std::uint64_t{1} << 16, records * 12);
+  return slots * words * 8 <= budget ? words : 0;
+}
+
+}  // namespace
+
+double empty_value(AggFunc f) {
+  return f == AggFunc::kSum || f == AggFunc::kCount || f == AggFunc::kCountDistinct ? 0.0 : kNaN;
+}
+
+NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& rows, JoinWalker& walker,
+                              const std::vector<Term>& terms, std::uint64_t key_space) {
+  const DataModel& data = model.data();
+  const RootedTree& tree = walker.tree();
+  const std::uint32_t root = tree.root;
+  const bool table_root = !walker.graph().is_field(root);
+  const std::size_t records =
+      table_root ? data.tables()[root].rows : data.fields()[walker.graph().field_of(root)].symbols.size();
+  // Keys index the slots directly while the key space is small next to the records.
+  const bool direct = key_space <= std::max<std::uint64_t>(std::uint64_t{1} << 16, records / 16);
+  std::size_t slots = direct ? static_cast<std::size_t>(key_space) + kFirstGroup : kFirstGroup;
+
+  std::vector<TermInput> in(terms.size());
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    TermInput& t = in[k];
+    t.func = terms[k].func;
+    t.symbols = &data.fields()[terms[k].field].symbols;
+    t.n_symbols = t.symbols->size();
+    if (!t.symbols->int_numbers().empty()) t.ints = t.symbols->int_numbers().data();
+    if (!t.symbols->double_numbers().empty()) t.doubles = t.symbols->double_numbers().data();
+    if (t.func == AggFunc::kCountDistinct && direct) {
+      t.words_per_slot = distinct_words(t.n_symbols, slots, table_root ? rows.possible[root] : records);
+      t.bits.assign(slots * t.words_per_slot, 0);
+    }
+  }
+
+  std::vector<JoinWalker::Link> links = walker.root_links();
+  const bool functional =
+      std::all_of(links.begin(), links.end(), [](const JoinWalker::Link& l) { return l.sets->functional; });
+  Accumulators acc;
+  std::vector<std::uint64_t> key_of_slot;  // keys of group slots when not direct
+  bool totals_done = false;
+
+  if (table_root && functional && direct) {
+    // Each record reaches exactly one tuple: its key is its own dimension codes plus one
+    // look-up per link. Rows are read in batches, by several threads, each into its own
+    // accumulators.
+    const Table& table = data.tables()[root];
+    std::vector<std::uint32_t> columns;
+    auto source_of = [&](std::uint32_t column) {
+      for (std::size_t i = 0; i < columns.size(); ++i)
+        if (columns[i] == column) return i;
+      columns.push_back(column);
+      return columns.size() - 1;
+    };
+    std::vector<std::pair<std::size_t, std::uint64_t>> own;
+    for (const DimPlace* d : walker.root_dims()) own.emplace_back(source_of(d->column), d->stride);
+    std::vector<std::pair<std::size_t, std::vector<std::uint64_t>>> lookups;
+    for (const auto& l : links) {
+      std::vector<std::uint64_t> lut = l.sets->one;
+      if (!walker.inner())
+        for (auto& v : lut) v = v == kMissing ? 0 : v;
+      lookups.emplace_back(source_of(l.column), std::move(lut));
+    }
+    std::vector<std::size_t> term_source;
+    for (const auto& t : terms) term_source.push_back(source_of(t.column));
+
+    const Bitset* possible = rows.rows[root].get();
+    const std::size_t n_chunks = (table.rows + kBatch - 1) / kBatch;
+    const std::size_t n_threads = std::max<std::size_t>(1, std::min<std::size_t>(threads(), n_chunks));
+    std::vector<Accumulators> per_thread(n_threads);
+    std::atomic<std::size_t> next{0};
+    parallel_for(n_threads, [&](std::size_t th) {
+      Accumulators& a = per_thread[th];
+      a.resize(in, slots);
+      std::vector<std::vector<std::uint32_t>> codes(columns.size(), std::vector<std::uint32_t>(kBatch));
+      std::vector<std::uint32_t> picked(kBatch), slot(kBatch);
+      std::vector<std::uint64_t> key(kBatch);
+      for (std::size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
+        const std::size_t begin = c * kBatch;
+        const std::size_t count = std::min(kBatch, table.rows - begin);
+        const std::uint64_t* mask = possible ? possible->words() + begin / 64 : nullptr;
+        std::size_t n = count;
+        bool masked = false;
+        if (mask != nullptr) {
+          std::size_t set = 0;
+          for (std::size_t w = 0; w < (count + 63) / 64; ++w) set += popcount64(mask[w]);
+          if (set == 0) continue;
+          if (set * 8 <= count) {
+            // Few possible rows: read just those.
+            n = 0;
+            for (std::size_t w = 0; w < (count + 63) / 64; ++w)
+              for (std::uint64_t bits = mask[w]; bits != 0; bits &= bits - 1)
+                picked[n++] = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+            for (std::size_t s = 0; s < columns.size(); ++s) {
+              const PackedIndex& index = table.columns[columns[s]].index;
+              for (std::size_t i = 0; i < n; ++i) codes[s][i] = index.get(begin + picked[i]);
+            }
+          } else {
+            masked = true;
+          }
+        }
+        if (n == count)
+          for (std::size_t s = 0; s < columns.size(); ++s) table.columns[columns[s]].index.decode(begin, count, codes[s].data());
+        std::fill(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(n), 0);
+        for (const auto& [s, stride] : own) {
+          const std::uint32_t* cs = codes[s].data();
+          for (std::size_t i = 0; i < n; ++i) key[i] += std::uint64_t{static_cast<std::uint32_t>(cs[i] + 1)} * stride;
+        }
+        std::uint64_t missing = 0;
+        for (const auto& [s, lut] : lookups) {
+          const std::uint32_t* cs = codes[s].data();
+          const std::uint64_t* l = lut.data();
+          for (std::size_t i = 0; i < n; ++i) {
+            const std::uint64_t v = l[static_cast<std::uint32_t>(cs[i] + 1)];
+            missing |= v == kMissing ? 1U : 0U;
+            key[i] += v;
+          }
+        }
+        for (std::size_t i = 0; i < n; ++i) slot[i] = static_cast<std::uint32_t>(key[i] + kFirstGroup);
+        if (missing != 0) {
+          for (const auto& [s, lut] : lookups)
+            for (std::size_t i = 0; i < n; ++i)
+              if (lut[static_cast<std::uint32_t>(codes[s][i] + 1)] == kMissing) slot[i] = kTrash;
+        }
+        if (masked)
+          for (std::size_t i = 0; i < n; ++i) slot[i] = ((mask[i >> 6] >> (i & 63)) & 1U) ? slot[i] : kTrash;
+        for (std::size_t i = 0; i < n; ++i) ++a.hits[slot[i]];
+        for (std::size_t k = 0; k < terms.size(); ++k)
+          accumulate(in[k], a.terms[k], slot.data(), codes[term_source[k]].data(), n);
+      }
+    });
+    acc = std::move(per_thread[0]);
+    for (std::size_t th = 1; th < n_threads; ++th) {
+      const Accumulators& o = per_thread[th];
+      for (std::size_t s = 0; s < slots; ++s) acc.hits[s] += o.hits[s];
+      for (std::size_t k = 0; k < terms.size(); ++k) {
+        if (in[k].func == AggFunc::kCountDistinct) {
+          acc.terms[k].pairs.insert(acc.terms[k].pairs.end(), o.terms[k].pairs.begin(), o.terms[k].pairs.end());
+          continue;
+        }
+        for (std::size_t s = 0; s < slots; ++s) merge_slot(in[k], acc.terms[k], s, o.terms[k], s);
+      }
+    }
+  } else {
+    // Any shape: records one by one, each into the slots of every tuple it reaches and once
+    // into the totals.
+    acc.resize(in, slots);
+    std::unordered_map<std::uint64_t, std::uint32_t> slot_map;
+    std::vector<std::uint32_t> columns;
+    for (const auto& t : terms) columns.push_back(t.column);
+    std::vector<std::uint32_t> entry_slot, entry_record, entry_code;
+    walker.for_each_record(columns, [&](const RecordBatch& b) {
+      entry_slot.clear();
+      entry_record.clear();
+      for (std::size_t i = 0; i < b.n; ++i) {
+        entry_slot.push_back(kTotal);
+        entry_record.push_back(static_cast<std::uint32_t>(i));
+        for (std::uint32_t k = b.key_offsets[i]; k < b.key_offsets[i + 1]; ++k) {
+          const std::uint64_t key = b.keys[k];
+          std::uint32_t s;
+          if (direct) {
+            s = static_cast<std::uint32_t>(key + kFirstGroup);
+          } else {
+            auto [it, added] = slot_map.emplace(key, static_cast<std::uint32_t>(slots));
+            if (added) {
+              key_of_slot.push_back(key);
+              acc.resize(in, ++slots);
+            }
+            s = it->second;
+          }
+          entry_slot.push_back(s);
+          entry_record.push_back(static_cast<std::uint32_t>(i));
+        }
+      }
+      for (const std::uint32_t s : entry_slot) ++acc.hits[s];
+      entry_code.resize(entry_slot.size());
+      for (std::size_t k = 0; k < terms.size(); ++k) {
+        for (std::size_t j = 0; j < entry_slot.size(); ++j) entry_code[j] = b.extra[k][entry_record[j]];
+        accumulate(in[k], acc.terms[k], entry_slot.data(), entry_code.data(), entry_slot.size());
+      }
+    });
+    totals_done = true;
+  }
+  if (!totals_done) totals_from_groups(in, acc, slots);
+
+  NodeAggregates out;
+  out.values.resize(terms.size());
+  out.symbols.resize(terms.size());
+  std::vector<std::uint32_t> group_slots;
+  for (std::size_t s = kFirstGroup; s < slots; ++s) {
+    if (acc.hits[s] == 0) continue;
+    const std::uint64_t key = direct ? s - kFirstGroup : key_of_slot[s - kFirstGroup];
+    out.group_of.emplace(key, static_cast<std::uint32_t>(out.keys.size()));
+    out.keys.push_back(key);
+    group_slots.push_back(static_cast<std::uint32_t>(s));
+  }
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    std::vector<std::uint64_t> distinct;
+    if (in[k].func == AggFunc::kCountDistinct) distinct = distinct_counts(in[k], acc.terms[k], slots);
+    std::uint32_t symbol;
+    out.values[k].reserve(group_slots.size());
+    for (const std::uint32_t s : group_slots) {
+      out.values[k].push_back(value_of(in[k], acc.terms[k], distinct, s, symbol));
+      out.symbols[k].push_back(symbol);
+    }
+    out.totals.push_back(value_of(in[k], acc.terms[k], distinct, kTotal, symbol));
+    out.total_symbols.push_back(symbol);
+  }
+  return out;
+}
+
+}  // namespace assoc::detail

@@ -1,0 +1,101 @@
+"""Hypercubes: the combinations of dimension values under a session's selections, with measures."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from assoc import _core
+
+SORT_DIRECTIONS = ("asc", "desc", "load")
+
+SortSpec = Sequence[tuple[str, str]]
+
+
+def sort_pairs(sort: SortSpec | None) -> list[tuple[str, str]]:
+    """Checks `sort` ([(column, "asc"|"desc"|"load"), …]) and returns it as a list of pairs."""
+    if sort is None:
+        return []
+    if isinstance(sort, str | bytes) or not isinstance(sort, Sequence):
+        raise _core.Error('sort must be a list of (column, "asc"|"desc"|"load") pairs')
+    pairs = []
+    for item in sort:
+        if (
+            not isinstance(item, tuple | list)
+            or len(item) != 2
+            or not all(isinstance(x, str) for x in item)
+        ):
+            raise _core.Error(f'sort entry {item!r} is not a (column, "asc"|"desc"|"load") pair')
+        if item[1].lower() not in SORT_DIRECTIONS:
+            raise _core.Error(f"sort direction {item[1]!r} for {item[0]!r}: use asc, desc or load")
+        pairs.append((item[0], item[1].lower()))
+    return pairs
+
+
+def names(value: Sequence[str], what: str) -> list[str]:
+    """Checks a list of dimension names or measure expressions."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise _core.Error(f"{what} must be a list of strings")
+    if not all(isinstance(v, str) for v in value):
+        raise _core.Error(f"{what} must be a list of strings")
+    return list(value)
+
+
+class Hypercube:
+    """Dimension tuples associated under a selection state, each with its measures' values."""
+
+    def __init__(self, impl: _core.Hypercube) -> None:
+        self._impl = impl
+        self.dimensions: list[str] = impl.dimensions
+        self.measures: list[str] = impl.measures
+        self._rows: list[tuple[Any, ...]] | None = None
+
+    @property
+    def columns(self) -> list[str]:
+        """The dimension names, then the measure expressions as given."""
+        return self.dimensions + self.measures
+
+    def __len__(self) -> int:
+        return len(self._impl)
+
+    @property
+    def rows(self) -> list[tuple[Any, ...]]:
+        """Every row: dimension values (None for None), then measure values (None for NULL)."""
+        if self._rows is None:
+            self._rows = self._impl.rows(0, len(self._impl))
+        return self._rows
+
+    @property
+    def totals(self) -> list[Any]:
+        """Each measure over every possible record once (None for NULL)."""
+        return self._impl.totals()
+
+    def page(self, top: int, height: int) -> list[tuple[Any, ...]]:
+        """Rows [top, top+height)."""
+        if not isinstance(top, int) or not isinstance(height, int) or top < 0 or height < 0:
+            raise _core.Error("page needs a non-negative top and height")
+        return self._impl.rows(top, height)
+
+    def _column(self, column: str | int, among: list[str], what: str) -> int:
+        if isinstance(column, bool):
+            raise _core.Error(f"no {what} {column!r}")
+        if isinstance(column, int):
+            if not 0 <= column < len(among):
+                raise _core.Error(f"no {what} at position {column} (there are {len(among)})")
+            return column
+        if isinstance(column, str) and column in among:
+            return among.index(column)
+        raise _core.Error(f"no {what} {column!r}")
+
+    def array(self, column: str | int) -> np.ndarray:
+        """A column as float64: a measure (NaN for NULL) or a dimension's numbers (NaN for none)."""
+        return self._impl.array(self._column(column, self.columns, "column"))
+
+    def codes(self, dimension: str | int) -> np.ndarray:
+        """Each row's symbol index (into App.symbols) of a dimension, -1 for None."""
+        return self._impl.codes(self._column(dimension, self.dimensions, "dimension"))
+
+    def __repr__(self) -> str:
+        return f"<assoc.Hypercube {len(self)} rows x {self.columns}>"

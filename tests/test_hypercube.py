@@ -1,0 +1,439 @@
+"""Hypercubes through the Python API, checked against an independent model by explicit joins."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+import assoc
+from assoc import App
+from reference_hypercube import ReferenceCube, nan_to_none, number_of
+from reference_inference import ReferenceModel
+
+FUNCS = {
+    "sum": "Sum({})",
+    "count": "Count({})",
+    "countdistinct": "Count(distinct {})",
+    "avg": "Avg({})",
+    "min": "Min({})",
+    "max": "Max({})",
+    "only": "Only({})",
+}
+
+
+def read_back(app: App) -> tuple[dict[str, dict[str, list[Any]]], set[str]]:
+    tables = {t: {f: app.table(t).column(f) for f in app.table(t).fields} for t in app.tables}
+    loose = {t["name"] for t in app.metadata()["tables"] if t["is_loose"]}
+    return tables, loose
+
+
+def reference_for(app: App, session: assoc.Session) -> ReferenceCube:
+    tables, loose = read_back(app)
+    selections = {f: set(v) for f, v in session.selections().items()}
+    possible = ReferenceModel(tables, loose).possible_rows(selections)
+    return ReferenceCube(tables, loose, possible)
+
+
+def key_fields(app: App) -> set[str]:
+    return {f["name"] for f in app.metadata()["fields"] if "$key" in f["tags"]}
+
+
+def same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float | int) and not isinstance(b, bool):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return a == b or (a is None and b is None)
+
+
+def check_cube(
+    app: App, session: assoc.Session, dims: list[str], aggs: list[tuple[str, str]]
+) -> None:
+    """The engine's cube equals the reference's, rows, values and totals."""
+    measures = [FUNCS[func].format(f"[{field}]") for func, field in aggs]
+    cube = session.hypercube(dims, measures)
+    want_rows, want_totals = reference_for(app, session).cube(dims, aggs)
+    got = {row[: len(dims)]: list(row[len(dims) :]) for row in cube.rows}
+    assert len(got) == len(cube) == len(cube.rows), "a tuple shows twice"
+    assert set(got) == set(want_rows), (dims, measures)
+    for t, values in want_rows.items():
+        for m, (g, w) in enumerate(zip(got[t], values, strict=True)):
+            if aggs[m][0] != "only":
+                w = number_of(w) if w is not None else None
+            assert same(g, w), (dims, measures[m], t, g, w)
+    for m, (g, w) in enumerate(zip(cube.totals, want_totals, strict=True)):
+        if aggs[m][0] != "only":
+            w = number_of(w) if w is not None else None
+        assert same(g, w), ("total", measures[m], g, w)
+
+
+def random_app(rng: random.Random, snowflake: bool) -> dict[str, dict[str, list[Any]]]:
+    """A fact table linked to 1-3 dimensions (sub-dimensions for a snowflake), with NULLs,
+    texts in number fields, orphan keys, duplicate dimension keys, and now and then a
+    synthetic key (two shared fields) or a loose table (a cycle)."""
+    n_fact = rng.randint(3, 25)
+    fact: dict[str, list[Any]] = {}
+    tables: dict[str, dict[str, list[Any]]] = {}
+    for d in range(rng.randint(1, 3)):
+        key = f"K{d}"
+        keys: list[Any] = [f"k{d}.{i}" if d % 2 else i for i in range(rng.randint(2, 6))]
+        fact[key] = [None if rng.random() < 0.1 else rng.choice([*keys, 99]) for _ in range(n_fact)]
+        dim_keys = rng.sample(keys, rng.randint(1, len(keys)))
+        if rng.random() < 0.3:
+            dim_keys.append(rng.choice(dim_keys))
+        n = len(dim_keys)
+        dim: dict[str, list[Any]] = {
+            key: dim_keys,
+            f"Attr{d}": [None if rng.random() < 0.1 else rng.choice("abc") for _ in range(n)],
+            f"Num{d}": [rng.choice([None, 1, 2, 2.5, "t", 7]) for _ in range(n)],
+        }
+        if snowflake and rng.random() < 0.8:
+            sub = f"S{d}"
+            n_sub = rng.randint(1, 4)
+            dim[sub] = [None if rng.random() < 0.15 else rng.randrange(n_sub + 1) for _ in range(n)]
+            sub_keys = rng.sample(range(n_sub + 1), rng.randint(1, n_sub + 1))
+            tables[f"Sub{d}"] = {
+                sub: sub_keys,
+                f"Cat{d}": [rng.choice(["x", "y", 3]) for _ in sub_keys],
+            }
+        tables[f"Dim{d}"] = dim
+    fact["Amount"] = [rng.choice([None, 1, 2, 3.5, -4, "n/a", 10]) for _ in range(n_fact)]
+    fact["Tag"] = [rng.choice(["p", "q", None]) for _ in range(n_fact)]
+    if rng.random() < 0.3:  # a synthetic key: two fields shared with the fact table
+        tables["Plan"] = {
+            "Tag": [rng.choice(["p", "q"]) for _ in range(3)],
+            "K0": [rng.choice([*fact["K0"], 0]) for _ in range(3)],
+            "Target": [rng.randint(1, 9) for _ in range(3)],
+        }
+    if rng.random() < 0.3:  # a cycle: the largest table on it becomes loose
+        tables["Bridge"] = {
+            "K0": [rng.choice(fact["K0"]) for _ in range(4)],
+            "Attr0": [rng.choice("abc") for _ in range(4)],
+        }
+    return {"Fact": fact, **tables}
+
+
+def random_selections(rng: random.Random, app: App) -> dict[str, list[Any]]:
+    fields = [f["name"] for f in app.metadata()["fields"] if not f["is_system"]]
+    out: dict[str, list[Any]] = {}
+    for field in rng.sample(fields, rng.randint(0, 2)):
+        symbols = app.symbols(field)
+        if symbols:
+            out[field] = rng.sample(symbols, rng.randint(1, min(3, len(symbols))))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("snowflake", [False, True])
+def test_random_models_match_the_reference(seed, snowflake) -> None:
+    rng = random.Random(seed * 2 + snowflake)
+    app = App.from_tables(random_app(rng, snowflake))
+    fields = [f["name"] for f in app.metadata()["fields"] if not f["is_system"]]
+    keys = key_fields(app)
+    with app.session() as s:
+        for _ in range(3):
+            s.clear()
+            for field, values in random_selections(rng, app).items():
+                s.select(field, values)
+            dims = rng.sample(fields, rng.randint(1, min(3, len(fields))))
+            aggs = []
+            for _ in range(rng.randint(1, 3)):
+                field = rng.choice(fields)
+                allowed = ["countdistinct", "only"] if field in keys else list(FUNCS)
+                aggs.append((rng.choice(allowed), field))
+            check_cube(app, s, dims, aggs)
+
+
+def sales() -> App:
+    return App.from_tables(
+        {
+            "Sales": {
+                "Category": ["a", "b", "a", "c", None, "b"],
+                "Amount": [1, 2, 3, "x", 5, 4.5],
+                "CustId": [1, 2, 1, 3, 3, 9],
+            },
+            "Customers": {"CustId": [1, 2, 3, 4], "Region": ["N", "S", "N", "E"]},
+        }
+    )
+
+
+def test_shape_rows_totals_and_columns() -> None:
+    app = sales()
+    with app.session() as s:
+        cube = s.hypercube(["Category"], ["Sum(Amount)", "Count(distinct CustId)"])
+        assert cube.columns == ["Category", "Sum(Amount)", "Count(distinct CustId)"]
+        assert cube.dimensions == ["Category"]
+        assert cube.measures == ["Sum(Amount)", "Count(distinct CustId)"]
+        # Customer 4 has no sale: it reaches no category, so it shows under None.
+        assert cube.rows == [
+            ("a", 4.0, 1.0),
+            ("b", 6.5, 2.0),
+            ("c", 0.0, 1.0),
+            (None, 5.0, 2.0),
+        ]
+        assert cube.totals == [15.5, 5.0]
+        assert len(cube) == 4
+        assert cube.page(1, 2) == cube.rows[1:3]
+        assert cube.page(3, 10) == cube.rows[3:]
+        assert cube.page(10, 5) == []
+        np.testing.assert_array_equal(cube.array("Sum(Amount)"), [4.0, 6.5, 0.0, 5.0])
+        np.testing.assert_array_equal(cube.array(2), [1.0, 2.0, 1.0, 2.0])
+        np.testing.assert_array_equal(cube.codes("Category"), [0, 1, 2, -1])
+        assert [app.symbols("Category")[i] for i in cube.codes(0)[:3]] == ["a", "b", "c"]
+
+
+def test_selections_and_suppression() -> None:
+    app = sales()
+    with app.session() as s:
+        s.select("Region", ["N"])
+        cube = s.hypercube(["Region", "Category"], ["Sum(Amount)", "Count(Amount)"])
+        assert cube.rows == [("N", "a", 4.0, 2.0), ("N", "c", 0.0, 1.0), ("N", None, 5.0, 1.0)]
+        assert cube.totals == [9.0, 4.0]
+        missing = s.hypercube(["Region", "Category"], ["Sum(Amount)"], suppress_missing=True)
+        assert missing.rows == [("N", "a", 4.0), ("N", "c", 0.0)]
+        assert missing.totals == [9.0]  # suppression leaves totals alone
+        zero = s.hypercube(["Region", "Category"], ["Sum(Amount)"], suppress_zero=True)
+        assert zero.rows == [("N", "a", 4.0), ("N", None, 5.0)]
+
+
+def test_dimension_values_without_records_show_with_zero_counts() -> None:
+    app = sales()
+    with app.session() as s:
+        cube = s.hypercube(["Region"], ["Sum(Amount)", "Count(Amount)", "Avg(Amount)"])
+        # E has no sale; customer 9's sale reaches no region.
+        assert cube.rows == [
+            ("E", 0.0, 0.0, None),
+            ("N", 9.0, 4.0, 3.0),
+            ("S", 2.0, 1.0, 2.0),
+            (None, 4.5, 1.0, 4.5),
+        ]
+
+
+def test_functions_and_arithmetic() -> None:
+    app = sales()
+    with app.session() as s:
+        measures = [
+            "sum(Amount) * 2 + 1",
+            "Max([Amount]) - MIN(Amount)",
+            "Sum(Amount) / Count(Amount)",
+            "Sum(Amount) / 0",
+            "(1 + 2) * -3",
+            "Only(Region)",
+            "Region",
+            "count(DISTINCT Region) / 2",
+            "Avg(Amount) + Only(Category)",
+        ]
+        cube = s.hypercube(["Category"], measures)
+        rows = {r[0]: r[1:] for r in cube.rows}
+        assert rows["a"] == (9.0, 2.0, 2.0, None, -9.0, "N", "N", 0.5, None)
+        assert rows["b"] == (14.0, 2.5, 3.25, None, -9.0, "S", "S", 0.5, None)
+        assert rows["c"] == (1.0, None, 0.0, None, -9.0, "N", "N", 0.5, None)
+        assert cube.totals == [32.0, 4.0, 15.5 / 6, None, -9.0, None, None, 1.5, None]
+
+
+def test_only_of_a_dual_keeps_the_dual() -> None:
+    d = assoc.Dual(45000.0, "2023-03-15")
+    app = App.from_tables({"T": {"G": ["x", "y", "y"], "Day": [d, 1, 2]}})
+    with app.session() as s:
+        cube = s.hypercube(["G"], ["Only(Day)", "Only(Day) + 1"])
+        assert cube.rows == [("x", d, 45001.0), ("y", None, None)]
+        np.testing.assert_array_equal(cube.array("Only(Day)"), [45000.0, np.nan])
+
+
+def test_default_sort_numbers_before_texts_then_none() -> None:
+    app = App.from_tables({"T": {"V": ["b", 10, "a", 2, None, 2.5], "N": [1, 2, 3, 4, 5, 6]}})
+    with app.session() as s:
+        cube = s.hypercube(["V"], ["Sum(N)"])
+        assert [r[0] for r in cube.rows] == [2, 2.5, 10, "a", "b", None]
+        np.testing.assert_array_equal(cube.array("V"), [2, 2.5, 10, np.nan, np.nan, np.nan])
+
+
+def test_sort_by_columns_and_directions() -> None:
+    app = App.from_tables(
+        {"T": {"G": ["b", "a", "c", "b", None], "H": [1, 2, 1, 2, 1], "N": [5, 1, 7, 1, 3]}}
+    )
+    with app.session() as s:
+        by_sum = s.hypercube(["G"], ["Sum(N)"], sort=[("Sum(N)", "desc")])
+        assert [r[0] for r in by_sum.rows] == ["c", "b", None, "a"]
+        desc = s.hypercube(["G"], ["Sum(N)"], sort=[("G", "desc")])
+        assert [r[0] for r in desc.rows] == ["c", "b", "a", None]
+        load = s.hypercube(["G"], ["Sum(N)"], sort=[("G", "load")])
+        assert [r[0] for r in load.rows] == ["b", "a", "c", None]
+        two = s.hypercube(["G", "H"], ["Sum(N)"], sort=[("H", "desc")])
+        # Ties are broken by the dimensions in order.
+        assert [r[:2] for r in two.rows] == [("a", 2), ("b", 2), ("b", 1), ("c", 1), (None, 1)]
+        with pytest.raises(assoc.Error, match="no dimension or measure"):
+            s.hypercube(["G"], ["Sum(N)"], sort=[("Nope", "asc")])
+        with pytest.raises(assoc.Error, match="asc, desc or load"):
+            s.hypercube(["G"], ["Sum(N)"], sort=[("G", "up")])
+        with pytest.raises(assoc.Error, match="for dimensions"):
+            s.hypercube(["G"], ["Sum(N)"], sort=[("Sum(N)", "load")])
+
+
+def test_key_fields_synthetic_keys_and_system_fields_as_dimensions() -> None:
+    app = App.from_tables(
+        {
+            "Orders": {"Year": [2020, 2020, 2021], "Shop": ["s1", "s2", "s1"], "Qty": [1, 2, 3]},
+            "Budget": {
+                "Year": [2020, 2021, 2022],
+                "Shop": ["s1", "s1", "s2"],
+                "Plan": [10, 20, 30],
+            },
+        }
+    )
+    assert "$Syn 1" in app.fields
+    with app.session() as s:
+        cube = s.hypercube(["Year", "Shop"], ["Sum(Qty)", "Sum(Plan)"])
+        assert cube.rows == [
+            (2020, "s1", 1.0, 10.0),
+            (2020, "s2", 2.0, 0.0),
+            (2021, "s1", 3.0, 20.0),
+            (2022, "s2", 0.0, 30.0),
+        ]
+        syn = s.hypercube(["$Syn 1"], ["Count(distinct [$Syn 1])"])
+        assert len(syn) == 4
+        tables = s.hypercube(["$Table"], ["Only($Rows)", "Count($Field)"])
+        assert ("Orders", 3, 2.0) in tables.rows
+        assert ("Budget", 3, 2.0) in tables.rows
+
+
+def test_no_dimensions_gives_one_row_of_totals() -> None:
+    app = sales()
+    with app.session() as s:
+        cube = s.hypercube([], ["Sum(Amount)", "Count(distinct Region)"])
+        assert cube.rows == [(15.5, 3.0)]
+        assert cube.totals == [15.5, 3.0]
+
+
+def test_loose_table_measures_do_not_reach_other_tables() -> None:
+    app = App.from_tables(
+        {
+            "A": {"X": [1, 2], "Y": [1, 2]},
+            "B": {"Y": [1, 2], "Z": [1, 2]},
+            "C": {"Z": [1, 2, 2], "X": [1, 2, 2], "V": [5, 6, 7]},
+        }
+    )
+    loose = [t["name"] for t in app.metadata()["tables"] if t["is_loose"]]
+    assert loose == ["C"]
+    with app.session() as s:
+        cube = s.hypercube(["Y"], ["Sum(V)"])
+        assert cube.rows == [(1, 0.0), (2, 0.0), (None, 18.0)]
+
+
+def test_errors_name_the_position_and_the_problem() -> None:
+    app = sales()
+    with app.session() as s:
+        cases = {
+            "Sum(Amount": "expected '\\)', found the end at position 10",
+            "Foo(Amount)": "unknown function 'Foo' at position 0",
+            "Sum(Nope)": "unknown field 'Nope' at position 4",
+            "Sum(CustId)": "key field 'CustId' at position 4",
+            "Count(CustId)": "key field 'CustId' at position 6",
+            "1 +": "expected a value, found the end at position 3",
+            "Sum([Amount)": "unclosed '\\[' at position 4",
+            "Sum()": "expected a field name at position 4",
+            "Sum(Amount) Sum(Amount)": "unexpected 'S' at position 12",
+            "": "empty expression",
+            "Avg(distinct Amount)": "'distinct' is only allowed in Count",
+            "2x": "after a number at position 1",
+        }
+        for text, message in cases.items():
+            with pytest.raises(assoc.Error, match=message):
+                s.hypercube(["Category"], [text])
+        with pytest.raises(assoc.Error, match="unknown dimension field 'Nope'"):
+            s.hypercube(["Nope"], ["Sum(Amount)"])
+        with pytest.raises(assoc.Error, match="at least one dimension or measure"):
+            s.hypercube([], [])
+        with pytest.raises(assoc.Error, match="list of strings"):
+            s.hypercube("Category", [])  # type: ignore[arg-type]
+        cube = s.hypercube(["Category"], ["Sum(Amount)"])
+        with pytest.raises(assoc.Error, match="no column"):
+            cube.array("Nope")
+        with pytest.raises(assoc.Error, match="no dimension"):
+            cube.codes(1)
+    with pytest.raises(assoc.Error, match="closed"):
+        s.hypercube(["Category"], ["Sum(Amount)"])
+
+
+def test_repeated_cubes_come_from_the_result_cache() -> None:
+    app = sales()
+    with app.session() as s, app.session() as t:
+        before = assoc.engine_counters()["cache"]
+        first = s.hypercube(["Category"], ["Sum(Amount)"])
+        again = t.hypercube(["Category"], ["Sum(Amount)"])
+        after = assoc.engine_counters()["cache"]
+        assert again.rows == first.rows
+        assert after["hits"] >= before["hits"] + 1
+        s.select("Category", ["a"])
+        assert s.hypercube(["Category"], ["Sum(Amount)"]).rows == [("a", 4.0)]
+        assert t.hypercube(["Category"], ["Sum(Amount)"]).rows == first.rows
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_large_table_matches_numpy_on_every_thread_count(threads) -> None:
+    rng = np.random.default_rng(7)
+    n = 200_000
+    cat = rng.integers(0, 50, n)
+    cust = rng.integers(0, 3000, n)
+    amount = rng.integers(0, 1000, n).astype(float) / 4
+    sel = rng.integers(0, 100, n)
+    app = App.from_tables({"T": {"Cat": cat, "Cust": cust, "Amount": amount, "Sel": sel}})
+    old = assoc.threads()
+    assoc.set_threads(threads)
+    try:
+        with app.session() as s:
+            for chosen in (None, [3, 5, 7], list(range(60))):
+                s.clear()
+                mask = np.ones(n, bool)
+                if chosen:
+                    s.select("Sel", chosen)
+                    mask = np.isin(sel, chosen)
+                cube = s.hypercube(["Cat"], ["Sum(Amount)", "Count(distinct Cust)", "Max(Amount)"])
+                keys = np.unique(cat[mask])
+                np.testing.assert_array_equal(cube.array("Cat"), keys)
+                sums = [amount[mask & (cat == k)].sum() for k in keys]
+                np.testing.assert_allclose(cube.array(1), sums)
+                distinct = [len(np.unique(cust[mask & (cat == k)])) for k in keys]
+                np.testing.assert_array_equal(cube.array(2), distinct)
+                np.testing.assert_array_equal(
+                    cube.array(3), [amount[mask & (cat == k)].max() for k in keys]
+                )
+                assert cube.totals[1] == len(np.unique(cust[mask]))
+                assert nan_to_none(cube.totals[0]) == pytest.approx(amount[mask].sum())
+    finally:
+        assoc.set_threads(old)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_many_groups_and_values_match_plain_python(threads) -> None:
+    """Group keys beyond direct indexing and distinct counts beyond a bitset take other paths."""
+    rng = np.random.default_rng(3)
+    n = 60_000
+    a = rng.integers(0, 400, n)
+    b = rng.integers(0, 400, n)
+    c = rng.integers(0, 50_000, n)
+    sel = rng.integers(0, 50, n)
+    app = App.from_tables({"T": {"A": a, "B": b, "C": c, "Sel": sel}})
+    old = assoc.threads()
+    assoc.set_threads(threads)
+    try:
+        with app.session() as s:
+            for chosen in (None, [1, 2]):
+                s.clear()
+                mask = np.ones(n, bool) if chosen is None else np.isin(sel, chosen)
+                if chosen:
+                    s.select("Sel", chosen)
+                for dims in (["A"], ["A", "B"]):
+                    cube = s.hypercube(dims, ["Count(distinct C)", "Sum(C)"])
+                    want: dict[tuple[int, ...], set[int]] = {}
+                    for i in np.flatnonzero(mask):
+                        key = (int(a[i]),) if dims == ["A"] else (int(a[i]), int(b[i]))
+                        want.setdefault(key, set()).add(int(c[i]))
+                    got = {r[: len(dims)]: r[len(dims)] for r in cube.rows}
+                    assert got == {k: float(len(v)) for k, v in want.items()}
+                    assert [r[: len(dims)] for r in cube.rows] == sorted(want)
+                    assert cube.totals[0] == len(np.unique(c[mask]))
+    finally:
+        assoc.set_threads(old)
