@@ -8,7 +8,8 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
-from assoc import Error, __version__
+from assoc import Error, __version__, cli_inspect, cli_query, cli_transfer
+from assoc.cli_console import CommandFailed, fail_message
 from assoc.server.settings import Settings, settings_help
 from assoc.server.store import check_data_dir
 
@@ -25,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="assoc", description="assoc associative data engine")
     parser.add_argument("--version", action="version", version=f"assoc {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    serve = commands.add_parser(
+    serve_parser = commands.add_parser(
         "serve",
         help="serve the engine HTTP API",
         description="Serve the engine HTTP API until SIGINT or SIGTERM "
@@ -34,18 +35,18 @@ def build_parser() -> argparse.ArgumentParser:
         + settings_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument(
+    serve_parser.add_argument(
         "--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})"
     )
-    serve.add_argument(
+    serve_parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port to bind (default {DEFAULT_PORT})"
     )
-    serve.add_argument(
+    serve_parser.add_argument(
         "--data-dir",
         default=DEFAULT_DATA_DIR,
         help=f"folder the apps are stored in (default {DEFAULT_DATA_DIR})",
     )
-    serve.add_argument(
+    serve_parser.add_argument(
         "-S",
         dest="settings",
         action="append",
@@ -53,13 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="Name=Value",
         help="a setting (see below); repeat for more",
     )
-    serve.add_argument(
+    serve_parser.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
         help="log level (default info)",
     )
-    serve.add_argument("--access-log", action="store_true", help="log every request")
+    serve_parser.add_argument("--access-log", action="store_true", help="log every request")
+    serve_parser.set_defaults(run=serve)
+    cli_inspect.add_parser(commands)
+    cli_query.add_parser(commands)
+    cli_transfer.add_parsers(commands)
     return parser
 
 
@@ -150,9 +155,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    if args.command == "serve":
-        return serve(args)
-    return 0
+    try:
+        status: int = args.run(args)
+    except BrokenPipeError:
+        # The reader (such as `head`) has gone: silence the interpreter's final flush too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (CommandFailed, Error, OSError) as exc:
+        message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if isinstance(exc, OSError) and exc.filename:
+            message = f"{exc.filename}: {message}"
+        print(fail_message(args.command, message), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(fail_message(args.command, "interrupted"), file=sys.stderr)
+        return 130
+    return status
 
 
 if __name__ == "__main__":
