@@ -112,6 +112,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from assoc.server import create_app
+    from assoc.server.metrics import metrics_of
 
     try:
         app = create_app(settings, args.data_dir)
@@ -126,7 +127,25 @@ def serve(args: argparse.Namespace) -> int:
         server = uvicorn.Server(
             server_config(app, args.host, port, args.log_level, args.access_log)
         )
-        server.run(sockets=[listener])
+        metrics = metrics_of(app)
+        if settings.prometheus_port:
+            try:
+                metrics.serve_on(args.host, settings.prometheus_port)
+            except OSError as exc:
+                print(
+                    f"assoc serve: PrometheusPort {settings.prometheus_port}: {exc}",
+                    file=sys.stderr,
+                )
+                return 2
+            print(
+                f"assoc serve: metrics on {_url(args.host, settings.prometheus_port)}",
+                file=sys.stderr,
+                flush=True,
+            )
+        try:
+            server.run(sockets=[listener])
+        finally:
+            metrics.stop()
     return 0 if server.started else 1
 
 

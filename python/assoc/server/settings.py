@@ -137,6 +137,12 @@ SPECS: tuple[SettingSpec, ...] = (
         _text,
         "a PEM public key file that RS*/ES*/PS* tokens are verified with",
     ),
+    SettingSpec(
+        "PrometheusPort",
+        "prometheus_port",
+        _int_range(0, 65535),
+        "default 0 = none: a port that serves only the Prometheus metrics (also at GET /metrics)",
+    ),
 )
 
 _BY_NAME = {spec.name.lower(): spec for spec in SPECS}
@@ -158,6 +164,7 @@ class Settings:
     validate_json_web_tokens: str = "0"
     json_web_token_secret: str = ""
     json_web_token_path: str = ""
+    prometheus_port: int = 0
 
     @classmethod
     def from_sources(

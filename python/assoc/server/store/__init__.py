@@ -184,6 +184,11 @@ class AppStore:
         """Static bytes of the apps the store holds in memory."""
         return self._cache.loaded_bytes()
 
+    @property
+    def evictions(self) -> int:
+        """Loaded apps evicted over the memory budget since start-up."""
+        return self._cache.evictions
+
     # ---- imports ---------------------------------------------------------------------
 
     def new_upload_path(self) -> Path:

@@ -86,6 +86,7 @@ class AppCache:
         self._load = load
         self.entries: dict[str, Entry] = {}
         self.lock = threading.Lock()
+        self.evictions = 0  # loaded apps dropped over the budget, for the metrics
 
     def entry(self, app_id: str) -> Entry:
         """The committed entry of an app; AppNotFound when there is none."""
@@ -154,6 +155,7 @@ class AppCache:
             victim.app = None
             victim.metadata_json = None
             total -= victim.byte_size
+            self.evictions += 1
 
     def cached_metadata_json(self, app_id: str) -> bytes | None:
         """The metadata JSON when it is at hand (no loading, no waiting), else None."""
