@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,21 @@ void bind_session(py::module_& m) {
           },
           py::arg("field"), py::arg("values"), "Replaces a field's selection; values the field lacks are ignored.")
       .def(
+          "select_indices",
+          [](Session& s, const std::string& field, const std::vector<std::int64_t>& indices) {
+            Counters::instance().call();
+            const std::uint32_t f = s.model().field_id(field);
+            const std::size_t n = s.model().data().fields()[f].symbols.size();
+            std::vector<std::uint32_t> symbols;
+            symbols.reserve(indices.size());
+            for (const std::int64_t i : indices)
+              if (i >= 0 && static_cast<std::uint64_t>(i) < n) symbols.push_back(static_cast<std::uint32_t>(i));
+            py::gil_scoped_release release;
+            s.select(f, std::move(symbols));
+          },
+          py::arg("field"), py::arg("indices"),
+          "Replaces a field's selection by symbol indexes; indexes out of range are ignored.")
+      .def(
           "clear",
           [](Session& s) {
             Counters::instance().call();
@@ -174,6 +190,7 @@ void bind_session(py::module_& m) {
             if (which == "selected") return indices_of(st->selected);
             if (which == "possible") return indices_of(st->possible);
             if (which == "alternative") return indices_of(st->alternative);
+            if (which == "selected_excluded") return indices_of(st->selected_excluded);
             if (which == "excluded") {
               Bitset excluded(st->selected.size());
               for (std::size_t i = 0; i + 1 < excluded.size(); ++i) excluded.set(i);
@@ -182,7 +199,8 @@ void bind_session(py::module_& m) {
               excluded.and_not(st->alternative);
               return indices_of(excluded);
             }
-            throw Error("unknown state '" + which + "' (selected, possible, alternative or excluded)");
+            throw Error("unknown state '" + which +
+                        "' (selected, possible, alternative, excluded or selected_excluded)");
           },
           py::arg("field"), py::arg("state"), "Symbol indexes of a field's values in one state, in order.")
       .def(

@@ -50,7 +50,7 @@ std::size_t RowStates::byte_size() const {
 }
 
 std::size_t FieldStates::byte_size() const {
-  return selected.byte_size() + possible.byte_size() + alternative.byte_size();
+  return selected.byte_size() + possible.byte_size() + alternative.byte_size() + selected_excluded.byte_size();
 }
 
 // ---- kernels over packed columns ---------------------------------------------------------
@@ -434,6 +434,8 @@ std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionStat
     out->alternative = symbol_set(n);
   }
   out->possible = values_under(rows);
+  out->selected_excluded = out->selected;
+  out->selected_excluded.and_not(out->possible);
   out->possible.and_not(out->selected);
   out->n_selected = out->selected.count();
   out->n_possible = out->possible.count();

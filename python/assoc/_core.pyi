@@ -158,6 +158,12 @@ class Session:
         """
         Replaces a field's selection; values the field lacks are ignored.
         """
+    def select_indices(
+        self, field: str, indices: collections.abc.Sequence[typing.SupportsInt]
+    ) -> None:
+        """
+        Replaces a field's selection by symbol indexes; indexes out of range are ignored.
+        """
     def selections(self) -> dict[str, typing.Any]:
         """
         The selected values per field, in symbol order.

@@ -69,7 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def server_config(
-    app: Any, host: str, port: int, log_level: str = "info", access_log: bool = False
+    app: Any,
+    host: str,
+    port: int,
+    log_level: str = "info",
+    access_log: bool = False,
+    ws_max_size: int = Settings().qix_max_message_bytes,
 ) -> uvicorn.Config:
     """The uvicorn configuration `assoc serve` runs an ASGI app with."""
     import uvicorn
@@ -77,6 +82,8 @@ def server_config(
     return uvicorn.Config(
         app,
         http="httptools",
+        ws="websockets-sansio",
+        ws_max_size=ws_max_size,
         host=host,
         port=port,
         log_level=log_level,
@@ -125,7 +132,14 @@ def serve(args: argparse.Namespace) -> int:
         # With --port 0 the system picks the port: this line is how callers learn it.
         print(f"assoc serve: listening on {_url(host, port)}", file=sys.stderr, flush=True)
         server = uvicorn.Server(
-            server_config(app, args.host, port, args.log_level, args.access_log)
+            server_config(
+                app,
+                args.host,
+                port,
+                args.log_level,
+                args.access_log,
+                ws_max_size=settings.qix_max_message_bytes,
+            )
         )
         metrics = metrics_of(app)
         if settings.prometheus_port:

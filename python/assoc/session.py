@@ -11,7 +11,7 @@ import numpy as np
 from assoc import _core
 from assoc.hypercube import Hypercube, SortSpec, names, sort_pairs
 
-STATES = ("selected", "possible", "alternative", "excluded")
+STATES = ("selected", "possible", "alternative", "excluded", "selected_excluded")
 
 
 class Session:
@@ -53,6 +53,10 @@ class Session:
             raise _core.Error("values must be a list of values (int, float, str or assoc.Dual)")
         self._impl.select(field, values)
 
+    def select_indices(self, field: str, indices: Iterable[int]) -> None:
+        """Replaces a field's selection by symbol indexes; indexes out of range are ignored."""
+        self._impl.select_indices(field, [int(i) for i in indices])
+
     def clear(self) -> None:
         """Clears every selection."""
         self._impl.clear()
@@ -74,7 +78,7 @@ class Session:
         return self._impl.counts(field)
 
     def indices(self, field: str, state: str = "possible") -> np.ndarray:
-        """Symbol indexes (into App.symbols(field)) of a field's values in one state."""
+        """Symbol indexes of a field's values in one state (selected_excluded: S but excluded)."""
         if state not in STATES:
             raise _core.Error(f"unknown state {state!r}: use one of {', '.join(STATES)}")
         return self._impl.indices(field, state)

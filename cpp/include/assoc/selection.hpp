@@ -63,6 +63,7 @@ struct FieldStates {
   Bitset selected;
   Bitset possible;     // not selected, on a possible row
   Bitset alternative;  // not selected, possible were the field's own selection cleared
+  Bitset selected_excluded;  // selected, but on no possible row (other selections exclude it)
   std::uint64_t n_selected = 0, n_possible = 0, n_alternative = 0, n_excluded = 0;
   std::size_t byte_size() const;
 };

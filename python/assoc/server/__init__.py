@@ -18,6 +18,7 @@ from assoc.server.calls import CallCounter
 from assoc.server.errors import EXCEPTION_HANDLERS
 from assoc.server.health import HealthMonitor
 from assoc.server.metrics import Metrics, MetricsMiddleware, metrics_routes
+from assoc.server.qix.endpoint import QixConnections, qix_routes
 from assoc.server.routes import build_routes
 from assoc.server.settings import Settings
 from assoc.server.store import AppStore
@@ -54,14 +55,16 @@ def create_app(
         # collector's full passes so those stay short under load.
         gc.collect()
         gc.freeze()
+        qix = QixConnections(store)
         try:
-            yield {"settings": settings, "store": store, "monitor": monitor}
+            yield {"settings": settings, "store": store, "monitor": monitor, "qix": qix}
         finally:
+            await qix.close_all()
             monitor.stop()
             store.close()
 
     service = Starlette(
-        routes=build_routes(settings.api_version) + metrics_routes(),
+        routes=[*build_routes(settings.api_version), *metrics_routes(), *qix_routes()],
         middleware=middleware,
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,

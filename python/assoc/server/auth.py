@@ -89,14 +89,14 @@ def user_of(claims: dict[str, Any]) -> str:
 
 
 class TokenMiddleware:
-    """Lets a request through only with a valid Bearer token; puts the user in scope state."""
+    """Admits a request or WebSocket upgrade only with a valid Bearer token; records its user."""
 
     def __init__(self, app: ASGIApp, validator: TokenValidator) -> None:
         self.app = app
         self.validator = validator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PROBE_PATHS:
+        if scope["type"] not in ("http", "websocket") or scope["path"] in PROBE_PATHS:
             await self.app(scope, receive, send)
             return
         auth = b""
@@ -111,7 +111,13 @@ class TokenMiddleware:
             claims = self.validator.claims(token.strip())
         except ApiError as exc:
             response = error_response(exc.status, exc.code, exc.detail, exc.headers)
-            await response(scope, receive, send)
+            if scope["type"] == "websocket" and "websocket.http.response" not in scope.get(
+                "extensions", {}
+            ):
+                # A server without denial responses can only refuse the upgrade bare.
+                await send({"type": "websocket.close", "code": 1008})
+            else:
+                await response(scope, receive, send)
             return
         scope.setdefault("state", {})["user"] = user_of(claims)
         await self.app(scope, receive, send)

@@ -138,6 +138,24 @@ SPECS: tuple[SettingSpec, ...] = (
         "a PEM public key file that RS*/ES*/PS* tokens are verified with",
     ),
     SettingSpec(
+        "EngineVersion",
+        "engine_version",
+        _text,
+        "what QIX EngineVersion reports (qComponentVersion); default the ApiVersion",
+    ),
+    SettingSpec(
+        "QixMaxMessageBytes",
+        "qix_max_message_bytes",
+        _int_range(1024, 1 << 30),
+        "bytes, default 16777216 (16 MiB): a larger QIX WebSocket message closes its socket (1009)",
+    ),
+    SettingSpec(
+        "QixMaxObjectsPerSession",
+        "qix_max_objects_per_session",
+        _int_range(1, 1_000_000),
+        "default 10000: handles (fields, objects) one QIX session may hold open",
+    ),
+    SettingSpec(
         "PrometheusPort",
         "prometheus_port",
         _int_range(0, 65535),
@@ -164,6 +182,9 @@ class Settings:
     validate_json_web_tokens: str = "0"
     json_web_token_secret: str = ""
     json_web_token_path: str = ""
+    engine_version: str = ""
+    qix_max_message_bytes: int = 16 << 20
+    qix_max_objects_per_session: int = 10_000
     prometheus_port: int = 0
 
     @classmethod
@@ -208,6 +229,11 @@ class Settings:
             )
         if self.json_web_token_path and not os.path.isfile(self.json_web_token_path):
             raise Error(f"JsonWebTokenPath {self.json_web_token_path!r} is not a readable file")
+
+    @property
+    def component_version(self) -> str:
+        """The version QIX EngineVersion reports: EngineVersion, else the ApiVersion."""
+        return self.engine_version or self.api_version
 
     @property
     def memory_budget_bytes(self) -> int:

@@ -1,0 +1,172 @@
+"""The QIX WebSocket endpoint: one engine session per socket, requests answered in order, engine
+work in worker threads, apps deleted or replaced under a session closing its handles."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from assoc.server.health import HealthMonitor
+from assoc.server.qix.rpc import (
+    InvalidRequest,
+    RpcError,
+    close_message,
+    error_message,
+    notification,
+    parse_request,
+)
+from assoc.server.qix.session import QixSession
+from assoc.server.qix.urls import parse_qix_path
+from assoc.server.settings import Settings
+from assoc.server.store import AppStore
+
+MESSAGE_TOO_BIG = 1009
+GOING_AWAY = 1001
+_log = logging.getLogger("assoc.qix")
+
+
+class QixConnection:
+    """One socket and its session; `lock` keeps requests and engine notices in order."""
+
+    def __init__(self, websocket: WebSocket, session: QixSession, monitor: HealthMonitor) -> None:
+        self.websocket = websocket
+        self.session = session
+        self.monitor = monitor
+        self.lock = asyncio.Lock()
+
+    async def send(self, text: str) -> None:
+        """Sends one message; the transport's write limit bounds what waits for a slow client."""
+        await self.websocket.send_text(text)
+
+    async def handle(self, text: str) -> None:
+        """Answers one frame."""
+        try:
+            request = parse_request(text)
+        except InvalidRequest as exc:
+            await self.send(error_message(exc.request_id, exc))
+            return
+        except RpcError as exc:
+            await self.send(error_message(None, exc))
+            return
+        self.monitor.count_call()
+        try:
+            target, method = self.session.resolve(request)
+        except RpcError as exc:
+            await self.send(error_message(request.id, exc))
+            return
+        if method.engine:
+            answer = await run_in_threadpool(self.session.answer, request, target, method)
+        else:
+            answer = self.session.answer(request, target, method)
+        await self.send(answer)
+
+    async def app_changed(self, app_id: str) -> None:
+        """Closes the session's document when it is `app_id`, telling the client which handles
+        closed."""
+        async with self.lock:
+            doc = self.session.doc
+            if doc is None or doc.app_id != app_id:
+                return
+            closed = await run_in_threadpool(self.session.close_document)
+            if closed and self.websocket.application_state is WebSocketState.CONNECTED:
+                with contextlib.suppress(Exception):
+                    await self.send(close_message(closed))
+
+
+class QixConnections:
+    """The open sockets: told of deleted and replaced apps, closed at shutdown."""
+
+    def __init__(self, store: AppStore) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._connections: set[QixConnection] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._unsubscribe = store.subscribe(self._app_event)
+
+    def add(self, connection: QixConnection) -> None:
+        """Registers an open socket."""
+        self._connections.add(connection)
+
+    def discard(self, connection: QixConnection) -> None:
+        """Forgets a closed socket."""
+        self._connections.discard(connection)
+
+    def _app_event(self, app_id: str, event: str) -> None:
+        # Called from the thread that committed the change.
+        with contextlib.suppress(RuntimeError):  # the loop already closed: nothing is open
+            self._loop.call_soon_threadsafe(self._close_documents, app_id)
+
+    def _close_documents(self, app_id: str) -> None:
+        for connection in list(self._connections):
+            doc = connection.session.doc
+            if doc is not None and doc.app_id == app_id:
+                task = self._loop.create_task(connection.app_changed(app_id))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def close_all(self) -> None:
+        """Closes every socket (service shutdown) and stops listening to the store."""
+        self._unsubscribe()
+        for connection in list(self._connections):
+            with contextlib.suppress(Exception):
+                await connection.websocket.close(GOING_AWAY)
+        for task in list(self._tasks):
+            task.cancel()
+
+
+def _text_of(message: Mapping[str, Any]) -> str | None:
+    text = message.get("text")
+    if text is not None:
+        return str(text)
+    data = message.get("bytes")
+    if data is None:
+        return None
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError:
+        return "\ufffd"  # answered as a parse error
+
+
+async def qix_socket(websocket: WebSocket) -> None:
+    """A QIX session over one WebSocket, on any URL form of the protocol."""
+    state = websocket.scope["state"]
+    settings: Settings = state["settings"]
+    connections: QixConnections = state["qix"]
+    # The URL names no app to open (OpenDoc does); parsing it still rejects nothing.
+    parse_qix_path(websocket.url.path)
+    session = QixSession(state["store"], settings, str(state.get("user", "")))
+    connection = QixConnection(websocket, session, state["monitor"])
+    await websocket.accept()
+    connections.add(connection)
+    limit = settings.qix_max_message_bytes
+    try:
+        await connection.send(notification("OnConnected", {"qSessionState": "SESSION_CREATED"}))
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            text = _text_of(message)
+            if text is None:
+                continue
+            if len(text) > limit:
+                await websocket.close(MESSAGE_TOO_BIG, f"messages are limited to {limit} bytes")
+                break
+            async with connection.lock:
+                await connection.handle(text)
+    except (WebSocketDisconnect, RuntimeError, OSError) as exc:
+        _log.debug("QIX socket ended: %s", exc)
+    finally:
+        connections.discard(connection)
+        async with connection.lock:
+            await run_in_threadpool(session.close)
+
+
+def qix_routes() -> list[WebSocketRoute]:
+    """The WebSocket route that takes every path (the URL forms of docs/qix.md)."""
+    return [WebSocketRoute("/{path:path}", qix_socket)]

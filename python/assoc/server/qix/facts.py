@@ -1,0 +1,322 @@
+"""What QIX reports about an app's model: field values as cells, tables and keys, field
+descriptions; computed once per loaded app and shared by its sessions."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import assoc
+from assoc.server.qix.rpc import GENERIC_NOT_FOUND, RpcError, encode_json, json_number
+
+NULL_CELL_PREFIX = '{"qText":"-","qNum":"NaN","qElemNumber":-2,"qIsNull":true,"qState":"'
+
+
+def value_text(value: Any) -> str:
+    """A value's text as QIX shows it: a dual's text, a number in its shortest form."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, assoc.Dual):
+        return value.text
+    if isinstance(value, bool | int):
+        return str(int(value))
+    number = float(value)
+    if number.is_integer() and abs(number) < 1e15:
+        return str(int(number))
+    return format(number, ".15g")
+
+
+def value_number(value: Any) -> float:
+    """A value's numeric part, NaN for a text."""
+    if isinstance(value, str):
+        return float("nan")
+    if isinstance(value, assoc.Dual):
+        return float(value.number)
+    return float(value)
+
+
+class FieldValues:
+    """A field's symbols as cells need them: texts, numbers, sort ranks and look-ups."""
+
+    def __init__(self, symbols: list[Any]) -> None:
+        self.texts = [value_text(v) for v in symbols]
+        self.numbers = np.array([value_number(v) for v in symbols], dtype=np.float64)
+        self.is_numeric = ~np.isnan(self.numbers)
+        order = sorted(
+            range(len(self.texts)), key=lambda i: (self.texts[i].casefold(), self.texts[i])
+        )
+        self.text_rank = np.empty(len(order), dtype=np.int64)
+        self.text_rank[order] = np.arange(len(order), dtype=np.int64)
+        self.max_glyphs = max((len(t) for t in self.texts), default=0)
+        numeric = self.numbers[self.is_numeric]
+        self.minimum = float(numeric.min()) if numeric.size else float("nan")
+        self.maximum = float(numeric.max()) if numeric.size else float("nan")
+        self._cell_prefixes: list[str] | None = None
+        self._by_text: dict[str, int] | None = None
+        self._by_number: dict[float, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def cell_prefixes(self) -> list[str]:
+        """Per symbol, the JSON of its NxCell up to the state's text (made on first use)."""
+        prefixes = self._cell_prefixes
+        if prefixes is None:
+            numbers = [json_number(n) for n in self.numbers.tolist()]
+            prefixes = [
+                f'{{"qText":{encode_json(text)},"qNum":{encode_json(number)},'
+                f'"qElemNumber":{i},"qState":"'
+                for i, (text, number) in enumerate(zip(self.texts, numbers, strict=True))
+            ]
+            self._cell_prefixes = prefixes
+        return prefixes
+
+    def cells_json(self, codes: list[int], states: list[str], wrap: bool = False) -> list[str]:
+        """NxCell JSON texts of symbols (-1: NULL) in their states; `wrap`: each in a row."""
+        prefixes = self.cell_prefixes()
+        before, after = ("[", '"}]') if wrap else ("", '"}')
+        return [
+            before + (prefixes[code] if code >= 0 else NULL_CELL_PREFIX) + state + after
+            for code, state in zip(codes, states, strict=True)
+        ]
+
+    def field_value(self, index: int) -> dict[str, Any]:
+        """FieldValue {qText, qIsNumeric, qNumber} of symbol `index` (-1: NULL)."""
+        if index < 0:
+            return {"qText": "", "qIsNumeric": False, "qNumber": 0}
+        number = float(self.numbers[index])
+        numeric = not np.isnan(number)
+        return {
+            "qText": self.texts[index],
+            "qIsNumeric": numeric,
+            "qNumber": number if numeric else 0,
+        }
+
+    def find_text(self, text: str) -> int | None:
+        """The symbol with this exact text."""
+        if self._by_text is None:
+            by_text: dict[str, int] = {}
+            for i, t in enumerate(self.texts):
+                by_text.setdefault(t, i)
+            self._by_text = by_text
+        return self._by_text.get(text)
+
+    def find_number(self, number: float) -> int | None:
+        """The symbol with this numeric part."""
+        if self._by_number is None:
+            by_number: dict[float, int] = {}
+            for i in np.flatnonzero(self.is_numeric).tolist():
+                by_number.setdefault(float(self.numbers[i]), i)
+            self._by_number = by_number
+        return self._by_number.get(float(number))
+
+
+@dataclass(frozen=True)
+class ColumnFacts:
+    """One column of one table: how its field's values occur there."""
+
+    non_nulls: int
+    present_distinct: int
+    has_duplicates: bool
+
+
+class AppFacts:
+    """Facts of one loaded app, each computed on first use (thread-safe)."""
+
+    def __init__(self, app: assoc.App) -> None:
+        self.app = app
+        metadata = app.metadata()
+        self.fields: dict[str, dict[str, Any]] = {f["name"]: f for f in metadata["fields"]}
+        self.field_numbers = {name: i for i, name in enumerate(self.fields)}
+        self.tables: list[dict[str, Any]] = metadata["tables"]
+        self._lock = threading.Lock()
+        self._values: dict[str, FieldValues] = {}
+        self._columns: dict[tuple[str, str], ColumnFacts] = {}
+
+    def field(self, name: str) -> dict[str, Any]:
+        """The field's metadata; error 2 when the app has no such field."""
+        found = self.fields.get(name)
+        if found is None:
+            raise RpcError(GENERIC_NOT_FOUND, name, "Field not found")
+        return found
+
+    def values(self, name: str) -> FieldValues:
+        """The field's values as cells need them."""
+        self.field(name)
+        with self._lock:
+            found = self._values.get(name)
+        if found is None:
+            found = FieldValues(self.app.symbols(name))
+            with self._lock:
+                found = self._values.setdefault(name, found)
+        return found
+
+    def column(self, table: str, field: str) -> ColumnFacts:
+        """How `field` occurs in `table`."""
+        key = (table, field)
+        with self._lock:
+            found = self._columns.get(key)
+        if found is None:
+            codes = self.app.table(table).column_indices(field)
+            present = codes[codes >= 0]
+            distinct = int(np.unique(present).size)
+            found = ColumnFacts(int(present.size), distinct, distinct < present.size)
+            with self._lock:
+                found = self._columns.setdefault(key, found)
+        return found
+
+    def table_names(self) -> list[str]:
+        """Data table names in load order."""
+        return [t["name"] for t in self.tables]
+
+
+_FACTS: weakref.WeakKeyDictionary[assoc.App, AppFacts] = weakref.WeakKeyDictionary()
+_FACTS_LOCK = threading.Lock()
+
+
+def app_facts(app: assoc.App) -> AppFacts:
+    """The shared facts of a loaded app (made on first use)."""
+    with _FACTS_LOCK:
+        found = _FACTS.get(app)
+    if found is None:
+        made = AppFacts(app)
+        with _FACTS_LOCK:
+            found = _FACTS.setdefault(app, made)
+    return found
+
+
+# ---- Doc methods' answers -----------------------------------------------------------------
+
+
+def field_description(facts: AppFacts, name: str) -> dict[str, Any]:
+    """FieldDescription of one field."""
+    f = facts.field(name)
+    return {
+        "qInternalNumber": facts.field_numbers[name],
+        "qName": name,
+        "qSrcTables": list(f["src_tables"]),
+        "qIsSystem": f["is_system"],
+        "qIsHidden": f["is_hidden"],
+        "qIsSemantic": f["is_semantic"],
+        "qDistinctOnly": f["distinct_only"],
+        "qCardinal": f["cardinal"],
+        "qTotalCount": f["total_count"],
+        "qIsLocked": False,
+        "qAlwaysOneSelected": f["always_one_selected"],
+        "qAndMode": False,
+        "qIsNumeric": f["is_numeric"],
+        "qComment": f["comment"],
+        "qTags": list(f["tags"]),
+        "qIsDefinitionOnly": False,
+        "qByteSize": f["byte_size"],
+    }
+
+
+def _key_type(facts: AppFacts, field: dict[str, Any], column: ColumnFacts, rows: int) -> str:
+    if len(field["src_tables"]) < 2:
+        return "NOT_KEY"
+    if column.has_duplicates or column.non_nulls < rows:
+        return "ANY_KEY"
+    if column.present_distinct == field["cardinal"]:
+        return "PERFECT_KEY"
+    return "PRIMARY_KEY"
+
+
+def tables_and_keys(facts: AppFacts) -> dict[str, Any]:
+    """{qtr, qk}: every data table with its fields, and the keys that link tables."""
+    records = []
+    for table in facts.tables:
+        name, rows = table["name"], table["no_of_rows"]
+        fields = []
+        for field_name in facts.app.table(name).fields:
+            field = facts.fields[field_name]
+            column = facts.column(name, field_name)
+            total = field["cardinal"]
+            fields.append(
+                {
+                    "qName": field_name,
+                    "qOriginalFields": [],
+                    "qPresent": True,
+                    "qHasNull": column.non_nulls < rows,
+                    "qHasWild": False,
+                    "qHasDuplicates": column.has_duplicates,
+                    "qIsSynthetic": "$syn" in field["tags"],
+                    "qInformationDensity": column.non_nulls / rows if rows else 0,
+                    "qnNonNulls": column.non_nulls,
+                    "qnRows": rows,
+                    "qSubsetRatio": column.present_distinct / total if total else 0,
+                    "qnTotalDistinctValues": total,
+                    "qnPresentDistinctValues": column.present_distinct,
+                    "qKeyType": _key_type(facts, field, column, rows),
+                    "qComment": field["comment"],
+                    "qTags": list(field["tags"]),
+                    "qDerivedFields": [],
+                    "qIsFieldOnTheFly": False,
+                    "qReadableName": field_name,
+                }
+            )
+        records.append(
+            {
+                "qName": name,
+                "qLoose": table["is_loose"],
+                "qNoOfRows": rows,
+                "qFields": fields,
+                "qPos": {"qx": 0, "qy": 0},
+                "qComment": table["comment"],
+                "qIsDirectDiscovery": False,
+                "qIsSynthetic": name.startswith("$Syn "),
+                "qTableTags": [],
+            }
+        )
+    keys = [
+        {"qKeyFields": [name], "qTables": list(f["src_tables"])}
+        for name, f in facts.fields.items()
+        if not f["is_system"] and "$key" in f["tags"] and len(f["src_tables"]) >= 2
+    ]
+    return {"qtr": records, "qk": keys}
+
+
+def table_data(facts: AppFacts, table: str, offset: int, rows: int) -> list[dict[str, Any]]:
+    """Rows [offset, offset + rows) of a table as {qValue: [FieldValue per column]}."""
+    if table not in facts.table_names():
+        raise RpcError(GENERIC_NOT_FOUND, table, "Table not found")
+    source = facts.app.table(table)
+    end = min(source.num_rows, offset + rows)
+    if offset >= end:
+        return []
+    columns = []
+    for field in source.fields:
+        codes = source.column_indices(field)[offset:end].tolist()
+        columns.append((facts.values(field), codes))
+    return [
+        {"qValue": [values.field_value(codes[r]) for values, codes in columns]}
+        for r in range(end - offset)
+    ]
+
+
+def field_list(facts: AppFacts, definition: dict[str, Any]) -> dict[str, Any]:
+    """qFieldList {qItems} for a qFieldListDef."""
+    show_system = bool(definition.get("qShowSystem", False))
+    show_hidden = bool(definition.get("qShowHidden", False))
+    show_tables = bool(definition.get("qShowSrcTables", False))
+    items = []
+    for name, f in facts.fields.items():
+        if (f["is_system"] and not show_system) or (f["is_hidden"] and not show_hidden):
+            continue
+        item = {
+            "qName": name,
+            "qCardinal": f["cardinal"],
+            "qTags": list(f["tags"]),
+            "qIsSystem": f["is_system"],
+            "qIsHidden": f["is_hidden"],
+            "qIsSemantic": f["is_semantic"],
+            "qAndMode": False,
+        }
+        if show_tables:
+            item["qSrcTables"] = list(f["src_tables"])
+        items.append(item)
+    return {"qItems": items}

@@ -1,0 +1,115 @@
+"""Field methods: selecting a field's values by value, search string or element number."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from assoc.server.qix.handles import FieldTarget, OpenDocument
+from assoc.server.qix.methods import Answer, MethodTable
+from assoc.server.qix.rpc import INVALID_PARAMETERS, Param, RpcError
+
+if TYPE_CHECKING:
+    from assoc.server.qix.session import QixSession
+
+FIELD_METHODS = MethodTable()
+
+
+def select_codes(doc: OpenDocument, field: str, codes: list[int], toggle: bool) -> None:
+    """Replaces (or with `toggle`, flips) a field's selection by symbol indexes."""
+    if toggle:
+        current = set(doc.selections.indices(field, "selected").tolist())
+        current.symmetric_difference_update(codes)
+        codes = sorted(current)
+    doc.selections.select_indices(field, codes)
+
+
+def _search(pattern: str) -> re.Pattern[str]:
+    """A Qlik search string as a whole-value, case-insensitive match with * and ? wildcards."""
+    parts = (".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+
+
+def _matching(target: FieldTarget, match: str) -> list[int]:
+    values = target.doc.facts.values(target.name)
+    found = _search(match)
+    return [i for i, text in enumerate(values.texts) if found.fullmatch(text)]
+
+
+@FIELD_METHODS.method(
+    "SelectValues",
+    Param("qFieldValues", "objects", required=True),
+    Param("qToggleMode", "bool", False),
+    Param("qSoftLock", "bool", False),
+)
+def select_values(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
+    """Selects values given as {qText, qIsNumeric, qNumber}; unknown ones are ignored."""
+    values = target.doc.facts.values(target.name)
+    codes = []
+    for item in args["qFieldValues"]:
+        if item.get("qIsNumeric"):
+            number = item.get("qNumber")
+            if not isinstance(number, int | float) or isinstance(number, bool):
+                raise RpcError(INVALID_PARAMETERS, "qNumber", "must be a number")
+            code = values.find_number(float(number))
+        else:
+            text = item.get("qText", "")
+            if not isinstance(text, str):
+                raise RpcError(INVALID_PARAMETERS, "qText", "must be a string")
+            code = values.find_text(text)
+        if code is not None:
+            codes.append(code)
+    select_codes(target.doc, target.name, codes, args["qToggleMode"])
+    return Answer({"qReturn": True}, selections_changed=True)
+
+
+def _select_match(target: FieldTarget, match: str, toggle: bool) -> Answer:
+    codes = _matching(target, match)
+    if not codes:
+        return Answer({"qReturn": False})
+    select_codes(target.doc, target.name, codes, toggle)
+    return Answer({"qReturn": True}, selections_changed=True)
+
+
+_MATCH_PARAMS = (
+    Param("qMatch", "str", required=True),
+    Param("qSoftLock", "bool", False),
+    Param("qExcludedValuesMode", "int", 0),
+)
+
+
+@FIELD_METHODS.method("Select", *_MATCH_PARAMS)
+def select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
+    """Selects the values a search string matches (whole value, any case, * and ?)."""
+    return _select_match(target, args["qMatch"], toggle=False)
+
+
+@FIELD_METHODS.method("ToggleSelect", *_MATCH_PARAMS)
+def toggle_select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
+    """Flips the selection of the values a search string matches."""
+    return _select_match(target, args["qMatch"], toggle=True)
+
+
+@FIELD_METHODS.method(
+    "LowLevelSelect",
+    Param("qValues", "ints", required=True),
+    Param("qToggleMode", "bool", False),
+    Param("qSoftLock", "bool", False),
+)
+def low_level_select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
+    """Selects values by element number (symbol index)."""
+    select_codes(target.doc, target.name, args["qValues"], args["qToggleMode"])
+    return Answer({"qReturn": True}, selections_changed=True)
+
+
+@FIELD_METHODS.method("Clear")
+def clear(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
+    """Clears the field's selection."""
+    target.doc.selections.clear_field(target.name)
+    return Answer({"qReturn": True}, selections_changed=True)
+
+
+@FIELD_METHODS.method("GetCardinal", engine=False)
+def get_cardinal(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
+    """The number of distinct values of the field."""
+    return Answer({"qReturn": int(target.doc.facts.field(target.name)["cardinal"])})

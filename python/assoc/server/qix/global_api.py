@@ -1,0 +1,102 @@
+"""Global methods (handle -1): versions, OpenDoc, GetActiveDoc."""
+
+from __future__ import annotations
+
+import platform
+from typing import TYPE_CHECKING, Any
+
+from assoc.server.qix.facts import app_facts
+from assoc.server.qix.handles import DocTarget, GlobalTarget, OpenDocument
+from assoc.server.qix.methods import Answer, MethodTable
+from assoc.server.qix.rpc import APP_ALREADY_OPEN, APP_INVALID, APP_NOT_FOUND, Param, RpcError
+from assoc.server.store import AppNotFound
+
+if TYPE_CHECKING:
+    from assoc.server.qix.session import QixSession
+
+GLOBAL_METHODS = MethodTable()
+
+
+@GLOBAL_METHODS.method("EngineVersion", engine=False)
+def engine_version(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+    """{qVersion: {qComponentVersion}} from the EngineVersion setting."""
+    return Answer({"qVersion": {"qComponentVersion": s.settings.component_version}})
+
+
+def _constant(name: str, value: Any) -> None:
+    @GLOBAL_METHODS.method(name, engine=False)
+    def answer(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+        return Answer({"qReturn": value})
+
+
+for _name, _value in (
+    ("OSVersion", platform.release()),
+    ("OSName", platform.system()),
+    ("QTProduct", "Qlik Core"),
+    ("IsDesktopMode", False),
+    ("IsPersonalMode", False),
+    ("AllowCreateApp", False),
+):
+    _constant(_name, _value)
+
+
+@GLOBAL_METHODS.method("ProductVersion", engine=False)
+@GLOBAL_METHODS.method("QvVersion", engine=False)
+def product_version(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+    """The engine version as a string."""
+    return Answer({"qReturn": s.settings.component_version})
+
+
+def _find_app(s: QixSession, name: str) -> str:
+    """An app id from OpenDoc's qDocName: the id, else an app's name (1003 when neither)."""
+    try:
+        s.store.attributes(name)
+        return name
+    except AppNotFound:
+        pass
+    for attributes in s.store.list_attributes():
+        if attributes["name"] == name:
+            return str(attributes["id"])
+    raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found")
+
+
+@GLOBAL_METHODS.method(
+    "OpenDoc",
+    Param("qDocName", "str", required=True),
+    Param("qUserName", "str", ""),
+    Param("qPassword", "str", ""),
+    Param("qSerial", "str", ""),
+    Param("qNoData", "bool", False),
+)
+def open_doc(s: QixSession, _: GlobalTarget, args: dict[str, Any]) -> Answer:
+    """Opens an app in this session: a Doc handle, and selections of the session's own."""
+    if s.doc is not None:
+        raise RpcError(APP_ALREADY_OPEN, args["qDocName"], "App already open")
+    app_id = _find_app(s, args["qDocName"])
+    try:
+        attributes = s.store.attributes(app_id)
+        lease = s.store.lease(app_id)
+    except AppNotFound:
+        raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found") from None
+    try:
+        facts = app_facts(lease.app)
+        selections = lease.app.session(s.user)
+    except BaseException:
+        lease.release()
+        raise
+    doc = OpenDocument(app_id, attributes, lease, facts, selections)
+    try:
+        doc.handle = s.handles.add(DocTarget(doc))
+    except BaseException:
+        doc.close()
+        raise
+    s.doc = doc
+    return Answer({"qReturn": s.interface(doc.handle)}, change=[doc.handle])
+
+
+@GLOBAL_METHODS.method("GetActiveDoc", engine=False)
+def get_active_doc(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+    """The open Doc's handle; 1007 when none is open."""
+    if s.doc is None:
+        raise RpcError(APP_INVALID, "No active document", "App invalid")
+    return Answer({"qReturn": s.interface(s.doc.handle)})

@@ -1,0 +1,132 @@
+"""A session's handles: the open document, its fields and objects, numbered from 1."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import assoc
+from assoc.server.qix.facts import AppFacts
+from assoc.server.qix.objects import GenericObject
+from assoc.server.qix.rpc import GLOBAL_HANDLE, INVALID_PARAMETERS, INVALID_PARAMS, RpcError
+from assoc.server.store import Lease as AppLease
+
+
+@dataclass(eq=False)
+class OpenDocument:
+    """The app a session opened: its lease, facts and the session's selections in it."""
+
+    app_id: str
+    attributes: dict[str, Any]
+    lease: AppLease
+    facts: AppFacts
+    selections: assoc.Session
+    handle: int = 0
+    objects: dict[str, int] = field(default_factory=dict)  # qId -> handle
+    fields: dict[str, int] = field(default_factory=dict)  # field name -> handle
+
+    def close(self) -> None:
+        """Ends the selections and lets the store evict the app again."""
+        try:
+            self.selections.close()
+        finally:
+            self.lease.release()
+
+
+class GlobalTarget:
+    """Handle -1: the engine itself."""
+
+    qix_type = "Global"
+
+
+@dataclass(eq=False)
+class DocTarget:
+    """A Doc handle."""
+
+    doc: OpenDocument
+    qix_type = "Doc"
+
+
+@dataclass(eq=False)
+class FieldTarget:
+    """A Field handle."""
+
+    doc: OpenDocument
+    name: str
+    qix_type = "Field"
+
+
+@dataclass(eq=False)
+class ObjectTarget:
+    """A GenericObject handle."""
+
+    doc: OpenDocument
+    obj: GenericObject
+    qix_type = "GenericObject"
+
+
+Target = GlobalTarget | DocTarget | FieldTarget | ObjectTarget
+
+
+def object_interface(handle: int, target: Target) -> dict[str, Any]:
+    """ObjectInterface {qType, qHandle, qGenericType, qGenericId} of a handle."""
+    if isinstance(target, DocTarget):
+        generic_type, generic_id = "", target.doc.app_id
+    elif isinstance(target, FieldTarget):
+        generic_type, generic_id = "", target.name
+    elif isinstance(target, ObjectTarget):
+        generic_type, generic_id = target.obj.object_type, target.obj.object_id
+    else:
+        generic_type, generic_id = "", ""
+    return {
+        "qType": target.qix_type,
+        "qHandle": handle,
+        "qGenericType": generic_type,
+        "qGenericId": generic_id,
+    }
+
+
+class HandleTable:
+    """Handle numbers to targets; at most `limit` handles open besides Global."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._targets: dict[int, Target] = {}
+        self._next = 1
+        self._global = GlobalTarget()
+
+    def get(self, handle: int) -> Target:
+        """The target of a handle; -32602 for a handle this session does not have."""
+        if handle == GLOBAL_HANDLE:
+            return self._global
+        found = self._targets.get(handle)
+        if found is None:
+            raise RpcError(INVALID_PARAMS, str(handle), "Invalid handle")
+        return found
+
+    def add(self, target: Target) -> int:
+        """A new handle for `target` (error 8 past the session's object limit)."""
+        if len(self._targets) >= self.limit:
+            raise RpcError(
+                INVALID_PARAMETERS,
+                "qHandle",
+                f"too many open objects in this session (at most {self.limit})",
+            )
+        handle = self._next
+        self._next += 1
+        self._targets[handle] = target
+        return handle
+
+    def remove(self, handle: int) -> None:
+        """Forgets one handle."""
+        self._targets.pop(handle, None)
+
+    def open_handles(self) -> list[int]:
+        """Every open handle, in the order they were given."""
+        return list(self._targets)
+
+    def clear(self) -> list[int]:
+        """Forgets every handle; answers those it forgot."""
+        closed = list(self._targets)
+        self._targets.clear()
+        return closed

@@ -1,0 +1,332 @@
+"""Straight hypercubes (qHyperCubeDef): the engine's session.hypercube as QIX layouts and pages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import assoc
+from assoc.server.qix.facts import AppFacts, value_text
+from assoc.server.qix.listobject import STATE_NAMES, field_of, sort_criteria, value_states
+from assoc.server.qix.pages import Page, data_page, page_area, parse_pages
+from assoc.server.qix.rpc import (
+    CALC_INVALID_DEF,
+    INVALID_PARAMETERS,
+    NOT_IMPLEMENTED,
+    RpcError,
+    encode_json,
+    json_number,
+)
+
+
+def _flag(raw: dict[str, Any], name: str) -> bool:
+    value = raw.get(name, False)
+    if not isinstance(value, bool):
+        raise RpcError(INVALID_PARAMETERS, name, "must be true or false")
+    return value
+
+
+def _object(raw: Any, name: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise RpcError(INVALID_PARAMETERS, name, "must be an object")
+    return raw
+
+
+def _objects(raw: Any, name: str) -> list[dict[str, Any]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
+        raise RpcError(INVALID_PARAMETERS, name, "must be a list of objects")
+    return raw
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One checked dimension: its field, label, sort and null suppression."""
+
+    field: str
+    label: str
+    criteria: dict[str, int]
+    null_suppression: bool
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One checked measure: its expression (as given, leading `=` dropped), label and sort."""
+
+    expression: str
+    label: str
+    sort_numeric: int
+
+
+@dataclass(frozen=True)
+class HyperCubeDef:
+    """A checked qHyperCubeDef (straight mode)."""
+
+    dimensions: list[Dimension]
+    measures: list[Measure]
+    column_order: list[int]
+    suppress_zero: bool
+    suppress_missing: bool
+    initial_pages: list[Page]
+
+    @classmethod
+    def parse(cls, raw: Any) -> HyperCubeDef:
+        """Checks a qHyperCubeDef (errors 8 / 7009 / 20 for what does not fit)."""
+        raw = _object(raw, "qHyperCubeDef")
+        mode = raw.get("qMode", "S")
+        if mode != "S":
+            raise RpcError(NOT_IMPLEMENTED, "qMode", "only straight hypercubes (qMode S) for now")
+        dimensions = []
+        for d in _objects(raw.get("qDimensions"), "qDimensions"):
+            qdef = _object(d.get("qDef"), "qDef")
+            field = field_of(d, "qDimensions")
+            labels = qdef.get("qFieldLabels") or []
+            label = labels[0] if isinstance(labels, list) and labels and labels[0] else field
+            sorts = _objects(qdef.get("qSortCriterias"), "qSortCriterias")
+            criteria = sort_criteria(sorts[0] if sorts else None)
+            dimensions.append(Dimension(field, str(label), criteria, _flag(d, "qNullSuppression")))
+        measures = []
+        for m in _objects(raw.get("qMeasures"), "qMeasures"):
+            qdef = _object(m.get("qDef"), "qDef")
+            expression = qdef.get("qDef", "")
+            if not isinstance(expression, str) or not expression.strip():
+                raise RpcError(INVALID_PARAMETERS, "qMeasures", "qDef.qDef must be an expression")
+            expression = expression.strip()
+            expression = expression[1:].strip() if expression.startswith("=") else expression
+            label = qdef.get("qLabel") or expression
+            sort_by = _object(m.get("qSortBy"), "qSortBy")
+            numeric = sort_by.get("qSortByNumeric", 0)
+            if numeric not in (-1, 0, 1) or isinstance(numeric, bool):
+                raise RpcError(INVALID_PARAMETERS, "qSortByNumeric", "must be -1, 0 or 1")
+            measures.append(Measure(expression, str(label), int(numeric)))
+        width = len(dimensions) + len(measures)
+        order = raw.get("qInterColumnSortOrder") or list(range(width))
+        if (
+            not isinstance(order, list)
+            or not all(isinstance(c, int) and not isinstance(c, bool) for c in order)
+            or sorted(set(order)) != sorted(order)
+            or any(not 0 <= c < width for c in order)
+        ):
+            raise RpcError(
+                INVALID_PARAMETERS, "qInterColumnSortOrder", f"must list columns 0..{width - 1}"
+            )
+        order = order + [c for c in range(width) if c not in order]
+        pages = parse_pages(raw.get("qInitialDataFetch"))
+        return cls(
+            dimensions,
+            measures,
+            order,
+            _flag(raw, "qSuppressZero"),
+            _flag(raw, "qSuppressMissing"),
+            pages,
+        )
+
+    def sort(self) -> list[tuple[str, str]]:
+        """The engine's sort list, in qInterColumnSortOrder."""
+        out = []
+        for column in self.column_order:
+            if column < len(self.dimensions):
+                d = self.dimensions[column]
+                c = d.criteria
+                direction = c.get("qSortByNumeric") or c.get("qSortByAscii") or 0
+                if direction:
+                    out.append((d.field, "asc" if direction > 0 else "desc"))
+                elif c.get("qSortByLoadOrder"):
+                    out.append((d.field, "load"))
+            else:
+                m = self.measures[column - len(self.dimensions)]
+                if m.sort_numeric:
+                    out.append((m.expression, "asc" if m.sort_numeric > 0 else "desc"))
+        return out
+
+
+def measure_cell(value: float, state: str = "L") -> dict[str, Any]:
+    """NxCell of a measure value (NaN = NULL, shown as "-")."""
+    if np.isnan(value):
+        return {"qText": "-", "qNum": "NaN", "qElemNumber": 0, "qState": state, "qIsNull": True}
+    return {
+        "qText": value_text(value),
+        "qNum": json_number(value),
+        "qElemNumber": 0,
+        "qState": state,
+    }
+
+
+class HyperCubeView:
+    """A hypercube computed for a session's current selections."""
+
+    def __init__(self, definition: HyperCubeDef, facts: AppFacts, session: assoc.Session) -> None:
+        self.definition = definition
+        self.facts = facts
+        self.error: dict[str, Any] | None = None
+        d = definition
+        fields = [dim.field for dim in d.dimensions]
+        unknown = [f for f in fields if f not in facts.fields]
+        if unknown:
+            self._fail(unknown[0], f"unknown field {unknown[0]!r}")
+            return
+        try:
+            self.cube = session.hypercube(
+                fields,
+                [m.expression for m in d.measures],
+                sort=d.sort() or None,
+                suppress_zero=d.suppress_zero,
+                suppress_missing=d.suppress_missing,
+            )
+        except assoc.Error as exc:
+            self._fail("", str(exc))
+            return
+        self.codes = [self.cube.codes(f) for f in fields]
+        self.arrays = [self.cube.array(m.expression) for m in d.measures]
+        keep = np.ones(len(self.cube), dtype=bool)
+        for dim, codes in zip(d.dimensions, self.codes, strict=True):
+            if dim.null_suppression:
+                keep &= codes >= 0
+        self.rows = np.flatnonzero(keep) if not keep.all() else None
+        self.values = [facts.values(f) for f in fields]
+        self.states = [
+            value_states(session, f, len(v), show_alternatives=False)
+            for f, v in zip(fields, self.values, strict=True)
+        ]
+
+    def _fail(self, context: str, message: str) -> None:
+        self.error = {
+            "qErrorCode": CALC_INVALID_DEF,
+            "qContext": context,
+            "qExtendedMessage": message,
+        }
+
+    def __len__(self) -> int:
+        if self.error is not None:
+            return 0
+        return len(self.rows) if self.rows is not None else len(self.cube)
+
+    @property
+    def width(self) -> int:
+        """Columns: dimensions, then measures."""
+        return len(self.definition.dimensions) + len(self.definition.measures)
+
+    def page(self, page: Page) -> dict[str, Any]:
+        """NxDataPage of one page."""
+        if self.error is not None:
+            return data_page([], range(0), range(0))
+        rows, cols = page_area(page, len(self), self.width)
+        index = np.arange(rows.start, rows.stop)
+        if self.rows is not None:
+            index = self.rows[index]
+        n_dims = len(self.definition.dimensions)
+        columns: list[list[str]] = []
+        for c in cols:
+            if c < n_dims:
+                codes = self.codes[c][index].tolist()
+                states = self.states[c]
+                names = [STATE_NAMES[states[code]] if code >= 0 else "O" for code in codes]
+                columns.append(self.values[c].cells_json(codes, names))
+            else:
+                values = self.arrays[c - n_dims][index].tolist()
+                columns.append([encode_json(measure_cell(v)) for v in values])
+        row_texts = ["[" + ",".join(row) + "]" for row in zip(*columns, strict=True)]
+        return data_page(row_texts if columns else [], rows, cols)
+
+    def _totals(self) -> list[float]:
+        totals = self.cube.totals
+        if isinstance(totals, dict):
+            return [float(totals[m.expression]) for m in self.definition.measures]
+        return [float("nan") if t is None else float(t) for t in totals]
+
+    def layout(self) -> dict[str, Any]:
+        """qHyperCube: size, dimension and measure info, grand totals and initial pages."""
+        d = self.definition
+        layout: dict[str, Any] = {
+            "qStateName": "$",
+            "qSize": {"qcx": self.width, "qcy": len(self)},
+            "qDimensionInfo": [],
+            "qMeasureInfo": [],
+            "qEffectiveInterColumnSortOrder": list(d.column_order),
+            "qGrandTotalRow": [],
+            "qDataPages": [self.page(p) for p in d.initial_pages],
+            "qPivotDataPages": [],
+            "qStackedDataPages": [],
+            "qMode": "S",
+            "qNoOfLeftDims": -1,
+            "qTreeNodesOnDim": [],
+            "qColumnOrder": [],
+        }
+        if self.error is not None:
+            layout["qError"] = self.error
+            return layout
+        for dim, values, states in zip(d.dimensions, self.values, self.states, strict=True):
+            f = self.facts.fields[dim.field]
+            counts = np.bincount(states, minlength=len(STATE_NAMES))
+            direction = dim.criteria.get("qSortByNumeric") or dim.criteria.get("qSortByAscii") or 0
+            layout["qDimensionInfo"].append(
+                {
+                    "qFallbackTitle": dim.label,
+                    "qApprMaxGlyphCount": values.max_glyphs,
+                    "qCardinal": f["cardinal"],
+                    "qSortIndicator": "A" if direction > 0 else "D" if direction < 0 else "N",
+                    "qGroupFallbackTitles": [dim.label],
+                    "qGroupPos": 0,
+                    "qStateCounts": {
+                        "qLocked": 0,
+                        "qSelected": int(counts[0]),
+                        "qOption": int(counts[1]),
+                        "qDeselected": 0,
+                        "qAlternative": int(counts[2]),
+                        "qExcluded": int(counts[4]),
+                        "qSelectedExcluded": int(counts[3]),
+                        "qLockedExcluded": 0,
+                    },
+                    "qTags": list(f["tags"]),
+                    "qDimensionType": "N" if f["is_numeric"] else "D",
+                    "qGrouping": "N",
+                    "qNumFormat": {"qType": "U", "qnDec": 0, "qUseThou": 0},
+                    "qIsAutoFormat": True,
+                    "qGroupFieldDefs": [dim.field],
+                    "qMin": json_number(values.minimum),
+                    "qMax": json_number(values.maximum),
+                    "qAttrExprInfo": [],
+                    "qAttrDimInfo": [],
+                    "qCardinalities": {
+                        "qCardinal": f["cardinal"],
+                        "qHypercubeCardinal": len(
+                            np.unique(self.codes[len(layout["qDimensionInfo"])])
+                        ),
+                        "qAllValuesCardinal": -1,
+                    },
+                }
+            )
+        index = self.rows if self.rows is not None else slice(None)
+        for m, array, total in zip(d.measures, self.arrays, self._totals(), strict=True):
+            shown = array[index]
+            finite = shown[~np.isnan(shown)]
+            layout["qMeasureInfo"].append(
+                {
+                    "qFallbackTitle": m.label,
+                    "qApprMaxGlyphCount": max(
+                        (len(value_text(v)) for v in finite[:1000].tolist()), default=1
+                    ),
+                    "qCardinal": 0,
+                    "qSortIndicator": "A"
+                    if m.sort_numeric > 0
+                    else "D"
+                    if m.sort_numeric < 0
+                    else "N",
+                    "qNumFormat": {"qType": "U", "qnDec": 0, "qUseThou": 0},
+                    "qMin": json_number(float(finite.min())) if finite.size else "NaN",
+                    "qMax": json_number(float(finite.max())) if finite.size else "NaN",
+                    "qIsAutoFormat": True,
+                    "qAttrExprInfo": [],
+                    "qAttrDimInfo": [],
+                    "qTrendLines": [],
+                }
+            )
+            cell = measure_cell(total, "X")
+            cell.update(qElemNumber=-1, qIsTotalCell=True)
+            layout["qGrandTotalRow"].append(cell)
+        return layout

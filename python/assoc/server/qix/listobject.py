@@ -1,0 +1,204 @@
+"""List objects (qListObjectDef): one field's values with their states, sorted and paged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import assoc
+from assoc.server.qix.facts import AppFacts, FieldValues
+from assoc.server.qix.pages import Page, data_page, page_area, parse_pages
+from assoc.server.qix.rpc import CALC_INVALID_DEF, INVALID_PARAMETERS, RpcError, json_number
+
+# State codes, in the order qSortByState ranks them.
+SELECTED, OPTION, ALTERNATIVE, SELECTED_EXCLUDED, EXCLUDED = range(5)
+STATE_NAMES = ("S", "O", "A", "XS", "X")
+SORT_KEYS = (
+    "qSortByState",
+    "qSortByFrequency",
+    "qSortByNumeric",
+    "qSortByAscii",
+    "qSortByLoadOrder",
+)
+DEFAULT_SORT = {"qSortByAscii": 1}
+
+
+def sort_criteria(raw: Any) -> dict[str, int]:
+    """An NxSortCriteria's directions (1 ascending, -1 descending, 0 off); ascii by default."""
+    if raw is None:
+        return dict(DEFAULT_SORT)
+    if not isinstance(raw, dict):
+        raise RpcError(INVALID_PARAMETERS, "qSortCriterias", "must be a list of objects")
+    out = {}
+    for key in SORT_KEYS:
+        value = raw.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value not in (-1, 0, 1):
+            raise RpcError(INVALID_PARAMETERS, key, "must be -1, 0 or 1")
+        out[key] = value
+    return out
+
+
+def field_of(definition: dict[str, Any], path: str) -> str:
+    """The one field a dimension definition names (qDef.qFieldDefs[0])."""
+    qdef = definition.get("qDef", {})
+    fields = qdef.get("qFieldDefs") if isinstance(qdef, dict) else None
+    if not isinstance(fields, list) or not fields or not isinstance(fields[0], str):
+        raise RpcError(INVALID_PARAMETERS, path, "qDef.qFieldDefs must name one field")
+    return fields[0]
+
+
+def _string_list(value: Any, name: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RpcError(INVALID_PARAMETERS, name, "must be a list of strings")
+    return value
+
+
+def value_states(
+    session: assoc.Session, field: str, size: int, show_alternatives: bool
+) -> np.ndarray:
+    """The state code of each of a field's values in a session."""
+    states = np.full(size, EXCLUDED, dtype=np.int8)
+    states[session.indices(field, "possible")] = OPTION
+    states[session.indices(field, "alternative")] = ALTERNATIVE if show_alternatives else EXCLUDED
+    states[session.indices(field, "selected")] = SELECTED
+    states[session.indices(field, "selected_excluded")] = SELECTED_EXCLUDED
+    return states
+
+
+def sort_order(values: FieldValues, states: np.ndarray, criteria: dict[str, int]) -> np.ndarray:
+    """Symbol indexes in display order: state, numeric (numbers before texts), ascii, load."""
+    n = len(values)
+    load = np.arange(n, dtype=np.int64)
+    keys: list[np.ndarray] = []  # most significant first
+    if criteria.get("qSortByState"):
+        keys.append(states.astype(np.int64) * criteria["qSortByState"])
+    if criteria.get("qSortByNumeric"):
+        keys.append(~values.is_numeric)
+        keys.append(np.nan_to_num(values.numbers, nan=0.0) * criteria["qSortByNumeric"])
+    if criteria.get("qSortByAscii"):
+        keys.append(values.text_rank * criteria["qSortByAscii"])
+    keys.append(load * (criteria.get("qSortByLoadOrder") or 1))
+    return np.lexsort(tuple(reversed(keys)))
+
+
+@dataclass(frozen=True)
+class ListObjectDef:
+    """A checked qListObjectDef."""
+
+    field: str
+    label: str
+    criteria: dict[str, int]
+    show_alternatives: bool
+    initial_pages: list[Page]
+
+    @classmethod
+    def parse(cls, raw: Any) -> ListObjectDef:
+        """Checks a qListObjectDef (errors 8 / 7009 for what does not fit)."""
+        if not isinstance(raw, dict):
+            raise RpcError(INVALID_PARAMETERS, "qListObjectDef", "must be an object")
+        qdef = raw.get("qDef", {})
+        if not isinstance(qdef, dict):
+            raise RpcError(INVALID_PARAMETERS, "qDef", "must be an object")
+        field = field_of(raw, "qListObjectDef")
+        labels = _string_list(qdef.get("qFieldLabels"), "qFieldLabels")
+        sorts = qdef.get("qSortCriterias")
+        if sorts is not None and not isinstance(sorts, list):
+            raise RpcError(INVALID_PARAMETERS, "qSortCriterias", "must be a list of objects")
+        criteria = sort_criteria(sorts[0] if sorts else None)
+        show = raw.get("qShowAlternatives", False)
+        if not isinstance(show, bool):
+            raise RpcError(INVALID_PARAMETERS, "qShowAlternatives", "must be true or false")
+        pages = parse_pages(raw.get("qInitialDataFetch"), min_width=1)
+        return cls(field, labels[0] if labels else field, criteria, show, pages)
+
+
+class ListObjectView:
+    """A list object computed for a session's current selections."""
+
+    def __init__(self, definition: ListObjectDef, facts: AppFacts, session: assoc.Session) -> None:
+        self.definition = definition
+        self.error: dict[str, Any] | None = None
+        if definition.field not in facts.fields or definition.field.startswith("="):
+            self.error = {
+                "qErrorCode": CALC_INVALID_DEF,
+                "qContext": definition.field,
+                "qExtendedMessage": f"unknown field {definition.field!r}",
+            }
+            return
+        self.facts = facts
+        self.values = facts.values(definition.field)
+        self.states = value_states(
+            session, definition.field, len(self.values), definition.show_alternatives
+        )
+        self.order = sort_order(self.values, self.states, definition.criteria)
+
+    def page(self, page: Page) -> dict[str, Any]:
+        """NxDataPage of one page (one column; a width of 0 still reads it)."""
+        if self.error is not None:
+            return data_page([], range(0), range(0))
+        rows, cols = page_area(
+            Page(page.top, page.left, max(page.width, 1), page.height), len(self.order), 1
+        )
+        if not cols:
+            return data_page([], rows, cols)
+        codes = self.order[rows.start : rows.stop]
+        states = [STATE_NAMES[s] for s in self.states[codes].tolist()]
+        return data_page(self.values.cells_json(codes.tolist(), states, wrap=True), rows, cols)
+
+    def layout(self) -> dict[str, Any]:
+        """qListObject: size, dimension info and the initial pages."""
+        d = self.definition
+        info: dict[str, Any] = {
+            "qFallbackTitle": d.label,
+            "qGroupFallbackTitles": [d.label],
+            "qGroupPos": 0,
+            "qGroupFieldDefs": [d.field],
+            "qGrouping": "N",
+            "qAttrExprInfo": [],
+            "qAttrDimInfo": [],
+            "qNumFormat": {"qType": "U", "qnDec": 0, "qUseThou": 0},
+            "qIsAutoFormat": True,
+        }
+        if self.error is not None:
+            info["qError"] = self.error
+            size = 0
+        else:
+            f = self.facts.fields[d.field]
+            counts = np.bincount(self.states, minlength=len(STATE_NAMES))
+            size = len(self.values)
+            direction = d.criteria.get("qSortByAscii") or d.criteria.get("qSortByNumeric") or 0
+            info.update(
+                qApprMaxGlyphCount=self.values.max_glyphs,
+                qCardinal=f["cardinal"],
+                qSortIndicator="A" if direction >= 0 else "D",
+                qStateCounts={
+                    "qLocked": 0,
+                    "qSelected": int(counts[SELECTED]),
+                    "qOption": int(counts[OPTION]),
+                    "qDeselected": 0,
+                    "qAlternative": int(counts[ALTERNATIVE]),
+                    "qExcluded": int(counts[EXCLUDED]),
+                    "qSelectedExcluded": int(counts[SELECTED_EXCLUDED]),
+                    "qLockedExcluded": 0,
+                },
+                qTags=list(f["tags"]),
+                qDimensionType="N" if f["is_numeric"] else "D",
+                qMin=json_number(self.values.minimum),
+                qMax=json_number(self.values.maximum),
+                qCardinalities={
+                    "qCardinal": f["cardinal"],
+                    "qHypercubeCardinal": size,
+                    "qAllValuesCardinal": -1,
+                },
+            )
+        return {
+            "qStateName": "$",
+            "qSize": {"qcx": 1, "qcy": size},
+            "qDimensionInfo": info,
+            "qExpressions": [],
+            "qDataPages": [self.page(p) for p in d.initial_pages],
+        }

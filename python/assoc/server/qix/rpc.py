@@ -1,0 +1,232 @@
+"""The JSON-RPC 2.0 envelope of QIX: requests, parameter binding, answers and error codes."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# JSON-RPC's own codes and the engine's LocalizedErrorCode values that v1 answers.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+GENERIC_NOT_FOUND = 2
+INVALID_PARAMETERS = 8
+NOT_IMPLEMENTED = 20
+APP_ALREADY_OPEN = 1002
+APP_NOT_FOUND = 1003
+APP_INVALID = 1007
+CALC_INVALID_DEF = 7000
+PAGES_TOO_LARGE = 7009
+
+GLOBAL_HANDLE = -1
+
+
+class RpcError(Exception):
+    """An error answer: the engine's code, the parameter it concerns and a message."""
+
+    def __init__(self, code: int, parameter: str, message: str) -> None:
+        super().__init__(f"{parameter}: {message} ({code})")
+        self.code = code
+        self.parameter = parameter
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Request:
+    """One parsed request."""
+
+    id: int | str | None
+    handle: int
+    method: str
+    params: list[Any] | dict[str, Any] | None
+
+
+def parse_request(text: str | bytes) -> Request:
+    """The request a frame holds; RpcError(-32700 / -32600) when it is not one."""
+    try:
+        message = json.loads(text)
+    except (ValueError, UnicodeDecodeError):
+        raise RpcError(PARSE_ERROR, "", "Parse error") from None
+    if not isinstance(message, dict):
+        raise RpcError(INVALID_REQUEST, "", "Invalid Request")
+    request_id = message.get("id")
+    method = message.get("method")
+    handle = message.get("handle", GLOBAL_HANDLE)
+    params = message.get("params")
+    if (
+        not isinstance(method, str)
+        or not isinstance(handle, int)
+        or isinstance(handle, bool)
+        or not (params is None or isinstance(params, list | dict))
+        or isinstance(request_id, bool)
+        or not (request_id is None or isinstance(request_id, int | str))
+    ):
+        raise InvalidRequest(request_id if isinstance(request_id, int | str) else None)
+    return Request(request_id, handle, method, params)
+
+
+class InvalidRequest(RpcError):
+    """A JSON object that is not a request; keeps its id when it had a usable one."""
+
+    def __init__(self, request_id: int | str | None) -> None:
+        super().__init__(INVALID_REQUEST, "", "Invalid Request")
+        self.request_id = request_id
+
+
+class RawJson:
+    """JSON text made already (data pages from per-value fragments), put into answers as is."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+# Stands for a RawJson part while the rest of an answer is encoded; no data can hold it.
+_RAW_TOKEN = f"\ue000raw-{uuid.uuid4().hex}-"
+
+
+_raw_parts = threading.local()
+
+
+def _placeholder(value: Any) -> str:
+    if not isinstance(value, RawJson):
+        raise TypeError(f"{type(value).__name__} is not JSON")
+    parts: list[str] = _raw_parts.__dict__.setdefault("parts", [])
+    parts.append(value.text)
+    return f"{_RAW_TOKEN}{len(parts) - 1}"
+
+
+# One encoder for every answer (json.dumps would build one per call).
+_ENCODER = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_placeholder
+)
+
+
+def _dumps(message: dict[str, Any]) -> str:
+    _raw_parts.parts = []
+    text = _ENCODER.encode(message)
+    parts: list[str] = _raw_parts.parts
+    for i, raw in enumerate(parts):
+        text = text.replace(f'"{_RAW_TOKEN}{i}"', raw, 1)
+    _raw_parts.parts = []
+    return text
+
+
+def encode_json(value: Any) -> str:
+    """Compact JSON of a value (NaN refused), as answers carry it."""
+    return _ENCODER.encode(value)
+
+
+def result_message(
+    request_id: int | str | None,
+    result: dict[str, Any],
+    change: Sequence[int] = (),
+    close: Sequence[int] = (),
+) -> str:
+    """A success answer, with the handles that changed or closed."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": result}
+    if change:
+        message["change"] = list(change)
+    if close:
+        message["close"] = list(close)
+    return _dumps(message)
+
+
+def error_message(request_id: int | str | None, error: RpcError) -> str:
+    """An error answer."""
+    body = {"code": error.code, "parameter": error.parameter, "message": error.message}
+    return _dumps({"jsonrpc": "2.0", "id": request_id, "error": body})
+
+
+def notification(method: str, params: dict[str, Any]) -> str:
+    """A message from the engine that answers no request."""
+    return _dumps({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def close_message(close: Sequence[int]) -> str:
+    """Handles closed by the engine on its own (an app deleted under the session)."""
+    return _dumps({"jsonrpc": "2.0", "close": list(close)})
+
+
+def json_number(value: float) -> float | str:
+    """A number as QIX carries it: NaN and infinities as strings."""
+    if math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+# ---- parameters ------------------------------------------------------------------------
+
+Check = Callable[[Any], bool]
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return _is_int(v) or isinstance(v, float)
+
+
+CHECKS: dict[str, Check] = {
+    "str": lambda v: isinstance(v, str),
+    "bool": lambda v: isinstance(v, bool),
+    "int": _is_int,
+    "number": _is_number,
+    "object": lambda v: isinstance(v, dict),
+    "ints": lambda v: isinstance(v, list) and all(_is_int(x) for x in v),
+    "objects": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+    "any": lambda v: True,
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One in-parameter: its name, JSON type, and default (required when `required`)."""
+
+    name: str
+    kind: str
+    default: Any = None
+    required: bool = False
+
+
+def bind_params(
+    method: str, specs: Sequence[Param], raw: list[Any] | dict[str, Any] | None
+) -> dict[str, Any]:
+    """Parameter values by name from positional, named or absent params; -32602 when they do
+    not fit."""
+    if not raw:
+        raw = []
+        if not specs:
+            return {}
+    if isinstance(raw, list):
+        if len(raw) > len(specs):
+            raise RpcError(INVALID_PARAMS, method, f"Invalid Params: at most {len(specs)} expected")
+        given = {spec.name: value for spec, value in zip(specs, raw, strict=False)}
+    else:
+        names = {spec.name for spec in specs}
+        unknown = sorted(set(raw) - names)
+        if unknown:
+            raise RpcError(INVALID_PARAMS, unknown[0], "Invalid Params: unknown parameter")
+        given = raw
+    bound: dict[str, Any] = {}
+    for spec in specs:
+        if spec.name in given:
+            value = given[spec.name]
+            if not CHECKS[spec.kind](value):
+                raise RpcError(INVALID_PARAMS, spec.name, f"Invalid Params: expected {spec.kind}")
+            bound[spec.name] = value
+        elif spec.required:
+            raise RpcError(INVALID_PARAMS, spec.name, "Invalid Params: missing parameter")
+        else:
+            bound[spec.name] = spec.default
+    return bound

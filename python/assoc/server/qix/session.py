@@ -1,0 +1,93 @@
+"""One QIX session: its handles, its open document, and how a request becomes an answer."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import assoc
+from assoc.server.qix.doc_api import DOC_METHODS
+from assoc.server.qix.field_api import FIELD_METHODS
+from assoc.server.qix.global_api import GLOBAL_METHODS
+from assoc.server.qix.handles import HandleTable, OpenDocument, Target, object_interface
+from assoc.server.qix.methods import Method, MethodTable
+from assoc.server.qix.object_api import OBJECT_METHODS
+from assoc.server.qix.rpc import (
+    INVALID_PARAMETERS,
+    METHOD_NOT_FOUND,
+    NOT_IMPLEMENTED,
+    Request,
+    RpcError,
+    bind_params,
+    error_message,
+    result_message,
+)
+from assoc.server.qix.schema_names import SCHEMA_METHODS
+from assoc.server.settings import Settings
+from assoc.server.store import AppStore
+
+INTERNAL_ERROR = -32603
+METHODS: dict[str, MethodTable] = {
+    "Global": GLOBAL_METHODS,
+    "Doc": DOC_METHODS,
+    "Field": FIELD_METHODS,
+    "GenericObject": OBJECT_METHODS,
+}
+_log = logging.getLogger("assoc.qix")
+
+
+class QixSession:
+    """The engine session of one socket: selections live in its open document."""
+
+    def __init__(self, store: AppStore, settings: Settings, user: str = "") -> None:
+        self.store = store
+        self.settings = settings
+        self.user = user
+        self.handles = HandleTable(settings.qix_max_objects_per_session)
+        self.doc: OpenDocument | None = None
+
+    def interface(self, handle: int) -> dict[str, Any]:
+        """ObjectInterface of one of this session's handles."""
+        return object_interface(handle, self.handles.get(handle))
+
+    def resolve(self, request: Request) -> tuple[Target, Method]:
+        """The target and method a request names (-32602 unknown handle, -32601 / 20 method)."""
+        target = self.handles.get(request.handle)
+        method = METHODS[target.qix_type].get(request.method)
+        if method is None:
+            if request.method in SCHEMA_METHODS[target.qix_type]:
+                raise RpcError(NOT_IMPLEMENTED, request.method, "Not implemented")
+            raise RpcError(METHOD_NOT_FOUND, request.method, "Method not found")
+        return target, method
+
+    def answer(self, request: Request, target: Target, method: Method) -> str:
+        """Runs a resolved request; its answer (or error) as a JSON text."""
+        try:
+            args = bind_params(method.name, method.params, request.params)
+            answer = method.run(self, target, args)
+        except RpcError as exc:
+            return error_message(request.id, exc)
+        except assoc.Error as exc:
+            return error_message(request.id, RpcError(INVALID_PARAMETERS, method.name, str(exc)))
+        except Exception:
+            _log.exception("QIX %s failed", method.name)
+            return error_message(
+                request.id, RpcError(INTERNAL_ERROR, method.name, "Internal error")
+            )
+        change = answer.change
+        if answer.selections_changed and self.doc is not None:
+            change = self.handles.open_handles()
+        return result_message(request.id, answer.result, change, answer.close)
+
+    def close_document(self) -> list[int]:
+        """Closes the open document and every handle in it; answers the handles closed."""
+        doc, self.doc = self.doc, None
+        if doc is None:
+            return []
+        closed = self.handles.clear()
+        doc.close()
+        return closed
+
+    def close(self) -> None:
+        """Ends the session (its document's selections and lease)."""
+        self.close_document()

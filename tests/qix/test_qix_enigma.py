@@ -1,0 +1,87 @@
+"""The real enigma.js (npm, pinned in tests/package.json) against a real `assoc serve`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import assoc
+from conftest import CUSTOMERS, ORDERS, QixServer
+
+pytestmark = pytest.mark.server
+
+TESTS_DIR = Path(__file__).resolve().parents[1]
+SCRIPT = Path(__file__).with_name("enigma_session.js")
+NODE = shutil.which("node")
+HAS_HYPERCUBE = hasattr(assoc.Session, "hypercube")
+
+
+def _region_totals() -> dict[str, tuple[float, int]]:
+    """Sum(Amount) and Count(OrderId) per region, by joining the imported columns here."""
+    region_of = dict(zip(CUSTOMERS["Customer"], CUSTOMERS["Region"], strict=True))
+    totals = dict.fromkeys(CUSTOMERS["Region"], (0.0, 0))
+    for customer, amount in zip(ORDERS["Customer"], ORDERS["Amount"], strict=True):
+        region = region_of.get(customer)
+        if region is not None:
+            total, count = totals[region]
+            totals[region] = (total + amount, count + 1)
+    return totals
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_enigma_js_session(qix_server: QixServer, app_id: str) -> None:
+    if not (TESTS_DIR / "node_modules" / "enigma.js").is_dir():
+        pytest.fail("enigma.js is not installed: run `npm ci --prefix tests`")
+    args = [str(NODE), str(SCRIPT), qix_server.ws_base, app_id]
+    if HAS_HYPERCUBE:
+        args.append("cube")
+    run = subprocess.run(args, cwd=TESTS_DIR, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+
+    assert seen["version"] == "12.792.0"
+    assert seen["tables"] == [
+        {"name": "Orders", "rows": len(ORDERS["OrderId"]), "fields": list(ORDERS)},
+        {"name": "Customers", "rows": len(CUSTOMERS["Customer"]), "fields": list(CUSTOMERS)},
+    ]
+    assert seen["keys"] == [{"qKeyFields": ["Customer"], "qTables": ["Orders", "Customers"]}]
+    assert seen["listType"] == "filterbox"
+
+    customers = list(dict.fromkeys(ORDERS["Customer"] + CUSTOMERS["Customer"]))
+    assert seen["initial"] == dict.fromkeys(customers, "O")
+    # Region=North: the customers of North rows are possible, every other one excluded.
+    north = {
+        c for c, r in zip(CUSTOMERS["Customer"], CUSTOMERS["Region"], strict=True) if r == "North"
+    }
+    assert seen["fieldSelect"] is True
+    assert seen["afterField"] == {c: "O" if c in north else "X" for c in customers}
+    # Customer=b as well: b (South) is selected but excluded; North's customers alternative.
+    assert seen["listSelect"] is True
+    assert seen["afterList"] == {
+        c: "XS" if c == "b" else "A" if c in north else "X" for c in customers
+    }
+    assert seen["counts"]["qSelectedExcluded"] == 1
+    assert seen["counts"]["qAlternative"] == len(north)
+    assert seen["counts"]["qExcluded"] == len(customers) - len(north) - 1
+    assert seen["page"] == customers[1:3]
+    assert seen["changedAfterField"] == 1
+    assert seen["changedAfterList"] == 2
+    clears = 2 if HAS_HYPERCUBE else 1
+    assert seen["changedAfterClear"] == 2 + clears
+    assert seen["afterClear"] == dict.fromkeys(customers, "O")
+    assert seen["error"]["code"] == 2
+
+    if HAS_HYPERCUBE:
+        totals = _region_totals()
+        assert seen["cubeAfterList"] == []
+        assert seen["cubeTotals"] == ["0", "0"]
+        expected = [
+            [region, f"{total:g}", str(count)] for region, (total, count) in sorted(totals.items())
+        ]
+        assert seen["cube"] == expected
+        assert seen["cubeSize"] == {"qcx": 3, "qcy": len(expected)}
+        assert seen["cubePage"] == [expected[1][1:]]

@@ -1,0 +1,171 @@
+"""Straight hypercubes over QIX against a real `assoc serve`; expected rows joined here from the
+imported columns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from qixclient import QixClient
+
+from conftest import CUSTOMERS, ORDERS, QixServer, symbols
+
+pytestmark = pytest.mark.server
+
+REGION_OF = dict(zip(CUSTOMERS["Customer"], CUSTOMERS["Region"], strict=True))
+
+
+def by_region() -> dict[str | None, tuple[int, int]]:
+    """Sum(Amount) and Count(OrderId) per region; None for orders whose customer has no row."""
+    out: dict[str | None, tuple[int, int]] = dict.fromkeys(CUSTOMERS["Region"], (0, 0))
+    for customer, amount in zip(ORDERS["Customer"], ORDERS["Amount"], strict=True):
+        region = REGION_OF.get(customer)
+        total, count = out.get(region, (0, 0))
+        out[region] = (total + amount, count + 1)
+    return out
+
+
+@pytest.fixture
+def qix(qix_server: QixServer, app_id: str) -> Iterator[QixClient]:
+    with QixClient(qix_server.ws_base + f"/app/{app_id}") as client:
+        client.open_doc(app_id)
+        yield client
+
+
+def cube_props(**more: Any) -> dict[str, Any]:
+    definition: dict[str, Any] = {
+        "qDimensions": [
+            {"qDef": {"qFieldDefs": ["Region"], "qSortCriterias": [{"qSortByAscii": 1}]}}
+        ],
+        "qMeasures": [
+            {"qDef": {"qDef": "=Sum(Amount)", "qLabel": "Total"}},
+            {"qDef": {"qDef": "Count(OrderId)"}},
+        ],
+        "qInitialDataFetch": [{"qHeight": 50, "qWidth": 3}],
+    }
+    definition.update(more)
+    return {"qInfo": {"qType": "table"}, "qHyperCubeDef": definition}
+
+
+def texts(cube: dict[str, Any]) -> list[list[str]]:
+    return [[c["qText"] for c in row] for row in cube["qDataPages"][0]["qMatrix"]]
+
+
+def layout_of(qix: QixClient, props: dict[str, Any]) -> dict[str, Any]:
+    obj = qix.handle_of("CreateSessionObject", [props], 1)
+    cube: dict[str, Any] = qix.result("GetLayout", [], obj)["qLayout"]["qHyperCube"]
+    return cube
+
+
+def expected_rows(regions: list[str | None]) -> list[list[str]]:
+    figures = by_region()
+    return [[r if r is not None else "-", str(figures[r][0]), str(figures[r][1])] for r in regions]
+
+
+def test_rows_totals_and_infos(qix: QixClient) -> None:
+    cube = layout_of(qix, cube_props())
+    regions = sorted(set(CUSTOMERS["Region"]))
+    assert texts(cube) == expected_rows([*regions, None])  # d's order reaches no region
+    assert cube["qSize"] == {"qcx": 3, "qcy": len(regions) + 1}
+    null_cell = cube["qDataPages"][0]["qMatrix"][-1][0]
+    assert null_cell["qElemNumber"] == -2
+    assert null_cell["qIsNull"] is True
+    first = cube["qDataPages"][0]["qMatrix"][0]
+    assert first[0]["qElemNumber"] == symbols("Region").index(regions[0])
+    assert first[0]["qState"] == "O"
+    assert first[1]["qState"] == "L"
+    assert first[1]["qNum"] == by_region()[regions[0]][0]
+    totals = cube["qGrandTotalRow"]
+    assert [c["qText"] for c in totals] == [str(sum(ORDERS["Amount"])), str(len(ORDERS["OrderId"]))]
+    assert all(c["qElemNumber"] == -1 and c["qIsTotalCell"] for c in totals)
+    assert [m["qFallbackTitle"] for m in cube["qMeasureInfo"]] == ["Total", "Count(OrderId)"]
+    sums = [figures[0] for figures in by_region().values()]
+    assert cube["qMeasureInfo"][0]["qMin"] == min(sums)
+    assert cube["qMeasureInfo"][0]["qMax"] == max(sums)
+    info = cube["qDimensionInfo"][0]
+    assert info["qFallbackTitle"] == "Region"
+    assert info["qCardinal"] == len(set(CUSTOMERS["Region"]))
+
+
+def test_suppression(qix: QixClient) -> None:
+    regions = sorted(set(CUSTOMERS["Region"]))
+    missing = layout_of(qix, cube_props(qSuppressMissing=True))
+    assert texts(missing) == expected_rows(regions)
+    props = cube_props()
+    props["qHyperCubeDef"]["qDimensions"][0]["qNullSuppression"] = True
+    assert texts(layout_of(qix, props)) == expected_rows(regions)
+    zero = layout_of(qix, cube_props(qSuppressZero=True, qSuppressMissing=True))
+    assert texts(zero) == expected_rows([r for r in regions if by_region()[r][1] > 0])
+    # Suppression does not change the grand totals.
+    assert [c["qText"] for c in zero["qGrandTotalRow"]] == [
+        str(sum(ORDERS["Amount"])),
+        str(len(ORDERS["OrderId"])),
+    ]
+
+
+def test_sort_by_a_measure_first(qix: QixClient) -> None:
+    props = cube_props(qInterColumnSortOrder=[1, 0], qSuppressMissing=True)
+    props["qHyperCubeDef"]["qMeasures"][0]["qSortBy"] = {"qSortByNumeric": -1}
+    cube = layout_of(qix, props)
+    figures = by_region()
+    order = sorted((r for r in figures if r is not None), key=lambda r: -figures[r][0])
+    assert texts(cube) == expected_rows(order)
+    assert cube["qEffectiveInterColumnSortOrder"] == [1, 0, 2]
+
+
+def test_pages_and_selections_through_the_cube(qix: QixClient) -> None:
+    obj = qix.handle_of("CreateSessionObject", [cube_props(qSuppressMissing=True)], 1)
+    regions = sorted(set(CUSTOMERS["Region"]))
+    pages = [{"qTop": 1, "qLeft": 1, "qWidth": 2, "qHeight": 5}]
+    page = qix.result("GetHyperCubeData", ["/qHyperCubeDef", pages], obj)["qDataPages"][0]
+    assert page["qArea"] == {"qLeft": 1, "qTop": 1, "qWidth": 2, "qHeight": len(regions) - 1}
+    assert [[c["qText"] for c in row] for row in page["qMatrix"]] == [
+        row[1:] for row in expected_rows(regions[1:])
+    ]
+    too_big = [{"qTop": 0, "qLeft": 0, "qWidth": 3, "qHeight": 3334}]
+    assert qix.call("GetHyperCubeData", ["/qHyperCubeDef", too_big], obj)["error"]["code"] == 7009
+
+    south = symbols("Region").index("South")
+    answer = qix.call("SelectHyperCubeValues", ["/qHyperCubeDef", 0, [south], False], obj)
+    assert answer["result"] == {"qSuccess": True}
+    assert obj in answer["change"]
+    cube = qix.result("GetLayout", [], obj)["qLayout"]["qHyperCube"]
+    assert texts(cube) == expected_rows(["South"])
+    assert cube["qDataPages"][0]["qMatrix"][0][0]["qState"] == "S"
+    assert (
+        qix.call("SelectHyperCubeValues", ["/qHyperCubeDef", 5, [0], False], obj)["error"]["code"]
+        == 8
+    )
+    qix.result("ClearSelections", ["/qHyperCubeDef", [0]], obj)
+    assert len(texts(qix.result("GetLayout", [], obj)["qLayout"]["qHyperCube"])) == len(regions)
+
+
+def test_bare_field_measure_is_only(qix: QixClient) -> None:
+    props = cube_props()
+    props["qHyperCubeDef"]["qDimensions"] = [{"qDef": {"qFieldDefs": ["OrderId"]}}]
+    props["qHyperCubeDef"]["qMeasures"] = [{"qDef": {"qDef": "[Amount]"}}]
+    cube = layout_of(qix, props)
+    assert texts(cube) == [
+        [str(o), str(a)] for o, a in zip(ORDERS["OrderId"], ORDERS["Amount"], strict=True)
+    ]
+    props["qHyperCubeDef"]["qDimensions"] = [{"qDef": {"qFieldDefs": ["Region"]}}]
+    cube = layout_of(qix, props)
+    # North has several amounts: Only() is NULL there, shown as "-".
+    assert texts(cube)[0] == ["North", "-"]
+    assert cube["qDataPages"][0]["qMatrix"][0][1]["qIsNull"] is True
+
+
+def test_definition_errors_are_layout_errors(qix: QixClient) -> None:
+    props = cube_props()
+    props["qHyperCubeDef"]["qDimensions"] = [{"qDef": {"qFieldDefs": ["Nope"]}}]
+    cube = layout_of(qix, props)
+    assert cube["qError"]["qErrorCode"] == 7000
+    assert cube["qSize"]["qcy"] == 0
+    props = cube_props()
+    props["qHyperCubeDef"]["qMeasures"] = [{"qDef": {"qDef": "Sum(Amount"}}]
+    assert layout_of(qix, props)["qError"]["qErrorCode"] == 7000
+    bad = cube_props(qInterColumnSortOrder=[0, 7])
+    assert qix.call("CreateSessionObject", [bad], 1)["error"]["code"] == 8
+    pivot = cube_props(qMode="P")
+    assert qix.call("CreateSessionObject", [pivot], 1)["error"]["code"] == 20

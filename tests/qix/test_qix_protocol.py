@@ -1,0 +1,329 @@
+"""QIX protocol edges against a real `assoc serve`: URL forms, params forms, errors, limits,
+many sockets, an app deleted under an open session, the healthcheck figures."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from qixclient import QixClient, QixError
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import connect
+
+from appfiles import ServerProcess, package_bytes
+from conftest import MAX_MESSAGE_BYTES, MAX_OBJECTS, QixServer, symbols
+
+pytestmark = pytest.mark.server
+
+SECRET = "a-secret-that-is-long-enough-for-sha256"
+
+LIST_PROPS = {
+    "qInfo": {"qType": "filterbox"},
+    "qListObjectDef": {
+        "qDef": {"qFieldDefs": ["Customer"], "qSortCriterias": [{"qSortByLoadOrder": 1}]},
+        "qShowAlternatives": True,
+        "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 1, "qHeight": 100}],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/app/{app}",
+        "/app/engineData",
+        "/app",
+        "/app/",
+        "",
+        "/",
+        "/app/engineData/identity/someone",
+        "/app/engineData/ttl/30",
+        "/app/{app}/identity/x/ttl/60?reloadURI=http://example",
+        "/doc/prefix/app/{app}",
+        "/anything/else",
+    ],
+)
+def test_every_url_form_connects_and_answers(qix_server: QixServer, app_id: str, path: str) -> None:
+    with QixClient(qix_server.ws_base + path.format(app=app_id)) as qix:
+        assert qix.connected == {
+            "jsonrpc": "2.0",
+            "method": "OnConnected",
+            "params": {"qSessionState": "SESSION_CREATED"},
+        }
+        assert qix.result("EngineVersion") == {"qVersion": {"qComponentVersion": "12.792.0"}}
+        with pytest.raises(QixError) as no_doc:
+            qix.result("GetActiveDoc")
+        assert no_doc.value.code == 1007
+        doc = qix.open_doc(app_id)
+        assert doc == 1
+        assert qix.result("GetActiveDoc")["qReturn"]["qHandle"] == doc
+
+
+def test_params_as_array_object_or_absent(qix_server: QixServer, app_id: str) -> None:
+    with QixClient(qix_server.ws_base + "/app/engineData") as qix:
+        assert "qVersion" in qix.result("EngineVersion")  # params absent
+        assert "qVersion" in qix.result("EngineVersion", [])
+        answer = qix.call("OpenDoc", {"qDocName": app_id, "qNoData": False})
+        assert answer["result"]["qReturn"] == {
+            "qType": "Doc",
+            "qHandle": 1,
+            "qGenericType": "",
+            "qGenericId": app_id,
+        }
+        assert answer["change"] == [1]
+        assert "delta" not in answer
+        by_name = qix.result("GetField", {"qFieldName": "Customer"}, handle=1)
+        by_position = qix.result("GetField", ["Customer"], handle=1)
+        assert by_name == by_position  # the same field keeps its handle
+        assert by_name["qReturn"]["qType"] == "Field"
+        assert qix.result("GetCardinal", None, by_name["qReturn"]["qHandle"]) == {
+            "qReturn": len(symbols("Customer"))
+        }
+
+
+def test_errors_for_bad_requests(qix_server: QixServer, app_id: str) -> None:
+    with QixClient(qix_server.ws_base + "/app/engineData") as qix:
+        assert qix.send_raw("{not json")["error"]["code"] == -32700
+        assert qix.send_raw("[1, 2]")["error"]["code"] == -32600
+        bad = qix.send_raw(json.dumps({"jsonrpc": "2.0", "id": 7, "method": 5}))
+        assert bad["id"] == 7
+        assert bad["error"]["code"] == -32600
+        assert qix.call("NoSuchMethod")["error"] == {
+            "code": -32601,
+            "parameter": "NoSuchMethod",
+            "message": "Method not found",
+        }
+        assert qix.call("CreateSessionApp")["error"]["code"] == 20  # in the schema, not v1
+        assert qix.call("GetLayout", [], handle=42)["error"]["code"] == -32602
+        assert qix.call("OpenDoc", [5])["error"]["code"] == -32602  # wrong type
+        assert qix.call("OpenDoc", [app_id, "", "", "", False, "extra"])["error"]["code"] == -32602
+        assert qix.call("OpenDoc", {"qDocName": app_id, "qBogus": 1})["error"]["code"] == -32602
+        assert qix.call("OpenDoc", [])["error"]["code"] == -32602  # qDocName is required
+        missing = qix.call("OpenDoc", ["no-such-app"])["error"]
+        assert missing == {
+            "code": 1003,
+            "parameter": "Could not find app",
+            "message": "App not found",
+        }
+        doc = qix.open_doc(app_id)
+        assert qix.call("OpenDoc", [app_id])["error"]["code"] == 1002
+        assert qix.call("GetField", ["NoSuchField"], doc)["error"]["code"] == 2
+        assert qix.call("EngineVersion", [], doc)["error"]["code"] == -32601  # not a Doc method
+        assert qix.call("Evaluate", ["1+1"], doc)["error"]["code"] == 20
+        obj = qix.handle_of("CreateSessionObject", [LIST_PROPS], doc)
+        pages = [{"qTop": 0, "qLeft": 0, "qWidth": 1, "qHeight": 10_001}]
+        too_big = qix.call("GetListObjectData", ["/qListObjectDef", pages], obj)["error"]
+        assert too_big["code"] == 7009
+        negative = [{"qTop": -1, "qWidth": 1, "qHeight": 1}]
+        assert (
+            qix.call("GetListObjectData", ["/qListObjectDef", negative], obj)["error"]["code"] == 8
+        )
+        assert qix.call("GetHyperCubeData", ["/qHyperCubeDef", []], obj)["error"]["code"] == 2
+        # The socket still works after every error.
+        assert qix.result("GetActiveDoc")["qReturn"]["qHandle"] == doc
+
+
+def test_binary_frames_are_read_as_utf8_json(qix_server: QixServer) -> None:
+    with QixClient(qix_server.ws_base + "/app") as qix:
+        request = {"jsonrpc": "2.0", "id": 1, "method": "EngineVersion", "handle": -1}
+        assert "result" in qix.send_raw(json.dumps(request).encode())
+        assert qix.send_raw(b"\xff\xfe")["error"]["code"] == -32700
+
+
+def test_oversized_message_closes_the_socket_only(qix_server: QixServer) -> None:
+    with (
+        QixClient(qix_server.ws_base + "/app") as big,
+        QixClient(qix_server.ws_base + "/app") as ok,
+    ):
+        request = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "EngineVersion",
+            "params": ["x" * MAX_MESSAGE_BYTES],
+        }
+        big.ws.send(json.dumps(request))
+        with pytest.raises(ConnectionClosed) as closed:
+            big.ws.recv(timeout=10)
+        assert closed.value.rcvd is not None
+        assert closed.value.rcvd.code == 1009
+        assert "qVersion" in ok.result("EngineVersion")
+
+
+def test_objects_per_session_are_limited(qix_server: QixServer, app_id: str) -> None:
+    with QixClient(qix_server.ws_base + "/app") as qix:
+        doc = qix.open_doc(app_id)
+        handles = [qix.handle_of("CreateSessionObject", [LIST_PROPS], doc)]
+        while len(handles) < MAX_OBJECTS - 1:  # the Doc holds a handle too
+            handles.append(qix.handle_of("CreateSessionObject", [LIST_PROPS], doc))
+        error = qix.call("CreateSessionObject", [LIST_PROPS], doc)["error"]
+        assert error["code"] == 8
+        assert len(set(handles)) == len(handles)
+        first_id = qix.result("GetLayout", [], handles[0])["qLayout"]["qInfo"]["qId"]
+        destroyed = qix.call("DestroySessionObject", [first_id], doc)
+        assert destroyed["result"] == {"qSuccess": True}
+        assert destroyed["close"] == [handles[0]]
+        assert qix.call("GetLayout", [], handles[0])["error"]["code"] == -32602
+        assert qix.result("GetObject", [first_id], doc) == {
+            "qReturn": {"qType": None, "qHandle": None}
+        }
+        assert qix.handle_of("CreateSessionObject", [LIST_PROPS], doc) > max(handles)
+
+
+def _customer_states(qix: QixClient, obj: int) -> dict[object, str]:
+    layout = qix.result("GetLayout", [], obj)["qLayout"]
+    cells = [row[0] for row in layout["qListObject"]["qDataPages"][0]["qMatrix"]]
+    return {symbols("Customer")[c["qElemNumber"]]: c["qState"] for c in cells}
+
+
+def test_many_sockets_keep_their_own_selections(qix_server: QixServer, app_id: str) -> None:
+    customers = symbols("Customer")
+    errors: list[BaseException] = []
+    start = threading.Barrier(16)
+
+    def work(n: int) -> None:
+        try:
+            with QixClient(qix_server.ws_base + f"/app/{app_id}") as qix:
+                doc = qix.open_doc(app_id)
+                obj = qix.handle_of("CreateSessionObject", [LIST_PROPS], doc)
+                start.wait(timeout=30)
+                mine = n % len(customers)
+                for _ in range(5):
+                    qix.result("SelectListObjectValues", ["/qListObjectDef", [mine], False], obj)
+                    states = _customer_states(qix, obj)
+                    assert states[customers[mine]] == "S"
+                    assert [v for v, s in states.items() if s == "S"] == [customers[mine]]
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+
+
+def test_app_deleted_under_an_open_session(qix_server: QixServer) -> None:
+    app_id = qix_server.import_app()
+    with (
+        QixClient(qix_server.ws_base + f"/app/{app_id}") as qix,
+        qix_server.process.client() as rest,
+    ):
+        doc = qix.open_doc(app_id)
+        field = qix.handle_of("GetField", ["Customer"], doc)
+        obj = qix.handle_of("CreateSessionObject", [LIST_PROPS], doc)
+        assert app_id in rest.get("/healthcheck").json()["apps"]["active_docs"]
+        assert rest.delete(f"/v1/apps/{app_id}").status_code == 200
+        closed = json.loads(qix.ws.recv(timeout=10))
+        assert closed == {"jsonrpc": "2.0", "close": [doc, field, obj]}
+        for handle in (doc, field, obj):
+            assert qix.call("GetLayout", [], handle)["error"]["code"] == -32602
+        assert qix.call("GetActiveDoc")["error"]["code"] == 1007
+        assert qix.call("OpenDoc", [app_id])["error"]["code"] == 1003
+        assert app_id not in rest.get("/healthcheck").json()["apps"]["active_docs"]
+
+
+def test_app_replaced_under_an_open_session_closes_its_handles(tmp_path) -> None:
+    server = ServerProcess(tmp_path / "data", "EFEMode=1").start()
+    try:
+        qix_server = QixServer(server)
+        app_id = qix_server.import_app()
+        with QixClient(qix_server.ws_base + "/app") as qix, server.client() as rest:
+            doc = qix.open_doc(app_id)
+            body = package_bytes({"T": {"X": [1, 2]}}, attributes={"id": app_id})
+            replaced = rest.post("/v1/apps/import?mode=AUTOREPLACE", content=body)
+            assert replaced.status_code == 200, replaced.text
+            assert json.loads(qix.ws.recv(timeout=10)) == {"jsonrpc": "2.0", "close": [doc]}
+            doc = qix.open_doc(app_id)  # the new version opens
+            field = qix.handle_of("GetField", ["X"], doc)
+            assert qix.result("GetCardinal", [], field) == {"qReturn": 2}
+        assert server.stopped_gracefully()
+    finally:
+        server.stop()
+
+
+def test_healthcheck_figures_move_with_qix_use(qix_server: QixServer, app_id: str) -> None:
+    with qix_server.process.client() as rest:
+        before = rest.get("/healthcheck").json()
+        with QixClient(qix_server.ws_base + "/app") as qix:
+            doc = qix.open_doc(app_id)
+            field = qix.handle_of("GetField", ["Region"], doc)
+            qix.result("SelectValues", [[{"qText": "North"}]], field)
+            during = rest.get("/healthcheck").json()
+        after = rest.get("/healthcheck").json()
+        assert during["session"]["active"] == before["session"]["active"] + 1
+        assert during["session"]["total"] == before["session"]["total"] + 1
+        assert during["users"]["active"] >= 1
+        assert after["session"]["active"] == before["session"]["active"]
+        assert during["apps"]["calls"] >= before["apps"]["calls"] + 3
+        assert during["apps"]["selections"] == before["apps"]["selections"] + 1
+        assert during["cache"]["lookups"] > before["cache"]["lookups"]
+        assert app_id in during["apps"]["active_docs"]
+
+
+def test_tokens_are_required_on_upgrades_when_validated(tmp_path) -> None:
+    server = ServerProcess(
+        tmp_path / "data", "ValidateJsonWebTokens=2", f"JsonWebTokenSecret={SECRET}"
+    ).start()
+    try:
+        url = "ws" + server.base_url.removeprefix("http") + "/app/engineData"
+        with pytest.raises(InvalidStatus) as refused, connect(url, open_timeout=10):
+            pass
+        assert refused.value.response.status_code == 401
+        assert json.loads(refused.value.response.body)["errors"][0]["status"] == "401"
+        import jwt
+
+        token = jwt.encode({"sub": "ann"}, SECRET, algorithm="HS256")
+        with QixClient(url, {"Authorization": f"Bearer {token}"}) as qix:
+            assert "qVersion" in qix.result("EngineVersion")
+        bad = jwt.encode({"sub": "ann"}, SECRET[::-1], algorithm="HS256")
+        auth = {"Authorization": f"Bearer {bad}"}
+        with pytest.raises(InvalidStatus), connect(url, additional_headers=auth, open_timeout=10):
+            pass
+    finally:
+        server.stop()
+
+
+def test_shutdown_closes_open_sockets(tmp_path) -> None:
+    server = ServerProcess(tmp_path / "data").start()
+    try:
+        with QixClient("ws" + server.base_url.removeprefix("http") + "/app") as qix:
+            assert server.stopped_gracefully()
+            with pytest.raises(ConnectionClosed):
+                qix.ws.recv(timeout=10)
+    finally:
+        server.stop()
+
+
+def _big_csv(seed: int, rows: int = 150_000) -> bytes:
+    """A CSV whose symbol tables take well over 1 MB (distinct numbers in every row)."""
+    lines = ["Key,Value"] + [f"{seed * rows + i},{(seed * rows + i) * 7}" for i in range(rows)]
+    return "\n".join(lines).encode()
+
+
+def test_apps_held_by_sessions_are_not_evicted(tmp_path) -> None:
+    server = ServerProcess(tmp_path / "data", "MemoryBudgetMB=2").start()
+    try:
+        with server.client() as rest:
+
+            def import_csv(seed: int) -> str:
+                answer = rest.post("/v1/apps/import", content=_big_csv(seed))
+                assert answer.status_code == 200, answer.text
+                return str(answer.json()["attributes"]["id"])
+
+            held, other = import_csv(1), import_csv(2)
+            with QixClient("ws" + server.base_url.removeprefix("http") + "/app") as qix:
+                qix.open_doc(held)
+                assert rest.get(f"/v1/apps/{other}/data/metadata").status_code == 200
+                import_csv(3)
+                loaded = rest.get("/healthcheck").json()["apps"]["loaded_docs"]
+                assert held in loaded
+                assert other not in loaded  # evicted: nothing holds it
+                field = qix.handle_of("GetField", ["Key"], 1)
+                assert qix.result("GetCardinal", [], field) == {"qReturn": 150_000}
+            import_csv(4)
+            loaded = rest.get("/healthcheck").json()["apps"]["loaded_docs"]
+            assert held not in loaded  # released with the socket, then evicted
+    finally:
+        server.stop()
