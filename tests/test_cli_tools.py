@@ -263,3 +263,43 @@ def test_progress_bars_show_on_a_terminal_only(
     assert "uploading orders.qvd" in err
     assert out.strip()
     assert "uploading" not in out
+
+
+@pytest.mark.server
+def test_query_through_a_service_matches_the_embedded_engine(
+    server: ServerProcess, package: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, _ = run(capsys, "import", str(package), "--server", server.base_url)
+    app_id = out.strip()
+    for extra in ([], ["--select", "Customer=a,c"], ["--select", "Amount=5.5,20"]):
+        argv = ["--dimension", "Name", "--measure", "Sum(Amount)", "--measure", "Count(OrderId)"]
+        argv += [*extra, "--csv"]
+        _, local, _ = run(capsys, "query", str(package), *argv)
+        status, remote, err = run(capsys, "query", app_id, "--server", server.base_url, *argv)
+        assert (status, err) == (0, "")
+        assert remote == local
+    status, out, _ = run(
+        capsys,
+        "query",
+        app_id,
+        "--server",
+        server.base_url,
+        "--dimension",
+        "Name",
+        "--measure",
+        "Sum(Amount)",
+        "--select",
+        "Name=Bob",
+    )
+    assert status == 0
+    assert "Totals" in out
+    assert "Bob" in out
+    assert "Ann" not in out
+    status, _, err = run(
+        capsys, "query", app_id, "--server", server.base_url, "--dimension", "Nope"
+    )
+    assert status == 1
+    assert err.startswith("assoc query: ")
+    status, _, err = run(capsys, "query", "no-app", "--server", server.base_url, "--dimension", "X")
+    assert status == 1
+    assert "QIX error 1003" in err

@@ -3,6 +3,7 @@ Field.SelectValues, CreateSessionObject with a qHyperCubeDef, GetLayout and GetH
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from typing import Any
@@ -20,8 +21,11 @@ class QixConnection:
         from websockets.sync.client import connect
 
         headers = {"Authorization": f"Bearer {token}"} if token else None
+        self._stack = contextlib.ExitStack()
         try:
-            self._socket = connect(url, additional_headers=headers, max_size=None)
+            self._socket = self._stack.enter_context(
+                connect(url, additional_headers=headers, max_size=None)
+            )
         except InvalidStatus as exc:
             raise CommandFailed(f"{url}: the service refused the WebSocket ({exc})") from None
         except (OSError, WebSocketException) as exc:
@@ -30,7 +34,7 @@ class QixConnection:
 
     def close(self) -> None:
         """Closes the socket (the session's selections end with it)."""
-        self._socket.close()
+        self._stack.close()
 
     def __enter__(self) -> QixConnection:
         return self

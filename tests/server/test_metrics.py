@@ -177,3 +177,26 @@ def test_a_bad_prometheus_port_is_refused() -> None:
 
     with pytest.raises(assoc.Error, match=r"PrometheusPort=.70000.: must be 0\.\.65535"):
         Settings.from_sources(["PrometheusPort=70000"], environ={})
+
+
+@needs_qvd_reader
+def test_qix_requests_are_counted_per_method(client: TestClient) -> None:
+    app_id = client.post("/v1/apps/import", content=package_bytes()).json()["attributes"]["id"]
+    with client.websocket_connect("/app/engineData") as ws:
+        assert ws.receive_json()["method"] == "OnConnected"
+        calls = [
+            (-1, "EngineVersion", []),
+            (-1, "EngineVersion", []),
+            (-1, "OpenDoc", [app_id]),
+            (1, "NoSuchMethod", []),
+        ]
+        for n, (handle, method, params) in enumerate(calls, 1):
+            ws.send_json(
+                {"jsonrpc": "2.0", "id": n, "handle": handle, "method": method, "params": params}
+            )
+            assert ws.receive_json()["id"] == n
+    text = scrape(client)
+    assert value(text, "assoc_qix_requests_total", method="EngineVersion") == 2
+    assert value(text, "assoc_qix_requests_total", method="OpenDoc") == 1
+    # Unknown methods are answered with an error and make no label of their own.
+    assert ("assoc_qix_requests_total", (("method", "NoSuchMethod"),)) not in samples(text)
