@@ -22,6 +22,7 @@ from assoc.server.qix.endpoint import QixConnections, qix_routes
 from assoc.server.routes import build_routes
 from assoc.server.settings import Settings
 from assoc.server.store import AppStore
+from assoc.server.ui import ui_routes
 
 __all__ = ["create_app"]
 
@@ -64,7 +65,12 @@ def create_app(
             store.close()
 
     service = Starlette(
-        routes=[*build_routes(settings.api_version), *metrics_routes(), *qix_routes()],
+        routes=[
+            *build_routes(settings.api_version),
+            *metrics_routes(),
+            *ui_routes(),
+            *qix_routes(),
+        ],
         middleware=middleware,
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
