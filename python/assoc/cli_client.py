@@ -3,7 +3,10 @@ errors taken from the service's JSON error body."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +21,38 @@ DEFAULT_SERVER = "http://127.0.0.1:9076"
 TOKEN_VARIABLE = "ASSOC_TOKEN"
 _CHUNK = 1 << 20
 _TIMEOUT = httpx.Timeout(30.0, read=None)
+
+
+def add_server_option(parser: argparse.ArgumentParser, default: str | None) -> None:
+    """The --server option (ASSOC_TOKEN in the environment is sent as a bearer token)."""
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        default=default,
+        help=f"the assoc service (default {default})" if default else "the service holding APPID",
+    )
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """FILE|APPID and --server: a file for the embedded engine, or an app id on a service."""
+    parser.add_argument("source", metavar="FILE|APPID")
+    add_server_option(parser, None)
+
+
+@contextlib.contextmanager
+def replacing(target: Path, prefix: str) -> Iterator[BinaryIO]:
+    """A new file beside `target` that replaces it only when the block succeeds."""
+    folder = target.parent
+    if not folder.is_dir():
+        raise CommandFailed(f"folder {str(folder)!r} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".zip", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def error_detail(response: httpx.Response) -> str:

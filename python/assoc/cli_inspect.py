@@ -11,7 +11,7 @@ from typing import Any
 from rich.table import Table
 
 from assoc.app import App
-from assoc.cli_client import ServiceClient
+from assoc.cli_client import ServiceClient, add_source_arguments
 from assoc.cli_console import CommandFailed, progress_step, stdout_console
 from assoc.sources import HEAD_BYTES, SourceKind, detect_kind
 
@@ -145,8 +145,7 @@ def add_parser(commands: Any) -> None:
         "(cardinality, tags, bytes), key fields and synthetic keys. A package, QVD or CSV file "
         "is loaded with the embedded engine; with --server, SOURCE is an app id on that service.",
     )
-    parser.add_argument("source", metavar="FILE|APPID")
-    parser.add_argument("--server", metavar="URL", help="the service holding app APPID")
+    add_source_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
     parser.add_argument("--system", action="store_true", help="include the system fields")
     parser.set_defaults(run=run)

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
-from assoc.cli_client import ServiceClient
+from assoc.cli_client import ServiceClient, add_source_arguments
 from assoc.cli_console import CommandFailed, stdout_console
 from assoc.cli_inspect import load_file
 
@@ -35,8 +35,7 @@ def add_parser(commands: Any) -> None:
         "A package, QVD or CSV file is queried with the embedded engine; with --server, "
         "SOURCE is an app id on that service (queried over QIX).",
     )
-    parser.add_argument("source", metavar="FILE|APPID")
-    parser.add_argument("--server", metavar="URL", help="the service holding app APPID")
+    add_source_arguments(parser)
     parser.add_argument(
         "--select",
         type=selection_arg,

@@ -4,13 +4,11 @@ folders of tables made into app packages."""
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from assoc.cli_client import DEFAULT_SERVER, ServiceClient
+from assoc.cli_client import DEFAULT_SERVER, ServiceClient, add_server_option, replacing
 from assoc.cli_console import CommandFailed, progress_step, stdout_console
 from assoc.package import MANIFEST_NAME, MEDIA_PREFIX, Manifest, TableEntry, iter_media_files
 from assoc.sources import load_model
@@ -18,16 +16,6 @@ from assoc.sources import load_model
 TABLE_SUFFIXES = (".qvd", ".csv")
 SCRIPT_NAME = "script.qvs"
 _CHUNK = 1 << 20
-
-
-def add_server_option(parser: argparse.ArgumentParser, default: str | None) -> None:
-    """The --server option (ASSOC_TOKEN in the environment is sent as a bearer token)."""
-    parser.add_argument(
-        "--server",
-        metavar="URL",
-        default=default,
-        help=f"the assoc service (default {default})" if default else "the assoc service",
-    )
 
 
 def add_parsers(commands: Any) -> None:
@@ -94,19 +82,8 @@ def run_import(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     """Runs `assoc export`: the package is written beside the target, then renamed onto it."""
-    target = Path(args.output)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise CommandFailed(f"folder {str(folder)!r} does not exist")
-    with ServiceClient(args.server) as client:
-        fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".zip", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                client.export(args.app_id, out)
-            os.replace(tmp, target)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+    with ServiceClient(args.server) as client, replacing(Path(args.output), ".export-") as out:
+        client.export(args.app_id, out)
     return 0
 
 
@@ -133,28 +110,21 @@ def run_pack(args: argparse.Namespace) -> int:
     entries = [TableEntry(n, f"tables/{p.name}") for p, n in zip(files, names, strict=True)]
     manifest = Manifest(tables=entries, attributes={"name": args.name or folder.resolve().name})
     script = folder / SCRIPT_NAME
-    target = Path(args.output)
-    fd, tmp = tempfile.mkstemp(prefix=".pack-", suffix=".zip", dir=target.parent or Path("."))
     total = sum(p.stat().st_size for p in files)
-    try:
-        with (
-            os.fdopen(fd, "wb") as out,
-            zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive,
-            progress_step(f"packing {folder.name}", total) as step,
-        ):
-            archive.writestr(MANIFEST_NAME, manifest.to_json())
-            for path, entry in zip(files, entries, strict=True):
-                archive.write(path, entry.file)
-                step.advance(path.stat().st_size)
-            for media_path, rel in iter_media_files(folder / "media"):
-                if rel.endswith("/"):
-                    archive.writestr(zipfile.ZipInfo(MEDIA_PREFIX + rel), b"")
-                else:
-                    archive.write(media_path, MEDIA_PREFIX + rel)
-            if script.is_file():
-                archive.write(script, SCRIPT_NAME)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with (
+        replacing(Path(args.output), ".pack-") as out,
+        zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive,
+        progress_step(f"packing {folder.name}", total) as step,
+    ):
+        archive.writestr(MANIFEST_NAME, manifest.to_json())
+        for path, entry in zip(files, entries, strict=True):
+            archive.write(path, entry.file)
+            step.advance(path.stat().st_size)
+        for media_path, rel in iter_media_files(folder / "media"):
+            if rel.endswith("/"):
+                archive.writestr(zipfile.ZipInfo(MEDIA_PREFIX + rel), b"")
+            else:
+                archive.write(media_path, MEDIA_PREFIX + rel)
+        if script.is_file():
+            archive.write(script, SCRIPT_NAME)
     return 0
