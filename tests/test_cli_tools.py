@@ -271,7 +271,7 @@ def test_query_through_a_service_matches_the_embedded_engine(
 ) -> None:
     status, out, _ = run(capsys, "import", str(package), "--server", server.base_url)
     app_id = out.strip()
-    for extra in ([], ["--select", "Customer=a,c"], ["--select", "Amount=5.5,20"]):
+    for extra in ([], ["--select", "Customer=a,c"], ["--select", "Amount=5.50,20"]):
         argv = ["--dimension", "Name", "--measure", "Sum(Amount)", "--measure", "Count(OrderId)"]
         argv += [*extra, "--csv"]
         _, local, _ = run(capsys, "query", str(package), *argv)
@@ -300,6 +300,18 @@ def test_query_through_a_service_matches_the_embedded_engine(
     )
     assert status == 1
     assert err.startswith("assoc query: ")
+    status, _, err = run(
+        capsys,
+        "query",
+        app_id,
+        "--server",
+        server.base_url,
+        "--select",
+        "Name=Bob,Zed",
+        "--dimension",
+        "Name",
+    )
+    assert (status, err) == (1, "assoc query: field 'Name' lacks some of the values 'Bob', 'Zed'\n")
     status, _, err = run(capsys, "query", "no-app", "--server", server.base_url, "--dimension", "X")
     assert status == 1
     assert "QIX error 1003" in err

@@ -71,15 +71,36 @@ class QixConnection:
             return result
 
 
-def field_value(text: str) -> dict[str, Any]:
-    """A qFieldValue for a value typed on the command line (numeric when it reads as one)."""
+def field_values(text: str) -> list[dict[str, Any]]:
+    """qFieldValues for a value typed on the command line: its text, and its number when it
+    reads as one (so `5.50` finds 5.5, as the embedded engine's matching does)."""
+    values: list[dict[str, Any]] = [{"qText": text, "qIsNumeric": False}]
     try:
         number = float(text)
     except ValueError:
-        return {"qText": text, "qIsNumeric": False}
-    if not math.isfinite(number):
-        return {"qText": text, "qIsNumeric": False}
-    return {"qText": text, "qIsNumeric": True, "qNumber": number}
+        return values
+    if math.isfinite(number):
+        values.append({"qText": text, "qIsNumeric": True, "qNumber": number})
+    return values
+
+
+def select(qix: QixConnection, doc: int, field: str, texts: list[str]) -> None:
+    """Selects values of a field; CommandFailed when some of them are not the field's."""
+    handle = qix.call(doc, "GetField", field)["qReturn"]["qHandle"]
+    qix.call(handle, "SelectValues", [v for t in texts for v in field_values(t)], False)
+    # SelectValues ignores unknown values: a list object tells how many were selected.
+    listbox = {
+        "qInfo": {"qType": "assoc-query-check"},
+        "qListObjectDef": {"qDef": {"qFieldDefs": [field]}, "qInitialDataFetch": []},
+    }
+    check = qix.call(doc, "CreateSessionObject", listbox)["qReturn"]
+    counts = qix.call(check["qHandle"], "GetLayout")["qLayout"]["qListObject"]
+    selected = counts["qDimensionInfo"]["qStateCounts"]
+    found = selected["qSelected"] + selected.get("qSelectedExcluded", 0)
+    qix.call(doc, "DestroySessionObject", check["qGenericId"])
+    if found < len(set(texts)):
+        given = ", ".join(repr(t) for t in texts)
+        raise CommandFailed(f"field {field!r} lacks some of the values {given}")
 
 
 def cell_value(cell: dict[str, Any], is_measure: bool) -> Any:
@@ -106,10 +127,7 @@ def hypercube_over_qix(
     with QixConnection(url, token) as qix:
         doc = qix.call(-1, "OpenDoc", app_id)["qReturn"]["qHandle"]
         for field, values in selections:
-            handle = qix.call(doc, "GetField", field)["qReturn"]["qHandle"]
-            done = qix.call(handle, "SelectValues", [field_value(v) for v in values], False)
-            if not done.get("qReturn", True):
-                raise CommandFailed(f"cannot select {values} in {field}")
+            select(qix, doc, field, values)
         definition = {
             "qInfo": {"qType": "assoc-query"},
             "qHyperCubeDef": {
