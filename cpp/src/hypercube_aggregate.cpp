@@ -290,13 +290,19 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
       columns.push_back(column);
       return columns.size() - 1;
     };
-    std::vector<std::pair<std::size_t, std::uint64_t>> own;
-    for (const DimPlace* d : walker.root_dims()) own.emplace_back(source_of(d->column), d->stride);
-    std::vector<std::pair<std::size_t, std::vector<std::uint64_t>>> lookups;
+    // Direct keys are below the slot count, so 32 bits hold them (and halve the look-ups'
+    // cache footprint); kMissing32 marks a value that reaches nothing in an inner join.
+    constexpr std::uint32_t kMissing32 = 0xFFFFFFFFU;
+    std::vector<std::pair<std::size_t, std::uint32_t>> own;
+    for (const DimPlace* d : walker.root_dims())
+      own.emplace_back(source_of(d->column), static_cast<std::uint32_t>(d->stride));
+    std::vector<std::pair<std::size_t, std::vector<std::uint32_t>>> lookups;
     for (const auto& l : links) {
-      std::vector<std::uint64_t> lut = l.sets->one;
-      if (!walker.inner())
-        for (auto& v : lut) v = v == kMissing ? 0 : v;
+      std::vector<std::uint32_t> lut(l.sets->one.size());
+      for (std::size_t i = 0; i < lut.size(); ++i) {
+        const std::uint64_t v = l.sets->one[i];
+        lut[i] = v != kMissing ? static_cast<std::uint32_t>(v) : walker.inner() ? kMissing32 : 0;
+      }
       lookups.emplace_back(source_of(l.column), std::move(lut));
     }
     std::vector<std::size_t> term_source;
@@ -311,14 +317,14 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
       Accumulators& a = per_thread[th];
       a.resize(in, slots);
       std::vector<std::vector<std::uint32_t>> codes(columns.size(), std::vector<std::uint32_t>(kBatch));
-      std::vector<std::uint32_t> picked(kBatch), slot(kBatch);
-      std::vector<std::uint64_t> key(kBatch);
+      std::vector<std::uint32_t> picked(kBatch);
+      std::vector<std::uint32_t> key(kBatch);
       for (std::size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
         const std::size_t begin = c * kBatch;
         const std::size_t count = std::min(kBatch, table.rows - begin);
         const std::uint64_t* mask = possible ? possible->words() + begin / 64 : nullptr;
         std::size_t n = count;
-        bool masked = false;
+        bool masked = false;  // many possible rows: decode all, then keep the possible ones
         if (mask != nullptr) {
           std::size_t set = 0;
           for (std::size_t w = 0; w < (count + 63) / 64; ++w) set += popcount64(mask[w]);
@@ -339,32 +345,40 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
         }
         if (n == count)
           for (std::size_t s = 0; s < columns.size(); ++s) table.columns[columns[s]].index.decode(begin, count, codes[s].data());
-        std::fill(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(n), 0);
+        if (masked) {
+          // Only the possible rows go on: their codes moved to the front, without a branch.
+          n = 0;
+          for (std::size_t i = 0; i < count; ++i) {
+            picked[n] = static_cast<std::uint32_t>(i);
+            n += (mask[i >> 6] >> (i & 63)) & 1U;
+          }
+          for (auto& cs : codes)
+            for (std::size_t j = 0; j < n; ++j) cs[j] = cs[picked[j]];
+        }
+        std::fill(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(n), kFirstGroup);
         for (const auto& [s, stride] : own) {
           const std::uint32_t* cs = codes[s].data();
-          for (std::size_t i = 0; i < n; ++i) key[i] += std::uint64_t{static_cast<std::uint32_t>(cs[i] + 1)} * stride;
+          for (std::size_t i = 0; i < n; ++i) key[i] += (cs[i] + 1) * stride;
         }
-        std::uint64_t missing = 0;
+        std::uint32_t missing = 0;
         for (const auto& [s, lut] : lookups) {
           const std::uint32_t* cs = codes[s].data();
-          const std::uint64_t* l = lut.data();
+          const std::uint32_t* l = lut.data();
           for (std::size_t i = 0; i < n; ++i) {
-            const std::uint64_t v = l[static_cast<std::uint32_t>(cs[i] + 1)];
-            missing |= v == kMissing ? 1U : 0U;
+            const std::uint32_t v = l[cs[i] + 1];
+            missing |= v == kMissing32 ? 1U : 0U;
             key[i] += v;
           }
         }
-        for (std::size_t i = 0; i < n; ++i) slot[i] = static_cast<std::uint32_t>(key[i] + kFirstGroup);
+        std::uint32_t* slot = key.data();
         if (missing != 0) {
           for (const auto& [s, lut] : lookups)
             for (std::size_t i = 0; i < n; ++i)
-              if (lut[static_cast<std::uint32_t>(codes[s][i] + 1)] == kMissing) slot[i] = kTrash;
+              if (lut[codes[s][i] + 1] == kMissing32) slot[i] = kTrash;
         }
-        if (masked)
-          for (std::size_t i = 0; i < n; ++i) slot[i] = ((mask[i >> 6] >> (i & 63)) & 1U) ? slot[i] : kTrash;
         for (std::size_t i = 0; i < n; ++i) ++a.hits[slot[i]];
         for (std::size_t k = 0; k < terms.size(); ++k)
-          accumulate(in[k], a.terms[k], slot.data(), codes[term_source[k]].data(), n);
+          accumulate(in[k], a.terms[k], slot, codes[term_source[k]].data(), n);
       }
     });
     acc = std::move(per_thread[0]);
