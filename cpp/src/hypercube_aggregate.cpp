@@ -26,14 +26,21 @@ struct TermInput {
   const std::int32_t* ints = nullptr;
   const double* doubles = nullptr;
   std::uint32_t n_symbols = 0;
-  // Count(distinct) in a bitset, `words_per_slot` words per slot (0: in pairs). The symbols
-  // fall into buckets of 2^bucket_shift; threads gather marks per bucket and set them under
-  // the bucket's lock, so no word is written by two threads at once and each flush stays
-  // within one bucket's part of the bitset.
+  // Count(distinct) in a bitset (when words_per_slot is not 0; else in pairs). The symbols
+  // fall into buckets of 2^bucket_shift, and the bitset is laid out bucket by bucket, each
+  // bucket's words slot by slot, so one bucket's part is contiguous and small enough to stay
+  // in cache. Threads gather marks per bucket and set them under the bucket's lock: no word
+  // is written by two threads at once.
   std::size_t words_per_slot = 0;
   std::vector<std::uint64_t> bits;
   std::uint32_t bucket_shift = 0;
+  std::size_t n_buckets = 0, words_per_bucket = 0, slots = 0;
   std::unique_ptr<std::mutex[]> bucket_locks;
+
+  // The words of one bucket for one slot.
+  std::uint64_t* words(std::size_t bucket, std::size_t slot) {
+    return bits.data() + (bucket * slots + slot) * words_per_bucket;
+  }
 };
 
 // One thread's accumulators of one term, one entry per slot.
@@ -51,12 +58,11 @@ constexpr std::size_t kFlush = 1024;  // marks gathered per bucket before they a
 void flush_bucket(TermInput& t, std::size_t bucket, std::vector<std::uint32_t>& marks) {
   const std::uint32_t shift = t.bucket_shift;
   const std::uint32_t low = (std::uint32_t{1} << shift) - 1;
-  const std::size_t base = bucket << shift;
-  std::uint64_t* bits = t.bits.data();
+  std::uint64_t* bits = t.words(bucket, 0);
   {
     std::lock_guard<std::mutex> lock(t.bucket_locks[bucket]);
     for (const std::uint32_t m : marks) {
-      const std::size_t bit = (m >> shift) * t.words_per_slot * 64 + base + (m & low);
+      const std::size_t bit = (m >> shift) * t.words_per_bucket * 64 + (m & low);
       bits[bit >> 6] |= std::uint64_t{1} << (bit & 63);
     }
   }
@@ -87,7 +93,7 @@ struct Accumulators {
         case AggFunc::kCount: t.n.resize(slots, 0); break;
         case AggFunc::kOnly: t.only.resize(slots, kNone); break;
         case AggFunc::kCountDistinct:
-          if (in[k].words_per_slot != 0) t.pending.resize((in[k].n_symbols >> in[k].bucket_shift) + 1);
+          if (in[k].words_per_slot != 0) t.pending.resize(in[k].n_buckets);
           break;
       }
     }
@@ -191,11 +197,11 @@ void merge_slot(const TermInput& t, TermAcc& dst, std::size_t ds, const TermAcc&
 std::vector<std::uint64_t> distinct_counts(TermInput& t, TermAcc& acc, std::size_t slots) {
   std::vector<std::uint64_t> out(slots, 0);
   if (t.words_per_slot != 0) {
-    for (std::size_t s = 0; s < slots; ++s) {
-      const std::uint64_t* w = t.bits.data() + s * t.words_per_slot;
-      std::uint64_t c = 0;
-      for (std::size_t i = 0; i < t.words_per_slot; ++i) c += popcount64(w[i]);
-      out[s] = c;
+    for (std::size_t b = 0; b < t.n_buckets; ++b) {
+      for (std::size_t s = 0; s < slots; ++s) {
+        const std::uint64_t* w = t.words(b, s);
+        for (std::size_t i = 0; i < t.words_per_bucket; ++i) out[s] += popcount64(w[i]);
+      }
     }
     return out;
   }
@@ -232,10 +238,12 @@ void totals_from_groups(std::vector<TermInput>& in, Accumulators& acc, std::size
     if (t.func != AggFunc::kCountDistinct) {
       for (std::size_t s = kFirstGroup; s < slots; ++s) merge_slot(t, acc.terms[k], kTotal, acc.terms[k], s);
     } else if (t.words_per_slot != 0) {
-      std::uint64_t* total = t.bits.data();
-      for (std::size_t s = kFirstGroup; s < slots; ++s) {
-        const std::uint64_t* w = t.bits.data() + s * t.words_per_slot;
-        for (std::size_t i = 0; i < t.words_per_slot; ++i) total[i] |= w[i];
+      for (std::size_t b = 0; b < t.n_buckets; ++b) {
+        std::uint64_t* total = t.words(b, kTotal);
+        for (std::size_t s = kFirstGroup; s < slots; ++s) {
+          const std::uint64_t* w = t.words(b, s);
+          for (std::size_t i = 0; i < t.words_per_bucket; ++i) total[i] |= w[i];
+        }
       }
     } else {
       auto& pairs = acc.terms[k].pairs;
@@ -310,8 +318,13 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
              (std::uint64_t{t.n_symbols} >> t.bucket_shift) > 0)
         ++t.bucket_shift;
       if ((std::uint64_t{slots} << t.bucket_shift) > 0xFFFFFFFFULL) t.words_per_slot = 0;
-      t.bits.assign(slots * t.words_per_slot, 0);
-      t.bucket_locks = std::make_unique<std::mutex[]>((t.n_symbols >> t.bucket_shift) + 1);
+      if (t.words_per_slot != 0) {
+        t.slots = slots;
+        t.n_buckets = (t.n_symbols >> t.bucket_shift) + 1;
+        t.words_per_bucket = (std::size_t{1} << t.bucket_shift) / 64;
+        t.bits.assign(t.n_buckets * slots * t.words_per_bucket, 0);
+        t.bucket_locks = std::make_unique<std::mutex[]>(t.n_buckets);
+      }
     }
   }
 
