@@ -11,19 +11,18 @@ in Qlik); "select + cube" times making the selection too.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from typing import Any
 
-import duckdb
 import numpy as np
 import polars as pl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import assoc
-from compare_selection import Run, best_interleaved
+from compare_selection import Run, best_interleaved, start
 from conftest import scaled
+from selection_data import duckdb_holding
 
 
 def memory_kb(field: str) -> int:
@@ -64,10 +63,7 @@ def one_table_data() -> dict[str, Any]:
             "Sel": sel,
         }
     )
-    con = duckdb.connect()
-    con.execute(f"SET threads TO {assoc.logical_cores()}")
-    con.register("t_view", df.drop("Category").to_arrow())
-    con.execute("CREATE TABLE t AS SELECT * FROM t_view")
+    con = duckdb_holding(t=df.drop("Category"))
     app = assoc.App.from_tables(
         {"T": {"Category": cat, "Customer": customer, "Amount": amount, "Sel": sel}}
     )
@@ -175,12 +171,7 @@ def star(repeat: int) -> dict[str, float]:
     segments = [int(x) for x in rng.choice(10, 3, replace=False)]
     fact = pl.DataFrame({"DimKey": fact_key, "Amount": amount})
     dim = pl.DataFrame({"DimKey": dim_key, "Region": region, "Segment": segment})
-    con = duckdb.connect()
-    con.execute(f"SET threads TO {assoc.logical_cores()}")
-    con.register("fact_view", fact.to_arrow())
-    con.register("dim_view", dim.to_arrow())
-    con.execute("CREATE TABLE fact AS SELECT * FROM fact_view")
-    con.execute("CREATE TABLE dim AS SELECT * FROM dim_view")
+    con = duckdb_holding(fact=fact, dim=dim)
     app = assoc.App.from_tables(
         {
             "Fact": {"DimKey": fact_key, "Amount": amount},
@@ -239,15 +230,8 @@ def star(repeat: int) -> dict[str, float]:
 
 def main() -> int:
     """Runs both comparisons and prints Markdown tables."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=10, help="runs per timing (best one counts)")
-    args = parser.parse_args()
+    args = start(__doc__.splitlines()[0], 10)
     ms = 1000.0
-    print(f"load average before: {os.getloadavg()[0]:.2f}")
-    print(
-        f"threads: {assoc.threads()}, logical cores: {assoc.logical_cores()}, "
-        f"polars {pl.__version__}, duckdb {duckdb.__version__}\n"
-    )
     a = one_table(args.repeat)
     print(
         f"One table, {int(a['rows']):,} rows: by Category (1,000), "

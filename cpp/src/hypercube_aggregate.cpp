@@ -52,7 +52,7 @@ struct TermAcc {
   std::vector<std::vector<std::uint32_t>> pending;  // per bucket: slot << shift | symbol in bucket
 };
 
-constexpr std::size_t kFlush = 1024;  // marks gathered per bucket before they are set
+constexpr std::size_t kFlush = 256;  // marks gathered per bucket before they are set
 
 // Sets one bucket's gathered marks in the shared bitset.
 void flush_bucket(TermInput& t, std::size_t bucket, std::vector<std::uint32_t>& marks) {
@@ -311,10 +311,10 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
     if (t.func == AggFunc::kCountDistinct && direct) {
       t.words_per_slot = distinct_words(t.n_symbols, slots, table_root ? rows.possible[root] : records);
       // Buckets of at least 64 symbols whose part of the bitset (every slot's words for them)
-      // stays within about 256 KiB, so a flush's marks land in cache; a mark must fit 32 bits
-      // with its slot.
+      // stays within about 8 KiB, so a flush's marks share cache lines (smaller parts measured
+      // no faster; larger ones slower); a mark must fit 32 bits with its slot.
       t.bucket_shift = 6;
-      while ((std::uint64_t{slots} << (t.bucket_shift + 1 - 3)) <= (std::uint64_t{1} << 18) &&
+      while ((std::uint64_t{slots} << (t.bucket_shift + 1 - 3)) <= (std::uint64_t{1} << 13) &&
              (std::uint64_t{t.n_symbols} >> t.bucket_shift) > 0)
         ++t.bucket_shift;
       if ((std::uint64_t{slots} << t.bucket_shift) > 0xFFFFFFFFULL) t.words_per_slot = 0;
