@@ -157,9 +157,9 @@ def one_table(repeat: int) -> dict[str, float]:
     return out
 
 
-def star(repeat: int) -> dict[str, float]:
+def star_data() -> dict[str, Any]:
     """10M fact rows (DimKey, Amount) linked to 100K dimension rows (DimKey, Region of 20,
-    Segment of 10): select 3 segments, cube by Region of Sum(Amount)."""
+    Segment of 10), and 3 segments to select; in polars, duckdb and assoc."""
     rng = np.random.default_rng(12)
     n_fact = scaled(10_000_000)
     n_dim = max(1000, scaled(100_000) // 100 * 100)
@@ -178,6 +178,21 @@ def star(repeat: int) -> dict[str, float]:
             "Dim": {"DimKey": dim_key, "Region": region, "Segment": segment},
         }
     )
+    return {
+        "n_fact": n_fact,
+        "fact": fact,
+        "dim": dim,
+        "con": con,
+        "app": app,
+        "segments": segments,
+    }
+
+
+def star(repeat: int) -> dict[str, float]:
+    """The star: select 3 segments, cube by Region of Sum(Amount)."""
+    data = star_data()
+    fact, dim, con, app = data["fact"], data["dim"], data["con"], data["app"]
+    n_fact, segments = data["n_fact"], data["segments"]
     segment_sql = ", ".join(map(str, segments))
 
     def polars_query() -> pl.DataFrame:
