@@ -4,12 +4,14 @@
    that answers the same bytes under the same uvicorn settings (runs alternate).
 2. On a 10,000,000-row app: `SelectListObjectValues` then `GetLayout` of a 1,000-value list
    object and of a 20-row hypercube, against the same work through the embedded API
-   (`select_indices`, `state`, `hypercube(...).rows`) in this process; runs alternate, every
-   step selects a value neither side selected before.
-3. 64 sockets selecting and reading both layouts on that app for 60 s: requests, errors,
-   latency percentiles and the server's resident memory over time.
+   (`select_indices`, `state`, `hypercube(...).rows`, `counts` of the cube's dimension) in
+   this process; runs alternate, every step selects a value neither side selected before.
+3. 64 sockets selecting one of `--soak-values` values at random and reading both layouts on
+   that app for 60 s: requests, errors, latency percentiles and the server's resident memory
+   every 10 s.
 
     python benchmarks/compare_qix.py [--seconds 3] [--runs 5] [--rows 10000000] [--soak 60]
+        [--soak-values 100]
 
 Targets: round trips >= 0.8x the bare endpoint; step <= 1.5x embedded + 1 ms; 0 errors in the
 soak with memory bounded. The script prints Markdown; it never fails on a missed target.
@@ -211,6 +213,7 @@ def embedded_step(session: assoc.Session, k: int) -> None:
     if HAS_HYPERCUBE:
         rows = session.hypercube(["Region"], ["Sum(Amount)"]).rows
         assert len(rows) == 1
+        session.counts("Region")  # the cube layout's qStateCounts of its dimension
 
 
 @dataclass
@@ -269,12 +272,13 @@ class Soak:
 
     sockets: int
     seconds: float
+    values: int
     latencies_s: list[float]
     errors: int
     rss_mb: list[float]
 
 
-async def _soak(url: str, app_id: str, sockets: int, seconds: float, pid: int) -> Soak:
+async def _soak(url: str, app_id: str, sockets: int, seconds: float, values: int, pid: int) -> Soak:
     latencies: list[float] = []
     errors = 0
     rss = [_rss_mb(pid)]
@@ -290,7 +294,7 @@ async def _soak(url: str, app_id: str, sockets: int, seconds: float, pid: int) -
                 listbox, cube = await qix.open_objects(app_id)
                 while time.monotonic() < deadline:
                     try:
-                        latencies.extend(await qix.step(listbox, cube, rng.randrange(CUSTOMERS)))
+                        latencies.extend(await qix.step(listbox, cube, rng.randrange(values)))
                     except (RuntimeError, AssertionError):
                         errors += 1
         except (OSError, websockets.WebSocketException):
@@ -303,7 +307,7 @@ async def _soak(url: str, app_id: str, sockets: int, seconds: float, pid: int) -
 
     await asyncio.gather(sample(), *(one(n) for n in range(sockets)))
     rss.append(_rss_mb(pid))
-    return Soak(sockets, seconds, latencies, errors, rss)
+    return Soak(sockets, seconds, values, latencies, errors, rss)
 
 
 # ---- report ----------------------------------------------------------------------------------
@@ -346,12 +350,11 @@ def report(trips: RoundTrips | None, steps: StepTimes | None, soak: Soak | None)
     if soak:
         lat = soak.latencies_s
         lines += [
-            f"soak: {soak.sockets} sockets, {soak.seconds:.0f} s, {len(lat):,} requests, "
+            f"soak: {soak.sockets} sockets, {soak.seconds:.0f} s, {soak.values} values, "
+            f"{len(lat):,} requests, "
             f"{soak.errors} errors; latency p50 {_pct(lat, 50) * 1e3:.1f} ms, "
             f"p99 {_pct(lat, 99) * 1e3:.1f} ms, max {max(lat, default=0) * 1e3:.1f} ms; "
-            f"server RSS start {soak.rss_mb[0]:.0f} MB, peak {max(soak.rss_mb):.0f} MB, "
-            f"last {soak.rss_mb[-1]:.0f} MB, second half peak "
-            f"{max(soak.rss_mb[len(soak.rss_mb) // 2 :]):.0f} MB",
+            "server RSS every 10 s (MB): " + ", ".join(f"{m:.0f}" for m in soak.rss_mb[::10]),
         ]
     lines.append(f"load average after: {os.getloadavg()[0]:.2f}")
     return "\n".join(lines)
@@ -365,6 +368,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the big app")
     parser.add_argument("--soak", type=float, default=60.0, help="seconds of the 64-socket soak")
     parser.add_argument("--sockets", type=int, default=64)
+    parser.add_argument("--soak-values", type=int, default=100, help="values the soak selects")
     parser.add_argument("--skip-round-trips", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -384,7 +388,9 @@ def main() -> None:
             soak = None
             if args.soak > 0:
                 url = server.url.replace("http", "ws") + f"/app/{app_id}"
-                soak = asyncio.run(_soak(url, app_id, args.sockets, args.soak, server.proc.pid))
+                soak = asyncio.run(
+                    _soak(url, app_id, args.sockets, args.soak, args.soak_values, server.proc.pid)
+                )
         finally:
             server.close()
     print(report(trips, steps, soak))

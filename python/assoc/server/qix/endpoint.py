@@ -70,8 +70,7 @@ class QixConnection:
         await self.send(answer)
 
     async def app_changed(self, app_id: str) -> None:
-        """Closes the session's document when it is `app_id`, telling the client which handles
-        closed."""
+        """Closes the session's document if it is `app_id`; tells the client the closed handles."""
         async with self.lock:
             doc = self.session.doc
             if doc is None or doc.app_id != app_id:

@@ -10,6 +10,7 @@ import numpy as np
 import assoc
 from assoc.server.qix.facts import AppFacts, value_text
 from assoc.server.qix.listobject import STATE_NAMES, field_of, sort_criteria, value_states
+from assoc.server.qix.members import flag, member_object, member_objects, string_list
 from assoc.server.qix.pages import Page, data_page, page_area, parse_pages
 from assoc.server.qix.rpc import (
     CALC_INVALID_DEF,
@@ -19,29 +20,6 @@ from assoc.server.qix.rpc import (
     encode_json,
     json_number,
 )
-
-
-def _flag(raw: dict[str, Any], name: str) -> bool:
-    value = raw.get(name, False)
-    if not isinstance(value, bool):
-        raise RpcError(INVALID_PARAMETERS, name, "must be true or false")
-    return value
-
-
-def _object(raw: Any, name: str) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise RpcError(INVALID_PARAMETERS, name, "must be an object")
-    return raw
-
-
-def _objects(raw: Any, name: str) -> list[dict[str, Any]]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
-        raise RpcError(INVALID_PARAMETERS, name, "must be a list of objects")
-    return raw
 
 
 @dataclass(frozen=True)
@@ -77,29 +55,29 @@ class HyperCubeDef:
     @classmethod
     def parse(cls, raw: Any) -> HyperCubeDef:
         """Checks a qHyperCubeDef (errors 8 / 7009 / 20 for what does not fit)."""
-        raw = _object(raw, "qHyperCubeDef")
+        raw = member_object(raw, "qHyperCubeDef")
         mode = raw.get("qMode", "S")
         if mode != "S":
             raise RpcError(NOT_IMPLEMENTED, "qMode", "only straight hypercubes (qMode S) for now")
         dimensions = []
-        for d in _objects(raw.get("qDimensions"), "qDimensions"):
-            qdef = _object(d.get("qDef"), "qDef")
+        for d in member_objects(raw.get("qDimensions"), "qDimensions"):
+            qdef = member_object(d.get("qDef"), "qDef")
             field = field_of(d, "qDimensions")
-            labels = qdef.get("qFieldLabels") or []
-            label = labels[0] if isinstance(labels, list) and labels and labels[0] else field
-            sorts = _objects(qdef.get("qSortCriterias"), "qSortCriterias")
+            labels = string_list(qdef.get("qFieldLabels"), "qFieldLabels")
+            label = labels[0] if labels and labels[0] else field
+            sorts = member_objects(qdef.get("qSortCriterias"), "qSortCriterias")
             criteria = sort_criteria(sorts[0] if sorts else None)
-            dimensions.append(Dimension(field, str(label), criteria, _flag(d, "qNullSuppression")))
+            dimensions.append(Dimension(field, str(label), criteria, flag(d, "qNullSuppression")))
         measures = []
-        for m in _objects(raw.get("qMeasures"), "qMeasures"):
-            qdef = _object(m.get("qDef"), "qDef")
+        for m in member_objects(raw.get("qMeasures"), "qMeasures"):
+            qdef = member_object(m.get("qDef"), "qDef")
             expression = qdef.get("qDef", "")
             if not isinstance(expression, str) or not expression.strip():
                 raise RpcError(INVALID_PARAMETERS, "qMeasures", "qDef.qDef must be an expression")
             expression = expression.strip()
             expression = expression[1:].strip() if expression.startswith("=") else expression
             label = qdef.get("qLabel") or expression
-            sort_by = _object(m.get("qSortBy"), "qSortBy")
+            sort_by = member_object(m.get("qSortBy"), "qSortBy")
             numeric = sort_by.get("qSortByNumeric", 0)
             if numeric not in (-1, 0, 1) or isinstance(numeric, bool):
                 raise RpcError(INVALID_PARAMETERS, "qSortByNumeric", "must be -1, 0 or 1")
@@ -121,8 +99,8 @@ class HyperCubeDef:
             dimensions,
             measures,
             order,
-            _flag(raw, "qSuppressZero"),
-            _flag(raw, "qSuppressMissing"),
+            flag(raw, "qSuppressZero"),
+            flag(raw, "qSuppressMissing"),
             pages,
         )
 

@@ -9,6 +9,7 @@ import numpy as np
 
 import assoc
 from assoc.server.qix.facts import AppFacts, FieldValues
+from assoc.server.qix.members import flag, member_object, member_objects, string_list
 from assoc.server.qix.pages import Page, data_page, page_area, parse_pages
 from assoc.server.qix.rpc import CALC_INVALID_DEF, INVALID_PARAMETERS, RpcError, json_number
 
@@ -47,14 +48,6 @@ def field_of(definition: dict[str, Any], path: str) -> str:
     if not isinstance(fields, list) or not fields or not isinstance(fields[0], str):
         raise RpcError(INVALID_PARAMETERS, path, "qDef.qFieldDefs must name one field")
     return fields[0]
-
-
-def _string_list(value: Any, name: str) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise RpcError(INVALID_PARAMETERS, name, "must be a list of strings")
-    return value
 
 
 def value_states(
@@ -100,18 +93,12 @@ class ListObjectDef:
         """Checks a qListObjectDef (errors 8 / 7009 for what does not fit)."""
         if not isinstance(raw, dict):
             raise RpcError(INVALID_PARAMETERS, "qListObjectDef", "must be an object")
-        qdef = raw.get("qDef", {})
-        if not isinstance(qdef, dict):
-            raise RpcError(INVALID_PARAMETERS, "qDef", "must be an object")
+        qdef = member_object(raw.get("qDef"), "qDef")
         field = field_of(raw, "qListObjectDef")
-        labels = _string_list(qdef.get("qFieldLabels"), "qFieldLabels")
-        sorts = qdef.get("qSortCriterias")
-        if sorts is not None and not isinstance(sorts, list):
-            raise RpcError(INVALID_PARAMETERS, "qSortCriterias", "must be a list of objects")
+        labels = string_list(qdef.get("qFieldLabels"), "qFieldLabels")
+        sorts = member_objects(qdef.get("qSortCriterias"), "qSortCriterias")
         criteria = sort_criteria(sorts[0] if sorts else None)
-        show = raw.get("qShowAlternatives", False)
-        if not isinstance(show, bool):
-            raise RpcError(INVALID_PARAMETERS, "qShowAlternatives", "must be true or false")
+        show = flag(raw, "qShowAlternatives")
         pages = parse_pages(raw.get("qInitialDataFetch"), min_width=1)
         return cls(field, labels[0] if labels else field, criteria, show, pages)
 

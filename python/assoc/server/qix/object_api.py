@@ -95,8 +95,7 @@ def select_hypercube_values(s: QixSession, target: ObjectTarget, args: dict[str,
     "ClearSelections", Param("qPath", "str", required=True), Param("qColIndices", "ints", [])
 )
 def clear_selections(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
-    """Clears the selections of a list object's field, or of a cube's dimensions (all, or
-    those qColIndices names)."""
+    """Clears a list object's field, or a cube's dimensions (those qColIndices names, or all)."""
     path, selections = args["qPath"], target.doc.selections
     if path.rstrip("/").endswith(LIST_DEF):
         fields = [_list_def(target, path).field]

@@ -8,7 +8,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # JSON-RPC's own codes and the engine's LocalizedErrorCode values that v1 answers.
 PARSE_ERROR = -32700
@@ -37,8 +37,7 @@ class RpcError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     """One parsed request."""
 
     id: int | str | None
@@ -47,27 +46,34 @@ class Request:
     params: list[Any] | dict[str, Any] | None
 
 
+_ID_TYPES = (int, str)
+_PARAMS_TYPES = (list, dict)
+_decode = json.JSONDecoder().decode
+
+
 def parse_request(text: str | bytes) -> Request:
     """The request a frame holds; RpcError(-32700 / -32600) when it is not one."""
     try:
-        message = json.loads(text)
+        message = _decode(text if isinstance(text, str) else text.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         raise RpcError(PARSE_ERROR, "", "Parse error") from None
-    if not isinstance(message, dict):
+    if type(message) is not dict:
         raise RpcError(INVALID_REQUEST, "", "Invalid Request")
-    request_id = message.get("id")
-    method = message.get("method")
-    handle = message.get("handle", GLOBAL_HANDLE)
-    params = message.get("params")
+    get = message.get
+    request_id, method, handle, params = (
+        get("id"),
+        get("method"),
+        get("handle", GLOBAL_HANDLE),
+        get("params"),
+    )
+    # type() rather than isinstance(): a bool is not an id, a handle or a method.
     if (
-        not isinstance(method, str)
-        or not isinstance(handle, int)
-        or isinstance(handle, bool)
-        or not (params is None or isinstance(params, list | dict))
-        or isinstance(request_id, bool)
-        or not (request_id is None or isinstance(request_id, int | str))
+        type(method) is not str
+        or type(handle) is not int
+        or (params is not None and type(params) not in _PARAMS_TYPES)
+        or (request_id is not None and type(request_id) not in _ID_TYPES)
     ):
-        raise InvalidRequest(request_id if isinstance(request_id, int | str) else None)
+        raise InvalidRequest(request_id if type(request_id) in _ID_TYPES else None)
     return Request(request_id, handle, method, params)
 
 
@@ -109,7 +115,14 @@ _ENCODER = json.JSONEncoder(
 )
 
 
+_PLAIN_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def _dumps(message: dict[str, Any]) -> str:
+    try:
+        return _PLAIN_ENCODER.encode(message)
+    except TypeError:
+        pass  # it holds RawJson parts
     _raw_parts.parts = []
     text = _ENCODER.encode(message)
     parts: list[str] = _raw_parts.parts
@@ -202,8 +215,7 @@ class Param:
 def bind_params(
     method: str, specs: Sequence[Param], raw: list[Any] | dict[str, Any] | None
 ) -> dict[str, Any]:
-    """Parameter values by name from positional, named or absent params; -32602 when they do
-    not fit."""
+    """Parameter values by name from positional, named or absent params (-32602 on misfit)."""
     if not raw:
         raw = []
         if not specs:
