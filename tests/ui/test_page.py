@@ -79,13 +79,16 @@ def test_the_data_model_shows_tables_and_the_keys_that_link_them(demo: Any, page
     expect(page.locator(".model-table.synthetic, .model-table.loose")).to_have_count(0)
 
 
-def test_synthetic_key_tables_and_loose_tables_are_marked(demo: Any, page: Page) -> None:
+def test_synthetic_key_tables_and_loose_tables_are_marked(
+    demo: Any, page: Page, screenshots: Path
+) -> None:
     open_app(page, demo.url, demo.synthetic)
     synthetic = page.locator(".model-table.synthetic")
     expect(synthetic).to_have_count(1)
     expect(synthetic).to_have_attribute("data-table", "$Syn 1 Table")
     expect(synthetic.locator(".mark")).to_have_text("synthetic key table")
     expect(page.locator('.model-table[data-table="budget"] li.key')).to_have_text(["$Syn 1"])
+    page.locator("#model-view").screenshot(path=str(screenshots / "ui-synthetic-key.png"))
     open_app(page, demo.url, demo.loose)
     loose = page.locator(".model-table.loose")
     expect(loose).to_have_count(1)

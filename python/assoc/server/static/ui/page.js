@@ -122,25 +122,36 @@ function drawLinks(keys) {
   const lines = [];
   for (const key of keys) {
     const field = key.qKeyFields[0];
-    const anchors = key.qTables
+    // A synthetic key fans out from its own table; other keys from the first table.
+    const tables = [...key.qTables].sort((x, y) => y.startsWith("$Syn ") - x.startsWith("$Syn "));
+    const anchors = tables
       .map((table) => document.querySelector(`.model-table[data-table="${CSS.escape(table)}"] li[data-field="${CSS.escape(field)}"]`))
-      .filter(Boolean)
-      .map((item) => item.getBoundingClientRect());
+      .filter(Boolean);
     for (let i = 1; i < anchors.length; i++) {
-      const [a, b] = [anchors[i - 1], anchors[i]];
-      const leftToRight = a.left < b.left;
-      const x1 = (leftToRight ? a.right : a.left) - origin.left;
-      const x2 = (leftToRight ? b.left : b.right) - origin.left;
       const line = document.createElementNS("http://www.w3.org/2000/svg", "line");
-      line.setAttribute("x1", x1);
-      line.setAttribute("y1", a.top + a.height / 2 - origin.top);
-      line.setAttribute("x2", x2);
-      line.setAttribute("y2", b.top + b.height / 2 - origin.top);
+      const [x1, y1, x2, y2] = linkEnds(anchors[0], anchors[i]);
+      line.setAttribute("x1", x1 - origin.left);
+      line.setAttribute("y1", y1 - origin.top);
+      line.setAttribute("x2", x2 - origin.left);
+      line.setAttribute("y2", y2 - origin.top);
       line.dataset.key = field;
       lines.push(line);
     }
   }
   svg.replaceChildren(...lines);
+}
+
+// Side by side: from one field row's edge to the other's. One above the other: from the
+// bottom of the upper table to the top of the lower one.
+function linkEnds(itemA, itemB) {
+  const [a, b] = [itemA.getBoundingClientRect(), itemB.getBoundingClientRect()];
+  if (a.right < b.left || b.right < a.left) {
+    const leftToRight = a.right < b.left;
+    return [leftToRight ? a.right : a.left, a.top + a.height / 2, leftToRight ? b.left : b.right, b.top + b.height / 2];
+  }
+  const [boxA, boxB] = [itemA.closest(".model-table").getBoundingClientRect(), itemB.closest(".model-table").getBoundingClientRect()];
+  const x = (Math.max(boxA.left, boxB.left) + Math.min(boxA.right, boxB.right)) / 2;
+  return boxA.top < boxB.top ? [x, boxA.bottom, x, boxB.top] : [x, boxA.top, x, boxB.bottom];
 }
 
 // ---- list boxes ----------------------------------------------------------------------------
