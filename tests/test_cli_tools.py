@@ -236,6 +236,20 @@ def test_service_errors_are_one_line_with_a_non_zero_status(
     assert "no-such-app" in err
     assert not target.exists()
     assert list(tmp_path.glob(".export-*")) == []
+    status, _, err = run(
+        capsys, "export", "x", "-o", str(tmp_path / "no" / "a.zip"), "--server", server.base_url
+    )
+    assert (status, err) == (1, f"assoc export: folder '{tmp_path / 'no'}' does not exist\n")
+    good = tmp_path / "t.csv"
+    good.write_text("A\n1\n")
+    status, _, err = run(
+        capsys, "import", str(good), "--mode", "autoreplace", "--server", server.base_url
+    )
+    assert status == 1
+    assert "AUTOREPLACE needs the setting EFEMode=1 (HTTP 400)" in err
+    status, out, _ = run(capsys, "import", str(good), "--json", "--server", server.base_url)
+    assert status == 0
+    assert json.loads(out)["attributes"]["name"] == "t"
     status, _, err = run(capsys, "inspect", "no-such-app", "--server", server.base_url)
     assert status == 1
     assert "(HTTP 404)" in err
