@@ -121,8 +121,17 @@ def test_failed_imports_and_evictions_are_counted(client: TestClient) -> None:
         assert response.status_code == 200
         ids.append(response.json()["attributes"]["id"])
     text = scrape(client)
-    assert value(text, "assoc_app_evictions_total") >= 1
+    evictions = value(text, "assoc_app_evictions_total")
+    assert evictions >= 1
     assert value(text, "assoc_apps_loaded") < 3
+    # Imports are not loads; using an evicted app loads it from its files again.
+    assert value(text, "assoc_app_loads_total") == 0
+    assert client.get(f"/v1/apps/{ids[0]}/data/metadata").status_code == 200
+    text = scrape(client)
+    assert value(text, "assoc_app_loads_total") == 1
+    assert value(text, "assoc_app_load_seconds_total") > 0
+    assert value(text, "assoc_app_load_bytes_total") > 300_000
+    assert value(text, "assoc_app_evictions_total") == evictions + 1
 
 
 @needs_qvd_reader

@@ -98,6 +98,12 @@ class EngineCollector(Collector):
         yield _counter(
             "assoc_app_evictions", "loaded apps evicted over MemoryBudgetMB", self.store.evictions
         )
+        loads, load_seconds, load_bytes = self.store.load_totals()
+        yield _counter(
+            "assoc_app_loads", "stored apps loaded (on first use, after eviction)", loads
+        )
+        yield _counter("assoc_app_load_seconds", "time spent loading stored apps", load_seconds)
+        yield _counter("assoc_app_load_bytes", "static bytes of the stored apps loaded", load_bytes)
         yield _counter(
             "assoc_calls", "engine API requests (REST and QIX, not health checks)", apps["calls"]
         )

@@ -189,6 +189,11 @@ class AppStore:
         """Loaded apps evicted over the memory budget since start-up."""
         return self._cache.evictions
 
+    def load_totals(self) -> tuple[int, float, int]:
+        """Loads of stored apps since start-up: how many, their seconds and their bytes."""
+        cache = self._cache
+        return cache.loads, cache.load_seconds, cache.load_bytes
+
     # ---- imports ---------------------------------------------------------------------
 
     def new_upload_path(self) -> Path:
