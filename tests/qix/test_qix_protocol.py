@@ -327,34 +327,3 @@ def test_apps_held_by_sessions_are_not_evicted(tmp_path) -> None:
             assert held not in loaded  # released with the socket, then evicted
     finally:
         server.stop()
-
-
-def test_a_client_that_stops_reading_blocks_no_other(qix_server: QixServer, app_id: str) -> None:
-    with qix_server.process.client() as rest:
-        body = "Value\n" + "\n".join(f"value number {n}" for n in range(10_000))
-        answer = rest.post("/v1/apps/import", content=body.encode())
-        assert answer.status_code == 200, answer.text
-        big_app = answer.json()["attributes"]["id"]
-    props = {
-        "qInfo": {"qType": "big"},
-        "qListObjectDef": {
-            "qDef": {"qFieldDefs": ["Value"]},
-            "qInitialDataFetch": [{"qWidth": 1, "qHeight": 10_000}],
-        },
-    }
-    with (
-        QixClient(qix_server.ws_base + "/app") as slow,
-        QixClient(qix_server.ws_base + "/app") as ok,
-    ):
-        obj = slow.handle_of("CreateSessionObject", [props], slow.open_doc(big_app))
-        for n in range(60):  # ~50 MB of answers that this client does not read for now
-            request = {"jsonrpc": "2.0", "id": 1000 + n, "method": "GetLayout", "handle": obj}
-            slow.ws.send(json.dumps(request))
-        ok_obj = ok.handle_of("CreateSessionObject", [LIST_PROPS], ok.open_doc(app_id))
-        for _ in range(20):
-            layout = ok.result("GetLayout", [], ok_obj)["qLayout"]
-            assert layout["qListObject"]["qSize"]["qcy"] == len(symbols("Customer"))
-        assert "qVersion" in ok.result("EngineVersion")
-        # The slow client still gets every answer, in order, once it reads.
-        ids = [slow.receive_answer()["id"] for _ in range(60)]
-        assert ids == list(range(1000, 1060))

@@ -9,7 +9,7 @@ import assoc
 from assoc.server.qix.facts import AppFacts
 from assoc.server.qix.objects import GenericObject
 from assoc.server.qix.rpc import GLOBAL_HANDLE, INVALID_PARAMETERS, INVALID_PARAMS, RpcError
-from assoc.server.store import Lease as AppLease
+from assoc.server.store import Lease
 
 
 @dataclass(eq=False)
@@ -18,7 +18,7 @@ class OpenDocument:
 
     app_id: str
     attributes: dict[str, Any]
-    lease: AppLease
+    lease: Lease
     facts: AppFacts
     selections: assoc.Session
     handle: int = 0
