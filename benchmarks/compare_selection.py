@@ -170,17 +170,25 @@ def fact_dimension(repeat: int) -> dict[str, float]:
     return out
 
 
-def main() -> int:
-    """Runs both comparisons and prints a Markdown table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=30, help="runs per timing (best one counts)")
+def start(description: str, default_repeat: int) -> argparse.Namespace:
+    """Parses --repeat and prints the load average, threads and the peers' versions."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--repeat", type=int, default=default_repeat, help="runs per timing (best one counts)"
+    )
     args = parser.parse_args()
-    ms = 1000.0
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     print(
         f"threads: {assoc.threads()}, logical cores: {assoc.logical_cores()}, "
         f"polars {pl.__version__}, duckdb {duckdb.__version__}\n"
     )
+    return args
+
+
+def main() -> int:
+    """Runs both comparisons and prints a Markdown table."""
+    args = start(__doc__.splitlines()[0], 30)
+    ms = 1000.0
 
     a = one_table(args.repeat)
     print(

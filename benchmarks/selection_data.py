@@ -17,6 +17,19 @@ def possible_values(app: assoc.App, session: assoc.Session, field: str) -> set[A
     return set(symbols[session.indices(field, "possible")].tolist())
 
 
+def duckdb_holding(**tables: Any) -> Any:
+    """A duckdb connection on every core holding each polars frame as a table of its name."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"SET threads TO {assoc.logical_cores()}")
+    for name, frame in tables.items():
+        con.register(f"{name}_view", frame.to_arrow())
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_view")
+        con.unregister(f"{name}_view")
+    return con
+
+
 def one_table() -> dict[str, Any]:
     """10M rows of a 1,000-category field and a 100K-value field; 10 categories to select.
     `df` is the same table in polars, the categories as Categorical labels."""
@@ -42,7 +55,6 @@ def one_table() -> dict[str, Any]:
 def star() -> dict[str, Any]:
     """10M fact rows linked by DimKey to 100K dimension rows; 2 regions and 10 products to
     select. The same tables in polars (`fact`, `dim`) and in duckdb (`con`, tables fact/dim)."""
-    import duckdb
     import polars as pl
 
     rng = np.random.default_rng(2)
@@ -56,12 +68,7 @@ def star() -> dict[str, Any]:
     products = [int(x) for x in rng.choice(1000, 10, replace=False)]
     fact = pl.DataFrame({"DimKey": fact_key, "Product": product})
     dim = pl.DataFrame({"DimKey": dim_key, "Region": region})
-    con = duckdb.connect()
-    con.execute(f"SET threads TO {assoc.logical_cores()}")
-    con.register("fact_view", fact.to_arrow())
-    con.register("dim_view", dim.to_arrow())
-    con.execute("CREATE TABLE fact AS SELECT * FROM fact_view")
-    con.execute("CREATE TABLE dim AS SELECT * FROM dim_view")
+    con = duckdb_holding(fact=fact, dim=dim)
     return {
         "n_fact": n_fact,
         "n_dim": n_dim,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -371,7 +372,15 @@ def test_repeated_cubes_come_from_the_result_cache() -> None:
         assert t.hypercube(["Category"], ["Sum(Amount)"]).rows == first.rows
 
 
-@pytest.mark.parametrize("threads", [1, 2, 4])
+@pytest.fixture(params=[1, 2, 4])
+def threads(request: pytest.FixtureRequest) -> Iterator[int]:
+    """Runs a test with the engine on 1, 2 and 4 threads."""
+    old = assoc.threads()
+    assoc.set_threads(request.param)
+    yield request.param
+    assoc.set_threads(old)
+
+
 def test_large_table_matches_numpy_on_every_thread_count(threads) -> None:
     rng = np.random.default_rng(7)
     n = 200_000
@@ -380,33 +389,27 @@ def test_large_table_matches_numpy_on_every_thread_count(threads) -> None:
     amount = rng.integers(0, 1000, n).astype(float) / 4
     sel = rng.integers(0, 100, n)
     app = App.from_tables({"T": {"Cat": cat, "Cust": cust, "Amount": amount, "Sel": sel}})
-    old = assoc.threads()
-    assoc.set_threads(threads)
-    try:
-        with app.session() as s:
-            for chosen in (None, [3, 5, 7], list(range(60))):
-                s.clear()
-                mask = np.ones(n, bool)
-                if chosen:
-                    s.select("Sel", chosen)
-                    mask = np.isin(sel, chosen)
-                cube = s.hypercube(["Cat"], ["Sum(Amount)", "Count(distinct Cust)", "Max(Amount)"])
-                keys = np.unique(cat[mask])
-                np.testing.assert_array_equal(cube.array("Cat"), keys)
-                sums = [amount[mask & (cat == k)].sum() for k in keys]
-                np.testing.assert_allclose(cube.array(1), sums)
-                distinct = [len(np.unique(cust[mask & (cat == k)])) for k in keys]
-                np.testing.assert_array_equal(cube.array(2), distinct)
-                np.testing.assert_array_equal(
-                    cube.array(3), [amount[mask & (cat == k)].max() for k in keys]
-                )
-                assert cube.totals[1] == len(np.unique(cust[mask]))
-                assert nan_to_none(cube.totals[0]) == pytest.approx(amount[mask].sum())
-    finally:
-        assoc.set_threads(old)
+    with app.session() as s:
+        for chosen in (None, [3, 5, 7], list(range(60))):
+            s.clear()
+            mask = np.ones(n, bool)
+            if chosen:
+                s.select("Sel", chosen)
+                mask = np.isin(sel, chosen)
+            cube = s.hypercube(["Cat"], ["Sum(Amount)", "Count(distinct Cust)", "Max(Amount)"])
+            keys = np.unique(cat[mask])
+            np.testing.assert_array_equal(cube.array("Cat"), keys)
+            sums = [amount[mask & (cat == k)].sum() for k in keys]
+            np.testing.assert_allclose(cube.array(1), sums)
+            distinct = [len(np.unique(cust[mask & (cat == k)])) for k in keys]
+            np.testing.assert_array_equal(cube.array(2), distinct)
+            np.testing.assert_array_equal(
+                cube.array(3), [amount[mask & (cat == k)].max() for k in keys]
+            )
+            assert cube.totals[1] == len(np.unique(cust[mask]))
+            assert nan_to_none(cube.totals[0]) == pytest.approx(amount[mask].sum())
 
 
-@pytest.mark.parametrize("threads", [1, 2])
 def test_many_groups_and_values_match_plain_python(threads) -> None:
     """Group keys beyond direct indexing and distinct counts beyond a bitset take other paths."""
     rng = np.random.default_rng(3)
@@ -416,24 +419,19 @@ def test_many_groups_and_values_match_plain_python(threads) -> None:
     c = rng.integers(0, 50_000, n)
     sel = rng.integers(0, 50, n)
     app = App.from_tables({"T": {"A": a, "B": b, "C": c, "Sel": sel}})
-    old = assoc.threads()
-    assoc.set_threads(threads)
-    try:
-        with app.session() as s:
-            for chosen in (None, [1, 2]):
-                s.clear()
-                mask = np.ones(n, bool) if chosen is None else np.isin(sel, chosen)
-                if chosen:
-                    s.select("Sel", chosen)
-                for dims in (["A"], ["A", "B"]):
-                    cube = s.hypercube(dims, ["Count(distinct C)", "Sum(C)"])
-                    want: dict[tuple[int, ...], set[int]] = {}
-                    for i in np.flatnonzero(mask):
-                        key = (int(a[i]),) if dims == ["A"] else (int(a[i]), int(b[i]))
-                        want.setdefault(key, set()).add(int(c[i]))
-                    got = {r[: len(dims)]: r[len(dims)] for r in cube.rows}
-                    assert got == {k: float(len(v)) for k, v in want.items()}
-                    assert [r[: len(dims)] for r in cube.rows] == sorted(want)
-                    assert cube.totals[0] == len(np.unique(c[mask]))
-    finally:
-        assoc.set_threads(old)
+    with app.session() as s:
+        for chosen in (None, [1, 2]):
+            s.clear()
+            mask = np.ones(n, bool) if chosen is None else np.isin(sel, chosen)
+            if chosen:
+                s.select("Sel", chosen)
+            for dims in (["A"], ["A", "B"]):
+                cube = s.hypercube(dims, ["Count(distinct C)", "Sum(C)"])
+                want: dict[tuple[int, ...], set[int]] = {}
+                for i in np.flatnonzero(mask):
+                    key = (int(a[i]),) if dims == ["A"] else (int(a[i]), int(b[i]))
+                    want.setdefault(key, set()).add(int(c[i]))
+                got = {r[: len(dims)]: r[len(dims)] for r in cube.rows}
+                assert got == {k: float(len(v)) for k, v in want.items()}
+                assert [r[: len(dims)] for r in cube.rows] == sorted(want)
+                assert cube.totals[0] == len(np.unique(c[mask]))

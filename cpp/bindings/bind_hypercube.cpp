@@ -126,10 +126,10 @@ void bind_hypercube(py::module_& m) {
         spec.sort = std::move(sort);
         spec.suppress_zero = suppress_zero;
         spec.suppress_missing = suppress_missing;
-        const SelectionState state = s.selection();
         PyHypercube out{s.model().shared_from_this(), nullptr};
         py::gil_scoped_release release;
-        out.cube = hypercube(*out.model, state, spec);
+        auto [state, rows] = s.snapshot();
+        out.cube = hypercube(*out.model, state, spec, std::move(rows));
         return out;
       },
       py::name("hypercube"), py::is_method(session), py::arg("dimensions"), py::arg("measures"), py::arg("sort"),

@@ -70,8 +70,10 @@ std::size_t Hypercube::byte_size() const {
 
 class HypercubeBuilder {
  public:
-  HypercubeBuilder(const AssociativeModel& model, const SelectionState& state, const HypercubeSpec& spec)
-      : model_(model), data_(model.data()), state_(state), graph_(model), cube_(std::make_shared<Hypercube>()) {
+  HypercubeBuilder(const AssociativeModel& model, const SelectionState& state, const HypercubeSpec& spec,
+                   std::shared_ptr<const RowStates> rows)
+      : model_(model), data_(model.data()), state_(state), graph_(model), cube_(std::make_shared<Hypercube>()),
+        rows_(std::move(rows)) {
     cube_->spec_ = spec;
   }
 
@@ -81,7 +83,7 @@ class HypercubeBuilder {
       throw Error("a hypercube needs at least one dimension or measure");
     place_dimensions();
     plan_measures();
-    rows_ = model_.rows(state_);
+    if (!rows_) rows_ = model_.rows(state_);
 
     std::map<std::uint32_t, NodeAggregates> by_node;
     for (auto& [node, terms] : terms_) {
@@ -378,14 +380,14 @@ class HypercubeBuilder {
 };
 
 std::shared_ptr<const Hypercube> hypercube(const AssociativeModel& model, const SelectionState& state,
-                                           const HypercubeSpec& spec) {
+                                           const HypercubeSpec& spec, std::shared_ptr<const RowStates> rows) {
   CacheKey key{&model, kHypercubeCacheKind, 0, state.encode()};
   key.state.push_back(0xFFFFFFFFU);
   const std::vector<std::uint32_t> encoded = spec.encode();
   key.state.insert(key.state.end(), encoded.begin(), encoded.end());
   ResultCache& cache = ResultCache::instance();
   if (auto hit = cache.find(key)) return std::static_pointer_cast<const Hypercube>(hit);
-  std::shared_ptr<const Hypercube> computed = HypercubeBuilder(model, state, spec).run();
+  std::shared_ptr<const Hypercube> computed = HypercubeBuilder(model, state, spec, std::move(rows)).run();
   const std::size_t bytes = computed->byte_size();
   cache.insert(std::move(key), model.weak_from_this(), computed, bytes);
   return computed;

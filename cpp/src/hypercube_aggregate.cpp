@@ -2,6 +2,8 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <mutex>
 
 #include "assoc/hypercube_aggregate.hpp"
 #include "assoc/thread_pool.hpp"
@@ -24,8 +26,21 @@ struct TermInput {
   const std::int32_t* ints = nullptr;
   const double* doubles = nullptr;
   std::uint32_t n_symbols = 0;
-  std::size_t words_per_slot = 0;  // Count(distinct) in a bitset: words per slot; 0: in pairs
-  std::vector<std::uint64_t> bits;  // shared by every thread (set atomically)
+  // Count(distinct) in a bitset (when words_per_slot is not 0; else in pairs). The symbols
+  // fall into buckets of 2^bucket_shift, and the bitset is laid out bucket by bucket, each
+  // bucket's words slot by slot, so one bucket's part is contiguous and small enough to stay
+  // in cache. Threads gather marks per bucket and set them under the bucket's lock: no word
+  // is written by two threads at once.
+  std::size_t words_per_slot = 0;
+  std::vector<std::uint64_t> bits;
+  std::uint32_t bucket_shift = 0;
+  std::size_t n_buckets = 0, words_per_bucket = 0, slots = 0;
+  std::unique_ptr<std::mutex[]> bucket_locks;
+
+  // The words of one bucket for one slot.
+  std::uint64_t* words(std::size_t bucket, std::size_t slot) {
+    return bits.data() + (bucket * slots + slot) * words_per_bucket;
+  }
 };
 
 // One thread's accumulators of one term, one entry per slot.
@@ -34,10 +49,35 @@ struct TermAcc {
   std::vector<std::uint64_t> n;        // Count: non-NULL values; Avg: numeric values
   std::vector<std::uint32_t> only;     // Only: kNone, the one symbol, or kMany
   std::vector<std::uint64_t> pairs;    // Count(distinct) without a bitset: slot << 32 | symbol
+  std::vector<std::vector<std::uint32_t>> pending;  // per bucket: slot << shift | symbol in bucket
 };
 
+constexpr std::size_t kFlush = 256;  // marks gathered per bucket before they are set
+
+// Sets one bucket's gathered marks in the shared bitset.
+void flush_bucket(TermInput& t, std::size_t bucket, std::vector<std::uint32_t>& marks) {
+  const std::uint32_t shift = t.bucket_shift;
+  const std::uint32_t low = (std::uint32_t{1} << shift) - 1;
+  std::uint64_t* bits = t.words(bucket, 0);
+  {
+    std::lock_guard<std::mutex> lock(t.bucket_locks[bucket]);
+    for (const std::uint32_t m : marks) {
+      const std::size_t bit = (m >> shift) * t.words_per_bucket * 64 + (m & low);
+      bits[bit >> 6] |= std::uint64_t{1} << (bit & 63);
+    }
+  }
+  marks.clear();
+}
+
+// Sets every mark a thread still holds (at the end of its part of the work).
+void flush_all(std::vector<TermInput>& in, std::vector<TermAcc>& terms) {
+  for (std::size_t k = 0; k < in.size(); ++k)
+    for (std::size_t b = 0; b < terms[k].pending.size(); ++b)
+      if (!terms[k].pending[b].empty()) flush_bucket(in[k], b, terms[k].pending[b]);
+}
+
 struct Accumulators {
-  std::vector<std::uint64_t> hits;  // records per slot
+  std::vector<std::uint8_t> hits;  // per slot: 1 once a record reached it
   std::vector<TermAcc> terms;
 
   void resize(const std::vector<TermInput>& in, std::size_t slots) {
@@ -52,7 +92,9 @@ struct Accumulators {
         case AggFunc::kMax: t.a.resize(slots, -kInf); break;
         case AggFunc::kCount: t.n.resize(slots, 0); break;
         case AggFunc::kOnly: t.only.resize(slots, kNone); break;
-        case AggFunc::kCountDistinct: break;
+        case AggFunc::kCountDistinct:
+          if (in[k].words_per_slot != 0) t.pending.resize(in[k].n_buckets);
+          break;
       }
     }
   }
@@ -123,11 +165,10 @@ void accumulate(TermInput& t, TermAcc& acc, const std::uint32_t* slot, const std
       for (std::size_t i = 0; i < n; ++i) {
         const std::uint32_t c = code[i];
         if (c == kNull || slot[i] == kTrash) continue;
-        const std::size_t bit = slot[i] * t.words_per_slot * 64 + c;
-        std::atomic_ref<std::uint64_t> word(t.bits[bit >> 6]);
-        const std::uint64_t mask = std::uint64_t{1} << (bit & 63);
-        // Most marks repeat one already made: read before writing, so shared lines stay clean.
-        if ((word.load(std::memory_order_relaxed) & mask) == 0) word.fetch_or(mask, std::memory_order_relaxed);
+        const std::uint32_t bucket = c >> t.bucket_shift;
+        std::vector<std::uint32_t>& marks = acc.pending[bucket];
+        marks.push_back(slot[i] << t.bucket_shift | (c & ((std::uint32_t{1} << t.bucket_shift) - 1)));
+        if (marks.size() == kFlush) flush_bucket(t, bucket, marks);
       }
       break;
   }
@@ -156,11 +197,11 @@ void merge_slot(const TermInput& t, TermAcc& dst, std::size_t ds, const TermAcc&
 std::vector<std::uint64_t> distinct_counts(TermInput& t, TermAcc& acc, std::size_t slots) {
   std::vector<std::uint64_t> out(slots, 0);
   if (t.words_per_slot != 0) {
-    for (std::size_t s = 0; s < slots; ++s) {
-      const std::uint64_t* w = t.bits.data() + s * t.words_per_slot;
-      std::uint64_t c = 0;
-      for (std::size_t i = 0; i < t.words_per_slot; ++i) c += popcount64(w[i]);
-      out[s] = c;
+    for (std::size_t b = 0; b < t.n_buckets; ++b) {
+      for (std::size_t s = 0; s < slots; ++s) {
+        const std::uint64_t* w = t.words(b, s);
+        for (std::size_t i = 0; i < t.words_per_bucket; ++i) out[s] += popcount64(w[i]);
+      }
     }
     return out;
   }
@@ -191,16 +232,18 @@ std::vector<std::uint64_t> distinct_counts(TermInput& t, TermAcc& acc, std::size
 
 // Fills the totals slot from the groups, for passes where each record lands in one group.
 void totals_from_groups(std::vector<TermInput>& in, Accumulators& acc, std::size_t slots) {
-  for (std::size_t s = kFirstGroup; s < slots; ++s) acc.hits[kTotal] += acc.hits[s];
+  for (std::size_t s = kFirstGroup; s < slots; ++s) acc.hits[kTotal] |= acc.hits[s];
   for (std::size_t k = 0; k < in.size(); ++k) {
     TermInput& t = in[k];
     if (t.func != AggFunc::kCountDistinct) {
       for (std::size_t s = kFirstGroup; s < slots; ++s) merge_slot(t, acc.terms[k], kTotal, acc.terms[k], s);
     } else if (t.words_per_slot != 0) {
-      std::uint64_t* total = t.bits.data();
-      for (std::size_t s = kFirstGroup; s < slots; ++s) {
-        const std::uint64_t* w = t.bits.data() + s * t.words_per_slot;
-        for (std::size_t i = 0; i < t.words_per_slot; ++i) total[i] |= w[i];
+      for (std::size_t b = 0; b < t.n_buckets; ++b) {
+        std::uint64_t* total = t.words(b, kTotal);
+        for (std::size_t s = kFirstGroup; s < slots; ++s) {
+          const std::uint64_t* w = t.words(b, s);
+          for (std::size_t i = 0; i < t.words_per_bucket; ++i) total[i] |= w[i];
+        }
       }
     } else {
       auto& pairs = acc.terms[k].pairs;
@@ -267,7 +310,21 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
     if (!t.symbols->double_numbers().empty()) t.doubles = t.symbols->double_numbers().data();
     if (t.func == AggFunc::kCountDistinct && direct) {
       t.words_per_slot = distinct_words(t.n_symbols, slots, table_root ? rows.possible[root] : records);
-      t.bits.assign(slots * t.words_per_slot, 0);
+      // Buckets of at least 64 symbols whose part of the bitset (every slot's words for them)
+      // stays within about 8 KiB, so a flush's marks share cache lines (smaller parts measured
+      // no faster; larger ones slower); a mark must fit 32 bits with its slot.
+      t.bucket_shift = 6;
+      while ((std::uint64_t{slots} << (t.bucket_shift + 1 - 3)) <= (std::uint64_t{1} << 13) &&
+             (std::uint64_t{t.n_symbols} >> t.bucket_shift) > 0)
+        ++t.bucket_shift;
+      if ((std::uint64_t{slots} << t.bucket_shift) > 0xFFFFFFFFULL) t.words_per_slot = 0;
+      if (t.words_per_slot != 0) {
+        t.slots = slots;
+        t.n_buckets = (t.n_symbols >> t.bucket_shift) + 1;
+        t.words_per_bucket = (std::size_t{1} << t.bucket_shift) / 64;
+        t.bits.assign(t.n_buckets * slots * t.words_per_bucket, 0);
+        t.bucket_locks = std::make_unique<std::mutex[]>(t.n_buckets);
+      }
     }
   }
 
@@ -290,13 +347,19 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
       columns.push_back(column);
       return columns.size() - 1;
     };
-    std::vector<std::pair<std::size_t, std::uint64_t>> own;
-    for (const DimPlace* d : walker.root_dims()) own.emplace_back(source_of(d->column), d->stride);
-    std::vector<std::pair<std::size_t, std::vector<std::uint64_t>>> lookups;
+    // Direct keys are below the slot count, so 32 bits hold them (and halve the look-ups'
+    // cache footprint); kMissing32 marks a value that reaches nothing in an inner join.
+    constexpr std::uint32_t kMissing32 = 0xFFFFFFFFU;
+    std::vector<std::pair<std::size_t, std::uint32_t>> own;
+    for (const DimPlace* d : walker.root_dims())
+      own.emplace_back(source_of(d->column), static_cast<std::uint32_t>(d->stride));
+    std::vector<std::pair<std::size_t, std::vector<std::uint32_t>>> lookups;
     for (const auto& l : links) {
-      std::vector<std::uint64_t> lut = l.sets->one;
-      if (!walker.inner())
-        for (auto& v : lut) v = v == kMissing ? 0 : v;
+      std::vector<std::uint32_t> lut(l.sets->one.size());
+      for (std::size_t i = 0; i < lut.size(); ++i) {
+        const std::uint64_t v = l.sets->one[i];
+        lut[i] = v != kMissing ? static_cast<std::uint32_t>(v) : walker.inner() ? kMissing32 : 0;
+      }
       lookups.emplace_back(source_of(l.column), std::move(lut));
     }
     std::vector<std::size_t> term_source;
@@ -311,66 +374,65 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
       Accumulators& a = per_thread[th];
       a.resize(in, slots);
       std::vector<std::vector<std::uint32_t>> codes(columns.size(), std::vector<std::uint32_t>(kBatch));
-      std::vector<std::uint32_t> picked(kBatch), slot(kBatch);
-      std::vector<std::uint64_t> key(kBatch);
+      std::vector<std::uint32_t> picked(kBatch);
+      std::vector<std::uint32_t> key(kBatch);
       for (std::size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
         const std::size_t begin = c * kBatch;
         const std::size_t count = std::min(kBatch, table.rows - begin);
         const std::uint64_t* mask = possible ? possible->words() + begin / 64 : nullptr;
         std::size_t n = count;
-        bool masked = false;
         if (mask != nullptr) {
-          std::size_t set = 0;
-          for (std::size_t w = 0; w < (count + 63) / 64; ++w) set += popcount64(mask[w]);
-          if (set == 0) continue;
-          if (set * 8 <= count) {
-            // Few possible rows: read just those.
-            n = 0;
-            for (std::size_t w = 0; w < (count + 63) / 64; ++w)
-              for (std::uint64_t bits = mask[w]; bits != 0; bits &= bits - 1)
-                picked[n++] = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
-            for (std::size_t s = 0; s < columns.size(); ++s) {
-              const PackedIndex& index = table.columns[columns[s]].index;
-              for (std::size_t i = 0; i < n; ++i) codes[s][i] = index.get(begin + picked[i]);
+          // Only possible rows go on: their positions first, then their codes, read one by
+          // one where they are few and decoded with the whole batch where they are many.
+          n = 0;
+          for (std::size_t w = 0; w < (count + 63) / 64; ++w)
+            for (std::uint64_t bits = mask[w]; bits != 0; bits &= bits - 1)
+              picked[n++] = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+          if (n == 0) continue;
+          for (std::size_t s = 0; s < columns.size(); ++s) {
+            const PackedIndex& index = table.columns[columns[s]].index;
+            std::uint32_t* cs = codes[s].data();
+            if (n * 8 <= count) {
+              for (std::size_t i = 0; i < n; ++i) cs[i] = index.get(begin + picked[i]);
+            } else {
+              index.decode(begin, count, cs);
+              for (std::size_t i = 0; i < n; ++i) cs[i] = cs[picked[i]];
             }
-          } else {
-            masked = true;
           }
-        }
-        if (n == count)
+        } else {
           for (std::size_t s = 0; s < columns.size(); ++s) table.columns[columns[s]].index.decode(begin, count, codes[s].data());
-        std::fill(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(n), 0);
+        }
+        std::fill(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(n), kFirstGroup);
         for (const auto& [s, stride] : own) {
           const std::uint32_t* cs = codes[s].data();
-          for (std::size_t i = 0; i < n; ++i) key[i] += std::uint64_t{static_cast<std::uint32_t>(cs[i] + 1)} * stride;
+          for (std::size_t i = 0; i < n; ++i) key[i] += (cs[i] + 1) * stride;
         }
-        std::uint64_t missing = 0;
+        std::uint32_t missing = 0;
         for (const auto& [s, lut] : lookups) {
           const std::uint32_t* cs = codes[s].data();
-          const std::uint64_t* l = lut.data();
+          const std::uint32_t* l = lut.data();
           for (std::size_t i = 0; i < n; ++i) {
-            const std::uint64_t v = l[static_cast<std::uint32_t>(cs[i] + 1)];
-            missing |= v == kMissing ? 1U : 0U;
+            const std::uint32_t v = l[cs[i] + 1];
+            missing |= v == kMissing32 ? 1U : 0U;
             key[i] += v;
           }
         }
-        for (std::size_t i = 0; i < n; ++i) slot[i] = static_cast<std::uint32_t>(key[i] + kFirstGroup);
+        std::uint32_t* slot = key.data();
         if (missing != 0) {
           for (const auto& [s, lut] : lookups)
             for (std::size_t i = 0; i < n; ++i)
-              if (lut[static_cast<std::uint32_t>(codes[s][i] + 1)] == kMissing) slot[i] = kTrash;
+              if (lut[codes[s][i] + 1] == kMissing32) slot[i] = kTrash;
         }
-        if (masked)
-          for (std::size_t i = 0; i < n; ++i) slot[i] = ((mask[i >> 6] >> (i & 63)) & 1U) ? slot[i] : kTrash;
-        for (std::size_t i = 0; i < n; ++i) ++a.hits[slot[i]];
+        for (std::size_t i = 0; i < n; ++i) a.hits[slot[i]] = 1;
         for (std::size_t k = 0; k < terms.size(); ++k)
-          accumulate(in[k], a.terms[k], slot.data(), codes[term_source[k]].data(), n);
+          accumulate(in[k], a.terms[k], slot, codes[term_source[k]].data(), n);
       }
+      flush_all(in, a.terms);
     });
     acc = std::move(per_thread[0]);
     for (std::size_t th = 1; th < n_threads; ++th) {
       const Accumulators& o = per_thread[th];
-      for (std::size_t s = 0; s < slots; ++s) acc.hits[s] += o.hits[s];
+      for (std::size_t s = 0; s < slots; ++s) acc.hits[s] |= o.hits[s];
       for (std::size_t k = 0; k < terms.size(); ++k) {
         if (in[k].func == AggFunc::kCountDistinct) {
           acc.terms[k].pairs.insert(acc.terms[k].pairs.end(), o.terms[k].pairs.begin(), o.terms[k].pairs.end());
@@ -410,13 +472,14 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
           entry_record.push_back(static_cast<std::uint32_t>(i));
         }
       }
-      for (const std::uint32_t s : entry_slot) ++acc.hits[s];
+      for (const std::uint32_t s : entry_slot) acc.hits[s] = 1;
       entry_code.resize(entry_slot.size());
       for (std::size_t k = 0; k < terms.size(); ++k) {
         for (std::size_t j = 0; j < entry_slot.size(); ++j) entry_code[j] = b.extra[k][entry_record[j]];
         accumulate(in[k], acc.terms[k], entry_slot.data(), entry_code.data(), entry_slot.size());
       }
     });
+    flush_all(in, acc.terms);
     totals_done = true;
   }
   if (!totals_done) totals_from_groups(in, acc, slots);

@@ -8,7 +8,8 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
-from assoc import Error, __version__
+from assoc import Error, __version__, cli_inspect, cli_query, cli_transfer
+from assoc.cli_console import CommandFailed, fail_message
 from assoc.server.settings import Settings, settings_help
 from assoc.server.store import check_data_dir
 
@@ -25,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="assoc", description="assoc associative data engine")
     parser.add_argument("--version", action="version", version=f"assoc {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    serve = commands.add_parser(
+    serve_parser = commands.add_parser(
         "serve",
         help="serve the engine HTTP API",
         description="Serve the engine HTTP API until SIGINT or SIGTERM "
@@ -34,18 +35,18 @@ def build_parser() -> argparse.ArgumentParser:
         + settings_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument(
+    serve_parser.add_argument(
         "--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})"
     )
-    serve.add_argument(
+    serve_parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port to bind (default {DEFAULT_PORT})"
     )
-    serve.add_argument(
+    serve_parser.add_argument(
         "--data-dir",
         default=DEFAULT_DATA_DIR,
         help=f"folder the apps are stored in (default {DEFAULT_DATA_DIR})",
     )
-    serve.add_argument(
+    serve_parser.add_argument(
         "-S",
         dest="settings",
         action="append",
@@ -53,13 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="Name=Value",
         help="a setting (see below); repeat for more",
     )
-    serve.add_argument(
+    serve_parser.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
         help="log level (default info)",
     )
-    serve.add_argument("--access-log", action="store_true", help="log every request")
+    serve_parser.add_argument("--access-log", action="store_true", help="log every request")
+    serve_parser.set_defaults(run=serve)
+    cli_inspect.add_parser(commands)
+    cli_query.add_parser(commands)
+    cli_transfer.add_parsers(commands)
     return parser
 
 
@@ -114,6 +119,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from assoc.server import create_app
+    from assoc.server.metrics import metrics_of
 
     try:
         app = create_app(settings, args.data_dir)
@@ -135,7 +141,25 @@ def serve(args: argparse.Namespace) -> int:
                 ws_max_size=settings.qix_max_message_bytes,
             )
         )
-        server.run(sockets=[listener])
+        metrics = metrics_of(app)
+        if settings.prometheus_port:
+            try:
+                metrics.serve_on(args.host, settings.prometheus_port)
+            except OSError as exc:
+                print(
+                    f"assoc serve: PrometheusPort {settings.prometheus_port}: {exc}",
+                    file=sys.stderr,
+                )
+                return 2
+            print(
+                f"assoc serve: metrics on {_url(args.host, settings.prometheus_port)}",
+                file=sys.stderr,
+                flush=True,
+            )
+        try:
+            server.run(sockets=[listener])
+        finally:
+            metrics.stop()
     return 0 if server.started else 1
 
 
@@ -164,9 +188,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    if args.command == "serve":
-        return serve(args)
-    return 0
+    try:
+        status: int = args.run(args)
+    except BrokenPipeError:
+        # The reader (such as `head`) has gone: silence the interpreter's final flush too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (CommandFailed, Error, OSError) as exc:
+        message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if isinstance(exc, OSError) and exc.filename:
+            message = f"{exc.filename}: {message}"
+        print(fail_message(args.command, message), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(fail_message(args.command, "interrupted"), file=sys.stderr)
+        return 130
+    return status
 
 
 if __name__ == "__main__":

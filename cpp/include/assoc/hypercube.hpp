@@ -62,8 +62,10 @@ class Hypercube {
 };
 
 // The hypercube of `spec` under a selection state: found in the engine's result cache, or
-// computed (on the thread pool) and cached. Unknown fields and malformed expressions throw Error.
+// computed (on the thread pool) and cached. `rows` are the state's possible rows when the
+// caller holds them. Unknown fields and malformed expressions throw Error.
 std::shared_ptr<const Hypercube> hypercube(const AssociativeModel& model, const SelectionState& state,
-                                           const HypercubeSpec& spec);
+                                           const HypercubeSpec& spec,
+                                           std::shared_ptr<const RowStates> rows = nullptr);
 
 }  // namespace assoc

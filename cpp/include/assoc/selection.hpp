@@ -141,6 +141,12 @@ class Session {
   void clear();
   void clear_field(std::uint32_t field);
   SelectionState selection() const;
+  // The selection state and its possible rows, as one consistent pair.
+  std::pair<SelectionState, std::shared_ptr<const RowStates>> snapshot() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    require_open();
+    return {state_, rows_ ? rows_ : model_->rows(state_)};
+  }
 
   std::shared_ptr<const FieldStates> field_states(std::uint32_t field) const;
   std::uint64_t possible_rows(std::uint32_t table) const;

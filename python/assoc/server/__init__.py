@@ -17,10 +17,12 @@ from assoc.server.auth import TokenMiddleware, TokenValidator
 from assoc.server.calls import CallCounter
 from assoc.server.errors import EXCEPTION_HANDLERS
 from assoc.server.health import HealthMonitor
+from assoc.server.metrics import Metrics, MetricsMiddleware, metrics_routes
 from assoc.server.qix.endpoint import QixConnections, qix_routes
 from assoc.server.routes import build_routes
 from assoc.server.settings import Settings
 from assoc.server.store import AppStore
+from assoc.server.ui import ui_routes
 
 __all__ = ["create_app"]
 
@@ -32,7 +34,8 @@ def create_app(
 ) -> Starlette:
     """The service for `settings`, storing apps under `data_dir`."""
     settings = settings or Settings()
-    middleware = [Middleware(CallCounter)]
+    metrics = Metrics()
+    middleware = [Middleware(MetricsMiddleware, metrics=metrics), Middleware(CallCounter)]
     if settings.validate_json_web_tokens != "0":
         middleware.append(Middleware(TokenMiddleware, validator=TokenValidator(settings)))
 
@@ -48,6 +51,7 @@ def create_app(
         store = await run_in_threadpool(AppStore, data_dir, settings.memory_budget_bytes)
         monitor = HealthMonitor(settings, store)
         monitor.start()
+        metrics.bind(store, monitor)
         # Objects made at start-up live as long as the service: keep them out of the
         # collector's full passes so those stay short under load.
         gc.collect()
@@ -60,9 +64,16 @@ def create_app(
             monitor.stop()
             store.close()
 
-    return Starlette(
-        routes=[*build_routes(settings.api_version), *qix_routes()],
+    service = Starlette(
+        routes=[
+            *build_routes(settings.api_version),
+            *metrics_routes(),
+            *ui_routes(),
+            *qix_routes(),
+        ],
         middleware=middleware,
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
+    service.state.metrics = metrics
+    return service

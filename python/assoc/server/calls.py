@@ -5,6 +5,11 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from assoc.server.health import PROBE_PATHS, HealthMonitor
+from assoc.server.ui import UI_PATH
+
+
+def _is_page_file(path: str) -> bool:
+    return path == UI_PATH or path.startswith(UI_PATH + "/")
 
 
 class CallCounter:
@@ -15,7 +20,12 @@ class CallCounter:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] not in PROBE_PATHS:
+        # Health probes, scrapes and the page's static files are not engine API requests.
+        if (
+            scope["type"] == "http"
+            and scope["path"] not in PROBE_PATHS
+            and not _is_page_file(scope["path"])
+        ):
             monitor: HealthMonitor = scope["state"]["monitor"]
             monitor.count_call()
         await self.app(scope, receive, send)

@@ -20,7 +20,7 @@ from assoc.server.store import AppStore
 
 _MB = 1024 * 1024
 # Probes answer without credentials and are not counted as calls.
-PROBE_PATHS = frozenset({"/health", "/healthcheck"})
+PROBE_PATHS = frozenset({"/health", "/healthcheck", "/metrics"})
 
 
 def _read_cpu_ticks() -> tuple[float, float] | None:

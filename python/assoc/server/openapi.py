@@ -273,10 +273,11 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
 
 
 def route_operations(routes: Sequence[BaseRoute]) -> list[tuple[str, str]]:
-    """(method, documented path) of every route, HEAD left out."""
+    """(method, documented path) of every route in the schema, HEAD left out (routes outside
+    the engine REST API, such as /metrics, are made with include_in_schema=False)."""
     out = []
     for route in routes:
-        if isinstance(route, Route):
+        if isinstance(route, Route) and route.include_in_schema:
             path = re.sub(r"\{(\w+):\w+\}", r"{\1}", route.path)
             out += [(m.lower(), path) for m in sorted(route.methods or ()) if m != "HEAD"]
     return out

@@ -155,6 +155,12 @@ SPECS: tuple[SettingSpec, ...] = (
         _int_range(1, 1_000_000),
         "default 10000: handles (fields, objects) one QIX session may hold open",
     ),
+    SettingSpec(
+        "PrometheusPort",
+        "prometheus_port",
+        _int_range(0, 65535),
+        "default 0 = none: a port that serves only the Prometheus metrics (also at GET /metrics)",
+    ),
 )
 
 _BY_NAME = {spec.name.lower(): spec for spec in SPECS}
@@ -179,6 +185,7 @@ class Settings:
     engine_version: str = ""
     qix_max_message_bytes: int = 16 << 20
     qix_max_objects_per_session: int = 10_000
+    prometheus_port: int = 0
 
     @classmethod
     def from_sources(

@@ -61,6 +61,8 @@ class QixConnection:
         except RpcError as exc:
             await self.send(error_message(request.id, exc))
             return
+        # Metrics: QIX requests per implemented method (a bounded set of label values).
+        self.websocket.app.state.metrics.count_qix(method.name)
         if method.engine:
             answer = await run_in_threadpool(self.session.answer, request, target, method)
         else:

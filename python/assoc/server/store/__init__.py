@@ -184,6 +184,16 @@ class AppStore:
         """Static bytes of the apps the store holds in memory."""
         return self._cache.loaded_bytes()
 
+    @property
+    def evictions(self) -> int:
+        """Loaded apps evicted over the memory budget since start-up."""
+        return self._cache.evictions
+
+    def load_totals(self) -> tuple[int, float, int]:
+        """Loads of stored apps since start-up: how many, their seconds and their bytes."""
+        cache = self._cache
+        return cache.loads, cache.load_seconds, cache.load_bytes
+
     # ---- imports ---------------------------------------------------------------------
 
     def new_upload_path(self) -> Path:

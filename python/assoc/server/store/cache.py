@@ -86,6 +86,11 @@ class AppCache:
         self._load = load
         self.entries: dict[str, Entry] = {}
         self.lock = threading.Lock()
+        # For the metrics: loaded apps dropped over the budget; loads of stored apps.
+        self.evictions = 0
+        self.loads = 0
+        self.load_seconds = 0.0
+        self.load_bytes = 0
 
     def entry(self, app_id: str) -> Entry:
         """The committed entry of an app; AppNotFound when there is none."""
@@ -124,8 +129,13 @@ class AppCache:
                 return None  # its files may be gone: replaces and deletes hold this lock
             app = entry.app
             if app is None:
+                started = time.perf_counter()
                 app = self._load(entry)
                 self.hold(entry, app)
+                with self.lock:
+                    self.loads += 1
+                    self.load_seconds += time.perf_counter() - started
+                    self.load_bytes += entry.byte_size
             return app
 
     def hold(self, entry: Entry, app: App) -> None:
@@ -154,6 +164,7 @@ class AppCache:
             victim.app = None
             victim.metadata_json = None
             total -= victim.byte_size
+            self.evictions += 1
 
     def cached_metadata_json(self, app_id: str) -> bytes | None:
         """The metadata JSON when it is at hand (no loading, no waiting), else None."""

@@ -1,0 +1,1 @@
+"""Tests of the app explorer page in a real browser."""
