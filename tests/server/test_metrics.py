@@ -32,8 +32,10 @@ def value(text: str, name: str, **labels: str) -> float:
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    """A started service with a memory budget that holds one small app."""
-    app = create_app(Settings(memory_budget_mb=1), tmp_path / "data")
+    """A started service with a memory budget that holds one small app; never saturated (a
+    busy machine must not flip the figure between a scrape and a healthcheck)."""
+    settings = Settings(memory_budget_mb=1, cpu_overload_threshold=100, ram_overload_threshold=100)
+    app = create_app(settings, tmp_path / "data")
     with TestClient(app) as client:
         yield client
 
