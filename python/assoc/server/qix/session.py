@@ -23,13 +23,14 @@ from assoc.server.qix.rpc import (
     result_message,
 )
 from assoc.server.qix.schema_names import SCHEMA_METHODS
+from assoc.server.qix.script_api import SCRIPT_DOC_METHODS, SCRIPT_GLOBAL_METHODS, LastReload
 from assoc.server.settings import Settings
 from assoc.server.store import AppStore
 
 INTERNAL_ERROR = -32603
 METHODS: dict[str, MethodTable] = {
-    "Global": GLOBAL_METHODS,
-    "Doc": DOC_METHODS,
+    "Global": MethodTable(GLOBAL_METHODS | SCRIPT_GLOBAL_METHODS),
+    "Doc": MethodTable(DOC_METHODS | SCRIPT_DOC_METHODS),
     "Field": FIELD_METHODS,
     "GenericObject": OBJECT_METHODS,
 }
@@ -45,6 +46,7 @@ class QixSession:
         self.user = user
         self.handles = HandleTable(settings.qix_max_objects_per_session)
         self.doc: OpenDocument | None = None
+        self.last_reload: LastReload | None = None  # for GetProgress
 
     def interface(self, handle: int) -> dict[str, Any]:
         """ObjectInterface of one of this session's handles."""
