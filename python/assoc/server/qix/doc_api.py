@@ -103,16 +103,31 @@ def _new_object_id(taken: dict[str, int], wanted: Any) -> str:
             return made
 
 
-@DOC_METHODS.method("CreateSessionObject", Param("qProp", "object", required=True))
-def create_session_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """A session object from properties: list objects, hypercubes, field lists, any data."""
-    doc, props = target.doc, args["qProp"]
+def _add_object(s: QixSession, target: DocTarget, props: dict[str, Any]) -> GenericObject:
+    doc = target.doc
     info = props.get("qInfo")
     wanted = info.get("qId") if isinstance(info, dict) else None
     obj = GenericObject.create(props, _new_object_id(doc.objects, wanted))
-    handle = s.handles.add(ObjectTarget(doc, obj))
-    doc.objects[obj.object_id] = handle
-    return Answer({"qReturn": s.interface(handle)})
+    obj.handle = s.handles.add(ObjectTarget(doc, obj))
+    doc.objects[obj.object_id] = obj.handle
+    return obj
+
+
+@DOC_METHODS.method("CreateSessionObject", Param("qProp", "object", required=True))
+def create_session_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """A session object from properties: list objects, hypercubes, field lists, any data."""
+    obj = _add_object(s, target, args["qProp"])
+    return Answer({"qReturn": s.interface(obj.handle)})
+
+
+@DOC_METHODS.method("CreateObject", Param("qProp", "object", required=True))
+def create_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """An object of a session app (it lives with the session); stored apps answer 20."""
+    if not target.doc.is_session_app:
+        raise RpcError(NOT_IMPLEMENTED, "CreateObject", "stored app objects are not implemented")
+    obj = _add_object(s, target, args["qProp"])
+    info = {"qId": obj.object_id, "qType": obj.object_type}
+    return Answer({"qInfo": info, "qReturn": s.interface(obj.handle)})
 
 
 @DOC_METHODS.method("DestroySessionObject", Param("qId", "str", required=True))
