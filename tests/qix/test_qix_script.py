@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from qixclient import QixClient, QixError
 
 from appfiles import ServerProcess, package_bytes
-from qixclient import QixClient, QixError
 
 pytestmark = pytest.mark.server
 
@@ -22,9 +22,7 @@ TESTS_DIR = Path(__file__).resolve().parents[1]
 SCRIPT = Path(__file__).with_name("enigma_script.js")
 NODE = shutil.which("node")
 MOVIES = [("Alien", 1979), ("Heat", 1995), ("Up", 2009), ("Her", 2013), ("Amélie", 2001)]
-LOAD_MOVIES = (
-    "LOAD * FROM [lib://data/movies.csv] (txt, utf8, embedded labels, delimiter is ',');"
-)
+LOAD_MOVIES = "LOAD * FROM [lib://data/movies.csv] (txt, utf8, embedded labels, delimiter is ',');"
 MOVIE_CUBE = {
     "qInfo": {"qType": "movies"},
     "qHyperCubeDef": {
