@@ -6,7 +6,7 @@ import platform
 from typing import TYPE_CHECKING, Any
 
 from assoc.server.qix.facts import app_facts
-from assoc.server.qix.handles import DocTarget, GlobalTarget, OpenDocument
+from assoc.server.qix.handles import GlobalTarget, OpenDocument
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.rpc import APP_ALREADY_OPEN, APP_INVALID, APP_NOT_FOUND, Param, RpcError
 from assoc.server.qix.scripts import DocScript
@@ -87,12 +87,7 @@ def open_doc(s: QixSession, _: GlobalTarget, args: dict[str, Any]) -> Answer:
         lease.release()
         raise
     doc = OpenDocument(app_id, attributes, lease, facts, selections, script)
-    try:
-        doc.handle = s.handles.add(DocTarget(doc))
-    except BaseException:
-        doc.close()
-        raise
-    s.doc = doc
+    s.open_document(doc)
     return Answer({"qReturn": s.interface(doc.handle)}, change=[doc.handle])
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import assoc
 from assoc.script import (
+    FolderConfinement,
     Progress,
     ScriptError,
     ScriptRunner,
@@ -21,14 +23,12 @@ from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.rpc import APP_ALREADY_OPEN, NOT_IMPLEMENTED, Param, RpcError
 from assoc.server.qix.scripts import (
     DocScript,
-    confinement,
     progress_data,
     syntax_errors,
 )
 from assoc.server.store.imports import utc_now_iso
 
 if TYPE_CHECKING:
-    from assoc.script import FolderConfinement
     from assoc.server.qix.session import QixSession
 
 SCRIPT_GLOBAL_METHODS = MethodTable()
@@ -45,7 +45,11 @@ class LastReload:
 
 
 def _confinement(s: QixSession) -> FolderConfinement:
-    return confinement(s.settings.allowed_folder_list(s.store.data_dir))
+    """FolderConfinement over AllowedFolders; the default folder is made when missing."""
+    allowed = s.settings.allowed_folder_list(s.store.data_dir)
+    if not s.settings.allowed_folders:
+        os.makedirs(allowed[0], exist_ok=True)
+    return FolderConfinement(allowed)
 
 
 # ---- Global ------------------------------------------------------------------------------
@@ -62,12 +66,7 @@ def create_session_app(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> An
     doc = OpenDocument(
         app_id, {"name": "", "lastReloadTime": ""}, None, app_facts(app), selections, DocScript()
     )
-    try:
-        doc.handle = s.handles.add(DocTarget(doc))
-    except BaseException:
-        doc.close()
-        raise
-    s.doc = doc
+    s.open_document(doc)
     return Answer({"qSessionAppId": app_id, "qReturn": s.interface(doc.handle)})
 
 

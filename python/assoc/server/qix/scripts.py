@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import os
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,13 +95,6 @@ class DocScript:
     def folder_connections(self, confinement: FolderConfinement) -> FolderConnections:
         """The connections a reload resolves `lib://` through, checked against AllowedFolders."""
         return FolderConnections({c.name: c.path for c in self.connections}, confinement)
-
-
-def confinement(allowed: list[str]) -> FolderConfinement:
-    """FolderConfinement over AllowedFolders (the default folder is made when missing)."""
-    for folder in allowed:
-        os.makedirs(folder, exist_ok=True)
-    return FolderConfinement(allowed)
 
 
 def text_position(text: str, line: int, column: int) -> int:

@@ -9,7 +9,7 @@ import assoc
 from assoc.server.qix.doc_api import DOC_METHODS
 from assoc.server.qix.field_api import FIELD_METHODS
 from assoc.server.qix.global_api import GLOBAL_METHODS
-from assoc.server.qix.handles import HandleTable, OpenDocument, Target, object_interface
+from assoc.server.qix.handles import DocTarget, HandleTable, OpenDocument, Target, object_interface
 from assoc.server.qix.methods import Method, MethodTable
 from assoc.server.qix.object_api import OBJECT_METHODS
 from assoc.server.qix.rpc import (
@@ -80,6 +80,15 @@ class QixSession:
         if answer.selections_changed and self.doc is not None:
             change = self.handles.open_handles()
         return result_message(request.id, answer.result, change, answer.close)
+
+    def open_document(self, doc: OpenDocument) -> None:
+        """Makes `doc` the session's open document with a Doc handle (closed on failure)."""
+        try:
+            doc.handle = self.handles.add(DocTarget(doc))
+        except BaseException:
+            doc.close()
+            raise
+        self.doc = doc
 
     def close_document(self) -> list[int]:
         """Closes the open document and every handle in it; answers the handles closed."""
