@@ -3,6 +3,7 @@
 // Prints one JSON object with what the programs saw; the pytest test checks it.
 const enigma = require('enigma.js');
 const schema = require('enigma.js/schemas/12.2027.0.json');
+const schema32 = require('enigma.js/schemas/3.2.json');
 const Halyard = require('halyard.js');
 const halyardMixin = require('halyard.js/dist/halyard-enigma-mixin');
 const WebSocket = require('ws');
@@ -129,11 +130,43 @@ async function halyardFlow(out) {
   out.halyardErrors = errors;
 }
 
+// core-get-started hello-data-halyard as written: schema 3.2, a date field read with Date#.
+async function helloDataHalyard(out) {
+  const halyard = new Halyard();
+  halyard.addTable(new Halyard.Table(`${folder}/schrimp.csv`, {
+    name: 'Shrimps',
+    fields: [
+      { src: 'date', name: 'Date', type: 'date', inputFormat: 'YYYYMMDD' },
+      { src: 'kilo', name: 'Kilos' },
+    ],
+    delimiter: ',',
+  }));
+  const session = enigma.create({
+    schema: schema32,
+    mixins: halyardMixin,
+    url: `${base}/app/`,
+    createSocket: (url) => new WebSocket(url),
+  });
+  const qix = await session.open();
+  const app = await qix.createSessionAppUsingHalyard(halyard);
+  const object = await app.createSessionObject({
+    qInfo: { qType: 'hello-data' },
+    qHyperCubeDef: {
+      qDimensions: [{ qDef: { qFieldDefs: ['Date'] } }],
+      qInitialDataFetch: [{ qHeight: 10, qWidth: 1 }],
+    },
+  });
+  const layout = await object.getLayout();
+  out.shrimpDates = layout.qHyperCube.qDataPages[0].qMatrix.map((row) => [row[0].qText, row[0].qNum]);
+  await session.close();
+}
+
 async function main() {
   const out = {};
   await helloData(out);
   await listObject(out);
   await halyardFlow(out);
+  await helloDataHalyard(out);
   process.stdout.write(JSON.stringify(out));
 }
 

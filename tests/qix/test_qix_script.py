@@ -4,6 +4,7 @@ reloads of stored apps, and the programs that use them (enigma.js, halyard.js)."
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import json
 import shutil
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.server
 TESTS_DIR = Path(__file__).resolve().parents[1]
 SCRIPT = Path(__file__).with_name("enigma_script.js")
 NODE = shutil.which("node")
+SHRIMP_DATES = ["20170103", "20170104", "20170105", "20170110", "20170211"]
 MOVIES = [("Alien", 1979), ("Heat", 1995), ("Up", 2009), ("Her", 2013), ("Amélie", 2001)]
 LOAD_MOVIES = "LOAD * FROM [lib://data/movies.csv] (txt, utf8, embedded labels, delimiter is ',');"
 MOVIE_CUBE = {
@@ -48,6 +50,8 @@ class ScriptServer:
         self.files = root / "files"
         self.outside = root / "outside"
         _write_movies(self.files)
+        shrimps = "".join(f"{d},{i * 10}\n" for i, d in enumerate(SHRIMP_DATES))
+        (self.files / "schrimp.csv").write_text("date,kilo\n" + shrimps)
         self.outside.mkdir()
         (self.outside / "secret.csv").write_text("Secret\n42\n")
         (self.files / "link.csv").symlink_to(self.outside / "secret.csv")
@@ -136,6 +140,14 @@ def test_enigma_and_halyard_programs(server: ScriptServer) -> None:
     syntax_error = seen["halyardErrors"]["syntax"]
     assert syntax_error["type"] == "Syntax Error"
     assert syntax_error["item"] == "Broken"  # found by the error's qTextPos
+
+    # hello-data-halyard as written (schema 3.2): DATE(DATE#(date, 'YYYYMMDD')) as day numbers
+    epoch = datetime.date(1899, 12, 30)
+    expected = []
+    for text in SHRIMP_DATES:
+        day = datetime.datetime.strptime(text, "%Y%m%d").date()
+        expected.append([f"{day.month}/{day.day}/{day.year}", (day - epoch).days])
+    assert sorted(seen["shrimpDates"], key=lambda d: d[1]) == expected
 
 
 def test_connections_are_confined(server: ScriptServer) -> None:
