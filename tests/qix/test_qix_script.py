@@ -312,3 +312,24 @@ def test_stored_app_reload_survives_a_restart(tmp_path: Path) -> None:
             assert _movies(qix, cube) == sorted(m for m, _ in MOVIES)
     finally:
         process.stop()
+
+
+def test_stored_connections_are_checked_when_the_reload_runs(server: ScriptServer) -> None:
+    manifest = {
+        "format": "assoc-app",
+        "formatVersion": 1,
+        "tables": [{"name": "Old", "file": "tables/Old.qvd"}],
+        "script": LOAD_MOVIES,
+        "connections": [{"name": "data", "path": str(server.outside)}],
+    }
+    body = package_bytes({"Old": {"Movie": ["Old one"]}}, manifest=manifest)
+    with server.process.client() as client:
+        app_id = client.post("/v1/apps/import", content=body).json()["attributes"]["id"]
+    with QixClient(server.ws_base + "/app/") as qix:
+        doc = qix.open_doc(app_id)
+        assert qix.result("GetAppLayout", [], doc)["qLayout"]["qHasScript"] is True
+        assert qix.result("DoReload", [], doc)["qReturn"] is False
+        [error] = qix.result("GetProgress", [0])["qProgressData"]["qErrorData"]
+        assert "outside the folders" in error["qErrorString"]
+        cube = qix.handle_of("CreateSessionObject", [MOVIE_CUBE], doc)
+        assert _movies(qix, cube) == ["Old one"]

@@ -200,7 +200,8 @@ def _reload(s: QixSession, doc: OpenDocument) -> bool:
         last.millis = round((time.perf_counter() - started) * 1000)
 
 
-def _reload_answer(s: QixSession, target: DocTarget, ok: bool, result: dict[str, Any]) -> Answer:
+def _reload_answer(s: QixSession, ok: bool, result: dict[str, Any]) -> Answer:
+    """A reload's answer; after a good one every open handle of the session changed."""
     change = s.handles.open_handles() if ok else []
     return Answer(result, change=change)
 
@@ -216,7 +217,7 @@ def do_reload(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     if args["qPartial"]:
         raise RpcError(NOT_IMPLEMENTED, "qPartial", "partial reloads are not implemented")
     ok = _reload(s, target.doc)
-    return _reload_answer(s, target, ok, {"qReturn": ok})
+    return _reload_answer(s, ok, {"qReturn": ok})
 
 
 @SCRIPT_DOC_METHODS.method("DoReloadEx", Param("qParams", "object", {}))
@@ -226,4 +227,4 @@ def do_reload_ex(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answ
         raise RpcError(NOT_IMPLEMENTED, "qPartial", "partial reloads are not implemented")
     ok = _reload(s, target.doc)
     result = {"qSuccess": ok, "qLogFile": "", "qEndedWithMemoryConstraint": False}
-    return _reload_answer(s, target, ok, {"qResult": result})
+    return _reload_answer(s, ok, {"qResult": result})
