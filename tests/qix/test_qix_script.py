@@ -170,6 +170,7 @@ def test_connections_are_confined(server: ScriptServer) -> None:
         assert create("relative", "files") == 10000
         assert create("a/b", str(server.files)) == 2004
         assert create("web", "https://example.com/", "internet") == 20
+        assert qix.call("CreateConnection", [{"qName": 5}], doc)["error"]["code"] == 8
 
         sub = server.files / "sub"
         sub.mkdir(exist_ok=True)

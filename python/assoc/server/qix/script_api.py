@@ -20,7 +20,13 @@ from assoc.script import (
 from assoc.server.qix.facts import app_facts
 from assoc.server.qix.handles import DocTarget, GlobalTarget, OpenDocument
 from assoc.server.qix.methods import Answer, MethodTable
-from assoc.server.qix.rpc import APP_ALREADY_OPEN, NOT_IMPLEMENTED, Param, RpcError
+from assoc.server.qix.rpc import (
+    APP_ALREADY_OPEN,
+    INVALID_PARAMETERS,
+    NOT_IMPLEMENTED,
+    Param,
+    RpcError,
+)
 from assoc.server.qix.scripts import (
     DocScript,
     progress_data,
@@ -136,7 +142,8 @@ def create_connection(s: QixSession, target: DocTarget, args: dict[str, Any]) ->
     raw = args["qConnection"]
     name, path, kind = raw.get("qName"), raw.get("qConnectionString"), raw.get("qType", "")
     if not isinstance(name, str) or not isinstance(path, str) or not isinstance(kind, str):
-        raise RpcError(8, "qConnection", "qName, qConnectionString and qType must be strings")
+        message = "qName, qConnectionString and qType must be strings"
+        raise RpcError(INVALID_PARAMETERS, "qConnection", message)
     if kind.lower() != "folder":
         raise RpcError(NOT_IMPLEMENTED, kind, "only folder connections are implemented")
     connection = target.doc.script.add(name, path, _confinement(s))
