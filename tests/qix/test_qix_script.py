@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from qixclient import QixClient, QixError
 
+import assoc
 from appfiles import ServerProcess, package_bytes
+from assoc.server.settings import Settings
 
 pytestmark = pytest.mark.server
 
@@ -334,3 +336,11 @@ def test_stored_connections_are_checked_when_the_reload_runs(server: ScriptServe
         assert "outside the folders" in error["qErrorString"]
         cube = qix.handle_of("CreateSessionObject", [MOVIE_CUBE], doc)
         assert _movies(qix, cube) == ["Old one"]
+
+
+def test_allowed_folders_setting(tmp_path: Path) -> None:
+    assert Settings().allowed_folder_list(tmp_path) == [str(tmp_path / "files")]
+    settings = Settings.from_sources([f"AllowedFolders={tmp_path}/a; {tmp_path}/b ;"])
+    assert settings.allowed_folder_list("/ignored") == [f"{tmp_path}/a", f"{tmp_path}/b"]
+    with pytest.raises(assoc.Error, match=r"AllowedFolders.*not an absolute path"):
+        Settings.from_sources(["AllowedFolders=/srv/a;relative/b"])
