@@ -54,6 +54,8 @@ class Manifest:
     tables: list[TableEntry]
     attributes: dict[str, Any] = field(default_factory=dict)
     objects: list[dict[str, Any]] = field(default_factory=list)
+    script: str = ""  # the load script DoReload runs
+    connections: list[dict[str, str]] = field(default_factory=list)  # {name, path} folders
 
     @classmethod
     def parse(cls, data: bytes) -> Manifest:
@@ -80,6 +82,8 @@ class Manifest:
             tables=_parse_tables(doc.get("tables")),
             attributes=normalize_attributes(doc.get("attributes", {})),
             objects=_parse_objects(doc.get("objects", [])),
+            script=_parse_script(doc.get("script", "")),
+            connections=_parse_connections(doc.get("connections", [])),
         )
 
     def to_json(self) -> bytes:
@@ -91,6 +95,10 @@ class Manifest:
             "tables": [{"name": t.name, "file": t.file} for t in self.tables],
             "objects": self.objects,
         }
+        if self.script:
+            doc["script"] = self.script
+        if self.connections:
+            doc["connections"] = self.connections
         return json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8")
 
 
@@ -140,6 +148,26 @@ def _parse_objects(raw: Any) -> list[dict[str, Any]]:
             {"id": obj_id, "type": obj_type, "approved": approved, "properties": properties}
         )
     return objects
+
+
+def _parse_script(raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise Error(f'{MANIFEST_NAME}: "script" must be a string')
+    return raw
+
+
+def _parse_connections(raw: Any) -> list[dict[str, str]]:
+    if not isinstance(raw, list):
+        raise Error(f'{MANIFEST_NAME}: "connections" must be an array')
+    out: list[dict[str, str]] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise Error(f"{MANIFEST_NAME}: connections[{i}] must be an object")
+        name, path = item.get("name"), item.get("path")
+        if not isinstance(name, str) or not name or not isinstance(path, str) or not path:
+            raise Error(f'{MANIFEST_NAME}: connections[{i}] needs a "name" and a "path"')
+        out.append({"name": name, "path": path})
+    return out
 
 
 def normalize_attributes(raw: Any) -> dict[str, Any]:
@@ -339,6 +367,8 @@ def write_package(
         tables=[TableEntry(n, f) for n, f in zip(model_tables, files, strict=True)],
         attributes=manifest.attributes,
         objects=manifest.objects,
+        script=manifest.script,
+        connections=manifest.connections,
     )
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         archive.writestr(MANIFEST_NAME, manifest.to_json())

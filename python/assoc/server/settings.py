@@ -59,6 +59,13 @@ def _text(text: str) -> str:
     return text
 
 
+def _absolute_paths(text: str) -> str:
+    for path in (p.strip() for p in text.split(";")):
+        if path and not os.path.isabs(path):
+            raise ValueError(f"{path!r} is not an absolute path")
+    return text
+
+
 @dataclass(frozen=True)
 class SettingSpec:
     """How one setting is named, parsed and documented."""
@@ -161,6 +168,13 @@ SPECS: tuple[SettingSpec, ...] = (
         _int_range(0, 65535),
         "default 0 = none: a port that serves only the Prometheus metrics (also at GET /metrics)",
     ),
+    SettingSpec(
+        "AllowedFolders",
+        "allowed_folders",
+        _absolute_paths,
+        "absolute paths separated by ';', default <data-dir>/files: the folders load-script "
+        "connections may point into",
+    ),
 )
 
 _BY_NAME = {spec.name.lower(): spec for spec in SPECS}
@@ -186,6 +200,7 @@ class Settings:
     qix_max_message_bytes: int = 16 << 20
     qix_max_objects_per_session: int = 10_000
     prometheus_port: int = 0
+    allowed_folders: str = ""
 
     @classmethod
     def from_sources(
@@ -234,6 +249,11 @@ class Settings:
     def component_version(self) -> str:
         """The version QIX EngineVersion reports: EngineVersion, else the ApiVersion."""
         return self.engine_version or self.api_version
+
+    def allowed_folder_list(self, data_dir: str | os.PathLike[str]) -> list[str]:
+        """AllowedFolders as a list; `<data_dir>/files` when the setting is empty."""
+        folders = [p.strip() for p in self.allowed_folders.split(";") if p.strip()]
+        return folders or [os.path.join(os.fspath(data_dir), "files")]
 
     @property
     def memory_budget_bytes(self) -> int:

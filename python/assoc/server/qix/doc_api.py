@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import calendar
-import datetime
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from assoc.script import locale_info
 from assoc.server.qix.facts import field_description, table_data, tables_and_keys
 from assoc.server.qix.handles import DocTarget, FieldTarget, ObjectTarget
 from assoc.server.qix.methods import Answer, MethodTable
@@ -25,30 +24,6 @@ if TYPE_CHECKING:
 
 DOC_METHODS = MethodTable()
 
-LOCALE_INFO = {
-    "qDecimalSep": ".",
-    "qThousandSep": ",",
-    "qListSep": ",",
-    "qMoneyDecimalSep": ".",
-    "qMoneyThousandSep": ",",
-    "qCurrentYear": datetime.date.today().year,
-    "qMoneyFmt": "$#,##0.00;-$#,##0.00",
-    "qTimeFmt": "h:mm:ss TT",
-    "qDateFmt": "M/D/YYYY",
-    "qTimestampFmt": "M/D/YYYY h:mm:ss[.fff] TT",
-    "qCalendarStrings": {
-        "qDayNames": list(calendar.day_abbr),
-        "qMonthNames": list(calendar.month_abbr)[1:],
-        "qLongDayNames": list(calendar.day_name),
-        "qLongMonthNames": list(calendar.month_name)[1:],
-    },
-    "qFirstWeekDay": 6,
-    "qBrokenWeeks": True,
-    "qReferenceDay": 0,
-    "qFirstMonthOfYear": 1,
-    "qCollation": "en-US",
-}
-
 
 def _default_state(state: str) -> None:
     if state not in ("", "$"):
@@ -64,14 +39,14 @@ def get_app_layout(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answe
         "qFileName": target.doc.app_id,
         "qLastReloadTime": a.get("lastReloadTime", ""),
         "qModified": False,
-        "qHasScript": False,
+        "qHasScript": bool(target.doc.script.text),
         "qStateNames": [],
         "qMeta": {},
-        "qLocaleInfo": LOCALE_INFO,
-        "qHasData": True,
+        "qLocaleInfo": locale_info(),
+        "qHasData": bool(target.doc.facts.app.tables),
         "qReadOnly": False,
         "qIsOpenedWithoutData": False,
-        "qIsSessionApp": False,
+        "qIsSessionApp": target.doc.is_session_app,
         "qThumbnail": {"qUrl": ""},
     }
     return Answer({"qLayout": layout})
@@ -128,16 +103,31 @@ def _new_object_id(taken: dict[str, int], wanted: Any) -> str:
             return made
 
 
-@DOC_METHODS.method("CreateSessionObject", Param("qProp", "object", required=True))
-def create_session_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """A session object from properties: list objects, hypercubes, field lists, any data."""
-    doc, props = target.doc, args["qProp"]
+def _add_object(s: QixSession, target: DocTarget, props: dict[str, Any]) -> GenericObject:
+    doc = target.doc
     info = props.get("qInfo")
     wanted = info.get("qId") if isinstance(info, dict) else None
     obj = GenericObject.create(props, _new_object_id(doc.objects, wanted))
-    handle = s.handles.add(ObjectTarget(doc, obj))
-    doc.objects[obj.object_id] = handle
-    return Answer({"qReturn": s.interface(handle)})
+    obj.handle = s.handles.add(ObjectTarget(doc, obj))
+    doc.objects[obj.object_id] = obj.handle
+    return obj
+
+
+@DOC_METHODS.method("CreateSessionObject", Param("qProp", "object", required=True))
+def create_session_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """A session object from properties: list objects, hypercubes, field lists, any data."""
+    obj = _add_object(s, target, args["qProp"])
+    return Answer({"qReturn": s.interface(obj.handle)})
+
+
+@DOC_METHODS.method("CreateObject", Param("qProp", "object", required=True))
+def create_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """An object of a session app (it lives with the session); stored apps answer 20."""
+    if not target.doc.is_session_app:
+        raise RpcError(NOT_IMPLEMENTED, "CreateObject", "stored app objects are not implemented")
+    obj = _add_object(s, target, args["qProp"])
+    info = {"qId": obj.object_id, "qType": obj.object_type}
+    return Answer({"qInfo": info, "qReturn": s.interface(obj.handle)})
 
 
 @DOC_METHODS.method("DestroySessionObject", Param("qId", "str", required=True))

@@ -75,6 +75,8 @@ class QixConnection:
             doc = self.session.doc
             if doc is None or doc.app_id != app_id:
                 return
+            if doc.lease is not None and self.session.store.is_current(doc.lease):
+                return  # this session's own reload committed the version it holds
             closed = await run_in_threadpool(self.session.close_document)
             if closed and self.websocket.application_state is WebSocketState.CONNECTED:
                 with contextlib.suppress(Exception):

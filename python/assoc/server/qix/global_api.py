@@ -6,9 +6,10 @@ import platform
 from typing import TYPE_CHECKING, Any
 
 from assoc.server.qix.facts import app_facts
-from assoc.server.qix.handles import DocTarget, GlobalTarget, OpenDocument
+from assoc.server.qix.handles import GlobalTarget, OpenDocument
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.rpc import APP_ALREADY_OPEN, APP_INVALID, APP_NOT_FOUND, Param, RpcError
+from assoc.server.qix.scripts import DocScript
 from assoc.server.store import AppNotFound
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ def open_doc(s: QixSession, _: GlobalTarget, args: dict[str, Any]) -> Answer:
     app_id = _find_app(s, args["qDocName"])
     try:
         attributes = s.store.attributes(app_id)
+        script = DocScript.stored(*s.store.script(app_id))
         lease = s.store.lease(app_id)
     except AppNotFound:
         raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found") from None
@@ -84,13 +86,8 @@ def open_doc(s: QixSession, _: GlobalTarget, args: dict[str, Any]) -> Answer:
     except BaseException:
         lease.release()
         raise
-    doc = OpenDocument(app_id, attributes, lease, facts, selections)
-    try:
-        doc.handle = s.handles.add(DocTarget(doc))
-    except BaseException:
-        doc.close()
-        raise
-    s.doc = doc
+    doc = OpenDocument(app_id, attributes, lease, facts, selections, script)
+    s.open_document(doc)
     return Answer({"qReturn": s.interface(doc.handle)}, change=[doc.handle])
 
 

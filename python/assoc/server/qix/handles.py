@@ -6,31 +6,51 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import assoc
-from assoc.server.qix.facts import AppFacts
+from assoc.server.qix.facts import AppFacts, app_facts
 from assoc.server.qix.objects import GenericObject
 from assoc.server.qix.rpc import GLOBAL_HANDLE, INVALID_PARAMETERS, INVALID_PARAMS, RpcError
+from assoc.server.qix.scripts import DocScript
 from assoc.server.store import Lease
 
 
 @dataclass(eq=False)
 class OpenDocument:
-    """The app a session opened: its lease, facts and the session's selections in it."""
+    """The app a session opened (a stored app's lease, or a session app of its own), its
+    facts, script and connections, and the session's selections in it."""
 
     app_id: str
     attributes: dict[str, Any]
-    lease: Lease
+    lease: Lease | None  # None for a session app
     facts: AppFacts
     selections: assoc.Session
+    script: DocScript = field(default_factory=DocScript)
     handle: int = 0
     objects: dict[str, int] = field(default_factory=dict)  # qId -> handle
     fields: dict[str, int] = field(default_factory=dict)  # field name -> handle
+
+    @property
+    def is_session_app(self) -> bool:
+        """True for an app made by CreateSessionApp (it lives with its session)."""
+        return self.lease is None
+
+    def replace_app(self, app: assoc.App, lease: Lease | None, user: str) -> None:
+        """Serves a reloaded app: new facts and selections; the old ones are released."""
+        facts, selections = app_facts(app), app.session(user)
+        old_selections, old_lease = self.selections, self.lease
+        self.facts, self.selections, self.lease = facts, selections, lease
+        try:
+            old_selections.close()
+        finally:
+            if old_lease is not None:
+                old_lease.release()
 
     def close(self) -> None:
         """Ends the selections and lets the store evict the app again."""
         try:
             self.selections.close()
         finally:
-            self.lease.release()
+            if self.lease is not None:
+                self.lease.release()
 
 
 class GlobalTarget:

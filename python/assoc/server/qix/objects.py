@@ -44,6 +44,7 @@ class GenericObject:
     object_type: str
     properties: dict[str, Any]
     definitions: dict[str, Any] = field(default_factory=dict)
+    handle: int = 0
 
     @classmethod
     def create(cls, properties: dict[str, Any], object_id: str) -> GenericObject:

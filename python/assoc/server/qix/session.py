@@ -9,7 +9,7 @@ import assoc
 from assoc.server.qix.doc_api import DOC_METHODS
 from assoc.server.qix.field_api import FIELD_METHODS
 from assoc.server.qix.global_api import GLOBAL_METHODS
-from assoc.server.qix.handles import HandleTable, OpenDocument, Target, object_interface
+from assoc.server.qix.handles import DocTarget, HandleTable, OpenDocument, Target, object_interface
 from assoc.server.qix.methods import Method, MethodTable
 from assoc.server.qix.object_api import OBJECT_METHODS
 from assoc.server.qix.rpc import (
@@ -23,13 +23,14 @@ from assoc.server.qix.rpc import (
     result_message,
 )
 from assoc.server.qix.schema_names import SCHEMA_METHODS
+from assoc.server.qix.script_api import SCRIPT_DOC_METHODS, SCRIPT_GLOBAL_METHODS, LastReload
 from assoc.server.settings import Settings
 from assoc.server.store import AppStore
 
 INTERNAL_ERROR = -32603
 METHODS: dict[str, MethodTable] = {
-    "Global": GLOBAL_METHODS,
-    "Doc": DOC_METHODS,
+    "Global": MethodTable(GLOBAL_METHODS | SCRIPT_GLOBAL_METHODS),
+    "Doc": MethodTable(DOC_METHODS | SCRIPT_DOC_METHODS),
     "Field": FIELD_METHODS,
     "GenericObject": OBJECT_METHODS,
 }
@@ -45,6 +46,7 @@ class QixSession:
         self.user = user
         self.handles = HandleTable(settings.qix_max_objects_per_session)
         self.doc: OpenDocument | None = None
+        self.last_reload: LastReload | None = None  # for GetProgress
 
     def interface(self, handle: int) -> dict[str, Any]:
         """ObjectInterface of one of this session's handles."""
@@ -78,6 +80,15 @@ class QixSession:
         if answer.selections_changed and self.doc is not None:
             change = self.handles.open_handles()
         return result_message(request.id, answer.result, change, answer.close)
+
+    def open_document(self, doc: OpenDocument) -> None:
+        """Makes `doc` the session's open document with a Doc handle (closed on failure)."""
+        try:
+            doc.handle = self.handles.add(DocTarget(doc))
+        except BaseException:
+            doc.close()
+            raise
+        self.doc = doc
 
     def close_document(self) -> list[int]:
         """Closes the open document and every handle in it; answers the handles closed."""

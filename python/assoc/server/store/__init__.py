@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 from assoc import Error
 from assoc.app import App
-from assoc.package import MANIFEST_NAME, PackageLimits
+from assoc.package import MANIFEST_NAME, Manifest, PackageLimits
 from assoc.server.store import media
 from assoc.server.store.cache import AppCache, DocUsage, Entry, Lease, serialise
 from assoc.server.store.errors import (
@@ -41,6 +41,7 @@ from assoc.server.store.imports import (
     stored_tables,
 )
 from assoc.server.store.media import ListForm
+from assoc.server.store.reloads import reload_manifest, stage_tables
 from assoc.server.store.versions import VersionDirs
 from assoc.sources import SourceKind, load_model
 
@@ -223,14 +224,7 @@ class AppStore:
                 if mode is ImportMode.NEW and old is not None:
                     raise AppExists(f"app id {app_id!r} exists")  # a UUID clash: never in practice
                 carry_over(manifest, old.manifest if old is not None else None)
-                (version_dir / MANIFEST_NAME).write_bytes(manifest.to_json())
-                committed = self._dirs.commit(
-                    app_id, version_dir, old.version_dir if old is not None else None
-                )
-                entry = Entry(app_id, committed, manifest, self._app_lock(app_id))
-                with self._cache.lock:
-                    self._cache.entries[app_id] = entry
-                self._cache.hold(entry, app)
+                self._publish(app_id, version_dir, manifest, app, old)
             if old is not None:
                 self._notify(app_id, "replaced")
             return dict(attrs)
@@ -239,6 +233,47 @@ class AppStore:
             remove(stage_dir)
             with contextlib.suppress(FileNotFoundError):
                 source.unlink()
+
+    def _publish(
+        self, app_id: str, version_dir: Path, manifest: Manifest, app: App, old: Entry | None
+    ) -> None:
+        """Commits a staged version and holds its loaded app (the app's lock held)."""
+        (version_dir / MANIFEST_NAME).write_bytes(manifest.to_json())
+        committed = self._dirs.commit(
+            app_id, version_dir, old.version_dir if old is not None else None
+        )
+        entry = Entry(app_id, committed, manifest, self._app_lock(app_id))
+        with self._cache.lock:
+            self._cache.entries[app_id] = entry
+        self._cache.hold(entry, app)
+
+    # ---- reloads ---------------------------------------------------------------------
+
+    def script(self, app_id: str) -> tuple[str, list[dict[str, str]]]:
+        """The app's load script and folder connections (app.json "script", "connections")."""
+        manifest = self._cache.entry(app_id).manifest
+        return manifest.script, [dict(c) for c in manifest.connections]
+
+    def commit_reload(
+        self, app_id: str, app: App, script: str, connections: list[dict[str, str]]
+    ) -> dict[str, Any]:
+        """Commits a reloaded app as the app's new version, as durably as an import (the old
+        version is served until then); returns the new attributes."""
+        stage_dir, version_dir = self._dirs.new_stage()
+        try:
+            tables = stage_tables(app, version_dir)
+            with self._app_lock(app_id):
+                old = self._cache.entry(app_id)
+                manifest = reload_manifest(old, version_dir, tables, script, connections)
+                self._publish(app_id, version_dir, manifest, app, old)
+            self._notify(app_id, "replaced")
+            return dict(manifest.attributes)
+        finally:
+            remove(stage_dir)
+
+    def is_current(self, lease: Lease) -> bool:
+        """True while the leased version is still the app's committed one."""
+        return self._cache.entries.get(lease.entry.app_id) is lease.entry
 
     # ---- deleting --------------------------------------------------------------------
 

@@ -54,6 +54,11 @@ class Lease:
         self._released = False
         self._lock = threading.Lock()
 
+    @property
+    def entry(self) -> Entry:
+        """The committed version this lease holds."""
+        return self._entry
+
     def release(self) -> None:
         """Lets the store evict the app again; a second call does nothing."""
         with self._lock:

@@ -1,0 +1,237 @@
+"""Load-script methods: session apps, folder connections, scripts, reloads and their progress."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import assoc
+from assoc.script import (
+    FolderConfinement,
+    Progress,
+    ScriptError,
+    ScriptRunner,
+    empty_script,
+    locale_info,
+)
+from assoc.server.qix.facts import app_facts
+from assoc.server.qix.handles import DocTarget, GlobalTarget, OpenDocument
+from assoc.server.qix.methods import Answer, MethodTable
+from assoc.server.qix.rpc import (
+    APP_ALREADY_OPEN,
+    INVALID_PARAMETERS,
+    NOT_IMPLEMENTED,
+    Param,
+    RpcError,
+)
+from assoc.server.qix.scripts import (
+    DocScript,
+    progress_data,
+    syntax_errors,
+)
+from assoc.server.store.imports import utc_now_iso
+
+if TYPE_CHECKING:
+    from assoc.server.qix.session import QixSession
+
+SCRIPT_GLOBAL_METHODS = MethodTable()
+SCRIPT_DOC_METHODS = MethodTable()
+
+
+@dataclass
+class LastReload:
+    """The session's latest reload, for GetProgress."""
+
+    progress: Progress
+    script: str
+    millis: int = 0
+
+
+def _confinement(s: QixSession) -> FolderConfinement:
+    """FolderConfinement over AllowedFolders; the default folder is made when missing."""
+    allowed = s.settings.allowed_folder_list(s.store.data_dir)
+    if not s.settings.allowed_folders:
+        os.makedirs(allowed[0], exist_ok=True)
+    return FolderConfinement(allowed)
+
+
+# ---- Global ------------------------------------------------------------------------------
+
+
+@SCRIPT_GLOBAL_METHODS.method("CreateSessionApp")
+def create_session_app(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+    """An empty app that lives with this session, open as its document."""
+    if s.doc is not None:
+        raise RpcError(APP_ALREADY_OPEN, "CreateSessionApp", "App already open")
+    app_id = f"SessionApp_{uuid.uuid4()}"
+    app = assoc.App(ScriptRunner("").run().model)
+    selections = app.session(s.user)
+    doc = OpenDocument(
+        app_id, {"name": "", "lastReloadTime": ""}, None, app_facts(app), selections, DocScript()
+    )
+    s.open_document(doc)
+    return Answer({"qSessionAppId": app_id, "qReturn": s.interface(doc.handle)})
+
+
+@SCRIPT_GLOBAL_METHODS.method("GetProgress", Param("qRequestId", "int", 0), engine=False)
+def get_progress(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+    """ProgressData of the session's latest reload, with its error (line, column, message)."""
+    last = s.last_reload
+    if last is None:
+        return Answer({"qProgressData": progress_data(None, "", 0)})
+    return Answer({"qProgressData": progress_data(last.progress, last.script, last.millis)})
+
+
+@SCRIPT_GLOBAL_METHODS.method(
+    "ConfigureReload",
+    Param("qCancelOnScriptError", "bool", False),
+    Param("qUseErrorData", "bool", False),
+    Param("qInteractOnError", "bool", False),
+    engine=False,
+)
+def configure_reload(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+    """Accepted: a reload always stops at its first error and reports it in GetProgress."""
+    return Answer({})
+
+
+# ---- Doc: locale, script --------------------------------------------------------------
+
+
+@SCRIPT_DOC_METHODS.method("GetLocaleInfo", engine=False)
+def get_locale_info(s: QixSession, _: DocTarget, __: dict[str, Any]) -> Answer:
+    """The locale the script's interpretation variables default to (en-US)."""
+    return Answer({"qReturn": locale_info()})
+
+
+@SCRIPT_DOC_METHODS.method(
+    "GetEmptyScript", Param("qLocalizedMainSection", "str", ""), engine=False
+)
+def get_empty_script(s: QixSession, _: DocTarget, __: dict[str, Any]) -> Answer:
+    """The SET statements a new script starts with."""
+    return Answer({"qReturn": empty_script()})
+
+
+@SCRIPT_DOC_METHODS.method("SetScript", Param("qScript", "str", ""), engine=False)
+def set_script(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """Sets the document's script (a stored app keeps it when a reload commits)."""
+    target.doc.script.text = args["qScript"]
+    return Answer({})
+
+
+@SCRIPT_DOC_METHODS.method("GetScript", engine=False)
+def get_script(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
+    """The document's script."""
+    return Answer({"qScript": target.doc.script.text})
+
+
+@SCRIPT_DOC_METHODS.method("CheckScriptSyntax")
+def check_script_syntax(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
+    """The script's syntax errors, each with its line, column and offset."""
+    return Answer({"qErrors": syntax_errors(target.doc.script.text)})
+
+
+# ---- Doc: connections ------------------------------------------------------------------
+
+
+@SCRIPT_DOC_METHODS.method("CreateConnection", Param("qConnection", "object", required=True))
+def create_connection(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """A folder connection inside AllowedFolders (2000 when the name exists)."""
+    raw = args["qConnection"]
+    name, path, kind = raw.get("qName"), raw.get("qConnectionString"), raw.get("qType", "")
+    if not isinstance(name, str) or not isinstance(path, str) or not isinstance(kind, str):
+        message = "qName, qConnectionString and qType must be strings"
+        raise RpcError(INVALID_PARAMETERS, "qConnection", message)
+    if kind.lower() != "folder":
+        raise RpcError(NOT_IMPLEMENTED, kind, "only folder connections are implemented")
+    connection = target.doc.script.add(name, path, _confinement(s))
+    return Answer({"qConnectionId": connection.connection_id})
+
+
+@SCRIPT_DOC_METHODS.method("GetConnections", engine=False)
+def get_connections(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
+    """The document's connections."""
+    return Answer({"qConnections": [c.record() for c in target.doc.script.connections]})
+
+
+@SCRIPT_DOC_METHODS.method("DeleteConnection", Param("qConnectionId", "str", required=True))
+def delete_connection(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """Deletes a connection by id (2001 when there is none)."""
+    target.doc.script.remove(args["qConnectionId"])
+    return Answer({})
+
+
+# ---- Doc: reloads ----------------------------------------------------------------------
+
+
+def _failed(last: LastReload, error: ScriptError) -> bool:
+    last.progress.error = error
+    last.progress.finished = True
+    return False
+
+
+def _reload(s: QixSession, doc: OpenDocument) -> bool:
+    """Runs the document's script; on success serves (and, for a stored app, commits) the
+    result. A failure keeps the app's data and leaves its error in GetProgress."""
+    script = doc.script.text
+    started = time.perf_counter()
+    last = s.last_reload = LastReload(Progress(), script)
+    try:
+        try:
+            runner = ScriptRunner(script, doc.script.folder_connections(_confinement(s)))
+        except ScriptError as exc:
+            return _failed(last, exc)
+        last.progress = runner.progress
+        try:
+            result = runner.run()
+        except ScriptError:
+            return False
+        app = assoc.App(result.model)
+        if doc.lease is None:
+            doc.replace_app(app, None, s.user)
+            doc.attributes = dict(doc.attributes, lastReloadTime=utc_now_iso())
+            return True
+        try:
+            attributes = s.store.commit_reload(
+                doc.app_id, app, script, doc.script.stored_connections()
+            )
+            lease = s.store.lease(doc.app_id)
+        except assoc.Error as exc:
+            return _failed(last, ScriptError(f"the reload was not stored: {exc}"))
+        doc.replace_app(lease.app, lease, s.user)
+        doc.attributes = attributes
+        return True
+    finally:
+        last.millis = round((time.perf_counter() - started) * 1000)
+
+
+def _reload_answer(s: QixSession, ok: bool, result: dict[str, Any]) -> Answer:
+    """A reload's answer; after a good one every open handle of the session changed."""
+    change = s.handles.open_handles() if ok else []
+    return Answer(result, change=change)
+
+
+@SCRIPT_DOC_METHODS.method(
+    "DoReload",
+    Param("qMode", "int", 0),
+    Param("qPartial", "bool", False),
+    Param("qDebug", "bool", False),
+)
+def do_reload(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """Reloads the document from its script: true, or false with the error in GetProgress."""
+    if args["qPartial"]:
+        raise RpcError(NOT_IMPLEMENTED, "qPartial", "partial reloads are not implemented")
+    ok = _reload(s, target.doc)
+    return _reload_answer(s, ok, {"qReturn": ok})
+
+
+@SCRIPT_DOC_METHODS.method("DoReloadEx", Param("qParams", "object", {}))
+def do_reload_ex(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """DoReload answering {qResult: {qSuccess, qLogFile, qEndedWithMemoryConstraint}}."""
+    if args["qParams"].get("qPartial"):
+        raise RpcError(NOT_IMPLEMENTED, "qPartial", "partial reloads are not implemented")
+    ok = _reload(s, target.doc)
+    result = {"qSuccess": ok, "qLogFile": "", "qEndedWithMemoryConstraint": False}
+    return _reload_answer(s, ok, {"qResult": result})

@@ -1,0 +1,65 @@
+"""AppStore.commit_reload: a reloaded app committed as the next version of a stored app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import assoc
+from appfiles import needs_qvd_reader, package_bytes
+from assoc.server.store import AppStore
+
+pytestmark = needs_qvd_reader
+
+
+def _stored_app(store: AppStore) -> str:
+    path = store.new_upload_path()
+    body = package_bytes(
+        {"Old": {"A": [1, 2]}},
+        attributes={"name": "Kept"},
+        objects=[{"id": "s1", "type": "sheet", "approved": False, "properties": {"x": 1}}],
+        media={"img/logo.png": b"\x89PNG"},
+    )
+    path.write_bytes(body)
+    return str(store.import_file(path)["id"])
+
+
+def test_a_committed_reload_replaces_tables_and_keeps_the_rest(tmp_path: Path) -> None:
+    with AppStore(tmp_path) as store:
+        app_id = _stored_app(store)
+        before = store.attributes(app_id)
+        lease = store.lease(app_id)
+        reloaded = assoc.App.from_script("New: LOAD RecNo() AS B AUTOGENERATE 3;")
+        connections = [{"name": "data", "path": "/srv/files"}]
+        attributes = store.commit_reload(app_id, reloaded, "the script", connections)
+        assert not store.is_current(lease)  # the old version was replaced
+        lease.release()
+        assert attributes["name"] == "Kept"
+        assert attributes["createdDate"] == before["createdDate"]
+        assert attributes["lastReloadTime"] >= before["lastReloadTime"]
+        with store.using(app_id) as app:
+            assert app.tables == ["New"]
+    with AppStore(tmp_path) as reopened:
+        assert reopened.script(app_id) == ("the script", connections)
+        with reopened.using(app_id) as app:
+            assert app.tables == ["New"]
+            assert app.table("New").num_rows == 3
+        assert [o["id"] for o in reopened.objects(app_id)] == ["s1"]
+        with reopened.open_media_file(app_id, "img/logo.png") as f:
+            assert f.read() == b"\x89PNG"
+        lease = reopened.lease(app_id)
+        assert reopened.is_current(lease)
+        lease.release()
+
+
+def test_a_reload_without_tables_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    with AppStore(tmp_path) as store:
+        app_id = _stored_app(store)
+        empty = assoc.App.from_script("")
+        with pytest.raises(assoc.Error, match="no tables"):
+            store.commit_reload(app_id, empty, "", [])
+        assert store.script(app_id) == ("", [])
+        with store.using(app_id) as app:
+            assert app.tables == ["Old"]
+        assert list(store.tmp_dir.iterdir()) == []
