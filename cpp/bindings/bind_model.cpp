@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "assoc/calloc_allocator.hpp"
+#include "assoc/big_blocks.hpp"
 #include "assoc/counters.hpp"
 #include "assoc/error.hpp"
 #include "assoc/metadata.hpp"

@@ -7,7 +7,7 @@
 #include <functional>
 #include <vector>
 
-#include "assoc/calloc_allocator.hpp"
+#include "assoc/big_blocks.hpp"
 #include "assoc/dual.hpp"
 
 namespace assoc {
