@@ -1,6 +1,7 @@
 // The associative model: selection states, value look-ups, and the cached row and field
 // states of a selection state.
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 #include "assoc/error.hpp"
@@ -55,7 +56,55 @@ std::size_t RowStates::byte_size() const {
 }
 
 std::size_t FieldStates::byte_size() const {
-  return selected.byte_size() + possible.byte_size() + alternative.byte_size();
+  return selected.byte_size() + possible.byte_size() + alternative.byte_size() + excluded.byte_size();
+}
+
+const Bitset& FieldStates::values(ValueState state) const {
+  switch (state) {
+    case ValueState::kSelected:
+      return selected;
+    case ValueState::kPossible:
+      return possible;
+    case ValueState::kAlternative:
+      return alternative;
+    case ValueState::kExcluded:
+      break;
+  }
+  return excluded;
+}
+
+std::uint64_t FieldStates::count(ValueState state) const {
+  switch (state) {
+    case ValueState::kSelected:
+      return n_selected;
+    case ValueState::kPossible:
+      return n_possible;
+    case ValueState::kAlternative:
+      return n_alternative;
+    case ValueState::kExcluded:
+      break;
+  }
+  return n_excluded;
+}
+
+std::string_view name_of(ValueState state) {
+  switch (state) {
+    case ValueState::kSelected:
+      return "selected";
+    case ValueState::kPossible:
+      return "possible";
+    case ValueState::kAlternative:
+      return "alternative";
+    case ValueState::kExcluded:
+      break;
+  }
+  return "excluded";
+}
+
+ValueState value_state_named(std::string_view name) {
+  for (const ValueState s : kValueStates)
+    if (name_of(s) == name) return s;
+  throw Error("unknown state '" + std::string(name) + "' (selected, possible, alternative or excluded)");
 }
 
 struct AssociativeModel::Lookup {
@@ -115,6 +164,7 @@ const AssociativeModel::Lookup& AssociativeModel::lookup(std::uint32_t field) co
 void AssociativeModel::prepare_lookup(std::uint32_t field) const { lookup(field); }
 
 std::uint32_t AssociativeModel::find_number(std::uint32_t field, double value) const {
+  if (std::isnan(value)) return kNull;
   const Lookup& l = lookup(field);
   auto it = l.numbers.find(number_key(value));
   return it == l.numbers.end() ? kNull : it->second;
@@ -124,6 +174,11 @@ std::uint32_t AssociativeModel::find_text(std::uint32_t field, std::string_view 
   const Lookup& l = lookup(field);
   auto it = l.texts.find(text);
   return it == l.texts.end() ? kNull : it->second;
+}
+
+std::uint32_t AssociativeModel::find_value(std::uint32_t field, const DualView& value) const {
+  if (value.has_number()) return find_number(field, value.number);
+  return value.has_text ? find_text(field, value.text) : kNull;
 }
 
 std::shared_ptr<RowStates> AssociativeModel::compute_rows(const SelectionState& state) const {
@@ -162,10 +217,15 @@ std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionStat
   }
   out->possible = values_under(rows);
   out->possible.and_not(out->selected);
+  out->excluded = symbol_set(n);
+  out->excluded.set_first(n);
+  out->excluded.and_not(out->selected);
+  out->excluded.and_not(out->possible);
+  out->excluded.and_not(out->alternative);
   out->n_selected = out->selected.count();
   out->n_possible = out->possible.count();
   out->n_alternative = out->alternative.count();
-  out->n_excluded = n - out->n_selected - out->n_possible - out->n_alternative;
+  out->n_excluded = out->excluded.count();
   return out;
 }
 

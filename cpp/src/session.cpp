@@ -33,6 +33,7 @@ void Session::require_open() const {
 void Session::evaluate() { rows_ = model_->rows(state_); }
 
 void Session::select(std::uint32_t field, std::vector<std::uint32_t> symbols) {
+  Counters::instance().call();
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
   const auto& fields = model_->data().fields();
@@ -44,7 +45,20 @@ void Session::select(std::uint32_t field, std::vector<std::uint32_t> symbols) {
   evaluate();
 }
 
+void Session::select_values(std::uint32_t field, const std::vector<DualView>& values) {
+  if (field >= model_->data().fields().size()) throw Error("internal: field out of range");
+  model_->prepare_lookup(field);
+  std::vector<std::uint32_t> symbols;
+  symbols.reserve(values.size());
+  for (const DualView& v : values) {
+    const std::uint32_t s = model_->find_value(field, v);
+    if (s != kNull) symbols.push_back(s);
+  }
+  select(field, std::move(symbols));
+}
+
 void Session::clear() {
+  Counters::instance().call();
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
   state_.clear();
@@ -52,6 +66,7 @@ void Session::clear() {
 }
 
 void Session::clear_field(std::uint32_t field) {
+  Counters::instance().call();
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
   state_.clear(field);
@@ -65,12 +80,14 @@ SelectionState Session::selection() const {
 }
 
 std::shared_ptr<const FieldStates> Session::field_states(std::uint32_t field) const {
+  Counters::instance().call();
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
   return model_->field_states(state_, field, rows_);
 }
 
 std::uint64_t Session::possible_rows(std::uint32_t table) const {
+  Counters::instance().call();
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
   if (!rows_) return model_->rows(state_)->possible.at(table);
