@@ -162,7 +162,7 @@ def clear_cache() -> None:
 
 def engine_counters() -> dict[str, typing.Any]:
     """
-    The engine's own counters: calls, selections, cache, sessions and users.
+    The engine's own counters: selections, cache, sessions and users.
     """
 
 def logical_cores() -> int:
