@@ -7,7 +7,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "assoc/counters.hpp"
 #include "assoc/error.hpp"
 #include "assoc/hypercube.hpp"
 #include "bindings.hpp"
@@ -119,7 +118,6 @@ void bind_hypercube(py::module_& m) {
   session.attr("hypercube") = py::cpp_function(
       [](const Session& s, std::vector<std::string> dimensions, std::vector<std::string> measures,
          std::vector<std::pair<std::string, std::string>> sort, bool suppress_zero, bool suppress_missing) {
-        Counters::instance().call();
         HypercubeSpec spec;
         spec.dimensions = std::move(dimensions);
         spec.measures = std::move(measures);

@@ -9,47 +9,35 @@ import numpy
 import numpy.typing
 import typing_extensions
 
-__all__: list[str] = [
-    "AssociativeModel",
-    "CpuAccount",
-    "DataModel",
-    "Dual",
-    "Error",
-    "Hypercube",
-    "ModelBuilder",
-    "ScriptTable",
-    "Session",
-    "cache_info",
-    "clear_cache",
-    "engine_counters",
-    "logical_cores",
-    "memory_blocks",
-    "set_cache_limit",
-    "set_memory_blocks_kept",
-    "set_threads",
-    "threads",
-    "total_memory",
-]
+class _pybind11_type(type):
+    """The metaclass of every class the module defines (pybind11_builtins.pybind11_type)."""
 
 class Error(ValueError):
     pass
 
-class Dual:
+class Dual(metaclass=_pybind11_type):
     """
-    A value with both a number and a text (such as a formatted date).
+    A value with both a number and a text (such as a formatted date); it equals, and
+    hashes as, its number, as the engine matches values by their numeric part.
     """
-    def __eq__(self, arg0: typing.Any) -> bool: ...
-    def __getstate__(self) -> tuple[float, str]: ...
+    def __eq__(self, arg0: object) -> bool: ...
+    def __getstate__(self) -> tuple[int | float, str]: ...
     def __hash__(self) -> int: ...
-    def __init__(self, number: typing.SupportsFloat | typing.SupportsIndex, text: str) -> None: ...
+    def __init__(self, number: int | float, text: str) -> None: ...
     def __repr__(self) -> str: ...
-    def __setstate__(self, arg0: tuple[float, str]) -> None: ...
+    def __setstate__(self, arg0: tuple[int | float, str]) -> None: ...
     @property
-    def number(self) -> float: ...
+    def number(self) -> int | float:
+        """
+        The numeric part: an int when it is an integer.
+        """
     @property
-    def text(self) -> str: ...
+    def text(self) -> str:
+        """
+        The text part.
+        """
 
-class ModelBuilder:
+class ModelBuilder(metaclass=_pybind11_type):
     """
     Collects tables and builds a model.
     """
@@ -79,7 +67,7 @@ class ModelBuilder:
     @property
     def table_count(self) -> int: ...
 
-class CpuAccount:
+class CpuAccount(metaclass=_pybind11_type):
     """
     CPU time that worker threads spend on a job, in nanoseconds.
     """
@@ -87,7 +75,7 @@ class CpuAccount:
     @property
     def ns(self) -> int: ...
 
-class ScriptTable:
+class ScriptTable(metaclass=_pybind11_type):
     """
     A table a load script holds between statements.
     """
@@ -179,7 +167,7 @@ class ScriptTable:
     @property
     def fields(self) -> list[str]: ...
 
-class DataModel:
+class DataModel(metaclass=_pybind11_type):
     """
     An app's loaded data: fields and tables.
     """
@@ -215,13 +203,13 @@ class DataModel:
         One table as the bytes of a QVD file.
         """
 
-class AssociativeModel:
+class AssociativeModel(metaclass=_pybind11_type):
     """
     A model with its link graph, ready for selections.
     """
     def __init__(self, model: DataModel) -> None: ...
 
-class Session:
+class Session(metaclass=_pybind11_type):
     """
     One user's selection state in an app.
     """
@@ -284,7 +272,7 @@ class Session:
     @property
     def user(self) -> str: ...
 
-class Hypercube:
+class Hypercube(metaclass=_pybind11_type):
     """
     A computed hypercube: dimension tuples and measure values.
     """
@@ -330,7 +318,7 @@ def clear_cache() -> None:
 
 def engine_counters() -> dict[str, typing.Any]:
     """
-    The engine's own counters: calls, selections, cache, sessions and users.
+    The engine's own counters: selections, cache, sessions and users.
     """
 
 def logical_cores() -> int:
