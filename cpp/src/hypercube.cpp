@@ -1,6 +1,7 @@
 #include "assoc/hypercube.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <numeric>

@@ -134,12 +134,6 @@ RootedTree::RootedTree(const LinkGraph& graph, std::uint32_t root_node, const st
   }
 }
 
-KeySets key_sets_of(std::vector<std::pair<std::uint32_t, std::uint64_t>>& pairs, std::size_t n_index) {
-  KeySetsBuilder b(n_index);
-  for (const auto& [index, key] : pairs) b.add(index, key);
-  return b.finish();
-}
-
 JoinWalker::JoinWalker(const AssociativeModel& model, const RowStates& rows, const LinkGraph& graph,
                        const RootedTree& tree, const std::vector<DimPlace>& dims, bool inner)
     : model_(model), rows_(rows), graph_(graph), tree_(tree), dims_(dims), inner_(inner), sets_(graph.size()) {}

@@ -125,7 +125,4 @@ class JoinWalker {
   std::vector<std::unique_ptr<KeySets>> sets_;  // per node, computed once
 };
 
-// Builds KeySets from (index, key) pairs over `n_index` indexes, sorting and deduplicating.
-KeySets key_sets_of(std::vector<std::pair<std::uint32_t, std::uint64_t>>& pairs, std::size_t n_index);
-
 }  // namespace assoc::detail
