@@ -211,3 +211,29 @@ def test_qix_requests_are_counted_per_method(client: TestClient) -> None:
     assert value(text, "assoc_qix_requests_total", method="OpenDoc") == 1
     # Unknown methods are answered with an error and make no label of their own.
     assert ("assoc_qix_requests_total", (("method", "NoSuchMethod"),)) not in samples(text)
+
+
+def test_reloads_are_timed_by_outcome(client: TestClient) -> None:
+    with client.websocket_connect("/app/engineData") as ws:
+        assert ws.receive_json()["method"] == "OnConnected"
+        n = 0
+
+        def call(handle: int, method: str, params: list[object]) -> dict[str, object]:
+            nonlocal n
+            n += 1
+            ws.send_json(
+                {"jsonrpc": "2.0", "id": n, "handle": handle, "method": method, "params": params}
+            )
+            answer: dict[str, object] = ws.receive_json()
+            assert answer["id"] == n, answer
+            return answer
+
+        doc = call(-1, "CreateSessionApp", [])["result"]["qReturn"]["qHandle"]  # type: ignore[index]
+        call(doc, "SetScript", ["LOAD RecNo() AS N AUTOGENERATE 10;"])
+        assert call(doc, "DoReload", [])["result"] == {"qReturn": True}
+        call(doc, "SetScript", ["LOAD * FROM [lib://nowhere/x.csv] (txt);"])
+        assert call(doc, "DoReload", [])["result"] == {"qReturn": False}
+        assert call(doc, "DoReload", [0, True])["error"]  # partial: not implemented, not timed
+    text = scrape(client)
+    assert value(text, "assoc_reload_duration_seconds_count", outcome="ok") == 1
+    assert value(text, "assoc_reload_duration_seconds_count", outcome="failed") == 1

@@ -176,6 +176,13 @@ class Metrics:
         self.import_bytes = Counter(
             "assoc_import_bytes", "request body bytes received by imports", registry=self.registry
         )
+        self.reload_duration = Histogram(
+            "assoc_reload_duration_seconds",
+            "time a load-script reload (QIX DoReload, DoReloadEx) took, by outcome",
+            ["outcome"],
+            buckets=IMPORT_BUCKETS,
+            registry=self.registry,
+        )
         self._server: WSGIServer | None = None
         self._request_children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
 
@@ -197,6 +204,10 @@ class Metrics:
     def count_qix(self, method: str) -> None:
         """Counts one QIX request by method name."""
         self.qix_requests.labels(method).inc()
+
+    def observe_reload(self, succeeded: bool, seconds: float) -> None:
+        """Times one reload by its outcome (`ok` or `failed`)."""
+        self.reload_duration.labels("ok" if succeeded else "failed").observe(seconds)
 
     def exposition(self) -> bytes:
         """The text exposition of every metric."""

@@ -29,6 +29,7 @@ from assoc.server.store import AppStore
 
 MESSAGE_TOO_BIG = 1009
 GOING_AWAY = 1001
+RELOAD_METHODS = frozenset({"DoReload", "DoReloadEx"})
 _log = logging.getLogger("assoc.qix")
 
 
@@ -63,10 +64,16 @@ class QixConnection:
             return
         # Metrics: QIX requests per implemented method (a bounded set of label values).
         self.websocket.app.state.metrics.count_qix(method.name)
+        before = self.session.last_reload
         if method.engine:
             answer = await run_in_threadpool(self.session.answer, request, target, method)
         else:
             answer = self.session.answer(request, target, method)
+        last = self.session.last_reload
+        if method.name in RELOAD_METHODS and last is not None and last is not before:
+            self.websocket.app.state.metrics.observe_reload(
+                last.progress.error is None, last.millis / 1000
+            )
         await self.send(answer)
 
     async def app_changed(self, app_id: str) -> None:
