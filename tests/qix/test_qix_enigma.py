@@ -14,7 +14,6 @@ from conftest import CUSTOMERS, ORDERS, QixServer
 
 pytestmark = pytest.mark.server
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
 SCRIPT = Path(__file__).with_name("enigma_session.js")
 NODE = shutil.which("node")
 HAS_HYPERCUBE = hasattr(assoc.Session, "hypercube")
@@ -33,13 +32,11 @@ def _region_totals() -> dict[str, tuple[float, int]]:
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
-def test_enigma_js_session(qix_server: QixServer, app_id: str) -> None:
-    if not (TESTS_DIR / "node_modules" / "enigma.js").is_dir():
-        pytest.fail("enigma.js is not installed: run `npm ci --prefix tests`")
+def test_enigma_js_session(qix_server: QixServer, app_id: str, node_packages: Path) -> None:
     args = [str(NODE), str(SCRIPT), qix_server.ws_base, app_id]
     if HAS_HYPERCUBE:
         args.append("cube")
-    run = subprocess.run(args, cwd=TESTS_DIR, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(args, cwd=node_packages, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout)
 

@@ -21,7 +21,6 @@ from assoc.server.settings import Settings
 
 pytestmark = pytest.mark.server
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
 SCRIPT = Path(__file__).with_name("enigma_script.js")
 NODE = shutil.which("node")
 SHRIMP_DATES = ["20170103", "20170104", "20170105", "20170110", "20170211"]
@@ -84,12 +83,9 @@ def _session_app(qix: QixClient, folder: Path) -> int:
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
-def test_enigma_and_halyard_programs(server: ScriptServer) -> None:
-    for package in ("enigma.js", "halyard.js"):
-        if not (TESTS_DIR / "node_modules" / package).is_dir():
-            pytest.fail(f"{package} is not installed: run `npm ci --prefix tests`")
+def test_enigma_and_halyard_programs(server: ScriptServer, node_packages: Path) -> None:
     args = [str(NODE), str(SCRIPT), server.ws_base, str(server.files)]
-    run = subprocess.run(args, cwd=TESTS_DIR, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(args, cwd=node_packages, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout)
     titles = sorted(m for m, _ in MOVIES)
