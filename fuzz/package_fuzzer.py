@@ -17,7 +17,7 @@ with atheris.instrument_imports():
     import zipfile  # noqa: F401  (instrumented: the archive reader)
 
     import assoc
-    import assoc.package  # noqa: F401
+    import assoc.package
 
 
 def test_one_input(data: bytes) -> None:

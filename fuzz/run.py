@@ -20,7 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "fuzz"
 SEEDS = {
-    "qvd_fuzzer": [ROOT.parent / "shared" / "testdata" / "qlik-qvd", ROOT / "fuzz" / "seeds" / "qvd"],
+    "qvd_fuzzer": [
+        ROOT.parent / "shared" / "testdata" / "qlik-qvd",
+        ROOT / "fuzz" / "seeds" / "qvd",
+    ],
     "csv_fuzzer": [ROOT / "fuzz" / "seeds" / "csv"],
 }
 SEED_SUFFIX = {"qvd_fuzzer": ".qvd", "csv_fuzzer": ".csv"}
@@ -53,9 +56,18 @@ def run(name: str, runs: int, jobs: int, max_len: int) -> tuple[int, int, float]
     start = time.monotonic()
     procs = [
         subprocess.Popen(
-            [str(binary), f"-runs={per_job}", f"-max_len={max_len}", "-print_final_stats=1",
-             "-rss_limit_mb=4096", f"-artifact_prefix={crashes}/", str(corpus)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                str(binary),
+                f"-runs={per_job}",
+                f"-max_len={max_len}",
+                "-print_final_stats=1",
+                "-rss_limit_mb=4096",
+                f"-artifact_prefix={crashes}/",
+                str(corpus),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         for _ in range(jobs)
     ]

@@ -167,7 +167,9 @@ def trial(root: Path, rng: random.Random, workers: int) -> tuple[int, list[str]]
     server = Server(data, "EFEMode=1", log=root / "serve.log").start()
     stop = threading.Event()
     threads = [
-        threading.Thread(target=worker, args=(server.url, ledger, stop, random.Random(rng.random())))
+        threading.Thread(
+            target=worker, args=(server.url, ledger, stop, random.Random(rng.random()))
+        )
         for _ in range(workers)
     ]
     try:

@@ -47,7 +47,9 @@ class Server:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"assoc serve exited with {self.proc.returncode}; see {self.log}")
+                raise RuntimeError(
+                    f"assoc serve exited with {self.proc.returncode}; see {self.log}"
+                )
             try:
                 if httpx.get(self.url + "/health", timeout=1).status_code == 200:
                     return self
