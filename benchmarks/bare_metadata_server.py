@@ -1,11 +1,14 @@
 """The baseline: a bare Starlette endpoint that answers fixed bytes, run as `assoc serve` runs.
 
-python benchmarks/bare_metadata_server.py BODY_FILE --port 9077
+python benchmarks/bare_metadata_server.py BODY_FILE --port 0
+
+Like `assoc serve`, it binds its socket itself and writes the address it bound to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 import uvicorn
 from starlette.applications import Starlette
@@ -13,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from assoc.cli import server_config
+from assoc.cli import bind, server_config
 
 
 def bare_app(body: bytes) -> Starlette:
@@ -46,7 +49,11 @@ def main() -> None:
     args = parser.parse_args()
     with open(args.body_file, "rb") as f:
         body = f.read()
-    uvicorn.Server(server_config(bare_app(body), args.host, args.port, args.log_level)).run()
+    with bind(args.host, args.port) as listener:
+        host, port = listener.getsockname()[:2]
+        print(f"assoc serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
+        server = uvicorn.Server(server_config(bare_app(body), host, port, args.log_level))
+        server.run(sockets=[listener])
 
 
 if __name__ == "__main__":

@@ -30,4 +30,5 @@ def test_http_import_against_from_qvd() -> None:
     assert result.from_qvd_s > 0
     assert result.http_import_s > 0
     assert result.bare_upload_s > 0
+    assert math.isfinite(result.upload_ratio)
     print(report([], result))

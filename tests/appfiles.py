@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import socket
+import re
 import subprocess
 import sys
 import time
@@ -117,14 +117,6 @@ def zip_with(entries: Mapping[str | zipfile.ZipInfo, bytes]) -> bytes:
 # ---- a real `assoc serve` process ------------------------------------------------------
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def serve_env() -> dict[str, str]:
     """The environment for a child `assoc serve`: ours, with the source tree importable."""
     env = dict(os.environ)
@@ -134,21 +126,28 @@ def serve_env() -> dict[str, str]:
     return env
 
 
+LISTENING = re.compile(r"assoc serve: listening on (http://\S+)")
+
+
 class ServerProcess:
-    """`python -m assoc.cli serve` on a free loopback port, for one test."""
+    """`python -m assoc.cli serve --port 0` on loopback, for one test: the port is the one the
+    service reports it bound."""
 
     def __init__(self, data_dir: Path, *settings: str) -> None:
         self.data_dir = data_dir
         self.settings = settings
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.base_url = ""
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = data_dir.parent / f"serve-{self.port}.log"
+        self.log_path = data_dir.parent / f"serve-{data_dir.name}-{time.monotonic_ns()}.log"
+
+    def _bound_url(self) -> str:
+        match = LISTENING.search(self.read_log())
+        return match.group(1) if match else ""
 
     def start(self, timeout: float = 20.0) -> ServerProcess:
-        """Starts the process and waits until /health answers."""
+        """Starts the process, reads the address it reports and waits until /health answers."""
         args = [sys.executable, "-m", "assoc.cli", "serve", "--host", "127.0.0.1"]
-        args += ["--port", str(self.port), "--data-dir", str(self.data_dir)]
+        args += ["--port", "0", "--data-dir", str(self.data_dir)]
         for setting in self.settings:
             args += ["-S", setting]
         # A file, not a pipe: a pipe nobody reads would block the server once full.
@@ -162,8 +161,9 @@ class ServerProcess:
                 raise RuntimeError(
                     f"assoc serve exited with {self.proc.returncode}: {self.read_log()}"
                 )
+            self.base_url = self.base_url or self._bound_url()
             try:
-                if httpx.get(self.base_url + "/health", timeout=1).status_code == 200:
+                if self.base_url and httpx.get(self.base_url + "/health", timeout=1).is_success:
                     return self
             except httpx.HTTPError:
                 pass

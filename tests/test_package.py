@@ -24,12 +24,10 @@ from assoc.package import (
     AppPackage,
     Manifest,
     PackageLimits,
-    SourceKind,
-    UnsupportedFile,
     check_entry_name,
-    detect_kind,
     write_package,
 )
+from assoc.sources import SourceKind, UnsupportedFile, detect_kind
 
 MANIFEST = {
     "format": "assoc-app",
@@ -242,3 +240,90 @@ def test_written_package_reads_back_the_same(tmp_path: Path) -> None:
     for table in app.tables:
         for field in app.table(table).fields:
             assert back.table(table).column(field) == app.table(table).column(field)
+
+
+# ---- packages whose tables share two or more fields (synthetic keys) ------------------
+
+SHARED_TWO = {
+    "Sales": {"Region": ["N", "S", "N"], "Year": [2024, 2024, 2025], "Amount": [1, 2, 3]},
+    "Budget": {"Region": ["N", "S"], "Year": [2024, 2025], "Plan": [5, 6]},
+}
+SHARED_THREE = {
+    "Orders": {"A": [1, 2, 3], "B": ["x", "y", "x"], "C": [0.5, 1.5, 0.5], "Qty": [4, 5, 6]},
+    "Returns": {"A": [1, 3], "B": ["x", "x"], "C": [0.5, 0.5], "Reason": ["late", "broken"]},
+}
+# Two synthetic keys whose shared field sets overlap: {K1, K2} and {K2, K3}.
+OVERLAPPING = {
+    "T1": {"K1": [1, 2, 3], "K2": ["a", "b", "c"], "V1": [10, 20, 30]},
+    "T2": {"K1": [1, 2], "K2": ["a", "b"], "K3": [7, 8], "V2": [1.5, 2.5]},
+    "T3": {"K2": ["a", "c"], "K3": [7, 9], "V3": ["p", "q"]},
+}
+
+
+def _model_shape(metadata: dict[str, object]) -> tuple[object, object]:
+    """What a user sees of a model's structure: tables with their counts, fields with their
+    tables and key tags (byte sizes and number formats aside)."""
+    key_tags = {"$key", "$keypart", "$syn", "$system", "$hidden"}
+    tables = [
+        (t["name"], t["no_of_rows"], t["no_of_fields"], t["no_of_key_fields"], t["is_loose"])
+        for t in metadata["tables"]  # type: ignore[attr-defined]
+    ]
+    fields = [
+        (f["name"], f["src_tables"], sorted(set(f["tags"]) & key_tags), f["cardinal"])
+        for f in metadata["fields"]  # type: ignore[attr-defined]
+    ]
+    return tables, fields
+
+
+@needs_qvd_reader
+@pytest.mark.parametrize("tables", [SHARED_TWO, SHARED_THREE, OVERLAPPING])
+def test_packages_with_synthetic_keys_load_like_from_tables(tables: dict) -> None:
+    app = assoc.App.from_package(package_bytes(tables))
+    expected = assoc.App.from_tables(tables)
+    assert _model_shape(app.metadata()) == _model_shape(expected.metadata())
+    assert any(name.startswith("$Syn ") for name in app.tables)
+    for name in tables:
+        assert app.table(name).num_rows == expected.table(name).num_rows
+
+
+REAL_QVDS = [
+    "qvdfile-tab1.qvd",  # ID, NAME, ONEVAL
+    "qvdfile-tab2.qvd",  # ID, VAL, NAME, PHONE, SINGLE: a synthetic key on ID + NAME
+    "qvd4js-small.qvd",  # Products: ProductKey
+    "qvd4js-medium.qvd",  # Customers: CustomerKey
+    "qvd4js-large.qvd",  # InternetSales_Fact: ProductKey, CustomerKey
+    "qvd4js-empty.qvd",
+    "qvdlib-Test.qvd",
+    "qvdutils-test_qvd_null.qvd",
+]
+
+
+@needs_qvd_reader
+def test_a_package_of_real_qlik_qvds_with_shared_fields_loads(qlik_qvd_dir: Path) -> None:
+    files = {f"tables/{name}": (qlik_qvd_dir / name).read_bytes() for name in REAL_QVDS}
+    manifest = {
+        "format": "assoc-app",
+        "formatVersion": 1,
+        "tables": [{"name": Path(n).stem, "file": f"tables/{n}"} for n in REAL_QVDS],
+    }
+    app = assoc.App.from_package(zip_with({"app.json": json.dumps(manifest).encode(), **files}))
+    listed = [Path(n).stem for n in REAL_QVDS]
+    assert [t for t in app.tables if not t.startswith("$Syn ")] == listed
+    # The same tables given as columns make the same model.
+    columns = {}
+    for name in REAL_QVDS:
+        single = assoc.App.from_qvd(qlik_qvd_dir / name)
+        table = single.table(single.tables[0])
+        columns[Path(name).stem] = {f: table.column(f) for f in table.fields}
+    expected = assoc.App.from_tables(columns)
+    got_tables, got_fields = _model_shape(app.metadata())
+    want_tables, want_fields = _model_shape(expected.metadata())
+    assert got_tables == want_tables
+    assert [f[:3] for f in got_fields] == [f[:3] for f in want_fields]
+    syn = {f[0]: f for f in got_fields if f[0].startswith("$Syn")}
+    assert syn == {f[0]: f for f in want_fields if f[0].startswith("$Syn")}
+    assert syn  # tab1 and tab2 share ID and NAME
+    by_name = {f[0]: f for f in got_fields}
+    assert by_name["ID"][1] == ["$Syn 1 Table"]
+    assert "$keypart" in by_name["NAME"][2]
+    assert by_name["ProductKey"][1] == ["qvd4js-small", "qvd4js-large"]

@@ -2,51 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import mmap
 import os
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, BinaryIO
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
 from assoc import _core
 from assoc.session import Session
-
-Source = str | os.PathLike[str] | bytes | bytearray | memoryview
-
-
-def _read_source(source: Source) -> bytes:
-    """The bytes of a path or a bytes-like source."""
-    if isinstance(source, bytes | bytearray | memoryview):
-        return bytes(source)
-    if isinstance(source, str | os.PathLike):
-        try:
-            with open(source, "rb") as f:
-                return f.read()
-        except OSError as exc:
-            raise _core.Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
-    raise TypeError(f"expected a path or bytes, not {type(source).__name__}")
-
-
-def _map_file(f: BinaryIO) -> mmap.mmap | contextlib.nullcontext[bytes]:
-    """The file's bytes mapped read-only (an empty file cannot be mapped: its empty bytes)."""
-    if os.fstat(f.fileno()).st_size == 0:
-        return contextlib.nullcontext(b"")
-    return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-
-
-def _load(add: Callable[[Any, Any], None], source: Source, name: str | None) -> None:
-    """Hands a source to a builder's loader: a path memory-mapped (the C++ reads it from the page
-    cache, no copy), bytes as they are."""
-    if isinstance(source, str | os.PathLike):
-        try:
-            with open(source, "rb") as f, _map_file(f) as data:
-                add(data, name)
-        except OSError as exc:
-            raise _core.Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
-    else:
-        add(_read_source(source), name)
+from assoc.sources import Source, SourceKind, load_model
 
 
 class Table:
@@ -101,16 +65,12 @@ class App:
     @classmethod
     def from_qvd(cls, source: Source, table: str | None = None) -> App:
         """An app with the one table of a QVD file (a path or its bytes); `table` renames it."""
-        builder = _core.ModelBuilder()
-        _load(builder.add_qvd, source, table)
-        return cls(builder.build())
+        return cls(load_model([(source, table)], SourceKind.QVD))
 
     @classmethod
     def from_csv(cls, source: Source, table: str | None = None) -> App:
         """An app with the table of a CSV file (a path or bytes), named `table` or Table1."""
-        builder = _core.ModelBuilder()
-        _load(builder.add_csv, source, table or "Table1")
-        return cls(builder.build())
+        return cls(load_model([(source, table)], SourceKind.CSV))
 
     @classmethod
     def from_package(cls, source: Source) -> App:

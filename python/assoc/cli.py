@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
 from assoc import Error, __version__
-from assoc.settings import Settings, settings_help
-from assoc.store import check_data_dir
+from assoc.server.settings import Settings, settings_help
+from assoc.server.store import check_data_dir
 
 if TYPE_CHECKING:
     import uvicorn
@@ -68,11 +69,9 @@ def server_config(
     """The uvicorn configuration `assoc serve` runs an ASGI app with."""
     import uvicorn
 
-    from assoc.server.protocol import HttpProtocol
-
     return uvicorn.Config(
         app,
-        http=HttpProtocol,
+        http="httptools",
         host=host,
         port=port,
         log_level=log_level,
@@ -111,14 +110,37 @@ def serve(args: argparse.Namespace) -> int:
 
     try:
         app = create_app(settings, args.data_dir)
+        listener = bind(args.host, args.port)
     except (RuntimeError, OSError) as exc:
         print(f"assoc serve: {exc}", file=sys.stderr)
         return 2
-    server = uvicorn.Server(
-        server_config(app, args.host, args.port, args.log_level, args.access_log)
-    )
-    server.run()
+    with listener:
+        host, port = listener.getsockname()[:2]
+        # With --port 0 the system picks the port: this line is how callers learn it.
+        print(f"assoc serve: listening on {_url(host, port)}", file=sys.stderr, flush=True)
+        server = uvicorn.Server(
+            server_config(app, args.host, port, args.log_level, args.access_log)
+        )
+        server.run(sockets=[listener])
     return 0 if server.started else 1
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (port 0: one the system picks)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(2048)
+    except BaseException:
+        listener.close()
+        raise
+    return listener
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def main(argv: list[str] | None = None) -> int:

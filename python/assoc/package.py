@@ -11,12 +11,12 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from assoc import _core
+from assoc import _core, attributes
 from assoc._core import Error
+from assoc.sources import load_model
 
 PACKAGE_FORMAT = "assoc-app"
 FORMAT_VERSION = 1
@@ -24,34 +24,8 @@ MANIFEST_NAME = "app.json"
 MEDIA_PREFIX = "media/"
 MAX_MANIFEST_BYTES = 64 << 20
 
-# NxAttributes the service keeps, with the value an unknown one takes.
-ATTRIBUTE_DEFAULTS: dict[str, Any] = {
-    "id": "",
-    "name": "",
-    "description": "",
-    "thumbnail": "",
-    "lastReloadTime": "",
-    "createdDate": "",
-    "modifiedDate": "",
-    "owner": "",
-    "dynamicColor": "",
-    "published": False,
-    "publishTime": "",
-    "custom": {},
-    "tags": [],
-}
-
 _APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 _COPY_CHUNK = 1 << 20
-
-
-class SourceKind(Enum):
-    """What an import body holds, told by its content."""
-
-    PACKAGE = "package"
-    QVD = "qvd"
-    CSV = "csv"
 
 
 @dataclass(frozen=True)
@@ -170,24 +144,7 @@ def _parse_objects(raw: Any) -> list[dict[str, Any]]:
 
 def normalize_attributes(raw: Any) -> dict[str, Any]:
     """NxAttributes with every known key, checked types and defaults for the missing ones."""
-    if not isinstance(raw, dict):
-        raise Error(f'{MANIFEST_NAME}: "attributes" must be an object')
-    out: dict[str, Any] = {}
-    for key, default in ATTRIBUTE_DEFAULTS.items():
-        value = raw.get(key, default)
-        if value is None:
-            value = default
-        if isinstance(default, str) and not isinstance(value, str):
-            raise Error(f"{MANIFEST_NAME}: attributes.{key} must be a string")
-        if isinstance(default, bool) and not isinstance(value, bool):
-            raise Error(f"{MANIFEST_NAME}: attributes.{key} must be true or false")
-        if isinstance(default, dict) and not isinstance(value, dict):
-            raise Error(f"{MANIFEST_NAME}: attributes.{key} must be an object")
-        if isinstance(default, list) and not (
-            isinstance(value, list) and all(isinstance(v, str) for v in value)
-        ):
-            raise Error(f"{MANIFEST_NAME}: attributes.{key} must be an array of strings")
-        out[key] = value
+    out = attributes.normalize(raw, MANIFEST_NAME)
     if out["id"] and not is_valid_app_id(out["id"]):
         raise Error(f"{MANIFEST_NAME}: attributes.id {out['id']!r} is not a valid app id")
     thumbnail = out["thumbnail"].removeprefix(MEDIA_PREFIX)
@@ -211,33 +168,6 @@ def check_entry_name(name: str) -> None:
     parts = name.rstrip("/").split("/")
     if any(part in ("", ".", "..") for part in parts):
         raise Error(f"entry name {name[:80]!r} has an empty, '.' or '..' part")
-
-
-def detect_kind(head: bytes) -> SourceKind:
-    """Package, QVD or CSV from the first bytes of a file; raises assoc.Error for anything else."""
-    if not head:
-        raise Error("the file is empty")
-    if head.startswith(_ZIP_MAGIC):
-        return SourceKind.PACKAGE
-    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    # An XML prolog is never CSV: a QVD whose header is damaged still gets the QVD reader's error.
-    if text.startswith((b"<?xml", b"<QvdTableHeader")):
-        return SourceKind.QVD
-    if b"\x00" in head:
-        raise UnsupportedFile("the file is neither an app package, a QVD file nor CSV text")
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        # A multi-byte character may be cut at the end of the sample.
-        if exc.start < len(head) - 4:
-            raise UnsupportedFile(
-                "the file is not UTF-8 CSV text, a QVD file or a package"
-            ) from None
-    return SourceKind.CSV
-
-
-class UnsupportedFile(Error):
-    """A file whose content is no kind of app source the engine reads."""
 
 
 def _is_symlink(info: zipfile.ZipInfo) -> bool:
@@ -339,8 +269,8 @@ class AppPackage:
         ]
 
     def build_model(self) -> _core.DataModel:
-        """The engine model of the package's tables."""
-        return build_model(self.manifest, self.read)
+        """The engine model of the package's tables, each read as QVD or CSV by its content."""
+        return load_model((self.read(t.file), t.name) for t in self.manifest.tables)
 
     def extract_media(self, root: Path) -> None:
         """Writes media/** under root/media (checked names only); the caller flushes them."""
@@ -360,27 +290,6 @@ class AppPackage:
                 raise Error(f"entry {info.filename!r} cannot be read: {exc}") from None
             except Exception as exc:  # zlib.error from corrupt deflate streams
                 raise Error(f"entry {info.filename!r} cannot be read: {exc}") from None
-
-
-def build_model(manifest: Manifest, read: Callable[[str], bytes]) -> _core.DataModel:
-    """An engine model from a manifest's tables, each read as QVD or CSV by its content."""
-    builder = _core.ModelBuilder()
-    for table in manifest.tables:
-        data = read(table.file)
-        kind = detect_kind(data[:4096])
-        if kind is SourceKind.QVD:
-            builder.add_qvd(data, table.name)
-        elif kind is SourceKind.CSV:
-            builder.add_csv(data, table.name)
-        else:
-            raise Error(f"table {table.name!r}: {table.file!r} is neither a QVD nor a CSV file")
-        del data
-    model = builder.build()
-    loaded = model.table_names()
-    listed = [t.name for t in manifest.tables]
-    if sorted(loaded) != sorted(listed):
-        raise Error(f"{MANIFEST_NAME} lists tables {listed}, but their files hold tables {loaded}")
-    return model
 
 
 def table_file_names(tables: list[str]) -> list[str]:

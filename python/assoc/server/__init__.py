@@ -14,11 +14,12 @@ from starlette.middleware import Middleware
 
 import assoc
 from assoc.server.auth import TokenMiddleware, TokenValidator
+from assoc.server.calls import CallCounter
 from assoc.server.errors import EXCEPTION_HANDLERS
 from assoc.server.health import HealthMonitor
 from assoc.server.routes import build_routes
-from assoc.settings import Settings
-from assoc.store import AppStore
+from assoc.server.settings import Settings
+from assoc.server.store import AppStore
 
 __all__ = ["create_app"]
 
@@ -30,7 +31,7 @@ def create_app(
 ) -> Starlette:
     """The service for `settings`, storing apps under `data_dir`."""
     settings = settings or Settings()
-    middleware = []
+    middleware = [Middleware(CallCounter)]
     if settings.validate_json_web_tokens != "0":
         middleware.append(Middleware(TokenMiddleware, validator=TokenValidator(settings)))
 

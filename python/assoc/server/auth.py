@@ -7,10 +7,9 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from assoc.server.errors import ApiError, error_response
-from assoc.settings import Settings
+from assoc.server.health import PROBE_PATHS
+from assoc.server.settings import Settings
 
-# Probes must answer without credentials.
-OPEN_PATHS = frozenset({"/health", "/healthcheck"})
 _HMAC = ("HS256", "HS384", "HS512")
 _PUBLIC_KEY = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512")
 
@@ -97,7 +96,7 @@ class TokenMiddleware:
         self.validator = validator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or scope["path"] in PROBE_PATHS:
             await self.app(scope, receive, send)
             return
         auth = b""

@@ -10,8 +10,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 import assoc
-from assoc.package import UnsupportedFile
-from assoc.store import AppNotFound, BadMediaPath, MediaNotFound
+from assoc.server.store import (
+    AppExists,
+    AppIdRequired,
+    AppNotFound,
+    BadMediaPath,
+    InvalidAppFile,
+    MediaNotFound,
+    StoredAppUnreadable,
+)
+from assoc.sources import UnsupportedFile
 
 log = logging.getLogger("assoc.server")
 
@@ -52,10 +60,25 @@ _HTTP_CODES = {
     403: "Forbidden",
     404: "NotFound",
     405: "MethodNotAllowed",
+    409: "Conflict",
     413: "PayloadTooLarge",
     415: "UnsupportedMediaType",
     422: "UnprocessableEntity",
     429: "TooManyRequests",
+}
+
+
+# The status and code of each failure the store reports. Any other assoc.Error reaching the
+# service is a fault of the service (500): every expected failure has its class here.
+STORE_ERRORS: dict[type[assoc.Error], tuple[int, str]] = {
+    AppNotFound: (404, "AppNotFound"),
+    MediaNotFound: (404, "FileNotFound"),
+    BadMediaPath: (400, "BadMediaPath"),
+    UnsupportedFile: (415, "UnsupportedAppFile"),
+    InvalidAppFile: (422, "InvalidAppFile"),
+    AppIdRequired: (422, "AppIdRequired"),
+    AppExists: (409, "AppExists"),
+    StoredAppUnreadable: (500, "StoredAppUnreadable"),
 }
 
 
@@ -71,16 +94,12 @@ def _as_api_error(request: Request, exc: Exception) -> ApiError:
             detail = f"{request.method} is not allowed on {request.url.path}"
         code = _HTTP_CODES.get(status, "HttpError")
         return ApiError(status, code, detail, dict(exc.headers or {}) or None)
-    if isinstance(exc, AppNotFound):
-        return ApiError(404, "AppNotFound", str(exc))
-    if isinstance(exc, MediaNotFound):
-        return ApiError(404, "FileNotFound", str(exc))
-    if isinstance(exc, BadMediaPath):
-        return ApiError(400, "BadMediaPath", str(exc))
-    if isinstance(exc, UnsupportedFile):
-        return ApiError(415, "UnsupportedAppFile", str(exc))
-    if isinstance(exc, assoc.Error):
-        return ApiError(422, "InvalidAppFile", str(exc))
+    for kind, (status, code) in STORE_ERRORS.items():
+        if isinstance(exc, kind):
+            if status >= 500:  # the detail stays in the log
+                log.error("%s: %s", code, exc)
+                return ApiError(status, code, "the engine could not load this app")
+            return ApiError(status, code, str(exc))
     log.exception("unexpected error", exc_info=exc)
     return ApiError(500, "InternalError", "the engine could not answer this request")
 

@@ -1,21 +1,26 @@
-"""Health figures: CPU use sampled in the background, memory from /proc, engine counters."""
+"""Health figures: CPU use sampled in the background, memory from /proc, request and engine
+counters."""
 
 from __future__ import annotations
 
 import collections
 import datetime
+import math
 import os
 import resource
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import assoc
-from assoc.settings import Settings
-from assoc.store import AppStore
+from assoc.server.settings import Settings
+from assoc.server.store import AppStore
 
 _MB = 1024 * 1024
+# Probes answer without credentials and are not counted as calls.
+PROBE_PATHS = frozenset({"/health", "/healthcheck"})
 
 
 def _read_cpu_ticks() -> tuple[float, float] | None:
@@ -39,26 +44,40 @@ def _process_cpu_ticks() -> tuple[float, float]:
     return t.user + t.system, time.monotonic() * (os.cpu_count() or 1)
 
 
-class CpuSampler:
-    """Keeps CPU samples for the last `window` seconds; averages CPU use over that window."""
+def machine_cpu_ticks() -> tuple[float, float]:
+    """(busy, total) CPU time of the machine, or of this process where /proc/stat is missing."""
+    ticks = _read_cpu_ticks()
+    return ticks if ticks is not None else _process_cpu_ticks()
 
-    def __init__(self, window: float, interval: float = 1.0) -> None:
+
+class CpuSampler:
+    """Keeps CPU samples for the last `window` seconds; averages CPU use over that window.
+
+    `ticks` gives (busy, total) CPU time and `clock` the time now; both are arguments so that
+    the average can be checked against known figures.
+    """
+
+    def __init__(
+        self,
+        window: float,
+        interval: float = 1.0,
+        ticks: Callable[[], tuple[float, float]] = machine_cpu_ticks,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.window = window
         self.interval = min(interval, window)
-        self._use_proc = _read_cpu_ticks() is not None
+        self._ticks = ticks
+        self._clock = clock
         self._samples: collections.deque[tuple[float, float, float]] = collections.deque()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._record()
+        self.record()
 
-    def _ticks(self) -> tuple[float, float]:
-        ticks = _read_cpu_ticks() if self._use_proc else None
-        return ticks if ticks is not None else _process_cpu_ticks()
-
-    def _record(self) -> None:
+    def record(self) -> None:
+        """Takes one sample (the sampling thread does this every `interval` seconds)."""
         busy, total = self._ticks()
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             self._samples.append((now, busy, total))
             # Keep one sample at or beyond the window's start so averages span it whole.
@@ -67,7 +86,7 @@ class CpuSampler:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            self._record()
+            self.record()
 
     def start(self) -> None:
         """Samples every `interval` seconds in a daemon thread."""
@@ -100,37 +119,60 @@ class MemoryFigures:
     ram_used_percent: float
 
 
-def _meminfo() -> dict[str, float]:
+def _proc_table(path: str) -> dict[str, float]:
+    """A /proc file of `Key:   value kB` lines as bytes by key (empty when unreadable)."""
     out: dict[str, float] = {}
     try:
-        with open("/proc/meminfo") as f:
+        with open(path) as f:
             for line in f:
                 key, _, rest = line.partition(":")
-                out[key] = float(rest.split()[0]) * 1024
-    except (OSError, ValueError, IndexError):
+                parts = rest.split()
+                if parts and parts[0].isdigit():
+                    unit = 1024 if parts[1:2] == ["kB"] else 1
+                    out[key] = float(parts[0]) * unit
+    except OSError:
         pass
     return out
 
 
-def _resident_bytes() -> float:
+def _read_int(path: str) -> int | None:
     try:
-        with open("/proc/self/statm") as f:
-            return float(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
 
 
-def memory_figures(app_bytes: int) -> MemoryFigures:
-    """committed = resident memory of the process, allocated = bytes of loaded apps, free =
-    memory available to new work on the machine."""
-    info = _meminfo()
+def _free_virtual_bytes(virtual: float, info: dict[str, float]) -> float:
+    """Address space the process may still commit: its RLIMIT_AS, and the machine's commit
+    limit when the kernel enforces one (vm.overcommit_memory=2); infinite when neither does."""
+    free = math.inf
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        free = max(0.0, soft - virtual)
+    if _read_int("/proc/sys/vm/overcommit_memory") == 2 and "CommitLimit" in info:
+        free = min(free, max(0.0, info["CommitLimit"] - info.get("Committed_AS", 0.0)))
+    return free
+
+
+def memory_figures() -> MemoryFigures:
+    """The engine's memory figures: committed = the process's resident memory, allocated = its
+    virtual size (committed + reserved, never below committed), free = the smaller of free
+    virtual and free physical memory."""
+    info = _proc_table("/proc/meminfo")
+    status = _proc_table("/proc/self/status")
     total = info.get("MemTotal", 0.0)
     available = info.get("MemAvailable", info.get("MemFree", 0.0))
     used_percent = 100.0 * (total - available) / total if total else 0.0
+    resident = status.get("VmRSS")
+    if resident is None:
+        resident = float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+    virtual = max(status.get("VmSize", resident), resident)
+    free = min(available, _free_virtual_bytes(virtual, info))
     return MemoryFigures(
-        committed=round(_resident_bytes() / _MB, 6),
-        allocated=round(app_bytes / _MB, 6),
-        free=round(available / _MB, 6),
+        committed=round(resident / _MB, 6),
+        allocated=round(virtual / _MB, 6),
+        free=round(free / _MB, 6),
         ram_used_percent=used_percent,
     )
 
@@ -149,6 +191,18 @@ class HealthMonitor:
         self.store = store
         self.started = format_started(datetime.datetime.now(datetime.timezone.utc))
         self.cpu = CpuSampler(float(settings.cpu_overload_sample_time))
+        self._calls = 0
+        self._calls_lock = threading.Lock()
+
+    def count_call(self) -> None:
+        """Counts one engine API request a client made (REST or QIX; not health probes)."""
+        with self._calls_lock:
+            self._calls += 1
+
+    @property
+    def calls(self) -> int:
+        """Engine API requests counted since start-up."""
+        return self._calls
 
     def start(self) -> None:
         """Starts CPU sampling."""
@@ -160,7 +214,7 @@ class HealthMonitor:
 
     def saturated(self) -> bool:
         """True while CPU (averaged) or physical RAM in use is above its threshold."""
-        return self._saturated(self.cpu.average_percent(), memory_figures(0).ram_used_percent)
+        return self._saturated(self.cpu.average_percent(), memory_figures().ram_used_percent)
 
     def _saturated(self, cpu_percent: float, ram_percent: float) -> bool:
         return (
@@ -171,7 +225,7 @@ class HealthMonitor:
     def status(self) -> dict[str, Any]:
         """HealthcheckStatus."""
         cpu_percent = self.cpu.average_percent()
-        mem = memory_figures(self.store.loaded_bytes())
+        mem = memory_figures()
         usage = self.store.usage()
         counters = assoc.engine_counters()
         return {
@@ -184,7 +238,7 @@ class HealthMonitor:
                 "active_docs": usage.active,
                 "loaded_docs": usage.loaded,
                 "in_memory_docs": usage.in_memory,
-                "calls": counters["calls"],
+                "calls": self.calls,
                 "selections": counters["selections"],
             },
             "users": counters["users"],

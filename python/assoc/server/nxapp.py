@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from assoc.attributes import NX_ATTRIBUTES
+
 # What the real engine grants an app's owner.
 OWNER_PRIVILEGES = [
     "read",
@@ -27,21 +29,10 @@ CREATABLE_RESOURCES = [
     "measure",
     "masterobject",
 ]
-ATTRIBUTES_12_207 = (
-    "id",
-    "name",
-    "description",
-    "thumbnail",
-    "lastReloadTime",
-    "createdDate",
-    "modifiedDate",
-    "owner",
-    "dynamicColor",
-    "published",
-    "publishTime",
-    "custom",
-)
+# The attributes each interface version's NxApp carries, all from the one NxAttributes schema.
+ATTRIBUTES_12_207 = tuple(a.name for a in NX_ATTRIBUTES if a.name != "tags")
 ATTRIBUTES_12_171 = ("name", "description", "thumbnail", "tags", "lastReloadTime", "createdDate")
+ATTRIBUTES = {"12.207.0": ATTRIBUTES_12_207, "12.171.0": ATTRIBUTES_12_171}
 
 
 def nx_app(attributes: dict[str, Any], api_version: str) -> dict[str, Any]:

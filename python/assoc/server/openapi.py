@@ -9,7 +9,9 @@ from typing import Any
 from starlette.routing import BaseRoute, Route
 
 import assoc
-from assoc.settings import Settings
+from assoc.attributes import BY_NAME
+from assoc.server.nxapp import ATTRIBUTES
+from assoc.server.settings import Settings
 
 _LOCKED = ("/health", "/healthcheck")
 
@@ -103,34 +105,26 @@ _NX_APP = {
             privileges=_STRINGS,
             create={"type": "array", "items": _ref("NxAppCreatePrivileges")},
         ),
-        "NxAttributes": _obj(
-            id=_S,
-            name=_S,
-            description=_S,
-            thumbnail=_S,
-            lastReloadTime=_DATE,
-            createdDate=_DATE,
-            modifiedDate=_DATE,
-            owner=_S,
-            dynamicColor=_S,
-            published=_B,
-            publishTime=_DATE,
-            custom=_ref("JsonObject"),
-        ),
     },
     "12.171.0": {
         "NxApp": _obj(appId=_S, attributes=_ref("NxAttributes"), meta=_ref("NxMeta")),
-        "NxAttributes": _obj(
-            name=_S,
-            description=_S,
-            thumbnail=_S,
-            tags=_STRINGS,
-            lastReloadTime=_S,
-            createdDate=_S,
-        ),
         "NxMeta": _obj(Name=_S),
     },
 }
+
+
+_KIND_SCHEMAS: dict[str, dict[str, Any]] = {
+    "string": _S,
+    "date": _DATE,
+    "boolean": _B,
+    "object": _ref("JsonObject"),
+    "strings": _STRINGS,
+}
+
+
+def nx_attributes_schema(api_version: str) -> dict[str, Any]:
+    """NxAttributes as `api_version` answers it, from the one attribute schema."""
+    return _obj(**{name: _KIND_SCHEMAS[BY_NAME[name].kind] for name in ATTRIBUTES[api_version]})
 
 
 def _param(name: str, where: str, description: str, required: bool = False) -> dict[str, Any]:
@@ -312,6 +306,10 @@ def openapi_document(settings: Settings, routes: Sequence[BaseRoute]) -> dict[st
         },
         "schemes": ["http"],
         "paths": paths,
-        "definitions": {**DEFINITIONS, **_NX_APP[settings.api_version]},
+        "definitions": {
+            **DEFINITIONS,
+            **_NX_APP[settings.api_version],
+            "NxAttributes": nx_attributes_schema(settings.api_version),
+        },
         **security,
     }

@@ -19,9 +19,10 @@ from assoc.server.errors import ApiError, error_response
 from assoc.server.health import HealthMonitor
 from assoc.server.nxapp import nx_app
 from assoc.server.openapi import openapi_document
+from assoc.server.query import import_mode, list_form
+from assoc.server.settings import Settings
+from assoc.server.store import AppStore, ImportMode
 from assoc.server.uploads import receive_upload
-from assoc.settings import Settings
-from assoc.store import AppStore, ImportMode, ListForm
 
 Handler = Callable[[Request], Awaitable[Response]]
 OCTET_STREAM = "application/octet-stream"
@@ -68,7 +69,7 @@ async def import_app(request: Request) -> Response:
     """POST /v1/apps/import: a package, QVD or CSV body becomes an app."""
     settings = _settings(request)
     try:
-        mode = ImportMode.parse(request.query_params.get("mode"))
+        mode = import_mode(request.query_params.get("mode"))
     except ValueError:
         raise ApiError(400, "BadParameter", "mode must be NEW or AUTOREPLACE (any case)") from None
     if mode is ImportMode.AUTOREPLACE and not settings.efe_mode:
@@ -170,7 +171,7 @@ async def media_file(request: Request) -> Response:
 
 async def media_list(request: Request) -> Response:
     """GET /v1/apps/{appId}/media/list/{path}: media names in the form `show` asks for."""
-    form = ListForm.parse(request.query_params.get("show"))
+    form = list_form(request.query_params.get("show"))
     names = await run_in_threadpool(
         _store(request).media_list,
         request.path_params["appId"],

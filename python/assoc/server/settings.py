@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from assoc._core import Error
+from assoc import Error
 
 API_VERSIONS = ("12.207.0", "12.171.0")
 

@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from appfiles import needs_qvd_reader, package_bytes
 from assoc.server import create_app
-from assoc.settings import Settings
+from assoc.server.settings import Settings
 
 pytestmark = needs_qvd_reader
 

@@ -6,7 +6,7 @@ import pytest
 
 import assoc
 from assoc.cli import main
-from assoc.settings import SPECS, Settings
+from assoc.server.settings import SPECS, Settings
 
 
 def test_defaults() -> None:
@@ -85,3 +85,16 @@ def test_serve_stops_on_a_bad_setting(capsys: pytest.CaptureFixture[str], tmp_pa
 def test_bare_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 0
     assert "serve" in capsys.readouterr().out
+
+
+def test_serve_stops_when_its_port_is_taken(
+    capsys: pytest.CaptureFixture[str], tmp_path: object
+) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        assert main(["serve", "--data-dir", str(tmp_path), "--port", str(port)]) == 2
+    assert "in use" in capsys.readouterr().err

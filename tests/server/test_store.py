@@ -21,13 +21,14 @@ from appfiles import (
     qvd_bytes,
     zip_with,
 )
-from assoc.store import (
+from assoc.server.store import (
     AppNotFound,
     AppStore,
     BadMediaPath,
     ImportMode,
     ListForm,
     MediaNotFound,
+    StoredAppUnreadable,
 )
 
 pytestmark = needs_qvd_reader
@@ -359,3 +360,99 @@ def test_concurrent_imports_deletes_and_reads(tmp_path: Path, open_store: OpenSt
     assert reopened.app_ids() == store.app_ids()
     for app_dir in (tmp_path / "apps").iterdir():
         assert len([p for p in app_dir.iterdir() if p.is_dir()]) == 1
+
+
+# ---- leases and change notices (what QIX sessions rely on) -----------------------------
+
+
+def test_a_leased_app_is_never_evicted_until_released(
+    tmp_path: Path, open_store: OpenStore
+) -> None:
+    store = open_store(tmp_path, memory_budget_bytes=1)  # every app is over budget
+    a = str(_import(store, package_bytes({"Orders": ORDERS}))["id"])
+    lease = store.lease(a)
+    assert lease.app.tables == ["Orders"]
+    b = str(_import(store, package_bytes({"Customers": CUSTOMERS}))["id"])
+    with store.using(b):
+        pass
+    assert a in store.usage().loaded  # imports and loads of b did not evict a
+    assert store.usage().active == [a]
+    second = store.lease(a)
+    assert second.app is lease.app  # the same model while held
+    second.release()
+    assert store.usage().active == [a]  # still held by the first lease
+    lease.release()
+    lease.release()  # a second release changes nothing
+    assert store.usage().active == []
+    c = str(_import(store, package_bytes({"Orders": ORDERS}))["id"])
+    assert store.usage().loaded == [c]  # released, a was evicted at the next load
+    with pytest.raises(AppNotFound):
+        store.lease("no-such-app")
+
+
+def test_subscribers_hear_of_deletes_and_replacements(
+    tmp_path: Path, open_store: OpenStore
+) -> None:
+    store = open_store(tmp_path)
+    events: list[tuple[str, str, str]] = []
+
+    def listener(app_id: str, event: str) -> None:
+        # Called once the change is committed: the store already shows it.
+        now = "listed" if app_id in store.app_ids() else "gone"
+        events.append((app_id, event, now))
+
+    unsubscribe = store.subscribe(listener)
+    package = package_bytes({"Orders": ORDERS}, attributes={"id": "app-1"})
+    _import(store, package, mode=ImportMode.AUTOREPLACE)  # a first import replaces nothing
+    new_id = str(_import(store, package_bytes())["id"])
+    _import(store, package, mode=ImportMode.AUTOREPLACE)
+    store.delete("app-1")
+    with pytest.raises(AppNotFound):
+        store.delete("app-1")  # a failed delete is no event
+    assert events == [("app-1", "replaced", "listed"), ("app-1", "deleted", "gone")]
+    unsubscribe()
+    store.delete(new_id)
+    assert len(events) == 2
+
+
+def test_events_come_from_the_committing_thread(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path)
+    app_id = str(_import(store, package_bytes())["id"])
+    threads: list[int] = []
+    store.subscribe(lambda _id, _event: threads.append(threading.get_ident()))
+    worker = threading.Thread(target=store.delete, args=(app_id,))
+    worker.start()
+    worker.join()
+    assert threads == [worker.ident]
+
+
+def test_an_app_damaged_on_disk_is_reported_as_unreadable(
+    tmp_path: Path, open_store: OpenStore
+) -> None:
+    store = open_store(tmp_path)
+    app_id = str(_import(store, package_bytes({"Orders": ORDERS}))["id"])
+    store.close()
+    (table,) = (tmp_path / "apps" / app_id).glob("v-*/tables/Orders.qvd")
+    table.write_bytes(table.read_bytes()[:200])
+    reopened = open_store(tmp_path)
+    with pytest.raises(StoredAppUnreadable, match=app_id):
+        reopened.lease(app_id)
+    assert reopened.usage().active == []  # the failed load holds no lease
+
+
+def test_a_failing_listener_neither_undoes_the_change_nor_silences_others(
+    tmp_path: Path, open_store: OpenStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store(tmp_path)
+    app_id = str(_import(store, package_bytes())["id"])
+    heard: list[str] = []
+
+    def failing(_app_id: str, _event: str) -> None:
+        raise RuntimeError("listener bug")
+
+    store.subscribe(failing)
+    store.subscribe(lambda _app_id, event: heard.append(event))
+    store.delete(app_id)
+    assert store.app_ids() == []
+    assert heard == ["deleted"]
+    assert "listener bug" in caplog.text

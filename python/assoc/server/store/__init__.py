@@ -1,0 +1,298 @@
+"""The durable app store: apps on disk under a data dir, loaded lazily, evicted over a budget.
+
+One concern a module: `files` (flushing, the data-dir lock), `versions` (the on-disk layout,
+recovery, commits), `cache` (loaded apps, leases, eviction), `imports`, `media`, `export`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from assoc import Error
+from assoc.app import App
+from assoc.package import MANIFEST_NAME, PackageLimits
+from assoc.server.store import media
+from assoc.server.store.cache import AppCache, DocUsage, Entry, Lease, serialise
+from assoc.server.store.errors import (
+    AppExists,
+    AppIdRequired,
+    AppNotFound,
+    BadMediaPath,
+    DataDirInUse,
+    InvalidAppFile,
+    MediaNotFound,
+    StoredAppUnreadable,
+)
+from assoc.server.store.export import export_app
+from assoc.server.store.files import EarlyFlush, check_data_dir, lock_data_dir, remove
+from assoc.server.store.imports import (
+    ImportMode,
+    carry_over,
+    set_attributes,
+    source_kind,
+    stage,
+    stored_tables,
+)
+from assoc.server.store.media import ListForm
+from assoc.server.store.versions import VersionDirs
+from assoc.sources import SourceKind, load_model
+
+__all__ = [
+    "AppExists",
+    "AppIdRequired",
+    "AppNotFound",
+    "AppStore",
+    "BadMediaPath",
+    "DataDirInUse",
+    "DocUsage",
+    "ImportMode",
+    "InvalidAppFile",
+    "Lease",
+    "ListForm",
+    "MediaNotFound",
+    "StoredAppUnreadable",
+    "check_data_dir",
+]
+
+Listener = Callable[[str, str], None]
+log = logging.getLogger("assoc.server.store")
+
+
+class AppStore:
+    """Apps kept durably under a data dir; safe for concurrent imports, deletes and reads."""
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        memory_budget_bytes: int = 0,
+        limits: PackageLimits | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.limits = limits or PackageLimits()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_file = lock_data_dir(self.data_dir)
+        self._cache = AppCache(memory_budget_bytes, _load)
+        self._app_locks: dict[str, threading.RLock] = {}
+        self._listeners: list[Listener] = []
+        try:
+            self._dirs = VersionDirs(self.data_dir)
+            for app_id, version_dir, manifest in self._dirs.recover():
+                self._cache.entries[app_id] = Entry(
+                    app_id, version_dir, manifest, self._app_lock(app_id)
+                )
+        except BaseException:
+            self.close()
+            raise
+        self.tmp_dir = self._dirs.tmp_dir
+
+    @property
+    def memory_budget_bytes(self) -> int:
+        """Loaded apps beyond this many static bytes are evicted when idle (0: no budget)."""
+        return self._cache.memory_budget_bytes
+
+    def close(self) -> None:
+        """Lets another store open the data dir (the apps stay on disk)."""
+        self._lock_file.close()
+
+    def __enter__(self) -> AppStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _app_lock(self, app_id: str) -> threading.RLock:
+        with self._cache.lock:
+            lock = self._app_locks.get(app_id)
+            if lock is None:
+                lock = self._app_locks[app_id] = threading.RLock()
+            return lock
+
+    # ---- change notices --------------------------------------------------------------
+
+    def subscribe(self, callback: Listener) -> Callable[[], None]:
+        """Calls callback(app_id, "deleted" | "replaced") after each delete or replacing
+        import commits, from the thread that committed it; returns the unsubscribe function."""
+        with self._cache.lock:
+            self._listeners.append(callback)
+
+        def unsubscribe() -> None:
+            with self._cache.lock, contextlib.suppress(ValueError):
+                self._listeners.remove(callback)
+
+        return unsubscribe
+
+    def _notify(self, app_id: str, event: str) -> None:
+        with self._cache.lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(app_id, event)
+            except Exception:  # the change is committed: a listener's failure cannot undo it
+                log.exception("a store listener failed on %s %s", event, app_id)
+
+    # ---- reading ---------------------------------------------------------------------
+
+    def app_ids(self) -> list[str]:
+        """Ids of every stored app, sorted."""
+        return sorted(self._cache.entries)
+
+    def attributes(self, app_id: str) -> dict[str, Any]:
+        """The app's NxAttributes."""
+        return dict(self._cache.entry(app_id).manifest.attributes)
+
+    def objects(self, app_id: str) -> list[dict[str, Any]]:
+        """The app's objects (sheets, stories, …) with their approved flag."""
+        return list(self._cache.entry(app_id).manifest.objects)
+
+    def list_attributes(self) -> list[dict[str, Any]]:
+        """NxAttributes of every app, ordered by name then id."""
+        attrs = [dict(e.manifest.attributes) for e in list(self._cache.entries.values())]
+        return sorted(attrs, key=lambda a: (a["name"].lower(), a["id"]))
+
+    def lease(self, app_id: str) -> Lease:
+        """The loaded app (`.app`), never evicted until `.release()`; AppNotFound if unknown."""
+        return self._cache.lease(app_id)
+
+    @contextlib.contextmanager
+    def using(self, app_id: str) -> Iterator[App]:
+        """The loaded app for the block's duration (a lease released at its end)."""
+        with self.lease(app_id) as app:
+            yield app
+
+    def metadata_json(self, app_id: str) -> bytes:
+        """DataModelMetadata as JSON, made once per loaded app (the model is immutable)."""
+        with self.lease(app_id) as app:
+            # Loading made it; only a replacement right after can have dropped it.
+            return self._cache.cached_metadata_json(app_id) or serialise(app.metadata())
+
+    def cached_metadata_json(self, app_id: str) -> bytes | None:
+        """The metadata JSON when it is at hand (no loading, no waiting), else None."""
+        return self._cache.cached_metadata_json(app_id)
+
+    def usage(self) -> DocUsage:
+        """Apps leased now, held by the store, and alive in memory."""
+        return self._cache.usage()
+
+    def loaded_bytes(self) -> int:
+        """Static bytes of the apps the store holds in memory."""
+        return self._cache.loaded_bytes()
+
+    # ---- imports ---------------------------------------------------------------------
+
+    def new_upload_path(self) -> Path:
+        """A fresh path under tmp/ for an upload; start-up removes any left there."""
+        return self.tmp_dir / f"upload-{uuid.uuid4().hex}"
+
+    def import_file(
+        self,
+        source: Path,
+        *,
+        name: str | None = None,
+        mode: ImportMode = ImportMode.NEW,
+        owner: str = "",
+        source_name: str | None = None,
+    ) -> dict[str, Any]:
+        """Imports a package, QVD or CSV file (consumed) and commits it; returns its attributes."""
+        stage_dir, version_dir = self._dirs.new_stage()
+        early_flush = EarlyFlush()
+        try:
+            if mode is ImportMode.AUTOREPLACE and source_kind(source) is not SourceKind.PACKAGE:
+                raise AppIdRequired("mode AUTOREPLACE needs an app package with attributes.id")
+            manifest, app = stage(source, version_dir, name, source_name, self.limits, early_flush)
+            attrs = set_attributes(manifest, mode, name, owner)
+            app_id = attrs["id"]
+            with self._app_lock(app_id):
+                old = self._cache.entries.get(app_id)
+                if mode is ImportMode.NEW and old is not None:
+                    raise AppExists(f"app id {app_id!r} exists")  # a UUID clash: never in practice
+                carry_over(manifest, old.manifest if old is not None else None)
+                (version_dir / MANIFEST_NAME).write_bytes(manifest.to_json())
+                committed = self._dirs.commit(
+                    app_id, version_dir, old.version_dir if old is not None else None
+                )
+                entry = Entry(app_id, committed, manifest, self._app_lock(app_id))
+                with self._cache.lock:
+                    self._cache.entries[app_id] = entry
+                self._cache.hold(entry, app)
+            if old is not None:
+                self._notify(app_id, "replaced")
+            return dict(attrs)
+        finally:
+            early_flush.join()
+            remove(stage_dir)
+            with contextlib.suppress(FileNotFoundError):
+                source.unlink()
+
+    # ---- deleting --------------------------------------------------------------------
+
+    def delete(self, app_id: str) -> None:
+        """Deletes an app from disk and memory."""
+        with self._app_lock(app_id):
+            self._cache.entry(app_id)
+            self._dirs.delete(app_id)
+            with self._cache.lock:
+                self._cache.entries.pop(app_id, None)
+        self._notify(app_id, "deleted")
+
+    # ---- media -----------------------------------------------------------------------
+
+    def media_file(self, app_id: str, path: str) -> Path:
+        """The path of a media file on disk (valid until the app changes)."""
+        with self._app_lock(app_id):
+            return media.media_file(self._cache.entry(app_id).media_root, path)
+
+    def open_media_file(self, app_id: str, path: str) -> BinaryIO:
+        """A media file opened for reading: it stays readable whatever happens to the app."""
+        with self._app_lock(app_id):
+            return open(self.media_file(app_id, path), "rb")
+
+    def open_thumbnail(self, app_id: str) -> BinaryIO:
+        """The file the app's thumbnail attribute names, opened for reading."""
+        with self._app_lock(app_id):
+            name = self._cache.entry(app_id).manifest.attributes["thumbnail"]
+            if not name:
+                raise MediaNotFound("the app has no thumbnail")
+            return self.open_media_file(app_id, name)
+
+    def media_list(self, app_id: str, path: str, form: ListForm) -> list[str]:
+        """Media names under a folder, relative to the media root; folders end in '/'."""
+        with self._app_lock(app_id):
+            return media.list_media(self._cache.entry(app_id).media_root, path, form)
+
+    def put_media(self, app_id: str, path: str, source: Path) -> None:
+        """Stores an uploaded file (consumed) as a media file, replacing any file there."""
+        try:
+            with self._app_lock(app_id):
+                media.put_media(self._cache.entry(app_id).media_root, path, source)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                source.unlink()
+
+    def delete_media(self, app_id: str, path: str) -> None:
+        """Deletes a media file or a whole media folder."""
+        with self._app_lock(app_id):
+            folder = media.delete_media(self._cache.entry(app_id).media_root, path)
+            if folder is not None:
+                self._dirs.discard(folder)
+
+    # ---- export ----------------------------------------------------------------------
+
+    def export(self, app_id: str, out: BinaryIO) -> None:
+        """Writes the app as a package that imports back to the same data, attributes and media."""
+        with self.lease(app_id) as app, self._app_lock(app_id):
+            export_app(app, self._cache.entry(app_id), out, self.tmp_dir)
+
+
+def _load(entry: Entry) -> App:
+    """A committed app loaded from its files."""
+    try:
+        return App(load_model(stored_tables(entry.version_dir, entry.manifest)))
+    except Error as exc:
+        raise StoredAppUnreadable(f"app {entry.app_id!r} cannot be loaded: {exc}") from exc

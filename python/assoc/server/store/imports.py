@@ -1,0 +1,149 @@
+"""Imports: an uploaded package, QVD or CSV file staged as a new version, loaded, and given the
+attributes its import mode calls for."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from assoc import Error
+from assoc.app import App
+from assoc.package import (
+    MANIFEST_NAME,
+    AppPackage,
+    Manifest,
+    PackageLimits,
+    TableEntry,
+    normalize_attributes,
+)
+from assoc.server.store.errors import AppIdRequired, InvalidAppFile
+from assoc.server.store.files import EarlyFlush
+from assoc.server.store.media import MEDIA_DIR
+from assoc.sources import HEAD_BYTES, SourceKind, UnsupportedFile, detect_kind, load_model
+
+
+class ImportMode(Enum):
+    """How an import treats the source app's id and attributes."""
+
+    NEW = "NEW"
+    AUTOREPLACE = "AUTOREPLACE"
+
+
+def utc_now_iso() -> str:
+    """The current time as ISO 8601 UTC with milliseconds, like 2026-11-22T04:35:00.000Z."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+@contextmanager
+def invalid_app_file() -> Iterator[None]:
+    """Reports an assoc.Error raised while reading an import body as InvalidAppFile."""
+    try:
+        yield
+    except (UnsupportedFile, InvalidAppFile, AppIdRequired):
+        raise
+    except Error as exc:
+        raise InvalidAppFile(str(exc)) from exc
+
+
+def source_kind(source: Path) -> SourceKind:
+    """What an uploaded file holds, by its first bytes."""
+    with open(source, "rb") as f, invalid_app_file():
+        return detect_kind(f.read(HEAD_BYTES))
+
+
+def stage(
+    source: Path,
+    version_dir: Path,
+    name: str | None,
+    source_name: str | None,
+    limits: PackageLimits,
+    early_flush: EarlyFlush,
+) -> tuple[Manifest, App]:
+    """Writes the source's tables and media into version_dir and loads the app."""
+    (version_dir / MEDIA_DIR).mkdir(exist_ok=True)
+    kind = source_kind(source)
+    with invalid_app_file():
+        if kind is SourceKind.PACKAGE:
+            with AppPackage.open(source, limits) as package:
+                manifest = package.manifest
+                for table in manifest.tables:
+                    if table.file == MANIFEST_NAME or table.file.startswith(MEDIA_DIR + "/"):
+                        raise Error(f"table {table.name!r}: {table.file!r} is not a table path")
+                    target = version_dir.joinpath(*table.file.split("/"))
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(package.read(table.file))
+                package.extract_media(version_dir)
+            early_flush.start(version_dir)
+            app = App(load_model(stored_tables(version_dir, manifest)))
+            if not manifest.attributes["name"]:
+                manifest.attributes["name"] = name or _stem(source_name) or app.tables[0]
+            return manifest, app
+        suffix = ".qvd" if kind is SourceKind.QVD else ".csv"
+        table_path = version_dir / "tables" / f"table{suffix}"
+        table_path.parent.mkdir()
+        os.replace(source, table_path)
+        early_flush.start(table_path.parent)
+        app = App(load_model([(table_path, name or None)], kind))
+        table_name = app.tables[0]
+        manifest = Manifest(
+            tables=[TableEntry(table_name, f"tables/table{suffix}")],
+            attributes=normalize_attributes({"name": name or _stem(source_name) or table_name}),
+        )
+        return manifest, app
+
+
+def stored_tables(version_dir: Path, manifest: Manifest) -> list[tuple[Path, str | None]]:
+    """(file, table name) of every table of a version on disk, for `load_model`."""
+    return [(version_dir.joinpath(*t.file.split("/")), t.name) for t in manifest.tables]
+
+
+def set_attributes(
+    manifest: Manifest, mode: ImportMode, name: str | None, owner: str
+) -> dict[str, Any]:
+    """The new version's attributes as the mode calls for (before any old version is seen)."""
+    now = utc_now_iso()
+    attrs = manifest.attributes
+    if mode is ImportMode.NEW:
+        attrs.update(
+            id=str(uuid.uuid4()),
+            createdDate=now,
+            modifiedDate=now,
+            lastReloadTime=now,
+            owner=owner,
+            published=False,
+            publishTime="",
+        )
+    else:
+        if not attrs["id"]:
+            raise AppIdRequired("mode AUTOREPLACE needs attributes.id in the package's app.json")
+        attrs["modifiedDate"] = now
+        attrs["lastReloadTime"] = attrs["lastReloadTime"] or now
+        attrs["owner"] = attrs["owner"] or owner
+    if name:
+        attrs["name"] = name
+    return attrs
+
+
+def carry_over(manifest: Manifest, old: Manifest | None) -> None:
+    """What a replacement keeps of the version it replaces: the creation date and the
+    objects that were not approved."""
+    attrs = manifest.attributes
+    if old is not None:
+        attrs["createdDate"] = attrs["createdDate"] or old.attributes["createdDate"]
+        listed = {o["id"] for o in manifest.objects}
+        manifest.objects += [o for o in old.objects if not o["approved"] and o["id"] not in listed]
+    attrs["createdDate"] = attrs["createdDate"] or utc_now_iso()
+
+
+def _stem(filename: str | None) -> str:
+    if not filename:
+        return ""
+    base = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    return base.rsplit(".", 1)[0] if "." in base[1:] else base

@@ -1,0 +1,129 @@
+"""Table sources: QVD and CSV files (paths or bytes), told apart by content, loaded into one
+model by the one loader that `App.from_*`, app packages and the service's imports share."""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+from collections.abc import Iterable, Iterator
+from enum import Enum
+from typing import BinaryIO
+
+from assoc import _core
+from assoc._core import Error
+
+Source = str | os.PathLike[str] | bytes | bytearray | memoryview
+DEFAULT_CSV_TABLE = "Table1"
+
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+HEAD_BYTES = 4096
+
+
+class SourceKind(Enum):
+    """What a file holds, told by its content."""
+
+    PACKAGE = "package"
+    QVD = "qvd"
+    CSV = "csv"
+
+
+class UnsupportedFile(Error):
+    """A file whose content is no kind of app source the engine reads."""
+
+
+def detect_kind(head: bytes) -> SourceKind:
+    """Package, QVD or CSV from the first bytes of a file; raises assoc.Error for anything else."""
+    if not head:
+        raise Error("the file is empty")
+    if head.startswith(_ZIP_MAGIC):
+        return SourceKind.PACKAGE
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    # An XML prolog is never CSV: a QVD whose header is damaged still gets the QVD reader's error.
+    if text.startswith((b"<?xml", b"<QvdTableHeader")):
+        return SourceKind.QVD
+    if b"\x00" in head:
+        raise UnsupportedFile("the file is neither an app package, a QVD file nor CSV text")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A multi-byte character may be cut at the end of the sample.
+        if exc.start < len(head) - 4:
+            raise UnsupportedFile(
+                "the file is not UTF-8 CSV text, a QVD file or a package"
+            ) from None
+    return SourceKind.CSV
+
+
+def read_source(source: Source) -> bytes:
+    """The bytes of a path or a bytes-like source."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source)
+    if isinstance(source, str | os.PathLike):
+        try:
+            with open(source, "rb") as f:
+                return f.read()
+        except OSError as exc:
+            raise Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
+    raise TypeError(f"expected a path or bytes, not {type(source).__name__}")
+
+
+def _map_file(f: BinaryIO) -> mmap.mmap | contextlib.nullcontext[bytes]:
+    """The file's bytes mapped read-only (an empty file cannot be mapped: its empty bytes)."""
+    if os.fstat(f.fileno()).st_size == 0:
+        return contextlib.nullcontext(b"")
+    return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+@contextlib.contextmanager
+def source_bytes(source: Source) -> Iterator[bytes | mmap.mmap]:
+    """A source's bytes: a path memory-mapped (the engine reads it from the page cache, no
+    copy), bytes as they are."""
+    if isinstance(source, str | os.PathLike):
+        try:
+            with open(source, "rb") as f, _map_file(f) as data:
+                yield data
+        except OSError as exc:
+            raise Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
+    else:
+        yield read_source(source)
+
+
+def add_table(
+    builder: _core.ModelBuilder, source: Source, name: str | None, kind: SourceKind | None = None
+) -> None:
+    """Adds one QVD or CSV table to a builder; `kind` None tells it by content.
+
+    A QVD table is named `name` or by its header, a CSV table `name` or Table1.
+    """
+    with source_bytes(source) as data:
+        if kind is None:
+            kind = detect_kind(bytes(data[:HEAD_BYTES]))
+        if kind is SourceKind.QVD:
+            builder.add_qvd(data, name)
+        elif kind is SourceKind.CSV:
+            builder.add_csv(data, name or DEFAULT_CSV_TABLE)
+        else:
+            raise Error(f"table {name!r}: an app package is not a table file")
+
+
+def load_model(
+    tables: Iterable[tuple[Source, str | None]], kind: SourceKind | None = None
+) -> _core.DataModel:
+    """A model of (source, table name) pairs, linked; each source must hold one table."""
+    builder = _core.ModelBuilder()
+    listed: list[str | None] = []
+    for source, name in tables:
+        add_table(builder, source, name, kind)
+        listed.append(name)
+        if builder.table_count != len(listed):
+            raise Error(
+                f"table {name!r}: the file holds {builder.table_count - len(listed) + 1} "
+                "tables, not one"
+            )
+    model = builder.build()
+    # The model adds synthetic key tables of its own; every listed table must be there too.
+    missing = [n for n in listed if n is not None and n not in model.table_names()]
+    if missing:
+        raise Error(f"the files hold tables {model.table_names()}, not {missing}")
+    return model
