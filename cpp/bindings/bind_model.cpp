@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "assoc/calloc_allocator.hpp"
+#include "assoc/big_blocks.hpp"
 #include "assoc/counters.hpp"
 #include "assoc/error.hpp"
 #include "assoc/metadata.hpp"
@@ -17,87 +17,10 @@
 namespace assoc::py_bind {
 namespace {
 
-// A value with both a number and a text, as Python sees it.
-struct Dual {
-  double number;
-  std::string text;
-};
-
-// One column's values converted from Python while the GIL is held; interned without it.
-struct CellBuffer {
-  std::vector<double> numbers;      // NaN: no number
-  std::vector<std::string> texts;   // used where has_text
-  std::vector<std::uint8_t> has_text;
-};
-
 bool is_numpy_numeric(const py::handle& obj) {
   if (!py::isinstance<py::array>(obj)) return false;
   const char kind = py::reinterpret_borrow<py::array>(obj).dtype().kind();
   return kind == 'i' || kind == 'u' || kind == 'f' || kind == 'b';
-}
-
-void add_python_value(CellBuffer& buf, const py::handle& v, const std::string& field) {
-  const double nan = std::nan("");
-  if (v.is_none()) {
-    buf.numbers.push_back(nan);
-    buf.has_text.push_back(0);
-  } else if (py::isinstance<py::str>(v)) {
-    buf.numbers.push_back(nan);
-    buf.texts.push_back(v.cast<std::string>());
-    buf.has_text.push_back(1);
-  } else if (py::isinstance<Dual>(v)) {
-    const Dual& d = v.cast<const Dual&>();
-    if (!std::isfinite(d.number)) throw Error("field '" + field + "': a Dual needs a finite number");
-    buf.numbers.push_back(d.number);
-    buf.texts.push_back(d.text);
-    buf.has_text.push_back(1);
-  } else if (py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v) ||
-             PyNumber_Check(v.ptr())) {
-    double d;
-    try {
-      d = v.cast<double>();
-    } catch (const py::cast_error&) {
-      throw Error("field '" + field + "': cannot read " + std::string(py::str(py::type::of(v))) + " as a number");
-    }
-    if (std::isinf(d)) throw Error("field '" + field + "': infinite numbers are not values");
-    buf.numbers.push_back(d);  // NaN stays NaN: NULL
-    buf.has_text.push_back(0);
-  } else {
-    throw Error("field '" + field + "': unsupported value of type " + std::string(py::str(py::type::of(v))) +
-                " (use None, int, float, str or assoc.Dual)");
-  }
-}
-
-LoadedColumn column_from_cells(std::string name, const CellBuffer& buf) {
-  ColumnBuilder cb(std::move(name));
-  cb.reserve(buf.numbers.size());
-  std::size_t t = 0;
-  for (std::size_t i = 0; i < buf.numbers.size(); ++i) {
-    const double d = buf.numbers[i];
-    if (buf.has_text[i]) {
-      const std::string& text = buf.texts[t++];
-      cb.add(std::isnan(d) ? DualView::of_text(text) : DualView::of_dual(d, text));
-    } else if (std::isnan(d)) {
-      cb.add_null();
-    } else {
-      cb.add(DualView::of_number(d));
-    }
-  }
-  return cb.finish();
-}
-
-LoadedColumn column_from_doubles(std::string name, const double* data, std::size_t n) {
-  ColumnBuilder cb(std::move(name));
-  cb.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (std::isnan(data[i])) {
-      cb.add_null();
-    } else {
-      if (std::isinf(data[i])) throw Error("infinite numbers are not values");
-      cb.add(DualView::of_number(data[i]));
-    }
-  }
-  return cb.finish();
 }
 
 py::dict metadata_dict(const DataModel& model) {
@@ -149,30 +72,12 @@ py::dict metadata_dict(const DataModel& model) {
   return out;
 }
 
-const Column& find_column(const DataModel& model, const std::string& table, const std::string& field) {
-  const Table& t = model.table(table);
-  const int f = model.find_field(field);
-  const int c = f < 0 ? -1 : t.column_of(static_cast<std::uint32_t>(f));
-  if (c < 0) throw Error("table '" + table + "' has no field '" + field + "'");
-  return t.columns[static_cast<std::size_t>(c)];
-}
-
 }  // namespace
 
 const char* contiguous_bytes(const py::buffer_info& info, const char* what) {
   if (info.ndim != 1 || info.itemsize != 1 || (info.strides.size() == 1 && info.strides[0] != 1))
     throw Error(std::string(what) + " needs contiguous bytes");
   return static_cast<const char*>(info.ptr);
-}
-
-py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i) {
-  const bool num = symbols.has_number(i);
-  const bool txt = symbols.has_text(i);
-  if (num && txt) return py::cast(Dual{symbols.number(i), std::string(symbols.text(i))});
-  if (txt) return py::str(symbols.text(i).data(), symbols.text(i).size());
-  const double d = symbols.number(i);
-  if (d == std::trunc(d) && std::fabs(d) < 9007199254740992.0) return py::int_(static_cast<long long>(d));
-  return py::float_(d);
 }
 
 void bind_model(py::module_& m) {
@@ -210,24 +115,6 @@ void bind_model(py::module_& m) {
       },
       "The engine's own counters: calls, selections, cache, sessions and users.");
 
-  py::class_<Dual>(m, "Dual", "A value with both a number and a text (such as a formatted date).")
-      .def(py::init([](double number, std::string text) { return Dual{number, std::move(text)}; }),
-           py::arg("number"), py::arg("text"))
-      .def_readonly("number", &Dual::number)
-      .def_readonly("text", &Dual::text)
-      .def("__eq__",
-           [](const Dual& a, const py::object& b) {
-             if (!py::isinstance<Dual>(b)) return false;
-             const Dual& d = b.cast<const Dual&>();
-             return a.number == d.number && a.text == d.text;
-           })
-      .def("__hash__", [](const Dual& a) { return py::hash(py::make_tuple(a.number, a.text)); })
-      .def("__repr__", [](const Dual& a) {
-        return "Dual(" + std::string(py::repr(py::float_(a.number))) + ", " + std::string(py::repr(py::str(a.text))) + ")";
-      })
-      .def(py::pickle([](const Dual& a) { return py::make_tuple(a.number, a.text); },
-                      [](const py::tuple& t) { return Dual{t[0].cast<double>(), t[1].cast<std::string>()}; }));
-
   py::class_<ModelBuilder>(m, "ModelBuilder", "Collects tables and builds a model.")
       .def(py::init<>())
       .def(
@@ -235,39 +122,34 @@ void bind_model(py::module_& m) {
           [](ModelBuilder& b, const std::string& name, const py::dict& columns) {
             LoadedTable t;
             t.name = name;
-            bool first = true;
             for (auto item : columns) {
               if (!py::isinstance<py::str>(item.first)) throw Error("table '" + name + "': field names must be strings");
               std::string field = item.first.cast<std::string>();
               py::handle values = item.second;
+              ColumnBuilder column(field);
               LoadedColumn col;
-              std::size_t n = 0;
               if (is_numpy_numeric(values)) {
                 auto arr = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(values);
                 if (!arr || arr.ndim() != 1) throw Error("field '" + field + "': a column must be one-dimensional");
-                n = static_cast<std::size_t>(arr.shape(0));
                 const double* data = arr.data();
+                const auto n = static_cast<std::size_t>(arr.shape(0));
                 py::gil_scoped_release release;
                 CpuScope scope(&b.cpu());
-                col = column_from_doubles(field, data, n);
+                column.add_numbers(data, n);
+                col = column.finish();
               } else {
                 if (py::isinstance<py::str>(values) || py::isinstance<py::bytes>(values) || !py::hasattr(values, "__iter__"))
                   throw Error("field '" + field + "': a column must be a sequence of values");
-                CellBuffer buf;
-                if (py::hasattr(values, "__len__")) buf.numbers.reserve(py::len(values));
-                for (auto v : values) add_python_value(buf, v, field);
-                n = buf.numbers.size();
+                Cells cells;
+                if (py::hasattr(values, "__len__")) cells.kinds.reserve(py::len(values));
+                const std::string where = "field '" + field + "': ";
+                for (auto v : values) cells.add(v, where);
                 py::gil_scoped_release release;
                 CpuScope scope(&b.cpu());
-                col = column_from_cells(field, buf);
+                cells.add_to(column);
+                col = column.finish();
               }
-              if (first) {
-                t.rows = n;
-                first = false;
-              } else if (n != t.rows) {
-                throw Error("table '" + name + "': field '" + field + "' has " + std::to_string(n) +
-                            " values, the fields before it " + std::to_string(t.rows));
-              }
+              if (t.columns.empty()) t.rows = col.index.size();
               t.columns.push_back(std::move(col));
             }
             py::gil_scoped_release release;
@@ -278,7 +160,6 @@ void bind_model(py::module_& m) {
       .def(
           "build",
           [](ModelBuilder& b) {
-            Counters::instance().call();
             py::gil_scoped_release release;
             return PyModel{b.build()};
           },
@@ -287,18 +168,9 @@ void bind_model(py::module_& m) {
   py::class_<PyModel>(m, "DataModel", "An app's loaded data: fields and tables.")
       .def(
           "metadata",
-          [](const PyModel& p) {
-            Counters::instance().call();
-            return metadata_dict(*p.model);
-          },
+          [](const PyModel& p) { return metadata_dict(*p.model); },
           "DataModelMetadata as a dict.")
-      .def("table_names",
-           [](const PyModel& p) {
-             std::vector<std::string> out;
-             for (const auto& t : p.model->tables())
-               if (!t.is_system) out.push_back(t.name);
-             return out;
-           },
+      .def("table_names", [](const PyModel& p) { return p.model->data_table_names(); },
            "Data table names (synthetic key tables included), in load order.")
       .def("field_names",
            [](const PyModel& p) {
@@ -307,16 +179,11 @@ void bind_model(py::module_& m) {
              return out;
            })
       .def("table_rows", [](const PyModel& p, const std::string& t) { return p.model->table(t).rows; })
-      .def("table_fields",
-           [](const PyModel& p, const std::string& t) {
-             std::vector<std::string> out;
-             for (const auto& c : p.model->table(t).columns) out.push_back(p.model->fields()[c.field].name);
-             return out;
-           })
+      .def("table_fields", [](const PyModel& p, const std::string& t) { return p.model->field_names(p.model->table(t)); })
       .def(
           "column",
           [](const PyModel& p, const std::string& table, const std::string& field) {
-            const Column& c = find_column(*p.model, table, field);
+            const Column& c = p.model->column(table, field);
             const SymbolTable& symbols = p.model->fields()[c.field].symbols;
             std::vector<std::uint32_t> rows(c.index.size());
             {
@@ -340,26 +207,18 @@ void bind_model(py::module_& m) {
       .def(
           "column_indices",
           [](const PyModel& p, const std::string& table, const std::string& field) {
-            const Column& c = find_column(*p.model, table, field);
+            const Column& c = p.model->column(table, field);
             py::array_t<std::int64_t> out(static_cast<py::ssize_t>(c.index.size()));
             std::int64_t* dst = out.mutable_data();
             py::gil_scoped_release release;
-            constexpr std::size_t kBlock = 4096;
-            std::uint32_t tmp[kBlock];
-            for (std::size_t b = 0; b < c.index.size(); b += kBlock) {
-              const std::size_t k = std::min(kBlock, c.index.size() - b);
-              c.index.decode(b, k, tmp);
-              for (std::size_t i = 0; i < k; ++i) dst[b + i] = tmp[i] == kNull ? -1 : static_cast<std::int64_t>(tmp[i]);
-            }
+            c.index.decode_signed(0, c.index.size(), dst);
             return out;
           },
           py::arg("table"), py::arg("field"), "A column's symbol indexes in row order (-1 for NULL).")
       .def(
           "symbols",
           [](const PyModel& p, const std::string& field) {
-            const int f = p.model->find_field(field);
-            if (f < 0) throw Error("no field named '" + field + "'");
-            const SymbolTable& s = p.model->fields()[static_cast<std::size_t>(f)].symbols;
+            const SymbolTable& s = p.model->field(field).symbols;
             py::list out(s.size());
             for (std::uint32_t i = 0; i < s.size(); ++i) out[i] = symbol_to_python(s, i);
             return out;
@@ -368,7 +227,7 @@ void bind_model(py::module_& m) {
       .def(
           "bit_width",
           [](const PyModel& p, const std::string& table, const std::string& field) {
-            return find_column(*p.model, table, field).index.bit_width();
+            return p.model->column(table, field).index.bit_width();
           },
           py::arg("table"), py::arg("field"), "Bits per row of a column's packed index.");
 }

@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "assoc/counters.hpp"
 #include "assoc/error.hpp"
 #include "assoc/qvd.hpp"
 #include "bindings.hpp"
@@ -35,7 +34,6 @@ void bind_qvd(py::module_& m) {
   model.def(
       "write_qvd",
       [](const PyModel& p, const std::string& table) {
-        Counters::instance().call();
         std::vector<std::uint8_t> out;
         {
           py::gil_scoped_release release;

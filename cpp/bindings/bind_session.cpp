@@ -2,11 +2,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <cmath>
 #include <string>
 #include <vector>
 
-#include "assoc/counters.hpp"
 #include "assoc/error.hpp"
 #include "assoc/result_cache.hpp"
 #include "assoc/selection.hpp"
@@ -19,27 +17,6 @@ namespace {
 struct PyAssociativeModel {
   std::shared_ptr<const AssociativeModel> impl;
 };
-
-// The symbol a Python value names in a field, or kNull when it names none (None, NaN, or a
-// value the field does not have).
-std::uint32_t symbol_of(const AssociativeModel& m, std::uint32_t field, const py::handle& v,
-                        const py::handle& dual_type) {
-  if (v.is_none()) return kNull;
-  if (py::isinstance<py::str>(v)) return m.find_text(field, v.cast<std::string>());
-  if (py::isinstance(v, dual_type)) return m.find_number(field, v.attr("number").cast<double>());
-  if (py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v) ||
-      PyNumber_Check(v.ptr())) {
-    double d;
-    try {
-      d = v.cast<double>();
-    } catch (const py::cast_error&) {
-      throw Error("cannot read " + std::string(py::str(py::type::of(v))) + " as a number");
-    }
-    return std::isnan(d) ? kNull : m.find_number(field, d);
-  }
-  throw Error("unsupported value of type " + std::string(py::str(py::type::of(v))) +
-              " (use int, float, str or assoc.Dual)");
-}
 
 py::list values_of(const SymbolTable& symbols, const Bitset& set) {
   py::list out;
@@ -56,7 +33,6 @@ py::array_t<std::int64_t> indices_of(const Bitset& set) {
 }
 
 std::shared_ptr<const FieldStates> states_of(const Session& s, const std::string& field) {
-  Counters::instance().call();
   const std::uint32_t f = s.model().field_id(field);
   py::gil_scoped_release release;
   return s.field_states(f);
@@ -82,7 +58,6 @@ void bind_session(py::module_& m) {
       .def(py::init([](const PyModel& model) { return PyAssociativeModel{AssociativeModel::create(model.model)}; }),
            py::arg("model"));
 
-  const py::object dual_type = m.attr("Dual");
   py::class_<Session>(m, "Session", "One user's selection state in an app.")
       .def(py::init([](const PyAssociativeModel& model, std::string user) {
              return std::make_unique<Session>(model.impl, std::move(user));
@@ -93,27 +68,18 @@ void bind_session(py::module_& m) {
       .def("close", &Session::close, "Ends the session.")
       .def(
           "select",
-          [dual_type](Session& s, const std::string& field, const py::iterable& values) {
-            Counters::instance().call();
-            const AssociativeModel& model = s.model();
-            const std::uint32_t f = model.field_id(field);
-            {
-              py::gil_scoped_release release;
-              model.prepare_lookup(f);
-            }
-            std::vector<std::uint32_t> symbols;
-            for (auto v : values) {
-              const std::uint32_t sym = symbol_of(model, f, v, dual_type);
-              if (sym != kNull) symbols.push_back(sym);
-            }
+          [](Session& s, const std::string& field, const py::iterable& values) {
+            const std::uint32_t f = s.model().field_id(field);
+            Cells cells;
+            for (auto v : values) cells.add(v, "");
+            const std::vector<DualView> views = cells.views();
             py::gil_scoped_release release;
-            s.select(f, std::move(symbols));
+            s.select_values(f, views);
           },
           py::arg("field"), py::arg("values"), "Replaces a field's selection; values the field lacks are ignored.")
       .def(
           "clear",
           [](Session& s) {
-            Counters::instance().call();
             py::gil_scoped_release release;
             s.clear();
           },
@@ -121,7 +87,6 @@ void bind_session(py::module_& m) {
       .def(
           "clear_field",
           [](Session& s, const std::string& field) {
-            Counters::instance().call();
             const std::uint32_t f = s.model().field_id(field);
             py::gil_scoped_release release;
             s.clear_field(f);
@@ -145,17 +110,10 @@ void bind_session(py::module_& m) {
           "state",
           [](const Session& s, const std::string& field) {
             const auto st = states_of(s, field);
-            const SymbolTable& symbols = s.model().data().fields()[s.model().field_id(field)].symbols;
-            Bitset excluded(st->selected.size());
-            for (std::uint32_t i = 0; i < symbols.size(); ++i) excluded.set(i);
-            excluded.and_not(st->selected);
-            excluded.and_not(st->possible);
-            excluded.and_not(st->alternative);
+            const SymbolTable& symbols = s.model().data().field(field).symbols;
             py::dict out;
-            out["selected"] = values_of(symbols, st->selected);
-            out["possible"] = values_of(symbols, st->possible);
-            out["alternative"] = values_of(symbols, st->alternative);
-            out["excluded"] = values_of(symbols, excluded);
+            for (const ValueState state : kValueStates)
+              out[py::str(std::string(name_of(state)))] = values_of(symbols, st->values(state));
             return out;
           },
           py::arg("field"), "Values of a field by state, each list in symbol order.")
@@ -163,32 +121,21 @@ void bind_session(py::module_& m) {
           "counts",
           [](const Session& s, const std::string& field) {
             const auto st = states_of(s, field);
-            return py::dict(py::arg("selected") = st->n_selected, py::arg("possible") = st->n_possible,
-                            py::arg("alternative") = st->n_alternative, py::arg("excluded") = st->n_excluded);
+            py::dict out;
+            for (const ValueState state : kValueStates) out[py::str(std::string(name_of(state)))] = st->count(state);
+            return out;
           },
           py::arg("field"), "How many values of a field are in each state.")
       .def(
           "indices",
           [](const Session& s, const std::string& field, const std::string& which) {
-            const auto st = states_of(s, field);
-            if (which == "selected") return indices_of(st->selected);
-            if (which == "possible") return indices_of(st->possible);
-            if (which == "alternative") return indices_of(st->alternative);
-            if (which == "excluded") {
-              Bitset excluded(st->selected.size());
-              for (std::size_t i = 0; i + 1 < excluded.size(); ++i) excluded.set(i);
-              excluded.and_not(st->selected);
-              excluded.and_not(st->possible);
-              excluded.and_not(st->alternative);
-              return indices_of(excluded);
-            }
-            throw Error("unknown state '" + which + "' (selected, possible, alternative or excluded)");
+            const ValueState state = value_state_named(which);
+            return indices_of(states_of(s, field)->values(state));
           },
           py::arg("field"), py::arg("state"), "Symbol indexes of a field's values in one state, in order.")
       .def(
           "possible_rows",
           [](const Session& s, const std::string& table) {
-            Counters::instance().call();
             const std::uint32_t t = s.model().table_id(table);
             py::gil_scoped_release release;
             return s.possible_rows(t);

@@ -2,7 +2,10 @@
 // One bind_<area> function per binding area; module.cpp only wires them.
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "assoc/data_model.hpp"
 
@@ -15,6 +18,28 @@ struct PyModel {
   std::shared_ptr<const DataModel> model;
 };
 
+// A value with both a number and a text, as Python sees it; `integral`: its number reads as an int.
+struct Dual {
+  double number;
+  std::string text;
+  bool integral;
+};
+
+// Python values read while the GIL is held (None, int, float, str, Dual), used without it.
+struct Cells {
+  enum Kind : std::uint8_t { kNumber, kText, kDual };  // kNumber: NaN for None
+  std::vector<double> numbers;
+  std::vector<std::string> texts;  // of the kText and kDual cells, in order
+  std::vector<std::uint8_t> kinds;
+
+  // Reads one value; throws Error (its message starting with `where`) for any other type.
+  void add(const py::handle& v, const std::string& where);
+  // The cells as engine values (pointing into `texts`).
+  std::vector<DualView> views() const;
+  // Adds the cells to a column (whose rules reject infinities and Duals without a finite number).
+  void add_to(ColumnBuilder& column) const;
+};
+
 // Converts one symbol to int, float, str or Dual.
 py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i);
 
@@ -22,6 +47,8 @@ py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i);
 // `info` must outlive the use of the returned pointer; throws Error naming `what` otherwise.
 const char* contiguous_bytes(const py::buffer_info& info, const char* what);
 
+// assoc.Dual; first, as the other areas convert values to it.
+void bind_values(py::module_& m);
 void bind_model(py::module_& m);
 void bind_session(py::module_& m);
 // Adds ModelBuilder.add_csv; needs bind_model first.

@@ -12,6 +12,7 @@ PYBIND11_MODULE(_core, m) {
       pybind11::set_error(error, e.what());
     }
   });
+  assoc::py_bind::bind_values(m);
   assoc::py_bind::bind_model(m);
   assoc::py_bind::bind_session(m);
   assoc::py_bind::bind_csv(m);

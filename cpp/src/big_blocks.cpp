@@ -10,7 +10,7 @@
 #include <new>
 #include <vector>
 
-#include "assoc/calloc_allocator.hpp"
+#include "assoc/big_blocks.hpp"
 
 namespace assoc::big_blocks {
 namespace {

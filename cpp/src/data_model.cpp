@@ -61,6 +61,34 @@ const Table& DataModel::table(const std::string& name) const {
   return tables_[static_cast<std::size_t>(t)];
 }
 
+const Field& DataModel::field(const std::string& name) const {
+  const int f = find_field(name);
+  if (f < 0) throw Error("no field named '" + name + "'");
+  return fields_[static_cast<std::size_t>(f)];
+}
+
+const Column& DataModel::column(const std::string& table, const std::string& field) const {
+  const Table& t = this->table(table);
+  const int f = find_field(field);
+  const int c = f < 0 ? -1 : t.column_of(static_cast<std::uint32_t>(f));
+  if (c < 0) throw Error("table '" + table + "' has no field '" + field + "'");
+  return t.columns[static_cast<std::size_t>(c)];
+}
+
+std::vector<std::string> DataModel::data_table_names() const {
+  std::vector<std::string> out;
+  for (const auto& t : tables_)
+    if (!t.is_system) out.push_back(t.name);
+  return out;
+}
+
+std::vector<std::string> DataModel::field_names(const Table& table) const {
+  std::vector<std::string> out;
+  out.reserve(table.columns.size());
+  for (const auto& c : table.columns) out.push_back(fields_[c.field].name);
+  return out;
+}
+
 std::size_t DataModel::static_byte_size() const {
   std::size_t n = 0;
   for (const auto& f : fields_) n += f.symbols.byte_size() + f.name.capacity() + sizeof(Field);

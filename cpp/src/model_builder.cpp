@@ -1,9 +1,11 @@
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
 
 #include "assoc/associative.hpp"
+#include "assoc/counters.hpp"
 #include "assoc/data_model.hpp"
 #include "assoc/error.hpp"
 #include "assoc/thread_pool.hpp"
@@ -17,6 +19,25 @@ LoadedColumn ColumnBuilder::finish() {
   c.index = PackedIndex::pack(rows_.data(), rows_.size(), c.symbols.size());
   std::vector<std::uint32_t>().swap(rows_);
   return c;
+}
+
+void ColumnBuilder::add_number(double v) {
+  if (std::isnan(v)) {
+    add_null();
+  } else {
+    if (std::isinf(v)) throw Error("field '" + name_ + "': infinite numbers are not values");
+    add(DualView::of_number(v));
+  }
+}
+
+void ColumnBuilder::add_dual(double v, std::string_view text) {
+  if (!std::isfinite(v)) throw Error("field '" + name_ + "': a Dual needs a finite number");
+  add(DualView::of_dual(v, text));
+}
+
+void ColumnBuilder::add_numbers(const double* values, std::size_t n) {
+  reserve(rows() + n);
+  for (std::size_t i = 0; i < n; ++i) add_number(values[i]);
 }
 
 ModelBuilder::ModelBuilder() : model_(std::make_unique<DataModel>()) {}
@@ -55,8 +76,9 @@ void ModelBuilder::add(LoadedTable&& loaded) {
     if (!names.insert(loaded.columns[i].name).second)
       throw Error("table '" + loaded.name + "' has the field '" + loaded.columns[i].name + "' twice");
     if (loaded.columns[i].index.size() != loaded.rows)
-      throw Error("field '" + loaded.columns[i].name + "' of table '" + loaded.name + "' has " +
-                  std::to_string(loaded.columns[i].index.size()) + " rows, the table " + std::to_string(loaded.rows));
+      throw Error("table '" + loaded.name + "': field '" + loaded.columns[i].name + "' has " +
+                  std::to_string(loaded.columns[i].index.size()) + " values, the table " +
+                  std::to_string(loaded.rows) + " rows");
   }
 
   Table table;
@@ -101,6 +123,7 @@ void ModelBuilder::add(LoadedTable&& loaded) {
 }
 
 std::shared_ptr<const DataModel> ModelBuilder::build() {
+  Counters::instance().call();
   {
     CpuScope scope(&cpu_);
     link_tables(*model_);

@@ -148,6 +148,16 @@ std::vector<PackedIndex> PackedIndex::pack_columns(std::size_t n, const std::vec
   return out;
 }
 
+void PackedIndex::decode_signed(std::size_t begin, std::size_t count, std::int64_t* out) const {
+  constexpr std::size_t kBlock = 4096;
+  std::uint32_t tmp[kBlock];
+  for (std::size_t b = 0; b < count; b += kBlock) {
+    const std::size_t k = std::min(kBlock, count - b);
+    decode(begin + b, k, tmp);
+    for (std::size_t i = 0; i < k; ++i) out[b + i] = tmp[i] == kNull ? -1 : static_cast<std::int64_t>(tmp[i]);
+  }
+}
+
 void PackedIndex::decode(std::size_t begin, std::size_t count, std::uint32_t* out) const {
   const std::uint32_t bias = bias_;
   if (width_ == 0) {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "assoc/counters.hpp"
 #include "assoc/error.hpp"
 #include "assoc/qvd.hpp"
 #include "assoc/symbol_table.hpp"
@@ -64,17 +65,13 @@ void open_line(std::string& out, int indent, const char* tag) {
   out += "\r\n";
 }
 
-bool is_int32(double d) {
-  return d == std::trunc(d) && d >= -2147483648.0 && d <= 2147483647.0 && !(d == 0.0 && std::signbit(d));
-}
-
 // A symbol with its type byte: 1 int32, 2 float64, 4 text, 5 int32 + text, 6 float64 + text.
 void append_symbol(std::vector<std::uint8_t>& out, const SymbolTable& symbols, std::uint32_t i,
                    const std::string& field) {
   const bool has_text = symbols.has_text(i);
   if (symbols.has_number(i)) {
     const double d = symbols.number(i);
-    if (is_int32(d)) {
+    if (is_int32_symbol(d)) {
       out.push_back(has_text ? 5 : 1);
       const auto v = static_cast<std::int32_t>(d);
       const auto* b = reinterpret_cast<const std::uint8_t*>(&v);
@@ -167,6 +164,7 @@ std::string utc_now() {
 }  // namespace
 
 std::vector<std::uint8_t> write_qvd(const DataModel& model, const Table& table) {
+  Counters::instance().call();
   const std::size_t rows = table.rows;
   std::vector<FieldOut> fields(table.columns.size());
   for (std::size_t c = 0; c < fields.size(); ++c) {

@@ -62,8 +62,7 @@ void SymbolTable::finish() {
       }
       any_numeric_ = true;
       if (std::trunc(v) != v) all_integer_ = false;
-      if (!(v >= -2147483648.0 && v <= 2147483647.0) || std::trunc(v) != v || (v == 0.0 && std::signbit(v)))
-        fits_int32 = false;
+      if (!is_int32_symbol(v)) fits_int32 = false;
     }
     if (i < size_) {
       std::size_t nans = 0;  // a count without an exit vectorises

@@ -1,5 +1,6 @@
 #pragma once
 // A fixed-size set of bits: the state vectors of selections, over rows or over symbols.
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +31,13 @@ class Bitset {
   bool test(std::size_t i) const { return (words_[i >> 6] >> (i & 63)) & 1U; }
   void set(std::size_t i) { words_[i >> 6] |= std::uint64_t{1} << (i & 63); }
   void reset(std::size_t i) { words_[i >> 6] &= ~(std::uint64_t{1} << (i & 63)); }
+
+  // Sets bits [0, n).
+  void set_first(std::size_t n) {
+    const std::size_t whole = n / 64;
+    std::fill(words_.begin(), words_.begin() + static_cast<std::ptrdiff_t>(whole), ~std::uint64_t{0});
+    if (n % 64 != 0) words_[whole] |= (std::uint64_t{1} << (n % 64)) - 1;
+  }
 
   std::size_t count() const {
     std::size_t n = 0;

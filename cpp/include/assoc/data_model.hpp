@@ -78,6 +78,13 @@ class DataModel {
   // Table index by name, or -1.
   int find_table(const std::string& name) const;
   const Table& table(const std::string& name) const;  // throws Error when unknown
+  const Field& field(const std::string& name) const;  // throws Error when unknown
+  // A table's column of a field; throws Error when the table or the column is unknown.
+  const Column& column(const std::string& table, const std::string& field) const;
+  // The names of the data tables (synthetic key tables included, system tables not), in load order.
+  std::vector<std::string> data_table_names() const;
+  // The names of a table's fields, in column order.
+  std::vector<std::string> field_names(const Table& table) const;
 
   // Total static bytes: symbol tables, indexes, and the model's own bookkeeping.
   std::size_t static_byte_size() const;
@@ -124,6 +131,13 @@ class ColumnBuilder {
   void reserve(std::size_t rows) { rows_.reserve(rows); }
   void add(const DualView& v) { rows_.push_back(symbols_.intern(v)); }
   void add_null() { rows_.push_back(kNull); }
+  // A number: NaN is NULL; an infinity is no value (throws Error naming the field).
+  void add_number(double v);
+  // A number with its text: the number must be finite (throws Error naming the field).
+  void add_dual(double v, std::string_view text);
+  void add_text(std::string_view text) { add(DualView::of_text(text)); }
+  // add_number for each of `n` numbers.
+  void add_numbers(const double* values, std::size_t n);
   std::size_t rows() const { return rows_.size(); }
   LoadedColumn finish();
 

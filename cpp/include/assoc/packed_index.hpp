@@ -7,7 +7,7 @@
 #include <functional>
 #include <vector>
 
-#include "assoc/calloc_allocator.hpp"
+#include "assoc/big_blocks.hpp"
 #include "assoc/dual.hpp"
 
 namespace assoc {
@@ -73,6 +73,8 @@ class PackedIndex {
   // Decodes rows [begin, begin+count) to symbol indexes (kNull for NULL) — branch-free per value.
   // Whole 64-row blocks go through decode_blocks.
   void decode(std::size_t begin, std::size_t count, std::uint32_t* out) const;
+  // Decodes rows [begin, begin+count) to signed codes: the symbol index, -1 for NULL.
+  void decode_signed(std::size_t begin, std::size_t count, std::int64_t* out) const;
   // Decodes the 64-row blocks [first, first+n) (rows first*64 …), which must lie within
   // size(): a block of width w is w whole 64-bit words, read with shifts fixed per width.
   void decode_blocks(std::size_t first, std::size_t n, std::uint32_t* out) const;

@@ -58,12 +58,25 @@ struct RowStates {
   std::size_t byte_size() const;
 };
 
-// One field's values under one selection state: bitsets over its symbols.
+// The four states of a field's value under a selection state.
+enum class ValueState : std::uint8_t { kSelected, kPossible, kAlternative, kExcluded };
+inline constexpr ValueState kValueStates[] = {ValueState::kSelected, ValueState::kPossible, ValueState::kAlternative,
+                                              ValueState::kExcluded};
+// "selected", "possible", "alternative", "excluded".
+std::string_view name_of(ValueState state);
+// The state of that name; throws Error for any other name.
+ValueState value_state_named(std::string_view name);
+
+// One field's values under one selection state: bitsets over its symbols (each has one bit
+// more, for NULL, which is never set). Every symbol is in exactly one of the four.
 struct FieldStates {
   Bitset selected;
   Bitset possible;     // not selected, on a possible row
   Bitset alternative;  // not selected, possible were the field's own selection cleared
+  Bitset excluded;     // none of the above
   std::uint64_t n_selected = 0, n_possible = 0, n_alternative = 0, n_excluded = 0;
+  const Bitset& values(ValueState state) const;
+  std::uint64_t count(ValueState state) const;
   std::size_t byte_size() const;
 };
 
@@ -86,6 +99,9 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
   // that text; the first when several have it), kNull when the field has none.
   std::uint32_t find_number(std::uint32_t field, double value) const;
   std::uint32_t find_text(std::uint32_t field, std::string_view text) const;
+  // The symbol of a value: by its number when it has one (numeric parts decide), else by its
+  // text; kNull for NULL (no number, no text) and for a value the field does not have.
+  std::uint32_t find_value(std::uint32_t field, const DualView& value) const;
   // Builds a field's value look-up ahead of find_* (heavy for large fields).
   void prepare_lookup(std::uint32_t field) const;
 
@@ -137,6 +153,9 @@ class Session {
   // Replaces a field's selection with `symbols` (an empty list clears it) and computes the
   // new state.
   void select(std::uint32_t field, std::vector<std::uint32_t> symbols);
+  // Replaces a field's selection with the symbols of `values` (find_value); values the field
+  // does not have, and NULLs, are ignored.
+  void select_values(std::uint32_t field, const std::vector<DualView>& values);
   void clear();
   void clear_field(std::uint32_t field);
   SelectionState selection() const;

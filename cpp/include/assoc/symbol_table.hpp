@@ -1,5 +1,6 @@
 #pragma once
 // One field's distinct values (symbols), in first-occurrence order.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -9,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "assoc/calloc_allocator.hpp"
+#include "assoc/big_blocks.hpp"
 #include "assoc/dual.hpp"
 
 namespace assoc {
@@ -17,6 +18,13 @@ namespace assoc {
 // The number arrays of a symbol table: big ones are filled after they are sized.
 using IntArray = std::vector<std::int32_t, CallocAllocator<std::int32_t>>;
 using NumberArray = std::vector<double, CallocAllocator<double>>;
+
+// The rule for numbers kept as int32 symbols: integers in int32's range, and not -0 (whose
+// sign an int32 would lose).
+inline bool is_int32_symbol(double v) {
+  return v >= -2147483648.0 && v <= 2147483647.0 && static_cast<double>(static_cast<std::int32_t>(v)) == v &&
+         !(v == 0.0 && std::signbit(v));
+}
 
 class SymbolTable {
  public:

@@ -1,5 +1,7 @@
 #pragma once
-// An allocator for big arrays that are filled after they are sized.
+// Big blocks of zeroed memory kept for reuse, and the two ways arrays take memory from them:
+// an allocator for vectors filled after they are sized, and fixed zero-filled arrays for hash
+// and direct tables.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -78,6 +80,48 @@ struct CallocAllocator {
   bool operator==(const CallocAllocator<U>&) const noexcept {
     return true;
   }
+};
+
+// A zero-filled array of fixed size for hash and direct tables, from the same memory as
+// CallocAllocator: big ones are big blocks (huge pages from 2 MiB on, which random lookups into
+// tables of many megabytes need to avoid missing the TLB on almost every access).
+template <class T>
+class ZeroedArray {
+ public:
+  ZeroedArray() = default;
+  explicit ZeroedArray(std::size_t n) : data_(n == 0 ? nullptr : CallocAllocator<T>().allocate(n)), size_(n) {}
+  ~ZeroedArray() { release(); }
+  ZeroedArray(ZeroedArray&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  ZeroedArray& operator=(ZeroedArray&& o) noexcept {
+    if (this != &o) {
+      release();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  ZeroedArray(const ZeroedArray&) = delete;
+  ZeroedArray& operator=(const ZeroedArray&) = delete;
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+
+ private:
+  void release() noexcept {
+    if (data_ != nullptr) CallocAllocator<T>().deallocate(data_, size_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
 };
 
 }  // namespace assoc

@@ -1,0 +1,245 @@
+// The associative model: selection states, value look-ups, and the cached row and field
+// states of a selection state.
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "assoc/error.hpp"
+#include "assoc/hash.hpp"
+#include "assoc/result_cache.hpp"
+#include "assoc/selection.hpp"
+#include "inference.hpp"
+#include "selection_kernels.hpp"
+
+namespace assoc {
+namespace {
+
+using detail::symbol_set;
+using detail::values_on_rows;
+
+enum CacheKind : std::uint32_t { kRowStates = 1, kFieldStates = 2 };
+
+}  // namespace
+
+void SelectionState::set(std::uint32_t field, std::vector<std::uint32_t> symbols) {
+  std::sort(symbols.begin(), symbols.end());
+  symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
+  if (symbols.empty()) {
+    fields_.erase(field);
+  } else {
+    fields_[field] = std::move(symbols);
+  }
+}
+
+SelectionState SelectionState::without(std::uint32_t field) const {
+  SelectionState s = *this;
+  s.clear(field);
+  return s;
+}
+
+std::vector<std::uint32_t> SelectionState::encode() const {
+  std::vector<std::uint32_t> out;
+  for (const auto& [field, symbols] : fields_) {
+    out.push_back(field);
+    out.push_back(static_cast<std::uint32_t>(symbols.size()));
+    out.insert(out.end(), symbols.begin(), symbols.end());
+  }
+  return out;
+}
+
+// The bytes of the state vectors themselves (what the result cache accounts for).
+std::size_t RowStates::byte_size() const {
+  std::size_t n = 0;
+  for (const auto& r : rows)
+    if (r) n += r->byte_size();
+  return n;
+}
+
+std::size_t FieldStates::byte_size() const {
+  return selected.byte_size() + possible.byte_size() + alternative.byte_size() + excluded.byte_size();
+}
+
+const Bitset& FieldStates::values(ValueState state) const {
+  switch (state) {
+    case ValueState::kSelected:
+      return selected;
+    case ValueState::kPossible:
+      return possible;
+    case ValueState::kAlternative:
+      return alternative;
+    case ValueState::kExcluded:
+      break;
+  }
+  return excluded;
+}
+
+std::uint64_t FieldStates::count(ValueState state) const {
+  switch (state) {
+    case ValueState::kSelected:
+      return n_selected;
+    case ValueState::kPossible:
+      return n_possible;
+    case ValueState::kAlternative:
+      return n_alternative;
+    case ValueState::kExcluded:
+      break;
+  }
+  return n_excluded;
+}
+
+std::string_view name_of(ValueState state) {
+  switch (state) {
+    case ValueState::kSelected:
+      return "selected";
+    case ValueState::kPossible:
+      return "possible";
+    case ValueState::kAlternative:
+      return "alternative";
+    case ValueState::kExcluded:
+      break;
+  }
+  return "excluded";
+}
+
+ValueState value_state_named(std::string_view name) {
+  for (const ValueState s : kValueStates)
+    if (name_of(s) == name) return s;
+  throw Error("unknown state '" + std::string(name) + "' (selected, possible, alternative or excluded)");
+}
+
+struct AssociativeModel::Lookup {
+  std::unordered_map<std::uint64_t, std::uint32_t> numbers;
+  std::unordered_map<std::string_view, std::uint32_t> texts;
+};
+
+std::shared_ptr<const AssociativeModel> AssociativeModel::create(std::shared_ptr<const DataModel> model) {
+  if (!model) throw Error("internal: no model");
+  return std::shared_ptr<const AssociativeModel>(new AssociativeModel(std::move(model)));
+}
+
+AssociativeModel::AssociativeModel(std::shared_ptr<const DataModel> model)
+    : model_(std::move(model)), holders_(model_->fields().size()), linked_(model_->fields().size()),
+      lookups_(model_->fields().size()) {
+  const auto& tables = model_->tables();
+  for (std::uint32_t t = 0; t < tables.size(); ++t) {
+    for (std::uint32_t c = 0; c < tables[t].columns.size(); ++c) {
+      const std::uint32_t f = tables[t].columns[c].field;
+      holders_[f].push_back(Holder{t, c});
+      if (!tables[t].is_loose) linked_[f].push_back(Holder{t, c});
+    }
+  }
+}
+
+AssociativeModel::~AssociativeModel() = default;
+
+std::uint32_t AssociativeModel::field_id(const std::string& name) const {
+  const int f = model_->find_field(name);
+  if (f < 0) throw Error("no field named '" + name + "'");
+  return static_cast<std::uint32_t>(f);
+}
+
+std::uint32_t AssociativeModel::table_id(const std::string& name) const {
+  const int t = model_->find_table(name);
+  if (t < 0) throw Error("no table named '" + name + "'");
+  return static_cast<std::uint32_t>(t);
+}
+
+const AssociativeModel::Lookup& AssociativeModel::lookup(std::uint32_t field) const {
+  std::lock_guard<std::mutex> lock(lookup_mutex_);
+  auto& slot = lookups_.at(field);
+  if (!slot) {
+    auto l = std::make_unique<Lookup>();
+    const SymbolTable& s = model_->fields()[field].symbols;
+    l->numbers.reserve(s.any_numeric() ? s.size() : 0);
+    l->texts.reserve(s.any_text() ? s.size() : 0);
+    for (std::uint32_t i = 0; i < s.size(); ++i) {
+      if (s.has_number(i)) l->numbers.emplace(number_key(s.number(i)), i);
+      if (s.has_text(i)) l->texts.emplace(s.text(i), i);
+    }
+    slot = std::move(l);
+  }
+  return *slot;
+}
+
+void AssociativeModel::prepare_lookup(std::uint32_t field) const { lookup(field); }
+
+std::uint32_t AssociativeModel::find_number(std::uint32_t field, double value) const {
+  if (std::isnan(value)) return kNull;
+  const Lookup& l = lookup(field);
+  auto it = l.numbers.find(number_key(value));
+  return it == l.numbers.end() ? kNull : it->second;
+}
+
+std::uint32_t AssociativeModel::find_text(std::uint32_t field, std::string_view text) const {
+  const Lookup& l = lookup(field);
+  auto it = l.texts.find(text);
+  return it == l.texts.end() ? kNull : it->second;
+}
+
+std::uint32_t AssociativeModel::find_value(std::uint32_t field, const DualView& value) const {
+  if (value.has_number()) return find_number(field, value.number);
+  return value.has_text ? find_text(field, value.text) : kNull;
+}
+
+std::shared_ptr<RowStates> AssociativeModel::compute_rows(const SelectionState& state) const {
+  return detail::infer_rows(*this, state);
+}
+
+std::shared_ptr<const RowStates> AssociativeModel::rows(const SelectionState& state) const {
+  CacheKey key{this, kRowStates, 0, state.encode()};
+  ResultCache& cache = ResultCache::instance();
+  if (auto hit = cache.find(key)) return std::static_pointer_cast<const RowStates>(hit);
+  std::shared_ptr<const RowStates> computed = compute_rows(state);
+  const std::size_t bytes = computed->byte_size();
+  cache.insert(std::move(key), weak_from_this(), computed, bytes);
+  return computed;
+}
+
+std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionState& state, std::uint32_t field,
+                                                             const RowStates& rows) const {
+  const std::uint32_t n = model_->fields()[field].symbols.size();
+  const auto& tables = model_->tables();
+  auto values_under = [&](const RowStates& rows) {
+    Bitset out = symbol_set(n);
+    for (const auto& h : holders_[field])
+      out.or_with(values_on_rows(tables[h.table].columns[h.column].index, rows.rows[h.table].get(), n));
+    return out;
+  };
+  auto out = std::make_shared<FieldStates>();
+  out->selected = symbol_set(n);
+  auto it = state.fields().find(field);
+  if (it != state.fields().end()) {
+    for (const std::uint32_t s : it->second) out->selected.set(s);
+    out->alternative = values_under(*this->rows(state.without(field)));
+    out->alternative.and_not(out->selected);
+  } else {
+    out->alternative = symbol_set(n);
+  }
+  out->possible = values_under(rows);
+  out->possible.and_not(out->selected);
+  out->excluded = symbol_set(n);
+  out->excluded.set_first(n);
+  out->excluded.and_not(out->selected);
+  out->excluded.and_not(out->possible);
+  out->excluded.and_not(out->alternative);
+  out->n_selected = out->selected.count();
+  out->n_possible = out->possible.count();
+  out->n_alternative = out->alternative.count();
+  out->n_excluded = out->excluded.count();
+  return out;
+}
+
+std::shared_ptr<const FieldStates> AssociativeModel::field_states(const SelectionState& state, std::uint32_t field,
+                                                                  std::shared_ptr<const RowStates> rows) const {
+  if (field >= model_->fields().size()) throw Error("internal: field out of range");
+  CacheKey key{this, kFieldStates, field, state.encode()};
+  ResultCache& cache = ResultCache::instance();
+  if (auto hit = cache.find(key)) return std::static_pointer_cast<const FieldStates>(hit);
+  if (!rows) rows = this->rows(state);
+  std::shared_ptr<const FieldStates> computed = compute_field(state, field, *rows);
+  const std::size_t bytes = computed->byte_size();
+  cache.insert(std::move(key), weak_from_this(), computed, bytes);
+  return computed;
+}
+
+}  // namespace assoc

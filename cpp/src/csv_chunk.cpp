@@ -1,0 +1,209 @@
+// Parsing one CSV chunk: records are read a block of rows at a time, then interned column by
+// column with the lookups of a block overlapped.
+#include "csv_chunk.hpp"
+
+#include <cmath>
+
+#include "assoc/hash.hpp"
+#include "assoc/utf8.hpp"
+
+namespace assoc::detail {
+
+std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t expected_rows) {
+  // Reserving only claims address space: pages are touched as symbols arrive, and the large
+  // columns never copy their symbols while growing.
+  for (auto& c : cols_) {
+    c.rows.reserve(expected_rows);
+    c.ints.reserve(expected_rows);
+    c.dense.expect_rows(expected_rows);
+  }
+  const std::size_t n_cols = cols_.size();
+  fields_.resize(n_cols * kBlockRows);
+  std::size_t pos = begin;
+  std::size_t block_begin = pos;
+  // The block's bytes are checked as UTF-8 only when a field of it had a byte >= 0x80 or quotes.
+  auto utf8_ok = [&] {
+    if ((high_bits_ & 0x8080808080808080ULL) == 0) return true;
+    high_bits_ = 0;
+    const std::size_t bad = find_invalid_utf8(data_ + block_begin, pos - block_begin);
+    if (bad == pos - block_begin) return true;
+    fail(block_begin + bad, CsvErrorKind::kInvalidUtf8);
+    return false;
+  };
+  while (pos < end) {
+    std::size_t r = 0;
+    block_scratch_.clear();
+    block_begin = pos;
+    high_bits_ = 0;
+    while (r < kBlockRows && pos < end) {
+      if (skip_blank_line(pos)) continue;
+      const std::size_t record = pos;
+      std::size_t col = 0;
+      for (;;) {
+        const char* field;
+        std::size_t len;
+        bool in_scratch;
+        if (!next_field(pos, field, len, in_scratch)) {
+          utf8_ok();
+          return pos;
+        }
+        if (col == n_cols) {
+          fail(record, CsvErrorKind::kTooManyFields, n_cols);
+          utf8_ok();
+          return pos;
+        }
+        if (len > 0xFFFFFFFFULL) {
+          fail(record, CsvErrorKind::kFieldTooLong);
+          utf8_ok();
+          return pos;
+        }
+        FieldRef& f = fields_[col * kBlockRows + r];
+        f.len = static_cast<std::uint32_t>(len);
+        f.in_scratch = in_scratch;
+        if (in_scratch) {
+          f.scratch_at = block_scratch_.size();
+          block_scratch_.append(field, len);
+        } else {
+          f.p = field;
+        }
+        ++col;
+        if (pos < size_ && data_[pos] == sep_) {
+          ++pos;
+          continue;
+        }
+        if (pos < size_) ++pos;  // the LF
+        break;
+      }
+      if (col != n_cols) {
+        fail(record, CsvErrorKind::kTooFewFields, col);
+        utf8_ok();
+        return pos;
+      }
+      ++r;
+    }
+    if (!utf8_ok()) return pos;
+    intern_block(r);
+    rows_ += r;
+  }
+  return pos;
+}
+
+void ChunkParser::intern_block(std::size_t n_rows) {
+  enum : std::uint8_t { kNullCell, kNumberCell, kKeyedCell, kTextCell };
+  for (std::size_t c = 0; c < cols_.size(); ++c) {
+    ChunkColumn& col = cols_[c];
+    FieldRef* f = &fields_[c * kBlockRows];
+    // Keys of the direct table, at its scale as the block starts (valid while it stays).
+    const bool keys_known = col.dense.active() && col.dense.has_scale();
+    const unsigned key_scale = col.dense.scale();
+    for (std::size_t r = 0; r < n_rows; ++r) {
+      if (f[r].in_scratch) f[r].p = block_scratch_.data() + f[r].scratch_at;
+      if (f[r].len == 0) {
+        kinds_[r] = kNullCell;
+      } else if (read_number(f[r].p, f[r].len, numbers_[r])) {
+        kinds_[r] = kNumberCell;
+        if (col.dense.active()) {
+          if (keys_known && numbers_[r].fixed && col.dense.fixed_key(numbers_[r], keys_[r])) {
+            kinds_[r] = kKeyedCell;
+            col.dense.prefetch(keys_[r]);
+          }
+        } else {
+          hashes_[r] = mix64(number_key(numbers_[r].value));
+          col.number_map.prefetch(hashes_[r]);
+        }
+      } else {
+        kinds_[r] = kTextCell;
+        hashes_[r] = hash_text(f[r].p, f[r].len);
+        col.text_map.prefetch(hashes_[r]);
+      }
+    }
+    for (std::size_t r = 0; r < n_rows; ++r) {
+      std::uint32_t index = kNull;
+      col.nulls += kinds_[r] == kNullCell;
+      if (kinds_[r] == kKeyedCell && col.dense.active() && col.dense.scale() == key_scale) {
+        std::uint32_t* slot = col.dense.slot(keys_[r], col.size());
+        if (slot != nullptr && *slot != 0) {
+          index = *slot - 1;
+        } else if (slot != nullptr) {
+          index = add_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
+          *slot = index + 1;
+        } else {
+          leave_dense(col);
+          index = intern_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
+        }
+      } else if (kinds_[r] == kNumberCell || kinds_[r] == kKeyedCell) {
+        index = intern_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
+      } else if (kinds_[r] == kTextCell) {
+        index = intern_text(col, f[r].p, f[r].len, f[r].in_scratch, hashes_[r]);
+      }
+      col.rows.push_back(index);
+    }
+  }
+}
+
+std::uint32_t ChunkParser::add_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
+                                      const NumberText& num) {
+  const char* text = num.canonical ? nullptr : (in_scratch ? arena_.copy(p, n) : p);
+  return col.add(num.value, text, num.canonical ? 0U : static_cast<std::uint32_t>(n));
+}
+
+std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
+                                         const NumberText& num) {
+  auto add = [&] { return add_number(col, p, n, in_scratch, num); };
+  if (col.dense.active()) {
+    std::int64_t k = 0;
+    bool keyed = col.dense.key_of(num, k);
+    if (!keyed && num.fixed && col.hashed_numbers == 0 && num.frac > col.dense.scale() &&
+        num.frac <= DenseNumbers::kMaxScale) {
+      // More fraction digits than so far: raise the scale while nothing is hashed. (A number
+      // with no more digits than the scale that has no key is out of range: it is hashed.)
+      if (col.dense.rescale(num.frac, col.size())) {
+        keyed = col.dense.key_of(num, k);
+      } else {
+        leave_dense(col);
+      }
+    }
+    if (keyed && col.dense.active()) {
+      std::uint32_t* slot = col.dense.slot(k, col.size());
+      if (slot != nullptr) {
+        if (*slot != 0) return *slot - 1;
+        const std::uint32_t index = add();
+        *slot = index + 1;
+        return index;
+      }
+      leave_dense(col);
+    }
+  }
+  const std::uint64_t key = number_key(num.value);
+  std::size_t slot = 0;
+  const std::uint32_t found = col.number_map.find(key, mix64(key), slot);
+  if (found != kNull) return found;
+  const std::uint32_t index = add();
+  col.number_map.insert(slot, key, index);
+  ++col.hashed_numbers;
+  return index;
+}
+
+std::uint32_t ChunkParser::intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
+                                       std::uint64_t h) {
+  const auto len = static_cast<std::uint32_t>(n);
+  std::size_t slot = 0;
+  const std::uint32_t found = col.text_map.find(p, len, h, col.texts.data(), slot);
+  if (found != kNull) return col.texts[found].symbol;
+  const std::uint32_t index = col.add(std::nan(""), in_scratch ? arena_.copy(p, n) : p, len);
+  col.text_map.insert(slot, h, static_cast<std::uint32_t>(col.texts.size() - 1), col.texts.data());
+  ++col.text_symbols;
+  return index;
+}
+
+void ChunkParser::leave_dense(ChunkColumn& col) {
+  col.dense.deactivate([&](std::uint32_t index) {
+    const std::uint64_t key = number_key(col.number(index));
+    std::size_t slot = 0;
+    col.number_map.find(key, mix64(key), slot);
+    col.number_map.insert(slot, key, index);
+    ++col.hashed_numbers;
+  });
+}
+
+}  // namespace assoc::detail

@@ -1,0 +1,142 @@
+#pragma once
+// One chunk of a CSV body parsed on its own thread: per column, the chunk's local symbols in
+// first-occurrence order (numbers of a narrow range by direct table, others by hash) and each
+// row's local symbol index.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "assoc/number_text.hpp"
+#include "assoc/symbol_table.hpp"
+#include "csv_tokenizer.hpp"
+#include "dense_numbers.hpp"
+#include "open_hash_maps.hpp"
+
+namespace assoc::detail {
+
+// Bump allocator for the texts of unescaped quoted fields that become symbols.
+class Arena {
+ public:
+  const char* copy(const char* p, std::size_t n) {
+    if (n > left_) {
+      const std::size_t block = std::max<std::size_t>(n, 1 << 16);
+      blocks_.push_back(std::make_unique<char[]>(block));
+      next_ = blocks_.back().get();
+      left_ = block;
+    }
+    char* out = next_;
+    std::memcpy(out, p, n);
+    next_ += n;
+    left_ -= n;
+    return out;
+  }
+
+ private:
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  char* next_ = nullptr;
+  std::size_t left_ = 0;
+};
+
+// One column of one chunk: its local symbols in first-occurrence order and each row's local
+// symbol index.
+struct ChunkColumn {
+  // Per symbol its number: as an int32 while every symbol is an int32 integer (the symbol
+  // table's own form, 4 bytes a symbol), from the first other one on as a double (NaN: none).
+  // The texts of the symbols that have one are listed apart, in symbol order.
+  std::vector<std::int32_t> ints;
+  std::vector<double> numbers;
+  bool all_ints = true;
+  std::vector<SymbolText> texts;
+  std::vector<std::uint32_t> rows;
+  std::size_t nulls = 0;
+  DenseNumbers dense;
+  NumberMap number_map;
+  std::size_t hashed_numbers = 0;  // numbers in number_map
+  TextMap text_map;                // the pure texts, by their index in `texts`
+  std::size_t text_symbols = 0;    // pure texts
+
+  std::size_t size() const { return all_ints ? ints.size() : numbers.size(); }
+  double number(std::size_t i) const { return all_ints ? ints[i] : numbers[i]; }
+  [[gnu::always_inline]] void prefetch_number(std::size_t i) const {
+    __builtin_prefetch(all_ints ? static_cast<const void*>(ints.data() + i) : static_cast<const void*>(numbers.data() + i));
+  }
+  bool is_number(std::size_t i) const { return all_ints || numbers[i] == numbers[i]; }
+  // Adds a symbol (text null: none); returns its index.
+  [[gnu::always_inline]] std::uint32_t add(double number, const char* text, std::uint32_t len) {
+    const auto index = static_cast<std::uint32_t>(size());
+    if (all_ints && is_int32_symbol(number)) {
+      ints.push_back(static_cast<std::int32_t>(number));
+    } else {
+      add_double(number);
+    }
+    if (text != nullptr) texts.push_back(SymbolText{text, len, index});
+    return index;
+  }
+  [[gnu::noinline]] void add_double(double number) {
+    if (all_ints) {
+      numbers.reserve(ints.capacity());
+      numbers.assign(ints.begin(), ints.end());
+      std::vector<std::int32_t>().swap(ints);
+      all_ints = false;
+    }
+    numbers.push_back(number);
+  }
+  // The numbers as a symbol table takes them: exactly as many as there are symbols.
+  NumberArray number_array() const {
+    return all_ints ? NumberArray(ints.begin(), ints.end()) : NumberArray(numbers.begin(), numbers.end());
+  }
+};
+
+class ChunkParser : public CsvTokenizer {
+ public:
+  ChunkParser(const char* data, std::size_t size, char sep, std::size_t n_cols)
+      : CsvTokenizer(data, size, sep), cols_(n_cols) {}
+
+  // Parses the records that start in [begin, end) and returns where the last one ends (past
+  // `end` when `begin` or `end` was not a record boundary). Stops at the first error.
+  std::size_t parse(std::size_t begin, std::size_t end, std::size_t expected_rows);
+
+  std::vector<ChunkColumn>& columns() { return cols_; }
+  std::size_t rows() const { return rows_; }
+
+ private:
+  // Interns one block of rows column by column: first every field is read and its table slot
+  // prefetched, then the values are looked up in row order, so the cache misses of a block
+  // overlap instead of stalling one by one.
+  void intern_block(std::size_t n_rows);
+  std::uint32_t intern_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, const NumberText& num);
+  // Adds a number as a new symbol of the column (with its text unless canonical).
+  std::uint32_t add_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, const NumberText& num);
+  std::uint32_t intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, std::uint64_t h);
+  // Moves a column's numbers from direct addressing into its NumberMap.
+  void leave_dense(ChunkColumn& col);
+
+  std::vector<ChunkColumn> cols_;
+  std::size_t rows_ = 0;
+  Arena arena_;
+
+  // The block being read: fields by column then row, unescaped texts, per-row lookup state.
+  static constexpr std::size_t kBlockRows = 256;
+  struct FieldRef {
+    const char* p;
+    std::size_t scratch_at;  // offset in block_scratch_ when in_scratch
+    std::uint32_t len;
+    bool in_scratch;
+  };
+  std::vector<FieldRef> fields_;
+  std::string block_scratch_;
+  NumberText numbers_[kBlockRows];
+  std::uint64_t hashes_[kBlockRows];
+  std::int64_t keys_[kBlockRows];
+  std::uint8_t kinds_[kBlockRows];
+};
+
+// A chunk of the body: the bytes it was given, where its parse stopped, and what it read.
+struct ParsedChunk {
+  std::size_t begin = 0, end = 0, stop = 0;
+  std::unique_ptr<ChunkParser> parser;
+};
+
+}  // namespace assoc::detail

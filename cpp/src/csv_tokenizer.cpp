@@ -1,0 +1,164 @@
+// The CSV tokenizer's cold parts: field names, error messages, the header and chunk starts.
+#include "csv_tokenizer.hpp"
+
+#include <algorithm>
+
+#include "assoc/error.hpp"
+#include "assoc/utf8.hpp"
+
+namespace assoc::detail {
+
+bool CsvTokenizer::parse_names(std::size_t& pos, std::vector<std::string>& names) {
+  for (;;) {
+    const char* field;
+    std::size_t len;
+    bool in_scratch;
+    if (!next_field(pos, field, len, in_scratch)) return false;
+    names.emplace_back(field, len);
+    if (pos < size_ && data_[pos] == sep_) {
+      ++pos;
+      continue;
+    }
+    if (pos < size_) ++pos;  // the LF
+    return true;
+  }
+}
+
+[[noreturn]] void throw_csv_error(const char* d, std::size_t size, const CsvParseError& e, std::size_t n_cols) {
+  const std::size_t at = std::min(e.offset, size);
+  const auto line = 1 + static_cast<std::size_t>(std::count(d, d + at, '\n'));
+  std::string msg = "CSV line " + std::to_string(line) + ": ";
+  switch (e.kind) {
+    case CsvErrorKind::kInvalidUtf8:
+      msg += "invalid UTF-8 (the data must be UTF-8 text)";
+      break;
+    case CsvErrorKind::kUnclosedQuote:
+      msg += "a quoted field starts here and its closing quote is missing";
+      break;
+    case CsvErrorKind::kTextAfterQuote:
+      msg += "text after the closing quote of a field (a quote inside a quoted field must be doubled)";
+      break;
+    case CsvErrorKind::kTooManyFields:
+      msg += "more fields than the " + std::to_string(n_cols) + " of the header";
+      break;
+    case CsvErrorKind::kTooFewFields:
+      msg += std::to_string(e.fields) + (e.fields == 1 ? " field" : " fields") + ", the header has " +
+             std::to_string(n_cols);
+      break;
+    case CsvErrorKind::kFieldTooLong:
+      msg += "a field longer than 4 GiB";
+      break;
+    case CsvErrorKind::kNone:
+      msg += "malformed data";
+      break;
+  }
+  throw Error(msg);
+}
+
+CsvHeader read_csv_header(const char* d, std::size_t size, std::size_t start) {
+  std::size_t pos = start;
+  for (;;) {  // blank lines before the header
+    if (pos < size && d[pos] == '\n') {
+      ++pos;
+    } else if (pos + 1 < size && d[pos] == '\r' && d[pos + 1] == '\n') {
+      pos += 2;
+    } else {
+      break;
+    }
+  }
+  if (pos == size) throw Error("CSV data is empty: a header row with the field names is needed");
+  // The separator: the candidate seen most often in the header line outside quotes.
+  std::size_t counts[3] = {0, 0, 0};
+  bool quoted = false;
+  for (std::size_t e = pos; e < size; ++e) {
+    const char c = d[e];
+    if (c == '"') {
+      quoted = !quoted;
+    } else if (!quoted) {
+      if (c == '\n') break;
+      counts[0] += c == ',';
+      counts[1] += c == ';';
+      counts[2] += c == '\t';
+    }
+  }
+  CsvHeader h;
+  const char seps[3] = {',', ';', '\t'};
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < 3; ++i)
+    if (counts[i] > counts[best]) best = i;
+  h.sep = seps[best];
+
+  CsvTokenizer parser(d, size, h.sep);
+  const std::size_t header_at = pos;
+  const bool ok = parser.parse_names(pos, h.names);
+  if (ok) {
+    const std::size_t bad = find_invalid_utf8(d + header_at, pos - header_at);
+    if (bad != pos - header_at) parser.fail(header_at + bad, CsvErrorKind::kInvalidUtf8);
+  }
+  if (parser.error().offset != kNoError) throw_csv_error(d, size, parser.error(), 0);
+  const auto line = 1 + static_cast<std::size_t>(std::count(d, d + header_at, '\n'));
+  for (std::size_t i = 0; i < h.names.size(); ++i) {
+    if (h.names[i].empty())
+      throw Error("CSV line " + std::to_string(line) + ": field " + std::to_string(i + 1) +
+                  " of the header has no name");
+    for (std::size_t j = 0; j < i; ++j)
+      if (h.names[i] == h.names[j])
+        throw Error("CSV line " + std::to_string(line) + ": the header names the field '" + h.names[i] +
+                    "' twice");
+  }
+  h.body = pos;
+  return h;
+}
+
+// The quotes in [p, p+n): 64 bytes at a time into a byte counter, which the compiler vectorises.
+namespace {
+
+std::size_t count_quotes(const char* p, std::size_t n) {
+  std::size_t q = 0, i = 0;
+  for (; i + 64 <= n; i += 64) {
+    unsigned char block = 0;
+    for (std::size_t j = 0; j < 64; ++j) block = static_cast<unsigned char>(block + (p[i + j] == '"'));
+    q += block;
+  }
+  for (; i < n; ++i) q += p[i] == '"';
+  return q;
+}
+
+}  // namespace
+
+std::vector<std::size_t> chunk_starts(const char* d, std::size_t size, std::size_t body, std::size_t n_chunks,
+                                      CpuAccount* cpu) {
+  std::vector<std::size_t> starts{body};
+  if (n_chunks <= 1) return starts;
+  std::vector<std::size_t> nominal(n_chunks + 1);
+  for (std::size_t k = 0; k <= n_chunks; ++k) nominal[k] = body + (size - body) / n_chunks * k;
+  nominal[n_chunks] = size;
+  std::vector<std::size_t> quotes(n_chunks, 0);
+  parallel_for(
+      n_chunks,
+      [&](std::size_t k) { quotes[k] = count_quotes(d + nominal[k], nominal[k + 1] - nominal[k]); },
+      cpu);
+  std::size_t parity = 0;
+  for (std::size_t k = 1; k < n_chunks; ++k) {
+    parity += quotes[k - 1];
+    std::size_t pos = nominal[k];
+    bool in_quotes = (parity & 1) != 0;
+    if (pos < starts.back()) {  // the previous start lies past this one's nominal place
+      pos = starts.back();
+      in_quotes = false;
+    }
+    for (; pos < size; ++pos) {
+      const char c = d[pos];
+      if (c == '"') {
+        in_quotes = !in_quotes;
+      } else if (c == '\n' && !in_quotes) {
+        ++pos;
+        break;
+      }
+    }
+    if (pos > starts.back() && pos < size) starts.push_back(pos);
+  }
+  return starts;
+}
+
+}  // namespace assoc::detail

@@ -1,0 +1,165 @@
+#pragma once
+// The CSV tokenizer: fields of RFC 4180 records (quoted or not, LF or CRLF line ends) read from
+// the input in place, and where an error was first found. Also the header row and where the
+// body may be cut into chunks that start at record boundaries.
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "assoc/hash.hpp"
+#include "assoc/thread_pool.hpp"
+
+namespace assoc::detail {
+
+inline constexpr std::size_t kNoError = SIZE_MAX;
+
+enum class CsvErrorKind { kNone, kInvalidUtf8, kUnclosedQuote, kTextAfterQuote, kTooManyFields, kTooFewFields, kFieldTooLong };
+
+struct CsvParseError {
+  std::size_t offset = kNoError;
+  CsvErrorKind kind = CsvErrorKind::kNone;
+  std::size_t fields = 0;
+};
+
+// Byte mask with 0x80 in each byte of `w` equal to `c`; the lowest set bit is always exact.
+inline std::uint64_t match_byte(std::uint64_t w, char c) {
+  const std::uint64_t x = w ^ (0x0101010101010101ULL * static_cast<unsigned char>(c));
+  return (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL;
+}
+
+// Reads fields from the input; the first error found (by offset) is kept.
+class CsvTokenizer {
+ public:
+  CsvTokenizer(const char* data, std::size_t size, char sep) : data_(data), size_(size), sep_(sep) {}
+
+  // Reads the field at `pos` and moves `pos` to the separator or line end after it (or the
+  // end of the data). A field with doubled quotes is unescaped into scratch_.
+  bool next_field(std::size_t& pos, const char*& field, std::size_t& len, bool& in_scratch);
+  // Moves past a blank line at `pos`; false when the line is not blank.
+  bool skip_blank_line(std::size_t& pos) const;
+  // Reads the record at `pos` as field names; returns false (with error() set) when malformed.
+  bool parse_names(std::size_t& pos, std::vector<std::string>& names);
+
+  const CsvParseError& error() const { return error_; }
+  void fail(std::size_t offset, CsvErrorKind kind, std::size_t fields = 0) {
+    if (offset < error_.offset) error_ = CsvParseError{offset, kind, fields};
+  }
+
+ protected:
+  const char* data_;
+  std::size_t size_;
+  char sep_;
+  CsvParseError error_;
+  std::uint64_t high_bits_ = 0;  // or of the bytes scanned since the block began; 0x80 for a quoted field
+  std::string scratch_;
+};
+
+inline bool CsvTokenizer::skip_blank_line(std::size_t& pos) const {
+  if (data_[pos] == '\n') {
+    ++pos;
+    return true;
+  }
+  if (data_[pos] == '\r' && (pos + 1 == size_ || data_[pos + 1] == '\n')) {
+    pos += pos + 1 == size_ ? 1 : 2;
+    return true;
+  }
+  return false;
+}
+
+inline bool CsvTokenizer::next_field(std::size_t& pos, const char*& field, std::size_t& len, bool& in_scratch) {
+  const char* d = data_;
+  const std::size_t size = size_;
+  in_scratch = false;
+  if (pos < size && d[pos] == '"') {
+    high_bits_ |= 0x80;
+    const std::size_t open = pos;
+    std::size_t q = pos + 1;
+    bool doubled = false;
+    std::size_t close;
+    for (;;) {
+      const void* hit = q < size ? std::memchr(d + q, '"', size - q) : nullptr;
+      if (hit == nullptr) {
+        fail(open, CsvErrorKind::kUnclosedQuote);
+        pos = size;
+        return false;
+      }
+      const auto at = static_cast<std::size_t>(static_cast<const char*>(hit) - d);
+      if (at + 1 < size && d[at + 1] == '"') {
+        doubled = true;
+        q = at + 2;
+        continue;
+      }
+      close = at;
+      break;
+    }
+    field = d + open + 1;
+    len = close - open - 1;
+    pos = close + 1;
+    if (doubled) {
+      scratch_.clear();
+      for (std::size_t i = 0; i < len; ++i) {
+        scratch_.push_back(field[i]);
+        if (field[i] == '"') ++i;  // the second quote of a pair
+      }
+      field = scratch_.data();
+      len = scratch_.size();
+      in_scratch = true;
+    }
+    if (pos < size && d[pos] != sep_ && d[pos] != '\n') {
+      if (d[pos] == '\r' && (pos + 1 == size || d[pos + 1] == '\n')) {
+        ++pos;
+      } else {
+        fail(pos, CsvErrorKind::kTextAfterQuote);
+        return false;
+      }
+    }
+    return true;
+  }
+  // Unquoted: up to the separator or LF, eight bytes a step while eight are left.
+  std::size_t e = pos;
+  for (;;) {
+    if (e + 8 <= size) {
+      const std::uint64_t w = load64(d + e);
+      high_bits_ |= w;
+      const std::uint64_t m = match_byte(w, sep_) | match_byte(w, '\n');
+      if (m != 0) {
+        e += static_cast<std::size_t>(std::countr_zero(m)) >> 3;
+        break;
+      }
+      e += 8;
+    } else {
+      for (; e < size && d[e] != sep_ && d[e] != '\n'; ++e) high_bits_ |= static_cast<unsigned char>(d[e]);
+      break;
+    }
+  }
+  field = d + pos;
+  len = e - pos;
+  if (len > 0 && field[len - 1] == '\r' && (e == size || d[e] == '\n')) --len;  // CRLF
+  pos = e;
+  return true;
+}
+
+// Throws the Error that names the line of `e` and what is wrong there.
+[[noreturn]] void throw_csv_error(const char* d, std::size_t size, const CsvParseError& e, std::size_t n_cols);
+
+// The header row: the separator it uses, the field names, and where the body starts.
+struct CsvHeader {
+  char sep = ',';
+  std::vector<std::string> names;
+  std::size_t body = 0;  // offset of the first record after the header
+};
+
+// Reads the header row at `start` (past blank lines); throws Error when it is malformed.
+CsvHeader read_csv_header(const char* d, std::size_t size, std::size_t start);
+
+// Chunk starts in [body, size): each right after a line end that is outside quotes, judged by
+// the parity of the quotes before it. The parity is exact for RFC 4180 data; the parser checks
+// every guess (a chunk must end exactly where the next one starts) and recovers when a quote
+// inside an unquoted field made one wrong.
+std::vector<std::size_t> chunk_starts(const char* d, std::size_t size, std::size_t body, std::size_t n_chunks,
+                                      CpuAccount* cpu);
+
+}  // namespace assoc::detail

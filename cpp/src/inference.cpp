@@ -1,0 +1,190 @@
+// Inference by message passing: each directed edge of the link forest (a table column) is
+// computed at most once, and only on the sides that hold a selection.
+#include "inference.hpp"
+
+#include <vector>
+
+#include "selection_kernels.hpp"
+
+namespace assoc::detail {
+namespace {
+
+// Computes the possible rows of every table for one selection state by passing messages
+// along the link forest: a message is the set of a key field's values that one side allows,
+// or "no constraint" (null) when that side holds no selection. Each directed edge is
+// computed at most once.
+class Evaluator {
+ public:
+  Evaluator(const AssociativeModel& model, const SelectionState& state)
+      : m_(model), d_(model.data()), selected_(d_.fields().size()) {
+    for (const auto& [field, symbols] : state.fields()) {
+      auto set = std::make_shared<Bitset>(symbol_set(d_.fields()[field].symbols.size()));
+      for (const std::uint32_t s : symbols) set->set(s);
+      selected_[field] = std::move(set);
+    }
+    const auto& tables = d_.tables();
+    edge_base_.resize(tables.size() + 1, 0);
+    for (std::size_t t = 0; t < tables.size(); ++t) edge_base_[t + 1] = edge_base_[t] + tables[t].columns.size();
+    const std::size_t edges = edge_base_.back();
+    side_to_table_.assign(edges, -1);
+    side_to_field_.assign(edges, -1);
+    to_table_.resize(edges);
+    to_field_.resize(edges);
+    matched_.resize(edges);
+    to_table_done_.assign(edges, 0);
+    to_field_done_.assign(edges, 0);
+  }
+
+  std::shared_ptr<RowStates> run() {
+    const auto& tables = d_.tables();
+    auto out = std::make_shared<RowStates>();
+    out->rows.resize(tables.size());
+    out->possible.resize(tables.size());
+    for (std::uint32_t t = 0; t < tables.size(); ++t) {
+      const Table& table = tables[t];
+      std::shared_ptr<const Bitset> rows;  // shared as it is while one constraint applies
+      std::shared_ptr<Bitset> combined;
+      for (std::uint32_t c = 0; c < table.columns.size(); ++c) {
+        std::shared_ptr<const Bitset> matched;
+        if (table.is_loose) {
+          if (auto constraint = field_constraint(table.columns[c].field))
+            matched = std::make_shared<Bitset>(match_rows(table.columns[c].index, *constraint));
+        } else if (side_to_table(t, c)) {
+          matched = match(t, c);
+        }
+        if (!matched) continue;
+        if (!rows) {
+          rows = std::move(matched);
+        } else {
+          if (!combined) {
+            combined = std::make_shared<Bitset>(*rows);
+            rows = combined;
+          }
+          combined->and_with(*matched);
+        }
+      }
+      out->possible[t] = rows ? rows->count() : table.rows;
+      out->rows[t] = std::move(rows);
+    }
+    return out;
+  }
+
+ private:
+  std::size_t edge(std::uint32_t t, std::uint32_t c) const { return edge_base_[t] + c; }
+
+  // Whether the side of the field behind column c (away from table t) holds a selection.
+  bool side_to_table(std::uint32_t t, std::uint32_t c) {
+    int8_t& memo = side_to_table_[edge(t, c)];
+    if (memo < 0) {
+      const std::uint32_t f = d_.tables()[t].columns[c].field;
+      bool any = selected_[f] != nullptr;
+      for (const auto& h : m_.linked_holders(f))
+        if (!any && h.table != t) any = side_to_field(h.table, h.column);
+      memo = any ? 1 : 0;
+    }
+    return memo == 1;
+  }
+
+  // Whether the side of table t (away from the field of its column c) holds a selection.
+  bool side_to_field(std::uint32_t t, std::uint32_t c) {
+    int8_t& memo = side_to_field_[edge(t, c)];
+    if (memo < 0) {
+      bool any = false;
+      const auto n = static_cast<std::uint32_t>(d_.tables()[t].columns.size());
+      for (std::uint32_t o = 0; o < n && !any; ++o)
+        if (o != c) any = side_to_table(t, o);
+      memo = any ? 1 : 0;
+    }
+    return memo == 1;
+  }
+
+  // The values of column c's field that its side allows table t (only when side_to_table).
+  std::shared_ptr<const Bitset> to_table(std::uint32_t t, std::uint32_t c) {
+    const std::size_t e = edge(t, c);
+    if (!to_table_done_[e]) {
+      const std::uint32_t f = d_.tables()[t].columns[c].field;
+      std::shared_ptr<Bitset> acc;
+      if (selected_[f]) acc = std::make_shared<Bitset>(*selected_[f]);
+      for (const auto& h : m_.linked_holders(f)) {
+        if (h.table == t || !side_to_field(h.table, h.column)) continue;
+        const Bitset& m = *to_field(h.table, h.column);
+        if (!acc) {
+          acc = std::make_shared<Bitset>(m);
+        } else {
+          acc->and_with(m);
+        }
+      }
+      to_table_[e] = std::move(acc);
+      to_table_done_[e] = 1;
+    }
+    return to_table_[e];
+  }
+
+  // The values of column c's field on the rows of table t that its other sides allow (only
+  // when side_to_field).
+  std::shared_ptr<const Bitset> to_field(std::uint32_t t, std::uint32_t c) {
+    const std::size_t e = edge(t, c);
+    if (!to_field_done_[e]) {
+      const Table& table = d_.tables()[t];
+      std::shared_ptr<Bitset> mask;
+      const Bitset* rows = nullptr;
+      for (std::uint32_t o = 0; o < table.columns.size(); ++o) {
+        if (o == c || !side_to_table(t, o)) continue;
+        const Bitset& m = *match(t, o);
+        if (rows == nullptr) {
+          rows = &m;
+        } else {
+          if (!mask) {
+            mask = std::make_shared<Bitset>(*rows);
+            rows = mask.get();
+          }
+          mask->and_with(m);
+        }
+      }
+      const Column& col = table.columns[c];
+      to_field_[e] = std::make_shared<Bitset>(values_on_rows(col.index, rows, d_.fields()[col.field].symbols.size()));
+      to_field_done_[e] = 1;
+    }
+    return to_field_[e];
+  }
+
+  // Rows of table t whose column c holds a value its field's side allows.
+  std::shared_ptr<const Bitset> match(std::uint32_t t, std::uint32_t c) {
+    const std::size_t e = edge(t, c);
+    if (!matched_[e]) matched_[e] = std::make_shared<Bitset>(match_rows(d_.tables()[t].columns[c].index, *to_table(t, c)));
+    return matched_[e];
+  }
+
+  // What the selections and the link graph allow for a field, as a loose table sees it.
+  std::shared_ptr<const Bitset> field_constraint(std::uint32_t f) {
+    std::shared_ptr<Bitset> acc;
+    if (selected_[f]) acc = std::make_shared<Bitset>(*selected_[f]);
+    for (const auto& h : m_.linked_holders(f)) {
+      if (!side_to_field(h.table, h.column)) continue;
+      const Bitset& m = *to_field(h.table, h.column);
+      if (!acc) {
+        acc = std::make_shared<Bitset>(m);
+      } else {
+        acc->and_with(m);
+      }
+    }
+    return acc;
+  }
+
+  const AssociativeModel& m_;
+  const DataModel& d_;
+  std::vector<std::shared_ptr<const Bitset>> selected_;  // per field
+  std::vector<std::size_t> edge_base_;                   // edges: one per table column
+  std::vector<int8_t> side_to_table_, side_to_field_;
+  std::vector<std::shared_ptr<const Bitset>> to_table_, to_field_;
+  std::vector<std::shared_ptr<const Bitset>> matched_;
+  std::vector<std::uint8_t> to_table_done_, to_field_done_;
+};
+
+}  // namespace
+
+std::shared_ptr<RowStates> infer_rows(const AssociativeModel& model, const SelectionState& state) {
+  return Evaluator(model, state).run();
+}
+
+}  // namespace assoc::detail

@@ -1,0 +1,21 @@
+#pragma once
+// Scan kernels of selections over packed columns: rows whose symbol is in a set, and symbols
+// that occur on a set of rows. Symbol sets have one bit more than the field has symbols:
+// decoded NULLs (kNull) clamp to that last bit, which is never set, so no value needs a branch.
+#include <cstdint>
+
+#include "assoc/bitset.hpp"
+#include "assoc/packed_index.hpp"
+
+namespace assoc::detail {
+
+// An empty set over a field's symbols (and the NULL bit).
+inline Bitset symbol_set(std::uint32_t n_symbols) { return Bitset(std::size_t{n_symbols} + 1); }
+
+// Rows of a column whose symbol is in `set`, in parallel over blocks of rows.
+Bitset match_rows(const PackedIndex& index, const Bitset& set);
+
+// Symbols that occur on `rows` (null: every row) of a column, in parallel over blocks of rows.
+Bitset values_on_rows(const PackedIndex& index, const Bitset* rows, std::uint32_t n_symbols);
+
+}  // namespace assoc::detail
