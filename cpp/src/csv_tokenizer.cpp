@@ -48,6 +48,9 @@ bool CsvTokenizer::parse_names(std::size_t& pos, std::vector<std::string>& names
     case CsvErrorKind::kFieldTooLong:
       msg += "a field longer than 4 GiB";
       break;
+    case CsvErrorKind::kNulByte:
+      msg += "a NUL byte (text cannot hold one; is this a binary file or UTF-16 text?)";
+      break;
     case CsvErrorKind::kNone:
       msg += "malformed data";
       break;
@@ -91,6 +94,7 @@ CsvHeader read_csv_header(const char* d, std::size_t size, std::size_t start) {
   CsvTokenizer parser(d, size, h.sep);
   const std::size_t header_at = pos;
   const bool ok = parser.parse_names(pos, h.names);
+  if (const std::size_t nul = find_nul(d, header_at, pos); nul != kNoError) parser.fail(nul, CsvErrorKind::kNulByte);
   if (ok) {
     const std::size_t bad = find_invalid_utf8(d + header_at, pos - header_at);
     if (bad != pos - header_at) parser.fail(header_at + bad, CsvErrorKind::kInvalidUtf8);
