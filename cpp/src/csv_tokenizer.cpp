@@ -105,6 +105,15 @@ CsvHeader read_csv_header(const char* d, std::size_t size, std::size_t start) {
     if (h.names[i].empty())
       throw Error("CSV line " + std::to_string(line) + ": field " + std::to_string(i + 1) +
                   " of the header has no name");
+    // A QVD header (XML) holds no control character but tab, LF and CR: a name with one could
+    // never be exported.
+    for (const char ch : h.names[i]) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+        throw Error("CSV line " + std::to_string(line) + ": field " + std::to_string(i + 1) +
+                    " of the header holds the control character " + std::to_string(c) +
+                    ", which no field name can hold");
+    }
     for (std::size_t j = 0; j < i; ++j)
       if (h.names[i] == h.names[j])
         throw Error("CSV line " + std::to_string(line) + ": the header names the field '" + h.names[i] +
