@@ -32,3 +32,26 @@ def test_fuzz_finding_is_a_clean_error_or_loads(kind: str, path: Path) -> None:
         assert message  # a message a user can read
     if not message:
         assert isinstance(app.metadata(), dict)
+
+
+# Findings whose input must be refused, and what the message says.
+REFUSED = {
+    "csv/nul-in-field.csv": "CSV line 2: a NUL byte",
+    "csv/header-name-control-char.csv": "control character 27",
+    "csv/header-name-control-char-2.csv": "control character 20",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_fuzz_finding_is_refused_with_a_message(name: str) -> None:
+    kind = name.split("/", 1)[0]
+    with pytest.raises(assoc.Error, match=REFUSED[name]):
+        READERS[kind]((REGRESSIONS / name).read_bytes())
+
+
+def test_nul_byte_deep_in_a_big_csv_names_its_line() -> None:
+    lines = [f"{i},text {i}" for i in range(200_000)]
+    lines[150_000] = "150000,te\0xt"
+    data = ("Id,Text\n" + "\n".join(lines) + "\n").encode()
+    with pytest.raises(assoc.Error, match="CSV line 150002: a NUL byte"):
+        assoc.App.from_csv(data)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from python_multipart.exceptions import MultipartParseError
+from python_multipart.exceptions import FormParserError, MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
@@ -195,7 +195,10 @@ async def _receive_multipart(
     if not boundary:
         raise ApiError(400, "BadRequest", "multipart/form-data without a boundary")
     collector = _FilePartCollector(spool)
-    parser = MultipartParser(boundary, collector.callbacks())  # type: ignore[arg-type]
+    try:
+        parser = MultipartParser(boundary, collector.callbacks())  # type: ignore[arg-type]
+    except FormParserError as exc:  # a boundary over 256 bytes
+        raise ApiError(400, "BadRequest", f"bad multipart boundary: {exc}") from None
     try:
         async for chunk in _limited_stream(request, limit):
             parser.write(chunk)

@@ -26,6 +26,7 @@ from assoc.server.store.errors import (
     AppNotFound,
     BadMediaPath,
     DataDirInUse,
+    ImportTooLarge,
     InvalidAppFile,
     MediaNotFound,
     StoredAppUnreadable,
@@ -35,6 +36,7 @@ from assoc.server.store.files import EarlyFlush, check_data_dir, lock_data_dir, 
 from assoc.server.store.imports import (
     ImportMode,
     carry_over,
+    import_limits,
     set_attributes,
     source_kind,
     stage,
@@ -53,6 +55,7 @@ __all__ = [
     "DataDirInUse",
     "DocUsage",
     "ImportMode",
+    "ImportTooLarge",
     "InvalidAppFile",
     "Lease",
     "ListForm",
@@ -75,7 +78,7 @@ class AppStore:
         limits: PackageLimits | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
-        self.limits = limits or PackageLimits()
+        self.limits = limits or import_limits(memory_budget_bytes)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock_file = lock_data_dir(self.data_dir)
         self._cache = AppCache(memory_budget_bytes, _load)
