@@ -64,7 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def server_config(
-    app: Any, host: str, port: int, log_level: str = "info", access_log: bool = False
+    app: Any,
+    host: str,
+    port: int,
+    log_level: str = "info",
+    access_log: bool = False,
+    shutdown_timeout: int = 30,
 ) -> uvicorn.Config:
     """The uvicorn configuration `assoc serve` runs an ASGI app with."""
     import uvicorn
@@ -78,7 +83,9 @@ def server_config(
         access_log=access_log,
         lifespan="on",
         server_header=False,
-        timeout_graceful_shutdown=30,
+        # SIGTERM waits this long for running requests, then cancels them (an upload's
+        # partial file is removed) and stops.
+        timeout_graceful_shutdown=shutdown_timeout,
     )
 
 
@@ -119,7 +126,9 @@ def serve(args: argparse.Namespace) -> int:
         # With --port 0 the system picks the port: this line is how callers learn it.
         print(f"assoc serve: listening on {_url(host, port)}", file=sys.stderr, flush=True)
         server = uvicorn.Server(
-            server_config(app, args.host, port, args.log_level, args.access_log)
+            server_config(
+                app, args.host, port, args.log_level, args.access_log, settings.shutdown_timeout
+            )
         )
         server.run(sockets=[listener])
     return 0 if server.started else 1

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+import assoc
 from appfiles import ORDERS, needs_qvd_reader, package_bytes, qvd_bytes
 from assoc.server import create_app
 from assoc.server.settings import Settings
@@ -29,9 +30,13 @@ REGRESSIONS = Path(__file__).resolve().parents[2] / "fuzz" / "regressions"
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
     """A client of a service with a 1 MB memory budget."""
+    kept = assoc.memory_blocks()["kept_limit"]  # the budget lowers it process-wide
     app = create_app(Settings(memory_budget_mb=1), tmp_path / "data")
-    with TestClient(app, raise_server_exceptions=False) as c:
-        yield c
+    try:
+        with TestClient(app, raise_server_exceptions=False) as c:
+            yield c
+    finally:
+        assoc.set_memory_blocks_kept(kept)
 
 
 def assert_error(response: object, status: int, code: str | None = None) -> dict[str, str]:

@@ -55,6 +55,7 @@ def create_app(
             yield {"settings": settings, "store": store, "monitor": monitor}
         finally:
             monitor.stop()
+            await run_in_threadpool(store.discard_uploads)
             store.close()
 
     return Starlette(

@@ -193,6 +193,13 @@ class AppStore:
         """A fresh path under tmp/ for an upload; start-up removes any left there."""
         return self.tmp_dir / f"upload-{uuid.uuid4().hex}"
 
+    def discard_uploads(self) -> None:
+        """Removes the upload files of requests that were dropped (at shutdown: the requests
+        cancelled after ShutdownTimeout may not get to remove their own)."""
+        for path in self.tmp_dir.glob("upload-*"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
     def import_file(
         self,
         source: Path,

@@ -57,9 +57,9 @@ def invalid_app_file() -> Iterator[None]:
 
 def import_limits(memory_budget_bytes: int) -> PackageLimits:
     """Package bounds for one import: its tables (loaded whole) may unpack to no more than the
-    memory budget, or without one to half the physical memory."""
+    memory budget (at least 1 MiB), or without one to half the physical memory."""
     if memory_budget_bytes > 0:
-        memory = memory_budget_bytes
+        memory = max(memory_budget_bytes, 1 << 20)
     else:
         memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
     return PackageLimits(max_table_bytes=min(PackageLimits.max_table_bytes, memory))
