@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 import threading
 
 import numpy as np
@@ -233,3 +234,37 @@ def test_loads_and_selections_from_many_threads_at_once(threads: int) -> None:
     finally:
         assoc.set_threads(0)
     assert failures == []
+
+
+def test_dual_equals_and_hashes_as_its_number() -> None:
+    day = assoc.Dual(40072, "40072")
+    assert day == 40072
+    assert 40072 == day  # noqa: SIM300 - int.__eq__ defers to the Dual
+    assert day == 40072.0
+    assert day != 40073
+    assert day != "40072"  # a text is another value
+    assert day is not None
+    assert assoc.Dual(40072.0, "x") == day  # numeric parts decide, as in the engine
+    assert len({assoc.Dual(1, "1"), 1}) == 1
+    assert {1: "one"}[assoc.Dual(1, "01")] == "one"
+    assert hash(assoc.Dual(2.5, "2,5")) == hash(2.5)
+
+
+def test_dual_keeps_an_int_number_and_its_text() -> None:
+    day = assoc.Dual(40072, "40072")
+    assert type(day.number) is int
+    assert day.text == "40072"
+    assert repr(day) == "Dual(40072, '40072')"
+    assert repr(assoc.Dual(40072.0, "40072")) == "Dual(40072.0, '40072')"
+    assert type(pickle.loads(pickle.dumps(day)).number) is int
+    with pytest.raises(assoc.Error, match="int or a float"):
+        assoc.Dual("1", "1")  # type: ignore[arg-type]
+
+
+def test_selecting_a_number_finds_its_dual() -> None:
+    days = [assoc.Dual(40072, "2009-09-15"), assoc.Dual(40073, "2009-09-16")]
+    app = App.from_tables({"T": {"D": days}})
+    with app.session() as s:
+        s.select("D", [40072])
+        assert s.state("D")["selected"] == [40072]
+        assert s.state("D")["selected"][0].text == "2009-09-15"

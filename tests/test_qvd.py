@@ -83,10 +83,12 @@ def columns(app: App, table: str | None = None) -> dict[str, list[Any]]:
 
 
 def same_values(a: list[Any], b: list[Any]) -> bool:
-    """Equal lists, with numbers compared by value and -0.0 equal to 0 (one symbol)."""
+    """Equal lists: numbers by value, -0.0 equal to 0 (one symbol), Duals by their text too."""
     pairs = zip(a, b, strict=False)
     return len(a) == len(b) and all(
-        (x == y and type(x) is type(y)) or _same_number(x, y) for x, y in pairs
+        (x == y and type(x) is type(y) and (not isinstance(x, Dual) or x.text == y.text))
+        or _same_number(x, y)
+        for x, y in pairs
     )
 
 
@@ -965,3 +967,23 @@ def test_comments_of_fields_and_table_are_kept(small_qvd: bytes, tmp_path: Path)
     assert {f["name"]: f["comment"] for f in shared["fields"]}["S"] == "Sales & returns\nper day"
     tables = {t["name"]: t["comment"] for t in shared["tables"]}
     assert (tables["Plain"], tables["Commented"]) == ("", "Daily <sales>")
+
+
+def test_int_duals_of_a_qvd_equal_their_number_and_keep_their_text(tmp_path: Path) -> None:
+    app = App.from_tables({"T": {"D": [Dual(40072, "40072"), Dual(2.5, "2,50"), None]}})
+    app.write_qvd("T", tmp_path / "t.qvd")
+    data = (tmp_path / "t.qvd").read_bytes()
+    assert symbol_types(data, "D") == [5, 6]  # int32 + text, float64 + text
+    day, price, null = columns(App.from_qvd(data))["D"]
+    assert null is None
+    assert day == 40072
+    assert 40072 == day  # noqa: SIM300 - int.__eq__ defers to the Dual
+    assert day != "40072"
+    assert type(day.number) is int
+    assert day.text == "40072"
+    assert repr(day) == "Dual(40072, '40072')"
+    assert price == 2.5
+    assert type(price.number) is float
+    assert price.text == "2,50"
+    assert {day, 40072} == {40072}
+    assert {40072: "found"}[day] == "found"

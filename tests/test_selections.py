@@ -408,7 +408,7 @@ def test_counters_follow_sessions_selections_and_the_cache() -> None:
     assert after_close["users"]["active"] == mid["users"]["active"] - 1
     s1.close()
     assert counters()["users"]["active"] == before["users"]["active"]
-    assert counters()["calls"] > before["calls"]
+    assert "calls" not in counters()  # the service counts client requests, not the engine
 
 
 def test_cache_evicts_past_its_limit_and_counts_replacements() -> None:

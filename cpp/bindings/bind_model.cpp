@@ -104,7 +104,6 @@ void bind_model(py::module_& m) {
       [] {
         const CounterSnapshot s = Counters::instance().snapshot();
         py::dict d;
-        d["calls"] = s.calls;
         d["selections"] = s.selections;
         d["cache"] = py::dict(py::arg("hits") = s.cache_hits, py::arg("lookups") = s.cache_lookups,
                               py::arg("added") = s.cache_added, py::arg("replaced") = s.cache_replaced,
@@ -113,7 +112,7 @@ void bind_model(py::module_& m) {
         d["users"] = py::dict(py::arg("active") = s.users_active, py::arg("total") = s.users_total);
         return d;
       },
-      "The engine's own counters: calls, selections, cache, sessions and users.");
+      "The engine's own counters: selections, cache, sessions and users.");
 
   py::class_<ModelBuilder>(m, "ModelBuilder", "Collects tables and builds a model.")
       .def(py::init<>())

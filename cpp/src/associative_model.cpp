@@ -59,47 +59,22 @@ std::size_t FieldStates::byte_size() const {
   return selected.byte_size() + possible.byte_size() + alternative.byte_size() + excluded.byte_size();
 }
 
-const Bitset& FieldStates::values(ValueState state) const {
-  switch (state) {
-    case ValueState::kSelected:
-      return selected;
-    case ValueState::kPossible:
-      return possible;
-    case ValueState::kAlternative:
-      return alternative;
-    case ValueState::kExcluded:
-      break;
-  }
-  return excluded;
-}
+namespace {
 
-std::uint64_t FieldStates::count(ValueState state) const {
-  switch (state) {
-    case ValueState::kSelected:
-      return n_selected;
-    case ValueState::kPossible:
-      return n_possible;
-    case ValueState::kAlternative:
-      return n_alternative;
-    case ValueState::kExcluded:
-      break;
-  }
-  return n_excluded;
-}
+// Per ValueState, in its order: the bitset, the count and the name.
+constexpr Bitset FieldStates::*kStateValues[] = {&FieldStates::selected, &FieldStates::possible,
+                                                 &FieldStates::alternative, &FieldStates::excluded};
+constexpr std::uint64_t FieldStates::*kStateCounts[] = {&FieldStates::n_selected, &FieldStates::n_possible,
+                                                        &FieldStates::n_alternative, &FieldStates::n_excluded};
+constexpr std::string_view kStateNames[] = {"selected", "possible", "alternative", "excluded"};
 
-std::string_view name_of(ValueState state) {
-  switch (state) {
-    case ValueState::kSelected:
-      return "selected";
-    case ValueState::kPossible:
-      return "possible";
-    case ValueState::kAlternative:
-      return "alternative";
-    case ValueState::kExcluded:
-      break;
-  }
-  return "excluded";
-}
+}  // namespace
+
+const Bitset& FieldStates::values(ValueState state) const { return this->*kStateValues[static_cast<std::size_t>(state)]; }
+
+std::uint64_t FieldStates::count(ValueState state) const { return this->*kStateCounts[static_cast<std::size_t>(state)]; }
+
+std::string_view name_of(ValueState state) { return kStateNames[static_cast<std::size_t>(state)]; }
 
 ValueState value_state_named(std::string_view name) {
   for (const ValueState s : kValueStates)

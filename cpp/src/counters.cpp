@@ -24,7 +24,6 @@ void Counters::session_closed(const std::string& user) {
 
 CounterSnapshot Counters::snapshot() const {
   CounterSnapshot s;
-  s.calls = calls_.load();
   s.selections = selections_.load();
   s.cache_hits = cache_hits_.load();
   s.cache_lookups = cache_lookups_.load();

@@ -1,14 +1,11 @@
 #include "assoc/metadata.hpp"
 
-#include "assoc/counters.hpp"
-
 namespace assoc {
 
 // System tables ($$SysTable 1, $$SysTable 2) are the engine's own: `tables` lists the data
 // tables (synthetic key tables included) and `src_tables` names only those, so a system
 // field reports no source table. Their bytes still count in static_byte_size.
 ModelMetadata describe(const DataModel& model) {
-  Counters::instance().call();
   ModelMetadata md;
   const auto& rm = model.reload_meta();
   md.cpu_time_spent_ms = rm.cpu_time_ns / 1000000;

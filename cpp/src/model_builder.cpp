@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "assoc/associative.hpp"
-#include "assoc/counters.hpp"
 #include "assoc/data_model.hpp"
 #include "assoc/error.hpp"
 #include "assoc/thread_pool.hpp"
@@ -123,7 +122,6 @@ void ModelBuilder::add(LoadedTable&& loaded) {
 }
 
 std::shared_ptr<const DataModel> ModelBuilder::build() {
-  Counters::instance().call();
   {
     CpuScope scope(&cpu_);
     link_tables(*model_);

@@ -8,7 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include "assoc/counters.hpp"
 #include "assoc/error.hpp"
 #include "assoc/qvd.hpp"
 #include "assoc/symbol_table.hpp"
@@ -164,7 +163,6 @@ std::string utc_now() {
 }  // namespace
 
 std::vector<std::uint8_t> write_qvd(const DataModel& model, const Table& table) {
-  Counters::instance().call();
   const std::size_t rows = table.rows;
   std::vector<FieldOut> fields(table.columns.size());
   for (std::size_t c = 0; c < fields.size(); ++c) {

@@ -33,7 +33,6 @@ void Session::require_open() const {
 void Session::evaluate() { rows_ = model_->rows(state_); }
 
 void Session::select(std::uint32_t field, std::vector<std::uint32_t> symbols) {
-  Counters::instance().call();
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
   const auto& fields = model_->data().fields();
@@ -58,7 +57,6 @@ void Session::select_values(std::uint32_t field, const std::vector<DualView>& va
 }
 
 void Session::clear() {
-  Counters::instance().call();
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
   state_.clear();
@@ -66,7 +64,6 @@ void Session::clear() {
 }
 
 void Session::clear_field(std::uint32_t field) {
-  Counters::instance().call();
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
   state_.clear(field);
@@ -80,14 +77,12 @@ SelectionState Session::selection() const {
 }
 
 std::shared_ptr<const FieldStates> Session::field_states(std::uint32_t field) const {
-  Counters::instance().call();
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
   return model_->field_states(state_, field, rows_);
 }
 
 std::uint64_t Session::possible_rows(std::uint32_t table) const {
-  Counters::instance().call();
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
   if (!rows_) return model_->rows(state_)->possible.at(table);

@@ -9,44 +9,35 @@ import numpy
 import numpy.typing
 import typing_extensions
 
-__all__: list[str] = [
-    "AssociativeModel",
-    "DataModel",
-    "Dual",
-    "Error",
-    "ModelBuilder",
-    "Session",
-    "cache_info",
-    "clear_cache",
-    "engine_counters",
-    "logical_cores",
-    "memory_blocks",
-    "set_cache_limit",
-    "set_memory_blocks_kept",
-    "set_threads",
-    "threads",
-    "total_memory",
-]
+class _pybind11_type(type):
+    """The metaclass of every class the module defines (pybind11_builtins.pybind11_type)."""
 
 class Error(ValueError):
     pass
 
-class Dual:
+class Dual(metaclass=_pybind11_type):
     """
-    A value with both a number and a text (such as a formatted date).
+    A value with both a number and a text (such as a formatted date); it equals, and
+    hashes as, its number, as the engine matches values by their numeric part.
     """
-    def __eq__(self, arg0: typing.Any) -> bool: ...
-    def __getstate__(self) -> tuple[float, str]: ...
+    def __eq__(self, arg0: object) -> bool: ...
+    def __getstate__(self) -> tuple[int | float, str]: ...
     def __hash__(self) -> int: ...
-    def __init__(self, number: typing.SupportsFloat | typing.SupportsIndex, text: str) -> None: ...
+    def __init__(self, number: int | float, text: str) -> None: ...
     def __repr__(self) -> str: ...
-    def __setstate__(self, arg0: tuple[float, str]) -> None: ...
+    def __setstate__(self, arg0: tuple[int | float, str]) -> None: ...
     @property
-    def number(self) -> float: ...
+    def number(self) -> int | float:
+        """
+        The numeric part: an int when it is an integer.
+        """
     @property
-    def text(self) -> str: ...
+    def text(self) -> str:
+        """
+        The text part.
+        """
 
-class ModelBuilder:
+class ModelBuilder(metaclass=_pybind11_type):
     """
     Collects tables and builds a model.
     """
@@ -71,7 +62,7 @@ class ModelBuilder:
     @property
     def table_count(self) -> int: ...
 
-class DataModel:
+class DataModel(metaclass=_pybind11_type):
     """
     An app's loaded data: fields and tables.
     """
@@ -107,13 +98,13 @@ class DataModel:
         One table as the bytes of a QVD file.
         """
 
-class AssociativeModel:
+class AssociativeModel(metaclass=_pybind11_type):
     """
     A model with its link graph, ready for selections.
     """
     def __init__(self, model: DataModel) -> None: ...
 
-class Session:
+class Session(metaclass=_pybind11_type):
     """
     One user's selection state in an app.
     """
@@ -171,7 +162,7 @@ def clear_cache() -> None:
 
 def engine_counters() -> dict[str, typing.Any]:
     """
-    The engine's own counters: calls, selections, cache, sessions and users.
+    The engine's own counters: selections, cache, sessions and users.
     """
 
 def logical_cores() -> int:

@@ -9,7 +9,6 @@
 namespace assoc {
 
 struct CounterSnapshot {
-  std::int64_t calls = 0;
   std::int64_t selections = 0;
   std::int64_t cache_hits = 0, cache_lookups = 0, cache_added = 0, cache_replaced = 0, cache_bytes_added = 0;
   std::int64_t sessions_active = 0, sessions_total = 0;
@@ -21,7 +20,6 @@ class Counters {
   // The one instance of this process.
   static Counters& instance();
 
-  void call() { calls_.fetch_add(1, std::memory_order_relaxed); }
   void selection() { selections_.fetch_add(1, std::memory_order_relaxed); }
   void cache_lookup(bool hit) {
     cache_lookups_.fetch_add(1, std::memory_order_relaxed);
@@ -39,7 +37,7 @@ class Counters {
   CounterSnapshot snapshot() const;
 
  private:
-  std::atomic<std::int64_t> calls_{0}, selections_{0};
+  std::atomic<std::int64_t> selections_{0};
   std::atomic<std::int64_t> cache_hits_{0}, cache_lookups_{0}, cache_added_{0}, cache_replaced_{0},
       cache_bytes_added_{0};
   mutable std::mutex users_mutex_;
