@@ -68,4 +68,19 @@ inline void check_round_trip(LoadedTable&& loaded) {
   }
 }
 
+// One fuzzer input: `read` loads a table or throws assoc::Error (a clean refusal); what loads
+// must pass the checks above.
+template <class Read>
+int fuzz_one_input(Read read) {
+  LoadedTable table;
+  try {
+    table = read();
+  } catch (const Error&) {
+    return 0;
+  }
+  check_loaded(table);
+  check_round_trip(std::move(table));
+  return 0;
+}
+
 }  // namespace assoc::fuzz

@@ -20,12 +20,12 @@ import assoc
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from soak import csv_body
+    from soak import csv_body, percentile, print_figures
 
     from server import Server
 else:
     from .server import Server
-    from .soak import csv_body
+    from .soak import csv_body, percentile, print_figures
 
 
 def qvd_body(megabytes: float) -> bytes:
@@ -77,8 +77,8 @@ def measure(seconds: float, importers: int, budget_mb: int, qvd_mb: float) -> di
         "qvd_mb": len(big) / 1e6,
         "imports": imports[0],
         "metadata_requests": len(latencies),
-        "metadata_p50_ms": latencies[len(latencies) // 2],
-        "metadata_p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        "metadata_p50_ms": percentile(latencies, 0.5),
+        "metadata_p99_ms": percentile(latencies, 0.99),
         "rss_max_mb": max(rss),
     }
 
@@ -92,8 +92,7 @@ def main() -> None:
     parser.add_argument("--qvd-mb", type=float, default=22)
     args = parser.parse_args()
     figures = measure(args.seconds, args.importers, args.budget_mb, args.qvd_mb)
-    for key, value in figures.items():
-        print(f"{key}: {value:.1f}" if isinstance(value, float) else f"{key}: {value}")
+    print_figures(figures)
 
 
 if __name__ == "__main__":

@@ -138,10 +138,24 @@ def soak(minutes: float, clients: int, budget_mb: int, csv_mb: float, seed: int 
         "rss_max_mb": max(samples),
         "rss_first_fifth_mb": statistics.fmean(samples[:fifth]),
         "rss_last_fifth_mb": statistics.fmean(samples[-fifth:]),
-        "metadata_p50_ms": latencies[len(latencies) // 2],
-        "metadata_p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        "metadata_p50_ms": percentile(latencies, 0.5),
+        "metadata_p99_ms": percentile(latencies, 0.99),
         "log": str(root / "serve.log"),
     }
+
+
+def percentile(sorted_values: list[float], share: float) -> float:
+    """The value below which `share` of the sorted values lie."""
+    if not sorted_values:
+        return 0.0
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * share))]
+
+
+def print_figures(figures: dict) -> None:
+    """One `name: value` line per figure (lists left out)."""
+    for key, value in figures.items():
+        if not isinstance(value, list):
+            print(f"{key}: {value:.1f}" if isinstance(value, float) else f"{key}: {value}")
 
 
 def main() -> None:
@@ -154,9 +168,7 @@ def main() -> None:
     parser.add_argument("--headroom-mb", type=int, default=300)
     args = parser.parse_args()
     result = soak(args.minutes, args.clients, args.budget_mb, args.csv_mb)
-    for key, value in result.items():
-        if key != "failures":
-            print(f"{key}: {value:.1f}" if isinstance(value, float) else f"{key}: {value}")
+    print_figures(result)
     for failure in result["failures"][:20]:
         print(f"failed: {failure}")
     over = result["rss_max_mb"] > args.budget_mb + args.headroom_mb
