@@ -20,6 +20,10 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
   const std::size_t n_cols = cols_.size();
   fields_.resize(n_cols * kBlockRows);
   std::size_t pos = begin;
+  if (const std::size_t nul = find_nul(data_, begin, end); nul != kNoError) {
+    fail(nul, CsvErrorKind::kNulByte);
+    return begin;
+  }
   std::size_t block_begin = pos;
   // The block's bytes are checked as UTF-8 only when a field of it had a byte >= 0x80 or quotes.
   auto utf8_ok = [&] {

@@ -48,6 +48,9 @@ bool CsvTokenizer::parse_names(std::size_t& pos, std::vector<std::string>& names
     case CsvErrorKind::kFieldTooLong:
       msg += "a field longer than 4 GiB";
       break;
+    case CsvErrorKind::kNulByte:
+      msg += "a NUL byte (text cannot hold one; is this a binary file or UTF-16 text?)";
+      break;
     case CsvErrorKind::kNone:
       msg += "malformed data";
       break;
@@ -91,6 +94,7 @@ CsvHeader read_csv_header(const char* d, std::size_t size, std::size_t start) {
   CsvTokenizer parser(d, size, h.sep);
   const std::size_t header_at = pos;
   const bool ok = parser.parse_names(pos, h.names);
+  if (const std::size_t nul = find_nul(d, header_at, pos); nul != kNoError) parser.fail(nul, CsvErrorKind::kNulByte);
   if (ok) {
     const std::size_t bad = find_invalid_utf8(d + header_at, pos - header_at);
     if (bad != pos - header_at) parser.fail(header_at + bad, CsvErrorKind::kInvalidUtf8);
@@ -101,6 +105,15 @@ CsvHeader read_csv_header(const char* d, std::size_t size, std::size_t start) {
     if (h.names[i].empty())
       throw Error("CSV line " + std::to_string(line) + ": field " + std::to_string(i + 1) +
                   " of the header has no name");
+    // A QVD header (XML) holds no control character but tab, LF and CR: a name with one could
+    // never be exported.
+    for (const char ch : h.names[i]) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+        throw Error("CSV line " + std::to_string(line) + ": field " + std::to_string(i + 1) +
+                    " of the header holds the control character " + std::to_string(c) +
+                    ", which no field name can hold");
+    }
     for (std::size_t j = 0; j < i; ++j)
       if (h.names[i] == h.names[j])
         throw Error("CSV line " + std::to_string(line) + ": the header names the field '" + h.names[i] +

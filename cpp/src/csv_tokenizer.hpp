@@ -16,7 +16,8 @@ namespace assoc::detail {
 
 inline constexpr std::size_t kNoError = SIZE_MAX;
 
-enum class CsvErrorKind { kNone, kInvalidUtf8, kUnclosedQuote, kTextAfterQuote, kTooManyFields, kTooFewFields, kFieldTooLong };
+enum class CsvErrorKind { kNone, kInvalidUtf8, kUnclosedQuote, kTextAfterQuote, kTooManyFields, kTooFewFields, kFieldTooLong,
+                          kNulByte };
 
 struct CsvParseError {
   std::size_t offset = kNoError;
@@ -140,6 +141,13 @@ inline bool CsvTokenizer::next_field(std::size_t& pos, const char*& field, std::
   if (len > 0 && field[len - 1] == '\r' && (e == size || d[e] == '\n')) --len;  // CRLF
   pos = e;
   return true;
+}
+
+// Where the first NUL byte in [begin, end) is, or kNoError. A NUL can be held by no text (QVD
+// files end texts with it), so the reader refuses it wherever it stands.
+inline std::size_t find_nul(const char* d, std::size_t begin, std::size_t end) {
+  const void* hit = begin < end ? std::memchr(d + begin, 0, end - begin) : nullptr;
+  return hit == nullptr ? kNoError : static_cast<std::size_t>(static_cast<const char*>(hit) - d);
 }
 
 // Throws the Error that names the line of `e` and what is wrong there.

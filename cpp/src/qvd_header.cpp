@@ -161,6 +161,13 @@ void check_qvd_layout(const TableHeader& h, std::uint64_t data_size) {
   if (h.record_bytes > 0 && h.n_records > h.length / h.record_bytes)
     fail_qvd("NoOfRecords " + std::to_string(h.n_records) + " of RecordByteSize " + std::to_string(h.record_bytes) +
          " do not fit in the records' Length of " + std::to_string(h.length) + " bytes");
+  // Bytes past the last symbol and record are held by nothing: a package entry padded with
+  // them would cost disk and memory for data no table holds.
+  std::uint64_t data_end = h.offset + h.length;
+  for (const auto& span : symbol_spans) data_end = std::max(data_end, span.end);
+  if (data_end < data_size)
+    fail_qvd(std::to_string(data_size - data_end) + " bytes follow the symbols and records (the file ends at byte " +
+             std::to_string(data_end) + " of its data)");
 }
 
 

@@ -75,6 +75,7 @@ def server_config(
     log_level: str = "info",
     access_log: bool = False,
     ws_max_size: int = Settings().qix_max_message_bytes,
+    shutdown_timeout: int = 30,
 ) -> uvicorn.Config:
     """The uvicorn configuration `assoc serve` runs an ASGI app with."""
     import uvicorn
@@ -90,7 +91,9 @@ def server_config(
         access_log=access_log,
         lifespan="on",
         server_header=False,
-        timeout_graceful_shutdown=30,
+        # SIGTERM waits this long for running requests, then cancels them (an upload's
+        # partial file is removed) and stops.
+        timeout_graceful_shutdown=shutdown_timeout,
     )
 
 
@@ -139,6 +142,7 @@ def serve(args: argparse.Namespace) -> int:
                 args.log_level,
                 args.access_log,
                 ws_max_size=settings.qix_max_message_bytes,
+                shutdown_timeout=settings.shutdown_timeout,
             )
         )
         metrics = metrics_of(app)

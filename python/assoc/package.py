@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
 import json
 import os
@@ -23,9 +25,13 @@ FORMAT_VERSION = 1
 MANIFEST_NAME = "app.json"
 MEDIA_PREFIX = "media/"
 MAX_MANIFEST_BYTES = 64 << 20
+# The longest file name (one path part) Linux filesystems hold: NAME_MAX of ext4, xfs, btrfs.
+NAME_MAX_BYTES = 255
 
 _APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _COPY_CHUNK = 1 << 20
+# Failures of the disk written to, not of the package read.
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,9 @@ class PackageLimits:
 
     max_entries: int = 10_000
     max_unpacked_bytes: int = 16 << 30
+    # Tables are loaded into memory whole: the service lowers this to what it can give one
+    # import (AppStore.import_limits).
+    max_table_bytes: int = 16 << 30
     # Deflate reaches ~1000:1 on constant data; real tables and media stay far below this.
     max_ratio: float = 250.0
     ratio_floor_bytes: int = 1 << 20
@@ -64,8 +73,13 @@ class Manifest:
             raise Error(f"{MANIFEST_NAME} is larger than {MAX_MANIFEST_BYTES} bytes")
         try:
             doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise Error(f"{MANIFEST_NAME} is not valid UTF-8 JSON: {exc}") from None
+            # A lone surrogate ("\ud800") parses but can never be written back as UTF-8.
+            json.dumps(doc, ensure_ascii=False).encode("utf-8")
+        except (ValueError, RecursionError) as exc:
+            # ValueError: bad UTF-8 or JSON, an integer over the digit limit, a lone
+            # surrogate; RecursionError: arrays or objects nested too deep.
+            reason = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+            raise Error(f"{MANIFEST_NAME} is not valid UTF-8 JSON: {reason}") from None
         if not isinstance(doc, dict):
             raise Error(f"{MANIFEST_NAME} must hold a JSON object")
         if doc.get("format") != PACKAGE_FORMAT:
@@ -196,10 +210,39 @@ def check_entry_name(name: str) -> None:
     parts = name.rstrip("/").split("/")
     if any(part in ("", ".", "..") for part in parts):
         raise Error(f"entry name {name[:80]!r} has an empty, '.' or '..' part")
+    for part in parts:
+        try:
+            size = len(part.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise Error(f"entry name {name[:80]!r} is not UTF-8 text") from None
+        if size > NAME_MAX_BYTES:
+            raise Error(
+                f"entry name {name[:80]!r} has a part of {size} bytes; files are named with "
+                f"at most {NAME_MAX_BYTES}"
+            )
+
+
+class PackageTooLarge(Error):
+    """A package whose entries unpack to more bytes than the reader may give it."""
 
 
 def _is_symlink(info: zipfile.ZipInfo) -> bool:
     return stat.S_ISLNK(info.external_attr >> 16)
+
+
+@contextlib.contextmanager
+def _entry_errors(name: str) -> Iterator[None]:
+    """Reports any failure to read an entry (corrupt stream, bad CRC, …) as assoc.Error."""
+    try:
+        yield
+    except Error:
+        raise
+    except OSError as exc:
+        if exc.errno is not None and exc.errno in _WRITE_ERRNOS:
+            raise  # the disk, not the package: the caller reports it as such
+        raise Error(f"entry {name!r} cannot be read: {exc}") from None
+    except Exception as exc:  # zlib.error and friends from corrupt deflate streams
+        raise Error(f"entry {name!r} cannot be read: {exc}") from None
 
 
 class AppPackage:
@@ -212,9 +255,16 @@ class AppPackage:
         if manifest_info is None:
             raise Error(f"the package has no {MANIFEST_NAME}")
         self.manifest = Manifest.parse(self.read(MANIFEST_NAME))
+        table_bytes = 0
         for table in self.manifest.tables:
             if table.file not in self._entries or table.file.endswith("/"):
                 raise Error(f"table {table.name!r}: the package has no file {table.file!r}")
+            table_bytes += self._entries[table.file].file_size
+        if table_bytes > limits.max_table_bytes:
+            raise PackageTooLarge(
+                f"the package's tables unpack to {table_bytes} bytes, more than the "
+                f"{limits.max_table_bytes} one import may load"
+            )
 
     @classmethod
     def open(
@@ -230,10 +280,12 @@ class AppPackage:
                 else source
             )
             archive = zipfile.ZipFile(fileobj)
-        except zipfile.BadZipFile as exc:
-            raise Error(f"not a valid ZIP archive: {exc}") from None
         except OSError as exc:
             raise Error(f"cannot read the package: {exc.strerror or exc}") from None
+        except (zipfile.BadZipFile, NotImplementedError, ValueError, EOFError) as exc:
+            # NotImplementedError: a "version needed to extract" zipfile does not read;
+            # ValueError (UnicodeDecodeError): an entry name flagged UTF-8 that is not.
+            raise Error(f"not a valid ZIP archive: {exc}") from None
         try:
             return cls(archive, limits or PackageLimits())
         except BaseException:
@@ -267,7 +319,9 @@ class AppPackage:
                 raise Error(f"entry {name!r} occurs twice")
             total += info.file_size
             if total > limits.max_unpacked_bytes:
-                raise Error(f"the package unpacks to more than {limits.max_unpacked_bytes} bytes")
+                raise PackageTooLarge(
+                    f"the package unpacks to more than {limits.max_unpacked_bytes} bytes"
+                )
             if (
                 info.file_size > limits.ratio_floor_bytes
                 and info.file_size > limits.max_ratio * max(info.compress_size, 1)
@@ -279,16 +333,24 @@ class AppPackage:
             entries[name] = info
         return entries
 
-    def read(self, name: str) -> bytes:
-        """One entry's bytes (at most its declared size; its CRC checked)."""
+    def _info(self, name: str) -> zipfile.ZipInfo:
         try:
-            return self._zip.read(self._entries[name])
+            return self._entries[name]
         except KeyError:
             raise Error(f"the package has no entry {name!r}") from None
-        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
-            raise Error(f"entry {name!r} cannot be read: {exc}") from None
-        except Exception as exc:  # zlib.error and friends from corrupt deflate streams
-            raise Error(f"entry {name!r} cannot be read: {exc}") from None
+
+    def read(self, name: str) -> bytes:
+        """One entry's bytes (at most its declared size; its CRC checked)."""
+        info = self._info(name)
+        with _entry_errors(name):
+            return self._zip.read(info)
+
+    def copy_entry(self, name: str, target: Path) -> None:
+        """Writes one entry to a new file a megabyte at a time (never whole in memory)."""
+        info = self._info(name)
+        with _entry_errors(name), self._zip.open(info) as src, open(target, "xb") as dst:
+            while chunk := src.read(_COPY_CHUNK):
+                dst.write(chunk)
 
     def media_entries(self) -> list[zipfile.ZipInfo]:
         """Entries under media/ (files, and directories ending in '/')."""
@@ -308,16 +370,7 @@ class AppPackage:
                 target.mkdir(parents=True, exist_ok=True)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                with self._zip.open(info) as src, open(target, "xb") as dst:
-                    while chunk := src.read(_COPY_CHUNK):
-                        dst.write(chunk)
-            except (zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError) as exc:
-                raise Error(f"entry {info.filename!r} cannot be read: {exc}") from None
-            except OSError as exc:
-                raise Error(f"entry {info.filename!r} cannot be read: {exc}") from None
-            except Exception as exc:  # zlib.error from corrupt deflate streams
-                raise Error(f"entry {info.filename!r} cannot be read: {exc}") from None
+            self.copy_entry(info.filename, target)
 
 
 def table_file_names(tables: list[str]) -> list[str]:

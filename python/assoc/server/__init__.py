@@ -62,6 +62,7 @@ def create_app(
         finally:
             await qix.close_all()
             monitor.stop()
+            await run_in_threadpool(store.discard_uploads)
             store.close()
 
     service = Starlette(

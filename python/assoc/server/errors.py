@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 from http import HTTPStatus
 
@@ -15,6 +16,7 @@ from assoc.server.store import (
     AppIdRequired,
     AppNotFound,
     BadMediaPath,
+    ImportTooLarge,
     InvalidAppFile,
     MediaNotFound,
     StoredAppUnreadable,
@@ -54,6 +56,9 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+# The disk (or the data dir's quota) is full: the request fails, the store stays as it was.
+_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
 _HTTP_CODES = {
     400: "BadRequest",
     401: "Unauthorized",
@@ -76,6 +81,7 @@ STORE_ERRORS: dict[type[assoc.Error], tuple[int, str]] = {
     BadMediaPath: (400, "BadMediaPath"),
     UnsupportedFile: (415, "UnsupportedAppFile"),
     InvalidAppFile: (422, "InvalidAppFile"),
+    ImportTooLarge: (413, "ImportTooLarge"),
     AppIdRequired: (422, "AppIdRequired"),
     AppExists: (409, "AppExists"),
     StoredAppUnreadable: (500, "StoredAppUnreadable"),
@@ -100,6 +106,9 @@ def _as_api_error(request: Request, exc: Exception) -> ApiError:
                 log.error("%s: %s", code, exc)
                 return ApiError(status, code, "the engine could not load this app")
             return ApiError(status, code, str(exc))
+    if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRNOS:
+        log.error("storage full: %s", exc)
+        return ApiError(507, "InsufficientStorage", "the server has no space left to store this")
     log.exception("unexpected error", exc_info=exc)
     return ApiError(500, "InternalError", "the engine could not answer this request")
 

@@ -30,7 +30,8 @@ _I32 = {"type": "integer", "format": "int32"}
 _I64 = {"type": "integer", "format": "int64"}
 _D = {"type": "number", "format": "double"}
 _STRINGS = {"type": "array", "items": _S}
-_DATE = {"type": "string", "format": "date-time"}
+# ISO 8601 UTC with milliseconds, or "" where unknown (so not Swagger's "date-time" format).
+_DATE = {"type": "string", "pattern": r"^(|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z)$"}
 
 DEFINITIONS: dict[str, Any] = {
     "HealthcheckStatus": _obj(
@@ -139,6 +140,8 @@ _MEDIA_PATH = _param("path", "path", "Path of the media file, relative to the me
 _BODY = {"name": "filedata", "in": "body", "required": True, "schema": _ref("FileData")}
 _JSON = ["application/json"]
 _BYTES = ["application/octet-stream"]
+# A route that answers bytes answers its errors as JSON.
+_BYTES_OR_ERRORS = [*_BYTES, "application/json"]
 
 
 def _ok(schema: dict[str, Any] | None = None, *errors: int) -> dict[str, Any]:
@@ -154,10 +157,12 @@ _ERROR_TEXT = {
     400: "Bad parameter",
     401: "Missing or invalid token",
     404: "Not found",
-    413: "Body larger than MaxUploadBytes",
+    408: "Body stalled for BodyReadTimeout seconds",
+    413: "Body larger than MaxUploadBytes, or tables larger than one import may load",
     415: "Body is no kind of app file",
     422: "Body is not a valid app file",
     429: "Saturated (EnableLameDuckHealthCheck=1)",
+    507: "No space left to store the body",
 }
 
 _IMPORT_PARAMS = [
@@ -183,14 +188,14 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "consumes": ["application/octet-stream", "multipart/form-data"],
         "produces": _JSON,
         "parameters": [*_IMPORT_PARAMS, _param("name", "query", "The name of the target app.")],
-        "responses": _ok(_ref("NxApp"), 400, 413, 415, 422),
+        "responses": _ok(_ref("NxApp"), 400, 408, 413, 415, 422, 507),
     },
     ("post", "/v1/apps/import/{name}"): {
         "description": "Imports an app under the name in the path.",
         "consumes": ["application/octet-stream", "multipart/form-data"],
         "produces": _JSON,
         "parameters": [*_IMPORT_PARAMS, _param("name", "path", "The name of the target app.")],
-        "responses": _ok(_ref("NxApp"), 400, 413, 415, 422),
+        "responses": _ok(_ref("NxApp"), 400, 408, 413, 415, 422, 507),
     },
     ("get", "/v1/apps"): {
         "description": "Lists every app (extension).",
@@ -217,13 +222,13 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
     },
     ("get", "/v1/apps/{appId}/export"): {
         "description": "The app as an app package that imports back to the same app (extension).",
-        "produces": ["application/zip"],
+        "produces": ["application/zip", "application/json"],
         "parameters": [_APP_ID],
         "responses": _ok({"type": "string", "format": "binary"}, 404),
     },
     ("get", "/v1/apps/{appId}/media/files/{path}"): {
         "description": "Media content from a file.",
-        "produces": _BYTES,
+        "produces": _BYTES_OR_ERRORS,
         "parameters": [_APP_ID, _MEDIA_PATH],
         "responses": _ok({"type": "string", "format": "binary"}, 400, 404),
     },
@@ -232,7 +237,7 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
         "consumes": _BYTES,
         "produces": _JSON,
         "parameters": [_APP_ID, _MEDIA_PATH, _BODY],
-        "responses": _ok(None, 400, 404, 413),
+        "responses": _ok(None, 400, 404, 408, 413, 507),
     },
     ("delete", "/v1/apps/{appId}/media/files/{path}"): {
         "description": "Deletes a media file or a whole folder (extension).",
@@ -260,7 +265,7 @@ OPERATIONS: dict[tuple[str, str], dict[str, Any]] = {
     },
     ("get", "/v1/apps/{appId}/media/thumbnail"): {
         "description": "Media content of the file currently used as the app thumbnail.",
-        "produces": _BYTES,
+        "produces": _BYTES_OR_ERRORS,
         "parameters": [_APP_ID],
         "responses": _ok({"type": "string", "format": "binary"}, 404),
     },

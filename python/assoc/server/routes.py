@@ -76,7 +76,7 @@ async def import_app(request: Request) -> Response:
         raise ApiError(400, "ModeNotSupported", "mode AUTOREPLACE needs the setting EFEMode=1")
     name = request.path_params.get("name") or request.query_params.get("name") or None
     store = _store(request)
-    upload = await receive_upload(request, store.new_upload_path(), settings.max_upload_bytes)
+    upload = await receive_upload(request, store.new_upload_path(), settings)
     attributes = await run_in_threadpool(
         store.import_file,
         upload.path,
@@ -192,9 +192,7 @@ async def put_media_file(request: Request) -> Response:
     store = _store(request)
     app_id, path = request.path_params["appId"], request.path_params["path"]
     store.attributes(app_id)  # 404 before reading a body for an unknown app
-    upload = await receive_upload(
-        request, store.new_upload_path(), _settings(request).max_upload_bytes
-    )
+    upload = await receive_upload(request, store.new_upload_path(), _settings(request))
     await run_in_threadpool(store.put_media, app_id, path, upload.path)
     return JSONResponse({})
 

@@ -126,6 +126,18 @@ SPECS: tuple[SettingSpec, ...] = (
         "MB, default 0 = no budget: idle apps beyond it are evicted and load again on use",
     ),
     SettingSpec(
+        "BodyReadTimeout",
+        "body_read_timeout",
+        _int_range(1, 3600),
+        "seconds, default 60: a request body that sends nothing for this long gets 408",
+    ),
+    SettingSpec(
+        "ShutdownTimeout",
+        "shutdown_timeout",
+        _int_range(0, 3600),
+        "seconds, default 30: on SIGTERM, requests still running after this are dropped",
+    ),
+    SettingSpec(
         "ValidateJsonWebTokens",
         "validate_json_web_tokens",
         _choice("0", "1", "2"),
@@ -193,6 +205,8 @@ class Settings:
     max_upload_bytes: int = 1 << 30
     threads: int = 0
     memory_budget_mb: int = 0
+    body_read_timeout: int = 60
+    shutdown_timeout: int = 30
     validate_json_web_tokens: str = "0"
     json_web_token_secret: str = ""
     json_web_token_path: str = ""

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from python_multipart.exceptions import MultipartParseError
+from python_multipart.exceptions import FormParserError, MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 
 from assoc.server.errors import ApiError
+from assoc.server.settings import Settings
 
 FILE_PART = "filedata"
 _FLUSH_BYTES = 1 << 20
@@ -95,8 +96,11 @@ class _SpoolFile:
         self._file.close()
 
 
-async def receive_upload(request: Request, path: Path, limit: int) -> Upload:
-    """Streams the body (raw, or the multipart `filedata` part) to `path`; 413 past `limit`."""
+async def receive_upload(request: Request, path: Path, settings: Settings) -> Upload:
+    """Streams the body (raw, or the multipart `filedata` part) to `path`; 413 past
+    MaxUploadBytes, 408 when the client sends nothing for BodyReadTimeout seconds."""
+    limit = settings.max_upload_bytes
+    stream = _limited_stream(request, limit, settings.body_read_timeout)
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
@@ -107,10 +111,10 @@ async def receive_upload(request: Request, path: Path, limit: int) -> Upload:
     spool = _SpoolFile(path)
     try:
         if content_type == b"multipart/form-data":
-            filename = await _receive_multipart(request, spool, options.get(b"boundary"), limit)
+            filename = await _receive_multipart(stream, spool, options.get(b"boundary"))
         else:
             filename = None
-            async for chunk in _limited_stream(request, limit):
+            async for chunk in stream:
                 spool.add(chunk)
                 await spool.flush()
         await spool.flush(force=True)
@@ -123,10 +127,19 @@ async def receive_upload(request: Request, path: Path, limit: int) -> Upload:
         raise
 
 
-async def _limited_stream(request: Request, limit: int) -> AsyncIterator[bytes]:
+async def _limited_stream(request: Request, limit: int, idle: float) -> AsyncIterator[bytes]:
     received = 0
+    chunks = request.stream()
     try:
-        async for chunk in request.stream():
+        while True:
+            try:
+                chunk = await asyncio.wait_for(anext(chunks), idle)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise ApiError(
+                    408, "RequestTimeout", f"the request body stalled for {idle:g} s"
+                ) from None
             received += len(chunk)
             if received > limit:
                 raise _too_large(limit)
@@ -189,15 +202,18 @@ class _FilePartCollector:
 
 
 async def _receive_multipart(
-    request: Request, spool: _SpoolFile, boundary: bytes | None, limit: int
+    stream: AsyncIterator[bytes], spool: _SpoolFile, boundary: bytes | None
 ) -> str | None:
     """Writes the `filedata` part's bytes to the spool; returns the part's filename."""
     if not boundary:
         raise ApiError(400, "BadRequest", "multipart/form-data without a boundary")
     collector = _FilePartCollector(spool)
-    parser = MultipartParser(boundary, collector.callbacks())  # type: ignore[arg-type]
     try:
-        async for chunk in _limited_stream(request, limit):
+        parser = MultipartParser(boundary, collector.callbacks())  # type: ignore[arg-type]
+    except FormParserError as exc:  # a boundary over 256 bytes
+        raise ApiError(400, "BadRequest", f"bad multipart boundary: {exc}") from None
+    try:
+        async for chunk in stream:
             parser.write(chunk)
             await spool.flush()
         parser.finalize()

@@ -19,6 +19,7 @@ from assoc import Error
 from assoc.app import App
 from assoc.package import MANIFEST_NAME, Manifest, PackageLimits
 from assoc.server.store import media
+from assoc.server.store.admission import LoadGate, load_capacity, load_work_bytes
 from assoc.server.store.cache import AppCache, DocUsage, Entry, Lease, serialise
 from assoc.server.store.errors import (
     AppExists,
@@ -26,6 +27,7 @@ from assoc.server.store.errors import (
     AppNotFound,
     BadMediaPath,
     DataDirInUse,
+    ImportTooLarge,
     InvalidAppFile,
     MediaNotFound,
     StoredAppUnreadable,
@@ -35,6 +37,7 @@ from assoc.server.store.files import EarlyFlush, check_data_dir, lock_data_dir, 
 from assoc.server.store.imports import (
     ImportMode,
     carry_over,
+    import_limits,
     set_attributes,
     source_kind,
     stage,
@@ -54,6 +57,7 @@ __all__ = [
     "DataDirInUse",
     "DocUsage",
     "ImportMode",
+    "ImportTooLarge",
     "InvalidAppFile",
     "Lease",
     "ListForm",
@@ -76,10 +80,11 @@ class AppStore:
         limits: PackageLimits | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
-        self.limits = limits or PackageLimits()
+        self.limits = limits or import_limits(memory_budget_bytes)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock_file = lock_data_dir(self.data_dir)
-        self._cache = AppCache(memory_budget_bytes, _load)
+        self.load_gate = LoadGate(load_capacity(memory_budget_bytes))
+        self._cache = AppCache(memory_budget_bytes, self._load)
         self._app_locks: dict[str, threading.RLock] = {}
         self._listeners: list[Listener] = []
         try:
@@ -201,6 +206,13 @@ class AppStore:
         """A fresh path under tmp/ for an upload; start-up removes any left there."""
         return self.tmp_dir / f"upload-{uuid.uuid4().hex}"
 
+    def discard_uploads(self) -> None:
+        """Removes the upload files of requests that were dropped (at shutdown: the requests
+        cancelled after ShutdownTimeout may not get to remove their own)."""
+        for path in self.tmp_dir.glob("upload-*"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
     def import_file(
         self,
         source: Path,
@@ -216,7 +228,12 @@ class AppStore:
         try:
             if mode is ImportMode.AUTOREPLACE and source_kind(source) is not SourceKind.PACKAGE:
                 raise AppIdRequired("mode AUTOREPLACE needs an app package with attributes.id")
-            manifest, app = stage(source, version_dir, name, source_name, self.limits, early_flush)
+            # Staging is the import's working memory; the commit below needs none and waits for
+            # the app's lock, which a load holds while it waits here (so no cycle).
+            with self.load_gate.admit(load_work_bytes([source])):
+                manifest, app = stage(
+                    source, version_dir, name, source_name, self.limits, early_flush
+                )
             attrs = set_attributes(manifest, mode, name, owner)
             app_id = attrs["id"]
             with self._app_lock(app_id):
@@ -334,10 +351,12 @@ class AppStore:
         with self.lease(app_id) as app, self._app_lock(app_id):
             export_app(app, self._cache.entry(app_id), out, self.tmp_dir)
 
-
-def _load(entry: Entry) -> App:
-    """A committed app loaded from its files."""
-    try:
-        return App(load_model(stored_tables(entry.version_dir, entry.manifest)))
-    except Error as exc:
-        raise StoredAppUnreadable(f"app {entry.app_id!r} cannot be loaded: {exc}") from exc
+    def _load(self, entry: Entry) -> App:
+        """A committed app loaded from its files, admitted by the memory the load needs."""
+        tables = stored_tables(entry.version_dir, entry.manifest)
+        try:
+            need = load_work_bytes([path for path, _ in tables])
+            with self.load_gate.admit(need, urgent=True):
+                return App(load_model(tables))
+        except Error as exc:
+            raise StoredAppUnreadable(f"app {entry.app_id!r} cannot be loaded: {exc}") from exc

@@ -22,6 +22,10 @@ class InvalidAppFile(Error):
     """An import body that is a package, QVD or CSV file but not a valid one."""
 
 
+class ImportTooLarge(Error):
+    """An import whose tables would unpack to more memory than the store may give one import."""
+
+
 class AppIdRequired(Error):
     """An AUTOREPLACE import whose body does not name the app it replaces."""
 

@@ -19,10 +19,11 @@ from assoc.package import (
     AppPackage,
     Manifest,
     PackageLimits,
+    PackageTooLarge,
     TableEntry,
     normalize_attributes,
 )
-from assoc.server.store.errors import AppIdRequired, InvalidAppFile
+from assoc.server.store.errors import AppIdRequired, ImportTooLarge, InvalidAppFile
 from assoc.server.store.files import EarlyFlush
 from assoc.server.store.media import MEDIA_DIR
 from assoc.sources import HEAD_BYTES, SourceKind, UnsupportedFile, detect_kind, load_model
@@ -48,8 +49,20 @@ def invalid_app_file() -> Iterator[None]:
         yield
     except (UnsupportedFile, InvalidAppFile, AppIdRequired):
         raise
+    except PackageTooLarge as exc:
+        raise ImportTooLarge(str(exc)) from exc
     except Error as exc:
         raise InvalidAppFile(str(exc)) from exc
+
+
+def import_limits(memory_budget_bytes: int) -> PackageLimits:
+    """Package bounds for one import: its tables (loaded whole) may unpack to no more than the
+    memory budget (at least 1 MiB), or without one to half the physical memory."""
+    if memory_budget_bytes > 0:
+        memory = max(memory_budget_bytes, 1 << 20)
+    else:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    return PackageLimits(max_table_bytes=min(PackageLimits.max_table_bytes, memory))
 
 
 def source_kind(source: Path) -> SourceKind:
@@ -78,7 +91,7 @@ def stage(
                         raise Error(f"table {table.name!r}: {table.file!r} is not a table path")
                     target = version_dir.joinpath(*table.file.split("/"))
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(package.read(table.file))
+                    package.copy_entry(table.file, target)
                 package.extract_media(version_dir)
             early_flush.start(version_dir)
             app = App(load_model(stored_tables(version_dir, manifest)))

@@ -1,0 +1,55 @@
+"""schemathesis against the service's own /openapi.json (a bounded run): no request gets a
+server error, and every answer matches the schema the service publishes (status, content type,
+headers, body). Whether a schema-valid body is a valid app file is not the schema's to say: a
+PNG posted as an import gets its 415, which the checks below do not count against it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+from schemathesis.specs.openapi.schemas import OpenApiSchema
+
+from appfiles import ServerProcess, needs_qvd_reader, package_bytes
+
+pytestmark = needs_qvd_reader
+
+
+@pytest.fixture(scope="module")
+def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenApiSchema]:
+    """The schema of a running service that holds one app (so app routes find something)."""
+    server = ServerProcess(tmp_path_factory.mktemp("openapi") / "data", "EFEMode=1").start()
+    with server.client() as client:
+        assert client.post("/v1/apps/import", content=package_bytes()).status_code == 200
+    yield schemathesis.openapi.from_url(server.base_url + "/openapi.json")
+    assert server.stopped_gracefully()
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+
+
+@schema.parametrize()
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+)
+def test_no_server_errors_and_answers_match_the_schema(case: schemathesis.Case) -> None:
+    case.call_and_validate(timeout=30, checks=CHECKS)
