@@ -2,12 +2,13 @@
 frame with fixed bytes (what assoc answers to the benchmark's EngineVersion request), run
 under the same uvicorn settings as `assoc serve`.
 
-python benchmarks/bare_qix_server.py ANSWER_FILE --port 9078
+python benchmarks/bare_qix_server.py ANSWER_FILE --port 0
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 import uvicorn
 from starlette.applications import Starlette
@@ -15,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from assoc.cli import server_config
+from assoc.cli import bind, server_config
 
 CONNECTED = '{"jsonrpc":"2.0","method":"OnConnected","params":{"qSessionState":"SESSION_CREATED"}}'
 
@@ -49,7 +50,12 @@ def main() -> None:
     args = parser.parse_args()
     with open(args.answer_file, encoding="utf-8") as f:
         answer = f.read()
-    uvicorn.Server(server_config(bare_app(answer), args.host, args.port, args.log_level)).run()
+    with bind(args.host, args.port) as listener:
+        host, port = listener.getsockname()[:2]
+        # The line `assoc serve` prints, which the benchmarks read to learn the port.
+        print(f"assoc serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
+        server = uvicorn.Server(server_config(bare_app(answer), host, port, args.log_level))
+        server.run(sockets=[listener])
 
 
 if __name__ == "__main__":
