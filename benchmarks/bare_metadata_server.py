@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 import uvicorn
 from starlette.applications import Starlette
@@ -39,21 +40,27 @@ def bare_app(body: bytes) -> Starlette:
     )
 
 
-def main() -> None:
-    """Command line: BODY_FILE, --host, --port."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("body_file")
+def serve_bare(app: Callable[[bytes], Starlette], file_help: str) -> None:
+    """Parses FILE, --host, --port, --log-level; serves `app(FILE's bytes)` under the settings
+    `assoc serve` uses and reports the bound address as it does (benchmarks read that line)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("file", help=file_help)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args()
-    with open(args.body_file, "rb") as f:
+    with open(args.file, "rb") as f:
         body = f.read()
     with bind(args.host, args.port) as listener:
         host, port = listener.getsockname()[:2]
         print(f"assoc serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
-        server = uvicorn.Server(server_config(bare_app(body), host, port, args.log_level))
+        server = uvicorn.Server(server_config(app(body), host, port, args.log_level))
         server.run(sockets=[listener])
+
+
+def main() -> None:
+    """Command line: BODY_FILE, --host, --port."""
+    serve_bare(bare_app, "the metadata body every GET answers with")
 
 
 if __name__ == "__main__":

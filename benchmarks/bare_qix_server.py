@@ -7,16 +7,12 @@ python benchmarks/bare_qix_server.py ANSWER_FILE --port 0
 
 from __future__ import annotations
 
-import argparse
-import sys
-
-import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from assoc.cli import bind, server_config
+from bare_metadata_server import serve_bare
 
 CONNECTED = '{"jsonrpc":"2.0","method":"OnConnected","params":{"qSessionState":"SESSION_CREATED"}}'
 
@@ -42,20 +38,7 @@ def bare_app(answer: str) -> Starlette:
 
 def main() -> None:
     """Command line: ANSWER_FILE, --host, --port."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("answer_file")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--log-level", default="warning")
-    args = parser.parse_args()
-    with open(args.answer_file, encoding="utf-8") as f:
-        answer = f.read()
-    with bind(args.host, args.port) as listener:
-        host, port = listener.getsockname()[:2]
-        # The line `assoc serve` prints, which the benchmarks read to learn the port.
-        print(f"assoc serve: listening on http://{host}:{port}", file=sys.stderr, flush=True)
-        server = uvicorn.Server(server_config(bare_app(answer), host, port, args.log_level))
-        server.run(sockets=[listener])
+    serve_bare(lambda answer: bare_app(answer.decode()), "the answer every frame gets")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ reports the ratios).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,15 +20,6 @@ pytest.importorskip("duckdb")
 from compare_hypercube import one_table_data, star_data  # noqa: E402 - after the skips
 
 MEASURES = ["Sum(Amount)", "Count(distinct Customer)"]
-
-
-@pytest.fixture
-def uncached() -> Iterator[None]:
-    """Turns the result cache off, so that every timed cube computes."""
-    limit = assoc.cache_info()["limit"]
-    assoc.set_cache_limit(0)
-    yield
-    assoc.set_cache_limit(limit)
 
 
 @pytest.fixture(scope="module")

@@ -23,15 +23,6 @@ import selection_data  # noqa: E402 - after the skips: it builds polars and duck
 from selection_data import possible_values  # noqa: E402
 
 
-@pytest.fixture
-def uncached() -> Iterator[None]:
-    """Turns the result cache off, so that every timed selection computes."""
-    limit = assoc.cache_info()["limit"]
-    assoc.set_cache_limit(0)
-    yield
-    assoc.set_cache_limit(limit)
-
-
 @pytest.fixture(scope="module")
 def one_table() -> dict[str, Any]:
     data = selection_data.one_table()
