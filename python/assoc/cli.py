@@ -74,8 +74,8 @@ def server_config(
     port: int,
     log_level: str = "info",
     access_log: bool = False,
-    ws_max_size: int = Settings().qix_max_message_bytes,
-    shutdown_timeout: int = 30,
+    ws_max_size: int = Settings.qix_max_message_bytes,
+    shutdown_timeout: int = Settings.shutdown_timeout,
 ) -> uvicorn.Config:
     """The uvicorn configuration `assoc serve` runs an ASGI app with."""
     import uvicorn
