@@ -14,6 +14,7 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from assoc.server.health import HealthMonitor
+from assoc.server.metrics import Metrics
 from assoc.server.qix.rpc import (
     InvalidRequest,
     RpcError,
@@ -36,11 +37,14 @@ _log = logging.getLogger("assoc.qix")
 class QixConnection:
     """One socket and its session; `lock` keeps requests and engine notices in order."""
 
-    def __init__(self, websocket: WebSocket, session: QixSession, monitor: HealthMonitor) -> None:
+    def __init__(
+        self, websocket: WebSocket, session: QixSession, monitor: HealthMonitor, metrics: Metrics
+    ) -> None:
         self.websocket = websocket
         self.session = session
-        self.monitor = monitor
         self.lock = asyncio.Lock()
+        self.metrics = metrics
+        self._count_call = monitor.count_call
 
     async def send(self, text: str) -> None:
         """Sends one message; the transport's write limit bounds what waits for a slow client."""
@@ -48,6 +52,7 @@ class QixConnection:
 
     async def handle(self, text: str) -> None:
         """Answers one frame."""
+        session = self.session
         try:
             request = parse_request(text)
         except InvalidRequest as exc:
@@ -56,25 +61,25 @@ class QixConnection:
         except RpcError as exc:
             await self.send(error_message(None, exc))
             return
-        self.monitor.count_call()
+        self._count_call()
         try:
-            target, method = self.session.resolve(request)
+            target, method = session.resolve(request)
         except RpcError as exc:
             await self.send(error_message(request.id, exc))
             return
         # Metrics: QIX requests per implemented method (a bounded set of label values).
-        self.websocket.app.state.metrics.count_qix(method.name)
-        before = self.session.last_reload
-        if method.engine:
-            answer = await run_in_threadpool(self.session.answer, request, target, method)
+        self.metrics.count_qix(method.name)
+        if not method.engine:
+            await self.send(session.answer(request, target, method))
+        elif method.name not in RELOAD_METHODS:
+            await self.send(await run_in_threadpool(session.answer, request, target, method))
         else:
-            answer = self.session.answer(request, target, method)
-        last = self.session.last_reload
-        if method.name in RELOAD_METHODS and last is not None and last is not before:
-            self.websocket.app.state.metrics.observe_reload(
-                last.progress.error is None, last.millis / 1000
-            )
-        await self.send(answer)
+            before = session.last_reload
+            answer = await run_in_threadpool(session.answer, request, target, method)
+            last = session.last_reload
+            if last is not None and last is not before:
+                self.metrics.observe_reload(last.progress.error is None, last.millis / 1000)
+            await self.send(answer)
 
     async def app_changed(self, app_id: str) -> None:
         """Closes the session's document if it is `app_id`; tells the client the closed handles."""
@@ -131,9 +136,7 @@ class QixConnections:
 
 
 def _text_of(message: Mapping[str, Any]) -> str | None:
-    text = message.get("text")
-    if text is not None:
-        return str(text)
+    """A binary frame's text (a text frame's is read inline)."""
     data = message.get("bytes")
     if data is None:
         return None
@@ -151,7 +154,7 @@ async def qix_socket(websocket: WebSocket) -> None:
     # The URL names no app to open (OpenDoc does); parsing it still rejects nothing.
     parse_qix_path(websocket.url.path)
     session = QixSession(state["store"], settings, str(state.get("user", "")))
-    connection = QixConnection(websocket, session, state["monitor"])
+    connection = QixConnection(websocket, session, state["monitor"], websocket.app.state.metrics)
     await websocket.accept()
     connections.add(connection)
     limit = settings.qix_max_message_bytes
@@ -161,9 +164,11 @@ async def qix_socket(websocket: WebSocket) -> None:
             message = await websocket.receive()
             if message["type"] == "websocket.disconnect":
                 break
-            text = _text_of(message)
+            text = message.get("text")
             if text is None:
-                continue
+                text = _text_of(message)
+                if text is None:
+                    continue
             if len(text) > limit:
                 await websocket.close(MESSAGE_TOO_BIG, f"messages are limited to {limit} bytes")
                 break

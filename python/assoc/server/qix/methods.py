@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from assoc.server.qix.rpc import Param
@@ -18,8 +18,8 @@ class Answer:
 
     result: dict[str, Any]
     selections_changed: bool = False
-    change: list[int] = field(default_factory=list)
-    close: list[int] = field(default_factory=list)
+    change: Sequence[int] = ()
+    close: Sequence[int] = ()
 
 
 Runner = Callable[["QixSession", Any, dict[str, Any]], Answer]

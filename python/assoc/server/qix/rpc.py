@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import json.scanner
 import math
 import threading
 import uuid
@@ -48,7 +49,22 @@ class Request(NamedTuple):
 
 _ID_TYPES = (int, str)
 _PARAMS_TYPES = (list, dict)
-_decode = json.JSONDecoder().decode
+_DECODER = json.JSONDecoder()
+# The decoder's scanner: one JSON value from a position, without decode()'s two whitespace
+# matches per message (clients send no whitespace around the object).
+_scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]
+_JSON_SPACE = " \t\n\r"
+
+
+def _decode(text: str) -> Any:
+    """The one JSON value `text` holds (ValueError when it holds anything else)."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        return _DECODER.decode(text)  # leading whitespace, or no JSON at all: its own error
+    if end != len(text) and text[end:].strip(_JSON_SPACE):
+        raise ValueError("extra data after the JSON value")
+    return value
 
 
 def parse_request(text: str | bytes) -> Request:
@@ -118,9 +134,28 @@ _ENCODER = json.JSONEncoder(
 _PLAIN_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def _plain_encoder() -> Callable[[Any], str]:
+    """_PLAIN_ENCODER.encode, with its C encoder made once rather than per call (it keeps no
+    state between calls: no circular-reference markers, and answers are trees)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return _PLAIN_ENCODER.encode
+    try:
+        chunks = make(
+            None, _PLAIN_ENCODER.default, json.encoder.encode_basestring,
+            None, ":", ",", False, False, False,
+        )  # fmt: skip
+    except TypeError:  # another interpreter's signature
+        return _PLAIN_ENCODER.encode
+    return lambda value: "".join(chunks(value, 0))
+
+
+_encode_plain = _plain_encoder()
+
+
 def _dumps(message: dict[str, Any]) -> str:
     try:
-        return _PLAIN_ENCODER.encode(message)
+        return _encode_plain(message)
     except TypeError:
         pass  # it holds RawJson parts
     _raw_parts.parts = []
