@@ -85,6 +85,12 @@ def test_params_as_array_object_or_absent(qix_server: QixServer, app_id: str) ->
 def test_errors_for_bad_requests(qix_server: QixServer, app_id: str) -> None:
     with QixClient(qix_server.ws_base + "/app/engineData") as qix:
         assert qix.send_raw("{not json")["error"]["code"] == -32700
+        engine_version = '{"jsonrpc":"2.0","id":3,"method":"EngineVersion","handle":-1}'
+        assert qix.send_raw(engine_version + ' {"id":4}')["error"]["code"] == -32700
+        assert qix.send_raw(engine_version + "]")["error"]["code"] == -32700
+        assert qix.send_raw("")["error"]["code"] == -32700
+        # Whitespace around the object is JSON too.
+        assert "qVersion" in qix.send_raw(f" \n{engine_version}\r\n ")["result"]
         assert qix.send_raw("[1, 2]")["error"]["code"] == -32600
         bad = qix.send_raw(json.dumps({"jsonrpc": "2.0", "id": 7, "method": 5}))
         assert bad["id"] == 7
