@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -15,29 +15,34 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 
+from assoc import Error, QvdStream
 from assoc.server.errors import ApiError
 from assoc.server.settings import Settings
+from assoc.server.store.files import start_writeback
+from assoc.sources import HEAD_BYTES, SourceKind, detect_kind
 
 FILE_PART = "filedata"
 _FLUSH_BYTES = 1 << 20
 
 
+# Holds room in the store's load gate for a load of that many bytes, for the block.
+Admit = Callable[[int], contextlib.AbstractContextManager[None]]
+
+
 @dataclass(frozen=True)
 class Upload:
-    """A request body (or its filedata part) on disk."""
+    """A request body (or its filedata part) on disk; a raw QVD body also parsed as it came,
+    under load-gate room held until `admission` closes."""
 
     path: Path
     size: int
     filename: str | None
+    qvd: QvdStream | None = None
+    admission: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
 
 def _too_large(limit: int) -> ApiError:
     return ApiError(413, "PayloadTooLarge", f"the request body is larger than {limit} bytes")
-
-
-# Linux: start writing a finished range back to disk without waiting for it.
-_sync_file_range: Callable[[int, int, int, int], None] | None = getattr(os, "sync_file_range", None)
-_START_WRITEBACK: int = getattr(os, "SYNC_FILE_RANGE_WRITE", 0)
 
 
 class _SpoolFile:
@@ -79,9 +84,8 @@ class _SpoolFile:
         while view:
             view = view[self._file.write(view) or 0 :]
         start, self._written = self._written, self._written + len(data)
-        if _sync_file_range is not None:
-            with contextlib.suppress(OSError):  # only a head start: the store's fsync decides
-                _sync_file_range(self._file.fileno(), start, len(data), _START_WRITEBACK)
+        # Only a head start (errors are ignored): the store's fsync decides.
+        start_writeback(self._file.fileno(), start, len(data))
 
     async def _wait(self) -> None:
         if self._writing is not None:
@@ -96,9 +100,14 @@ class _SpoolFile:
         self._file.close()
 
 
-async def receive_upload(request: Request, path: Path, settings: Settings) -> Upload:
+async def receive_upload(
+    request: Request, path: Path, settings: Settings, admit: Admit | None = None
+) -> Upload:
     """Streams the body (raw, or the multipart `filedata` part) to `path`; 413 past
-    MaxUploadBytes, 408 when the client sends nothing for BodyReadTimeout seconds."""
+    MaxUploadBytes, 408 when the client sends nothing for BodyReadTimeout seconds.
+
+    With `admit`, a raw QVD body with a Content-Length is parsed as it arrives too, once
+    `admit` has room for it."""
     limit = settings.max_upload_bytes
     stream = _limited_stream(request, limit, settings.body_read_timeout)
     declared = request.headers.get("content-length")
@@ -109,22 +118,53 @@ async def receive_upload(request: Request, path: Path, settings: Settings) -> Up
             raise _too_large(limit)
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     spool = _SpoolFile(path)
+    admission = contextlib.ExitStack()
+    qvd: QvdStream | None = None
     try:
         if content_type == b"multipart/form-data":
             filename = await _receive_multipart(stream, spool, options.get(b"boundary"))
         else:
             filename = None
+            # The first bytes tell a QVD; until then they collect in `head`.
+            qvd_size = int(declared) if admit is not None and declared else 0
+            head: list[bytes] | None = [] if qvd_size else None
             async for chunk in stream:
                 spool.add(chunk)
+                if qvd is not None:
+                    qvd.feed(chunk)
+                elif head is not None:
+                    head.append(chunk)
+                    if spool.size >= HEAD_BYTES and admit is not None:
+                        qvd = await _start_qvd(b"".join(head), qvd_size, admit, admission)
+                        head = None
                 await spool.flush()
         await spool.flush(force=True)
         await spool.close()
-        return Upload(path, spool.size, filename)
+        return Upload(path, spool.size, filename, qvd, admission)
     except BaseException:
+        admission.close()
         await asyncio.shield(spool.close())
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         raise
+
+
+async def _start_qvd(
+    head: bytes, size: int, admit: Admit, admission: contextlib.ExitStack
+) -> QvdStream | None:
+    """A stream fed `head` when it starts a QVD file, after `admit` has made room for it."""
+    try:
+        if detect_kind(head) is not SourceKind.QVD:
+            return None
+    except Error:
+        return None  # the import names the problem as it does for any body
+    await run_in_threadpool(admission.enter_context, admit(size))
+    try:
+        qvd = QvdStream(size)
+    except Error:
+        return None  # larger than the memory: the import reports it
+    qvd.feed(head)
+    return qvd
 
 
 async def _limited_stream(request: Request, limit: int, idle: float) -> AsyncIterator[bytes]:
