@@ -23,6 +23,7 @@ from assoc.sources import HEAD_BYTES, SourceKind, detect_kind
 
 FILE_PART = "filedata"
 _FLUSH_BYTES = 1 << 20
+_IOV_MAX = 1024  # chunks one writev takes (Linux's limit)
 
 
 # Holds room in the store's load gate for a load of that many bytes, for the block.
@@ -71,21 +72,29 @@ class _SpoolFile:
         """Starts writing what has collected once there is enough (anything, with `force`);
         with `force`, returns when everything is written."""
         if self._pending and (force or self._pending_bytes >= _FLUSH_BYTES):
-            data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
-            self._pending.clear()
+            chunks, self._pending = self._pending, []
             self._pending_bytes = 0
             await self._wait()
-            self._writing = asyncio.ensure_future(run_in_threadpool(self._write, data))
+            self._writing = asyncio.ensure_future(run_in_threadpool(self._write, chunks))
         if force:
             await self._wait()
 
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[self._file.write(view) or 0 :]
-        start, self._written = self._written, self._written + len(data)
+    def _write(self, chunks: list[bytes]) -> None:
+        # One gathered write per IOV_MAX chunks, so the chunks are never joined (copied) first.
+        fd = self._file.fileno()
+        start = self._written
+        views = [memoryview(c) for c in chunks]
+        i = 0
+        while i < len(views):
+            n = os.writev(fd, views[i : i + _IOV_MAX])
+            self._written += n
+            while i < len(views) and n >= len(views[i]):
+                n -= len(views[i])
+                i += 1
+            if n:
+                views[i] = views[i][n:]
         # Only a head start (errors are ignored): the store's fsync decides.
-        start_writeback(self._file.fileno(), start, len(data))
+        start_writeback(fd, start, self._written - start)
 
     async def _wait(self) -> None:
         if self._writing is not None:
@@ -170,21 +179,25 @@ async def _start_qvd(
 async def _limited_stream(request: Request, limit: int, idle: float) -> AsyncIterator[bytes]:
     received = 0
     chunks = request.stream()
+    loop = asyncio.get_running_loop()
     try:
-        while True:
-            try:
-                chunk = await asyncio.wait_for(anext(chunks), idle)
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                raise ApiError(
-                    408, "RequestTimeout", f"the request body stalled for {idle:g} s"
-                ) from None
-            received += len(chunk)
-            if received > limit:
-                raise _too_large(limit)
-            if chunk:
-                yield chunk
+        # One timer, moved on at each chunk (wait_for would make a task per chunk); it runs
+        # only while the next chunk is awaited, never while the caller handles one.
+        async with asyncio.timeout(None) as deadline:
+            while True:
+                deadline.reschedule(loop.time() + idle)
+                try:
+                    chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    return
+                deadline.reschedule(None)
+                received += len(chunk)
+                if received > limit:
+                    raise _too_large(limit)
+                if chunk:
+                    yield chunk
+    except TimeoutError:
+        raise ApiError(408, "RequestTimeout", f"the request body stalled for {idle:g} s") from None
     except ClientDisconnect:
         raise ApiError(400, "BadRequest", "the client closed the connection mid-body") from None
 
