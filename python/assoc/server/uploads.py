@@ -179,25 +179,21 @@ async def _start_qvd(
 async def _limited_stream(request: Request, limit: int, idle: float) -> AsyncIterator[bytes]:
     received = 0
     chunks = request.stream()
-    loop = asyncio.get_running_loop()
     try:
-        # One timer, moved on at each chunk (wait_for would make a task per chunk); it runs
-        # only while the next chunk is awaited, never while the caller handles one.
-        async with asyncio.timeout(None) as deadline:
-            while True:
-                deadline.reschedule(loop.time() + idle)
-                try:
-                    chunk = await anext(chunks)
-                except StopAsyncIteration:
-                    return
-                deadline.reschedule(None)
-                received += len(chunk)
-                if received > limit:
-                    raise _too_large(limit)
-                if chunk:
-                    yield chunk
-    except TimeoutError:
-        raise ApiError(408, "RequestTimeout", f"the request body stalled for {idle:g} s") from None
+        while True:
+            try:
+                chunk = await asyncio.wait_for(anext(chunks), idle)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise ApiError(
+                    408, "RequestTimeout", f"the request body stalled for {idle:g} s"
+                ) from None
+            received += len(chunk)
+            if received > limit:
+                raise _too_large(limit)
+            if chunk:
+                yield chunk
     except ClientDisconnect:
         raise ApiError(400, "BadRequest", "the client closed the connection mid-body") from None
 
