@@ -14,6 +14,9 @@
 namespace assoc::py_bind {
 namespace {
 
+// Chunks from this size on are copied with the GIL released.
+constexpr std::size_t kReleaseGilBytes = std::size_t{1} << 20;
+
 // A table a QvdStream finished, until a builder takes it (once).
 struct QvdTable {
   std::optional<LoadedTable> table;
@@ -39,8 +42,11 @@ void bind_qvd(py::module_& m) {
           [](QvdStream& s, const py::buffer& data) {
             const py::buffer_info info = data.request();
             const auto* bytes = reinterpret_cast<const std::uint8_t*>(contiguous_bytes(info, "feed"));
-            py::gil_scoped_release release;
-            s.feed(bytes, static_cast<std::size_t>(info.size));
+            const auto n = static_cast<std::size_t>(info.size);
+            // Copying a chunk of the usual size takes less than handing the GIL over and back.
+            std::optional<py::gil_scoped_release> release;
+            if (n >= kReleaseGilBytes) release.emplace();
+            s.feed(bytes, n);
           },
           py::arg("data"), "Appends the next bytes (any contiguous buffer).")
       .def(

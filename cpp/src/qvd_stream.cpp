@@ -27,7 +27,7 @@ namespace assoc {
 namespace {
 
 // Records are decoded once this many bytes of whole rows have arrived (or all of them).
-constexpr std::size_t kRecordBlockBytes = std::size_t{1} << 20;
+constexpr std::size_t kRecordBlockBytes = std::size_t{1} << 18;
 
 }  // namespace
 
@@ -52,10 +52,11 @@ struct QvdStream::State {
   std::exception_ptr error;
 
   void parse_loop();
-  void advance(std::size_t present);
+  // Parses what the first `present` bytes complete; `last`: they are all there will be.
+  void advance(std::size_t present, bool last);
   void read_header(std::size_t header_size);
   void read_symbols(std::size_t present);
-  void read_records(std::size_t present);
+  void read_records(std::size_t present, bool last);
   bool complete() const;
 };
 
@@ -110,9 +111,11 @@ LoadedTable QvdStream::finish() {
   s.more.notify_all();
   s.parser.join();
   std::optional<LoadedTable> table;
-  if (!s.error && s.overflow.empty() && s.complete()) {
+  if (!s.error && s.overflow.empty() && s.received == s.buffer.size()) {
     try {
       CpuScope scope(&s.cpu);
+      s.advance(s.received, true);
+      if (!s.complete()) throw Error("the QVD stream is incomplete");  // read_qvd names why
       std::vector<PackedIndex> indexes = s.records->finish(&s.cpu);
       table = detail::loaded_qvd_table(std::move(*s.header), std::move(s.symbols), std::move(indexes));
     } catch (const Error&) {
@@ -138,32 +141,33 @@ bool QvdStream::State::complete() const {
 }
 
 void QvdStream::State::parse_loop() {
+  // Parsing while bytes arrive takes only CPU time the receiving leaves idle: one thread, at
+  // the lowest priority. finish() does what is left with every thread.
+  lower_thread_priority();
+  SerialScope one_thread;
   std::size_t seen = 0;
   for (;;) {
     std::size_t present;
-    bool last;
     {
       std::unique_lock<std::mutex> lock(mutex);
       more.wait(lock, [&] { return stopping || finishing || received != seen; });
-      if (stopping) return;
+      if (stopping || finishing) return;
       present = received;
-      last = finishing;
     }
     seen = present;
     // Once a part fails, the rest is left to read_qvd in finish().
-    if (!error && (present == buffer.size() || !last)) {
+    if (!error) {
       try {
         CpuScope scope(&cpu);
-        advance(present);
+        advance(present, false);
       } catch (...) {
         error = std::current_exception();
       }
     }
-    if (last) return;
   }
 }
 
-void QvdStream::State::advance(std::size_t present) {
+void QvdStream::State::advance(std::size_t present, bool last) {
   if (!header) {
     const void* nul = std::memchr(buffer.data() + scanned, 0, present - scanned);
     scanned = present;
@@ -171,7 +175,7 @@ void QvdStream::State::advance(std::size_t present) {
     read_header(static_cast<std::size_t>(static_cast<const std::uint8_t*>(nul) - buffer.data()));
   }
   read_symbols(present);
-  read_records(present);
+  read_records(present, last);
 }
 
 void QvdStream::State::read_header(std::size_t header_size) {
@@ -203,7 +207,7 @@ void QvdStream::State::read_symbols(std::size_t present) {
   for (std::size_t f : ready) symbols_read[f] = true;
 }
 
-void QvdStream::State::read_records(std::size_t present) {
+void QvdStream::State::read_records(std::size_t present, bool last) {
   const std::size_t rows = records->rows();
   if (records->decoded() == rows) return;
   const std::size_t records_start = body_start + static_cast<std::size_t>(header->offset);
@@ -217,7 +221,7 @@ void QvdStream::State::read_records(std::size_t present) {
     if (arrived < margin) return;
     end = (arrived - margin) / 64 * 64;
     const std::size_t block_rows = std::max<std::size_t>(64, kRecordBlockBytes / record_bytes);
-    if (end < records->decoded() + block_rows) return;
+    if (!last && end < records->decoded() + block_rows) return;
   }
   records->decode(end, &cpu);
 }
