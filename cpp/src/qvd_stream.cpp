@@ -6,6 +6,7 @@
 #include "assoc/qvd_stream.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -39,7 +40,8 @@ struct QvdStream::State {
   std::mutex mutex;
   std::condition_variable more;
   std::size_t received = 0;  // bytes in `buffer`, published under `mutex`
-  bool finishing = false, stopping = false, finished = false;
+  bool stopping = false, finished = false;
+  std::atomic<bool> finishing{false};  // set by finish(), read by the parser between steps
 
   // The parsing thread's own state.
   std::thread parser;
@@ -55,7 +57,7 @@ struct QvdStream::State {
   // Parses what the first `present` bytes complete; `last`: they are all there will be.
   void advance(std::size_t present, bool last);
   void read_header(std::size_t header_size);
-  void read_symbols(std::size_t present);
+  void read_symbols(std::size_t present, bool last);
   void read_records(std::size_t present, bool last);
   bool complete() const;
 };
@@ -174,7 +176,7 @@ void QvdStream::State::advance(std::size_t present, bool last) {
     if (!nul) return;
     read_header(static_cast<std::size_t>(static_cast<const std::uint8_t*>(nul) - buffer.data()));
   }
-  read_symbols(present);
+  read_symbols(present, last);
   read_records(present, last);
 }
 
@@ -188,7 +190,7 @@ void QvdStream::State::read_header(std::size_t header_size) {
   records.emplace(*header, buffer.data() + body_start);
 }
 
-void QvdStream::State::read_symbols(std::size_t present) {
+void QvdStream::State::read_symbols(std::size_t present, bool last) {
   const std::vector<detail::FieldHeader>& fields = header->fields;
   std::vector<std::size_t> ready;
   for (std::size_t f = 0; f < fields.size(); ++f)
@@ -197,6 +199,15 @@ void QvdStream::State::read_symbols(std::size_t present) {
   std::stable_sort(ready.begin(), ready.end(),
                    [&](std::size_t a, std::size_t b) { return fields[a].length > fields[b].length; });
   const std::uint8_t* body = buffer.data() + body_start;
+  if (!last) {
+    // One field at a time, so that finish() waits for one field at most.
+    for (std::size_t f : ready) {
+      if (finishing.load(std::memory_order_relaxed)) return;
+      symbols[f] = detail::read_qvd_symbols(fields[f], body, &cpu);
+      symbols_read[f] = true;
+    }
+    return;
+  }
   parallel_for(
       ready.size(),
       [&](std::size_t task) {
@@ -214,16 +225,21 @@ void QvdStream::State::read_records(std::size_t present, bool last) {
   if (present < records_start) return;
   const auto record_bytes = static_cast<std::size_t>(header->record_bytes);
   const std::size_t arrived = std::min(rows, (present - records_start) / record_bytes);
+  const std::size_t block_rows = std::max<std::size_t>(64, kRecordBlockBytes / record_bytes / 64 * 64);
   std::size_t end = rows;
   if (arrived < rows) {
     // Whole 64-row blocks whose loads stay within the rows that have arrived.
     const std::size_t margin = detail::QvdRecordReader::ready_margin();
     if (arrived < margin) return;
     end = (arrived - margin) / 64 * 64;
-    const std::size_t block_rows = std::max<std::size_t>(64, kRecordBlockBytes / record_bytes);
-    if (!last && end < records->decoded() + block_rows) return;
   }
-  records->decode(end, &cpu);
+  if (last) {
+    records->decode(end, &cpu);
+    return;
+  }
+  // A block at a time, so that finish() waits for one block at most.
+  while (end >= records->decoded() + block_rows && !finishing.load(std::memory_order_relaxed))
+    records->decode(records->decoded() + block_rows, &cpu);
 }
 
 }  // namespace assoc
