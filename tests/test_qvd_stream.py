@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import assoc
+from appfiles import with_header
 from assoc import App, Dual, QvdStream
 from assoc.qvd_stream import QvdTable
 
@@ -165,14 +166,6 @@ def test_more_bytes_than_declared_still_read_as_a_whole(small_qvd: bytes) -> Non
     )
 
 
-def with_header(data: bytes, old: str, new: str) -> bytes:
-    """The file with `old` replaced by `new` in its header (the body unchanged)."""
-    nul = data.index(b"\0")
-    header = data[:nul].decode()
-    assert old in header, old
-    return header.replace(old, new, 1).encode() + data[nul:]
-
-
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
@@ -189,7 +182,7 @@ def test_corrupt_files_give_the_readers_error(
 ) -> None:
     broken = with_header(small_qvd, old, new)
     expected = read_error(broken)
-    assert message.split("|")[0] in expected or any(m in expected for m in message.split("|"))
+    assert any(m in expected for m in message.split("|"))
     with pytest.raises(assoc.Error) as info:
         streamed(broken, [1] * 200)
     assert str(info.value) == expected
