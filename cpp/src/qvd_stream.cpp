@@ -171,6 +171,7 @@ void QvdStream::State::parse_loop() {
 
 void QvdStream::State::advance(std::size_t present, bool last) {
   if (!header) {
+    if (present == scanned) return;
     const void* nul = std::memchr(buffer.data() + scanned, 0, present - scanned);
     scanned = present;
     if (!nul) return;
