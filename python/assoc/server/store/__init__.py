@@ -260,7 +260,7 @@ class AppStore:
                 if mode is ImportMode.NEW and old is not None:
                     raise AppExists(f"app id {app_id!r} exists")  # a UUID clash: never in practice
                 carry_over(manifest, old.manifest if old is not None else None)
-                self._publish(app_id, version_dir, manifest, app, old)
+                self._publish(app_id, version_dir, manifest, app, old, early_flush.join())
             if old is not None:
                 self._notify(app_id, "replaced")
             return dict(attrs)
@@ -271,12 +271,19 @@ class AppStore:
                 source.unlink()
 
     def _publish(
-        self, app_id: str, version_dir: Path, manifest: Manifest, app: App, old: Entry | None
+        self,
+        app_id: str,
+        version_dir: Path,
+        manifest: Manifest,
+        app: App,
+        old: Entry | None,
+        flushed: frozenset[str] = frozenset(),
     ) -> None:
-        """Commits a staged version and holds its loaded app (the app's lock held)."""
+        """Commits a staged version and holds its loaded app (the app's lock held); the files
+        in `flushed` are on disk already."""
         (version_dir / MANIFEST_NAME).write_bytes(manifest.to_json())
         committed = self._dirs.commit(
-            app_id, version_dir, old.version_dir if old is not None else None
+            app_id, version_dir, old.version_dir if old is not None else None, flushed
         )
         entry = Entry(app_id, committed, manifest, self._app_lock(app_id))
         with self._cache.lock:

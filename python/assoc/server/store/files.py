@@ -76,39 +76,49 @@ def fsync_paths(paths: list[str | Path]) -> None:
         future.result()
 
 
-def fsync_tree(root: Path) -> None:
-    """Flushes every file and folder under root (root included)."""
+def fsync_tree(root: Path, flushed: frozenset[str] = frozenset()) -> None:
+    """Flushes every file and folder under root (root included), but the files in `flushed`
+    (flushed already, and unchanged since)."""
     paths: list[str | Path] = []
     for dirpath, _dirnames, filenames in os.walk(root):
         paths.append(dirpath)
-        paths += [os.path.join(dirpath, name) for name in filenames]
+        paths += [p for name in filenames if (p := os.path.join(dirpath, name)) not in flushed]
     fsync_paths(paths)
 
 
-class EarlyFlush:
-    """Flushes staged table files in a background thread while the engine parses them.
+_early_pool: concurrent.futures.ThreadPoolExecutor | None = None
 
-    The commit flushes the whole staged tree again; by then that costs next to nothing.
+
+class EarlyFlush:
+    """Flushes staged files in the background while the engine parses them.
+
+    The commit then flushes only what it did not: folders, and files written since.
     """
 
     def __init__(self) -> None:
-        self._thread: threading.Thread | None = None
+        self._flushing: concurrent.futures.Future[frozenset[str]] | None = None
 
     def start(self, root: Path) -> None:
         """Starts flushing everything under root."""
-        self._thread = threading.Thread(target=self._flush, args=(root,), daemon=True)
-        self._thread.start()
+        global _early_pool
+        with _flush_pool_lock:
+            if _early_pool is None:
+                _early_pool = concurrent.futures.ThreadPoolExecutor(4, "assoc-early-flush")
+            pool = _early_pool
+        self._flushing = pool.submit(self._flush, root)
 
     @staticmethod
-    def _flush(root: Path) -> None:
-        # Errors surface in the commit's own flush of the same files.
-        with contextlib.suppress(OSError):
+    def _flush(root: Path) -> frozenset[str]:
+        files = [os.path.join(d, name) for d, _, names in os.walk(root) for name in names]
+        try:
             fsync_tree(root)
+        except OSError:
+            return frozenset()  # the commit's own flush of the same files reports the error
+        return frozenset(files)
 
-    def join(self) -> None:
-        """Waits for the flush to finish."""
-        if self._thread is not None:
-            self._thread.join()
+    def join(self) -> frozenset[str]:
+        """Waits for the flush; the files it flushed (none if it failed or never started)."""
+        return self._flushing.result() if self._flushing is not None else frozenset()
 
 
 def remove(path: Path) -> None:
