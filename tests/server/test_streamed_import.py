@@ -153,7 +153,7 @@ def test_a_stream_waits_for_room_in_the_load_gate_before_it_buffers(
     assert answers == [200]
 
 
-def test_raw_qvd_bodies_are_parsed_once_as_they_arrive(
+def test_qvd_bodies_are_parsed_once_as_they_arrive(
     client: TestClient, qvd: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     finished: list[int] = []
@@ -165,13 +165,28 @@ def test_raw_qvd_bodies_are_parsed_once_as_they_arrive(
 
     monkeypatch.setattr(assoc.QvdStream, "finish", counted)
     assert client.post("/v1/apps/import", content=qvd).status_code == 200
-    assert finished == [len(qvd)]
-    # A body too short to tell by its first bytes, and multipart bodies, load the file.
+    assert client.post("/v1/apps/import", files={"filedata": ("a.qvd", qvd)}).status_code == 200
+    assert finished == [len(qvd), len(qvd)]
+    # A body too short to tell by its first bytes, or without a Content-Length, loads the file.
     small = sales_qvd(20)
     assert len(small) < 4096
     assert client.post("/v1/apps/import", content=small).status_code == 200
-    assert client.post("/v1/apps/import", files={"filedata": ("a.qvd", qvd)}).status_code == 200
-    assert finished == [len(qvd)]
+    assert client.post("/v1/apps/import", content=iter([qvd])).status_code == 200
+    assert finished == [len(qvd), len(qvd)]
+
+
+def test_a_file_part_before_other_parts_still_imports_the_file(
+    client: TestClient, qvd: bytes
+) -> None:
+    # The stream expects the file to be the last part; here it is not, so it reads the file
+    # whole at the end.
+    response = client.post(
+        "/v1/apps/import",
+        files={"filedata": ("a.qvd", qvd), "zz-comment": ("note.txt", b"x" * 5000)},
+    )
+    assert response.status_code == 200, response.text
+    app_id = response.json()["attributes"]["id"]
+    assert data_of(client.get(f"/v1/apps/{app_id}/data/metadata").json()) == expected_data(qvd)
 
 
 # ---- a real server process ------------------------------------------------------------

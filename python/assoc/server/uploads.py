@@ -32,7 +32,7 @@ Admit = Callable[[int], contextlib.AbstractContextManager[None]]
 
 @dataclass(frozen=True)
 class Upload:
-    """A request body (or its filedata part) on disk; a raw QVD body also parsed as it came,
+    """A request body (or its filedata part) on disk; a QVD file also parsed as it came,
     under load-gate room held until `admission` closes."""
 
     path: Path
@@ -115,8 +115,8 @@ async def receive_upload(
     """Streams the body (raw, or the multipart `filedata` part) to `path`; 413 past
     MaxUploadBytes, 408 when the client sends nothing for BodyReadTimeout seconds.
 
-    With `admit`, a raw QVD body with a Content-Length is parsed as it arrives too, once
-    `admit` has room for it."""
+    With `admit` and a Content-Length, a QVD file is parsed as it arrives too, once `admit`
+    has room for it."""
     limit = settings.max_upload_bytes
     stream = _limited_stream(request, limit, settings.body_read_timeout)
     declared = request.headers.get("content-length")
@@ -128,28 +128,24 @@ async def receive_upload(
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     spool = _SpoolFile(path)
     admission = contextlib.ExitStack()
-    qvd: QvdStream | None = None
+    qvd = _QvdFeed(admit, admission)
+    body_size = int(declared) if declared else 0
     try:
         if content_type == b"multipart/form-data":
-            filename = await _receive_multipart(stream, spool, options.get(b"boundary"))
+            filename = await _receive_multipart(
+                stream, spool, options.get(b"boundary"), qvd, body_size
+            )
         else:
             filename = None
-            # The first bytes tell a QVD; until then they collect in `head`.
-            qvd_size = int(declared) if admit is not None and declared else 0
-            head: list[bytes] | None = [] if qvd_size else None
+            qvd.size = body_size
             async for chunk in stream:
                 spool.add(chunk)
-                if qvd is not None:
-                    qvd.feed(chunk)
-                elif head is not None:
-                    head.append(chunk)
-                    if spool.size >= HEAD_BYTES and admit is not None:
-                        qvd = await _start_qvd(b"".join(head), qvd_size, admit, admission)
-                        head = None
+                qvd.add(chunk)
+                await qvd.start_when_ready()
                 await spool.flush()
         await spool.flush(force=True)
         await spool.close()
-        return Upload(path, spool.size, filename, qvd, admission)
+        return Upload(path, spool.size, filename, qvd.stream, admission)
     except BaseException:
         admission.close()
         await asyncio.shield(spool.close())
@@ -158,22 +154,42 @@ async def receive_upload(
         raise
 
 
-async def _start_qvd(
-    head: bytes, size: int, admit: Admit, admission: contextlib.ExitStack
-) -> QvdStream | None:
-    """A stream fed `head` when it starts a QVD file, after `admit` has made room for it."""
-    try:
-        if detect_kind(head) is not SourceKind.QVD:
-            return None
-    except Error:
-        return None  # the import names the problem as it does for any body
-    await run_in_threadpool(admission.enter_context, admit(size))
-    try:
-        qvd = QvdStream(size)
-    except Error:
-        return None  # larger than the memory: the import reports it
-    qvd.feed(head)
-    return qvd
+class _QvdFeed:
+    """The uploaded file's bytes for a QvdStream: the first ones are held until they show a
+    QVD file and `admit` has room for it, then every byte is fed as it comes."""
+
+    def __init__(self, admit: Admit | None, admission: contextlib.ExitStack) -> None:
+        self.stream: QvdStream | None = None
+        self.size = 0  # the file's expected size; 0 while unknown (nothing is held)
+        self._admit = admit
+        self._admission = admission
+        self._head: list[bytes] | None = [] if admit is not None else None
+        self._head_bytes = 0
+
+    def add(self, data: bytes) -> None:
+        if self.stream is not None:
+            self.stream.feed(data)
+        elif self._head is not None and self.size > 0:
+            self._head.append(data)
+            self._head_bytes += len(data)
+
+    async def start_when_ready(self) -> None:
+        """Starts the stream once enough bytes are held to tell a QVD file."""
+        if self._head is None or self._admit is None or self._head_bytes < HEAD_BYTES:
+            return
+        head, self._head = b"".join(self._head), None
+        try:
+            if detect_kind(head) is not SourceKind.QVD:
+                return
+        except Error:
+            return  # the import names the problem as it does for any body
+        await run_in_threadpool(self._admission.enter_context, self._admit(self.size))
+        try:
+            stream = QvdStream(self.size)
+        except Error:
+            return  # larger than the memory: the import reports it
+        stream.feed(head)
+        self.stream = stream
 
 
 async def _limited_stream(request: Request, limit: int, idle: float) -> AsyncIterator[bytes]:
@@ -199,10 +215,17 @@ async def _limited_stream(request: Request, limit: int, idle: float) -> AsyncIte
 
 
 class _FilePartCollector:
-    """Multipart parser callbacks that send the first `filedata` part's bytes to a spool."""
+    """Multipart parser callbacks that send the first `filedata` part's bytes to a spool and a
+    QVD feed. The part's size is taken to be what follows its first byte but the closing
+    delimiter (the file as the last part, as clients send it); when it is not, the stream
+    reads the file whole at its end."""
 
-    def __init__(self, spool: _SpoolFile) -> None:
+    def __init__(self, spool: _SpoolFile, qvd: _QvdFeed, body_size: int, boundary: bytes) -> None:
         self.spool = spool
+        self.qvd = qvd
+        self.body_size = body_size
+        self.closing = len(b"\r\n--" + boundary + b"--\r\n")
+        self.offset = 0  # where in the body the chunk being parsed starts
         self.seen = False
         self.filename: str | None = None
         self._in_file = False
@@ -244,19 +267,28 @@ class _FilePartCollector:
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
         if self._in_file:
-            self.spool.add(data[start:end])
+            if self.spool.size == 0 and self.body_size:
+                self.qvd.size = max(0, self.body_size - (self.offset + start) - self.closing)
+            piece = data[start:end]
+            self.spool.add(piece)
+            self.qvd.add(piece)
 
     def on_part_end(self) -> None:
         self._in_file = False
 
 
 async def _receive_multipart(
-    stream: AsyncIterator[bytes], spool: _SpoolFile, boundary: bytes | None
+    stream: AsyncIterator[bytes],
+    spool: _SpoolFile,
+    boundary: bytes | None,
+    qvd: _QvdFeed,
+    body_size: int,
 ) -> str | None:
-    """Writes the `filedata` part's bytes to the spool; returns the part's filename."""
+    """Writes the `filedata` part's bytes to the spool (and the QVD feed); returns the part's
+    filename."""
     if not boundary:
         raise ApiError(400, "BadRequest", "multipart/form-data without a boundary")
-    collector = _FilePartCollector(spool)
+    collector = _FilePartCollector(spool, qvd, body_size, boundary)
     try:
         parser = MultipartParser(boundary, collector.callbacks())  # type: ignore[arg-type]
     except FormParserError as exc:  # a boundary over 256 bytes
@@ -264,6 +296,8 @@ async def _receive_multipart(
     try:
         async for chunk in stream:
             parser.write(chunk)
+            collector.offset += len(chunk)
+            await qvd.start_when_ready()
             await spool.flush()
         parser.finalize()
     except MultipartParseError as exc:
