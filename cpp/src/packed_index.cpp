@@ -107,6 +107,32 @@ PackedIndex::ColumnPacker::ColumnPacker(std::size_t n, std::vector<Layout> layou
 
 void PackedIndex::ColumnPacker::pack(std::size_t begin, std::size_t end, const BlockSource& source,
                                      CpuAccount* cpu) {
+  pack_codes(
+      begin, end,
+      [&](std::size_t b, std::size_t k, std::uint32_t* const* codes, std::uint32_t* max_codes,
+          std::uint64_t* nulls) {
+        source(b, k, codes);
+        for (std::size_t c = 0; c < layouts_.size(); ++c) {
+          const std::uint32_t bias = out_[c].bias_;
+          // Codes are index + bias, kNull + 1 wrapping to 0; without a NULL code kNull stays
+          // 0xFFFFFFFF, above any limit.
+          std::uint32_t* col = codes[c];
+          std::uint32_t max_code = 0, zeros = 0;  // a loop the compiler vectorises
+          for (std::size_t i = 0; i < k; ++i) {
+            const std::uint32_t code = col[i] + bias;
+            col[i] = code;
+            max_code = std::max(max_code, code);
+            zeros += code == 0;
+          }
+          max_codes[c] = max_code;
+          nulls[c] = bias ? zeros : 0;
+        }
+      },
+      cpu);
+}
+
+void PackedIndex::ColumnPacker::pack_codes(std::size_t begin, std::size_t end, const CodeSource& source,
+                                           CpuAccount* cpu) {
   const std::size_t n_columns = layouts_.size();
   const std::size_t block = block_;
   std::mutex totals;
@@ -115,32 +141,22 @@ void PackedIndex::ColumnPacker::pack(std::size_t begin, std::size_t end, const B
     std::vector<std::uint32_t> buffer(n_columns * block);
     std::vector<std::uint32_t*> codes(n_columns);
     for (std::size_t c = 0; c < n_columns; ++c) codes[c] = buffer.data() + c * block;
+    std::vector<std::uint32_t> max_codes(n_columns);
+    std::vector<std::uint64_t> block_nulls(n_columns);
     std::vector<std::uint64_t> local_nulls(n_columns, 0);
     std::vector<std::uint8_t> bad(n_columns, 0);
     bool any_bad = false;
     for (std::size_t r = b; r < e && !any_bad; r += block) {
       const std::size_t k = std::min(block, e - r);
-      source(r, k, codes.data());
+      source(r, k, codes.data(), max_codes.data(), block_nulls.data());
       for (std::size_t c = 0; c < n_columns; ++c) {
-        PackedIndex& p = out_[c];
-        const std::uint32_t bias = p.bias_;
-        // Codes are index + bias, kNull + 1 wrapping to 0; every valid code is below `limit`,
-        // and without a NULL code kNull stays 0xFFFFFFFF, above any limit.
-        const std::uint32_t limit = layouts_[c].n_symbols + bias;
-        std::uint32_t* col = codes[c];
-        std::uint32_t max_code = 0, zeros = 0;  // a loop the compiler vectorises
-        for (std::size_t i = 0; i < k; ++i) {
-          const std::uint32_t code = col[i] + bias;
-          col[i] = code;
-          max_code = std::max(max_code, code);
-          zeros += code == 0;
-        }
-        local_nulls[c] += bias ? zeros : 0;
-        if (max_code >= limit) {
+        // Every valid code is below the layout's symbols plus NULL's code.
+        if (max_codes[c] >= layouts_[c].n_symbols + out_[c].bias_) {
           bad[c] = 1;
           any_bad = true;
         } else {
-          p.write_codes(r, k, col);
+          out_[c].write_codes(r, k, codes[c]);
+          local_nulls[c] += block_nulls[c];
         }
       }
     }

@@ -50,7 +50,9 @@ class QvdRecordReader {
   std::vector<PackedIndex> finish(CpuAccount* cpu);
 
  private:
-  void decode_block(std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out);
+  // Rows [begin, begin+count) of field f as packed-index codes, their largest code and NULLs.
+  void decode_block(std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out, std::uint32_t& max_code,
+                    std::uint64_t& nulls);
 
   const TableHeader& h_;
   const std::uint8_t* records_;

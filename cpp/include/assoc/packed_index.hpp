@@ -31,6 +31,11 @@ class PackedIndex {
   // Writes the symbol indexes (kNull for NULL) of rows [begin, begin+count) of every column c
   // to out[c].
   using BlockSource = std::function<void(std::size_t begin, std::size_t count, std::uint32_t* const* out)>;
+  // Writes the codes of rows [begin, begin+count) of every column c to codes[c] (the symbol
+  // index, plus 1 where the layout gives NULL a code, 0 for NULL), its largest code to
+  // max_codes[c] and its count of NULLs to nulls[c].
+  using CodeSource = std::function<void(std::size_t begin, std::size_t count, std::uint32_t* const* codes,
+                                        std::uint32_t* max_codes, std::uint64_t* nulls)>;
   // Packs `n` rows of several columns that `source` produces block by block, in parallel, so
   // the rows are visited once for all columns and no column's indexes are ever held whole.
   // An index outside its column's layout throws Error.
@@ -115,6 +120,8 @@ class PackedIndex::ColumnPacker {
   // Packs rows [begin, end) in parallel; `begin` is a multiple of 64 and so is `end`, unless it
   // is the last row. Each row is packed once; calls for disjoint ranges may not overlap in time.
   void pack(std::size_t begin, std::size_t end, const BlockSource& source, CpuAccount* cpu = nullptr);
+  // The same from a source that gives the codes themselves (no pass over them to add the bias).
+  void pack_codes(std::size_t begin, std::size_t end, const CodeSource& source, CpuAccount* cpu = nullptr);
   // The packed columns once every row is packed; an index outside its column's layout throws Error.
   std::vector<PackedIndex> finish();
 
