@@ -63,7 +63,7 @@ struct QvdStream::State {
 };
 
 QvdStream::QvdStream(std::size_t size) : s_(std::make_unique<State>()) {
-  if (size > total_memory())
+  if (const std::uint64_t memory = total_memory(); memory > 0 && size > memory)
     throw Error("a QVD file of " + std::to_string(size) + " bytes is larger than this machine's memory");
   {
     big_blocks::Uncleared every_byte_is_fed_before_it_is_read;
@@ -76,6 +76,7 @@ QvdStream::~QvdStream() {
   {
     std::lock_guard<std::mutex> lock(s_->mutex);
     s_->stopping = true;
+    s_->finishing = true;  // the parser stops after the step it is on
   }
   s_->more.notify_all();
   if (s_->parser.joinable()) s_->parser.join();
