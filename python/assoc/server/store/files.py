@@ -77,11 +77,12 @@ def fsync_paths(paths: list[str | Path]) -> None:
 
 
 def fsync_tree(root: Path, flushed: frozenset[str] = frozenset()) -> None:
-    """Flushes every file and folder under root (root included), but the files in `flushed`
+    """Flushes every file and folder under root (root included), but the paths in `flushed`
     (flushed already, and unchanged since)."""
     paths: list[str | Path] = []
     for dirpath, _dirnames, filenames in os.walk(root):
-        paths.append(dirpath)
+        if dirpath not in flushed:
+            paths.append(dirpath)
         paths += [p for name in filenames if (p := os.path.join(dirpath, name)) not in flushed]
     fsync_paths(paths)
 
@@ -90,9 +91,10 @@ _early_pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 
 class EarlyFlush:
-    """Flushes staged files in the background while the engine parses them.
+    """Flushes a staged version in the background while the engine parses its tables.
 
-    The commit then flushes only what it did not: folders, and files written since.
+    The commit then flushes only what it did not: the version folder (which gets app.json
+    after), and what is written since.
     """
 
     def __init__(self) -> None:
@@ -109,15 +111,17 @@ class EarlyFlush:
 
     @staticmethod
     def _flush(root: Path) -> frozenset[str]:
-        files = [os.path.join(d, name) for d, _, names in os.walk(root) for name in names]
+        # Everything below root is staged for good; root itself gets app.json later.
+        below = [os.path.join(d, n) for d, dirs, files in os.walk(root) for n in dirs + files]
         try:
             fsync_tree(root)
         except OSError:
-            return frozenset()  # the commit's own flush of the same files reports the error
-        return frozenset(files)
+            return frozenset()  # the commit's own flush of the same paths reports the error
+        return frozenset(below)
 
     def join(self) -> frozenset[str]:
-        """Waits for the flush; the files it flushed (none if it failed or never started)."""
+        """Waits for the flush; the paths below its root that it flushed (none if it failed
+        or never started)."""
         return self._flushing.result() if self._flushing is not None else frozenset()
 
 

@@ -105,7 +105,7 @@ def stage(
         table_path = version_dir / "tables" / f"table{suffix}"
         table_path.parent.mkdir()
         os.replace(source, table_path)
-        early_flush.start(table_path.parent)
+        early_flush.start(version_dir)
         source_table = qvd.finish() if qvd is not None else table_path
         app = App(load_model([(source_table, name or None)], kind))
         table_name = app.tables[0]
