@@ -243,3 +243,35 @@ def test_a_client_that_hangs_up_mid_body_leaves_nothing_and_frees_the_gate(
             assert client.get("/v1/apps").json()[0]["attributes"]["name"] == "Sales"
     finally:
         server.stop()
+
+
+def test_an_upload_cancelled_while_it_waits_for_room_never_keeps_it() -> None:
+    import asyncio
+    import contextlib
+
+    from assoc.server.store.admission import LoadGate
+    from assoc.server.uploads import _enter_in_thread
+
+    gate = LoadGate(100)
+    stack = contextlib.ExitStack()
+    with gate.admit(100):  # all the room held: the upload's thread waits
+
+        async def cancelled() -> None:
+            task = asyncio.create_task(_enter_in_thread(gate.admit(60), stack))
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(cancelled())
+    # The waiting thread gets the room once it is free, and gives it straight back.
+    admitted = threading.Event()
+
+    def take_all() -> None:
+        with gate.admit(100):
+            admitted.set()
+
+    threading.Thread(target=take_all, daemon=True).start()
+    assert admitted.wait(10)
+    stack.close()  # nothing was added to it
+    assert gate.waited >= 1

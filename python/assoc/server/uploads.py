@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,13 +184,37 @@ class _QvdFeed:
                 return
         except Error:
             return  # the import names the problem as it does for any body
-        await run_in_threadpool(self._admission.enter_context, self._admit(self.size))
+        await _enter_in_thread(self._admit(self.size), self._admission)
         try:
             stream = QvdStream(self.size)
         except Error:
             return  # larger than the memory: the import reports it
         stream.feed(head)
         self.stream = stream
+
+
+async def _enter_in_thread(
+    room: contextlib.AbstractContextManager[None], stack: contextlib.ExitStack
+) -> None:
+    """Enters `room` in a worker thread (it may wait) and adds its exit to `stack`; if the
+    caller is cancelled meanwhile, the thread leaves it again as soon as it has entered."""
+    lock = threading.Lock()
+    abandoned = False
+
+    def enter() -> None:
+        room.__enter__()
+        with lock:
+            if not abandoned:
+                stack.push(room)
+                return
+        room.__exit__(None, None, None)
+
+    try:
+        await run_in_threadpool(enter)
+    except BaseException:
+        with lock:
+            abandoned = True
+        raise
 
 
 async def _limited_stream(request: Request, limit: int, idle: float) -> AsyncIterator[bytes]:
