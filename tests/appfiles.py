@@ -71,6 +71,19 @@ def qvd_bytes(table: str, columns: Mapping[str, Sequence[Any]]) -> bytes:
     return out.getvalue()
 
 
+def split(data: bytes) -> tuple[str, bytes]:
+    """A QVD file's XML header and the bytes after its NUL."""
+    nul = data.index(b"\0")
+    return data[:nul].decode(), data[nul + 1 :]
+
+
+def with_header(data: bytes, old: str, new: str, count: int = 1) -> bytes:
+    """The QVD file with `old` replaced by `new` in its header (the body unchanged)."""
+    header, body = split(data)
+    assert header.count(old) >= count, old
+    return header.replace(old, new, count).encode() + b"\0" + body
+
+
 ORDERS = {"OrderId": [1, 2, 3, 4], "Customer": ["a", "b", "a", "c"], "Amount": [10, 20, 5, 7]}
 CUSTOMERS = {"Customer": ["a", "b", "c"], "Name": ["Ann", "Bob", "Cid"]}
 

@@ -21,6 +21,7 @@ from pyqvd import QvdTable
 from pyqvd.qvd import DualDoubleValue, DualIntegerValue, QvdValue
 
 import assoc
+from appfiles import split, with_header
 from assoc import App, Dual
 
 REAL_FILES = [
@@ -39,22 +40,9 @@ REAL_FILES = [
 PYQVD_READABLE = [f for f in REAL_FILES if not f.startswith("qvdfile-")]
 
 
-def split(data: bytes) -> tuple[str, bytes]:
-    """A QVD file's XML header and the bytes after its NUL."""
-    nul = data.index(b"\0")
-    return data[:nul].decode(), data[nul + 1 :]
-
-
 def header_of(data: bytes) -> ET.Element:
     """The header parsed by Python's own XML parser, independent of ours."""
     return ET.fromstring(split(data)[0])
-
-
-def with_header(data: bytes, old: str, new: str, count: int = 1) -> bytes:
-    """The file with `old` replaced by `new` in its header (the body unchanged)."""
-    header, body = split(data)
-    assert header.count(old) >= count, old
-    return header.replace(old, new, count).encode() + b"\0" + body
 
 
 def from_pyqvd(value: QvdValue | None) -> Any:

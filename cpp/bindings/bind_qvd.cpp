@@ -1,4 +1,5 @@
-// QVD files: ModelBuilder.add_qvd reads one, DataModel.write_qvd writes one table as one.
+// QVD files: ModelBuilder.add_qvd reads one, QvdStream reads one as it arrives (its table
+// added by ModelBuilder.add_qvd_table), DataModel.write_qvd writes one table as one.
 #include <pybind11/stl.h>
 
 #include <optional>
@@ -7,12 +8,75 @@
 
 #include "assoc/error.hpp"
 #include "assoc/qvd.hpp"
+#include "assoc/qvd_stream.hpp"
 #include "bindings.hpp"
 
 namespace assoc::py_bind {
+namespace {
+
+// Chunks from this size on are copied with the GIL released.
+constexpr std::size_t kReleaseGilBytes = std::size_t{1} << 20;
+
+// A table a QvdStream finished, until a builder takes it (once).
+struct QvdTable {
+  std::optional<LoadedTable> table;
+  std::int64_t cpu_ns = 0;
+};
+
+}  // namespace
 
 void bind_qvd(py::module_& m) {
+  py::class_<QvdTable>(m, "QvdTable", "A table read by a QvdStream, for ModelBuilder.add_qvd_table.")
+      .def_property_readonly(
+          "name",
+          [](const QvdTable& t) {
+            if (!t.table) throw Error("the table was added to a model already");
+            return t.table->name;
+          },
+          "The header's TableName.");
+
+  py::class_<QvdStream>(m, "QvdStream", "A QVD file parsed while its bytes arrive.")
+      .def(py::init<std::size_t>(), py::arg("size"), "A stream of a file of `size` bytes (its declared length).")
+      .def(
+          "feed",
+          [](QvdStream& s, const py::buffer& data) {
+            const py::buffer_info info = data.request();
+            const auto* bytes = reinterpret_cast<const std::uint8_t*>(contiguous_bytes(info, "feed"));
+            const auto n = static_cast<std::size_t>(info.size);
+            // Copying a chunk of the usual size takes less than handing the GIL over and back.
+            std::optional<py::gil_scoped_release> release;
+            if (n >= kReleaseGilBytes) release.emplace();
+            s.feed(bytes, n);
+          },
+          py::arg("data"), "Appends the next bytes (any contiguous buffer).")
+      .def(
+          "finish",
+          [](QvdStream& s) {
+            QvdTable t;
+            {
+              py::gil_scoped_release release;
+              t.table = s.finish();
+              t.cpu_ns = s.cpu().ns();
+            }
+            return t;
+          },
+          "The table of the bytes fed, as add_qvd reads them (the same errors); once only.")
+      .def_property_readonly("received", &QvdStream::received, "Bytes fed so far.");
+
   auto builder = py::reinterpret_borrow<py::class_<ModelBuilder>>(m.attr("ModelBuilder"));
+  builder.def(
+      "add_qvd_table",
+      [](ModelBuilder& b, QvdTable& t, const std::optional<std::string>& name) {
+        if (!t.table) throw Error("the table was added to a model already");
+        LoadedTable table = std::move(*t.table);
+        t.table.reset();
+        if (name) table.name = *name;
+        b.cpu().add(t.cpu_ns);
+        py::gil_scoped_release release;
+        b.add(std::move(table));
+      },
+      py::arg("table"), py::arg("name") = py::none(),
+      "Adds a table a QvdStream read; `name` replaces the header's TableName.");
   builder.def(
       "add_qvd",
       [](ModelBuilder& b, const py::buffer& data, const std::optional<std::string>& name) {

@@ -72,13 +72,20 @@ PackedIndex PackedIndex::for_rows(std::size_t n, std::uint32_t n_symbols, std::s
 
 std::vector<PackedIndex> PackedIndex::pack_columns(std::size_t n, const std::vector<Layout>& layouts,
                                                    const BlockSource& source, CpuAccount* cpu) {
-  const std::size_t n_columns = layouts.size();
-  std::vector<PackedIndex> out(n_columns);
+  ColumnPacker packer(n, layouts);
+  packer.pack(0, n, source, cpu);
+  return packer.finish();
+}
+
+PackedIndex::ColumnPacker::ColumnPacker(std::size_t n, std::vector<Layout> layouts)
+    : n_(n), layouts_(std::move(layouts)), out_(layouts_.size()), nulls_(layouts_.size(), 0),
+      out_of_range_(layouts_.size(), false) {
+  const std::size_t n_columns = layouts_.size();
   for (std::size_t c = 0; c < n_columns; ++c) {
-    PackedIndex& p = out[c];
+    PackedIndex& p = out_[c];
     p.rows_ = n;
-    p.bias_ = layouts[c].has_null ? 1U : 0U;
-    const std::uint32_t n_symbols = layouts[c].n_symbols;
+    p.bias_ = layouts_[c].has_null ? 1U : 0U;
+    const std::uint32_t n_symbols = layouts_[c].n_symbols;
     const std::uint64_t max_code = n_symbols == 0 ? 0 : std::uint64_t{n_symbols} - 1 + p.bias_;
     p.width_ = width_for(max_code);
     p.mask_ = p.width_ == 0 ? 0 : ((std::uint64_t{1} << p.width_) - 1);
@@ -95,57 +102,81 @@ std::vector<PackedIndex> PackedIndex::pack_columns(std::size_t n, const std::vec
   // Blocks of up to kPackBlock rows, fewer when there are many columns, so a task's buffer
   // stays near 1 MiB; always whole 64-row blocks, which write_rows stores without sharing.
   const std::size_t per_column = (std::size_t{1} << 18) / std::max<std::size_t>(1, n_columns);
-  const std::size_t block = std::clamp<std::size_t>(per_column / 64 * 64, 64, kPackBlock);
-  std::vector<std::uint64_t> nulls(n_columns, 0);
-  std::vector<bool> out_of_range(n_columns, false);
+  block_ = std::clamp<std::size_t>(per_column / 64 * 64, 64, kPackBlock);
+}
+
+void PackedIndex::ColumnPacker::pack(std::size_t begin, std::size_t end, const BlockSource& source,
+                                     CpuAccount* cpu) {
+  pack_codes(
+      begin, end,
+      [&](std::size_t b, std::size_t k, std::uint32_t* const* codes, std::uint32_t* max_codes,
+          std::uint64_t* nulls) {
+        source(b, k, codes);
+        for (std::size_t c = 0; c < layouts_.size(); ++c) {
+          const std::uint32_t bias = out_[c].bias_;
+          // Codes are index + bias, kNull + 1 wrapping to 0; without a NULL code kNull stays
+          // 0xFFFFFFFF, above any limit.
+          std::uint32_t* col = codes[c];
+          std::uint32_t max_code = 0, zeros = 0;  // a loop the compiler vectorises
+          for (std::size_t i = 0; i < k; ++i) {
+            const std::uint32_t code = col[i] + bias;
+            col[i] = code;
+            max_code = std::max(max_code, code);
+            zeros += code == 0;
+          }
+          max_codes[c] = max_code;
+          nulls[c] = bias ? zeros : 0;
+        }
+      },
+      cpu);
+}
+
+void PackedIndex::ColumnPacker::pack_codes(std::size_t begin, std::size_t end, const CodeSource& source,
+                                           CpuAccount* cpu) {
+  const std::size_t n_columns = layouts_.size();
+  const std::size_t block = block_;
   std::mutex totals;
-  parallel_ranges(n, block, [&](std::size_t b, std::size_t e) {
+  parallel_ranges(end - begin, block, [&](std::size_t b0, std::size_t e0) {
+    const std::size_t b = begin + b0, e = begin + e0;
     std::vector<std::uint32_t> buffer(n_columns * block);
     std::vector<std::uint32_t*> codes(n_columns);
     for (std::size_t c = 0; c < n_columns; ++c) codes[c] = buffer.data() + c * block;
+    std::vector<std::uint32_t> max_codes(n_columns);
+    std::vector<std::uint64_t> block_nulls(n_columns);
     std::vector<std::uint64_t> local_nulls(n_columns, 0);
     std::vector<std::uint8_t> bad(n_columns, 0);
     bool any_bad = false;
     for (std::size_t r = b; r < e && !any_bad; r += block) {
       const std::size_t k = std::min(block, e - r);
-      source(r, k, codes.data());
+      source(r, k, codes.data(), max_codes.data(), block_nulls.data());
       for (std::size_t c = 0; c < n_columns; ++c) {
-        PackedIndex& p = out[c];
-        const std::uint32_t bias = p.bias_;
-        // Codes are index + bias, kNull + 1 wrapping to 0; every valid code is below `limit`,
-        // and without a NULL code kNull stays 0xFFFFFFFF, above any limit.
-        const std::uint32_t limit = layouts[c].n_symbols + bias;
-        std::uint32_t* col = codes[c];
-        std::uint32_t max_code = 0, zeros = 0;  // a loop the compiler vectorises
-        for (std::size_t i = 0; i < k; ++i) {
-          const std::uint32_t code = col[i] + bias;
-          col[i] = code;
-          max_code = std::max(max_code, code);
-          zeros += code == 0;
-        }
-        local_nulls[c] += bias ? zeros : 0;
-        if (max_code >= limit) {
+        // Every valid code is below the layout's symbols plus NULL's code.
+        if (max_codes[c] >= layouts_[c].n_symbols + out_[c].bias_) {
           bad[c] = 1;
           any_bad = true;
         } else {
-          p.write_codes(r, k, col);
+          out_[c].write_codes(r, k, codes[c]);
+          local_nulls[c] += block_nulls[c];
         }
       }
     }
     std::lock_guard<std::mutex> lock(totals);
     for (std::size_t c = 0; c < n_columns; ++c) {
-      nulls[c] += local_nulls[c];
-      if (bad[c]) out_of_range[c] = true;
+      nulls_[c] += local_nulls[c];
+      if (bad[c]) out_of_range_[c] = true;
     }
   }, cpu);
-  for (std::size_t c = 0; c < n_columns; ++c) {
-    if (out_of_range[c])
+}
+
+std::vector<PackedIndex> PackedIndex::ColumnPacker::finish() {
+  for (std::size_t c = 0; c < layouts_.size(); ++c) {
+    if (out_of_range_[c])
       throw Error("column " + std::to_string(c + 1) + ": a symbol index out of range for " +
-                  std::to_string(layouts[c].n_symbols) + " symbols" +
-                  (layouts[c].has_null ? "" : ", or a NULL where the column has none"));
-    out[c].non_null_ = n - nulls[c];
+                  std::to_string(layouts_[c].n_symbols) + " symbols" +
+                  (layouts_[c].has_null ? "" : ", or a NULL where the column has none"));
+    out_[c].non_null_ = n_ - nulls_[c];
   }
-  return out;
+  return std::move(out_);
 }
 
 void PackedIndex::decode_signed(std::size_t begin, std::size_t count, std::int64_t* out) const {

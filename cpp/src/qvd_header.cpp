@@ -170,5 +170,23 @@ void check_qvd_layout(const TableHeader& h, std::uint64_t data_size) {
              std::to_string(data_end) + " of its data)");
 }
 
+LoadedTable loaded_qvd_table(TableHeader&& h, std::vector<SymbolTable>&& symbols, std::vector<PackedIndex>&& indexes) {
+  const std::size_t n_fields = h.fields.size();
+  LoadedTable t;
+  t.name = std::move(h.name);
+  t.rows = static_cast<std::size_t>(h.n_records);
+  t.comment = std::move(h.comment);
+  t.columns.resize(n_fields);
+  for (std::size_t f = 0; f < n_fields; ++f) {
+    LoadedColumn& c = t.columns[f];
+    c.name = std::move(h.fields[f].name);
+    c.symbols = std::move(symbols[f]);
+    c.index = std::move(indexes[f]);
+    c.format = std::move(h.fields[f].format);
+    c.tags = std::move(h.fields[f].tags);
+    c.comment = std::move(h.fields[f].comment);
+  }
+  return t;
+}
 
 }  // namespace assoc::detail

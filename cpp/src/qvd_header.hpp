@@ -40,4 +40,8 @@ TableHeader parse_qvd_header(std::string_view xml);
 // follow it, so decoding needs no further bounds checks and allocates only what they can hold.
 void check_qvd_layout(const TableHeader& h, std::uint64_t data_size);
 
+// The table a QVD holds: the header's names, formats, tags and comments with each field's
+// symbols and packed index (one per field, in header order).
+LoadedTable loaded_qvd_table(TableHeader&& h, std::vector<SymbolTable>&& symbols, std::vector<PackedIndex>&& indexes);
+
 }  // namespace assoc::detail

@@ -1,5 +1,5 @@
 // Reading QVD files: the header (qvd_header, over xml_subset), each field's symbol table
-// (here), and the bit-stuffed records (qvd_records). Every length and offset is checked against
+// (qvd_symbols), and the bit-stuffed records (qvd_records). Every length and offset is checked against
 // the bytes present before it is used, so no input can make the reader read out of bounds or
 // allocate more than the file could describe.
 #include <algorithm>
@@ -18,218 +18,12 @@
 #include "assoc/utf8.hpp"
 #include "qvd_header.hpp"
 #include "qvd_records.hpp"
+#include "qvd_symbols.hpp"
 
 namespace assoc {
-namespace {
 
 using detail::fail_qvd;
-using detail::FieldHeader;
-using detail::quote;
 using detail::TableHeader;
-
-static_assert(std::endian::native == std::endian::little, "QVD numbers and records are little-endian");
-
-// ---------------------------------------------------------------------------------------
-// Symbols.
-
-// The NUL-terminated UTF-8 text at p, which must end before `end`; p moves past the NUL.
-std::string_view read_text(const std::uint8_t*& p, const std::uint8_t* end, const std::string& where,
-                           std::uint64_t i) {
-  const void* nul = std::memchr(p, 0, static_cast<std::size_t>(end - p));
-  if (!nul) fail_qvd(where + ": the text of symbol " + std::to_string(i) + " has no terminating NUL in the field's bytes");
-  const auto n = static_cast<std::size_t>(static_cast<const std::uint8_t*>(nul) - p);
-  if (!valid_utf8(p, n)) fail_qvd(where + ": the text of symbol " + std::to_string(i) + " is not valid UTF-8");
-  std::string_view t(reinterpret_cast<const char*>(p), n);
-  p += n + 1;
-  return t;
-}
-
-// A section of symbols that all have type `Type` (1: int32, 2: float64) at a fixed stride,
-// parsed in parallel chunks straight into the table's array; nothing when a symbol has
-// another type (or, for float64, is not finite).
-template <class T, std::uint8_t Type>
-std::optional<SymbolTable> read_fixed_symbols(const std::uint8_t* p, std::size_t n, CpuAccount* cpu) {
-  constexpr std::size_t kStride = 1 + sizeof(T);
-  constexpr std::size_t kMinChunk = std::size_t{1} << 16;
-  std::vector<T, CallocAllocator<T>> values;
-  {
-    big_blocks::Uncleared every_element_is_written_below;
-    values.resize(n);
-  }
-  std::atomic<bool> other{false};
-  parallel_ranges(
-      n, 1,
-      [&](std::size_t begin, std::size_t end) {
-        const std::uint8_t* q = p + kStride * begin;
-        T* out = values.data();
-        unsigned bad = 0;  // a loop without an exit: no branch per symbol
-        for (std::size_t i = begin; i < end; ++i, q += kStride) {
-          bad |= q[0] ^ Type;
-          std::memcpy(&out[i], q + 1, sizeof(T));
-          if constexpr (std::is_floating_point_v<T>) bad |= !(std::fabs(out[i]) <= std::numeric_limits<T>::max());
-        }
-        if (bad) other.store(true, std::memory_order_relaxed);
-      },
-      cpu, kMinChunk);
-  if (other.load()) return std::nullopt;
-  if constexpr (std::is_floating_point_v<T>) {
-    return SymbolTable::of_numbers(std::move(values));
-  } else {
-    return SymbolTable::of_ints(std::move(values));
-  }
-}
-
-// Fields whose symbols are all int32, all float64 or all text (the common case) are read by
-// tight loops straight into the table's arrays. Anything else, or anything wrong, returns
-// nothing and takes the general path, which also names the exact problem.
-std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::uint8_t* data, CpuAccount* cpu) {
-  const std::uint8_t* const p = data + f.offset;
-  const auto n = static_cast<std::size_t>(f.n_symbols);
-  const auto length = static_cast<std::size_t>(f.length);
-  if (n == 0 || length == 0) return std::nullopt;
-  switch (p[0]) {
-    case 1:
-    case 2: {
-      if (p[0] == 1 && length == 5 * n) {
-        if (auto t = read_fixed_symbols<std::int32_t, 1>(p, n, cpu)) return t;
-      } else if (p[0] == 2 && length == 9 * n) {
-        if (auto t = read_fixed_symbols<double, 2>(p, n, cpu)) return t;
-      }
-      // Numbers: float64, with int32 where a value is an integer (as Qlik writes them), parsed
-      // straight into the table's array.
-      NumberArray numbers;
-      {
-        big_blocks::Uncleared every_element_is_written_below;  // or the table is dropped
-        numbers.resize(n);
-      }
-      double* out = numbers.data();
-      const std::uint8_t* q = p;
-      const std::uint8_t* const end = p + length;
-      bool ok = true;
-      std::size_t i = 0;
-      // Runs of eight float64 symbols are checked with one branch (the common case).
-      const auto run_fits = [&] { return end - q >= 72 && n - i >= 8; };
-      for (; i < n; ++i) {
-        while (run_fits()) {
-          unsigned types = 0;
-          for (std::size_t k = 0; k < 8; ++k) types |= q[9 * k] ^ 2U;
-          if (types) break;
-          for (std::size_t k = 0; k < 8; ++k) {
-            std::memcpy(&out[i + k], q + 9 * k + 1, 8);
-            ok &= std::fabs(out[i + k]) <= std::numeric_limits<double>::max();
-          }
-          q += 72;
-          i += 8;
-        }
-        if (i == n) break;
-        if (end - q >= 9 && *q == 2) {
-          std::memcpy(&out[i], q + 1, 8);
-          ok &= std::isfinite(out[i]);
-          q += 9;
-        } else if (end - q >= 5 && *q == 1) {
-          std::int32_t v;
-          std::memcpy(&v, q + 1, 4);
-          out[i] = v;
-          q += 5;
-        } else {
-          return std::nullopt;
-        }
-      }
-      if (!ok || q != end) return std::nullopt;
-      return SymbolTable::of_numbers(std::move(numbers));
-    }
-    case 4: {
-      // Type bytes and NULs are ASCII, so the section is valid UTF-8 exactly when every text is.
-      if (length > 0xFFFFFFFFULL || !valid_utf8(p, length)) return std::nullopt;
-      std::vector<char> text;
-      text.reserve(length - 2 * n);
-      std::vector<std::uint32_t> offsets;
-      offsets.reserve(n + 1);
-      offsets.push_back(0);
-      const std::uint8_t* q = p;
-      const std::uint8_t* const end = p + length;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (q == end || *q != 4) return std::nullopt;
-        ++q;
-        const auto* nul = static_cast<const std::uint8_t*>(std::memchr(q, 0, static_cast<std::size_t>(end - q)));
-        if (!nul) return std::nullopt;
-        text.insert(text.end(), q, nul);
-        offsets.push_back(static_cast<std::uint32_t>(text.size()));
-        q = nul + 1;
-      }
-      if (q != end) return std::nullopt;
-      return SymbolTable::of_texts(std::move(text), std::move(offsets));
-    }
-    default:
-      return std::nullopt;
-  }
-}
-
-SymbolTable read_symbols(const FieldHeader& f, const std::uint8_t* data, CpuAccount* cpu) {
-  if (auto plain = read_plain_symbols(f, data, cpu)) return std::move(*plain);
-  const std::string where = "field " + quote(f.name);
-  const std::uint8_t* p = data + f.offset;
-  const std::uint8_t* const end = p + f.length;
-  SymbolTableBuilder b;
-  auto need = [&](std::size_t n, std::uint64_t i) {
-    if (static_cast<std::size_t>(end - p) < n)
-      fail_qvd(where + ": symbol " + std::to_string(i) + " runs past the field's Length of " + std::to_string(f.length) +
-           " bytes");
-  };
-  auto finite = [&](double d, std::uint64_t i) {
-    if (!std::isfinite(d)) fail_qvd(where + ": symbol " + std::to_string(i) + " is not a finite number");
-    return d;
-  };
-  for (std::uint64_t i = 0; i < f.n_symbols; ++i) {
-    need(1, i);
-    const std::uint8_t type = *p++;
-    switch (type) {
-      case 1: {  // int32
-        need(4, i);
-        std::int32_t v;
-        std::memcpy(&v, p, 4);
-        p += 4;
-        b.append(DualView::of_number(v));
-        break;
-      }
-      case 2: {  // float64
-        need(8, i);
-        double v;
-        std::memcpy(&v, p, 8);
-        p += 8;
-        b.append(DualView::of_number(finite(v, i)));
-        break;
-      }
-      case 4:  // text
-        b.append(DualView::of_text(read_text(p, end, where, i)));
-        break;
-      case 5: {  // int32 and text
-        need(4, i);
-        std::int32_t v;
-        std::memcpy(&v, p, 4);
-        p += 4;
-        b.append(DualView::of_dual(v, read_text(p, end, where, i)));
-        break;
-      }
-      case 6: {  // float64 and text
-        need(8, i);
-        double v;
-        std::memcpy(&v, p, 8);
-        p += 8;
-        b.append(DualView::of_dual(finite(v, i), read_text(p, end, where, i)));
-        break;
-      }
-      default:
-        fail_qvd(where + ": symbol " + std::to_string(i) + " has the unknown type byte " + std::to_string(type));
-    }
-  }
-  if (p != end)
-    fail_qvd(where + ": " + std::to_string(end - p) + " bytes of its Length are left after its " +
-         std::to_string(f.n_symbols) + " symbols");
-  return b.finish();
-}
-
-}  // namespace
 
 LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu) {
   CpuScope scope(cpu);
@@ -244,7 +38,6 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
   detail::check_qvd_layout(h, body_size);
 
   const std::size_t n_fields = h.fields.size();
-  const auto rows = static_cast<std::size_t>(h.n_records);
   std::vector<SymbolTable> symbols(n_fields);
   std::vector<PackedIndex> indexes;
   // One task per field's symbols, largest first, beside one task for all records, which packs
@@ -258,28 +51,14 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
       [&](std::size_t task) {
         if (task < n_fields) {
           const std::size_t f = by_length[task];
-          symbols[f] = read_symbols(h.fields[f], body, cpu);
+          symbols[f] = detail::read_qvd_symbols(h.fields[f], body, cpu);
         } else {
           indexes = detail::read_qvd_records(h, body, cpu);
         }
       },
       cpu);
 
-  LoadedTable t;
-  t.name = std::move(h.name);
-  t.rows = rows;
-  t.comment = std::move(h.comment);
-  t.columns.resize(n_fields);
-  for (std::size_t f = 0; f < n_fields; ++f) {
-    LoadedColumn& c = t.columns[f];
-    c.name = std::move(h.fields[f].name);
-    c.symbols = std::move(symbols[f]);
-    c.index = std::move(indexes[f]);
-    c.format = std::move(h.fields[f].format);
-    c.tags = std::move(h.fields[f].tags);
-    c.comment = std::move(h.fields[f].comment);
-  }
-  return t;
+  return detail::loaded_qvd_table(std::move(h), std::move(symbols), std::move(indexes));
 }
 
 }  // namespace assoc

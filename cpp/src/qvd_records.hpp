@@ -2,6 +2,8 @@
 // QVD records: per row, each field's symbol index at a fixed bit offset of a fixed-size
 // record. A field's value is (record >> BitOffset) & mask, read as one 8-byte load at a fixed
 // byte of the record; symbol = value + Bias, and a negative symbol is NULL.
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -15,5 +17,51 @@ namespace assoc::detail {
 // index per field, with a code for NULL only where a row is NULL and the fewest bits that hold
 // the symbols the rows use. Throws Error when a row names a symbol its field lacks.
 std::vector<PackedIndex> read_qvd_records(const TableHeader& h, const std::uint8_t* body, CpuAccount* cpu);
+
+// How one field's symbol index is read from a record.
+struct FieldDecoder {
+  std::size_t byte = 0;     // first byte of the 8-byte load, from the record's start
+  std::uint32_t shift = 0;  // bit position of the value in the load
+  std::uint64_t mask = 0;
+  std::int64_t bias = 0;
+  std::uint64_t n_symbols = 0;
+  bool constant = false;        // BitWidth 0: the same symbol (or NULL) on every row
+  std::uint32_t constant_symbol = kNull;
+};
+
+// read_qvd_records in steps, for records still arriving: rows are decoded range by range once
+// their bytes are present, then finish() gives the indexes.
+class QvdRecordReader {
+ public:
+  // `h` and `body` (whose layout is checked, though its bytes may not all be there yet) must
+  // outlive the reader.
+  QvdRecordReader(const TableHeader& h, const std::uint8_t* body);
+  QvdRecordReader(const QvdRecordReader&) = delete;
+  QvdRecordReader& operator=(const QvdRecordReader&) = delete;
+
+  std::size_t rows() const { return rows_; }
+  // Decodes rows [decoded(), end): `end` is a multiple of 64 or rows(), and the bytes of rows
+  // below min(rows(), end + ready_margin()) must be present.
+  void decode(std::size_t end, CpuAccount* cpu);
+  std::size_t decoded() const { return decoded_; }
+  // Rows past a range whose bytes a decode may read (a short record's 8-byte load).
+  static constexpr std::size_t ready_margin() { return 8; }
+  // The packed indexes, once every row is decoded.
+  std::vector<PackedIndex> finish(CpuAccount* cpu);
+
+ private:
+  // Rows [begin, begin+count) of field f as packed-index codes, their largest code and NULLs.
+  void decode_block(std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out, std::uint32_t& max_code,
+                    std::uint64_t& nulls);
+
+  const TableHeader& h_;
+  const std::uint8_t* records_;
+  std::size_t rows_, record_bytes_, safe_rows_, decoded_ = 0;
+  std::vector<FieldDecoder> decoders_;
+  std::vector<PackedIndex::Layout> layouts_;
+  std::vector<std::uint8_t> tail_;
+  std::vector<std::atomic<std::int64_t>> max_symbol_;
+  PackedIndex::ColumnPacker packer_;
+};
 
 }  // namespace assoc::detail

@@ -1,5 +1,7 @@
 #include "assoc/thread_pool.hpp"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +18,8 @@ namespace assoc {
 namespace {
 
 class Pool;
+
+thread_local unsigned serial_depth = 0;  // SerialScopes alive on this thread
 
 struct Job {
   const std::function<void(std::size_t)>* fn = nullptr;
@@ -52,7 +56,7 @@ class Pool {
   unsigned size() const { return n_threads_; }
 
   void run(const std::shared_ptr<Job>& job) {
-    if (workers_.empty() || job->n <= 1) {
+    if (workers_.empty() || job->n <= 1 || serial_depth > 0) {
       job->work(nullptr);
       return;
     }
@@ -153,6 +157,16 @@ std::shared_ptr<Pool> pool() {
 }
 
 }  // namespace
+
+SerialScope::SerialScope() { ++serial_depth; }
+SerialScope::~SerialScope() { --serial_depth; }
+
+void lower_thread_priority() {
+#if defined(__linux__) && defined(SYS_gettid)
+  // On Linux a nice value is per thread; 19 is the lowest priority.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+#endif
+}
 
 unsigned logical_cores() {
   const unsigned n = std::thread::hardware_concurrency();

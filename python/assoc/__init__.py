@@ -18,6 +18,7 @@ from assoc._core import (
 )
 from assoc.app import App, Table
 from assoc.hypercube import Hypercube
+from assoc.qvd_stream import QvdStream
 from assoc.session import Session
 
 try:
@@ -30,6 +31,7 @@ __all__ = [
     "Dual",
     "Error",
     "Hypercube",
+    "QvdStream",
     "Session",
     "Table",
     "__version__",

@@ -55,6 +55,10 @@ class ModelBuilder(metaclass=_pybind11_type):
         Adds the table of a QVD file (bytes or any contiguous buffer such as an mmap);
         `name` replaces the header's TableName.
         """
+    def add_qvd_table(self, table: QvdTable, name: str | None = None) -> None:
+        """
+        Adds a table a QvdStream read; `name` replaces the header's TableName.
+        """
     def charge_cpu(self, ns: typing.SupportsInt) -> None:
         """
         Adds CPU time spent on the model outside the builder (a script's statements) to its
@@ -66,6 +70,38 @@ class ModelBuilder(metaclass=_pybind11_type):
         """
     @property
     def table_count(self) -> int: ...
+
+class QvdTable(metaclass=_pybind11_type):
+    """
+    A table read by a QvdStream, for ModelBuilder.add_qvd_table.
+    """
+    @property
+    def name(self) -> str:
+        """
+        The header's TableName.
+        """
+
+class QvdStream(metaclass=_pybind11_type):
+    """
+    A QVD file parsed while its bytes arrive.
+    """
+    def __init__(self, size: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        A stream of a file of `size` bytes (its declared length).
+        """
+    def feed(self, data: typing_extensions.Buffer) -> None:
+        """
+        Appends the next bytes (any contiguous buffer).
+        """
+    def finish(self) -> QvdTable:
+        """
+        The table of the bytes fed, as add_qvd reads them (the same errors); once only.
+        """
+    @property
+    def received(self) -> int:
+        """
+        Bytes fed so far.
+        """
 
 class CpuAccount(metaclass=_pybind11_type):
     """

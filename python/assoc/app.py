@@ -10,7 +10,7 @@ import numpy as np
 
 from assoc import _core
 from assoc.session import Session
-from assoc.sources import Source, SourceKind, load_model
+from assoc.sources import Source, SourceKind, TableSource, load_model
 
 
 class Table:
@@ -63,8 +63,8 @@ class App:
         return cls(builder.build())
 
     @classmethod
-    def from_qvd(cls, source: Source, table: str | None = None) -> App:
-        """An app with the one table of a QVD file (a path or its bytes); `table` renames it."""
+    def from_qvd(cls, source: TableSource, table: str | None = None) -> App:
+        """An app with the one table of a QVD (path, bytes, QvdStream table); `table` renames it."""
         return cls(load_model([(source, table)], SourceKind.QVD))
 
     @classmethod

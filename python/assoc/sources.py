@@ -14,6 +14,8 @@ from assoc import _core
 from assoc._core import Error
 
 Source = str | os.PathLike[str] | bytes | bytearray | memoryview
+# A table source: a file, or a QVD table read as it arrived (assoc.qvd_stream).
+TableSource = Source | _core.QvdTable
 DEFAULT_CSV_TABLE = "Table1"
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
@@ -90,12 +92,18 @@ def source_bytes(source: Source) -> Iterator[bytes | mmap.mmap]:
 
 
 def add_table(
-    builder: _core.ModelBuilder, source: Source, name: str | None, kind: SourceKind | None = None
+    builder: _core.ModelBuilder,
+    source: TableSource,
+    name: str | None,
+    kind: SourceKind | None = None,
 ) -> None:
     """Adds one QVD or CSV table to a builder; `kind` None tells it by content.
 
     A QVD table is named `name` or by its header, a CSV table `name` or Table1.
     """
+    if isinstance(source, _core.QvdTable):
+        builder.add_qvd_table(source, name)
+        return
     with source_bytes(source) as data:
         if kind is None:
             kind = detect_kind(bytes(data[:HEAD_BYTES]))
@@ -108,7 +116,7 @@ def add_table(
 
 
 def load_model(
-    tables: Iterable[tuple[Source, str | None]], kind: SourceKind | None = None
+    tables: Iterable[tuple[TableSource, str | None]], kind: SourceKind | None = None
 ) -> _core.DataModel:
     """A model of (source, table name) pairs, linked; each source must hold one table."""
     builder = _core.ModelBuilder()

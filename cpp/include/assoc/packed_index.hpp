@@ -31,11 +31,17 @@ class PackedIndex {
   // Writes the symbol indexes (kNull for NULL) of rows [begin, begin+count) of every column c
   // to out[c].
   using BlockSource = std::function<void(std::size_t begin, std::size_t count, std::uint32_t* const* out)>;
+  // Writes the codes of rows [begin, begin+count) of every column c to codes[c] (the symbol
+  // index, plus 1 where the layout gives NULL a code, 0 for NULL), its largest code to
+  // max_codes[c] and its count of NULLs to nulls[c].
+  using CodeSource = std::function<void(std::size_t begin, std::size_t count, std::uint32_t* const* codes,
+                                        std::uint32_t* max_codes, std::uint64_t* nulls)>;
   // Packs `n` rows of several columns that `source` produces block by block, in parallel, so
   // the rows are visited once for all columns and no column's indexes are ever held whole.
   // An index outside its column's layout throws Error.
   static std::vector<PackedIndex> pack_columns(std::size_t n, const std::vector<Layout>& layouts,
                                                const BlockSource& source, CpuAccount* cpu = nullptr);
+  class ColumnPacker;
   // Bit width needed for codes 0..max_code.
   static std::uint32_t width_for(std::uint64_t max_code);
 
@@ -104,6 +110,28 @@ class PackedIndex {
   std::uint64_t mask_ = 0;
   std::uint32_t width_ = 0;
   std::uint32_t bias_ = 0;
+};
+
+// pack_columns in steps: the columns are laid out up front, then row ranges are packed as their
+// source can produce them (a file still arriving), then finish() checks and hands them over.
+class PackedIndex::ColumnPacker {
+ public:
+  ColumnPacker(std::size_t n, std::vector<Layout> layouts);
+  // Packs rows [begin, end) in parallel; `begin` is a multiple of 64 and so is `end`, unless it
+  // is the last row. Each row is packed once; calls for disjoint ranges may not overlap in time.
+  void pack(std::size_t begin, std::size_t end, const BlockSource& source, CpuAccount* cpu = nullptr);
+  // The same from a source that gives the codes themselves (no pass over them to add the bias).
+  void pack_codes(std::size_t begin, std::size_t end, const CodeSource& source, CpuAccount* cpu = nullptr);
+  // The packed columns once every row is packed; an index outside its column's layout throws Error.
+  std::vector<PackedIndex> finish();
+
+ private:
+  std::size_t n_;
+  std::size_t block_;
+  std::vector<Layout> layouts_;
+  std::vector<PackedIndex> out_;
+  std::vector<std::uint64_t> nulls_;
+  std::vector<bool> out_of_range_;
 };
 
 }  // namespace assoc

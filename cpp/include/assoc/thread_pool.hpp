@@ -45,6 +45,20 @@ class CpuScope {
   std::int64_t start_;
 };
 
+// While one lives, parallel_for on its thread runs every task on that thread: for background
+// work that should take no more than the one (low-priority) thread it runs on.
+class SerialScope {
+ public:
+  SerialScope();
+  ~SerialScope();
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+};
+
+// Lowers the calling thread's scheduling priority as far as it goes (Linux; elsewhere nothing),
+// so that it runs only on CPU time other threads leave.
+void lower_thread_priority();
+
 // Runs fn(task) for task in [0, n_tasks) on up to `threads()` threads, the caller included.
 // Returns when all tasks are done; the first exception a task throws is rethrown here.
 // Worker threads add their CPU time to `account` when one is given; the calling thread's

@@ -76,15 +76,20 @@ async def import_app(request: Request) -> Response:
         raise ApiError(400, "ModeNotSupported", "mode AUTOREPLACE needs the setting EFEMode=1")
     name = request.path_params.get("name") or request.query_params.get("name") or None
     store = _store(request)
-    upload = await receive_upload(request, store.new_upload_path(), settings)
-    attributes = await run_in_threadpool(
-        store.import_file,
-        upload.path,
-        name=name,
-        mode=mode,
-        owner=_user(request),
-        source_name=upload.filename,
-    )
+    # A raw QVD body is parsed as it arrives (a NEW import: AUTOREPLACE takes only packages).
+    admit = store.admit_upload if mode is ImportMode.NEW else None
+    upload = await receive_upload(request, store.new_upload_path(), settings, admit)
+    with upload.admission:
+        attributes = await run_in_threadpool(
+            store.import_file,
+            upload.path,
+            name=name,
+            mode=mode,
+            owner=_user(request),
+            source_name=upload.filename,
+            qvd=upload.qvd,
+            admission=upload.admission if upload.qvd is not None else None,
+        )
     return JSONResponse(nx_app(attributes, settings.api_version))
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -15,29 +16,35 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 
+from assoc import Error, QvdStream
 from assoc.server.errors import ApiError
 from assoc.server.settings import Settings
+from assoc.server.store.files import start_writeback
+from assoc.sources import HEAD_BYTES, SourceKind, detect_kind
 
 FILE_PART = "filedata"
 _FLUSH_BYTES = 1 << 20
+_IOV_MAX = 1024  # chunks one writev takes (Linux's limit)
+
+
+# Holds room in the store's load gate for a load of that many bytes, for the block.
+Admit = Callable[[int], contextlib.AbstractContextManager[None]]
 
 
 @dataclass(frozen=True)
 class Upload:
-    """A request body (or its filedata part) on disk."""
+    """A request body (or its filedata part) on disk; a QVD file also parsed as it came,
+    under load-gate room held until `admission` closes."""
 
     path: Path
     size: int
     filename: str | None
+    qvd: QvdStream | None = None
+    admission: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
 
 def _too_large(limit: int) -> ApiError:
     return ApiError(413, "PayloadTooLarge", f"the request body is larger than {limit} bytes")
-
-
-# Linux: start writing a finished range back to disk without waiting for it.
-_sync_file_range: Callable[[int, int, int, int], None] | None = getattr(os, "sync_file_range", None)
-_START_WRITEBACK: int = getattr(os, "SYNC_FILE_RANGE_WRITE", 0)
 
 
 class _SpoolFile:
@@ -66,22 +73,29 @@ class _SpoolFile:
         """Starts writing what has collected once there is enough (anything, with `force`);
         with `force`, returns when everything is written."""
         if self._pending and (force or self._pending_bytes >= _FLUSH_BYTES):
-            data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
-            self._pending.clear()
+            chunks, self._pending = self._pending, []
             self._pending_bytes = 0
             await self._wait()
-            self._writing = asyncio.ensure_future(run_in_threadpool(self._write, data))
+            self._writing = asyncio.ensure_future(run_in_threadpool(self._write, chunks))
         if force:
             await self._wait()
 
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[self._file.write(view) or 0 :]
-        start, self._written = self._written, self._written + len(data)
-        if _sync_file_range is not None:
-            with contextlib.suppress(OSError):  # only a head start: the store's fsync decides
-                _sync_file_range(self._file.fileno(), start, len(data), _START_WRITEBACK)
+    def _write(self, chunks: list[bytes]) -> None:
+        # One gathered write per IOV_MAX chunks, so the chunks are never joined (copied) first.
+        fd = self._file.fileno()
+        start = self._written
+        views = [memoryview(c) for c in chunks]
+        i = 0
+        while i < len(views):
+            n = os.writev(fd, views[i : i + _IOV_MAX])
+            self._written += n
+            while i < len(views) and n >= len(views[i]):
+                n -= len(views[i])
+                i += 1
+            if n:
+                views[i] = views[i][n:]
+        # Only a head start (errors are ignored): the store's fsync decides.
+        start_writeback(fd, start, self._written - start)
 
     async def _wait(self) -> None:
         if self._writing is not None:
@@ -96,9 +110,14 @@ class _SpoolFile:
         self._file.close()
 
 
-async def receive_upload(request: Request, path: Path, settings: Settings) -> Upload:
+async def receive_upload(
+    request: Request, path: Path, settings: Settings, admit: Admit | None = None
+) -> Upload:
     """Streams the body (raw, or the multipart `filedata` part) to `path`; 413 past
-    MaxUploadBytes, 408 when the client sends nothing for BodyReadTimeout seconds."""
+    MaxUploadBytes, 408 when the client sends nothing for BodyReadTimeout seconds.
+
+    With `admit` and a Content-Length, a QVD file is parsed as it arrives too, once `admit`
+    has room for it."""
     limit = settings.max_upload_bytes
     stream = _limited_stream(request, limit, settings.body_read_timeout)
     declared = request.headers.get("content-length")
@@ -109,21 +128,92 @@ async def receive_upload(request: Request, path: Path, settings: Settings) -> Up
             raise _too_large(limit)
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     spool = _SpoolFile(path)
+    admission = contextlib.ExitStack()
+    qvd = _QvdFeed(admit, admission)
+    body_size = int(declared) if declared else 0
     try:
         if content_type == b"multipart/form-data":
-            filename = await _receive_multipart(stream, spool, options.get(b"boundary"))
+            filename = await _receive_multipart(
+                stream, spool, options.get(b"boundary"), qvd, body_size
+            )
         else:
             filename = None
+            qvd.size = body_size
             async for chunk in stream:
                 spool.add(chunk)
+                qvd.add(chunk)
+                await qvd.start_when_ready()
                 await spool.flush()
         await spool.flush(force=True)
         await spool.close()
-        return Upload(path, spool.size, filename)
+        return Upload(path, spool.size, filename, qvd.stream, admission)
     except BaseException:
+        admission.close()
         await asyncio.shield(spool.close())
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
+        raise
+
+
+class _QvdFeed:
+    """The uploaded file's bytes for a QvdStream: the first ones are held until they show a
+    QVD file and `admit` has room for it, then every byte is fed as it comes."""
+
+    def __init__(self, admit: Admit | None, admission: contextlib.ExitStack) -> None:
+        self.stream: QvdStream | None = None
+        self.size = 0  # the file's expected size; 0 while unknown (nothing is held)
+        self._admit = admit
+        self._admission = admission
+        self._head: list[bytes] | None = [] if admit is not None else None
+        self._head_bytes = 0
+
+    def add(self, data: bytes) -> None:
+        if self.stream is not None:
+            self.stream.feed(data)
+        elif self._head is not None and self.size > 0:
+            self._head.append(data)
+            self._head_bytes += len(data)
+
+    async def start_when_ready(self) -> None:
+        """Starts the stream once enough bytes are held to tell a QVD file."""
+        if self._head is None or self._admit is None or self._head_bytes < HEAD_BYTES:
+            return
+        head, self._head = b"".join(self._head), None
+        try:
+            if detect_kind(head) is not SourceKind.QVD:
+                return
+        except Error:
+            return  # the import names the problem as it does for any body
+        await _enter_in_thread(self._admit(self.size), self._admission)
+        try:
+            stream = QvdStream(self.size)
+        except Error:
+            return  # larger than the memory: the import reports it
+        stream.feed(head)
+        self.stream = stream
+
+
+async def _enter_in_thread(
+    room: contextlib.AbstractContextManager[None], stack: contextlib.ExitStack
+) -> None:
+    """Enters `room` in a worker thread (it may wait) and adds its exit to `stack`; if the
+    caller is cancelled meanwhile, the thread leaves it again as soon as it has entered."""
+    lock = threading.Lock()
+    abandoned = False
+
+    def enter() -> None:
+        room.__enter__()
+        with lock:
+            if not abandoned:
+                stack.push(room)
+                return
+        room.__exit__(None, None, None)
+
+    try:
+        await run_in_threadpool(enter)
+    except BaseException:
+        with lock:
+            abandoned = True
         raise
 
 
@@ -150,10 +240,17 @@ async def _limited_stream(request: Request, limit: int, idle: float) -> AsyncIte
 
 
 class _FilePartCollector:
-    """Multipart parser callbacks that send the first `filedata` part's bytes to a spool."""
+    """Multipart parser callbacks that send the first `filedata` part's bytes to a spool and a
+    QVD feed. The part's size is taken to be what follows its first byte but the closing
+    delimiter (the file as the last part, as clients send it); when it is not, the stream
+    reads the file whole at its end."""
 
-    def __init__(self, spool: _SpoolFile) -> None:
+    def __init__(self, spool: _SpoolFile, qvd: _QvdFeed, body_size: int, boundary: bytes) -> None:
         self.spool = spool
+        self.qvd = qvd
+        self.body_size = body_size
+        self.closing = len(b"\r\n--" + boundary + b"--\r\n")
+        self.offset = 0  # where in the body the chunk being parsed starts
         self.seen = False
         self.filename: str | None = None
         self._in_file = False
@@ -195,19 +292,28 @@ class _FilePartCollector:
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
         if self._in_file:
-            self.spool.add(data[start:end])
+            if self.spool.size == 0 and self.body_size:
+                self.qvd.size = max(0, self.body_size - (self.offset + start) - self.closing)
+            piece = data[start:end]
+            self.spool.add(piece)
+            self.qvd.add(piece)
 
     def on_part_end(self) -> None:
         self._in_file = False
 
 
 async def _receive_multipart(
-    stream: AsyncIterator[bytes], spool: _SpoolFile, boundary: bytes | None
+    stream: AsyncIterator[bytes],
+    spool: _SpoolFile,
+    boundary: bytes | None,
+    qvd: _QvdFeed,
+    body_size: int,
 ) -> str | None:
-    """Writes the `filedata` part's bytes to the spool; returns the part's filename."""
+    """Writes the `filedata` part's bytes to the spool (and the QVD feed); returns the part's
+    filename."""
     if not boundary:
         raise ApiError(400, "BadRequest", "multipart/form-data without a boundary")
-    collector = _FilePartCollector(spool)
+    collector = _FilePartCollector(spool, qvd, body_size, boundary)
     try:
         parser = MultipartParser(boundary, collector.callbacks())  # type: ignore[arg-type]
     except FormParserError as exc:  # a boundary over 256 bytes
@@ -215,6 +321,8 @@ async def _receive_multipart(
     try:
         async for chunk in stream:
             parser.write(chunk)
+            collector.offset += len(chunk)
+            await qvd.start_when_ready()
             await spool.flush()
         parser.finalize()
     except MultipartParseError as exc:

@@ -18,8 +18,14 @@ from typing import Any, BinaryIO
 from assoc import Error
 from assoc.app import App
 from assoc.package import MANIFEST_NAME, Manifest, PackageLimits
+from assoc.qvd_stream import QvdStream
 from assoc.server.store import media
-from assoc.server.store.admission import LoadGate, load_capacity, load_work_bytes
+from assoc.server.store.admission import (
+    WORK_BYTES_PER_SOURCE_BYTE,
+    LoadGate,
+    load_capacity,
+    load_work_bytes,
+)
 from assoc.server.store.cache import AppCache, DocUsage, Entry, Lease, serialise
 from assoc.server.store.errors import (
     AppExists,
@@ -213,6 +219,11 @@ class AppStore:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
+    def admit_upload(self, size: int) -> contextlib.AbstractContextManager[None]:
+        """Room in the load gate for importing a table file of `size` bytes, held for the block
+        (taken before an upload is parsed as it arrives)."""
+        return self.load_gate.admit(size * WORK_BYTES_PER_SOURCE_BYTE)
+
     def import_file(
         self,
         source: Path,
@@ -221,18 +232,26 @@ class AppStore:
         mode: ImportMode = ImportMode.NEW,
         owner: str = "",
         source_name: str | None = None,
+        qvd: QvdStream | None = None,
+        admission: contextlib.AbstractContextManager[object] | None = None,
     ) -> dict[str, Any]:
-        """Imports a package, QVD or CSV file (consumed) and commits it; returns its attributes."""
+        """Imports a package, QVD or CSV file (consumed) and commits it; returns its attributes.
+
+        `qvd`: the source's bytes parsed as they arrived, under `admission` (room that
+        `admit_upload` made, released once the app is loaded)."""
         stage_dir, version_dir = self._dirs.new_stage()
         early_flush = EarlyFlush()
         try:
-            if mode is ImportMode.AUTOREPLACE and source_kind(source) is not SourceKind.PACKAGE:
+            kind = SourceKind.QVD if qvd is not None else source_kind(source)
+            if mode is ImportMode.AUTOREPLACE and kind is not SourceKind.PACKAGE:
                 raise AppIdRequired("mode AUTOREPLACE needs an app package with attributes.id")
             # Staging is the import's working memory; the commit below needs none and waits for
             # the app's lock, which a load holds while it waits here (so no cycle).
-            with self.load_gate.admit(load_work_bytes([source])):
+            if admission is None:
+                admission = self.load_gate.admit(load_work_bytes([source]))
+            with admission:
                 manifest, app = stage(
-                    source, version_dir, name, source_name, self.limits, early_flush
+                    source, kind, version_dir, name, source_name, self.limits, early_flush, qvd
                 )
             attrs = set_attributes(manifest, mode, name, owner)
             app_id = attrs["id"]
@@ -241,7 +260,7 @@ class AppStore:
                 if mode is ImportMode.NEW and old is not None:
                     raise AppExists(f"app id {app_id!r} exists")  # a UUID clash: never in practice
                 carry_over(manifest, old.manifest if old is not None else None)
-                self._publish(app_id, version_dir, manifest, app, old)
+                self._publish(app_id, version_dir, manifest, app, old, early_flush.join())
             if old is not None:
                 self._notify(app_id, "replaced")
             return dict(attrs)
@@ -252,12 +271,19 @@ class AppStore:
                 source.unlink()
 
     def _publish(
-        self, app_id: str, version_dir: Path, manifest: Manifest, app: App, old: Entry | None
+        self,
+        app_id: str,
+        version_dir: Path,
+        manifest: Manifest,
+        app: App,
+        old: Entry | None,
+        flushed: frozenset[str] = frozenset(),
     ) -> None:
-        """Commits a staged version and holds its loaded app (the app's lock held)."""
+        """Commits a staged version and holds its loaded app (the app's lock held); the files
+        in `flushed` are on disk already."""
         (version_dir / MANIFEST_NAME).write_bytes(manifest.to_json())
         committed = self._dirs.commit(
-            app_id, version_dir, old.version_dir if old is not None else None
+            app_id, version_dir, old.version_dir if old is not None else None, flushed
         )
         entry = Entry(app_id, committed, manifest, self._app_lock(app_id))
         with self._cache.lock:

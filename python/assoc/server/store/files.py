@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import ctypes
 import fcntl
 import os
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -17,6 +19,28 @@ LOCK_NAME = ".lock"
 
 _flush_pool: concurrent.futures.ThreadPoolExecutor | None = None
 _flush_pool_lock = threading.Lock()
+
+
+def _libc_sync_file_range() -> Callable[[int, int, int, int], int] | None:
+    """Linux's sync_file_range (Python's os module lacks it), or None elsewhere."""
+    try:
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (AttributeError, OSError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+_SYNC_FILE_RANGE = _libc_sync_file_range()
+_SYNC_FILE_RANGE_WRITE = 2  # start writing the range's dirty pages back, without waiting
+
+
+def start_writeback(fd: int, offset: int, length: int) -> None:
+    """Starts writing a file's range to disk without waiting for it (a head start for the
+    fsync that makes it durable, which then has little left to wait for); Linux only."""
+    if _SYNC_FILE_RANGE is not None:
+        _SYNC_FILE_RANGE(fd, offset, length, _SYNC_FILE_RANGE_WRITE)
 
 
 def fsync_dir(path: Path) -> None:
@@ -52,39 +76,53 @@ def fsync_paths(paths: list[str | Path]) -> None:
         future.result()
 
 
-def fsync_tree(root: Path) -> None:
-    """Flushes every file and folder under root (root included)."""
+def fsync_tree(root: Path, flushed: frozenset[str] = frozenset()) -> None:
+    """Flushes every file and folder under root (root included), but the paths in `flushed`
+    (flushed already, and unchanged since)."""
     paths: list[str | Path] = []
     for dirpath, _dirnames, filenames in os.walk(root):
-        paths.append(dirpath)
-        paths += [os.path.join(dirpath, name) for name in filenames]
+        if dirpath not in flushed:
+            paths.append(dirpath)
+        paths += [p for name in filenames if (p := os.path.join(dirpath, name)) not in flushed]
     fsync_paths(paths)
 
 
-class EarlyFlush:
-    """Flushes staged table files in a background thread while the engine parses them.
+_early_pool: concurrent.futures.ThreadPoolExecutor | None = None
 
-    The commit flushes the whole staged tree again; by then that costs next to nothing.
+
+class EarlyFlush:
+    """Flushes a staged version in the background while the engine parses its tables.
+
+    The commit then flushes only what it did not: the version folder (which gets app.json
+    after), and what is written since.
     """
 
     def __init__(self) -> None:
-        self._thread: threading.Thread | None = None
+        self._flushing: concurrent.futures.Future[frozenset[str]] | None = None
 
     def start(self, root: Path) -> None:
         """Starts flushing everything under root."""
-        self._thread = threading.Thread(target=self._flush, args=(root,), daemon=True)
-        self._thread.start()
+        global _early_pool
+        with _flush_pool_lock:
+            if _early_pool is None:
+                _early_pool = concurrent.futures.ThreadPoolExecutor(4, "assoc-early-flush")
+            pool = _early_pool
+        self._flushing = pool.submit(self._flush, root)
 
     @staticmethod
-    def _flush(root: Path) -> None:
-        # Errors surface in the commit's own flush of the same files.
-        with contextlib.suppress(OSError):
+    def _flush(root: Path) -> frozenset[str]:
+        # Everything below root is staged for good; root itself gets app.json later.
+        below = [os.path.join(d, n) for d, dirs, files in os.walk(root) for n in dirs + files]
+        try:
             fsync_tree(root)
+        except OSError:
+            return frozenset()  # the commit's own flush of the same paths reports the error
+        return frozenset(below)
 
-    def join(self) -> None:
-        """Waits for the flush to finish."""
-        if self._thread is not None:
-            self._thread.join()
+    def join(self) -> frozenset[str]:
+        """Waits for the flush; the paths below its root that it flushed (none if it failed
+        or never started)."""
+        return self._flushing.result() if self._flushing is not None else frozenset()
 
 
 def remove(path: Path) -> None:

@@ -23,6 +23,7 @@ from assoc.package import (
     TableEntry,
     normalize_attributes,
 )
+from assoc.qvd_stream import QvdStream
 from assoc.server.store.errors import AppIdRequired, ImportTooLarge, InvalidAppFile
 from assoc.server.store.files import EarlyFlush
 from assoc.server.store.media import MEDIA_DIR
@@ -73,15 +74,17 @@ def source_kind(source: Path) -> SourceKind:
 
 def stage(
     source: Path,
+    kind: SourceKind,
     version_dir: Path,
     name: str | None,
     source_name: str | None,
     limits: PackageLimits,
     early_flush: EarlyFlush,
+    qvd: QvdStream | None = None,
 ) -> tuple[Manifest, App]:
-    """Writes the source's tables and media into version_dir and loads the app."""
+    """Writes the source's tables and media into version_dir and loads the app (a QVD source
+    from `qvd`, its bytes parsed as they arrived, when given)."""
     (version_dir / MEDIA_DIR).mkdir(exist_ok=True)
-    kind = source_kind(source)
     with invalid_app_file():
         if kind is SourceKind.PACKAGE:
             with AppPackage.open(source, limits) as package:
@@ -102,8 +105,9 @@ def stage(
         table_path = version_dir / "tables" / f"table{suffix}"
         table_path.parent.mkdir()
         os.replace(source, table_path)
-        early_flush.start(table_path.parent)
-        app = App(load_model([(table_path, name or None)], kind))
+        early_flush.start(version_dir)
+        source_table = qvd.finish() if qvd is not None else table_path
+        app = App(load_model([(source_table, name or None)], kind))
         table_name = app.tables[0]
         manifest = Manifest(
             tables=[TableEntry(table_name, f"tables/table{suffix}")],

@@ -66,11 +66,18 @@ class VersionDirs:
         version_dir.mkdir(parents=True)
         return stage, version_dir
 
-    def commit(self, app_id: str, version_dir: Path, old_version_dir: Path | None) -> Path:
+    def commit(
+        self,
+        app_id: str,
+        version_dir: Path,
+        old_version_dir: Path | None,
+        flushed: frozenset[str] = frozenset(),
+    ) -> Path:
         """Publishes a staged version as the app's current one; returns where it now lives.
 
         The caller holds the app's lock. Everything is flushed before the rename that
-        publishes it, and that rename is flushed before this returns.
+        publishes it (but the files in `flushed`, flushed already), and that rename is flushed
+        before this returns.
         """
         stage, version = version_dir.parent, version_dir.name
         app_dir = self.apps_dir / app_id
@@ -79,11 +86,11 @@ class VersionDirs:
                 self.discard(app_dir)
             # A new app: CURRENT rides along in the staged folder, one rename publishes both.
             (stage / CURRENT_NAME).write_bytes(version.encode())
-            fsync_tree(stage)
+            fsync_tree(stage, flushed)
             os.rename(stage, app_dir)
             fsync_dir(self.apps_dir)
         else:
-            fsync_tree(version_dir)
+            fsync_tree(version_dir, flushed)
             os.rename(version_dir, app_dir / version)
             current_tmp = app_dir / f".{CURRENT_NAME}.{uuid.uuid4().hex}.tmp"
             current_tmp.write_bytes(version.encode())

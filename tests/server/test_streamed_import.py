@@ -1,0 +1,277 @@
+"""Imports of QVD bodies parsed while they arrive: the same app as loading the file, stored as
+durably, the reader's errors as 422, and nothing left behind by a bad body or a client that
+goes away mid-body."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from starlette.testclient import TestClient
+
+import assoc
+from appfiles import ServerProcess
+from assoc.server import create_app
+from assoc.server.settings import Settings
+
+pytestmark = pytest.mark.server
+
+
+def sales_qvd(rows: int) -> bytes:
+    """A QVD of one table with numbers, texts and NULLs, big enough to arrive in many chunks."""
+    app = assoc.App.from_tables(
+        {
+            "Sales": {
+                "OrderId": list(range(rows)),
+                "Customer": [f"C{i % 997:04d}" for i in range(rows)],
+                "Amount": [None if i % 11 == 0 else (i % 500) / 4 for i in range(rows)],
+            }
+        }
+    )
+    return bytes(app._impl.write_qvd("Sales"))
+
+
+@pytest.fixture(scope="module")
+def qvd() -> bytes:
+    """A 40,000-row QVD (about half a megabyte)."""
+    return sales_qvd(40_000)
+
+
+def data_of(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The parts of metadata that describe the data (not when or how fast it loaded)."""
+    return {"fields": metadata["fields"], "tables": metadata["tables"]}
+
+
+def expected_data(data: bytes) -> dict[str, Any]:
+    """What App.from_qvd makes of the bytes."""
+    return data_of(assoc.App.from_qvd(data).metadata())
+
+
+def leftovers(data_dir: Path) -> list[Path]:
+    """Everything under tmp/ and apps/."""
+    return sorted((data_dir / "tmp").iterdir()) + sorted((data_dir / "apps").iterdir())
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """The service's data dir."""
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def client(data_dir: Path) -> Iterator[TestClient]:
+    """The service with default settings."""
+    with TestClient(create_app(Settings(), data_dir)) as client:
+        yield client
+
+
+def test_raw_qvd_body_imports_the_file_and_stores_it(
+    client: TestClient, data_dir: Path, qvd: bytes
+) -> None:
+    response = client.post("/v1/apps/import", content=qvd)
+    assert response.status_code == 200, response.text
+    app_id = response.json()["attributes"]["id"]
+    assert response.json()["attributes"]["name"] == "Sales"
+    metadata = client.get(f"/v1/apps/{app_id}/data/metadata").json()
+    assert data_of(metadata) == expected_data(qvd)
+    (stored,) = (data_dir / "apps" / app_id).glob("*/tables/table.qvd")
+    assert stored.read_bytes() == qvd
+    assert list((data_dir / "tmp").iterdir()) == []
+    health = client.get("/healthcheck").json()
+    assert health["apps"]["loaded_docs"] == [app_id]
+
+
+def test_multipart_and_chunked_qvd_bodies_give_the_same_app(client: TestClient, qvd: bytes) -> None:
+    expected = expected_data(qvd)
+    multipart = client.post("/v1/apps/import", files={"filedata": ("Year 2025.qvd", qvd)})
+    assert multipart.status_code == 200, multipart.text
+    assert multipart.json()["attributes"]["name"] == "Year 2025"
+    chunks = [qvd[i : i + 3000] for i in range(0, len(qvd), 3000)]
+    chunked = client.post("/v1/apps/import", content=iter(chunks))
+    assert chunked.status_code == 200, chunked.text
+    for answer in (multipart, chunked):
+        app_id = answer.json()["attributes"]["id"]
+        assert data_of(client.get(f"/v1/apps/{app_id}/data/metadata").json()) == expected
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda q: q[:-1], id="truncated"),
+        pytest.param(lambda q: q + b"\0\0", id="trailing-bytes"),
+        pytest.param(
+            lambda q: q.replace(b"<NoOfRecords>40000<", b"<NoOfRecords>40001<", 1),
+            id="records-past-the-end",
+        ),
+        pytest.param(lambda q: q.replace(b"</TableName>", b"</TableNam>", 1), id="bad-header"),
+        pytest.param(
+            lambda q: q[: q.index(b"\0") + 1] + b"\x09" + q[q.index(b"\0") + 2 :],
+            id="bad-symbol",
+        ),
+    ],
+)
+def test_an_invalid_qvd_is_422_with_the_readers_message_and_stores_nothing(
+    client: TestClient, data_dir: Path, qvd: bytes, damage: Any
+) -> None:
+    broken = damage(qvd)
+    with pytest.raises(assoc.Error) as expected:
+        assoc.App.from_qvd(broken)
+    response = client.post("/v1/apps/import", content=broken)
+    assert response.status_code == 422, response.text
+    (error,) = response.json()["errors"]
+    assert error["code"] == "InvalidAppFile"
+    assert error["detail"] == str(expected.value)
+    assert leftovers(data_dir) == []
+    assert client.get("/v1/apps").json() == []
+
+
+def test_a_stream_waits_for_room_in_the_load_gate_before_it_buffers(
+    client: TestClient, data_dir: Path, qvd: bytes
+) -> None:
+    gate = client.app_state["store"].load_gate
+    answers: list[int] = []
+    with gate.admit(gate.capacity):  # every byte of the capacity held
+        importing = threading.Thread(
+            target=lambda: answers.append(client.post("/v1/apps/import", content=qvd).status_code)
+        )
+        importing.start()
+        deadline = time.monotonic() + 10
+        while gate.waited == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert gate.waited == 1
+        assert answers == []
+        # It waits with the body unread: nothing of it is on disk yet.
+        (upload,) = (data_dir / "tmp").glob("upload-*")
+        assert upload.stat().st_size == 0
+    importing.join(30)
+    assert answers == [200]
+
+
+def test_qvd_bodies_are_parsed_once_as_they_arrive(
+    client: TestClient, qvd: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    finished: list[int] = []
+    finish = assoc.QvdStream.finish
+
+    def counted(self: assoc.QvdStream) -> Any:
+        finished.append(self.received)
+        return finish(self)
+
+    monkeypatch.setattr(assoc.QvdStream, "finish", counted)
+    assert client.post("/v1/apps/import", content=qvd).status_code == 200
+    assert client.post("/v1/apps/import", files={"filedata": ("a.qvd", qvd)}).status_code == 200
+    assert finished == [len(qvd), len(qvd)]
+    # A body too short to tell by its first bytes, or without a Content-Length, loads the file.
+    small = sales_qvd(20)
+    assert len(small) < 4096
+    assert client.post("/v1/apps/import", content=small).status_code == 200
+    assert client.post("/v1/apps/import", content=iter([qvd])).status_code == 200
+    assert finished == [len(qvd), len(qvd)]
+
+
+def test_a_file_part_before_other_parts_still_imports_the_file(
+    client: TestClient, qvd: bytes
+) -> None:
+    # The stream expects the file to be the last part; here it is not, so it reads the file
+    # whole at the end.
+    response = client.post(
+        "/v1/apps/import",
+        files={"filedata": ("a.qvd", qvd), "zz-comment": ("note.txt", b"x" * 5000)},
+    )
+    assert response.status_code == 200, response.text
+    app_id = response.json()["attributes"]["id"]
+    assert data_of(client.get(f"/v1/apps/{app_id}/data/metadata").json()) == expected_data(qvd)
+
+
+# ---- a real server process ------------------------------------------------------------
+
+
+def test_served_import_survives_kill_9(tmp_path: Path) -> None:
+    data = sales_qvd(200_000)
+    server = ServerProcess(tmp_path / "data").start()
+    try:
+        with server.client() as client:
+            response = client.post("/v1/apps/import", content=data)
+            assert response.status_code == 200, response.text
+            app_id = response.json()["attributes"]["id"]
+            before = client.get(f"/v1/apps/{app_id}/data/metadata").json()
+            assert data_of(before) == expected_data(data)
+            assert client.get("/healthcheck").json()["apps"]["loaded_docs"] == [app_id]
+        server.kill()
+    finally:
+        server.stop()
+    server = ServerProcess(tmp_path / "data").start()
+    try:
+        with server.client() as client:
+            after = client.get(f"/v1/apps/{app_id}/data/metadata").json()
+            assert data_of(after) == data_of(before)
+    finally:
+        server.stop()
+
+
+def _send_half_and_hang_up(base_url: str, body: bytes, declared: int) -> None:
+    url = urlsplit(base_url)
+    with socket.create_connection((url.hostname or "127.0.0.1", url.port or 80), 30) as sock:
+        head = f"POST /v1/apps/import HTTP/1.1\r\nHost: x\r\nContent-Length: {declared}\r\n\r\n"
+        sock.sendall(head.encode() + body)
+        time.sleep(0.3)  # the service reads the head, takes room in the gate, starts parsing
+
+
+def test_a_client_that_hangs_up_mid_body_leaves_nothing_and_frees_the_gate(
+    tmp_path: Path,
+) -> None:
+    data = sales_qvd(200_000)
+    # The gate holds 64 MiB: a body declared at 30 MB asks for all of it, so an import after
+    # the hang-up can only run if that room was given back.
+    server = ServerProcess(tmp_path / "data", "MemoryBudgetMB=100").start()
+    try:
+        for _ in range(2):
+            _send_half_and_hang_up(server.base_url, data[: len(data) // 2], 30_000_000)
+        deadline = time.monotonic() + 10
+        while leftovers(tmp_path / "data") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert leftovers(tmp_path / "data") == []
+        with server.client() as client:
+            response = client.post("/v1/apps/import", content=data)
+            assert response.status_code == 200, response.text
+            assert client.get("/v1/apps").json()[0]["attributes"]["name"] == "Sales"
+    finally:
+        server.stop()
+
+
+def test_an_upload_cancelled_while_it_waits_for_room_never_keeps_it() -> None:
+    import asyncio
+    import contextlib
+
+    from assoc.server.store.admission import LoadGate
+    from assoc.server.uploads import _enter_in_thread
+
+    gate = LoadGate(100)
+    stack = contextlib.ExitStack()
+    with gate.admit(100):  # all the room held: the upload's thread waits
+
+        async def cancelled() -> None:
+            task = asyncio.create_task(_enter_in_thread(gate.admit(60), stack))
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(cancelled())
+    # The waiting thread gets the room once it is free, and gives it straight back.
+    admitted = threading.Event()
+
+    def take_all() -> None:
+        with gate.admit(100):
+            admitted.set()
+
+    threading.Thread(target=take_all, daemon=True).start()
+    assert admitted.wait(10)
+    stack.close()  # nothing was added to it
+    assert gate.waited >= 1
