@@ -11,6 +11,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import WebSocketRoute
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from assoc.server.health import HealthMonitor
@@ -38,17 +39,23 @@ class QixConnection:
     """One socket and its session; `lock` keeps requests and engine notices in order."""
 
     def __init__(
-        self, websocket: WebSocket, session: QixSession, monitor: HealthMonitor, metrics: Metrics
+        self,
+        websocket: WebSocket,
+        send: Send,
+        session: QixSession,
+        monitor: HealthMonitor,
+        metrics: Metrics,
     ) -> None:
         self.websocket = websocket
         self.session = session
         self.lock = asyncio.Lock()
         self.metrics = metrics
+        self._send = send
         self._count_call = monitor.count_call
 
     async def send(self, text: str) -> None:
         """Sends one message; the transport's write limit bounds what waits for a slow client."""
-        await self.websocket.send_text(text)
+        await self._send({"type": "websocket.send", "text": text})
 
     async def handle(self, text: str) -> None:
         """Answers one frame."""
@@ -146,42 +153,54 @@ def _text_of(message: Mapping[str, Any]) -> str | None:
         return "\ufffd"  # answered as a parse error
 
 
-async def qix_socket(websocket: WebSocket) -> None:
-    """A QIX session over one WebSocket, on any URL form of the protocol."""
-    state = websocket.scope["state"]
-    settings: Settings = state["settings"]
-    connections: QixConnections = state["qix"]
-    # The URL names no app to open (OpenDoc does); parsing it still rejects nothing.
-    parse_qix_path(websocket.url.path)
-    session = QixSession(state["store"], settings, str(state.get("user", "")))
-    connection = QixConnection(websocket, session, state["monitor"], websocket.app.state.metrics)
-    await websocket.accept()
-    connections.add(connection)
-    limit = settings.qix_max_message_bytes
-    try:
-        await connection.send(notification("OnConnected", {"qSessionState": "SESSION_CREATED"}))
-        while True:
-            message = await websocket.receive()
-            if message["type"] == "websocket.disconnect":
-                break
-            text = message.get("text")
-            if text is None:
-                text = _text_of(message)
+class QixEndpoint:
+    """A QIX session over one WebSocket, on any URL form of the protocol.
+
+    An ASGI app (a route gives a class instance the ASGI callables as they are): the handshake
+    and closing go through Starlette's WebSocket, the frames through the ASGI receive and send
+    themselves, without the two layers of calls per message that WebSocket.receive and
+    send_text add.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serves one socket until it closes."""
+        websocket = WebSocket(scope, receive, send)
+        state = scope["state"]
+        settings: Settings = state["settings"]
+        connections: QixConnections = state["qix"]
+        # The URL names no app to open (OpenDoc does); parsing it still rejects nothing.
+        parse_qix_path(websocket.url.path)
+        session = QixSession(state["store"], settings, str(state.get("user", "")))
+        connection = QixConnection(
+            websocket, send, session, state["monitor"], websocket.app.state.metrics
+        )
+        await websocket.accept()
+        connections.add(connection)
+        limit = settings.qix_max_message_bytes
+        try:
+            await connection.send(notification("OnConnected", {"qSessionState": "SESSION_CREATED"}))
+            while True:
+                message = await receive()
+                if message["type"] != "websocket.receive":
+                    break  # websocket.disconnect
+                text = message.get("text")
                 if text is None:
-                    continue
-            if len(text) > limit:
-                await websocket.close(MESSAGE_TOO_BIG, f"messages are limited to {limit} bytes")
-                break
+                    text = _text_of(message)
+                    if text is None:
+                        continue
+                if len(text) > limit:
+                    await websocket.close(MESSAGE_TOO_BIG, f"messages are limited to {limit} bytes")
+                    break
+                async with connection.lock:
+                    await connection.handle(text)
+        except (WebSocketDisconnect, RuntimeError, OSError) as exc:
+            _log.debug("QIX socket ended: %s", exc)
+        finally:
+            connections.discard(connection)
             async with connection.lock:
-                await connection.handle(text)
-    except (WebSocketDisconnect, RuntimeError, OSError) as exc:
-        _log.debug("QIX socket ended: %s", exc)
-    finally:
-        connections.discard(connection)
-        async with connection.lock:
-            await run_in_threadpool(session.close)
+                await run_in_threadpool(session.close)
 
 
 def qix_routes() -> list[WebSocketRoute]:
     """The WebSocket route that takes every path (the URL forms of docs/qix.md)."""
-    return [WebSocketRoute("/{path:path}", qix_socket)]
+    return [WebSocketRoute("/{path:path}", QixEndpoint())]
