@@ -29,6 +29,9 @@ namespace {
 
 // Records are decoded once this many bytes of whole rows have arrived (or all of them).
 constexpr std::size_t kRecordBlockBytes = std::size_t{1} << 18;
+// The parser is woken once this many bytes have arrived since it was last woken: a wake-up per
+// chunk (a futex call and two context switches) cost more than the parsing it started.
+constexpr std::size_t kWakeBytes = kRecordBlockBytes;
 
 }  // namespace
 
@@ -40,6 +43,7 @@ struct QvdStream::State {
   std::mutex mutex;
   std::condition_variable more;
   std::size_t received = 0;  // bytes in `buffer`, published under `mutex`
+  std::size_t woken_at = 0;  // `received` when feed() last woke the parser (feed's own)
   bool stopping = false, finished = false;
   std::atomic<bool> finishing{false};  // set by finish(), read by the parser between steps
 
@@ -95,7 +99,10 @@ void QvdStream::feed(const std::uint8_t* data, std::size_t n) {
       std::lock_guard<std::mutex> lock(s.mutex);
       s.received = at + fits;
     }
-    s.more.notify_one();
+    if (s.received - s.woken_at >= kWakeBytes || s.received == s.buffer.size()) {
+      s.woken_at = s.received;
+      s.more.notify_one();
+    }
   }
 }
 
