@@ -134,23 +134,25 @@ _ENCODER = json.JSONEncoder(
 _PLAIN_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _plain_encoder() -> Callable[[Any], str]:
-    """_PLAIN_ENCODER.encode, with its C encoder made once rather than per call (it keeps no
-    state between calls: no circular-reference markers, and answers are trees)."""
+def _compiled(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """encoder.encode, with its C encoder made once rather than per call (it keeps no state
+    between calls: no circular-reference markers, and answers are trees)."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
-        return _PLAIN_ENCODER.encode
+        return encoder.encode
     try:
         chunks = make(
-            None, _PLAIN_ENCODER.default, json.encoder.encode_basestring,
+            None, encoder.default, json.encoder.encode_basestring,
             None, ":", ",", False, False, False,
         )  # fmt: skip
     except TypeError:  # another interpreter's signature
-        return _PLAIN_ENCODER.encode
+        return encoder.encode
     return lambda value: "".join(chunks(value, 0))
 
 
-_encode_plain = _plain_encoder()
+_encode_plain = _compiled(_PLAIN_ENCODER)
+_encode = _compiled(_ENCODER)
+_encode_text: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def _dumps(message: dict[str, Any]) -> str:
@@ -159,7 +161,7 @@ def _dumps(message: dict[str, Any]) -> str:
     except TypeError:
         pass  # it holds RawJson parts
     _raw_parts.parts = []
-    text = _ENCODER.encode(message)
+    text = _encode(message)
     parts: list[str] = _raw_parts.parts
     for i, raw in enumerate(parts):
         text = text.replace(f'"{_RAW_TOKEN}{i}"', raw, 1)
@@ -169,7 +171,9 @@ def _dumps(message: dict[str, Any]) -> str:
 
 def encode_json(value: Any) -> str:
     """Compact JSON of a value (NaN refused), as answers carry it."""
-    return _ENCODER.encode(value)
+    if type(value) is str:  # what JSONEncoder.encode does first, without the C encoder's call
+        return _encode_text(value)
+    return _encode(value)
 
 
 def result_message(

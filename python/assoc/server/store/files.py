@@ -17,8 +17,17 @@ from assoc.server.store.errors import DataDirInUse
 
 LOCK_NAME = ".lock"
 
-_flush_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_flush_pool_lock = threading.Lock()
+_pools: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool(name: str, workers: int) -> concurrent.futures.ThreadPoolExecutor:
+    """The process's thread pool of that name, made on first use."""
+    with _pools_lock:
+        pool = _pools.get(name)
+        if pool is None:
+            pool = _pools[name] = concurrent.futures.ThreadPoolExecutor(workers, name)
+        return pool
 
 
 def _libc_sync_file_range() -> Callable[[int, int, int, int], int] | None:
@@ -63,31 +72,24 @@ def _fsync_path(path: str | Path) -> None:
 def fsync_paths(paths: list[str | Path]) -> None:
     """Flushes files and folders to disk, all at once: the file system's journal commits
     concurrent flushes together, so ten cost about what one does."""
-    global _flush_pool
     if len(paths) <= 1:
         for path in paths:
             _fsync_path(path)
         return
-    with _flush_pool_lock:
-        if _flush_pool is None:
-            _flush_pool = concurrent.futures.ThreadPoolExecutor(8, "assoc-fsync")
-        pool = _flush_pool
+    pool = _pool("assoc-fsync", 8)
     for future in [pool.submit(_fsync_path, path) for path in paths]:
         future.result()
+
+
+def _below(root: Path) -> list[str]:
+    """Every file and folder under root (root itself not)."""
+    return [os.path.join(d, n) for d, dirs, files in os.walk(root) for n in dirs + files]
 
 
 def fsync_tree(root: Path, flushed: frozenset[str] = frozenset()) -> None:
     """Flushes every file and folder under root (root included), but the paths in `flushed`
     (flushed already, and unchanged since)."""
-    paths: list[str | Path] = []
-    for dirpath, _dirnames, filenames in os.walk(root):
-        if dirpath not in flushed:
-            paths.append(dirpath)
-        paths += [p for name in filenames if (p := os.path.join(dirpath, name)) not in flushed]
-    fsync_paths(paths)
-
-
-_early_pool: concurrent.futures.ThreadPoolExecutor | None = None
+    fsync_paths([root, *(p for p in _below(root) if p not in flushed)])
 
 
 class EarlyFlush:
@@ -102,19 +104,16 @@ class EarlyFlush:
 
     def start(self, root: Path) -> None:
         """Starts flushing everything under root."""
-        global _early_pool
-        with _flush_pool_lock:
-            if _early_pool is None:
-                _early_pool = concurrent.futures.ThreadPoolExecutor(4, "assoc-early-flush")
-            pool = _early_pool
-        self._flushing = pool.submit(self._flush, root)
+        # A pool of its own: the flush waits on fsync_paths' pool, and a task waiting on the
+        # pool it runs in could wait for itself.
+        self._flushing = _pool("assoc-early-flush", 4).submit(self._flush, root)
 
     @staticmethod
     def _flush(root: Path) -> frozenset[str]:
         # Everything below root is staged for good; root itself gets app.json later.
-        below = [os.path.join(d, n) for d, dirs, files in os.walk(root) for n in dirs + files]
+        below = _below(root)
         try:
-            fsync_tree(root)
+            fsync_paths([root, *below])
         except OSError:
             return frozenset()  # the commit's own flush of the same paths reports the error
         return frozenset(below)
