@@ -83,6 +83,12 @@ class Server:
         self.close()
         raise RuntimeError(f"{args} did not start")
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds the server process has used (Linux: /proc)."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def close(self) -> None:
         """SIGTERM and wait."""
         if self.proc.poll() is None:
@@ -282,6 +288,8 @@ class ImportComparison:
     http_import_s: float
     bare_upload_s: float  # the same body POSTed to a bare endpoint that only reads it
     upload_ratio: float  # median over runs of HTTP import / bare upload (each pair adjacent)
+    import_cpu_s: float  # the service's CPU per import, over all runs
+    upload_cpu_s: float  # the bare endpoint's CPU per upload, over all runs
 
     @property
     def speed_ratio(self) -> float:
@@ -300,6 +308,7 @@ def compare_import(rows: int, runs: int) -> ImportComparison:
         local: list[float] = []
         remote: list[float] = []
         upload: list[float] = []
+        import_cpu = upload_cpu = 0.0
         try:
             server = assoc_server(Path(tmp) / "data")
             with (
@@ -313,17 +322,21 @@ def compare_import(rows: int, runs: int) -> ImportComparison:
                     local.append(time.perf_counter() - start)
                     assert app.table("Sales").num_rows == rows
                     del app
+                    cpu = server.cpu_seconds()
                     start = time.perf_counter()
                     answer = client.post("/v1/apps/import", content=data)
                     remote.append(time.perf_counter() - start)
+                    import_cpu += server.cpu_seconds() - cpu
                     answer.raise_for_status()
                     app_id = answer.json()["attributes"]["id"]
                     tables = client.get(f"/v1/apps/{app_id}/data/metadata").json()["tables"]
                     assert tables[0]["no_of_rows"] == rows
                     client.delete(f"/v1/apps/{app_id}").raise_for_status()
+                    cpu = bare.cpu_seconds()
                     start = time.perf_counter()
                     drained = bare_client.post("/drain", content=data)
                     upload.append(time.perf_counter() - start)
+                    upload_cpu += bare.cpu_seconds() - cpu
                     assert drained.text == str(len(data))
         finally:
             if server is not None:
@@ -336,6 +349,8 @@ def compare_import(rows: int, runs: int) -> ImportComparison:
             statistics.median(remote),
             statistics.median(upload),
             statistics.median(r / u for r, u in zip(remote, upload, strict=True)),
+            import_cpu / runs,
+            upload_cpu / runs,
         )
 
 
@@ -366,6 +381,9 @@ def report(metadata: list[MetadataComparison], imported: ImportComparison | None
             f"| {imported.rows:,} | {imported.file_bytes:,} | {imported.from_qvd_s:.4f} "
             f"| {imported.http_import_s:.4f} | {imported.bare_upload_s:.4f} "
             f"| {imported.upload_ratio:.2f} | {imported.speed_ratio:.2f} |",
+            "",
+            f"Server CPU per request: import {imported.import_cpu_s * 1000:.1f} ms, "
+            f"bare upload {imported.upload_cpu_s * 1000:.1f} ms.",
         ]
     return "\n".join(lines)
 

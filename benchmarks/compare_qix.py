@@ -77,20 +77,13 @@ async def _round_trips(url: str, seconds: float) -> tuple[float, str]:
         return done / (time.perf_counter() - start), str(answer)
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds a process has used."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _timed_round_trips(server: Server, path: str, seconds: float) -> tuple[float, float]:
     """Round trips per second, and the server's CPU microseconds per round trip."""
-    cpu = _cpu_seconds(server.proc.pid)
+    cpu = server.cpu_seconds()
     start = time.perf_counter()
     rps, _ = asyncio.run(_round_trips(server.url.replace("http", "ws") + path, seconds))
     elapsed = time.perf_counter() - start
-    used = _cpu_seconds(server.proc.pid) - cpu
+    used = server.cpu_seconds() - cpu
     return rps, used / (rps * elapsed) * 1e6
 
 
