@@ -3,7 +3,11 @@ errors for broken, truncated or mis-sized input."""
 
 from __future__ import annotations
 
+import errno
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +19,12 @@ from assoc import App, Dual, QvdStream
 from assoc.qvd_stream import QvdTable
 
 
-def streamed(data: bytes, chunks: list[int] | None = None, size: int | None = None) -> QvdTable:
-    """The table of `data` fed to a stream of `size` (default: its length) in `chunks`."""
-    stream = QvdStream(len(data) if size is None else size)
+def streamed(
+    data: bytes, chunks: list[int] | None = None, size: int | None = None, file: Path | None = None
+) -> QvdTable:
+    """The table of `data` fed to a stream of `size` (default: its length) in `chunks`, also
+    written to `file` when given."""
+    stream = QvdStream(len(data) if size is None else size, file)
     at = 0
     for n in chunks or [len(data)]:
         stream.feed(data[at : at + n])
@@ -213,3 +220,118 @@ def test_empty_and_negative_sizes() -> None:
         QvdStream(-1)
     with pytest.raises(assoc.Error, match="larger than this machine's memory"):
         QvdStream(1 << 62)
+
+
+# ---- the file a stream writes --------------------------------------------------------
+
+
+def test_a_streamed_file_holds_every_byte_fed(
+    tmp_path: Path, small_qvd: bytes, big_qvd: bytes
+) -> None:
+    # The big file is written with direct I/O (whole pages, from 1 MiB on) and a last partial
+    # page through the page cache; the small one through the page cache alone.
+    assert len(big_qvd) > 1 << 20
+    assert len(big_qvd) % 4096
+    rng = random.Random(5)
+    for data in (small_qvd, big_qvd):
+        expected = content(App.from_qvd(data))
+        for n, chunks in enumerate(([len(data)], random_chunks(len(data), rng, 1 << 18))):
+            path = tmp_path / f"{len(data)}-{n}.qvd"
+            assert content(App.from_qvd(streamed(data, chunks, file=path))) == expected
+            assert path.read_bytes() == data
+
+
+def test_a_streamed_file_holds_what_came_when_it_differs_from_the_declared_size(
+    tmp_path: Path, small_qvd: bytes, big_qvd: bytes
+) -> None:
+    for data in (small_qvd, big_qvd):
+        half = data[: len(data) // 2]
+        path = tmp_path / f"short-{len(data)}.qvd"
+        with pytest.raises(assoc.Error) as info:
+            streamed(half, [4096] * (len(half) // 4096), size=len(data), file=path)
+        assert str(info.value) == read_error(half)
+        assert path.read_bytes() == half
+        for size in (7, len(data) // 2 + 1, len(data) + 5000):
+            path = tmp_path / f"{size}-{len(data)}.qvd"
+            with_size = streamed(data, [1 << 16] * (len(data) >> 16), size=size, file=path)
+            assert content(App.from_qvd(with_size)) == content(App.from_qvd(data))
+            assert path.read_bytes() == data, size
+
+
+def _open_flags(path: Path) -> int:
+    """The flags this process holds `path` open with."""
+    for fd in os.listdir("/proc/self/fd"):
+        if os.readlink(f"/proc/self/fd/{fd}") == str(path):
+            info = Path(f"/proc/self/fdinfo/{fd}").read_text()
+            fields = dict(line.split(":", 1) for line in info.splitlines())
+            return int(fields["flags"], 8)
+    raise AssertionError(f"{path} is not open")
+
+
+@pytest.mark.skipif(not hasattr(os, "O_DIRECT"), reason="no direct I/O here")
+def test_a_big_streamed_file_bypasses_the_page_cache(tmp_path: Path, big_qvd: bytes) -> None:
+    probe = tmp_path / "probe"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_DIRECT))
+    except OSError:
+        pytest.skip("the file system has no direct I/O")
+    stream = QvdStream(len(big_qvd), tmp_path / "big.qvd")
+    stream.feed(big_qvd[:100_000])
+    assert _open_flags(tmp_path / "big.qvd") & os.O_DIRECT
+    stream.feed(big_qvd[100_000:])
+    stream.finish()
+    small = QvdStream(1000, tmp_path / "small.qvd")
+    assert not _open_flags(tmp_path / "small.qvd") & os.O_DIRECT
+    del small
+
+
+def test_a_stream_does_not_overwrite_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "there.qvd"
+    path.write_bytes(b"kept")
+    with pytest.raises(FileExistsError) as info:
+        QvdStream(10, path)
+    assert info.value.filename == str(path)
+    assert path.read_bytes() == b"kept"
+    with pytest.raises(FileNotFoundError):
+        QvdStream(10, tmp_path / "no-such-folder" / "x.qvd")
+
+
+def test_a_dropped_stream_closes_its_file(tmp_path: Path, big_qvd: bytes) -> None:
+    fds = len(os.listdir("/proc/self/fd"))
+    stream = QvdStream(len(big_qvd), tmp_path / "dropped.qvd")
+    stream.feed(big_qvd[: len(big_qvd) // 2])
+    del stream
+    assert len(os.listdir("/proc/self/fd")) == fds
+
+
+_FILE_SIZE_LIMIT = """
+import resource, sys
+from assoc import QvdStream
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+try:
+    QvdStream(2 << 20, sys.argv[1] + "/over.qvd")
+except OSError as exc:
+    print("create", exc.errno, exc.filename)
+stream = QvdStream(1000, sys.argv[1] + "/grows.qvd")
+stream.feed(b"QVD" * (1 << 20))
+try:
+    stream.finish()
+except OSError as exc:
+    print("finish", exc.errno, exc.filename)
+"""
+
+
+def test_no_room_for_the_file_is_an_oserror(tmp_path: Path) -> None:
+    # A file-size limit stands in for a full disk: the room for the declared size is taken
+    # when the stream starts, and a write past it fails when the stream finishes.
+    out = subprocess.run(
+        [sys.executable, "-c", _FILE_SIZE_LIMIT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert out == [
+        f"create {errno.EFBIG} {tmp_path}/over.qvd",
+        f"finish {errno.EFBIG} {tmp_path}/grows.qvd",
+    ]
+    assert not (tmp_path / "over.qvd").exists()

@@ -36,7 +36,14 @@ void bind_qvd(py::module_& m) {
           "The header's TableName.");
 
   py::class_<QvdStream>(m, "QvdStream", "A QVD file parsed while its bytes arrive.")
-      .def(py::init<std::size_t>(), py::arg("size"), "A stream of a file of `size` bytes (its declared length).")
+      .def(py::init([](std::size_t size, const std::optional<std::string>& file) {
+             // Creating the file and reserving its disk space may wait for the disk.
+             py::gil_scoped_release release;
+             return std::make_unique<QvdStream>(size, file.value_or(std::string()));
+           }),
+           py::arg("size"), py::arg("file") = py::none(),
+           "A stream of a file of `size` bytes (its declared length), also written to the new\n"
+           "file `file` when given.")
       .def(
           "feed",
           [](QvdStream& s, const py::buffer& data) {

@@ -1,5 +1,7 @@
 #include "bindings.hpp"
 
+#include <cstring>
+
 #include "assoc/error.hpp"
 
 PYBIND11_MODULE(_core, m) {
@@ -10,6 +12,9 @@ PYBIND11_MODULE(_core, m) {
       if (p) std::rethrow_exception(p);
     } catch (const assoc::Error& e) {
       pybind11::set_error(error, e.what());
+    } catch (const assoc::FileError& e) {
+      // OSError(errno, strerror, filename) is the subclass its errno calls for (FileExistsError...).
+      pybind11::set_error(PyExc_OSError, pybind11::make_tuple(e.error(), std::strerror(e.error()), e.path()));
     }
   });
   assoc::py_bind::bind_values(m);

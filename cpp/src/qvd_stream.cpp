@@ -23,6 +23,7 @@
 #include "qvd_header.hpp"
 #include "qvd_records.hpp"
 #include "qvd_symbols.hpp"
+#include "stream_file.hpp"
 
 namespace assoc {
 namespace {
@@ -38,6 +39,7 @@ constexpr std::size_t kWakeBytes = kRecordBlockBytes;
 struct QvdStream::State {
   std::vector<std::uint8_t, CallocAllocator<std::uint8_t>> buffer;  // the declared size
   std::vector<std::uint8_t> overflow;                               // bytes past it
+  std::optional<detail::StreamFile> file;                           // writes `buffer` out
   CpuAccount cpu;
 
   std::mutex mutex;
@@ -66,13 +68,14 @@ struct QvdStream::State {
   bool complete() const;
 };
 
-QvdStream::QvdStream(std::size_t size) : s_(std::make_unique<State>()) {
+QvdStream::QvdStream(std::size_t size, const std::string& file) : s_(std::make_unique<State>()) {
   if (const std::uint64_t memory = total_memory(); memory > 0 && size > memory)
     throw Error("a QVD file of " + std::to_string(size) + " bytes is larger than this machine's memory");
   {
     big_blocks::Uncleared every_byte_is_fed_before_it_is_read;
     s_->buffer.resize(size);
   }
+  if (!file.empty()) s_->file.emplace(file, s_->buffer.data(), size);
   s_->parser = std::thread([state = s_.get()] { state->parse_loop(); });
 }
 
@@ -99,6 +102,7 @@ void QvdStream::feed(const std::uint8_t* data, std::size_t n) {
       std::lock_guard<std::mutex> lock(s.mutex);
       s.received = at + fits;
     }
+    if (s.file) s.file->filled(s.received);
     if (s.received - s.woken_at >= kWakeBytes || s.received == s.buffer.size()) {
       s.woken_at = s.received;
       s.more.notify_one();
@@ -119,6 +123,8 @@ LoadedTable QvdStream::finish() {
     s.finishing = true;
   }
   s.more.notify_all();
+  // The writer writes the rest while the parsing ends.
+  if (s.file) s.file->end(s.overflow.data(), s.overflow.size());
   s.parser.join();
   std::optional<LoadedTable> table;
   if (!s.error && s.overflow.empty() && s.received == s.buffer.size()) {
@@ -132,6 +138,8 @@ LoadedTable QvdStream::finish() {
       // read_qvd below names the problem as it would
     }
   }
+  // The buffer is read by the writer until this returns.
+  if (s.file) s.file->close();
   if (!table) {
     // The bytes fed, whole, as read_qvd sees them.
     if (!s.overflow.empty()) {

@@ -85,9 +85,12 @@ class QvdStream(metaclass=_pybind11_type):
     """
     A QVD file parsed while its bytes arrive.
     """
-    def __init__(self, size: typing.SupportsInt | typing.SupportsIndex) -> None:
+    def __init__(
+        self, size: typing.SupportsInt | typing.SupportsIndex, file: str | None = None
+    ) -> None:
         """
-        A stream of a file of `size` bytes (its declared length).
+        A stream of a file of `size` bytes (its declared length), also written to the new
+        file `file` when given.
         """
     def feed(self, data: typing_extensions.Buffer) -> None:
         """

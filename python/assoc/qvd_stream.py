@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from assoc import _core
 from assoc._core import QvdTable
 
@@ -13,19 +15,26 @@ class QvdStream:
 
     `finish()` gives the table that reading the whole file gives (for `App.from_qvd`, or
     `load_model` as a source), or raises the same `assoc.Error`.
+
+    With `file`, the bytes are also written to that new file by a thread of the stream's own
+    (never making `feed` wait for the disk; direct I/O for whole pages where the file system
+    takes it), and the file is complete when `finish()` returns; not flushed to disk, which is
+    the caller's fsync. Creating it raises OSError (FileExistsError if it exists), as does a
+    disk without room for `size` bytes; `finish()` raises OSError when a write failed.
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, file: str | os.PathLike[str] | None = None) -> None:
         if size < 0:
             raise ValueError("a QVD stream's size cannot be negative")
-        self._impl = _core.QvdStream(size)
+        self._impl = _core.QvdStream(size, None if file is None else os.fspath(file))
 
     def feed(self, chunk: bytes | bytearray | memoryview) -> None:
         """Appends the file's next bytes (copied)."""
         self._impl.feed(chunk)
 
     def finish(self) -> QvdTable:
-        """Waits for the parsing of every byte fed and returns the table; once only."""
+        """Waits for the parsing of every byte fed (and the file's writing) and returns the
+        table; once only."""
         return self._impl.finish()
 
     @property

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "assoc/data_model.hpp"
 #include "assoc/thread_pool.hpp"
@@ -18,15 +19,19 @@ class QvdStream {
   // in blocks of whole rows. It runs alone and at the lowest priority, on CPU time the receiving
   // leaves idle (with the pool's threads it slowed a 2-core machine's receiving by more than it
   // saved); finish() parses what is left on the whole thread pool.
-  explicit QvdStream(std::size_t size);
+  //
+  // With a `file` path, the bytes are also written to that new file (see StreamFile: a thread
+  // of its own writes them as they come, never making feed() wait for the disk), complete
+  // when finish() returns; its errors, and a full disk at the start, are FileError.
+  explicit QvdStream(std::size_t size, const std::string& file = {});
   ~QvdStream();  // stops the parsing (waiting for the block it is on)
   QvdStream(const QvdStream&) = delete;
   QvdStream& operator=(const QvdStream&) = delete;
 
   // Appends bytes (copied; never blocks on parsing). Bytes past the declared size are kept too.
   void feed(const std::uint8_t* data, std::size_t n);
-  // Waits for the parsing and returns what read_qvd returns for every byte fed: the same table,
-  // or the same Error. Once only; the buffer is freed.
+  // Waits for the parsing (and the file) and returns what read_qvd returns for every byte fed:
+  // the same table, or the same Error. Once only; the buffer is freed.
   LoadedTable finish();
   // Bytes fed so far.
   std::size_t received() const;

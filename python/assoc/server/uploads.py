@@ -33,8 +33,9 @@ Admit = Callable[[int], contextlib.AbstractContextManager[None]]
 
 @dataclass(frozen=True)
 class Upload:
-    """A request body (or its filedata part) on disk; a QVD file also parsed as it came,
-    under load-gate room held until `admission` closes."""
+    """A request body (or its filedata part) as a file; a QVD file also parsed as it came,
+    under load-gate room held until `admission` closes. The stream writes that file itself:
+    it is complete once `qvd.finish()` has returned."""
 
     path: Path
     size: int
@@ -127,70 +128,100 @@ async def receive_upload(
         if int(declared) > limit:
             raise _too_large(limit)
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
-    spool = _SpoolFile(path)
     admission = contextlib.ExitStack()
-    qvd = _QvdFeed(admit, admission)
+    sink = _FileSink(path, admit, admission)
     body_size = int(declared) if declared else 0
     try:
         if content_type == b"multipart/form-data":
-            filename = await _receive_multipart(
-                stream, spool, options.get(b"boundary"), qvd, body_size
-            )
+            filename = await _receive_multipart(stream, sink, options.get(b"boundary"), body_size)
         else:
             filename = None
-            qvd.size = body_size
+            sink.size = body_size
             async for chunk in stream:
-                spool.add(chunk)
-                qvd.add(chunk)
-                await qvd.start_when_ready()
-                await spool.flush()
-        await spool.flush(force=True)
-        await spool.close()
-        return Upload(path, spool.size, filename, qvd.stream, admission)
+                sink.add(chunk)
+                await sink.pump()
+        await sink.close()
+        return Upload(path, sink.received, filename, sink.qvd, admission)
     except BaseException:
         admission.close()
-        await asyncio.shield(spool.close())
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+        await asyncio.shield(sink.discard())
         raise
 
 
-class _QvdFeed:
-    """The uploaded file's bytes for a QvdStream: the first ones are held until they show a
-    QVD file and `admit` has room for it, then every byte is fed as it comes."""
+class _FileSink:
+    """Where the uploaded file's bytes go. The first ones are held until they tell what the
+    file is: a QVD file of a known size, once `admit` has room for it, goes to a QvdStream that
+    parses it and writes it to `path` as it comes; anything else to a spool file."""
 
-    def __init__(self, admit: Admit | None, admission: contextlib.ExitStack) -> None:
-        self.stream: QvdStream | None = None
-        self.size = 0  # the file's expected size; 0 while unknown (nothing is held)
+    def __init__(self, path: Path, admit: Admit | None, admission: contextlib.ExitStack) -> None:
+        self.path = path
+        self.size = 0  # the file's expected size; 0 while unknown (no stream is started)
+        self.received = 0
+        self.qvd: QvdStream | None = None
+        self._spool: _SpoolFile | None = None
         self._admit = admit
         self._admission = admission
-        self._head: list[bytes] | None = [] if admit is not None else None
+        self._head: list[bytes] | None = []
         self._head_bytes = 0
 
     def add(self, data: bytes) -> None:
-        if self.stream is not None:
-            self.stream.feed(data)
-        elif self._head is not None and self.size > 0:
+        self.received += len(data)
+        if self.qvd is not None:
+            self.qvd.feed(data)
+        elif self._spool is not None:
+            self._spool.add(data)
+        else:
+            assert self._head is not None
             self._head.append(data)
             self._head_bytes += len(data)
 
-    async def start_when_ready(self) -> None:
-        """Starts the stream once enough bytes are held to tell a QVD file."""
-        if self._head is None or self._admit is None or self._head_bytes < HEAD_BYTES:
-            return
+    async def pump(self) -> None:
+        """After each chunk: picks the file's way once enough is held, writes what the spool
+        has collected."""
+        if self._head is not None and self._head_bytes >= HEAD_BYTES:
+            await self._choose()
+        if self._spool is not None:
+            await self._spool.flush()
+
+    async def close(self) -> None:
+        """The body has ended: the spool's file is complete (a stream's, once it finishes)."""
+        if self._head is not None:
+            await self._choose()
+        if self._spool is not None:
+            await self._spool.flush(force=True)
+            await self._spool.close()
+
+    async def discard(self) -> None:
+        """Stops writing and removes the file (after a failure)."""
+        self.qvd = None  # its threads stop, its file closes
+        if self._spool is not None:
+            await self._spool.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+    async def _choose(self) -> None:
+        assert self._head is not None
         head, self._head = b"".join(self._head), None
+        self.qvd = await self._start_stream(head)
+        if self.qvd is None:
+            self._spool = _SpoolFile(self.path)
+            self._spool.add(head)
+
+    async def _start_stream(self, head: bytes) -> QvdStream | None:
+        if self._admit is None or self.size <= 0 or len(head) < HEAD_BYTES:
+            return None
         try:
             if detect_kind(head) is not SourceKind.QVD:
-                return
+                return None
         except Error:
-            return  # the import names the problem as it does for any body
+            return None  # the import names the problem as it does for any body
         await _enter_in_thread(self._admit(self.size), self._admission)
         try:
-            stream = QvdStream(self.size)
+            stream = QvdStream(self.size, self.path)
         except Error:
-            return  # larger than the memory: the import reports it
+            return None  # larger than the memory: the import reports it
         stream.feed(head)
-        self.stream = stream
+        return stream
 
 
 async def _enter_in_thread(
@@ -240,14 +271,13 @@ async def _limited_stream(request: Request, limit: int, idle: float) -> AsyncIte
 
 
 class _FilePartCollector:
-    """Multipart parser callbacks that send the first `filedata` part's bytes to a spool and a
-    QVD feed. The part's size is taken to be what follows its first byte but the closing
-    delimiter (the file as the last part, as clients send it); when it is not, the stream
-    reads the file whole at its end."""
+    """Multipart parser callbacks that send the first `filedata` part's bytes to a sink. The
+    part's size is taken to be what follows its first byte but the closing delimiter (the file
+    as the last part, as clients send it); when it is not, a QVD stream reads the file whole at
+    its end."""
 
-    def __init__(self, spool: _SpoolFile, qvd: _QvdFeed, body_size: int, boundary: bytes) -> None:
-        self.spool = spool
-        self.qvd = qvd
+    def __init__(self, sink: _FileSink, body_size: int, boundary: bytes) -> None:
+        self.sink = sink
         self.body_size = body_size
         self.closing = len(b"\r\n--" + boundary + b"--\r\n")
         self.offset = 0  # where in the body the chunk being parsed starts
@@ -292,11 +322,9 @@ class _FilePartCollector:
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
         if self._in_file:
-            if self.spool.size == 0 and self.body_size:
-                self.qvd.size = max(0, self.body_size - (self.offset + start) - self.closing)
-            piece = data[start:end]
-            self.spool.add(piece)
-            self.qvd.add(piece)
+            if self.sink.received == 0 and self.body_size:
+                self.sink.size = max(0, self.body_size - (self.offset + start) - self.closing)
+            self.sink.add(data[start:end])
 
     def on_part_end(self) -> None:
         self._in_file = False
@@ -304,16 +332,14 @@ class _FilePartCollector:
 
 async def _receive_multipart(
     stream: AsyncIterator[bytes],
-    spool: _SpoolFile,
+    sink: _FileSink,
     boundary: bytes | None,
-    qvd: _QvdFeed,
     body_size: int,
 ) -> str | None:
-    """Writes the `filedata` part's bytes to the spool (and the QVD feed); returns the part's
-    filename."""
+    """Sends the `filedata` part's bytes to the sink; returns the part's filename."""
     if not boundary:
         raise ApiError(400, "BadRequest", "multipart/form-data without a boundary")
-    collector = _FilePartCollector(spool, qvd, body_size, boundary)
+    collector = _FilePartCollector(sink, body_size, boundary)
     try:
         parser = MultipartParser(boundary, collector.callbacks())  # type: ignore[arg-type]
     except FormParserError as exc:  # a boundary over 256 bytes
@@ -322,8 +348,7 @@ async def _receive_multipart(
         async for chunk in stream:
             parser.write(chunk)
             collector.offset += len(chunk)
-            await qvd.start_when_ready()
-            await spool.flush()
+            await sink.pump()
         parser.finalize()
     except MultipartParseError as exc:
         raise ApiError(400, "BadRequest", f"malformed multipart body: {exc}") from None

@@ -104,9 +104,10 @@ def stage(
         suffix = ".qvd" if kind is SourceKind.QVD else ".csv"
         table_path = version_dir / "tables" / f"table{suffix}"
         table_path.parent.mkdir()
+        # A streamed QVD's file is complete once its stream has finished.
+        source_table = qvd.finish() if qvd is not None else table_path
         os.replace(source, table_path)
         early_flush.start(version_dir)
-        source_table = qvd.finish() if qvd is not None else table_path
         app = App(load_model([(source_table, name or None)], kind))
         table_name = app.tables[0]
         manifest = Manifest(
