@@ -9,16 +9,30 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+
+import assoc
 from appfiles import ServerProcess
 
 
-def _stalled_upload(base_url: str) -> socket.socket:
-    """A connection that sent the headers and 10 of 1,000,000 body bytes, then nothing."""
+def _qvd_start() -> bytes:
+    """The first 8 KiB of a QVD file: enough for the service to stage it and start parsing."""
+    app = assoc.App.from_tables({"T": {"Id": list(range(5000)), "Name": ["n"] * 5000}})
+    data = bytes(app._impl.write_qvd("T"))
+    assert len(data) > 8192
+    return data[:8192]
+
+
+# A CSV body is spooled to a file, a QVD body staged in the import's folders and parsed.
+BODY_STARTS = [pytest.param(b"a,b\n1,2\n12", id="csv"), pytest.param(_qvd_start(), id="qvd")]
+
+
+def _stalled_upload(base_url: str, start: bytes) -> socket.socket:
+    """A connection that sent the headers and the start of a 1,000,000-byte body, then nothing."""
     url = urlsplit(base_url)
     sock = socket.create_connection((url.hostname or "127.0.0.1", url.port or 80), timeout=30)
     sock.sendall(
-        b"POST /v1/apps/import HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n"
-        + b"a,b\n1,2\n12"
+        b"POST /v1/apps/import HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n" + start
     )
     return sock
 
@@ -31,10 +45,11 @@ def _response(sock: socket.socket) -> tuple[int, dict[str, object]]:
     return int(head.split()[1]), json.loads(body)
 
 
-def test_stalled_body_gets_408(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", BODY_STARTS)
+def test_stalled_body_gets_408(tmp_path: Path, start: bytes) -> None:
     server = ServerProcess(tmp_path / "data", "BodyReadTimeout=1").start()
     try:
-        with _stalled_upload(server.base_url) as sock:
+        with _stalled_upload(server.base_url, start) as sock:
             started = time.monotonic()
             status, body = _response(sock)
         assert status == 408
@@ -47,10 +62,13 @@ def test_stalled_body_gets_408(tmp_path: Path) -> None:
         assert server.stopped_gracefully()
 
 
-def test_sigterm_completes_with_a_stalled_upload(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", BODY_STARTS)
+def test_sigterm_completes_with_a_stalled_upload(tmp_path: Path, start: bytes) -> None:
     server = ServerProcess(tmp_path / "data", "BodyReadTimeout=600", "ShutdownTimeout=1").start()
-    with _stalled_upload(server.base_url):
+    with _stalled_upload(server.base_url, start):
         time.sleep(0.5)  # the request is in the app, waiting for its body
+        if start.startswith(b"<"):  # a QVD: staged as it arrives
+            assert list((tmp_path / "data" / "tmp").glob("stage-*/v-*/tables/table.qvd"))
         started = time.monotonic()
         assert server.stopped_gracefully()
         assert time.monotonic() - started < 10

@@ -76,9 +76,10 @@ async def import_app(request: Request) -> Response:
         raise ApiError(400, "ModeNotSupported", "mode AUTOREPLACE needs the setting EFEMode=1")
     name = request.path_params.get("name") or request.query_params.get("name") or None
     store = _store(request)
-    # A raw QVD body is parsed as it arrives (a NEW import: AUTOREPLACE takes only packages).
-    admit = store.admit_upload if mode is ImportMode.NEW else None
-    upload = await receive_upload(request, store.new_upload_path(), settings, admit)
+    # A QVD body is parsed and staged as it arrives (a NEW import: AUTOREPLACE takes only
+    # packages).
+    target = store if mode is ImportMode.NEW else None
+    upload = await receive_upload(request, store.new_upload_path(), settings, target)
     with upload.admission:
         attributes = await run_in_threadpool(
             store.import_file,

@@ -9,7 +9,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol, TypeVar
 
 from python_multipart.exceptions import FormParserError, MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
@@ -22,20 +22,35 @@ from assoc.server.settings import Settings
 from assoc.server.store.files import start_writeback
 from assoc.sources import HEAD_BYTES, SourceKind, detect_kind
 
+T = TypeVar("T")
+
 FILE_PART = "filedata"
 _FLUSH_BYTES = 1 << 20
 _IOV_MAX = 1024  # chunks one writev takes (Linux's limit)
 
 
-# Holds room in the store's load gate for a load of that many bytes, for the block.
-Admit = Callable[[int], contextlib.AbstractContextManager[None]]
+class QvdTarget(Protocol):
+    """Where a QVD file that streams in goes: the store of the import it is for."""
+
+    def admit_upload(self, size: int) -> contextlib.AbstractContextManager[None]:
+        """Room in the load gate for loading a file of `size` bytes, held for the block (entering
+        may wait)."""
+        ...
+
+    def stage_upload(self) -> Path:
+        """A new path for the file, in folders made for its import."""
+        ...
+
+    def discard_upload(self, path: Path) -> None:
+        """Removes the file and what was made for it."""
+        ...
 
 
 @dataclass(frozen=True)
 class Upload:
     """A request body (or its filedata part) as a file; a QVD file also parsed as it came,
-    under load-gate room held until `admission` closes. The stream writes that file itself:
-    it is complete once `qvd.finish()` has returned."""
+    under load-gate room held until `admission` closes. The stream writes that file itself
+    (at a path the target staged): it is complete once `qvd.finish()` has returned."""
 
     path: Path
     size: int
@@ -112,13 +127,13 @@ class _SpoolFile:
 
 
 async def receive_upload(
-    request: Request, path: Path, settings: Settings, admit: Admit | None = None
+    request: Request, path: Path, settings: Settings, target: QvdTarget | None = None
 ) -> Upload:
     """Streams the body (raw, or the multipart `filedata` part) to `path`; 413 past
     MaxUploadBytes, 408 when the client sends nothing for BodyReadTimeout seconds.
 
-    With `admit` and a Content-Length, a QVD file is parsed as it arrives too, once `admit`
-    has room for it."""
+    With a `target` and a Content-Length, a QVD file is parsed as it arrives, once the target
+    has room for it, and written where the target stages it instead."""
     limit = settings.max_upload_bytes
     stream = _limited_stream(request, limit, settings.body_read_timeout)
     declared = request.headers.get("content-length")
@@ -129,7 +144,7 @@ async def receive_upload(
             raise _too_large(limit)
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     admission = contextlib.ExitStack()
-    sink = _FileSink(path, admit, admission)
+    sink = _FileSink(path, target, admission)
     body_size = int(declared) if declared else 0
     try:
         if content_type == b"multipart/form-data":
@@ -141,7 +156,7 @@ async def receive_upload(
                 sink.add(chunk)
                 await sink.pump()
         await sink.close()
-        return Upload(path, sink.received, filename, sink.qvd, admission)
+        return Upload(sink.path, sink.received, filename, sink.qvd, admission)
     except BaseException:
         admission.close()
         await asyncio.shield(sink.discard())
@@ -150,16 +165,19 @@ async def receive_upload(
 
 class _FileSink:
     """Where the uploaded file's bytes go. The first ones are held until they tell what the
-    file is: a QVD file of a known size, once `admit` has room for it, goes to a QvdStream that
-    parses it and writes it to `path` as it comes; anything else to a spool file."""
+    file is: a QVD file of a known size, once the target has room for it, goes to a QvdStream
+    that parses it and writes it where the target stages it; anything else to a spool file at
+    `path`."""
 
-    def __init__(self, path: Path, admit: Admit | None, admission: contextlib.ExitStack) -> None:
+    def __init__(
+        self, path: Path, target: QvdTarget | None, admission: contextlib.ExitStack
+    ) -> None:
         self.path = path
         self.size = 0  # the file's expected size; 0 while unknown (no stream is started)
         self.received = 0
         self.qvd: QvdStream | None = None
         self._spool: _SpoolFile | None = None
-        self._admit = admit
+        self._target = target
         self._admission = admission
         self._head: list[bytes] | None = []
         self._head_bytes = 0
@@ -193,7 +211,11 @@ class _FileSink:
 
     async def discard(self) -> None:
         """Stops writing and removes the file (after a failure)."""
-        self.qvd = None  # its threads stop, its file closes
+        if self.qvd is not None:
+            assert self._target is not None
+            self.qvd = None  # its threads stop, its file closes
+            self._target.discard_upload(self.path)
+            return
         if self._spool is not None:
             await self._spool.close()
         with contextlib.suppress(FileNotFoundError):
@@ -208,40 +230,61 @@ class _FileSink:
             self._spool.add(head)
 
     async def _start_stream(self, head: bytes) -> QvdStream | None:
-        if self._admit is None or self.size <= 0 or len(head) < HEAD_BYTES:
+        target = self._target
+        if target is None or self.size <= 0 or len(head) < HEAD_BYTES:
             return None
         try:
             if detect_kind(head) is not SourceKind.QVD:
                 return None
         except Error:
             return None  # the import names the problem as it does for any body
-        await _enter_in_thread(self._admit(self.size), self._admission)
-        try:
-            stream = QvdStream(self.size, self.path)
-        except Error:
-            return None  # larger than the memory: the import reports it
+        size = self.size
+        room = target.admit_upload(size)
+
+        def start() -> tuple[QvdStream, Path] | None:
+            # Waiting for room, making folders and the file: one trip to a worker thread.
+            with contextlib.ExitStack() as undo:
+                room.__enter__()
+                undo.push(room)
+                path = target.stage_upload()
+                undo.callback(target.discard_upload, path)
+                try:
+                    stream = QvdStream(size, path)
+                except Error:
+                    return None  # larger than the memory: the import reports it
+                undo.pop_all()
+                return stream, path
+
+        def abandon(started: tuple[QvdStream, Path] | None) -> None:
+            if started is not None:
+                target.discard_upload(started[1])
+                room.__exit__(None, None, None)
+
+        started = await _in_thread(start, abandon)
+        if started is None:
+            return None
+        stream, self.path = started
+        self._admission.push(room)
         stream.feed(head)
         return stream
 
 
-async def _enter_in_thread(
-    room: contextlib.AbstractContextManager[None], stack: contextlib.ExitStack
-) -> None:
-    """Enters `room` in a worker thread (it may wait) and adds its exit to `stack`; if the
-    caller is cancelled meanwhile, the thread leaves it again as soon as it has entered."""
+async def _in_thread(work: Callable[[], T], undo: Callable[[T], None]) -> T:
+    """work() in a worker thread; if the caller is cancelled meanwhile, the thread undoes what
+    work() did (undo(its result)) as soon as it has done it."""
     lock = threading.Lock()
     abandoned = False
 
-    def enter() -> None:
-        room.__enter__()
+    def run() -> T:
+        result = work()
         with lock:
             if not abandoned:
-                stack.push(room)
-                return
-        room.__exit__(None, None, None)
+                return result
+        undo(result)
+        return result
 
     try:
-        await run_in_threadpool(enter)
+        return await run_in_threadpool(run)
     except BaseException:
         with lock:
             abandoned = True

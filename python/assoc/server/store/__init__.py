@@ -48,6 +48,7 @@ from assoc.server.store.imports import (
     source_kind,
     stage,
     stored_tables,
+    table_stage,
 )
 from assoc.server.store.media import ListForm
 from assoc.server.store.reloads import reload_manifest, stage_tables
@@ -93,6 +94,9 @@ class AppStore:
         self._cache = AppCache(memory_budget_bytes, self._load)
         self._app_locks: dict[str, threading.RLock] = {}
         self._listeners: list[Listener] = []
+        # Folders staged for uploads (stage_upload): (stage, version) by the upload's path.
+        self._staged: dict[Path, tuple[Path, Path]] = {}
+        self._staged_lock = threading.Lock()
         try:
             self._dirs = VersionDirs(self.data_dir)
             for app_id, version_dir, manifest in self._dirs.recover():
@@ -213,9 +217,39 @@ class AppStore:
         return self.tmp_dir / f"upload-{uuid.uuid4().hex}"
 
     def discard_uploads(self) -> None:
-        """Removes the upload files of requests that were dropped (at shutdown: the requests
-        cancelled after ShutdownTimeout may not get to remove their own)."""
+        """Removes the upload files of requests that were dropped, and what was staged for
+        them (at shutdown: the requests cancelled after ShutdownTimeout may not get to remove
+        their own)."""
         for path in self.tmp_dir.glob("upload-*"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        with self._staged_lock:
+            staged, self._staged = self._staged, {}
+        for stage_dir, _ in staged.values():
+            remove(stage_dir)
+
+    def stage_upload(self) -> Path:
+        """Where a QVD file that streams into a NEW import is written: its table file in the
+        folders of the version it is to become, made as the file starts to arrive, so that
+        less is left to do once it has. `import_file` of that path takes them over;
+        `discard_upload` removes them."""
+        stage_dir, version_dir = self._dirs.new_stage(with_current=True)
+        try:
+            path = table_stage(version_dir, SourceKind.QVD)
+        except BaseException:
+            remove(stage_dir)
+            raise
+        with self._staged_lock:
+            self._staged[path] = (stage_dir, version_dir)
+        return path
+
+    def discard_upload(self, path: Path) -> None:
+        """Removes an upload's file, and the folders staged for it."""
+        with self._staged_lock:
+            staged = self._staged.pop(path, None)
+        if staged is not None:
+            remove(staged[0])
+        else:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
@@ -238,8 +272,11 @@ class AppStore:
         """Imports a package, QVD or CSV file (consumed) and commits it; returns its attributes.
 
         `qvd`: the source's bytes parsed as they arrived, under `admission` (room that
-        `admit_upload` made, released once the app is loaded)."""
-        stage_dir, version_dir = self._dirs.new_stage()
+        `admit_upload` made, released once the app is loaded). A source from `stage_upload`
+        is committed in the folders staged for it."""
+        with self._staged_lock:
+            staged = self._staged.pop(source, None)
+        stage_dir, version_dir = staged if staged is not None else self._dirs.new_stage()
         early_flush = EarlyFlush()
         try:
             kind = SourceKind.QVD if qvd is not None else source_kind(source)

@@ -72,6 +72,15 @@ def source_kind(source: Path) -> SourceKind:
         return detect_kind(f.read(HEAD_BYTES))
 
 
+def table_stage(version_dir: Path, kind: SourceKind) -> Path:
+    """The path of a QVD or CSV import's one table file in its version folder, whose folders
+    (tables/, media/) this makes."""
+    (version_dir / MEDIA_DIR).mkdir(exist_ok=True)
+    tables = version_dir / "tables"
+    tables.mkdir(exist_ok=True)
+    return tables / ("table.qvd" if kind is SourceKind.QVD else "table.csv")
+
+
 def stage(
     source: Path,
     kind: SourceKind,
@@ -83,10 +92,11 @@ def stage(
     qvd: QvdStream | None = None,
 ) -> tuple[Manifest, App]:
     """Writes the source's tables and media into version_dir and loads the app (a QVD source
-    from `qvd`, its bytes parsed as they arrived, when given)."""
-    (version_dir / MEDIA_DIR).mkdir(exist_ok=True)
+    from `qvd`, its bytes parsed as they arrived, when given). The source may already be the
+    table file there (a QVD stream that wrote it)."""
     with invalid_app_file():
         if kind is SourceKind.PACKAGE:
+            (version_dir / MEDIA_DIR).mkdir(exist_ok=True)
             with AppPackage.open(source, limits) as package:
                 manifest = package.manifest
                 for table in manifest.tables:
@@ -101,17 +111,16 @@ def stage(
             if not manifest.attributes["name"]:
                 manifest.attributes["name"] = name or _stem(source_name) or app.tables[0]
             return manifest, app
-        suffix = ".qvd" if kind is SourceKind.QVD else ".csv"
-        table_path = version_dir / "tables" / f"table{suffix}"
-        table_path.parent.mkdir()
+        table_path = table_stage(version_dir, kind)
         # A streamed QVD's file is complete once its stream has finished.
         source_table = qvd.finish() if qvd is not None else table_path
-        os.replace(source, table_path)
+        if source != table_path:
+            os.replace(source, table_path)
         early_flush.start(version_dir)
         app = App(load_model([(source_table, name or None)], kind))
         table_name = app.tables[0]
         manifest = Manifest(
-            tables=[TableEntry(table_name, f"tables/table{suffix}")],
+            tables=[TableEntry(table_name, f"tables/{table_path.name}")],
             attributes=normalize_attributes({"name": name or _stem(source_name) or table_name}),
         )
         return manifest, app

@@ -59,11 +59,15 @@ class VersionDirs:
                 continue
             yield app_dir.name, version_dir, manifest
 
-    def new_stage(self) -> tuple[Path, Path]:
-        """(stage folder, version folder inside it) for a new version, both created."""
+    def new_stage(self, with_current: bool = False) -> tuple[Path, Path]:
+        """(stage folder, version folder inside it) for a new version, both created; with
+        `with_current`, also the CURRENT file that the commit of a new app publishes (made
+        ahead of it)."""
         stage = self.tmp_dir / f"stage-{uuid.uuid4().hex}"
         version_dir = stage / f"v-{uuid.uuid4().hex}"
         version_dir.mkdir(parents=True)
+        if with_current:
+            (stage / CURRENT_NAME).write_bytes(version_dir.name.encode())
         return stage, version_dir
 
     def commit(
@@ -85,7 +89,9 @@ class VersionDirs:
             if app_dir.exists():  # an unreadable leftover that start-up did not list
                 self.discard(app_dir)
             # A new app: CURRENT rides along in the staged folder, one rename publishes both.
-            (stage / CURRENT_NAME).write_bytes(version.encode())
+            current = stage / CURRENT_NAME
+            if not current.is_file():  # else new_stage wrote it
+                current.write_bytes(version.encode())
             fsync_tree(stage, flushed)
             os.rename(stage, app_dir)
             fsync_dir(self.apps_dir)
