@@ -8,6 +8,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -335,3 +336,30 @@ def test_no_room_for_the_file_is_an_oserror(tmp_path: Path) -> None:
         f"finish {errno.EFBIG} {tmp_path}/grows.qvd",
     ]
     assert not (tmp_path / "over.qvd").exists()
+
+
+def test_the_table_name_is_known_once_the_header_is_read(small_qvd: bytes, big_qvd: bytes) -> None:
+    stream = QvdStream(len(big_qvd))
+    assert stream.table_name is None
+    stream.feed(big_qvd[:100])
+    assert stream.table_name is None  # the header is not all there
+    stream.feed(big_qvd[100:])
+    deadline = time.monotonic() + 10
+    while stream.table_name is None and time.monotonic() < deadline:
+        time.sleep(0.001)  # the parser reads it in its own thread
+    assert stream.table_name == "Big"
+    stream.finish()
+    broken = with_header(small_qvd, "<TableName>Small</TableName>", "<TableName>Small</TableNam>")
+    stream = QvdStream(len(broken))
+    stream.feed(broken)
+    with pytest.raises(assoc.Error):
+        stream.finish()
+    assert stream.table_name is None
+
+
+def test_a_synced_stream_file_is_complete_when_it_finishes(tmp_path: Path, big_qvd: bytes) -> None:
+    path = tmp_path / "synced.qvd"
+    stream = QvdStream(len(big_qvd), path, sync=True)
+    stream.feed(big_qvd)
+    assert stream.finish().name == "Big"
+    assert path.read_bytes() == big_qvd

@@ -36,14 +36,14 @@ void bind_qvd(py::module_& m) {
           "The header's TableName.");
 
   py::class_<QvdStream>(m, "QvdStream", "A QVD file parsed while its bytes arrive.")
-      .def(py::init([](std::size_t size, const std::optional<std::string>& file) {
+      .def(py::init([](std::size_t size, const std::optional<std::string>& file, bool sync) {
              // Creating the file and reserving its disk space may wait for the disk.
              py::gil_scoped_release release;
-             return std::make_unique<QvdStream>(size, file.value_or(std::string()));
+             return std::make_unique<QvdStream>(size, file.value_or(std::string()), sync);
            }),
-           py::arg("size"), py::arg("file") = py::none(),
+           py::arg("size"), py::arg("file") = py::none(), py::arg("sync") = false,
            "A stream of a file of `size` bytes (its declared length), also written to the new\n"
-           "file `file` when given.")
+           "file `file` when given (and flushed to disk by finish() with `sync`).")
       .def(
           "feed",
           [](QvdStream& s, const py::buffer& data) {
@@ -68,7 +68,9 @@ void bind_qvd(py::module_& m) {
             return t;
           },
           "The table of the bytes fed, as add_qvd reads them (the same errors); once only.")
-      .def_property_readonly("received", &QvdStream::received, "Bytes fed so far.");
+      .def_property_readonly("received", &QvdStream::received, "Bytes fed so far.")
+      .def_property_readonly("table_name", &QvdStream::table_name,
+                             "The header's TableName once the header is read, else None.");
 
   auto builder = py::reinterpret_borrow<py::class_<ModelBuilder>>(m.attr("ModelBuilder"));
   builder.def(

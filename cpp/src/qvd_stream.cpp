@@ -46,6 +46,7 @@ struct QvdStream::State {
   std::condition_variable more;
   std::size_t received = 0;  // bytes in `buffer`, published under `mutex`
   std::size_t woken_at = 0;  // `received` when feed() last woke the parser (feed's own)
+  std::optional<std::string> table_name;  // the header's, once it is read; under `mutex`
   bool stopping = false, finished = false;
   std::atomic<bool> finishing{false};  // set by finish(), read by the parser between steps
 
@@ -68,14 +69,14 @@ struct QvdStream::State {
   bool complete() const;
 };
 
-QvdStream::QvdStream(std::size_t size, const std::string& file) : s_(std::make_unique<State>()) {
+QvdStream::QvdStream(std::size_t size, const std::string& file, bool sync) : s_(std::make_unique<State>()) {
   if (const std::uint64_t memory = total_memory(); memory > 0 && size > memory)
     throw Error("a QVD file of " + std::to_string(size) + " bytes is larger than this machine's memory");
   {
     big_blocks::Uncleared every_byte_is_fed_before_it_is_read;
     s_->buffer.resize(size);
   }
-  if (!file.empty()) s_->file.emplace(file, s_->buffer.data(), size);
+  if (!file.empty()) s_->file.emplace(file, s_->buffer.data(), size, sync);
   s_->parser = std::thread([state = s_.get()] { state->parse_loop(); });
 }
 
@@ -111,6 +112,11 @@ void QvdStream::feed(const std::uint8_t* data, std::size_t n) {
 }
 
 std::size_t QvdStream::received() const { return s_->received + s_->overflow.size(); }
+
+std::optional<std::string> QvdStream::table_name() const {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  return s_->table_name;
+}
 
 CpuAccount& QvdStream::cpu() { return s_->cpu; }
 
@@ -205,6 +211,8 @@ void QvdStream::State::read_header(std::size_t header_size) {
   symbols.resize(header->fields.size());
   symbols_read.assign(header->fields.size(), false);
   records.emplace(*header, buffer.data() + body_start);
+  std::lock_guard<std::mutex> lock(mutex);
+  table_name = header->name;
 }
 
 void QvdStream::State::read_symbols(std::size_t present, bool last) {

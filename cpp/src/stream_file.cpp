@@ -30,8 +30,8 @@ constexpr std::size_t kMaxWriteBytes = std::size_t{4} << 20;
 
 }  // namespace
 
-StreamFile::StreamFile(std::string path, const std::uint8_t* buffer, std::size_t size)
-    : path_(std::move(path)), buffer_(buffer), size_(size) {
+StreamFile::StreamFile(std::string path, const std::uint8_t* buffer, std::size_t size, bool sync)
+    : path_(std::move(path)), buffer_(buffer), size_(size), sync_(sync) {
   constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
 #ifdef O_DIRECT
   if (size >= kDirectMinBytes && reinterpret_cast<std::uintptr_t>(buffer) % kPage == 0) {
@@ -131,6 +131,8 @@ void StreamFile::write_loop() {
     }
     // fallocate made the file `size_` bytes long: fewer bytes may have come, or more.
     if (length != size_ && ::ftruncate(fd_, static_cast<off_t>(length)) != 0) fail(path_);
+    // The data and what reading it needs (its length, where it lies): not the timestamps.
+    if (sync_ && ::fdatasync(fd_) != 0) fail(path_);
   } catch (...) {
     error_ = std::current_exception();
   }

@@ -19,7 +19,8 @@ class StreamFile {
   // whole pages are written with direct I/O (from the buffer to the disk, without a copy in
   // the page cache); where direct I/O is refused, and for the last partial page, through the
   // page cache, each range handed to the disk as soon as it is written.
-  StreamFile(std::string path, const std::uint8_t* buffer, std::size_t size);
+  // With `sync`, the writer also flushes the file to disk (fdatasync) once it has written it.
+  StreamFile(std::string path, const std::uint8_t* buffer, std::size_t size, bool sync);
   ~StreamFile();  // stops writing (after the write under way) and closes the file
   StreamFile(const StreamFile&) = delete;
   StreamFile& operator=(const StreamFile&) = delete;
@@ -30,8 +31,8 @@ class StreamFile {
   // No more bytes will be filled: the writer writes the rest, then `extra` (bytes past the
   // buffer's size, valid until close() returns), and cuts the file to what it wrote.
   void end(const std::uint8_t* extra, std::size_t extra_size);
-  // Waits for the writer and closes the file; throws FileError if any write failed.
-  // The file is then complete, not yet flushed: the caller's fsync makes it durable.
+  // Waits for the writer and closes the file; throws FileError if any write (or the flush)
+  // failed. The file is then complete, and with `sync` on disk.
   void close();
 
  private:
@@ -46,6 +47,7 @@ class StreamFile {
   std::string path_;
   const std::uint8_t* buffer_;
   std::size_t size_;
+  bool sync_;
   int fd_ = -1;
   bool direct_ = false;
 

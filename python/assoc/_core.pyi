@@ -86,11 +86,14 @@ class QvdStream(metaclass=_pybind11_type):
     A QVD file parsed while its bytes arrive.
     """
     def __init__(
-        self, size: typing.SupportsInt | typing.SupportsIndex, file: str | None = None
+        self,
+        size: typing.SupportsInt | typing.SupportsIndex,
+        file: str | None = None,
+        sync: bool = False,
     ) -> None:
         """
         A stream of a file of `size` bytes (its declared length), also written to the new
-        file `file` when given.
+        file `file` when given (and flushed to disk by finish() with `sync`).
         """
     def feed(self, data: typing_extensions.Buffer) -> None:
         """
@@ -104,6 +107,11 @@ class QvdStream(metaclass=_pybind11_type):
     def received(self) -> int:
         """
         Bytes fed so far.
+        """
+    @property
+    def table_name(self) -> str | None:
+        """
+        The header's TableName once the header is read, else None.
         """
 
 class CpuAccount(metaclass=_pybind11_type):

@@ -4,6 +4,7 @@ goes away mid-body."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -82,9 +83,53 @@ def test_raw_qvd_body_imports_the_file_and_stores_it(
     assert data_of(metadata) == expected_data(qvd)
     (stored,) = (data_dir / "apps" / app_id).glob("*/tables/table.qvd")
     assert stored.read_bytes() == qvd
+    stored_attributes = stored_manifest(data_dir, app_id)["attributes"]
+    assert stored_attributes.items() >= response.json()["attributes"].items()
     assert list((data_dir / "tmp").iterdir()) == []
     health = client.get("/healthcheck").json()
     assert health["apps"]["loaded_docs"] == [app_id]
+
+
+def stored_manifest(data_dir: Path, app_id: str) -> dict[str, Any]:
+    """The committed app.json of an app."""
+    app_dir = data_dir / "apps" / app_id
+    current = (app_dir / "CURRENT").read_text()
+    return json.loads((app_dir / current / "app.json").read_bytes())  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("header_name", "query", "app_name", "table_name"),
+    [
+        pytest.param(None, "", "Sales", "Sales", id="header-read-late"),
+        pytest.param(None, "?name=Year", "Year", "Year", id="header-read-late-named"),
+        pytest.param("", "?name=Year", "Year", "Year", id="named"),
+        pytest.param("Other", "", "Sales", "Sales", id="header-name-differs"),
+    ],
+)
+def test_app_json_names_the_app_and_table_however_early_the_header_was_read(
+    client: TestClient,
+    data_dir: Path,
+    qvd: bytes,
+    monkeypatch: pytest.MonkeyPatch,
+    header_name: str | None,
+    query: str,
+    app_name: str,
+    table_name: str,
+) -> None:
+    # app.json is written while the file is parsed once the stream has read the header: here
+    # the header was not read in time, or (never in practice) named another table than the
+    # load does. Either way the committed app.json holds the names the load gave.
+    if header_name != "":
+        monkeypatch.setattr(assoc.QvdStream, "table_name", property(lambda _: header_name))
+    response = client.post(f"/v1/apps/import{query}", content=qvd)
+    assert response.status_code == 200, response.text
+    attributes = response.json()["attributes"]
+    manifest = stored_manifest(data_dir, attributes["id"])
+    assert manifest["attributes"]["id"] == attributes["id"]
+    assert manifest["attributes"]["name"] == attributes["name"] == app_name
+    assert manifest["tables"] == [{"name": table_name, "file": "tables/table.qvd"}]
+    metadata = client.get(f"/v1/apps/{attributes['id']}/data/metadata").json()
+    assert [t["name"] for t in metadata["tables"]] == [table_name]
 
 
 def test_multipart_and_chunked_qvd_bodies_give_the_same_app(client: TestClient, qvd: bytes) -> None:

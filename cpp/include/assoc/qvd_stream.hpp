@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "assoc/data_model.hpp"
@@ -22,8 +23,9 @@ class QvdStream {
   //
   // With a `file` path, the bytes are also written to that new file (see StreamFile: a thread
   // of its own writes them as they come, never making feed() wait for the disk), complete
-  // when finish() returns; its errors, and a full disk at the start, are FileError.
-  explicit QvdStream(std::size_t size, const std::string& file = {});
+  // when finish() returns, and with `sync` on disk too (flushed while the parsing ends); its
+  // errors, and a full disk at the start, are FileError.
+  explicit QvdStream(std::size_t size, const std::string& file = {}, bool sync = false);
   ~QvdStream();  // stops the parsing (waiting for the block it is on)
   QvdStream(const QvdStream&) = delete;
   QvdStream& operator=(const QvdStream&) = delete;
@@ -35,6 +37,9 @@ class QvdStream {
   LoadedTable finish();
   // Bytes fed so far.
   std::size_t received() const;
+  // The header's TableName once the parser has read the header (soon after it has arrived),
+  // so that what depends on it need not wait for the rest; nullopt before, or if it is bad.
+  std::optional<std::string> table_name() const;
   // CPU time spent parsing (worker threads included).
   CpuAccount& cpu();
 

@@ -38,7 +38,8 @@ class QvdTarget(Protocol):
         ...
 
     def stage_upload(self) -> Path:
-        """A new path for the file, in folders made for its import."""
+        """A new path for the file, in folders made for its import (which takes the file as on
+        disk once its stream has finished: the stream flushes it)."""
         ...
 
     def discard_upload(self, path: Path) -> None:
@@ -249,7 +250,7 @@ class _FileSink:
                 path = target.stage_upload()
                 undo.callback(target.discard_upload, path)
                 try:
-                    stream = QvdStream(size, path)
+                    stream = QvdStream(size, path, sync=True)
                 except Error:
                     return None  # larger than the memory: the import reports it
                 undo.pop_all()

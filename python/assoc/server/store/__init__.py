@@ -47,6 +47,7 @@ from assoc.server.store.imports import (
     set_attributes,
     source_kind,
     stage,
+    stage_stream,
     stored_tables,
     table_stage,
 )
@@ -231,8 +232,8 @@ class AppStore:
     def stage_upload(self) -> Path:
         """Where a QVD file that streams into a NEW import is written: its table file in the
         folders of the version it is to become, made as the file starts to arrive, so that
-        less is left to do once it has. `import_file` of that path takes them over;
-        `discard_upload` removes them."""
+        less is left to do once it has. `import_file` of that path, with the stream (which
+        must flush the file: `sync`), takes them over; `discard_upload` removes them."""
         stage_dir, version_dir = self._dirs.new_stage(with_current=True)
         try:
             path = table_stage(version_dir, SourceKind.QVD)
@@ -286,18 +287,28 @@ class AppStore:
             # the app's lock, which a load holds while it waits here (so no cycle).
             if admission is None:
                 admission = self.load_gate.admit(load_work_bytes([source]))
+            # A file that a stream wrote into its stage (stage_upload): flushed by the stream.
+            streamed = staged is not None and qvd is not None and mode is ImportMode.NEW
             with admission:
-                manifest, app = stage(
-                    source, kind, version_dir, name, source_name, self.limits, early_flush, qvd
-                )
-            attrs = set_attributes(manifest, mode, name, owner)
+                if streamed:
+                    assert qvd is not None
+                    manifest, app, written = stage_stream(
+                        stage_dir, source, qvd, name, source_name, owner, early_flush
+                    )
+                    attrs = manifest.attributes
+                else:
+                    manifest, app = stage(
+                        source, kind, version_dir, name, source_name, self.limits, early_flush, qvd
+                    )
+                    attrs, written = set_attributes(manifest, mode, name, owner), b""
             app_id = attrs["id"]
             with self._app_lock(app_id):
                 old = self._cache.entries.get(app_id)
                 if mode is ImportMode.NEW and old is not None:
                     raise AppExists(f"app id {app_id!r} exists")  # a UUID clash: never in practice
                 carry_over(manifest, old.manifest if old is not None else None)
-                self._publish(app_id, version_dir, manifest, app, old, early_flush.join())
+                flushed = early_flush.join() | ({str(source)} if streamed else set())
+                self._publish(app_id, version_dir, manifest, app, old, flushed, written)
             if old is not None:
                 self._notify(app_id, "replaced")
             return dict(attrs)
@@ -315,10 +326,15 @@ class AppStore:
         app: App,
         old: Entry | None,
         flushed: frozenset[str] = frozenset(),
+        written: bytes = b"",
     ) -> None:
         """Commits a staged version and holds its loaded app (the app's lock held); the files
-        in `flushed` are on disk already."""
-        (version_dir / MANIFEST_NAME).write_bytes(manifest.to_json())
+        in `flushed` are on disk already, app.json too if it holds `written`."""
+        manifest_path = version_dir / MANIFEST_NAME
+        data = manifest.to_json()
+        if data != written:
+            manifest_path.write_bytes(data)
+            flushed -= {str(manifest_path)}
         committed = self._dirs.commit(
             app_id, version_dir, old.version_dir if old is not None else None, flushed
         )

@@ -102,16 +102,16 @@ class EarlyFlush:
     def __init__(self) -> None:
         self._flushing: concurrent.futures.Future[frozenset[str]] | None = None
 
-    def start(self, root: Path) -> None:
-        """Starts flushing everything under root."""
+    def start(self, root: Path, skip: frozenset[str] = frozenset()) -> None:
+        """Starts flushing everything under root but the paths in `skip`."""
         # A pool of its own: the flush waits on fsync_paths' pool, and a task waiting on the
         # pool it runs in could wait for itself.
-        self._flushing = _pool("assoc-early-flush", 4).submit(self._flush, root)
+        self._flushing = _pool("assoc-early-flush", 4).submit(self._flush, root, skip)
 
     @staticmethod
-    def _flush(root: Path) -> frozenset[str]:
-        # Everything below root is staged for good; root itself gets app.json later.
-        below = _below(root)
+    def _flush(root: Path, skip: frozenset[str]) -> frozenset[str]:
+        # Everything below root is staged for good; root itself may get app.json later.
+        below = [p for p in _below(root) if p not in skip]
         try:
             fsync_paths([root, *below])
         except OSError:

@@ -118,12 +118,50 @@ def stage(
             os.replace(source, table_path)
         early_flush.start(version_dir)
         app = App(load_model([(source_table, name or None)], kind))
-        table_name = app.tables[0]
-        manifest = Manifest(
-            tables=[TableEntry(table_name, f"tables/{table_path.name}")],
-            attributes=normalize_attributes({"name": name or _stem(source_name) or table_name}),
-        )
-        return manifest, app
+        return table_manifest(app.tables[0], table_path, name, source_name), app
+
+
+def stage_stream(
+    stage_dir: Path,
+    table_path: Path,
+    qvd: QvdStream,
+    name: str | None,
+    source_name: str | None,
+    owner: str,
+    early_flush: EarlyFlush,
+) -> tuple[Manifest, App, bytes]:
+    """stage() and set_attributes() for a NEW import of a QVD file that its stream writes to
+    `table_path` in a staged version (flushing it to disk itself). Once the stream has read
+    the header, app.json is written and flushed with the folders while the stream parses the
+    rest of the file: returns the manifest, the app and the app.json bytes written (none if
+    the header was not read in time, or named the table otherwise than the load did)."""
+    version_dir = table_path.parent.parent
+    table_name = name or qvd.table_name
+    written = b""
+    if table_name:
+        manifest = table_manifest(table_name, table_path, name, source_name)
+        set_attributes(manifest, ImportMode.NEW, name, owner)
+        written = manifest.to_json()
+        (version_dir / MANIFEST_NAME).write_bytes(written)
+        early_flush.start(stage_dir, skip=frozenset({str(table_path)}))
+    with invalid_app_file():
+        app = App(load_model([(qvd.finish(), name or None)], SourceKind.QVD))
+    if app.tables[0] != table_name:
+        manifest = table_manifest(app.tables[0], table_path, name, source_name)
+        set_attributes(manifest, ImportMode.NEW, name, owner)
+        written = b""
+    return manifest, app, written
+
+
+def table_manifest(
+    table_name: str, table_path: Path, name: str | None, source_name: str | None
+) -> Manifest:
+    """The manifest of a QVD or CSV import's one table (named `name`, else after the uploaded
+    file, else after the table)."""
+    return Manifest(
+        tables=[TableEntry(table_name, f"tables/{table_path.name}")],
+        attributes=normalize_attributes({"name": name or _stem(source_name) or table_name}),
+    )
 
 
 def stored_tables(version_dir: Path, manifest: Manifest) -> list[tuple[Path, str | None]]:
