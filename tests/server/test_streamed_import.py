@@ -4,7 +4,9 @@ goes away mid-body."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import socket
 import threading
 import time
@@ -18,7 +20,7 @@ from starlette.testclient import TestClient
 
 import assoc
 from appfiles import ServerProcess
-from assoc.server import create_app
+from assoc.server import create_app, uploads
 from assoc.server.settings import Settings
 
 pytestmark = pytest.mark.server
@@ -174,6 +176,29 @@ def test_an_invalid_qvd_is_422_with_the_readers_message_and_stores_nothing(
     assert error["detail"] == str(expected.value)
     assert leftovers(data_dir) == []
     assert client.get("/v1/apps").json() == []
+
+
+@pytest.mark.parametrize("when", ["start", "finish"])
+def test_no_space_for_a_streamed_file_is_507_and_leaves_nothing(
+    data_dir: Path, qvd: bytes, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    # The stream reserves the file's room when it starts and reports a failed write (or flush)
+    # when it finishes: both as OSError, whose ENOSPC is 507.
+    def no_space(*args: object, **kwargs: object) -> Any:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "table.qvd")
+
+    if when == "start":
+        monkeypatch.setattr(uploads, "QvdStream", no_space)
+    else:
+        monkeypatch.setattr(assoc.QvdStream, "finish", no_space)
+    service = create_app(Settings(), data_dir)
+    with TestClient(service, raise_server_exceptions=False) as client:
+        response = client.post("/v1/apps/import", content=qvd)
+        assert response.status_code == 507, response.text
+        assert response.json()["errors"][0]["code"] == "InsufficientStorage"
+        assert leftovers(data_dir) == []
+        monkeypatch.undo()
+        assert client.post("/v1/apps/import", content=qvd).status_code == 200
 
 
 def test_a_stream_waits_for_room_in_the_load_gate_before_it_buffers(
