@@ -363,3 +363,36 @@ def test_a_synced_stream_file_is_complete_when_it_finishes(tmp_path: Path, big_q
     stream.feed(big_qvd)
     assert stream.finish().name == "Big"
     assert path.read_bytes() == big_qvd
+
+
+_THREAD_NICE = """
+import os, sys, time
+from pathlib import Path
+import assoc
+from assoc import QvdStream
+data = Path(sys.argv[1]).read_bytes()
+stream = QvdStream(len(data))
+for at in range(0, len(data), 1 << 18):
+    stream.feed(data[at : at + (1 << 18)])
+    time.sleep(0.002)  # the parser runs (at the lowest priority) while bytes arrive
+assert stream.table_name is not None
+stream.finish()
+assoc.App.from_qvd(data)  # parallel work on the pool
+for task in Path("/proc/self/task").iterdir():
+    # Fields after the command name: state is the first, nice the 17th.
+    print((task / "stat").read_text().rsplit(")", 1)[1].split()[16])
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="Linux only")
+def test_the_parsers_low_priority_stays_with_it(tmp_path: Path, big_qvd: bytes) -> None:
+    # The stream's parser runs at the lowest priority; the thread pool must not inherit it when
+    # the parser is the first to reach for the pool (a fresh process), or every parallel job
+    # of the process would run on workers that get only what other threads leave.
+    path = tmp_path / "big.qvd"
+    path.write_bytes(big_qvd)
+    out = subprocess.run(
+        [sys.executable, "-c", _THREAD_NICE, str(path)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert len(out) >= 2  # the main thread and the pool's workers
+    assert set(out) == {str(os.nice(0))}

@@ -188,7 +188,9 @@ void set_threads(unsigned n) {
   }
 }
 
-unsigned threads() { return pool()->size(); }
+// A thread in a SerialScope never starts the pool: its workers would inherit the thread's
+// priority, which may be lowered (lower_thread_priority), and keep it for good.
+unsigned threads() { return serial_depth > 0 ? 1 : pool()->size(); }
 
 std::int64_t thread_cpu_ns() {
   timespec ts{};
@@ -202,7 +204,11 @@ void parallel_for(std::size_t n_tasks, const std::function<void(std::size_t)>& f
   job->fn = &fn;
   job->n = n_tasks;
   job->account = account;
-  pool()->run(job);
+  if (serial_depth > 0) {
+    job->work(nullptr);  // see threads(): no pool here
+  } else {
+    pool()->run(job);
+  }
   if (job->error) std::rethrow_exception(job->error);
 }
 

@@ -46,7 +46,8 @@ class CpuScope {
 };
 
 // While one lives, parallel_for on its thread runs every task on that thread: for background
-// work that should take no more than the one (low-priority) thread it runs on.
+// work that should take no more than the one (low-priority) thread it runs on. Such a thread
+// never starts the pool either: the workers would inherit its priority.
 class SerialScope {
  public:
   SerialScope();
@@ -56,7 +57,8 @@ class SerialScope {
 };
 
 // Lowers the calling thread's scheduling priority as far as it goes (Linux; elsewhere nothing),
-// so that it runs only on CPU time other threads leave.
+// so that it runs only on CPU time other threads leave. Threads it starts inherit the
+// priority, and without privileges it cannot be raised again: call it in a SerialScope.
 void lower_thread_priority();
 
 // Runs fn(task) for task in [0, n_tasks) on up to `threads()` threads, the caller included.
