@@ -222,6 +222,23 @@ def test_a_stream_waits_for_room_in_the_load_gate_before_it_buffers(
     assert answers == [200]
 
 
+def test_waiting_for_room_is_not_a_stalled_body(data_dir: Path, qvd: bytes) -> None:
+    # BodyReadTimeout counts only the time spent waiting for the client's bytes.
+    with TestClient(create_app(Settings(body_read_timeout=1), data_dir)) as client:
+        gate = client.app_state["store"].load_gate
+        answers: list[int] = []
+        with gate.admit(gate.capacity):
+            importing = threading.Thread(
+                target=lambda: answers.append(
+                    client.post("/v1/apps/import", content=qvd).status_code
+                )
+            )
+            importing.start()
+            time.sleep(2.0)  # the upload waits for room, its body unread, past the timeout
+        importing.join(30)
+        assert answers == [200]
+
+
 def test_qvd_bodies_are_parsed_once_as_they_arrive(
     client: TestClient, qvd: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
