@@ -759,6 +759,30 @@ def test_large_tables_decode_exactly_across_blocks_and_threads() -> None:
             assoc.set_threads(0)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_records_of_any_size_decode_exactly(seed: int) -> None:
+    # Records of 1 to about 30 bytes (loaded as one word, two words, or field by field), fields
+    # in the low word, the high word and across both, with and without NULLs.
+    rng = np.random.default_rng(seed)
+    n = 5_003
+    columns: dict[str, Any] = {}
+    for i in range(int(rng.integers(1, 14))):
+        values = rng.integers(0, 2 << int(rng.integers(0, 20)), n).astype(object)
+        if rng.random() < 0.4:
+            values[rng.random(n) < 0.1] = None
+        columns[f"C{i}"] = list(values)
+    app = App.from_tables({"T": columns})
+    data = app._impl.write_qvd("T")
+    for threads in (1, 0):
+        assoc.set_threads(threads)
+        try:
+            back = App.from_qvd(data)
+        finally:
+            assoc.set_threads(0)
+        for field in columns:
+            assert back.table("T").column(field) == app.table("T").column(field), field
+
+
 def test_many_constant_fields_over_many_rows() -> None:
     # 3,000 fields of BitWidth 0 over 100,000 one-byte records: work and memory stay in
     # proportion to the file, not to fields x rows.

@@ -83,6 +83,49 @@ ASSOC_AVX2_CLONE std::uint64_t decode_field(const std::uint8_t* rec, std::size_t
   return max_value;
 }
 
+// The value at bit `off` of each row's words, in the one of three places it can lie: the low
+// word, the high word, or across both.
+enum class Place { kLow, kHigh, kAcross };
+
+template <Coding K, Place P>
+ASSOC_AVX2_CLONE std::uint64_t decode_words(RowWords rows, std::size_t count, unsigned off, const FieldDecoder& d,
+                                            std::uint32_t* out, std::uint64_t& nulls) {
+  const std::uint64_t mask = d.mask;
+  const std::int64_t bias = d.bias;
+  std::uint64_t max_value = 0;
+  std::uint64_t null_rows = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t v;
+    if constexpr (P == Place::kLow) {
+      v = (rows.lo[i] >> off) & mask;
+    } else if constexpr (P == Place::kHigh) {
+      v = (rows.hi[i] >> (off - 64)) & mask;
+    } else {
+      v = ((rows.lo[i] >> off) | (rows.hi[i] << (64 - off))) & mask;
+    }
+    max_value = std::max(max_value, v);
+    if constexpr (K == Coding::kNullable) {
+      const std::int64_t s = static_cast<std::int64_t>(v) + bias;
+      null_rows += s < 0;
+      out[i] = s < 0 ? 0U : static_cast<std::uint32_t>(s + 1);
+    } else if constexpr (K == Coding::kRaised) {
+      out[i] = static_cast<std::uint32_t>(static_cast<std::int64_t>(v) + bias);
+    } else {
+      out[i] = static_cast<std::uint32_t>(v);
+    }
+  }
+  nulls += null_rows;
+  return max_value;
+}
+
+template <Coding K>
+std::uint64_t decode_words_at(RowWords rows, std::size_t count, unsigned off, unsigned width, const FieldDecoder& d,
+                              std::uint32_t* out, std::uint64_t& nulls) {
+  if (off >= 64) return decode_words<K, Place::kHigh>(rows, count, off, d, out, nulls);
+  if (off + width <= 64) return decode_words<K, Place::kLow>(rows, count, off, d, out, nulls);
+  return decode_words<K, Place::kAcross>(rows, count, off, d, out, nulls);
+}
+
 // decode_field for the coding the field's Bias calls for.
 std::uint64_t decode_coded(const std::uint8_t* rec, std::size_t record_bytes, std::size_t count,
                            const FieldDecoder& d, std::uint32_t* out, std::uint64_t& nulls) {
@@ -109,6 +152,26 @@ std::vector<FieldDecoder> decoders_for(const TableHeader& h) {
 
 }  // namespace
 
+// Each record of at most 16 bytes as two words, loaded once for all fields: each field then
+// reads contiguous words with shifts that vectorise, instead of a strided load per field and
+// row. For a 6-field, 10-byte record this took about a fifth off the decoding.
+void QvdRecordReader::load_words(std::size_t begin, std::size_t count, std::uint64_t* lo, std::uint64_t* hi) const {
+  const std::size_t rb = record_bytes_;
+  const std::size_t end = begin + count;
+  const std::size_t safe_end = std::min(end, std::max(begin, safe_rows_));
+  // Loads pass a short record's end by up to 7 bytes: into the next rows, or the tail's padding.
+  const auto load = [&](const std::uint8_t* rec, std::size_t i) {
+    std::memcpy(&lo[i], rec, 8);
+    if (rb > 8) {
+      std::memcpy(&hi[i], rec + 8, 8);
+    } else {
+      hi[i] = 0;
+    }
+  };
+  for (std::size_t r = begin; r < safe_end; ++r) load(records_ + r * rb, r - begin);
+  for (std::size_t r = safe_end; r < end; ++r) load(tail_.data() + (r - safe_rows_) * rb, r - begin);
+}
+
 std::vector<PackedIndex> read_qvd_records(const TableHeader& h, const std::uint8_t* body, CpuAccount* cpu) {
   QvdRecordReader reader(h, body);
   reader.decode(reader.rows(), cpu);
@@ -134,7 +197,7 @@ QvdRecordReader::QvdRecordReader(const TableHeader& h, const std::uint8_t* body)
 }
 
 void QvdRecordReader::decode_block(std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out,
-                                   std::uint32_t& max_code, std::uint64_t& nulls) {
+                                   std::uint32_t& max_code, std::uint64_t& nulls, const RowWords* words) {
   const FieldDecoder& d = decoders_[f];
   std::int64_t block_max;
   nulls = 0;
@@ -146,18 +209,30 @@ void QvdRecordReader::decode_block(std::size_t f, std::size_t begin, std::size_t
     nulls = null ? count : 0;
     block_max = null ? -1 : std::int64_t{d.constant_symbol};
   } else {
-    // Rows before the padded tail read the file, rows in it the copy.
-    const std::size_t end = begin + count;
-    const std::size_t safe_end = std::min(end, std::max(begin, safe_rows_));
     std::uint64_t m = 0;
-    if (safe_end > begin) {
-      const std::uint8_t* rec = records_ + begin * record_bytes_;
-      m = decode_coded(rec, record_bytes_, safe_end - begin, d, out, nulls);
-    }
-    if (end > safe_end) {
-      const std::uint8_t* rec = tail_.data() + (safe_end - safe_rows_) * record_bytes_;
-      std::uint32_t* o = out + (safe_end - begin);
-      m = std::max(m, decode_coded(rec, record_bytes_, end - safe_end, d, o, nulls));
+    if (words != nullptr) {
+      const auto off = static_cast<unsigned>(d.byte * 8 + d.shift);
+      const auto width = static_cast<unsigned>(h_.fields[f].bit_width);
+      if (d.bias < 0) {
+        m = decode_words_at<Coding::kNullable>(*words, count, off, width, d, out, nulls);
+      } else if (d.bias > 0) {
+        m = decode_words_at<Coding::kRaised>(*words, count, off, width, d, out, nulls);
+      } else {
+        m = decode_words_at<Coding::kPlain>(*words, count, off, width, d, out, nulls);
+      }
+    } else {
+      // Rows before the padded tail read the file, rows in it the copy.
+      const std::size_t end = begin + count;
+      const std::size_t safe_end = std::min(end, std::max(begin, safe_rows_));
+      if (safe_end > begin) {
+        const std::uint8_t* rec = records_ + begin * record_bytes_;
+        m = decode_coded(rec, record_bytes_, safe_end - begin, d, out, nulls);
+      }
+      if (end > safe_end) {
+        const std::uint8_t* rec = tail_.data() + (safe_end - safe_rows_) * record_bytes_;
+        std::uint32_t* o = out + (safe_end - begin);
+        m = std::max(m, decode_coded(rec, record_bytes_, end - safe_end, d, o, nulls));
+      }
     }
     block_max = static_cast<std::int64_t>(m) + d.bias;
     if (block_max >= static_cast<std::int64_t>(d.n_symbols)) {
@@ -192,7 +267,16 @@ void QvdRecordReader::decode(std::size_t end, CpuAccount* cpu) {
       decoded_, end,
       [&](std::size_t begin, std::size_t count, std::uint32_t* const* codes, std::uint32_t* max_codes,
           std::uint64_t* nulls) {
-        for (std::size_t f = 0; f < n_fields; ++f) decode_block(f, begin, count, codes[f], max_codes[f], nulls[f]);
+        if (record_bytes_ > 16 || n_fields < 2) {
+          for (std::size_t f = 0; f < n_fields; ++f) decode_block(f, begin, count, codes[f], max_codes[f], nulls[f]);
+          return;
+        }
+        thread_local std::vector<std::uint64_t> words;
+        words.resize(2 * count);
+        const RowWords rows{words.data(), words.data() + count};
+        load_words(begin, count, words.data(), words.data() + count);
+        for (std::size_t f = 0; f < n_fields; ++f)
+          decode_block(f, begin, count, codes[f], max_codes[f], nulls[f], &rows);
       },
       cpu);
   decoded_ = end;

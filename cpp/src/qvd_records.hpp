@@ -29,6 +29,12 @@ struct FieldDecoder {
   std::uint32_t constant_symbol = kNull;
 };
 
+// A block's records of at most 16 bytes each as two little-endian words per row.
+struct RowWords {
+  const std::uint64_t* lo;
+  const std::uint64_t* hi;
+};
+
 // read_qvd_records in steps, for records still arriving: rows are decoded range by range once
 // their bytes are present, then finish() gives the indexes.
 class QvdRecordReader {
@@ -50,9 +56,12 @@ class QvdRecordReader {
   std::vector<PackedIndex> finish(CpuAccount* cpu);
 
  private:
-  // Rows [begin, begin+count) of field f as packed-index codes, their largest code and NULLs.
+  // Rows [begin, begin+count) of field f as packed-index codes, their largest code and NULLs;
+  // from `words` (those rows' load_words) when given, else from the records.
   void decode_block(std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out, std::uint32_t& max_code,
-                    std::uint64_t& nulls);
+                    std::uint64_t& nulls, const RowWords* words = nullptr);
+  // Rows [begin, begin+count) as words (records of at most 16 bytes).
+  void load_words(std::size_t begin, std::size_t count, std::uint64_t* lo, std::uint64_t* hi) const;
 
   const TableHeader& h_;
   const std::uint8_t* records_;
