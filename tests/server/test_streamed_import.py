@@ -178,19 +178,29 @@ def test_an_invalid_qvd_is_422_with_the_readers_message_and_stores_nothing(
     assert client.get("/v1/apps").json() == []
 
 
-@pytest.mark.parametrize("when", ["start", "finish"])
+@pytest.mark.parametrize("when", ["start", "finish", "app.json"])
 def test_no_space_for_a_streamed_file_is_507_and_leaves_nothing(
     data_dir: Path, qvd: bytes, monkeypatch: pytest.MonkeyPatch, when: str
 ) -> None:
     # The stream reserves the file's room when it starts and reports a failed write (or flush)
-    # when it finishes: both as OSError, whose ENOSPC is 507.
+    # when it finishes: both as OSError, whose ENOSPC is 507. So is app.json's write, which
+    # runs beside the end of the parse.
     def no_space(*args: object, **kwargs: object) -> Any:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "table.qvd")
 
     if when == "start":
         monkeypatch.setattr(uploads, "QvdStream", no_space)
-    else:
+    elif when == "finish":
         monkeypatch.setattr(assoc.QvdStream, "finish", no_space)
+    else:
+        write_bytes = Path.write_bytes
+
+        def no_space_for_app_json(path: Path, data: Any) -> int:
+            if path.name == "app.json":
+                no_space()
+            return write_bytes(path, data)
+
+        monkeypatch.setattr(Path, "write_bytes", no_space_for_app_json)
     service = create_app(Settings(), data_dir)
     with TestClient(service, raise_server_exceptions=False) as client:
         response = client.post("/v1/apps/import", content=qvd)

@@ -313,7 +313,7 @@ class AppStore:
                 self._notify(app_id, "replaced")
             return dict(attrs)
         finally:
-            early_flush.join()
+            early_flush.wait()
             remove(stage_dir)
             with contextlib.suppress(FileNotFoundError):
                 source.unlink()

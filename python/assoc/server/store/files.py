@@ -102,14 +102,24 @@ class EarlyFlush:
     def __init__(self) -> None:
         self._flushing: concurrent.futures.Future[frozenset[str]] | None = None
 
-    def start(self, root: Path, skip: frozenset[str] = frozenset()) -> None:
-        """Starts flushing everything under root but the paths in `skip`."""
+    def start(
+        self,
+        root: Path,
+        skip: frozenset[str] = frozenset(),
+        first: Callable[[], object] | None = None,
+    ) -> None:
+        """Starts flushing everything under root but the paths in `skip`; `first` (writing a
+        last file, say) runs before, in the same background thread, and its error is join's."""
         # A pool of its own: the flush waits on fsync_paths' pool, and a task waiting on the
         # pool it runs in could wait for itself.
-        self._flushing = _pool("assoc-early-flush", 4).submit(self._flush, root, skip)
+        self._flushing = _pool("assoc-early-flush", 4).submit(self._flush, root, skip, first)
 
     @staticmethod
-    def _flush(root: Path, skip: frozenset[str]) -> frozenset[str]:
+    def _flush(
+        root: Path, skip: frozenset[str], first: Callable[[], object] | None
+    ) -> frozenset[str]:
+        if first is not None:
+            first()
         # Everything below root is staged for good; root itself may get app.json later.
         below = [p for p in _below(root) if p not in skip]
         try:
@@ -120,8 +130,13 @@ class EarlyFlush:
 
     def join(self) -> frozenset[str]:
         """Waits for the flush; the paths below its root that it flushed (none if it failed
-        or never started)."""
+        or never started). Raises what `first` raised."""
         return self._flushing.result() if self._flushing is not None else frozenset()
+
+    def wait(self) -> None:
+        """Waits for the flush, whatever its outcome (before removing what it flushes)."""
+        if self._flushing is not None:
+            concurrent.futures.wait([self._flushing])
 
 
 def remove(path: Path) -> None:

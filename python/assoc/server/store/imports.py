@@ -132,18 +132,22 @@ def stage_stream(
 ) -> tuple[Manifest, App, bytes]:
     """stage() and set_attributes() for a NEW import of a QVD file that its stream writes to
     `table_path` in a staged version (flushing it to disk itself). Once the stream has read
-    the header, app.json is written and flushed with the folders while the stream parses the
-    rest of the file: returns the manifest, the app and the app.json bytes written (none if
-    the header was not read in time, or named the table otherwise than the load did)."""
-    version_dir = table_path.parent.parent
+    the header, app.json is written and flushed with the folders (by `early_flush`, whose
+    join raises a failed write) while the stream parses the rest of the file: returns the
+    manifest, the app and the app.json bytes written (none if the header was not read in
+    time, or named the table otherwise than the load did)."""
+    manifest_path = table_path.parent.parent / MANIFEST_NAME
     table_name = name or qvd.table_name
     written = b""
     if table_name:
         manifest = table_manifest(table_name, table_path, name, source_name)
         set_attributes(manifest, ImportMode.NEW, name, owner)
         written = manifest.to_json()
-        (version_dir / MANIFEST_NAME).write_bytes(written)
-        early_flush.start(stage_dir, skip=frozenset({str(table_path)}))
+        early_flush.start(
+            stage_dir,
+            skip=frozenset({str(table_path)}),
+            first=lambda: manifest_path.write_bytes(written),
+        )
     with invalid_app_file():
         app = App(load_model([(qvd.finish(), name or None)], SourceKind.QVD))
     if app.tables[0] != table_name:
