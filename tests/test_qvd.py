@@ -735,6 +735,18 @@ def test_pyqvd_written_files_load(tmp_path: Path) -> None:
     assert columns(app) == pyqvd_columns(path.read_bytes())
 
 
+def loaded_on_one_thread_and_all(data: bytes) -> list[App]:
+    """The file loaded with one thread, then with every core."""
+    apps = []
+    try:
+        for threads in (1, 0):
+            assoc.set_threads(threads)
+            apps.append(App.from_qvd(data))
+    finally:
+        assoc.set_threads(0)
+    return apps
+
+
 def test_large_tables_decode_exactly_across_blocks_and_threads() -> None:
     rng = np.random.default_rng(3)
     n = 70_003  # not a multiple of the block size: the padded tail is used
@@ -745,18 +757,13 @@ def test_large_tables_decode_exactly_across_blocks_and_threads() -> None:
         data = app._impl.write_qvd(table)
         record_bytes = int(header_of(data).findtext("RecordByteSize"))
         assert record_bytes > 8 if table == "Wide" else record_bytes < 8
-        try:
-            for threads in (1, 0):
-                assoc.set_threads(threads)
-                back = App.from_qvd(data)
-                for field in app.table(table).fields:
-                    assert np.array_equal(
-                        back.table(table).column_indices(field),
-                        app.table(table).column_indices(field),
-                    ), field
-                    assert back.symbols(field) == app.symbols(field)
-        finally:
-            assoc.set_threads(0)
+        for back in loaded_on_one_thread_and_all(data):
+            for field in app.table(table).fields:
+                assert np.array_equal(
+                    back.table(table).column_indices(field),
+                    app.table(table).column_indices(field),
+                ), field
+                assert back.symbols(field) == app.symbols(field)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -773,12 +780,7 @@ def test_records_of_any_size_decode_exactly(seed: int) -> None:
         columns[f"C{i}"] = list(values)
     app = App.from_tables({"T": columns})
     data = app._impl.write_qvd("T")
-    for threads in (1, 0):
-        assoc.set_threads(threads)
-        try:
-            back = App.from_qvd(data)
-        finally:
-            assoc.set_threads(0)
+    for back in loaded_on_one_thread_and_all(data):
         for field in columns:
             assert back.table("T").column(field) == app.table("T").column(field), field
 
@@ -874,12 +876,7 @@ def test_large_number_symbol_sections_read_exactly(kind: str, values: Any) -> No
     data = app._impl.write_qvd("T")
     types = set(symbol_types(data, "V"))
     assert types == {"int32": {1}, "float64": {2}, "mixed": {1, 2}, "big integers": {2}}[kind]
-    for threads in (1, 0):
-        assoc.set_threads(threads)
-        try:
-            back = App.from_qvd(data)
-        finally:
-            assoc.set_threads(0)
+    for back in loaded_on_one_thread_and_all(data):
         assert back.symbols("V") == app.symbols("V")
         assert np.array_equal(
             back.table("T").column_indices("V"), app.table("T").column_indices("V")

@@ -44,43 +44,58 @@ FieldDecoder decoder_for(const FieldHeader& f, std::uint64_t record_bytes) {
 // by a positive Bias, or, with a negative Bias (which makes NULLs), v + Bias + 1 with 0 for NULL.
 enum class Coding { kPlain, kRaised, kNullable };
 
-// Decodes `count` records starting at `rec` into codes as `K` says, adds the NULLs to `nulls`
-// and returns the largest stored value seen, for the range check after the block.
-// On x86-64 Linux the loop is compiled twice and the CPU picks at load time: with AVX2 the
-// shift, mask and maximum run four values at a time (the strided loads stay scalar), which
-// took 17 % off a single-threaded load of a 6-field, 1M-row file.
+// A stored value's code as `K` says; a NULL adds to `null_rows`.
+template <Coding K>
+inline std::uint32_t code_of(std::uint64_t v, std::int64_t bias, std::uint64_t& null_rows) {
+  if constexpr (K == Coding::kNullable) {
+    const std::int64_t s = static_cast<std::int64_t>(v) + bias;
+    null_rows += s < 0;
+    return s < 0 ? 0U : static_cast<std::uint32_t>(s + 1);
+  } else if constexpr (K == Coding::kRaised) {
+    return static_cast<std::uint32_t>(static_cast<std::int64_t>(v) + bias);
+  } else {
+    return static_cast<std::uint32_t>(v);
+  }
+}
+
+// On x86-64 Linux the decoding loops are compiled twice and the CPU picks at load time: with
+// AVX2 the shift, mask and maximum run four values at a time (strided loads stay scalar),
+// which took 17 % off a single-threaded load of a 6-field, 1M-row file.
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
 #define ASSOC_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
 #else
 #define ASSOC_AVX2_CLONE
 #endif
 
+// Codes of `count` rows whose stored values value_of(i) gives, as `K` says; adds the NULLs to
+// `nulls` and returns the largest stored value seen, for the range check after the block.
+template <Coding K, class ValueOf>
+inline std::uint64_t decode_values(std::size_t count, ValueOf value_of, std::int64_t bias, std::uint32_t* out,
+                                   std::uint64_t& nulls) {
+  std::uint64_t max_value = 0;
+  std::uint64_t null_rows = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t v = value_of(i);
+    max_value = std::max(max_value, v);
+    out[i] = code_of<K>(v, bias, null_rows);
+  }
+  nulls += null_rows;
+  return max_value;
+}
+
+// Decodes `count` records starting at `rec`: the field's 8-byte load from each.
 template <Coding K>
 ASSOC_AVX2_CLONE std::uint64_t decode_field(const std::uint8_t* rec, std::size_t record_bytes, std::size_t count,
                                             const FieldDecoder& d, std::uint32_t* out, std::uint64_t& nulls) {
   const std::uint8_t* p = rec + d.byte;
   const std::uint32_t shift = d.shift;
   const std::uint64_t mask = d.mask;
-  const std::int64_t bias = d.bias;
-  std::uint64_t max_value = 0;
-  std::uint64_t null_rows = 0;
-  for (std::size_t i = 0; i < count; ++i) {
+  const auto value_of = [&](std::size_t i) {
     std::uint64_t x;
     std::memcpy(&x, p + i * record_bytes, 8);
-    const std::uint64_t v = (x >> shift) & mask;
-    max_value = std::max(max_value, v);
-    if constexpr (K == Coding::kNullable) {
-      const std::int64_t s = static_cast<std::int64_t>(v) + bias;
-      null_rows += s < 0;
-      out[i] = s < 0 ? 0U : static_cast<std::uint32_t>(s + 1);
-    } else if constexpr (K == Coding::kRaised) {
-      out[i] = static_cast<std::uint32_t>(static_cast<std::int64_t>(v) + bias);
-    } else {
-      out[i] = static_cast<std::uint32_t>(v);
-    }
-  }
-  nulls += null_rows;
-  return max_value;
+    return (x >> shift) & mask;
+  };
+  return decode_values<K>(count, value_of, d.bias, out, nulls);
 }
 
 // The value at bit `off` of each row's words, in the one of three places it can lie: the low
@@ -91,31 +106,16 @@ template <Coding K, Place P>
 ASSOC_AVX2_CLONE std::uint64_t decode_words(RowWords rows, std::size_t count, unsigned off, const FieldDecoder& d,
                                             std::uint32_t* out, std::uint64_t& nulls) {
   const std::uint64_t mask = d.mask;
-  const std::int64_t bias = d.bias;
-  std::uint64_t max_value = 0;
-  std::uint64_t null_rows = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint64_t v;
+  const auto value_of = [&](std::size_t i) {
     if constexpr (P == Place::kLow) {
-      v = (rows.lo[i] >> off) & mask;
+      return (rows.lo[i] >> off) & mask;
     } else if constexpr (P == Place::kHigh) {
-      v = (rows.hi[i] >> (off - 64)) & mask;
+      return (rows.hi[i] >> (off - 64)) & mask;
     } else {
-      v = ((rows.lo[i] >> off) | (rows.hi[i] << (64 - off))) & mask;
+      return ((rows.lo[i] >> off) | (rows.hi[i] << (64 - off))) & mask;
     }
-    max_value = std::max(max_value, v);
-    if constexpr (K == Coding::kNullable) {
-      const std::int64_t s = static_cast<std::int64_t>(v) + bias;
-      null_rows += s < 0;
-      out[i] = s < 0 ? 0U : static_cast<std::uint32_t>(s + 1);
-    } else if constexpr (K == Coding::kRaised) {
-      out[i] = static_cast<std::uint32_t>(static_cast<std::int64_t>(v) + bias);
-    } else {
-      out[i] = static_cast<std::uint32_t>(v);
-    }
-  }
-  nulls += null_rows;
-  return max_value;
+  };
+  return decode_values<K>(count, value_of, d.bias, out, nulls);
 }
 
 template <Coding K>
