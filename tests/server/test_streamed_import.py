@@ -178,6 +178,39 @@ def test_an_invalid_qvd_is_422_with_the_readers_message_and_stores_nothing(
     assert client.get("/v1/apps").json() == []
 
 
+@pytest.mark.parametrize("header_read", [True, False])
+def test_every_path_of_a_streamed_import_is_flushed_once_before_the_answer(
+    client: TestClient,
+    data_dir: Path,
+    qvd: bytes,
+    monkeypatch: pytest.MonkeyPatch,
+    header_read: bool,
+) -> None:
+    # Read in time, the header lets app.json be written and flushed beside the parse's end;
+    # else the commit flushes it with the rest.
+    name = "Sales" if header_read else None
+    monkeypatch.setattr(assoc.QvdStream, "table_name", property(lambda _: name))
+    flushed: list[str] = []
+    fsync = os.fsync
+
+    def recorded(fd: int) -> None:
+        fsync(fd)
+        flushed.append(os.readlink(f"/proc/self/fd/{fd}"))
+
+    monkeypatch.setattr(os, "fsync", recorded)
+    response = client.post("/v1/apps/import", content=qvd)
+    assert response.status_code == 200, response.text
+    app_dir = data_dir / "apps" / response.json()["attributes"]["id"]
+    # Flushed while staged in tmp/stage-*/, then renamed to apps/<id>/ and apps/ flushed.
+    (stage,) = {Path(p).relative_to(data_dir / "tmp").parts[0] for p in flushed[:-1]}
+    moved = [p.replace(str(data_dir / "tmp" / stage), str(app_dir)) for p in flushed[:-1]]
+    assert flushed[-1] == str(data_dir / "apps")
+    everything = {str(app_dir), *(str(p) for p in app_dir.rglob("*"))}
+    table = next(p for p in everything if p.endswith("table.qvd"))
+    # The table file is flushed by its stream (fdatasync in the engine), everything else here.
+    assert sorted(moved) == sorted(everything - {table})
+
+
 @pytest.mark.parametrize("when", ["start", "finish", "app.json"])
 def test_no_space_for_a_streamed_file_is_507_and_leaves_nothing(
     data_dir: Path, qvd: bytes, monkeypatch: pytest.MonkeyPatch, when: str

@@ -89,7 +89,7 @@ def _below(root: Path) -> list[str]:
 def fsync_tree(root: Path, flushed: frozenset[str] = frozenset()) -> None:
     """Flushes every file and folder under root (root included), but the paths in `flushed`
     (flushed already, and unchanged since)."""
-    fsync_paths([root, *(p for p in _below(root) if p not in flushed)])
+    fsync_paths([p for p in (str(root), *_below(root)) if p not in flushed])
 
 
 class EarlyFlush:
@@ -107,16 +107,20 @@ class EarlyFlush:
         root: Path,
         skip: frozenset[str] = frozenset(),
         first: Callable[[], object] | None = None,
+        root_final: bool = False,
     ) -> None:
         """Starts flushing everything under root but the paths in `skip`; `first` (writing a
-        last file, say) runs before, in the same background thread, and its error is join's."""
+        last file, say) runs before, in the same background thread, and its error is join's.
+        With `root_final` nothing is added to root after, so it counts as flushed too."""
         # A pool of its own: the flush waits on fsync_paths' pool, and a task waiting on the
         # pool it runs in could wait for itself.
-        self._flushing = _pool("assoc-early-flush", 4).submit(self._flush, root, skip, first)
+        self._flushing = _pool("assoc-early-flush", 4).submit(
+            self._flush, root, skip, first, root_final
+        )
 
     @staticmethod
     def _flush(
-        root: Path, skip: frozenset[str], first: Callable[[], object] | None
+        root: Path, skip: frozenset[str], first: Callable[[], object] | None, root_final: bool
     ) -> frozenset[str]:
         if first is not None:
             first()
@@ -126,7 +130,7 @@ class EarlyFlush:
             fsync_paths([root, *below])
         except OSError:
             return frozenset()  # the commit's own flush of the same paths reports the error
-        return frozenset(below)
+        return frozenset(below) | ({str(root)} if root_final else frozenset())
 
     def join(self) -> frozenset[str]:
         """Waits for the flush; the paths below its root that it flushed (none if it failed

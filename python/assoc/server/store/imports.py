@@ -147,6 +147,7 @@ def stage_stream(
             stage_dir,
             skip=frozenset({str(table_path)}),
             first=lambda: manifest_path.write_bytes(written),
+            root_final=True,
         )
     with invalid_app_file():
         app = App(load_model([(qvd.finish(), name or None)], SourceKind.QVD))
