@@ -52,7 +52,13 @@ StreamFile::StreamFile(std::string path, const std::uint8_t* buffer, std::size_t
     fail(path_);
   }
 #endif
-  writer_ = std::thread([this] { write_loop(); });
+  try {
+    writer_ = std::thread([this] { write_loop(); });
+  } catch (...) {
+    ::close(fd_);
+    ::unlink(path_.c_str());
+    throw;
+  }
 }
 
 StreamFile::~StreamFile() {
@@ -123,6 +129,10 @@ void StreamFile::write_loop() {
       const std::size_t end = ending || !direct_ ? filled : filled / kPage * kPage;
       if (end > written_) write_range(end);
       if (ending) break;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return;  // the file is being dropped
     }
     const std::size_t length = written_ + extra_size_;
     if (extra_size_ > 0) {
