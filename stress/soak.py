@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -106,9 +107,17 @@ def client_loop(url: str, figures: Figures, stop: threading.Event, seed: int, bi
                 figures.record(what, None, f"{type(exc).__name__}: {exc}")
 
 
-def soak(minutes: float, clients: int, budget_mb: int, csv_mb: float, seed: int = 1) -> dict:
-    """Runs the soak; returns its figures."""
-    root = Path(tempfile.mkdtemp(prefix="assoc-soak-"))
+def soak(
+    minutes: float,
+    clients: int,
+    budget_mb: int,
+    csv_mb: float,
+    seed: int = 1,
+    keep: Path | None = None,
+) -> dict:
+    """Runs the soak in a new folder (under `keep`, else the system's temporary folder) and
+    returns its figures; the service's data dir is removed at the end, its log kept."""
+    root = Path(tempfile.mkdtemp(prefix="assoc-soak-", dir=keep))
     server = Server(root / "data", f"MemoryBudgetMB={budget_mb}", log=root / "serve.log").start()
     big = csv_body(csv_mb, random.Random(seed))
     figures = Figures()
@@ -130,6 +139,7 @@ def soak(minutes: float, clients: int, budget_mb: int, csv_mb: float, seed: int 
         for thread in threads:
             thread.join(180)
         server.stop()
+        shutil.rmtree(root / "data", ignore_errors=True)
     fifth = max(1, len(samples) // 5)
     latencies = sorted(figures.metadata_ms) or [0.0]
     return {
