@@ -152,24 +152,30 @@ std::vector<FieldDecoder> decoders_for(const TableHeader& h) {
 
 }  // namespace
 
+template <class Fn>
+void QvdRecordReader::record_runs(std::size_t begin, std::size_t count, Fn&& fn) const {
+  const std::size_t end = begin + count;
+  const std::size_t safe_end = std::min(end, std::max(begin, safe_rows_));
+  if (safe_end > begin) fn(records_ + begin * record_bytes_, std::size_t{0}, safe_end - begin);
+  if (end > safe_end) fn(tail_.data() + (safe_end - safe_rows_) * record_bytes_, safe_end - begin, end - safe_end);
+}
+
 // Each record of at most 16 bytes as two words, loaded once for all fields: each field then
 // reads contiguous words with shifts that vectorise, instead of a strided load per field and
 // row. For a 6-field, 10-byte record this took about a fifth off the decoding.
 void QvdRecordReader::load_words(std::size_t begin, std::size_t count, std::uint64_t* lo, std::uint64_t* hi) const {
   const std::size_t rb = record_bytes_;
-  const std::size_t end = begin + count;
-  const std::size_t safe_end = std::min(end, std::max(begin, safe_rows_));
   // Loads pass a short record's end by up to 7 bytes: into the next rows, or the tail's padding.
-  const auto load = [&](const std::uint8_t* rec, std::size_t i) {
-    std::memcpy(&lo[i], rec, 8);
-    if (rb > 8) {
-      std::memcpy(&hi[i], rec + 8, 8);
-    } else {
-      hi[i] = 0;
+  record_runs(begin, count, [&](const std::uint8_t* rec, std::size_t at, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i, rec += rb) {
+      std::memcpy(&lo[at + i], rec, 8);
+      if (rb > 8) {
+        std::memcpy(&hi[at + i], rec + 8, 8);
+      } else {
+        hi[at + i] = 0;
+      }
     }
-  };
-  for (std::size_t r = begin; r < safe_end; ++r) load(records_ + r * rb, r - begin);
-  for (std::size_t r = safe_end; r < end; ++r) load(tail_.data() + (r - safe_rows_) * rb, r - begin);
+  });
 }
 
 std::vector<PackedIndex> read_qvd_records(const TableHeader& h, const std::uint8_t* body, CpuAccount* cpu) {
@@ -221,18 +227,9 @@ void QvdRecordReader::decode_block(std::size_t f, std::size_t begin, std::size_t
         m = decode_words_at<Coding::kPlain>(*words, count, off, width, d, out, nulls);
       }
     } else {
-      // Rows before the padded tail read the file, rows in it the copy.
-      const std::size_t end = begin + count;
-      const std::size_t safe_end = std::min(end, std::max(begin, safe_rows_));
-      if (safe_end > begin) {
-        const std::uint8_t* rec = records_ + begin * record_bytes_;
-        m = decode_coded(rec, record_bytes_, safe_end - begin, d, out, nulls);
-      }
-      if (end > safe_end) {
-        const std::uint8_t* rec = tail_.data() + (safe_end - safe_rows_) * record_bytes_;
-        std::uint32_t* o = out + (safe_end - begin);
-        m = std::max(m, decode_coded(rec, record_bytes_, end - safe_end, d, o, nulls));
-      }
+      record_runs(begin, count, [&](const std::uint8_t* rec, std::size_t at, std::size_t n) {
+        m = std::max(m, decode_coded(rec, record_bytes_, n, d, out + at, nulls));
+      });
     }
     block_max = static_cast<std::int64_t>(m) + d.bias;
     if (block_max >= static_cast<std::int64_t>(d.n_symbols)) {

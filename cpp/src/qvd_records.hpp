@@ -62,6 +62,11 @@ class QvdRecordReader {
                     std::uint64_t& nulls, const RowWords* words = nullptr);
   // Rows [begin, begin+count) as words (records of at most 16 bytes).
   void load_words(std::size_t begin, std::size_t count, std::uint64_t* lo, std::uint64_t* hi) const;
+  // Rows [begin, begin+count) as at most two runs of whole records: fn(first record, the run's
+  // first row counted from `begin`, rows), the rows before the padded tail read from the file,
+  // those in it from the copy.
+  template <class Fn>
+  void record_runs(std::size_t begin, std::size_t count, Fn&& fn) const;
 
   const TableHeader& h_;
   const std::uint8_t* records_;

@@ -56,7 +56,7 @@ class Pool {
   unsigned size() const { return n_threads_; }
 
   void run(const std::shared_ptr<Job>& job) {
-    if (workers_.empty() || job->n <= 1 || serial_depth > 0) {
+    if (workers_.empty() || job->n <= 1) {
       job->work(nullptr);
       return;
     }

@@ -55,7 +55,6 @@ class Upload:
     (at a path the target staged): it is complete once `qvd.finish()` has returned."""
 
     path: Path
-    size: int
     filename: str | None
     qvd: QvdStream | None = None
     admission: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
@@ -75,7 +74,6 @@ class _SpoolFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.size = 0
         self._file: BinaryIO = open(path, "xb", buffering=0)  # noqa: SIM115 - closed in close()
         self._written = 0
         self._pending: list[bytes] = []
@@ -85,7 +83,6 @@ class _SpoolFile:
     def add(self, data: bytes) -> None:
         self._pending.append(data)
         self._pending_bytes += len(data)
-        self.size += len(data)
 
     async def flush(self, force: bool = False) -> None:
         """Starts writing what has collected once there is enough (anything, with `force`);
@@ -158,7 +155,7 @@ async def receive_upload(
                 sink.add(chunk)
                 await sink.pump()
         await sink.close()
-        return Upload(sink.path, sink.received, filename, sink.qvd, admission)
+        return Upload(sink.path, filename, sink.qvd, admission)
     except BaseException:
         admission.close()
         await asyncio.shield(sink.discard())

@@ -272,33 +272,33 @@ class AppStore:
     ) -> dict[str, Any]:
         """Imports a package, QVD or CSV file (consumed) and commits it; returns its attributes.
 
-        `qvd`: the source's bytes parsed as they arrived, under `admission` (room that
-        `admit_upload` made, released once the app is loaded). A source from `stage_upload`
-        is committed in the folders staged for it."""
+        `qvd`: a NEW import's QVD parsed as it arrived into the path `stage_upload` gave it
+        (committed in the folders staged for it), under `admission` (room that `admit_upload`
+        made, released once the app is loaded)."""
         with self._staged_lock:
             staged = self._staged.pop(source, None)
         stage_dir, version_dir = staged if staged is not None else self._dirs.new_stage()
         early_flush = EarlyFlush()
         try:
-            kind = SourceKind.QVD if qvd is not None else source_kind(source)
+            if (qvd is None) != (staged is None):
+                raise ValueError("a QvdStream's file, and only one, comes from stage_upload")
+            streamed = qvd is not None
+            kind = SourceKind.QVD if streamed else source_kind(source)
             if mode is ImportMode.AUTOREPLACE and kind is not SourceKind.PACKAGE:
                 raise AppIdRequired("mode AUTOREPLACE needs an app package with attributes.id")
             # Staging is the import's working memory; the commit below needs none and waits for
             # the app's lock, which a load holds while it waits here (so no cycle).
             if admission is None:
                 admission = self.load_gate.admit(load_work_bytes([source]))
-            # A file that a stream wrote into its stage (stage_upload): flushed by the stream.
-            streamed = staged is not None and qvd is not None and mode is ImportMode.NEW
             with admission:
-                if streamed:
-                    assert qvd is not None
+                if qvd is not None:  # written into its stage and flushed by the stream
                     manifest, app, written = stage_stream(
                         stage_dir, source, qvd, name, source_name, owner, early_flush
                     )
                     attrs = manifest.attributes
                 else:
                     manifest, app = stage(
-                        source, kind, version_dir, name, source_name, self.limits, early_flush, qvd
+                        source, kind, version_dir, name, source_name, self.limits, early_flush
                     )
                     attrs, written = set_attributes(manifest, mode, name, owner), b""
             app_id = attrs["id"]

@@ -89,11 +89,8 @@ def stage(
     source_name: str | None,
     limits: PackageLimits,
     early_flush: EarlyFlush,
-    qvd: QvdStream | None = None,
 ) -> tuple[Manifest, App]:
-    """Writes the source's tables and media into version_dir and loads the app (a QVD source
-    from `qvd`, its bytes parsed as they arrived, when given). The source may already be the
-    table file there (a QVD stream that wrote it)."""
+    """Writes the source's tables and media into version_dir and loads the app."""
     with invalid_app_file():
         if kind is SourceKind.PACKAGE:
             (version_dir / MEDIA_DIR).mkdir(exist_ok=True)
@@ -112,12 +109,9 @@ def stage(
                 manifest.attributes["name"] = name or _stem(source_name) or app.tables[0]
             return manifest, app
         table_path = table_stage(version_dir, kind)
-        # A streamed QVD's file is complete once its stream has finished.
-        source_table = qvd.finish() if qvd is not None else table_path
-        if source != table_path:
-            os.replace(source, table_path)
+        os.replace(source, table_path)
         early_flush.start(version_dir)
-        app = App(load_model([(source_table, name or None)], kind))
+        app = App(load_model([(table_path, name or None)], kind))
         return table_manifest(app.tables[0], table_path, name, source_name), app
 
 
