@@ -421,6 +421,9 @@ class _FilePartCollector:
         self._in_file = False
 
 
+_MAX_BOUNDARY_BYTES = 256
+
+
 async def _receive_multipart(
     stream: AsyncIterator[bytes],
     sink: _FileSink,
@@ -430,6 +433,10 @@ async def _receive_multipart(
     """Sends the `filedata` part's bytes to the sink; returns the part's filename."""
     if not boundary:
         raise ApiError(400, "BadRequest", "multipart/form-data without a boundary")
+    if len(boundary) > _MAX_BOUNDARY_BYTES:  # RFC 2046 allows 70; older parsers take any length
+        raise ApiError(
+            400, "BadRequest", f"bad multipart boundary: longer than {_MAX_BOUNDARY_BYTES} bytes"
+        )
     collector = _FilePartCollector(sink, body_size, boundary)
     try:
         parser = MultipartParser(boundary, collector.callbacks())  # type: ignore[arg-type]
