@@ -126,67 +126,99 @@ class ReferenceCube:
             return [{node[1]: v} for v in self._possible_values(node[1])]
         return [self.rows[node[1]][i] for i in sorted(self.possible[node[1]])]
 
+    def _part(self, node: Node) -> set[Node]:
+        """The part of the forest (its nodes) that holds a node."""
+        seen = {node}
+        todo = [node]
+        while todo:
+            for m in self.adjacent[todo.pop()]:
+                if m not in seen:
+                    seen.add(m)
+                    todo.append(m)
+        return seen
+
     def cube(
         self, dims: list[str], aggs: list[tuple[str, str]]
     ) -> tuple[dict[tuple[Any, ...], list[Any]], list[Any]]:
-        """Rows (dimension tuple -> each aggregation's value) and each aggregation's total."""
+        """Rows (dimension tuple -> each aggregation's value) and each aggregation's total.
+
+        The dimensions fall into the parts of the forest that hold them; each part's
+        combinations are (1) the inner join of its least tree and (2) the tuples that the
+        records of each aggregation in that part reach by left outer joins; the rows are the
+        cross product of the parts' combinations. An aggregation reads, for a row, the
+        records that reach the row's values of its own part's dimensions."""
         dim_nodes = [self.node_of(d) for d in dims]
-        tuples: set[tuple[Any, ...]] = set()
-        # (1) the inner join of the part linking the dimensions (parts apart: every combination)
-        parts: list[set[tuple[Any, ...]]] = []
-        seen: set[Node] = set()
-        for n in dim_nodes:
-            if n in seen:
-                continue
-            tree = self._tree(n, set(dim_nodes))
-            seen |= set(tree)
-            tables = [m for m in tree if m[0] == "T"]
-            if not tables:
-                part = self._possible_values(n[1])
-                parts.append(
-                    {
-                        tuple(v if dim_nodes[i] == n else None for i in range(len(dims)))
-                        for v in part
-                    }
-                )
-                continue
-            tree = self._tree(tables[0], set(dim_nodes))
-            joined = self._join(tree, self._records(tables[0]), inner=True)
-            parts.append(
-                {
-                    tuple(r.get(d) if dim_nodes[i] in tree else None for i, d in enumerate(dims))
-                    for r in joined
-                }
-            )
-        combos: set[tuple[Any, ...]] = {tuple(None for _ in dims)}
-        for part in parts:
-            combos = {
-                tuple(a if a is not None else b for a, b in zip(c, p, strict=True))
-                for c in combos
-                for p in part
-            }
-        tuples |= combos
-        # (2) per aggregation: each record of its node, left outer joined to the dimensions
+        # The parts holding dimensions, as the sets of their nodes and their dimensions' indexes.
+        parts: list[tuple[set[Node], list[int]]] = []
+        for i, n in enumerate(dim_nodes):
+            for nodes, members in parts:
+                if n in nodes:
+                    members.append(i)
+                    break
+            else:
+                parts.append((self._part(n), [i]))
+
+        def project(row: tuple[Any, ...], members: list[int]) -> tuple[Any, ...]:
+            return tuple(row[i] for i in members)
+
+        # Per aggregation: the records of its node, left outer joined to its part's dimensions.
         reached: list[dict[tuple[Any, ...], list[Any]]] = []
+        agg_part: list[int | None] = []
         totals = []
         for func, field in aggs:
             node = self.node_of(field)
+            at = next((p for p, (nodes, _) in enumerate(parts) if node in nodes), None)
+            agg_part.append(at)
+            members = parts[at][1] if at is not None else []
             tree = self._tree(node, set(dim_nodes))
             per_tuple: dict[tuple[Any, ...], list[Any]] = {}
             records = self._records(node)
             for rec in records:
                 out = {
-                    tuple(r.get(d) if dim_nodes[i] in tree else None for i, d in enumerate(dims))
+                    tuple(r.get(dims[i]) for i in members)
                     for r in self._join(tree, [rec], inner=False)
                 }
                 for t in out:
                     per_tuple.setdefault(t, []).append(rec[field])
-            tuples |= set(per_tuple)
             reached.append(per_tuple)
             totals.append(aggregate(func, [rec[field] for rec in records]))
+        # Each part's combinations: (1) its inner join, (2) what its aggregations reach.
+        combos_of: list[set[tuple[Any, ...]]] = []
+        for p, (_, members) in enumerate(parts):
+            targets = {dim_nodes[i] for i in members}
+            tree = self._tree(dim_nodes[members[0]], targets)
+            tables = [m for m in tree if m[0] == "T"]
+            if not tables:  # a key field alone: its possible values
+                combos = {(v,) * len(members) for v in self._possible_values(dims[members[0]])}
+            else:
+                tree = self._tree(tables[0], targets)
+                joined = self._join(tree, self._records(tables[0]), inner=True)
+                combos = {tuple(r.get(dims[i]) for i in members) for r in joined}
+            for a in range(len(aggs)):
+                if agg_part[a] == p:
+                    combos |= set(reached[a])
+            combos_of.append(combos)
+        rows_out: list[tuple[Any, ...]] = [tuple(None for _ in dims)]
+        for (_, members), combos in zip(parts, combos_of, strict=True):
+            grown = []
+            for row in rows_out:
+                for c in combos:
+                    filled = list(row)
+                    for i, v in zip(members, c, strict=True):
+                        filled[i] = v
+                    grown.append(tuple(filled))
+            rows_out = grown
         rows = {
-            t: [aggregate(func, reached[a].get(t, [])) for a, (func, _) in enumerate(aggs)]
-            for t in tuples
+            t: [
+                aggregate(
+                    func,
+                    reached[a].get(
+                        project(t, parts[agg_part[a]][1]) if agg_part[a] is not None else (), []
+                    ),
+                )
+                for a, (func, _) in enumerate(aggs)
+            ]
+            for t in rows_out
         }
         return rows, totals
 

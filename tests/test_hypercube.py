@@ -116,6 +116,29 @@ def random_app(rng: random.Random, snowflake: bool) -> dict[str, dict[str, list[
     return {"Fact": fact, **tables}
 
 
+def add_islands(rng: random.Random, tables: dict[str, dict[str, list[Any]]]) -> list[str]:
+    """One or two parts that no key links to the rest, with NULLs and duplicates: a what-if
+    table of one field and a number, and now and then two tables linked by a key of their
+    own. Their fields' names."""
+    n = rng.randint(1, 4)
+    tables["WhatIf"] = {
+        "P0": [None if rng.random() < 0.2 else rng.choice([0.1, 0.2, 0.5, "z"]) for _ in range(n)],
+        "W0": [rng.choice([None, 1, 2, "w", 4.5]) for _ in range(n)],
+    }
+    if rng.random() < 0.5:
+        m = rng.randint(1, 4)
+        tables["Isle"] = {
+            "IK": [None if rng.random() < 0.15 else rng.randrange(4) for _ in range(m)],
+            "Q1": [rng.choice([None, 3, 5, "q"]) for _ in range(m)],
+        }
+        keys = rng.sample(range(5), rng.randint(1, 4))
+        tables["IsleDim"] = {
+            "IK": keys,
+            "R1": [None if rng.random() < 0.15 else rng.choice("rs") for _ in keys],
+        }
+    return [f for t in ("WhatIf", "Isle", "IsleDim") for f in tables.get(t, {})]
+
+
 def random_selections(rng: random.Random, app: App) -> dict[str, list[Any]]:
     fields = [f["name"] for f in app.metadata()["fields"] if not f["is_system"]]
     out: dict[str, list[Any]] = {}
@@ -139,6 +162,38 @@ def test_random_models_match_the_reference(seed, snowflake) -> None:
             for field, values in random_selections(rng, app).items():
                 s.select(field, values)
             dims = rng.sample(fields, rng.randint(1, min(3, len(fields))))
+            aggs = []
+            for _ in range(rng.randint(1, 3)):
+                field = rng.choice(fields)
+                allowed = ["countdistinct", "only"] if field in keys else list(FUNCS)
+                aggs.append((rng.choice(allowed), field))
+            check_cube(app, s, dims, aggs)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_models_with_islands_match_the_reference(seed) -> None:
+    """Two or three parts that no key links: dimensions from several of them, measures from
+    any, selections in any (an island's too)."""
+    rng = random.Random(1000 + seed)
+    tables = random_app(rng, snowflake=rng.random() < 0.5)
+    island_fields = add_islands(rng, tables)
+    app = App.from_tables(tables)
+    fields = [f["name"] for f in app.metadata()["fields"] if not f["is_system"]]
+    main_fields = [f for f in fields if f not in island_fields]
+    keys = key_fields(app)
+    with app.session() as s:
+        for _ in range(4):
+            s.clear()
+            for field, values in random_selections(rng, app).items():
+                s.select(field, values)
+            if rng.random() < 0.5:
+                field = rng.choice(island_fields)
+                symbols = app.symbols(field)
+                if symbols:
+                    s.select(field, rng.sample(symbols, rng.randint(1, min(2, len(symbols)))))
+            dims = [rng.choice(main_fields), rng.choice(island_fields)]
+            dims += rng.sample(fields, rng.randint(0, 1))
+            dims = list(dict.fromkeys(rng.sample(dims, len(dims))))
             aggs = []
             for _ in range(rng.randint(1, 3)):
                 field = rng.choice(fields)
@@ -308,7 +363,7 @@ def test_no_dimensions_gives_one_row_of_totals() -> None:
         assert cube.totals == [15.5, 3.0]
 
 
-def test_loose_table_measures_do_not_reach_other_tables() -> None:
+def test_loose_table_measures_are_their_total_on_every_row() -> None:
     app = App.from_tables(
         {
             "A": {"X": [1, 2], "Y": [1, 2]},
@@ -319,8 +374,149 @@ def test_loose_table_measures_do_not_reach_other_tables() -> None:
     loose = [t["name"] for t in app.metadata()["tables"] if t["is_loose"]]
     assert loose == ["C"]
     with app.session() as s:
+        # C is a part of its own that holds no dimension: its total shows on every row.
         cube = s.hypercube(["Y"], ["Sum(V)"])
-        assert cube.rows == [(1, 0.0), (2, 0.0), (None, 18.0)]
+        assert cube.rows == [(1, 18.0), (2, 18.0)]
+
+
+def what_if() -> App:
+    """Orders and Customers linked by CustId, and a Discount table that no key links."""
+    return App.from_tables(
+        {
+            "Orders": {
+                "OrderId": [1, 2, 3, 4, 5],
+                "CustId": [1, 2, 1, 3, 9],
+                "Amount": [10, 20, 5, 7, 3],
+            },
+            "Customers": {"CustId": [1, 2, 3, 4], "Customer": ["Ann", "Bob", "Cy", "Dee"]},
+            "Discount": {"Discount": [0.1, 0.2]},
+        }
+    )
+
+
+def test_what_if_island_dimension_combines_with_every_customer() -> None:
+    app = what_if()
+    with app.session() as s:
+        cube = s.hypercube(
+            ["Customer", "Discount"],
+            ["Sum(Amount)", "Sum(Amount) * (1 - Only(Discount))", "Count(OrderId)"],
+        )
+        # Every pair; each customer's Sum(Amount) repeated per Discount, never None for it.
+        # Order 5's customer 9 has no row: its Customer is None, crossed with each Discount.
+        assert [(r[0], r[1], r[2], r[4]) for r in cube.rows] == [
+            ("Ann", 0.1, 15.0, 2.0),
+            ("Ann", 0.2, 15.0, 2.0),
+            ("Bob", 0.1, 20.0, 1.0),
+            ("Bob", 0.2, 20.0, 1.0),
+            ("Cy", 0.1, 7.0, 1.0),
+            ("Cy", 0.2, 7.0, 1.0),
+            ("Dee", 0.1, 0.0, 0.0),
+            ("Dee", 0.2, 0.0, 0.0),
+            (None, 0.1, 3.0, 1.0),
+            (None, 0.2, 3.0, 1.0),
+        ]
+        # Only(Discount) is the row's discount: the what-if figure per pair.
+        assert [r[3] for r in cube.rows] == pytest.approx(
+            [13.5, 12.0, 18.0, 16.0, 6.3, 5.6, 0.0, 0.0, 2.7, 2.4]
+        )
+        # Totals: every possible record once; Only(Discount) over two values is NULL.
+        assert cube.totals == [45.0, None, 5.0]
+        # Suppression and sort apply to the rows of the cross product.
+        shown = s.hypercube(
+            ["Customer", "Discount"],
+            ["Sum(Amount)"],
+            sort=[("Sum(Amount)", "desc"), ("Discount", "desc")],
+            suppress_zero=True,
+            suppress_missing=True,
+        )
+        assert shown.rows == [
+            ("Bob", 0.2, 20.0),
+            ("Bob", 0.1, 20.0),
+            ("Ann", 0.2, 15.0),
+            ("Ann", 0.1, 15.0),
+            ("Cy", 0.2, 7.0),
+            ("Cy", 0.1, 7.0),
+        ]
+        assert shown.totals == [45.0]
+        # The island's dimension first: the same pairs, in its order.
+        flipped = s.hypercube(["Discount", "Customer"], ["Sum(Amount)"], suppress_missing=True)
+        assert [r[:2] for r in flipped.rows[:4]] == [(0.1, c) for c in ("Ann", "Bob", "Cy", "Dee")]
+        assert len(flipped) == 8
+
+
+def test_island_measure_is_its_total_on_every_row_of_other_parts() -> None:
+    app = what_if()
+    with app.session() as s:
+        measures = ["Sum(Amount)", "Count(Discount)", "Max(Discount)", "Only(Discount)"]
+        cube = s.hypercube(["Customer"], measures)
+        assert cube.rows == [
+            ("Ann", 15.0, 2.0, 0.2, None),
+            ("Bob", 20.0, 2.0, 0.2, None),
+            ("Cy", 7.0, 2.0, 0.2, None),
+            ("Dee", 0.0, 2.0, 0.2, None),
+            (None, 3.0, 2.0, 0.2, None),
+        ]
+        assert cube.totals == [45.0, 2.0, 0.2, None]
+        # A selection in the main part leaves the island's measures alone.
+        s.select("Customer", ["Bob"])
+        assert s.hypercube(["Customer"], measures).rows == [("Bob", 20.0, 2.0, 0.2, None)]
+        # A selection in the island: its measures follow it on every row.
+        s.select("Discount", [0.1])
+        assert s.hypercube(["Customer"], measures).rows == [("Bob", 20.0, 1.0, 0.1, 0.1)]
+
+
+def test_selection_in_the_island_restricts_the_cross_product() -> None:
+    app = what_if()
+    with app.session() as s:
+        s.select("Discount", [0.2])
+        cube = s.hypercube(["Customer", "Discount"], ["Sum(Amount)", "Count(Discount)"])
+        assert cube.rows == [
+            ("Ann", 0.2, 15.0, 1.0),
+            ("Bob", 0.2, 20.0, 1.0),
+            ("Cy", 0.2, 7.0, 1.0),
+            ("Dee", 0.2, 0.0, 1.0),
+            (None, 0.2, 3.0, 1.0),
+        ]
+        assert cube.totals == [45.0, 1.0]
+        s.select("Customer", ["Ann", "Cy"])
+        cube = s.hypercube(["Customer", "Discount"], ["Sum(Amount)"])
+        assert cube.rows == [("Ann", 0.2, 15.0), ("Cy", 0.2, 7.0)]
+        assert cube.totals == [22.0]
+
+
+def test_three_parts_combine_every_way() -> None:
+    app = App.from_tables(
+        {
+            "Orders": {"CustId": [1, 2, 2], "Amount": [1, 2, 4]},
+            "Customers": {"CustId": [1, 2], "Customer": ["Ann", "Bob"]},
+            "Rate": {"Rate": [1, 2, None], "Weight": [10, 20, 30]},
+            "Scenario": {"Scenario": ["lo", "hi"]},
+        }
+    )
+    with app.session() as s:
+        cube = s.hypercube(["Scenario", "Customer", "Rate"], ["Sum(Amount)", "Sum(Weight)"])
+        assert len(cube) == 2 * 2 * 3
+        rows = {r[:3]: r[3:] for r in cube.rows}
+        assert rows[("hi", "Bob", None)] == (6.0, 30.0)
+        assert rows[("lo", "Ann", 2)] == (1.0, 20.0)
+        # Without the island's NULL Rate when missing values are suppressed.
+        dims = ["Scenario", "Customer", "Rate"]
+        shown = s.hypercube(dims, ["Sum(Amount)"], suppress_missing=True)
+        assert len(shown) == 8
+
+
+def test_key_field_measure_keeps_the_rows_where_the_key_is_null() -> None:
+    """A key field's records are its values: rows whose key is NULL still show (their
+    dimension tuples come from the inner join), with the empty aggregation."""
+    app = App.from_tables(
+        {
+            "Isle": {"IK": [None, 1, 2], "Q1": [3, 5, 5]},
+            "IsleDim": {"IK": [1, 2, 4], "R1": ["r", "s", "r"]},
+        }
+    )
+    with app.session() as s:
+        cube = s.hypercube(["IK", "Q1"], ["Count(distinct IK)"])
+        assert cube.rows == [(1, 5, 1.0), (2, 5, 1.0), (4, None, 1.0), (None, 3, 0.0)]
 
 
 def test_errors_name_the_position_and_the_problem() -> None:

@@ -88,15 +88,13 @@ class HypercubeBuilder {
 
     std::map<std::uint32_t, NodeAggregates> by_node;
     for (auto& [node, terms] : terms_) {
+      const std::size_t p = part_of_node(node);
       const RootedTree tree(graph_, node, dim_nodes_);
-      JoinWalker walker(model_, *rows_, graph_, tree, dims_, false);
-      by_node.emplace(node, detail::aggregate_node(model_, *rows_, walker, terms, key_space_));
+      JoinWalker walker(model_, *rows_, graph_, tree, p == kNoPart ? no_dims_ : parts_[p].dims, false);
+      by_node.emplace(node, detail::aggregate_node(model_, *rows_, walker, terms, p == kNoPart ? 1 : parts_[p].space));
     }
 
-    std::vector<std::uint64_t> keys = inner_join_keys();
-    for (const auto& [node, agg] : by_node) keys.insert(keys.end(), agg.keys.begin(), agg.keys.end());
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    std::vector<std::uint64_t> keys = row_keys(by_node);
     if (spec.suppress_missing) std::erase_if(keys, [&](std::uint64_t k) { return has_none(k); });
 
     // Each aggregation's value per row, then each measure by its arithmetic.
@@ -121,8 +119,12 @@ class HypercubeBuilder {
           cube_->only_symbols_[m].assign(keys.size(), kNull);
           cube_->total_symbols_[m] = agg.total_symbols[term];
         }
+        const std::size_t p = part_of_node(node);
+        const std::uint64_t base = p == kNoPart ? 0 : parts_[p].base, space = p == kNoPart ? 1 : parts_[p].space;
+        const bool whole = parts_.size() <= 1 && p != kNoPart;  // the row's key is the part's key
         for (std::size_t r = 0; r < keys.size(); ++r) {
-          auto it = agg.group_of.find(keys[r]);
+          // A measure reads the row's tuple of its own part's dimensions (key 0 without any).
+          auto it = agg.group_of.find(whole ? keys[r] : p == kNoPart ? 0 : keys[r] / base % space);
           if (it == agg.group_of.end()) {
             agg_values[a][r] = detail::empty_value(func);
           } else {
@@ -165,8 +167,14 @@ class HypercubeBuilder {
   }
 
  private:
+  // Places each dimension at its node and groups the dimensions by the part of the forest
+  // that holds them, parts in the order of their first dimension. A tuple key is each part's
+  // key times the part's base (the product of the earlier parts' key spaces); within a part,
+  // dimension d adds (symbol + 1) x its stride there. With one part, the strides are the
+  // products of the earlier dimensions' symbol counts + 1.
   void place_dimensions() {
     key_space_ = 1;
+    std::vector<std::size_t> part_of_dim;
     for (const std::string& name : cube_->spec_.dimensions) {
       const int f = data_.find_field(name);
       if (f < 0) throw Error("unknown dimension field '" + name + "'");
@@ -174,14 +182,41 @@ class HypercubeBuilder {
       d.field = static_cast<std::uint32_t>(f);
       d.node = graph_.node_of_field(d.field);
       if (!graph_.is_field(d.node)) d.column = static_cast<std::uint32_t>(data_.tables()[d.node].column_of(d.field));
-      d.stride = key_space_;
       const std::uint64_t radix = std::uint64_t{data_.fields()[d.field].symbols.size()} + 1;
       if (key_space_ > (std::uint64_t{1} << 62) / radix)
         throw Error("too many combinations of dimension values (the product of the fields' sizes exceeds 2^62)");
       key_space_ *= radix;
+      std::size_t p = part_of_node(d.node);
+      if (p == kNoPart) {
+        p = parts_.size();
+        parts_.emplace_back();
+        parts_.back().reached = RootedTree(graph_, d.node, {}).reached;
+      }
+      part_of_dim.push_back(p);
       dims_.push_back(d);
       dim_nodes_.push_back(d.node);
     }
+    std::uint64_t base = 1;
+    for (std::size_t p = 0; p < parts_.size(); ++p) {
+      Part& part = parts_[p];
+      part.base = base;
+      part.dims = dims_;
+      for (std::size_t d = 0; d < dims_.size(); ++d) {
+        part.dims[d].stride = 0;  // another part's dimension: never reached from this one
+        if (part_of_dim[d] != p) continue;
+        part.dims[d].stride = part.space;
+        dims_[d].stride = base * part.space;
+        part.space *= std::uint64_t{data_.fields()[dims_[d].field].symbols.size()} + 1;
+      }
+      base *= part.space;
+    }
+  }
+
+  // The part holding a node's dimensions, or kNoPart when it holds none.
+  std::size_t part_of_node(std::uint32_t node) const {
+    for (std::size_t p = 0; p < parts_.size(); ++p)
+      if (parts_[p].reached[node]) return p;
+    return kNoPart;
   }
 
   void plan_measures() {
@@ -221,40 +256,55 @@ class HypercubeBuilder {
     return false;
   }
 
-  // The tuples of the inner join of the possible rows of the part of the forest that links
-  // the dimensions; dimensions in parts not linked to each other combine every way. Empty
-  // when the dimensions are linked and a measure's node lies on that part: its records reach
-  // every such tuple anyway.
-  std::vector<std::uint64_t> inner_join_keys() {
-    if (dims_.empty()) return {0};
-    std::vector<RootedTree> parts;
-    std::vector<std::uint8_t> done(dims_.size(), 0);
-    for (std::size_t d = 0; d < dims_.size(); ++d) {
-      if (done[d]) continue;
-      RootedTree tree(graph_, dims_[d].node, dim_nodes_);
-      for (std::size_t e = d; e < dims_.size(); ++e)
-        if (tree.reached[dims_[e].node]) done[e] = 1;
-      // A part holding a table is walked from a table, so the join's records are its rows.
-      const std::uint32_t root = dims_[d].node;
-      if (graph_.is_field(root) && !tree.children[root].empty())
-        tree = RootedTree(graph_, tree.children[root][0], dim_nodes_);
-      parts.push_back(std::move(tree));
-    }
-    if (parts.size() == 1) {
-      for (const auto& [node, terms] : terms_)
-        if (parts[0].contains(node)) return {};
-    }
+  // The rows' tuple keys, sorted: the cross product of each part's combinations.
+  std::vector<std::uint64_t> row_keys(const std::map<std::uint32_t, NodeAggregates>& by_node) const {
     std::vector<std::uint64_t> out{0};
-    for (const RootedTree& tree : parts) {
-      JoinWalker walker(model_, *rows_, graph_, tree, dims_, true);
-      const std::vector<std::uint64_t> keys = detail::aggregate_node(model_, *rows_, walker, {}, key_space_).keys;
+    for (std::size_t p = 0; p < parts_.size(); ++p) {
+      std::vector<std::uint64_t> keys = part_keys(p, by_node);
+      const std::uint64_t base = parts_[p].base;
+      if (out.size() == 1 && out[0] == 0 && base == 1) {
+        out.swap(keys);
+        continue;
+      }
+      // The earlier parts' keys stay below this part's base: the sums come out sorted.
       std::vector<std::uint64_t> next;
       next.reserve(out.size() * keys.size());
-      for (const std::uint64_t a : out)
-        for (const std::uint64_t b : keys) next.push_back(a + b);
+      for (const std::uint64_t b : keys)
+        for (const std::uint64_t a : out) next.push_back(a + b * base);
       out.swap(next);
     }
     return out;
+  }
+
+  // One part's combinations as keys of that part, sorted and distinct: the tuples of the
+  // inner join of the possible rows of the part of the forest that links its dimensions, and
+  // those the records of its aggregations reach. The inner walk is skipped when an
+  // aggregation's table lies on that tree: its rows reach every such tuple anyway (a key
+  // field's records are its values, which miss the tuples of rows where it is NULL).
+  std::vector<std::uint64_t> part_keys(std::size_t p, const std::map<std::uint32_t, NodeAggregates>& by_node) const {
+    const Part& part = parts_[p];
+    std::uint32_t root = detail::kNoNode;
+    for (std::size_t d = 0; d < dims_.size() && root == detail::kNoNode; ++d)
+      if (part.reached[dims_[d].node]) root = dims_[d].node;
+    RootedTree tree(graph_, root, dim_nodes_);
+    // A part holding a table is walked from a table, so the join's records are its rows.
+    if (graph_.is_field(root) && !tree.children[root].empty())
+      tree = RootedTree(graph_, tree.children[root][0], dim_nodes_);
+    std::vector<std::uint64_t> keys;
+    bool reached_by_measure = false;
+    for (const auto& [node, agg] : by_node) {
+      if (!part.reached[node]) continue;
+      keys.insert(keys.end(), agg.keys.begin(), agg.keys.end());
+      reached_by_measure = reached_by_measure || (!graph_.is_field(node) && tree.contains(node));
+    }
+    if (!reached_by_measure) {
+      JoinWalker walker(model_, *rows_, graph_, tree, part.dims, true);
+      const std::vector<std::uint64_t> inner = detail::aggregate_node(model_, *rows_, walker, {}, part.space).keys;
+      keys.insert(keys.end(), inner.begin(), inner.end());
+    }
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    return keys;
   }
 
   // Orders rows as the spec says, then by each dimension in turn.
@@ -375,6 +425,17 @@ class HypercubeBuilder {
   std::shared_ptr<const RowStates> rows_;
   std::vector<DimPlace> dims_;
   std::vector<std::uint32_t> dim_nodes_;
+  // A part of the forest that holds dimensions: its nodes, its key space, its base in a row's
+  // key, and every dimension placed with its stride within the part (0 for other parts').
+  struct Part {
+    std::vector<std::uint8_t> reached;
+    std::uint64_t space = 1;
+    std::uint64_t base = 1;
+    std::vector<DimPlace> dims;
+  };
+  static constexpr std::size_t kNoPart = ~std::size_t{0};
+  std::vector<Part> parts_;
+  const std::vector<DimPlace> no_dims_;
   std::uint64_t key_space_ = 1;
   std::map<std::uint32_t, std::vector<Term>> terms_;  // per node, the aggregations it computes
   std::vector<MeasurePlan> measures_;

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from qixclient import QixClient
 
-from conftest import CUSTOMERS, ORDERS, QixServer, symbols
+import assoc
+from conftest import CUSTOMERS, ORDERS, TABLES, QixServer, symbols
 
 pytestmark = pytest.mark.server
 
@@ -169,3 +170,40 @@ def test_definition_errors_are_layout_errors(qix: QixClient) -> None:
     assert qix.call("CreateSessionObject", [bad], 1)["error"]["code"] == 8
     pivot = cube_props(qMode="P")
     assert qix.call("CreateSessionObject", [pivot], 1)["error"]["code"] == 20
+
+
+def test_island_dimension_layout_matches_the_embedded_cube(qix_server: QixServer) -> None:
+    """A what-if table that no key links: its dimension combines with every customer, and
+    GetLayout shows the rows the embedded cube has."""
+    tables: dict[str, dict[str, list[object]]] = {**TABLES, "Discount": {"Discount": [0.1, 0.2]}}
+    app_id = qix_server.import_app(tables)
+    props = cube_props()
+    props["qHyperCubeDef"]["qDimensions"] = [
+        {"qDef": {"qFieldDefs": ["Customer"]}},
+        {"qDef": {"qFieldDefs": ["Discount"]}},
+    ]
+    props["qHyperCubeDef"]["qInitialDataFetch"] = [{"qHeight": 50, "qWidth": 4}]
+    with assoc.App.from_tables(tables).session() as s:
+        want = s.hypercube(["Customer", "Discount"], ["Sum(Amount)", "Count(OrderId)"]).rows
+    customers = sorted(set(CUSTOMERS["Customer"]) | set(ORDERS["Customer"]))
+    assert [r[:2] for r in want] == [(c, d) for c in customers for d in (0.1, 0.2)]
+    with QixClient(qix_server.ws_base + f"/app/{app_id}") as client:
+        client.open_doc(app_id)
+        obj = client.handle_of("CreateSessionObject", [props], 1)
+        cube = client.result("GetLayout", [], obj)["qLayout"]["qHyperCube"]
+        matrix = cube["qDataPages"][0]["qMatrix"]
+        got = [(r[0]["qText"], r[1]["qNum"], r[2]["qNum"], r[3]["qNum"]) for r in matrix]
+        assert got == [tuple(r) for r in want]
+        assert cube["qSize"] == {"qcx": 4, "qcy": len(customers) * 2}
+        assert [c["qNum"] for c in cube["qGrandTotalRow"]] == [
+            sum(ORDERS["Amount"]),
+            len(ORDERS["OrderId"]),
+        ]
+        # A selection in the island through the cube keeps one discount for every customer.
+        elem = matrix[1][1]["qElemNumber"]
+        assert matrix[1][1]["qNum"] == 0.2
+        client.result("SelectHyperCubeValues", ["/qHyperCubeDef", 1, [elem], False], obj)
+        cube = client.result("GetLayout", [], obj)["qLayout"]["qHyperCube"]
+        matrix = cube["qDataPages"][0]["qMatrix"]
+        got = [(r[0]["qText"], r[1]["qNum"], r[2]["qNum"]) for r in matrix]
+        assert got == [(r[0], r[1], r[2]) for r in want if r[1] == 0.2]
