@@ -21,7 +21,8 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// Recursive descent: sum := product (('+'|'-') product)*; product := unary (('*'|'/') unary)*;
+// Recursive descent, each parenthesis or sign one level deeper, at most kMaxExpressionDepth:
+// sum := product (('+'|'-') product)*; product := unary (('*'|'/') unary)*;
 // unary := ('-'|'+') unary | primary; primary := number | '(' sum ')' | name '(' [distinct] field ')' | field.
 class Parser {
  public:
@@ -38,8 +39,11 @@ class Parser {
 
  private:
   [[noreturn]] void fail(std::size_t pos, const std::string& what) const {
-    throw Error("expression '" + s_ + "': " + what + " at position " + std::to_string(pos));
+    // A long expression is named by its start: the message stays readable (and small).
+    const std::string shown = s_.size() <= kShownChars ? s_ : s_.substr(0, kShownChars) + "...";
+    throw Error("expression '" + shown + "': " + what + " at position " + std::to_string(pos));
   }
+  static constexpr std::size_t kShownChars = 200;
   bool at_end() const { return pos_ >= s_.size(); }
   void skip_space() {
     while (!at_end() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
@@ -92,14 +96,29 @@ class Parser {
       }
     }
   }
+  // One level deeper (a parenthesis or a sign about to be parsed): the bound keeps the stack
+  // a few hundred kilobytes deep at most.
+  void descend() {
+    if (depth_ >= kMaxExpressionDepth)
+      fail(pos_ - 1, "parentheses and signs nested deeper than " + std::to_string(kMaxExpressionDepth) +
+                         " levels");
+    ++depth_;
+  }
   std::uint32_t parse_unary() {
     if (accept('-')) {
+      descend();
       Expression::Node n;
       n.op = Expression::Op::kNeg;
       n.lhs = parse_unary();
+      --depth_;
       return add(n);
     }
-    if (accept('+')) return parse_unary();
+    if (accept('+')) {
+      descend();
+      const std::uint32_t operand = parse_unary();
+      --depth_;
+      return operand;
+    }
     return parse_primary();
   }
 
@@ -109,8 +128,10 @@ class Parser {
     const char c = s_[pos_];
     if (c == '(') {
       ++pos_;
+      descend();
       const std::uint32_t inner = parse_sum();
       expect(')');
+      --depth_;
       return inner;
     }
     if (std::isdigit(static_cast<unsigned char>(c)) ||
@@ -218,6 +239,7 @@ class Parser {
 
   const std::string& s_;
   std::size_t pos_ = 0;
+  std::size_t depth_ = 0;
   Expression e_;
 };
 
@@ -263,7 +285,12 @@ std::vector<double> evaluate_expression(const Expression& e, const std::vector<c
           default: out[r] = b[r] == 0 ? kNaN : a[r] / b[r]; break;
         }
       }
+      std::vector<double>().swap(values[node.rhs]);
     }
+    // Each node has one parent: its operands' rows are done with, so only the values still
+    // waiting for a parent are held (a long flat sum holds two, not one per term).
+    if (node.op != Expression::Op::kConst && node.op != Expression::Op::kAgg)
+      std::vector<double>().swap(values[node.lhs]);
   }
   return std::move(values.back());
 }

@@ -39,7 +39,12 @@ struct Expression {
   bool is_single_agg() const { return nodes.size() == 1 && nodes[0].op == Op::kAgg; }
 };
 
-// Parses `text`; a malformed expression throws Error naming the position and the problem.
+// How deep parentheses and signs may nest (`((1))` is 2 levels, `-(-1)` 3): far beyond any
+// real chart expression, far below what exhausts a thread's stack (under 1 kB a level).
+inline constexpr std::size_t kMaxExpressionDepth = 256;
+
+// Parses `text`; a malformed expression (or one nested deeper than kMaxExpressionDepth)
+// throws Error naming the position and the problem.
 Expression parse_expression(const std::string& text);
 
 // Evaluates node by node over `n` rows: agg_values[a][r] is aggregation a's value on row r

@@ -15,16 +15,18 @@ from assoc.script.values import NAN, Values, booleans
 
 
 def walk(expr: ast.Expr) -> Iterator[ast.Expr]:
-    """The expression and every expression inside it."""
-    yield expr
-    if isinstance(expr, ast.Call):
-        for a in expr.args:
-            yield from walk(a)
-    elif isinstance(expr, ast.Unary):
-        yield from walk(expr.operand)
-    elif isinstance(expr, ast.Binary):
-        yield from walk(expr.left)
-        yield from walk(expr.right)
+    """The expression and every expression inside it, parents first, left to right (a loop
+    over a stack: a chain of 10,000 `&` is as easy as one)."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        yield e
+        if isinstance(e, ast.Call):
+            stack.extend(reversed(e.args))
+        elif isinstance(e, ast.Unary):
+            stack.append(e.operand)
+        elif isinstance(e, ast.Binary):
+            stack += (e.right, e.left)
 
 
 def fields_of(expr: ast.Expr) -> list[str]:
@@ -94,7 +96,17 @@ class Evaluator:
         raise ScriptError("cannot evaluate this expression", expr.line, expr.column)
 
     def _binary(self, expr: ast.Binary) -> Values:
-        a, b = self(expr.left), self(expr.right)
+        # The left operands of a chain (`a & b & c` is ((a & b) & c)) are walked in a loop: only
+        # nesting (parentheses, calls, NOT, signs; bounded by the parser) recurses.
+        spine = [expr]
+        while isinstance(spine[-1].left, ast.Binary):
+            spine.append(spine[-1].left)
+        value = self(spine[-1].left)
+        for node in reversed(spine):
+            value = self._apply(node, value, self(node.right))
+        return value
+
+    def _apply(self, expr: ast.Binary, a: Values, b: Values) -> Values:
         n = max(len(a), len(b))
         op = expr.op
         if op == "&":

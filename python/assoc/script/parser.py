@@ -10,7 +10,21 @@ from assoc.script.lexer import END, NAME, NUMBER, OP, QNAME, STRING, Lexer, Toke
 
 # Words that end a LOAD's field list or its source and so cannot be bare field names there.
 _CLAUSE_WORDS = ("FROM", "INLINE", "RESIDENT", "AUTOGENERATE", "WHERE")
-_COMPARISONS = ("=", "<>", "<", ">", "<=", ">=")
+# Binary operators by precedence, lowest first; NOT sits between AND and the comparisons.
+_WORD_LEVELS = {"OR": 0, "XOR": 0, "AND": 1}
+_NOT_LEVEL = 2
+_OP_LEVELS = {
+    **dict.fromkeys(("=", "<>", "<", ">", "<=", ">="), 3),
+    "&": 4,
+    "+": 5,
+    "-": 5,
+    "*": 6,
+    "/": 6,
+}
+# How deep parentheses, function calls, NOT and signs may nest in one expression: far beyond
+# real scripts, and within Python's recursion limit for the parser and the evaluator (about
+# four frames a level each) wherever they run.
+MAX_EXPRESSION_NESTING = 100
 
 
 class Parser:
@@ -18,6 +32,7 @@ class Parser:
 
     def __init__(self, lexer: Lexer) -> None:
         self.lx = lexer
+        self.depth = 0  # parentheses, calls, NOT and signs around the expression being read
 
     # --- helpers
     def where(self, tok: Token) -> tuple[int, int]:
@@ -66,53 +81,48 @@ class Parser:
     # --- expressions
     def expression(self) -> ast.Expr:
         """A whole expression (OR has the lowest precedence)."""
-        return self._or()
+        return self._operators(0)
 
-    def _binary(
-        self, sub: Callable[[], ast.Expr], ops: tuple[str, ...], words: tuple[str, ...]
-    ) -> ast.Expr:
-        left = sub()
-        while True:
-            tok = self.lx.peek()
-            if (tok.kind == OP and tok.text in ops) or tok.is_word(*words):
-                self.lx.next()
-                line, col = self.where(tok)
-                left = ast.Binary(line, col, tok.text.upper(), left, sub())
-            else:
-                return left
+    def _descend(self, tok: Token) -> None:
+        """One nesting level deeper (a parenthesis, a call, NOT, a sign) at `tok`, or an error."""
+        if self.depth >= MAX_EXPRESSION_NESTING:
+            raise self.error(
+                f"expression nested deeper than {MAX_EXPRESSION_NESTING} levels "
+                "(parentheses, calls, NOT and signs)",
+                tok,
+            )
+        self.depth += 1
 
-    def _or(self) -> ast.Expr:
-        return self._binary(self._and, (), ("OR", "XOR"))
-
-    def _and(self) -> ast.Expr:
-        return self._binary(self._not, (), ("AND",))
-
-    def _not(self) -> ast.Expr:
+    def _operators(self, level: int) -> ast.Expr:
+        """Operators of precedence `level` and above, left to right (precedence climbing: a
+        chain of one operator is a loop, not a recursion)."""
         tok = self.lx.peek()
-        if tok.is_word("NOT"):
+        if level <= _NOT_LEVEL and tok.is_word("NOT"):
             self.lx.next()
             line, col = self.where(tok)
-            return ast.Unary(line, col, "NOT", self._not())
-        return self._compare()
-
-    def _compare(self) -> ast.Expr:
-        return self._binary(self._concat, _COMPARISONS, ())
-
-    def _concat(self) -> ast.Expr:
-        return self._binary(self._sum, ("&",), ())
-
-    def _sum(self) -> ast.Expr:
-        return self._binary(self._product, ("+", "-"), ())
-
-    def _product(self) -> ast.Expr:
-        return self._binary(self._unary, ("*", "/"), ())
+            self._descend(tok)
+            left: ast.Expr = ast.Unary(line, col, "NOT", self._operators(_NOT_LEVEL))
+            self.depth -= 1
+        else:
+            left = self._unary()
+        while True:
+            tok = self.lx.peek()
+            op = tok.text.upper() if tok.kind == NAME else tok.text if tok.kind == OP else ""
+            op_level = (_WORD_LEVELS if tok.kind == NAME else _OP_LEVELS).get(op, -1)
+            if op_level < level:
+                return left
+            self.lx.next()
+            line, col = self.where(tok)
+            left = ast.Binary(line, col, op, left, self._operators(op_level + 1))
 
     def _unary(self) -> ast.Expr:
         tok = self.lx.peek()
         if tok.is_op("-", "+"):
             self.lx.next()
             line, col = self.where(tok)
+            self._descend(tok)
             operand = self._unary()
+            self.depth -= 1
             return operand if tok.text == "+" else ast.Unary(line, col, "-", operand)
         return self._primary()
 
@@ -129,12 +139,15 @@ class Parser:
         if tok.kind == QNAME:
             return ast.FieldRef(line, col, tok.text)
         if tok.is_op("("):
+            self._descend(tok)
             inner = self.expression()
             self.expect_op(")")
+            self.depth -= 1
             return inner
         if tok.kind == NAME:
             if self.lx.peek().is_op("("):
                 self.lx.next()
+                self._descend(tok)
                 args: list[ast.Expr] = []
                 if not self.lx.peek().is_op(")"):
                     args.append(self.expression())
@@ -142,6 +155,7 @@ class Parser:
                         self.lx.next()
                         args.append(self.expression())
                 self.expect_op(")")
+                self.depth -= 1
                 return ast.Call(line, col, tok.text.upper(), tuple(args))
             if tok.text.upper() in _CLAUSE_WORDS:
                 raise self.error(f"expected an expression, found {tok.text}", tok)

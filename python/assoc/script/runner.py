@@ -51,12 +51,18 @@ class Progress:
     error: ScriptError | None = None
 
 
+# How many LOADs without a source may stack on one another: far beyond real scripts (two or
+# three), and each adds parse and load frames to the recursion.
+MAX_PRECEDING_LOADS = 32
+
+
 @dataclass
 class _Cursor:
     """The statement being read, as a preceding LOAD reads on into the next ones."""
 
     raw: list[Statement]
     at: int = 0
+    preceding: int = 0  # preceding LOADs read on from the statement the run is at
 
 
 class _Exit(Exception):
@@ -93,6 +99,7 @@ class ScriptRunner:
         self.progress.statements_total = len(raw)
         cursor = _Cursor(raw)
         while cursor.at < len(raw):
+            cursor.preceding = 0
             stmt = self._parse(raw[cursor.at], lambda: self._following(cursor))
             started = time.perf_counter()
             if stmt is not None:
@@ -109,6 +116,9 @@ class ScriptRunner:
     def _following(self, cursor: _Cursor) -> ast.Load:
         """The statement after the cursor, which must be a LOAD (a preceding LOAD's source)."""
         place = self._place(cursor.raw[cursor.at].offset)
+        cursor.preceding += 1
+        if cursor.preceding > MAX_PRECEDING_LOADS:
+            raise ScriptError(f"more than {MAX_PRECEDING_LOADS} preceding LOADs in a row", *place)
         cursor.at += 1
         if cursor.at >= len(cursor.raw):
             raise ScriptError("a LOAD without a source must be followed by a LOAD", *place)

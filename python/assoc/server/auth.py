@@ -10,6 +10,7 @@ from assoc.server.errors import ApiError, error_response
 from assoc.server.health import PROBE_PATHS
 from assoc.server.settings import Settings
 
+POLICY_VIOLATION = 1008
 _HMAC = ("HS256", "HS384", "HS512")
 _PUBLIC_KEY = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512")
 
@@ -88,6 +89,18 @@ def user_of(claims: dict[str, Any]) -> str:
     return ""
 
 
+async def refuse(scope: Scope, receive: Receive, send: Send, exc: ApiError) -> None:
+    """Answers a request, or refuses a WebSocket upgrade, with the JSON error body of `exc`."""
+    response = error_response(exc.status, exc.code, exc.detail, exc.headers)
+    if scope["type"] == "websocket" and "websocket.http.response" not in scope.get(
+        "extensions", {}
+    ):
+        # A server without denial responses can only refuse the upgrade bare.
+        await send({"type": "websocket.close", "code": POLICY_VIOLATION})
+    else:
+        await response(scope, receive, send)
+
+
 class TokenMiddleware:
     """Admits a request or WebSocket upgrade only with a valid Bearer token; records its user."""
 
@@ -96,7 +109,9 @@ class TokenMiddleware:
         self.validator = validator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or scope["path"] in PROBE_PATHS:
+        # Probes answer without a token over HTTP only: an upgrade is checked on every path.
+        kind = scope["type"]
+        if kind not in ("http", "websocket") or (kind == "http" and scope["path"] in PROBE_PATHS):
             await self.app(scope, receive, send)
             return
         auth = b""
@@ -110,14 +125,7 @@ class TokenMiddleware:
                 raise _unauthorized("a Bearer token is required")
             claims = self.validator.claims(token.strip())
         except ApiError as exc:
-            response = error_response(exc.status, exc.code, exc.detail, exc.headers)
-            if scope["type"] == "websocket" and "websocket.http.response" not in scope.get(
-                "extensions", {}
-            ):
-                # A server without denial responses can only refuse the upgrade bare.
-                await send({"type": "websocket.close", "code": 1008})
-            else:
-                await response(scope, receive, send)
+            await refuse(scope, receive, send, exc)
             return
         scope.setdefault("state", {})["user"] = user_of(claims)
         await self.app(scope, receive, send)

@@ -14,6 +14,8 @@ from starlette.routing import WebSocketRoute
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from assoc.server.auth import refuse
+from assoc.server.errors import ApiError
 from assoc.server.health import HealthMonitor
 from assoc.server.metrics import Metrics
 from assoc.server.qix.rpc import (
@@ -33,6 +35,7 @@ MESSAGE_TOO_BIG = 1009
 GOING_AWAY = 1001
 RELOAD_METHODS = frozenset({"DoReload", "DoReloadEx"})
 _log = logging.getLogger("assoc.qix")
+_NOT_QIX = "not a QIX path: QIX is served on / and [/<prefix>]/app[/<id>][/identity/<x>][/ttl/<n>]"
 
 
 class QixConnection:
@@ -168,8 +171,11 @@ class QixEndpoint:
         state = scope["state"]
         settings: Settings = state["settings"]
         connections: QixConnections = state["qix"]
-        # The URL names no app to open (OpenDoc does); parsing it still rejects nothing.
-        parse_qix_path(websocket.url.path)
+        # The URL names no app to open (OpenDoc does), but a path that is no QIX URL form
+        # (a REST route's, say) is refused before the upgrade.
+        if parse_qix_path(scope["path"]) is None:
+            await refuse(scope, receive, send, ApiError(404, "NotFound", _NOT_QIX))
+            return
         session = QixSession(state["store"], settings, str(state.get("user", "")))
         connection = QixConnection(
             websocket, send, session, state["monitor"], websocket.app.state.metrics

@@ -1,4 +1,4 @@
-"""The QIX URL forms: `[/<prefix>]/app/<id>[/identity/<x>][/ttl/<n>][?…]`, anything else no id."""
+"""The QIX URL forms: `/` and `[/<prefix>]/app[/<id>][/identity/<x>][/ttl/<n>][?…]`."""
 
 from __future__ import annotations
 
@@ -17,12 +17,8 @@ class QixTarget:
     ttl_seconds: int | None = None
 
 
-def parse_qix_path(path: str) -> QixTarget:
-    """The target of a WebSocket path (the query is not part of `path`)."""
-    segments = [urllib.parse.unquote(s) for s in path.split("/") if s]
-    if "app" not in segments:
-        return QixTarget()
-    rest = segments[segments.index("app") + 1 :]
+def _after_app(rest: list[str]) -> QixTarget | None:
+    """The target named by the segments after an `app` segment, or None when they are no form."""
     app_id: str | None = None
     if rest and rest[0] not in ("identity", "ttl"):
         app_id = rest.pop(0)
@@ -35,9 +31,25 @@ def parse_qix_path(path: str) -> QixTarget:
         elif value.isdigit():
             ttl = int(value)
         else:
-            return QixTarget()
+            return None
     if rest:
-        return QixTarget()
+        return None
     if app_id == GLOBAL_ONLY_ID:
         app_id = None
     return QixTarget(app_id, identity, ttl)
+
+
+def parse_qix_path(path: str) -> QixTarget | None:
+    """The target of a WebSocket path (the query is not part of `path`); None for a path that
+    is not a QIX URL form (the upgrade is refused)."""
+    segments = [urllib.parse.unquote(s) for s in path.split("/") if s]
+    if not segments:
+        return QixTarget()  # bare `/`
+    # The prefix is free: any `app` segment may start the form (`/app/app/x` is app `app`
+    # then junk, or prefix `app` and app `x`).
+    for at, segment in enumerate(segments):
+        if segment == "app":
+            target = _after_app(segments[at + 1 :])
+            if target is not None:
+                return target
+    return None
