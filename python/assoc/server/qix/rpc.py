@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import json.scanner
 import math
+import re
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -114,6 +115,7 @@ class RawJson:
 _RAW_TOKEN = f"\ue000raw-{uuid.uuid4().hex}-"
 
 
+_RAW_PLACE = re.compile(f'"{re.escape(_RAW_TOKEN)}([0-9]+)"')
 _raw_parts = threading.local()
 
 
@@ -163,10 +165,11 @@ def _dumps(message: dict[str, Any]) -> str:
     _raw_parts.parts = []
     text = _encode(message)
     parts: list[str] = _raw_parts.parts
-    for i, raw in enumerate(parts):
-        text = text.replace(f'"{_RAW_TOKEN}{i}"', raw, 1)
     _raw_parts.parts = []
-    return text
+    if len(parts) == 1:
+        return text.replace(f'"{_RAW_TOKEN}0"', parts[0], 1)
+    # One pass for every part (a replace per part would read the text once per page).
+    return _RAW_PLACE.sub(lambda found: parts[int(found.group(1))], text)
 
 
 def encode_json(value: Any) -> str:
