@@ -15,8 +15,16 @@ if TYPE_CHECKING:
 FIELD_METHODS = MethodTable()
 
 
+# Element numbers are symbol indexes: 64-bit at most. Larger ones name no value, and are
+# ignored as other unknown numbers are.
+_INT64 = range(-(2**63), 2**63)
+
+
 def select_codes(doc: OpenDocument, field: str, codes: list[int], toggle: bool) -> None:
-    """Replaces (or with `toggle`, flips) a field's selection by symbol indexes."""
+    """Replaces (or with `toggle`, flips) a field's selection by symbol indexes; numbers that
+    name no value are ignored."""
+    if any(code not in _INT64 for code in codes):
+        codes = [code for code in codes if code in _INT64]
     if toggle:
         current = set(doc.selections.indices(field, "selected").tolist())
         current.symmetric_difference_update(codes)
@@ -47,7 +55,10 @@ def select_values(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> A
             number = item.get("qNumber")
             if not isinstance(number, int | float) or isinstance(number, bool):
                 raise RpcError(INVALID_PARAMETERS, "qNumber", "must be a number")
-            code = values.find_number(float(number))
+            try:
+                code = values.find_number(float(number))
+            except OverflowError:  # an integer beyond any double: no value has it
+                code = None
         else:
             text = item.get("qText", "")
             if not isinstance(text, str):

@@ -194,6 +194,8 @@ class HyperCubeView:
         if self.error is not None:
             return data_page([], range(0), range(0))
         rows, cols = page_area(page, len(self), self.width)
+        if not rows or not cols:
+            return data_page([], rows, cols)
         index = np.arange(rows.start, rows.stop)
         if self.rows is not None:
             index = self.rows[index]

@@ -10,7 +10,14 @@ import assoc
 from assoc.server.qix.facts import AppFacts, field_list
 from assoc.server.qix.hypercube import HyperCubeDef, HyperCubeView
 from assoc.server.qix.listobject import ListObjectDef, ListObjectView
-from assoc.server.qix.rpc import GENERIC_NOT_FOUND, INVALID_PARAMETERS, NOT_IMPLEMENTED, RpcError
+from assoc.server.qix.rpc import (
+    GENERIC_NOT_FOUND,
+    INVALID_PARAMETERS,
+    MAX_PROPERTY_DEPTH,
+    NOT_IMPLEMENTED,
+    RpcError,
+    check_tree,
+)
 
 LIST_DEF, CUBE_DEF, FIELD_LIST_DEF = "qListObjectDef", "qHyperCubeDef", "qFieldListDef"
 COMPUTED = {LIST_DEF: "qListObject", CUBE_DEF: "qHyperCube", FIELD_LIST_DEF: "qFieldList"}
@@ -48,7 +55,9 @@ class GenericObject:
 
     @classmethod
     def create(cls, properties: dict[str, Any], object_id: str) -> GenericObject:
-        """An object from qProp (copied), with its definitions checked."""
+        """An object from qProp (copied), with its definitions checked; properties nested
+        deeper than MAX_PROPERTY_DEPTH or holding NaN or an infinity answer -32602."""
+        check_tree(properties, "qProp", MAX_PROPERTY_DEPTH)
         props = copy.deepcopy(properties)
         info = props.get("qInfo")
         if info is None:

@@ -8,6 +8,7 @@ from typing import Any
 from assoc.server.qix.rpc import INVALID_PARAMETERS, PAGES_TOO_LARGE, RawJson, RpcError
 
 MAX_CELLS = 10_000
+MAX_PAGES = 1_000
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,15 @@ def parse_page(raw: Any) -> Page:
 
 
 def parse_pages(raw: Any, min_width: int = 0) -> list[Page]:
-    """Pages of a request or qInitialDataFetch, checked against the 10,000-cell limit (7009)."""
+    """Pages of a request or qInitialDataFetch, checked against the 10,000-cell and the
+    1,000-page limits (7009). Cells are counted as asked (width x height); what a page reads is
+    cut to the data first (page_area), so the work is bounded by both limits."""
     if raw is None:
         return []
     if not isinstance(raw, list):
         raise RpcError(INVALID_PARAMETERS, "qPages", "must be a list of pages")
+    if len(raw) > MAX_PAGES:
+        raise RpcError(PAGES_TOO_LARGE, "qPages", f"{len(raw)} pages asked, at most {MAX_PAGES}")
     pages = [parse_page(p) for p in raw]
     cells = sum(max(p.width, min_width) * p.height for p in pages)
     if cells > MAX_CELLS:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import json.scanner
 import math
+import re
 import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+import numpy as np
 
 # JSON-RPC's own codes and the engine's LocalizedErrorCode values that v1 answers.
 PARSE_ERROR = -32700
@@ -26,6 +29,8 @@ CALC_INVALID_DEF = 7000
 PAGES_TOO_LARGE = 7009
 
 GLOBAL_HANDLE = -1
+MAX_FRAME_DEPTH = 128
+MAX_PROPERTY_DEPTH = 100
 
 
 class RpcError(Exception):
@@ -67,14 +72,74 @@ def _decode(text: str) -> Any:
     return value
 
 
-def parse_request(text: str | bytes) -> Request:
-    """The request a frame holds; RpcError(-32700 / -32600) when it is not one."""
+def _cut_deep(text: str) -> str | None:
+    """`text` with every array or object nested deeper than MAX_FRAME_DEPTH replaced by a
+    marker string; None when nothing nests that deep. Brackets inside strings do not count.
+    Vectorized: a frame of many megabytes is cut without a loop per character."""
+    data = text.encode("utf-8", "surrogatepass")
+    # Escape sequences (a backslash and the byte after it) are neither quotes nor brackets.
+    plain = np.frombuffer(_ESCAPE.sub(b"__", data), dtype=np.uint8)
+    inside = np.logical_xor.accumulate(plain == ord('"'))  # within a string (or its open quote)
+    opens = ((plain == ord("[")) | (plain == ord("{"))) & ~inside
+    closes = ((plain == ord("]")) | (plain == ord("}"))) & ~inside
+    depth = np.cumsum(opens.view(np.int8) - closes.view(np.int8), dtype=np.int32)  # after each
+    if not depth.size or int(depth.max()) <= MAX_FRAME_DEPTH:
+        return None
+    starts = np.flatnonzero(opens & (depth == MAX_FRAME_DEPTH + 1)).tolist()
+    ends = np.flatnonzero(closes & (depth == MAX_FRAME_DEPTH)).tolist()
+    pieces, position, e = [], 0, 0
+    for start in starts:
+        if start < position:
+            continue
+        while e < len(ends) and ends[e] < start:
+            e += 1
+        pieces += [data[position:start], _DEEP_MARK]
+        position = ends[e] + 1 if e < len(ends) else len(data)
+    pieces.append(data[position:])
+    return b"".join(pieces).decode("utf-8", "surrogatepass")
+
+
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_DEEP_TOKEN = f"\ue000deep-{uuid.uuid4().hex}"
+_DEEP_MARK = json.dumps(_DEEP_TOKEN).encode()
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _is_text(value: str) -> bool:
+    """False for a string holding a lone surrogate (a \\uD800 escape JSON lets through)."""
     try:
-        message = _decode(text if isinstance(text, str) else text.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _all_text(value: Any) -> bool:
+    """False when any string or key in a parsed value holds a lone surrogate."""
+    try:
+        json.dumps(value, ensure_ascii=False, check_circular=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def parse_request(text: str | bytes) -> Request:
+    """The request a frame holds; RpcError(-32700 / -32600) when it is not one, and
+    InvalidRequest(-32602) for a request whose params nest too deep or hold a lone surrogate."""
+    try:
+        if not isinstance(text, str):
+            text = text.decode("utf-8")
+        too_deep = False
+        # A frame with fewer brackets than the limit cannot nest deeper: only others are measured.
+        if len(text) > MAX_FRAME_DEPTH and text.count("[") + text.count("{") > MAX_FRAME_DEPTH:
+            cut = _cut_deep(text)
+            if cut is not None:
+                text, too_deep = cut, True
+        message = _decode(text)
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise RpcError(PARSE_ERROR, "", "Parse error") from None
     if type(message) is not dict:
-        raise RpcError(INVALID_REQUEST, "", "Invalid Request")
+        raise InvalidRequest(None)
     get = message.get
     request_id, method, handle, params = (
         get("id"),
@@ -82,22 +147,45 @@ def parse_request(text: str | bytes) -> Request:
         get("handle", GLOBAL_HANDLE),
         get("params"),
     )
+    # A lone surrogate can only come from a \\uD8xx escape: frames without one skip the checks.
+    surrogates = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
+    if type(request_id) not in _ID_TYPES or request_id == _DEEP_TOKEN:
+        usable_id = None  # answered with id null
+    elif surrogates and type(request_id) is str and not _is_text(request_id):
+        usable_id = None
+    else:
+        usable_id = request_id
     # type() rather than isinstance(): a bool is not an id, a handle or a method.
     if (
         type(method) is not str
+        or method == _DEEP_TOKEN
         or type(handle) is not int
         or (params is not None and type(params) not in _PARAMS_TYPES)
-        or (request_id is not None and type(request_id) not in _ID_TYPES)
+        or (request_id is not None and usable_id is None)
+        or (surrogates and not _is_text(method))
     ):
-        raise InvalidRequest(request_id if type(request_id) in _ID_TYPES else None)
+        raise InvalidRequest(usable_id)
+    if too_deep:
+        message_text = f"Invalid Params: JSON nested deeper than {MAX_FRAME_DEPTH} levels"
+        raise InvalidRequest(request_id, INVALID_PARAMS, "params", message_text)
+    if surrogates and params is not None and not _all_text(params):
+        message_text = "Invalid Params: a string holds a lone surrogate (not Unicode text)"
+        raise InvalidRequest(request_id, INVALID_PARAMS, "params", message_text)
     return Request(request_id, handle, method, params)
 
 
 class InvalidRequest(RpcError):
-    """A JSON object that is not a request; keeps its id when it had a usable one."""
+    """An error answered before the request runs (-32600 by default); keeps the request's id
+    when it had one that can be echoed (else the answer's id is null)."""
 
-    def __init__(self, request_id: int | str | None) -> None:
-        super().__init__(INVALID_REQUEST, "", "Invalid Request")
+    def __init__(
+        self,
+        request_id: int | str | None,
+        code: int = INVALID_REQUEST,
+        parameter: str = "",
+        message: str = "Invalid Request",
+    ) -> None:
+        super().__init__(code, parameter, message)
         self.request_id = request_id
 
 
@@ -114,6 +202,7 @@ class RawJson:
 _RAW_TOKEN = f"\ue000raw-{uuid.uuid4().hex}-"
 
 
+_RAW_PLACE = re.compile(f'"{re.escape(_RAW_TOKEN)}([0-9]+)"')
 _raw_parts = threading.local()
 
 
@@ -163,10 +252,11 @@ def _dumps(message: dict[str, Any]) -> str:
     _raw_parts.parts = []
     text = _encode(message)
     parts: list[str] = _raw_parts.parts
-    for i, raw in enumerate(parts):
-        text = text.replace(f'"{_RAW_TOKEN}{i}"', raw, 1)
     _raw_parts.parts = []
-    return text
+    if len(parts) == 1:
+        return text.replace(f'"{_RAW_TOKEN}0"', parts[0], 1)
+    # One pass for every part (a replace per part would read the text once per page).
+    return _RAW_PLACE.sub(lambda found: parts[int(found.group(1))], text)
 
 
 def encode_json(value: Any) -> str:
@@ -216,6 +306,29 @@ def json_number(value: float) -> float | str:
     return "Infinity" if value > 0 else "-Infinity"
 
 
+def check_tree(value: Any, name: str, max_depth: int) -> None:
+    """-32602 when a parameter's value nests deeper than `max_depth` (the value itself is level
+    1) or holds a number JSON cannot carry (NaN, infinities: `NaN` or `1e400` in the frame).
+    Walks without recursion, so any depth is answered."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, name)]
+    while stack:
+        item, depth, path = stack.pop()
+        if type(item) is float:
+            if not math.isfinite(item):
+                raise RpcError(INVALID_PARAMS, path, "Invalid Params: numbers must be finite")
+            continue
+        if type(item) is dict:
+            children: Any = item.items()
+        elif type(item) is list:
+            children = enumerate(item)
+        else:
+            continue
+        if depth > max_depth:
+            message = f"Invalid Params: nested deeper than {max_depth} levels"
+            raise RpcError(INVALID_PARAMS, name, message)
+        stack.extend((child, depth + 1, f"{path}/{key}") for key, child in children)
+
+
 # ---- parameters ------------------------------------------------------------------------
 
 Check = Callable[[Any], bool]
@@ -226,7 +339,7 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return _is_int(v) or isinstance(v, float)
+    return _is_int(v) or (isinstance(v, float) and math.isfinite(v))
 
 
 CHECKS: dict[str, Check] = {

@@ -79,7 +79,13 @@ class QixSession:
         change = answer.change
         if answer.selections_changed and self.doc is not None:
             change = self.handles.open_handles()
-        return result_message(request.id, answer.result, change, answer.close)
+        try:
+            return result_message(request.id, answer.result, change, answer.close)
+        except ValueError:  # a number JSON cannot carry: answered, never a dropped socket
+            _log.exception("QIX %s made an answer JSON cannot carry", method.name)
+            return error_message(
+                request.id, RpcError(INTERNAL_ERROR, method.name, "Internal error")
+            )
 
     def open_document(self, doc: OpenDocument) -> None:
         """Makes `doc` the session's open document with a Doc handle (closed on failure)."""
