@@ -132,10 +132,13 @@ class ScriptTable(metaclass=_pybind11_type):
         """
     @staticmethod
     def read_csv(
-        data: typing_extensions.Buffer, name: str, cpu: CpuAccount | None = None
+        data: typing_extensions.Buffer,
+        name: str,
+        cpu: CpuAccount | None = None,
+        quoting: str = "rfc4180",
     ) -> ScriptTable:
         """
-        The table of a CSV file's bytes (the reader ModelBuilder.add_csv uses).
+        The table of a CSV file's bytes (quoting: 'rfc4180', 'standard' or 'none').
         """
     @staticmethod
     def read_qvd(
