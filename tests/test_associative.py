@@ -23,8 +23,8 @@ def expanded_rows(app: App, table: str) -> list[dict[str, Any]]:
     """A table's rows with every synthetic key replaced by the fields it stands for."""
     t = app.table(table)
     rows = [
-        dict(zip(t.fields, values, strict=True))
-        for values in zip(*(t.column(f) for f in t.fields), strict=True)
+        dict(zip(t.model_fields, values, strict=True))
+        for values in zip(*(t.column(f) for f in t.model_fields), strict=True)
     ]
     out = []
     for row in rows:
@@ -32,7 +32,7 @@ def expanded_rows(app: App, table: str) -> list[dict[str, Any]]:
             syn = next(f for f in row if f.startswith("$Syn "))
             key = row.pop(syn)
             syn_table = app.table(f"{syn} Table")
-            parts = [f for f in syn_table.fields if f != syn]
+            parts = [f for f in syn_table.model_fields if f != syn]
             if key is None:
                 row.update(dict.fromkeys(parts))
             else:
@@ -77,9 +77,9 @@ def test_a_synthetic_key_replaces_two_shared_fields() -> None:
     }
     app = App.from_tables(data)
     assert app.tables == ["T1", "T2", "T3", "$Syn 1 Table"]
-    assert app.table("T1").fields == ["$Syn 1", "X"]
-    assert app.table("T2").fields == ["$Syn 1", "Y"]
-    assert app.table("$Syn 1 Table").fields == ["$Syn 1", "A", "B"]
+    assert app.table("T1").model_fields == ["$Syn 1", "X"]
+    assert app.table("T2").model_fields == ["$Syn 1", "Y"]
+    assert app.table("$Syn 1 Table").model_fields == ["$Syn 1", "A", "B"]
     f = fields_md(app)
     assert f["$Syn 1"]["tags"][:2] == ["$key", "$syn"]
     assert f["$Syn 1"]["src_tables"] == ["T1", "T2", "$Syn 1 Table"]
@@ -127,10 +127,10 @@ def test_overlapping_shared_sets_nest_synthetic_keys() -> None:
     app = App.from_tables(data)
     # The largest shared set (A, B, C) first; its table then shares (A, B) with T3.
     assert app.tables == ["T1", "T2", "T3", "$Syn 1 Table", "$Syn 2 Table"]
-    assert app.table("T1").fields == ["$Syn 1", "X"]
-    assert app.table("T3").fields == ["$Syn 2", "Z"]
-    assert app.table("$Syn 1 Table").fields == ["$Syn 1", "$Syn 2", "C"]
-    assert app.table("$Syn 2 Table").fields == ["$Syn 2", "A", "B"]
+    assert app.table("T1").model_fields == ["$Syn 1", "X"]
+    assert app.table("T3").model_fields == ["$Syn 2", "Z"]
+    assert app.table("$Syn 1 Table").model_fields == ["$Syn 1", "$Syn 2", "C"]
+    assert app.table("$Syn 2 Table").model_fields == ["$Syn 2", "A", "B"]
     f = fields_md(app)
     assert f["$Syn 2"]["src_tables"] == ["T3", "$Syn 1 Table", "$Syn 2 Table"]
     assert f["C"]["src_tables"] == ["$Syn 1 Table"]
@@ -138,7 +138,7 @@ def test_overlapping_shared_sets_nest_synthetic_keys() -> None:
     for name in ("T1", "T2", "T3"):
         assert as_multiset(expanded_rows(app, name)) == as_multiset(original_rows(data[name]))
     # No two tables share two fields any more.
-    fields = {t: set(app.table(t).fields) for t in app.tables}
+    fields = {t: set(app.table(t).model_fields) for t in app.tables}
     for a in fields:
         for b in fields:
             if a < b:
@@ -160,7 +160,10 @@ def test_random_shared_field_sets_lose_nothing(seed) -> None:
     app = App.from_tables(data)
     for name, columns in data.items():
         assert as_multiset(expanded_rows(app, name)) == as_multiset(original_rows(columns))
-    fields = {t: set(app.table(t).fields) for t in app.tables}
+        # Read as loaded, each table is its data, row for row.
+        t = app.table(name)
+        assert {f: t.column(f) for f in t.fields} == columns
+    fields = {t: set(app.table(t).model_fields) for t in app.tables}
     for a in fields:
         for b in fields:
             if a < b:

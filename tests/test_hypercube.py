@@ -27,7 +27,7 @@ FUNCS = {
 
 
 def read_back(app: App) -> tuple[dict[str, dict[str, list[Any]]], set[str]]:
-    tables = {t: {f: app.table(t).column(f) for f in app.table(t).fields} for t in app.tables}
+    tables = {t: {f: app.table(t).column(f) for f in app.table(t).model_fields} for t in app.tables}
     loose = {t["name"] for t in app.metadata()["tables"] if t["is_loose"]}
     return tables, loose
 

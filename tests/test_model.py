@@ -268,3 +268,86 @@ def test_selecting_a_number_finds_its_dual() -> None:
         s.select("D", [40072])
         assert s.state("D")["selected"] == [40072]
         assert s.state("D")["selected"][0].text == "2009-09-15"
+
+
+# ---- source view: tables as they were loaded, through synthetic keys -------------------
+
+
+def test_a_table_reads_as_loaded_through_its_synthetic_key() -> None:
+    data = {
+        "F": {"Cat": ["a", "b", "a"], "Sub": [1, 2, 2], "V": [5, 6, 7]},
+        "D": {
+            "W": [7, 8, 9, 10, 11],
+            "Cat": ["a", "b", None, "c", None],
+            "Sub": [2, 2, 1, None, None],
+        },
+    }
+    app = App.from_tables(data)
+    d = app.table("D")
+    assert d.fields == ["W", "Cat", "Sub"]
+    assert d.model_fields == ["W", "$Syn 1"]
+    assert not d.is_synthetic
+    for table, columns in data.items():
+        t = app.table(table)
+        assert t.fields == list(columns)
+        for field, values in columns.items():
+            assert t.column(field) == values
+            codes = t.column_indices(field)
+            symbols = app.symbols(field)
+            assert [None if c < 0 else symbols[c] for c in codes.tolist()] == values
+    # The model view stays readable, and the metadata describes it.
+    syn = app.table("$Syn 1 Table")
+    assert syn.is_synthetic
+    assert syn.fields == syn.model_fields == ["$Syn 1", "Cat", "Sub"]
+    assert d.column("$Syn 1")[4] is None  # all parts NULL: no key value
+    tables = {t["name"]: t for t in app.metadata()["tables"]}
+    assert tables["D"]["no_of_fields"] == 2
+    fields = {f["name"]: f for f in app.metadata()["fields"]}
+    assert fields["Cat"]["src_tables"] == ["$Syn 1 Table"]
+
+
+def test_nested_synthetic_keys_are_read_through() -> None:
+    data = {
+        "T1": {"X": [1, 2, 3], "A": [1, 2, 3], "B": [1, 1, 2], "C": ["p", "q", "p"]},
+        "T2": {"A": [1, 3, 4], "B": [1, 2, 2], "C": ["p", "p", None], "Y": [4, 5, 6]},
+        "T3": {"Z": [7, 8, 9], "B": [1, 2, 2], "A": [2, 4, 5]},
+    }
+    app = App.from_tables(data)
+    assert app.table("T1").model_fields == ["X", "$Syn 1"]
+    assert app.table("$Syn 1 Table").model_fields == ["$Syn 1", "$Syn 2", "C"]
+    for table, columns in data.items():
+        t = app.table(table)
+        assert t.fields == list(columns)
+        assert {f: t.column(f) for f in t.fields} == columns
+
+
+def test_a_field_the_table_was_not_loaded_with_is_an_error() -> None:
+    app = App.from_tables(
+        {"F": {"Cat": ["a"], "Sub": [1], "V": [5]}, "D": {"Cat": ["a"], "Sub": [1], "W": [7]}}
+    )
+    with pytest.raises(assoc.Error, match="table 'D' has no field 'V'"):
+        app.table("D").column("V")
+    with pytest.raises(assoc.Error, match="table 'D' has no field 'Nope'"):
+        app.table("D").column_indices("Nope")
+    with pytest.raises(assoc.Error, match="no table named 'E'"):
+        app.table("E")
+
+
+def test_a_script_table_linked_by_a_synthetic_key_reads_as_loaded() -> None:
+    script = """
+    F: LOAD * INLINE [
+    Cat, Sub, Amount
+    a, 1, 10
+    b, 2, 20
+    ];
+    D: LOAD * INLINE [
+    Label, Cat, Sub
+    x, a, 1
+    y, b, 1
+    ];
+    """
+    app = App.from_script(script)
+    assert app.tables == ["F", "D", "$Syn 1 Table"]
+    assert app.table("D").fields == ["Label", "Cat", "Sub"]
+    assert app.table("D").column("Cat") == ["a", "b"]
+    assert app.table("D").column("Sub") == [1, 1]

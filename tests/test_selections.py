@@ -16,7 +16,7 @@ from reference_inference import ReferenceModel
 
 def read_back(app: App) -> tuple[dict[str, dict[str, list[Any]]], set[str]]:
     """The app's data tables (synthetic key tables included) as read back, and its loose tables."""
-    tables = {t: {f: app.table(t).column(f) for f in app.table(t).fields} for t in app.tables}
+    tables = {t: {f: app.table(t).column(f) for f in app.table(t).model_fields} for t in app.tables}
     loose = {t["name"] for t in app.metadata()["tables"] if t["is_loose"]}
     return tables, loose
 

@@ -178,17 +178,22 @@ void bind_model(py::module_& m) {
              return out;
            })
       .def("table_rows", [](const PyModel& p, const std::string& t) { return p.model->table(t).rows; })
-      .def("table_fields", [](const PyModel& p, const std::string& t) { return p.model->field_names(p.model->table(t)); })
+      .def("table_fields", [](const PyModel& p, const std::string& t) { return p.model->field_names(p.model->table(t)); },
+           py::arg("table"), "A table's columns in the model (synthetic keys in place of their parts).")
+      .def("source_fields",
+           [](const PyModel& p, const std::string& t) { return p.model->source_field_names(p.model->table(t)); },
+           py::arg("table"), "The fields a table was loaded with, in load order.")
+      .def("table_is_synthetic", [](const PyModel& p, const std::string& t) { return p.model->table(t).is_synthetic; },
+           py::arg("table"), "True for a synthetic key table ($Syn N Table).")
       .def(
           "column",
           [](const PyModel& p, const std::string& table, const std::string& field) {
-            const Column& c = p.model->column(table, field);
-            const SymbolTable& symbols = p.model->fields()[c.field].symbols;
-            std::vector<std::uint32_t> rows(c.index.size());
+            std::vector<std::uint32_t> rows;
             {
               py::gil_scoped_release release;
-              c.index.decode(0, rows.size(), rows.data());
+              rows = p.model->source_codes(table, field);
             }
+            const SymbolTable& symbols = p.model->field(field).symbols;
             std::vector<py::object> cache(symbols.size());
             py::list out(rows.size());
             for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -202,18 +207,26 @@ void bind_model(py::module_& m) {
             }
             return out;
           },
-          py::arg("table"), py::arg("field"), "A column's values in row order (None for NULL).")
+          py::arg("table"), py::arg("field"),
+          "A column's values per row (None for NULL), as loaded (via synthetic keys).")
       .def(
           "column_indices",
           [](const PyModel& p, const std::string& table, const std::string& field) {
-            const Column& c = p.model->column(table, field);
-            py::array_t<std::int64_t> out(static_cast<py::ssize_t>(c.index.size()));
+            const Table& t = p.model->table(table);
+            const int f = p.model->find_field(field);
+            py::array_t<std::int64_t> out(static_cast<py::ssize_t>(t.rows));
             std::int64_t* dst = out.mutable_data();
             py::gil_scoped_release release;
-            c.index.decode_signed(0, c.index.size(), dst);
+            if (const int c = f < 0 ? -1 : t.column_of(static_cast<std::uint32_t>(f)); c >= 0) {
+              t.columns[static_cast<std::size_t>(c)].index.decode_signed(0, t.rows, dst);
+            } else {
+              const std::vector<std::uint32_t> rows = p.model->source_codes(table, field);
+              for (std::size_t r = 0; r < rows.size(); ++r) dst[r] = rows[r] == kNull ? -1 : static_cast<std::int64_t>(rows[r]);
+            }
             return out;
           },
-          py::arg("table"), py::arg("field"), "A column's symbol indexes in row order (-1 for NULL).")
+          py::arg("table"), py::arg("field"),
+          "A column's symbol indexes per row (-1 for NULL), as loaded (via synthetic keys).")
       .def(
           "symbols",
           [](const PyModel& p, const std::string& field) {

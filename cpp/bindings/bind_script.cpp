@@ -108,12 +108,21 @@ void bind_script(py::module_& m) {
   py::class_<ScriptTable>(m, "ScriptTable", "A table a load script holds between statements.")
       .def_static(
           "read_csv",
-          [](const py::buffer& data, const std::string& name, CpuAccount* cpu) {
+          [](const py::buffer& data, const std::string& name, CpuAccount* cpu, const std::string& quoting) {
+            CsvQuoting q = CsvQuoting::kRfc4180;
+            if (quoting == "standard") {
+              q = CsvQuoting::kStandard;
+            } else if (quoting == "none") {
+              q = CsvQuoting::kNone;
+            } else if (quoting != "rfc4180") {
+              throw Error("quoting must be 'rfc4180', 'standard' or 'none', not '" + quoting + "'");
+            }
             return read_file(data, "read_csv", cpu, [&](const char* bytes, std::size_t size, CpuAccount* all) {
-              return read_csv(bytes, size, name, all);
+              return read_csv(bytes, size, name, all, q);
             });
           },
-          py::arg("data"), py::arg("name"), py::arg("cpu") = nullptr, "The table of a CSV file's bytes (the reader ModelBuilder.add_csv uses).")
+          py::arg("data"), py::arg("name"), py::arg("cpu") = nullptr, py::arg("quoting") = "rfc4180",
+          "The table of a CSV file's bytes (quoting: 'rfc4180', 'standard' or 'none').")
       .def_static(
           "read_qvd",
           [](const py::buffer& data, const std::string& name, CpuAccount* cpu) {

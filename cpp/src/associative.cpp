@@ -211,6 +211,7 @@ void add_synthetic_key(DataModel& model, const FieldSet& shared, const std::vect
     syn_table.columns.push_back(std::move(c));
     fields[shared[k]].is_keypart = true;
   }
+  for (const Column& c : syn_table.columns) syn_table.loaded_fields.push_back(c.field);
   ModelAccess::table_ids(model).emplace(syn_table.name, static_cast<std::uint32_t>(tables.size()));
   tables.push_back(std::move(syn_table));
 }
@@ -349,6 +350,7 @@ void add_system_tables(DataModel& model) {
   per_table.columns.push_back(system_column(ids[4], t2_rows, symbols(4)));
   per_table.columns.push_back(system_column(ids[2], t2_fields, symbols(2)));
   for (Table* t : {&pairs, &per_table}) {
+    for (const Column& c : t->columns) t->loaded_fields.push_back(c.field);
     ModelAccess::table_ids(model).emplace(t->name, static_cast<std::uint32_t>(tables.size()));
     tables.push_back(std::move(*t));
   }

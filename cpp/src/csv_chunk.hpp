@@ -91,8 +91,9 @@ struct ChunkColumn {
 
 class ChunkParser : public CsvTokenizer {
  public:
-  ChunkParser(const char* data, std::size_t size, char sep, std::size_t n_cols)
-      : CsvTokenizer(data, size, sep), cols_(n_cols) {}
+  ChunkParser(const char* data, std::size_t size, char sep, std::size_t n_cols,
+              CsvQuoting quoting = CsvQuoting::kRfc4180)
+      : CsvTokenizer(data, size, sep, quoting), cols_(n_cols) {}
 
   // Parses the records that start in [begin, end) and returns where the last one ends (past
   // `end` when `begin` or `end` was not a record boundary). Stops at the first error.

@@ -23,11 +23,12 @@ using detail::ParsedChunk;
 
 }  // namespace
 
-LoadedTable read_csv(const char* data, std::size_t size, const std::string& table_name, CpuAccount* cpu) {
+LoadedTable read_csv(const char* data, std::size_t size, const std::string& table_name, CpuAccount* cpu,
+                     CsvQuoting quoting) {
   CpuScope scope(cpu);
   std::size_t start = 0;
   if (size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0) start = 3;
-  const detail::CsvHeader header = detail::read_csv_header(data, size, start);
+  const detail::CsvHeader header = detail::read_csv_header(data, size, start, quoting);
   const std::size_t n_cols = header.names.size();
 
   // Chunks: one per thread, none smaller than kMinChunkBytes. More chunks would even out
@@ -38,7 +39,7 @@ LoadedTable read_csv(const char* data, std::size_t size, const std::string& tabl
   const std::size_t n_threads = threads();
   std::size_t n_chunks = n_threads <= 1 ? 1 : std::min<std::size_t>(n_threads, body_bytes / kMinChunkBytes);
   n_chunks = std::max<std::size_t>(n_chunks, 1);
-  const std::vector<std::size_t> starts = detail::chunk_starts(data, size, header.body, n_chunks, cpu);
+  const std::vector<std::size_t> starts = detail::chunk_starts(data, size, header.body, n_chunks, cpu, quoting);
 
   // Rows to reserve per byte, from the lines of the first 64 KiB.
   const std::size_t sample = std::min<std::size_t>(body_bytes, 1 << 16);
@@ -48,7 +49,7 @@ LoadedTable read_csv(const char* data, std::size_t size, const std::string& tabl
 
   std::vector<ParsedChunk> chunks(starts.size());
   auto parse_chunk = [&](ParsedChunk& ch) {
-    ch.parser = std::make_unique<ChunkParser>(data, size, header.sep, n_cols);
+    ch.parser = std::make_unique<ChunkParser>(data, size, header.sep, n_cols, quoting);
     const auto expected = static_cast<std::size_t>(static_cast<double>(ch.end - ch.begin) * rows_per_byte * 1.1) + 16;
     ch.stop = ch.parser->parse(ch.begin, ch.end, expected);
   };
@@ -76,7 +77,7 @@ LoadedTable read_csv(const char* data, std::size_t size, const std::string& tabl
                chunks.end());
   if (chunks.empty()) {
     chunks.emplace_back();
-    chunks.back().parser = std::make_unique<ChunkParser>(data, size, header.sep, n_cols);
+    chunks.back().parser = std::make_unique<ChunkParser>(data, size, header.sep, n_cols, quoting);
   }
 
   const std::size_t n_chunks_parsed = chunks.size();

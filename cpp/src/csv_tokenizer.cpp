@@ -2,11 +2,49 @@
 #include "csv_tokenizer.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "assoc/error.hpp"
 #include "assoc/utf8.hpp"
 
 namespace assoc::detail {
+
+bool CsvTokenizer::standard_quoted(std::size_t& pos, const char*& field, std::size_t& len, bool& in_scratch) {
+  const char* d = data_;
+  std::size_t open = pos;
+  while (open < size_ && is_blank(d[open])) ++open;
+  if (open == size_ || (d[open] != '"' && d[open] != '\'')) return false;
+  const char q = d[open];
+  bool doubled = false;
+  for (std::size_t i = open + 1; i < size_ && d[i] != '\n'; ++i) {
+    if (d[i] != q) continue;
+    if (i + 1 < size_ && d[i + 1] == q) {
+      doubled = true;
+      ++i;
+      continue;
+    }
+    std::size_t e = i + 1;
+    while (e < size_ && is_blank(d[e])) ++e;
+    const bool crlf = e < size_ && d[e] == '\r' && (e + 1 == size_ || d[e + 1] == '\n');
+    if (e < size_ && d[e] != sep_ && d[e] != '\n' && !crlf) continue;  // a quote inside the value
+    high_bits_ |= 0x80;
+    field = d + open + 1;
+    len = i - open - 1;
+    pos = crlf ? e + 1 : e;
+    if (doubled) {
+      scratch_.clear();
+      for (std::size_t k = 0; k < len; ++k) {
+        scratch_.push_back(field[k]);
+        if (field[k] == q) ++k;  // the second quote of a pair
+      }
+      field = scratch_.data();
+      len = scratch_.size();
+      in_scratch = true;
+    }
+    return true;
+  }
+  return false;
+}
 
 bool CsvTokenizer::parse_names(std::size_t& pos, std::vector<std::string>& names) {
   for (;;) {
@@ -58,7 +96,7 @@ bool CsvTokenizer::parse_names(std::size_t& pos, std::vector<std::string>& names
   throw Error(msg);
 }
 
-CsvHeader read_csv_header(const char* d, std::size_t size, std::size_t start) {
+CsvHeader read_csv_header(const char* d, std::size_t size, std::size_t start, CsvQuoting quoting) {
   std::size_t pos = start;
   for (;;) {  // blank lines before the header
     if (pos < size && d[pos] == '\n') {
@@ -75,7 +113,7 @@ CsvHeader read_csv_header(const char* d, std::size_t size, std::size_t start) {
   bool quoted = false;
   for (std::size_t e = pos; e < size; ++e) {
     const char c = d[e];
-    if (c == '"') {
+    if (c == '"' && quoting != CsvQuoting::kNone) {
       quoted = !quoted;
     } else if (!quoted) {
       if (c == '\n') break;
@@ -91,7 +129,7 @@ CsvHeader read_csv_header(const char* d, std::size_t size, std::size_t start) {
     if (counts[i] > counts[best]) best = i;
   h.sep = seps[best];
 
-  CsvTokenizer parser(d, size, h.sep);
+  CsvTokenizer parser(d, size, h.sep, quoting);
   const std::size_t header_at = pos;
   const bool ok = parser.parse_names(pos, h.names);
   if (const std::size_t nul = find_nul(d, header_at, pos); nul != kNoError) parser.fail(nul, CsvErrorKind::kNulByte);
@@ -140,12 +178,20 @@ std::size_t count_quotes(const char* p, std::size_t n) {
 }  // namespace
 
 std::vector<std::size_t> chunk_starts(const char* d, std::size_t size, std::size_t body, std::size_t n_chunks,
-                                      CpuAccount* cpu) {
+                                      CpuAccount* cpu, CsvQuoting quoting) {
   std::vector<std::size_t> starts{body};
   if (n_chunks <= 1) return starts;
   std::vector<std::size_t> nominal(n_chunks + 1);
   for (std::size_t k = 0; k <= n_chunks; ++k) nominal[k] = body + (size - body) / n_chunks * k;
   nominal[n_chunks] = size;
+  if (quoting != CsvQuoting::kRfc4180) {  // records are lines
+    for (std::size_t k = 1; k < n_chunks; ++k) {
+      const void* hit = std::memchr(d + nominal[k], '\n', size - nominal[k]);
+      const std::size_t pos = hit == nullptr ? size : static_cast<std::size_t>(static_cast<const char*>(hit) - d) + 1;
+      if (pos > starts.back() && pos < size) starts.push_back(pos);
+    }
+    return starts;
+  }
   std::vector<std::size_t> quotes(n_chunks, 0);
   parallel_for(
       n_chunks,

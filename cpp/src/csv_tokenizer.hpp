@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "assoc/csv.hpp"
 #include "assoc/hash.hpp"
 #include "assoc/thread_pool.hpp"
 
@@ -34,7 +35,8 @@ inline std::uint64_t match_byte(std::uint64_t w, char c) {
 // Reads fields from the input; the first error found (by offset) is kept.
 class CsvTokenizer {
  public:
-  CsvTokenizer(const char* data, std::size_t size, char sep) : data_(data), size_(size), sep_(sep) {}
+  CsvTokenizer(const char* data, std::size_t size, char sep, CsvQuoting quoting = CsvQuoting::kRfc4180)
+      : data_(data), size_(size), sep_(sep), quoting_(quoting) {}
 
   // Reads the field at `pos` and moves `pos` to the separator or line end after it (or the
   // end of the data). A field with doubled quotes is unescaped into scratch_.
@@ -50,9 +52,15 @@ class CsvTokenizer {
   }
 
  protected:
+  // Standard quoting: reads the field at `pos` when it is quoted (blanks, a quote, text, the
+  // same quote, blanks, then the separator or the line end); false leaves it unquoted.
+  bool standard_quoted(std::size_t& pos, const char*& field, std::size_t& len, bool& in_scratch);
+  bool is_blank(char c) const { return (c == ' ' || c == '\t') && c != sep_; }
+
   const char* data_;
   std::size_t size_;
   char sep_;
+  CsvQuoting quoting_;
   CsvParseError error_;
   std::uint64_t high_bits_ = 0;  // or of the bytes scanned since the block began; 0x80 for a quoted field
   std::string scratch_;
@@ -74,7 +82,10 @@ inline bool CsvTokenizer::next_field(std::size_t& pos, const char*& field, std::
   const char* d = data_;
   const std::size_t size = size_;
   in_scratch = false;
-  if (pos < size && d[pos] == '"') {
+  if (quoting_ == CsvQuoting::kStandard) {
+    if (pos < size && (d[pos] == '"' || d[pos] == '\'' || is_blank(d[pos])) && standard_quoted(pos, field, len, in_scratch))
+      return true;
+  } else if (quoting_ == CsvQuoting::kRfc4180 && pos < size && d[pos] == '"') {
     high_bits_ |= 0x80;
     const std::size_t open = pos;
     std::size_t q = pos + 1;
@@ -161,13 +172,15 @@ struct CsvHeader {
 };
 
 // Reads the header row at `start` (past blank lines); throws Error when it is malformed.
-CsvHeader read_csv_header(const char* d, std::size_t size, std::size_t start);
+CsvHeader read_csv_header(const char* d, std::size_t size, std::size_t start,
+                          CsvQuoting quoting = CsvQuoting::kRfc4180);
 
 // Chunk starts in [body, size): each right after a line end that is outside quotes, judged by
-// the parity of the quotes before it. The parity is exact for RFC 4180 data; the parser checks
-// every guess (a chunk must end exactly where the next one starts) and recovers when a quote
-// inside an unquoted field made one wrong.
+// the parity of the quotes before it (RFC 4180; with other quoting every line end ends a
+// record). The parity is exact for RFC 4180 data; the parser checks every guess (a chunk must
+// end exactly where the next one starts) and recovers when a quote inside an unquoted field
+// made one wrong.
 std::vector<std::size_t> chunk_starts(const char* d, std::size_t size, std::size_t body, std::size_t n_chunks,
-                                      CpuAccount* cpu);
+                                      CpuAccount* cpu, CsvQuoting quoting = CsvQuoting::kRfc4180);
 
 }  // namespace assoc::detail

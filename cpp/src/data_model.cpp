@@ -89,6 +89,44 @@ std::vector<std::string> DataModel::field_names(const Table& table) const {
   return out;
 }
 
+std::vector<std::string> DataModel::source_field_names(const Table& table) const {
+  std::vector<std::string> out;
+  out.reserve(table.loaded_fields.size());
+  for (const auto f : table.loaded_fields) out.push_back(fields_[f].name);
+  return out;
+}
+
+std::vector<std::uint32_t> DataModel::source_codes(const std::string& table, const std::string& field) const {
+  const Table& t = this->table(table);
+  const int f = find_field(field);
+  std::vector<std::uint32_t> out(t.rows);
+  if (f < 0 || !read_source(t, static_cast<std::uint32_t>(f), out.data(), 0))
+    throw Error("table '" + table + "' has no field '" + field + "'");
+  return out;
+}
+
+bool DataModel::read_source(const Table& t, std::uint32_t field, std::uint32_t* out, std::size_t depth) const {
+  if (const int c = t.column_of(field); c >= 0) {
+    t.columns[static_cast<std::size_t>(c)].index.decode(0, t.rows, out);
+    return true;
+  }
+  if (depth > tables_.size()) return false;  // key tables do not lead back to a table; a guard all the same
+  for (const Column& col : t.columns) {
+    const Field& key = fields_[col.field];
+    if (!key.is_syn) continue;
+    const int k = find_table(key.name + " Table");
+    if (k < 0 || &tables_[static_cast<std::size_t>(k)] == &t) continue;
+    const Table& key_table = tables_[static_cast<std::size_t>(k)];
+    // Key value i is row i of its key table.
+    std::vector<std::uint32_t> parts(key_table.rows);
+    if (!read_source(key_table, field, parts.data(), depth + 1)) continue;
+    col.index.decode(0, t.rows, out);
+    for (std::size_t r = 0; r < t.rows; ++r) out[r] = out[r] == kNull ? kNull : parts[out[r]];
+    return true;
+  }
+  return false;
+}
+
 std::size_t DataModel::static_byte_size() const {
   std::size_t n = 0;
   for (const auto& f : fields_) n += f.symbols.byte_size() + f.name.capacity() + sizeof(Field);

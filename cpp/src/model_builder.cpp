@@ -115,6 +115,7 @@ void ModelBuilder::add(LoadedTable&& loaded) {
       for (std::uint32_t s = 0; s < remap.size() && identity; ++s) identity = remap[s] == s;
       col.index = identity ? std::move(lc.index) : remap_index(lc.index, remap, f.symbols.size(), &cpu_);
     }
+    table.loaded_fields.push_back(col.field);
     table.columns.push_back(std::move(col));
   }
   m.table_ids_.emplace(name, static_cast<std::uint32_t>(m.tables_.size()));

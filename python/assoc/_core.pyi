@@ -132,10 +132,13 @@ class ScriptTable(metaclass=_pybind11_type):
         """
     @staticmethod
     def read_csv(
-        data: typing_extensions.Buffer, name: str, cpu: CpuAccount | None = None
+        data: typing_extensions.Buffer,
+        name: str,
+        cpu: CpuAccount | None = None,
+        quoting: str = "rfc4180",
     ) -> ScriptTable:
         """
-        The table of a CSV file's bytes (the reader ModelBuilder.add_csv uses).
+        The table of a CSV file's bytes (quoting: 'rfc4180', 'standard' or 'none').
         """
     @staticmethod
     def read_qvd(
@@ -224,11 +227,11 @@ class DataModel(metaclass=_pybind11_type):
         """
     def column(self, table: str, field: str) -> list[typing.Any]:
         """
-        A column's values in row order (None for NULL).
+        A column's values per row (None for NULL), as loaded (via synthetic keys).
         """
     def column_indices(self, table: str, field: str) -> numpy.typing.NDArray[numpy.int64]:
         """
-        A column's symbol indexes in row order (-1 for NULL).
+        A column's symbol indexes per row (-1 for NULL), as loaded (via synthetic keys).
         """
     def field_names(self) -> list[str]: ...
     def metadata(self) -> dict[str, typing.Any]:
@@ -239,7 +242,18 @@ class DataModel(metaclass=_pybind11_type):
         """
         A field's distinct values in symbol order.
         """
-    def table_fields(self, arg0: str) -> list[str]: ...
+    def source_fields(self, table: str) -> list[str]:
+        """
+        The fields a table was loaded with, in load order.
+        """
+    def table_fields(self, table: str) -> list[str]:
+        """
+        A table's columns in the model (synthetic keys in place of their parts).
+        """
+    def table_is_synthetic(self, table: str) -> bool:
+        """
+        True for a synthetic key table ($Syn N Table).
+        """
     def table_names(self) -> list[str]:
         """
         Data table names (synthetic key tables included), in load order.

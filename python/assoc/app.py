@@ -14,7 +14,8 @@ from assoc.sources import Source, SourceKind, TableSource, load_model
 
 
 class Table:
-    """One table of an app: its fields and its rows."""
+    """One table of an app: its fields and its rows, as it was loaded (its source view: a field
+    that moved into a synthetic key is read through that key)."""
 
     def __init__(self, model: _core.DataModel, name: str) -> None:
         self._model = model
@@ -23,11 +24,23 @@ class Table:
 
     @property
     def fields(self) -> list[str]:
-        """The table's field names in column order."""
+        """The fields the table was loaded with, in load order."""
+        return self._model.source_fields(self.name)
+
+    @property
+    def model_fields(self) -> list[str]:
+        """The table's columns in the model: a synthetic key (`$Syn N`) in place of the fields
+        it links, which its `$Syn N Table` holds."""
         return self._model.table_fields(self.name)
 
+    @property
+    def is_synthetic(self) -> bool:
+        """True for a synthetic key table (`$Syn N Table`)."""
+        return self._model.table_is_synthetic(self.name)
+
     def column(self, field: str) -> list[Any]:
-        """The column's values in row order: int, float, str or Dual; None for NULL."""
+        """The column's values in row order: int, float, str or Dual; None for NULL. Any field
+        of `fields` or `model_fields`."""
         return self._model.column(self.name, field)
 
     def column_indices(self, field: str) -> np.ndarray:

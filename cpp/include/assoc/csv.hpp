@@ -23,9 +23,20 @@
 
 namespace assoc {
 
+// How quotes are read: as above (RFC 4180), or as a load script's `txt` files read them.
+enum class CsvQuoting {
+  kRfc4180,  // the rules above; also a script's `msq` (double quotes, line ends inside them)
+  // A script's standard quoting: a value whose first and last non-blank characters are both `"`
+  // or both `'` is what stands between them (a doubled quote inside is one); quotes never span
+  // lines, and any other quote is an ordinary character.
+  kStandard,
+  kNone,  // a script's `no quotes`: every quote is an ordinary character
+};
+
 // Reads `size` bytes of CSV into a table named `table_name`, on up to threads() threads.
 // Throws Error naming the line of the first problem. `cpu` (may be null) collects the CPU
 // time of every thread that works on it.
-LoadedTable read_csv(const char* data, std::size_t size, const std::string& table_name, CpuAccount* cpu);
+LoadedTable read_csv(const char* data, std::size_t size, const std::string& table_name, CpuAccount* cpu,
+                     CsvQuoting quoting = CsvQuoting::kRfc4180);
 
 }  // namespace assoc

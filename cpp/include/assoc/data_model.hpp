@@ -37,6 +37,9 @@ struct Table {
   bool is_synthetic = false;  // a `$Syn N Table`
   bool is_loose = false;
   std::string comment;
+  // The fields the table was loaded with, in load order (its source view: fields that moved
+  // into a synthetic key are read through it). A synthetic key table: its own columns.
+  std::vector<std::uint32_t> loaded_fields;
 
   // Column position of a field in this table, or -1.
   int column_of(std::uint32_t field) const;
@@ -85,11 +88,20 @@ class DataModel {
   std::vector<std::string> data_table_names() const;
   // The names of a table's fields, in column order.
   std::vector<std::string> field_names(const Table& table) const;
+  // The names of the fields a table was loaded with, in load order (its source view).
+  std::vector<std::string> source_field_names(const Table& table) const;
+  // Each row's symbol of `field` (kNull for NULL) in `table` as it was loaded: its column, or,
+  // when the field moved into a synthetic key, the key table's value at the row's key (a key
+  // table may read through a further key). Throws Error when the table was not loaded with it.
+  std::vector<std::uint32_t> source_codes(const std::string& table, const std::string& field) const;
 
   // Total static bytes: symbol tables, indexes, and the model's own bookkeeping.
   std::size_t static_byte_size() const;
 
  private:
+  // source_codes() of one table into `out` (its rows); false when it does not reach the field.
+  bool read_source(const Table& table, std::uint32_t field, std::uint32_t* out, std::size_t depth) const;
+
   friend class ModelBuilder;
   friend struct ModelAccess;
   std::vector<Field> fields_;

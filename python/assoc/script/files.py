@@ -26,12 +26,17 @@ def _map(path: Path) -> tuple[object, mmap.mmap | bytes]:
     return f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def _engine_delimiter(header: bytes) -> str | None:
+# How the engine's CSV reader reads quotes under each of a format's quoting options: `msq` is
+# RFC 4180 (double quotes, line ends inside them).
+_ENGINE_QUOTING = {"standard": "standard", "msq": "rfc4180", "none": "none"}
+
+
+def _engine_delimiter(header: bytes, quoting: str) -> str | None:
     """The separator the engine's CSV reader picks for a header line (None: one column)."""
     counts = {",": 0, ";": 0, "\t": 0}
     quoted = False
     for ch in header.decode("utf-8", "replace"):
-        if ch == '"':
+        if ch == '"' and quoting != "none":
             quoted = not quoted
         elif not quoted and ch in counts:
             counts[ch] += 1
@@ -57,15 +62,15 @@ def read_file(
         if kind == "qvd":
             return Frame.of_native(_core.ScriptTable.read_qvd(data, name, cpu))
         first_line = bytes(data[:65536]).split(b"\n", 1)[0]
+        quoting = _ENGINE_QUOTING[fmt.quoting]
         fast = (
             fmt.labels is not False
             and fmt.header_lines == 0
-            and fmt.quoting == "standard"
             and fmt.encoding in ("utf8", "cp65001")
-            and (fmt.delimiter is None or fmt.delimiter == _engine_delimiter(first_line))
+            and (fmt.delimiter is None or fmt.delimiter == _engine_delimiter(first_line, quoting))
         )
         if fast:
-            frame = Frame.of_native(_core.ScriptTable.read_csv(data, name, cpu))
+            frame = Frame.of_native(_core.ScriptTable.read_csv(data, name, cpu, quoting))
             # Money, dates and grouped digits the reader left as text become duals.
             frame.interpret_texts(interp.read, interp.number_characters(), cpu)
             return frame
@@ -91,17 +96,26 @@ def _encoding(name: str) -> str:
 
 
 def read_delimited(text: str, fmt: ast.FileFormat, name: str, interp: Interpretation) -> Frame:
-    """Delimited text read with every option of the format spec."""
+    """Delimited text read with every option of the format spec (cells trimmed of spaces,
+    but for what quotes hold)."""
     lines = text.splitlines()[fmt.header_lines :]
     delimiter = fmt.delimiter or ","
-    if fmt.quoting == "none":
-        rows = [line.split(delimiter) for line in lines]
-    else:
+    rows: list[list[str]]
+    if fmt.quoting == "standard":
+        rows = [split_standard(line, delimiter) for line in lines]
+    elif fmt.quoting == "none":
+        rows = [[c.strip() for c in line.split(delimiter)] for line in lines]
+    else:  # msq: RFC 4180, as the engine's reader
         reader = csv.reader(
-            io.StringIO("\n".join(lines)), delimiter=delimiter, quotechar='"', skipinitialspace=True
+            io.StringIO("\n".join(lines)), delimiter=delimiter, quotechar='"', strict=True
         )
-        rows = list(reader)
-    rows = [r for r in rows if r and any(c.strip() for c in r)]
+        try:
+            rows = [[c.strip() for c in row] for row in reader]
+        except csv.Error as exc:
+            raise ScriptError(
+                f"table {name!r}: line {reader.line_num}: {exc} (msq quoting)"
+            ) from None
+    rows = [r for r in rows if r and any(c for c in r)]
     if delimiter == " ":
         rows = [[c for c in r if c != ""] for r in rows]
     if not rows:
@@ -122,6 +136,49 @@ def read_delimited(text: str, fmt: ast.FileFormat, name: str, interp: Interpreta
     return frame_of_texts(name, labels, rows, interp)
 
 
+def split_standard(line: str, delimiter: str) -> list[str]:
+    """One line's cells under standard quoting: a cell whose first and last non-blank
+    characters are both `"` or both `'` is what stands between them (a doubled quote inside
+    is one, a delimiter is data); other cells are trimmed of blanks, quotes and all."""
+    blanks = "".join(b for b in " \t" if b not in delimiter)
+    cells: list[str] = []
+    at, n, width = 0, len(line), len(delimiter)
+    while True:
+        start = at
+        while start < n and line[start] in blanks:
+            start += 1
+        if start < n and line[start] in "\"'":
+            quote = line[start]
+            k = start + 1
+            while k < n:
+                if line[k] != quote:
+                    k += 1
+                    continue
+                if line.startswith(quote, k + 1):
+                    k += 2
+                    continue
+                end = k + 1
+                while end < n and line[end] in blanks:
+                    end += 1
+                if end == n or line.startswith(delimiter, end):
+                    cells.append(line[start + 1 : k].replace(quote * 2, quote))
+                    if end == n:
+                        return cells
+                    at = end + width
+                    break
+                k += 1
+            else:
+                quote = ""  # no closing quote: an ordinary cell
+            if quote:
+                continue
+        end = line.find(delimiter, at)
+        if end < 0:
+            cells.append(line[at:].strip(blanks))
+            return cells
+        cells.append(line[at:end].strip(blanks))
+        at = end + width
+
+
 def frame_of_texts(
     name: str, labels: list[str], rows: list[list[str]], interp: Interpretation
 ) -> Frame:
@@ -131,7 +188,7 @@ def frame_of_texts(
         index: dict[str, int] = {}
         codes = np.empty(len(rows), dtype=np.int32)
         for r, row in enumerate(rows):
-            cell = row[c].strip() if c < len(row) else ""
+            cell = row[c] if c < len(row) else ""
             if cell == "":
                 codes[r] = -1
                 continue

@@ -88,16 +88,35 @@ def _index(s: str, sub: str, occurrence: str = "1") -> str:
     return str(pos + 1)
 
 
-def _subfield(s: str, sep: str, index: str | None = None) -> str | None:
-    parts = s.split(sep) if sep else [s]
-    if index is None:
-        return parts[0]
-    k = _int_arg(index)
-    if k > 0 and k <= len(parts):
-        return parts[k - 1]
-    if k < 0 and -k <= len(parts):
-        return parts[k]
-    return None
+def subfield_parts(text: str | None, sep: str | None) -> list[str]:
+    """The parts of `text` between `sep`s; NULL text reads as empty (Qlik: one empty part)."""
+    text = text or ""
+    return text.split(sep) if sep else [text]
+
+
+def _subfield(args: list[Values], ctx: CallContext) -> Values:
+    # Outside a LOAD's field list (WHERE, LET) SubField without an index gives the first part;
+    # in a LOAD's fields it makes one row per part (the runner splits those rows).
+    cols = [a.broadcast(ctx.n).text_list() for a in args]
+    out: list[str | None] = []
+    for row in zip(*cols, strict=True):
+        text, sep = row[0], row[1]
+        if sep is None:
+            out.append(None)
+            continue
+        parts = subfield_parts(text, sep)
+        if len(row) == 2:
+            out.append(parts[0])
+            continue
+        if row[2] is None:
+            out.append(None)
+            continue
+        k = _int_arg(row[2])
+        if 0 < k <= len(parts):
+            out.append(parts[k - 1])
+        else:
+            out.append(parts[k] if 0 < -k <= len(parts) else None)
+    return Values.of_texts(out)
 
 
 def _if(args: list[Values], ctx: CallContext) -> Values:
@@ -193,9 +212,10 @@ def _stepped(rounding: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.n
 
 
 def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # Qlik's Mod is the non-negative remainder; a negative divisor gives NULL.
+    # Qlik's Mod is defined for integers: the non-negative remainder of a by b > 0. A fraction
+    # on either side, or a divisor below 1, gives NULL.
     out: np.ndarray = np.mod(a, b)
-    out[b <= 0] = NAN
+    out[(b <= 0) | (a != np.floor(a)) | (b != np.floor(b))] = NAN
     return out
 
 
@@ -353,7 +373,7 @@ FUNCTIONS: dict[str, tuple[Callable[[list[Values], CallContext], Values], int, i
     "MID": (_text(_mid), 2, 3),
     "INDEX": (lambda a, c: _numeric(lambda x: x)([_text(_index)(a, c)], c), 2, 3),
     "REPLACE": (_text(_replace), 3, 3),
-    "SUBFIELD": (_text(_subfield), 2, 3),
+    "SUBFIELD": (_subfield, 2, 3),
     "NUM": (_num, 1, 4),
     "NUM#": (_num_hash, 1, 4),
     "TEXT": (_text_fn, 1, 1),
@@ -380,4 +400,4 @@ FUNCTIONS: dict[str, tuple[Callable[[list[Values], CallContext], Values], int, i
 # Functions whose value differs from row to row even for equal arguments.
 ROW_FUNCTIONS = frozenset({"RECNO", "ROWNO", "RAND"})
 
-__all__ = ["FUNCTIONS", "ROW_FUNCTIONS", "CallContext", "numbers_of"]
+__all__ = ["FUNCTIONS", "ROW_FUNCTIONS", "CallContext", "numbers_of", "subfield_parts"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import time
 from collections.abc import Callable, Mapping
@@ -22,12 +23,16 @@ from assoc.script.expressions import (
     walk,
 )
 from assoc.script.files import inline_frame, read_file, write_qvd, write_txt
-from assoc.script.functions import CallContext
+from assoc.script.functions import CallContext, subfield_parts
 from assoc.script.lexer import Lexer, Positions, Statement, expand_variables, split_statements
 from assoc.script.numbers import DEFAULTS, Interpretation
 from assoc.script.parser import Parser, parse_statement
 from assoc.script.tables import Column, Frame, concatenate_frames
 from assoc.script.values import Values
+
+# A LOAD's rows that are about to be computed, and the name of a row-split SubField's parts.
+RowBase = Callable[[list[str]], int]
+_PART = "\0part"
 
 
 @dataclass
@@ -197,8 +202,10 @@ class ScriptRunner:
             raise ScriptError(f"table not found: {name}", stmt.line, stmt.column)
         return frame
 
-    def _rows_of(self, stmt: ast.Load, name: str) -> Frame:
-        """A LOAD's rows: its source, filtered, its fields computed, made distinct."""
+    def _rows_of(self, stmt: ast.Load, name: str, row_base: RowBase | None = None) -> Frame:
+        """A LOAD's rows: its source, filtered, its fields computed, made distinct.
+        `row_base(fields)` is how many rows the table they go to holds already (RowNo counts
+        on from there)."""
         src = stmt.source
         interp = self.interpretation()
         if isinstance(src, ast.FileSource):
@@ -231,9 +238,16 @@ class ScriptRunner:
             source = Frame(name, int(count))
         else:
             source = self._rows_of(src, name)
-        return self._apply(stmt, source, name, interp)
+        return self._apply(stmt, source, name, interp, row_base)
 
-    def _apply(self, stmt: ast.Load, source: Frame, name: str, interp: Interpretation) -> Frame:
+    def _apply(
+        self,
+        stmt: ast.Load,
+        source: Frame,
+        name: str,
+        interp: Interpretation,
+        row_base: RowBase | None = None,
+    ) -> Frame:
         star_only = all(f.expr is None for f in stmt.fields)
         if star_only and stmt.where is None and not stmt.distinct:
             if not isinstance(stmt.source, ast.ResidentSource):
@@ -243,26 +257,39 @@ class ScriptRunner:
             return Frame(name, source.rows, {f: source.column(f) for f in source.fields})
         rows: np.ndarray | None = None
         if stmt.where is not None:
-            mask = self._evaluate(stmt.where, source, None, interp)
+            mask = self._evaluate(stmt.where, _Rows(source), interp)
             nums = (
                 mask.symbols.nums[np.where(mask.codes < 0, len(mask.symbols) - 1, mask.codes)]
                 if len(mask.symbols) > 1
                 else np.full(source.rows, mask.symbols.nums[0])
             )
             rows = np.flatnonzero(~np.isnan(nums) & (nums != 0))
-        n = source.rows if rows is None else len(rows)
-        columns: dict[str, Column] = {}
+        names: list[str] = []
         for item in stmt.fields:
-            names = source.fields if item.expr is None else [item.name]
-            for f in names:
-                if f in columns:
+            for f in source.fields if item.expr is None else [item.name]:
+                if f in names:
                     raise ScriptError(f"field {f} is loaded twice", stmt.line, stmt.column)
-            if item.expr is None:
+                names.append(f)
+        exprs = [item.expr for item in stmt.fields]
+        view = _Rows(source, rows)
+        if any(_splits(e) for e in exprs if e is not None):
+            exprs, view = self._split_rows(exprs, view, interp)
+        uses_rowno = any(
+            isinstance(e, ast.Call) and e.name == "ROWNO"
+            for x in exprs
+            if x is not None
+            for e in walk(x)
+        )
+        view.row_base = row_base(names) if row_base is not None and uses_rowno else 0
+        n = view.n
+        columns: dict[str, Column] = {}
+        for item, expr in zip(stmt.fields, exprs, strict=True):
+            if expr is None:
                 for f in source.fields:
                     col = source.column(f)
-                    columns[f] = col if rows is None else col.take(rows)
+                    columns[f] = col if view.rows is None else col.take(view.rows)
             else:
-                columns[item.name] = self._evaluate(item.expr, source, rows, interp)
+                columns[item.name] = self._evaluate(expr, view, interp)
         frame = Frame(name, n, columns)
         if stmt.distinct and n:
             stacked = (
@@ -275,42 +302,77 @@ class ScriptRunner:
             frame = Frame(name, len(keep), {f: c.take(keep) for f, c in columns.items()})
         return frame
 
-    def _evaluate(
-        self,
-        expr: ast.Expr,
-        source: Frame,
-        rows: np.ndarray | None,
-        interp: Interpretation,
-    ) -> Column:
-        """An expression's column over the source's rows (all, or those at `rows`)."""
+    def _split_rows(
+        self, exprs: list[ast.Expr | None], view: _Rows, interp: Interpretation
+    ) -> tuple[list[ast.Expr | None], _Rows]:
+        """SubField(text, delimiter) without an index in a LOAD's fields: each row becomes one
+        row per part (the others' values repeated; several such calls give every combination),
+        and the call reads its part. Innermost calls split first."""
+        k = 0
+        while True:
+            call = next(
+                (c for x in exprs if x is not None for c in _splits(x)),
+                None,
+            )
+            if call is None:
+                return exprs, view
+            text = self._evaluate(call.args[0], view, interp)
+            delimiter = self._evaluate(call.args[1], view, interp)
+            texts = text.symbols.with_null().text_list()
+            delimiters = delimiter.symbols.with_null().text_list()
+            t = np.where(text.codes < 0, len(texts) - 1, text.codes).astype(np.int64)
+            d = np.where(delimiter.codes < 0, len(delimiters) - 1, delimiter.codes)
+            # Each distinct (text, delimiter) is split once.
+            pairs, inverse = np.unique(t * len(delimiters) + d, return_inverse=True)
+            parts: list[str] = []
+            first = np.zeros(len(pairs), dtype=np.int64)
+            counts = np.zeros(len(pairs), dtype=np.int64)
+            for i, pair in enumerate(pairs.tolist()):
+                t_at, d_at = divmod(pair, len(delimiters))
+                split = subfield_parts(texts[t_at], delimiters[d_at])
+                first[i], counts[i] = len(parts), len(split)
+                parts.extend(split)
+            per_row = counts[inverse]
+            index = np.repeat(np.arange(view.n), per_row)
+            within = np.arange(len(index)) - np.repeat(np.cumsum(per_row) - per_row, per_row)
+            codes = (first[inverse][index] + within).astype(np.int32)
+            name = f"{_PART}{k}"
+            k += 1
+            view = view.expanded(index, name, Column(Values.of_texts(parts), codes))
+            ref = ast.FieldRef(call.line, call.column, name)
+            exprs = [None if x is None else _replaced(x, call, ref) for x in exprs]
+
+    def _evaluate(self, expr: ast.Expr, view: _Rows, interp: Interpretation) -> Column:
+        """An expression's column over the view's rows."""
+        source, rows = view.source, view.rows
         names = fields_of(expr)
         for f in names:
-            if f not in source.fields:
+            if f not in source.fields and f not in view.parts:
                 where = next(e for e in _field_refs(expr) if e.name == f)
                 raise ScriptError(f"field not found: {f}", where.line, where.column)
-        n = source.rows if rows is None else len(rows)
+        n = view.n
         row_dependent = is_row_dependent(expr)
         if not names and not row_dependent:
             v = Evaluator({}, CallContext(1, interp))(expr)
             return Column(v, np.zeros(n, dtype=np.int32))
         if len(names) == 1 and not row_dependent:
-            col = source.column(names[0])
+            col, at = view.column(names[0])
             symbols = col.symbols.with_null()
             ctx = CallContext(len(symbols), interp)
             v = Evaluator({names[0]: symbols}, ctx)(expr).broadcast(len(symbols))
             if v.item(len(v) - 1) is None:
                 # NULL rows stay NULL: the column maps the source's symbols one for one.
                 per_symbol = v.take(np.arange(len(symbols) - 1))
-                return col.mapped(per_symbol) if rows is None else col.take(rows).mapped(per_symbol)
-            codes = col.codes if rows is None else col.codes[rows]
+                return col.mapped(per_symbol) if at is None else col.take(at).mapped(per_symbol)
+            codes = col.codes if at is None else col.codes[at]
             return Column(v, np.where(codes < 0, len(symbols) - 1, codes).astype(np.int32))
         env: dict[str, Values] = {}
         for f in names:
-            col = source.column(f)
-            codes = col.codes if rows is None else col.codes[rows]
+            col, at = view.column(f)
+            codes = col.codes if at is None else col.codes[at]
             env[f] = col.symbols.with_null().take(codes)
         recno = (np.arange(n) if rows is None else rows) + 1
-        rowno = np.arange(1, n + 1)
+        rowno = np.arange(view.row_base + 1, view.row_base + n + 1)
         v = Evaluator(env, CallContext(n, interp, recno, rowno))(expr).broadcast(n)
         return Column(v, np.arange(n, dtype=np.int32))
 
@@ -329,21 +391,18 @@ class ScriptRunner:
 
     def _load(self, stmt: ast.Load) -> None:
         name = stmt.label or self._default_name(stmt)
-        frame = self._rows_of(stmt, name)
+
+        def row_base(fields: list[str]) -> int:
+            qualified = [self._qualified_name(name, f) for f in fields]
+            target = self._concat_target(stmt, qualified)
+            return 0 if target is None else self.tables[target].rows
+
+        frame = self._rows_of(stmt, name, row_base)
         frame.name = name
         frame = self._qualified(frame)
         # Loaded tables are held packed, as the engine holds them; RESIDENT decodes what it uses.
         frame = frame.packed(self.cpu)
-        target: str | None = None
-        if stmt.concatenate == "concatenate":
-            target = stmt.concat_target or self._last_table
-            if target is None or target not in self.tables:
-                raise ScriptError(
-                    f"table not found: {target or '(no table loaded yet)'}", stmt.line, stmt.column
-                )
-        elif stmt.concatenate == "auto":
-            wanted = set(frame.fields)
-            target = next((t for t, f in self.tables.items() if set(f.fields) == wanted), None)
+        target = self._concat_target(stmt, frame.fields)
         if target is not None:
             self.tables[target] = concatenate_frames(self.tables[target], frame).packed(self.cpu)
             self._last_table = target
@@ -357,21 +416,32 @@ class ScriptRunner:
             self._last_table = name
         self.progress.log.append(f"{self._last_table} << {name} {frame.rows} Lines fetched")
 
-    def _qualified(self, frame: Frame) -> Frame:
-        def match(pats: list[str], f: str) -> bool:
+    def _concat_target(self, stmt: ast.Load, fields: list[str]) -> str | None:
+        """The table a LOAD of these fields is appended to, if any."""
+        if stmt.concatenate == "concatenate":
+            target = stmt.concat_target or self._last_table
+            if target is None or target not in self.tables:
+                raise ScriptError(
+                    f"table not found: {target or '(no table loaded yet)'}", stmt.line, stmt.column
+                )
+            return target
+        if stmt.concatenate == "auto":
+            wanted = set(fields)
+            return next((t for t, f in self.tables.items() if set(f.fields) == wanted), None)
+        return None
+
+    def _qualified_name(self, table: str, f: str) -> str:
+        """A field's name as QUALIFY/UNQUALIFY in force load it into `table`."""
+
+        def match(pats: list[str]) -> bool:
             return any(fnmatch.fnmatchcase(f, p) for p in pats)
 
+        return f"{table}.{f}" if match(self._qualify) and not match(self._unqualify) else f
+
+    def _qualified(self, frame: Frame) -> Frame:
         if not self._qualify:
             return frame
-        picks = [
-            (
-                f,
-                f"{frame.name}.{f}"
-                if match(self._qualify, f) and not match(self._unqualify, f)
-                else f,
-            )
-            for f in frame.fields
-        ]
+        picks = [(f, self._qualified_name(frame.name, f)) for f in frame.fields]
         if all(a == b for a, b in picks):
             return frame
         out = frame.with_fields(picks)
@@ -477,6 +547,66 @@ class ScriptRunner:
         except ScriptError as exc:
             return [exc]
         return []
+
+
+@dataclass
+class _Rows:
+    """The rows a LOAD computes: `source` rows at `rows` (all when None; a row repeats where a
+    SubField split it), with the parts split off so far (already one per row)."""
+
+    source: Frame
+    rows: np.ndarray | None = None
+    parts: dict[str, Column] = field(default_factory=dict)
+    row_base: int = 0  # RowNo of the row before the first
+
+    @property
+    def n(self) -> int:
+        return self.source.rows if self.rows is None else len(self.rows)
+
+    def column(self, name: str) -> tuple[Column, np.ndarray | None]:
+        """A field's column and the rows of it to read (None: all, in order)."""
+        part = self.parts.get(name)
+        if part is not None:
+            return part, None
+        return self.source.column(name), self.rows
+
+    def expanded(self, index: np.ndarray, name: str, part: Column) -> _Rows:
+        """These rows at `index` (row i of the result is row index[i] here), and one more part."""
+        parts = {f: c.take(index) for f, c in self.parts.items()}
+        parts[name] = part
+        return _Rows(self.source, index if self.rows is None else self.rows[index], parts)
+
+
+def _splits(expr: ast.Expr) -> list[ast.Call]:
+    """The SubField calls without an index in an expression, innermost first."""
+    inner: list[ast.Call] = []
+    children: tuple[ast.Expr, ...] = ()
+    if isinstance(expr, ast.Call):
+        children = expr.args
+    elif isinstance(expr, ast.Unary):
+        children = (expr.operand,)
+    elif isinstance(expr, ast.Binary):
+        children = (expr.left, expr.right)
+    for child in children:
+        inner += _splits(child)
+    if isinstance(expr, ast.Call) and expr.name == "SUBFIELD" and len(expr.args) == 2:
+        inner.append(expr)
+    return inner
+
+
+def _replaced(expr: ast.Expr, old: ast.Expr, new: ast.Expr) -> ast.Expr:
+    """The expression with the node `old` (that very node) replaced by `new`."""
+    if expr is old:
+        return new
+    if isinstance(expr, ast.Call):
+        return dataclasses.replace(expr, args=tuple(_replaced(a, old, new) for a in expr.args))
+    if isinstance(expr, ast.Unary):
+        return dataclasses.replace(expr, operand=_replaced(expr.operand, old, new))
+    if isinstance(expr, ast.Binary):
+        return dataclasses.replace(
+            expr, left=_replaced(expr.left, old, new), right=_replaced(expr.right, old, new)
+        )
+    return expr
 
 
 def _field_refs(expr: ast.Expr) -> list[ast.FieldRef]:

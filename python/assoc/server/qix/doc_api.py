@@ -61,9 +61,10 @@ def get_app_layout(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answe
     Param("qIncludeSysVars", "bool", False),
     Param("qIncludeProfiling", "bool", False),
 )
-def get_tables_and_keys(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
-    """{qtr, qk}: the data tables with their fields, and the keys between them."""
-    return Answer(tables_and_keys(target.doc.facts))
+def get_tables_and_keys(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """{qtr, qk}: the data tables with their fields, and the keys between them; with
+    qSyntheticMode the model view (synthetic keys and their tables), else the source view."""
+    return Answer(tables_and_keys(target.doc.facts, args["qSyntheticMode"]))
 
 
 @DOC_METHODS.method(

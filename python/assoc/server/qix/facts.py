@@ -216,8 +216,8 @@ def field_description(facts: AppFacts, name: str) -> dict[str, Any]:
     }
 
 
-def _key_type(facts: AppFacts, field: dict[str, Any], column: ColumnFacts, rows: int) -> str:
-    if len(field["src_tables"]) < 2:
+def _key_type(field: dict[str, Any], holders: int, column: ColumnFacts, rows: int) -> str:
+    if holders < 2:
         return "NOT_KEY"
     if column.has_duplicates or column.non_nulls < rows:
         return "ANY_KEY"
@@ -226,13 +226,28 @@ def _key_type(facts: AppFacts, field: dict[str, Any], column: ColumnFacts, rows:
     return "PRIMARY_KEY"
 
 
-def tables_and_keys(facts: AppFacts) -> dict[str, Any]:
-    """{qtr, qk}: every data table with its fields, and the keys that link tables."""
+def tables_and_keys(facts: AppFacts, synthetic: bool = False) -> dict[str, Any]:
+    """{qtr, qk}: the data tables with their fields, and the keys that link tables. The model
+    view (`synthetic`): each table's columns, synthetic keys and their `$Syn N Table`s among
+    them; the source view: each table with the fields it was loaded with, no key tables."""
+    view: dict[str, list[str]] = {}
+    for table in facts.tables:
+        t = facts.app.table(table["name"])
+        if synthetic:
+            view[t.name] = t.model_fields
+        elif not t.is_synthetic:
+            view[t.name] = t.fields
+    holders: dict[str, list[str]] = {}
+    for name, names in view.items():
+        for field_name in names:
+            holders.setdefault(field_name, []).append(name)
     records = []
     for table in facts.tables:
         name, rows = table["name"], table["no_of_rows"]
+        if name not in view:
+            continue
         fields = []
-        for field_name in facts.app.table(name).fields:
+        for field_name in view[name]:
             field = facts.fields[field_name]
             column = facts.column(name, field_name)
             total = field["cardinal"]
@@ -251,7 +266,7 @@ def tables_and_keys(facts: AppFacts) -> dict[str, Any]:
                     "qSubsetRatio": column.present_distinct / total if total else 0,
                     "qnTotalDistinctValues": total,
                     "qnPresentDistinctValues": column.present_distinct,
-                    "qKeyType": _key_type(facts, field, column, rows),
+                    "qKeyType": _key_type(field, len(holders[field_name]), column, rows),
                     "qComment": field["comment"],
                     "qTags": list(field["tags"]),
                     "qDerivedFields": [],
@@ -268,14 +283,14 @@ def tables_and_keys(facts: AppFacts) -> dict[str, Any]:
                 "qPos": {"qx": 0, "qy": 0},
                 "qComment": table["comment"],
                 "qIsDirectDiscovery": False,
-                "qIsSynthetic": name.startswith("$Syn "),
+                "qIsSynthetic": facts.app.table(name).is_synthetic,
                 "qTableTags": [],
             }
         )
     keys = [
-        {"qKeyFields": [name], "qTables": list(f["src_tables"])}
+        {"qKeyFields": [name], "qTables": holders[name]}
         for name, f in facts.fields.items()
-        if not f["is_system"] and "$key" in f["tags"] and len(f["src_tables"]) >= 2
+        if not f["is_system"] and len(holders.get(name, ())) >= 2
     ]
     return {"qtr": records, "qk": keys}
 

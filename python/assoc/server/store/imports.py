@@ -111,7 +111,9 @@ def stage(
         table_path = table_stage(version_dir, kind)
         os.replace(source, table_path)
         early_flush.start(version_dir)
-        app = App(load_model([(table_path, name or None)], kind))
+        # A bare QVD's table is named by its header, a CSV's by `name` (else Table1).
+        table_name = name or None if kind is SourceKind.CSV else None
+        app = App(load_model([(table_path, table_name)], kind))
         return table_manifest(app.tables[0], table_path, name, source_name), app
 
 
@@ -131,7 +133,7 @@ def stage_stream(
     manifest, the app and the app.json bytes written (none if the header was not read in
     time, or named the table otherwise than the load did)."""
     manifest_path = table_path.parent.parent / MANIFEST_NAME
-    table_name = name or qvd.table_name
+    table_name = qvd.table_name  # the header names the table; `name` names the app
     written = b""
     if table_name:
         manifest = table_manifest(table_name, table_path, name, source_name)
@@ -144,7 +146,7 @@ def stage_stream(
             root_final=True,
         )
     with invalid_app_file():
-        app = App(load_model([(qvd.finish(), name or None)], SourceKind.QVD))
+        app = App(load_model([(qvd.finish(), None)], SourceKind.QVD))
     if app.tables[0] != table_name:
         manifest = table_manifest(app.tables[0], table_path, name, source_name)
         set_attributes(manifest, ImportMode.NEW, name, owner)
@@ -155,8 +157,8 @@ def stage_stream(
 def table_manifest(
     table_name: str, table_path: Path, name: str | None, source_name: str | None
 ) -> Manifest:
-    """The manifest of a QVD or CSV import's one table (named `name`, else after the uploaded
-    file, else after the table)."""
+    """The manifest of a QVD or CSV import's one table: the app is named `name`, else after
+    the uploaded file, else after the table."""
     return Manifest(
         tables=[TableEntry(table_name, f"tables/{table_path.name}")],
         attributes=normalize_attributes({"name": name or _stem(source_name) or table_name}),
