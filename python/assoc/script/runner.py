@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -577,36 +577,56 @@ class _Rows:
         return _Rows(self.source, index if self.rows is None else self.rows[index], parts)
 
 
+def _children(expr: ast.Expr) -> tuple[ast.Expr, ...]:
+    """The expressions directly inside `expr`, left to right."""
+    if isinstance(expr, ast.Call):
+        return expr.args
+    if isinstance(expr, ast.Unary):
+        return (expr.operand,)
+    if isinstance(expr, ast.Binary):
+        return (expr.left, expr.right)
+    return ()
+
+
+def _post_order(expr: ast.Expr) -> Iterator[ast.Expr]:
+    """Every expression inside `expr`, children before their parent, left to right (a loop
+    over a stack, as `walk` is: operator chains have no length limit)."""
+    stack: list[tuple[ast.Expr, bool]] = [(expr, False)]
+    while stack:
+        e, children_done = stack.pop()
+        if children_done:
+            yield e
+            continue
+        stack.append((e, True))
+        stack.extend((child, False) for child in reversed(_children(e)))
+
+
 def _splits(expr: ast.Expr) -> list[ast.Call]:
     """The SubField calls without an index in an expression, innermost first."""
-    inner: list[ast.Call] = []
-    children: tuple[ast.Expr, ...] = ()
-    if isinstance(expr, ast.Call):
-        children = expr.args
-    elif isinstance(expr, ast.Unary):
-        children = (expr.operand,)
-    elif isinstance(expr, ast.Binary):
-        children = (expr.left, expr.right)
-    for child in children:
-        inner += _splits(child)
-    if isinstance(expr, ast.Call) and expr.name == "SUBFIELD" and len(expr.args) == 2:
-        inner.append(expr)
-    return inner
+    return [
+        e
+        for e in _post_order(expr)
+        if isinstance(e, ast.Call) and e.name == "SUBFIELD" and len(e.args) == 2
+    ]
 
 
 def _replaced(expr: ast.Expr, old: ast.Expr, new: ast.Expr) -> ast.Expr:
     """The expression with the node `old` (that very node) replaced by `new`."""
-    if expr is old:
-        return new
-    if isinstance(expr, ast.Call):
-        return dataclasses.replace(expr, args=tuple(_replaced(a, old, new) for a in expr.args))
-    if isinstance(expr, ast.Unary):
-        return dataclasses.replace(expr, operand=_replaced(expr.operand, old, new))
-    if isinstance(expr, ast.Binary):
-        return dataclasses.replace(
-            expr, left=_replaced(expr.left, old, new), right=_replaced(expr.right, old, new)
-        )
-    return expr
+    rebuilt: dict[int, ast.Expr] = {}
+    for e in _post_order(expr):
+        if e is old:
+            rebuilt[id(e)] = new
+        elif isinstance(e, ast.Call):
+            rebuilt[id(e)] = dataclasses.replace(e, args=tuple(rebuilt[id(a)] for a in e.args))
+        elif isinstance(e, ast.Unary):
+            rebuilt[id(e)] = dataclasses.replace(e, operand=rebuilt[id(e.operand)])
+        elif isinstance(e, ast.Binary):
+            rebuilt[id(e)] = dataclasses.replace(
+                e, left=rebuilt[id(e.left)], right=rebuilt[id(e.right)]
+            )
+        else:
+            rebuilt[id(e)] = e
+    return rebuilt[id(expr)]
 
 
 def _field_refs(expr: ast.Expr) -> list[ast.FieldRef]:
