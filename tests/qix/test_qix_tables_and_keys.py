@@ -82,3 +82,15 @@ def test_the_model_view_shows_the_synthetic_key_and_its_table(qix: QixClient) ->
 def test_the_source_view_is_the_default(qix: QixClient) -> None:
     answer = qix.result("GetTablesAndKeys", {"qWindowSize": {}, "qNullSize": {}}, 1)
     assert [t["qName"] for t in answer["qtr"]] == ["F", "D"]
+
+
+def test_table_data_follows_the_synthetic_mode(qix: QixClient) -> None:
+    source = qix.result("GetTableData", [0, 10, False, "D"], 1)["qData"]
+    assert [[v["qText"] for v in row["qValue"]] for row in source][:2] == [
+        ["x", "a", "2"],
+        ["y", "b", "2"],
+    ]
+    model = qix.result("GetTableData", [0, 10, True, "D"], 1)["qData"]
+    assert len(model) == 4
+    assert all(len(row["qValue"]) == 2 for row in model)  # Label and the synthetic key
+    assert [row["qValue"][0]["qText"] for row in model] == ["x", "y", "z", "w"]

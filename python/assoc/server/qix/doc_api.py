@@ -158,13 +158,16 @@ def get_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer
     Param("qTableName", "str", required=True),
 )
 def get_table_data(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """Rows of one table, each value as {qText, qIsNumeric, qNumber}."""
+    """Rows of one table, each value as {qText, qIsNumeric, qNumber}: the columns it was
+    loaded with, or with qSyntheticMode its model columns."""
     offset, rows, name = args["qOffset"], args["qRows"], args["qTableName"]
+    synthetic = args["qSyntheticMode"]
     if offset < 0 or rows < 0:
         raise RpcError(INVALID_PARAMETERS, "qOffset", "qOffset and qRows must be at least 0")
     facts = target.doc.facts
     if name in facts.table_names():
-        width = len(facts.app.table(name).fields)
+        table = facts.app.table(name)
+        width = len(table.model_fields if synthetic else table.fields)
         if rows * width > MAX_CELLS:
             raise RpcError(PAGES_TOO_LARGE, "qRows", f"at most {MAX_CELLS} cells per call")
-    return Answer({"qData": table_data(facts, name, offset, rows)})
+    return Answer({"qData": table_data(facts, name, offset, rows, synthetic)})

@@ -295,8 +295,12 @@ def tables_and_keys(facts: AppFacts, synthetic: bool = False) -> dict[str, Any]:
     return {"qtr": records, "qk": keys}
 
 
-def table_data(facts: AppFacts, table: str, offset: int, rows: int) -> list[dict[str, Any]]:
-    """Rows [offset, offset + rows) of a table as {qValue: [FieldValue per column]}."""
+def table_data(
+    facts: AppFacts, table: str, offset: int, rows: int, synthetic: bool = False
+) -> list[dict[str, Any]]:
+    """Rows [offset, offset + rows) of a table as {qValue: [FieldValue per column]}: the
+    columns it was loaded with, or with `synthetic` its model columns (`$Syn N` in place of
+    the fields a synthetic key links)."""
     if table not in facts.table_names():
         raise RpcError(GENERIC_NOT_FOUND, table, "Table not found")
     source = facts.app.table(table)
@@ -304,7 +308,7 @@ def table_data(facts: AppFacts, table: str, offset: int, rows: int) -> list[dict
     if offset >= end:
         return []
     columns = []
-    for field in source.fields:
+    for field in source.model_fields if synthetic else source.fields:
         codes = source.column_indices(field)[offset:end].tolist()
         columns.append((facts.values(field), codes))
     return [
