@@ -275,13 +275,18 @@ std::int64_t fill_rows(std::size_t n, Bytes& validity, const std::uint32_t* code
 }
 
 // A dictionary array over a field: indices are the codes (NULL rows index 0, their bit clear).
-std::unique_ptr<ArrowArray> text_array(const SymbolTable& symbols, bool large, Bytes codes, std::size_t n, CpuAccount* cpu) {
+// Without `may_be_null` the codes hold no NULL and go out as they are, with no bitmap.
+std::unique_ptr<ArrowArray> text_array(const SymbolTable& symbols, bool large, Bytes codes, std::size_t n,
+                                       bool may_be_null, CpuAccount* cpu) {
   auto d = std::make_unique<ArrayData>();
-  d->owned.push_back(make_bytes((n + 7) / 8));
+  d->owned.push_back(make_bytes(may_be_null ? (n + 7) / 8 : 0));
   auto* idx = reinterpret_cast<std::uint32_t*>(codes.data());
-  const std::int64_t nulls = fill_rows(n, d->owned[0], idx, cpu, [&](std::size_t b, std::size_t e) {
-    for (std::size_t r = b; r < e; ++r) idx[r] = idx[r] == kNull ? 0 : idx[r];
-  });
+  std::int64_t nulls = 0;
+  if (may_be_null) {
+    nulls = fill_rows(n, d->owned[0], idx, cpu, [&](std::size_t b, std::size_t e) {
+      for (std::size_t r = b; r < e; ++r) idx[r] = idx[r] == kNull ? 0 : idx[r];
+    });
+  }
   d->owned.push_back(std::move(codes));
   d->dictionary = large ? text_dictionary<std::int64_t>(symbols) : text_dictionary<std::int32_t>(symbols);
   return new_array(static_cast<std::int64_t>(n), nulls, std::move(d), {nulls == 0 ? -1 : 0, 1});
@@ -365,17 +370,19 @@ std::unique_ptr<ArrowArray> column_array(const ArrowExportColumn& c, const Colum
     return measure_array(*c.numbers, cpu);
   }
   Bytes codes = symbol_codes(c, t, out_rows, cpu);
+  // A packed index without a NULL code has no NULL row (a filter keeps a subset of them).
+  const bool may_be_null = c.codes != nullptr || c.index->has_null();
   const auto* idx = reinterpret_cast<const std::uint32_t*>(codes.data());
   switch (plan.kind) {
     case OutKind::kInt64: return number_array<std::int64_t>(*c.symbols, idx, out_rows, cpu);
     case OutKind::kFloat64: return number_array<double>(*c.symbols, idx, out_rows, cpu);
-    case OutKind::kText: return text_array(*c.symbols, plan.large_text, std::move(codes), out_rows, cpu);
+    case OutKind::kText: return text_array(*c.symbols, plan.large_text, std::move(codes), out_rows, may_be_null, cpu);
     case OutKind::kDual: {
       auto d = std::make_unique<ArrayData>();
       d->owned.push_back(make_bytes((out_rows + 7) / 8));
       const std::int64_t nulls = fill_rows(out_rows, d->owned[0], idx, cpu, [](std::size_t, std::size_t) {});
       d->children.push_back(number_array<double>(*c.symbols, idx, out_rows, cpu));
-      d->children.push_back(text_array(*c.symbols, plan.large_text, std::move(codes), out_rows, cpu));
+      d->children.push_back(text_array(*c.symbols, plan.large_text, std::move(codes), out_rows, may_be_null, cpu));
       return new_array(static_cast<std::int64_t>(out_rows), nulls, std::move(d), {nulls == 0 ? -1 : 0});
     }
   }
