@@ -112,7 +112,10 @@ void bind_hypercube(py::module_& m) {
               dst[r] = codes[r] == kNull ? -1 : static_cast<std::int64_t>(codes[r]);
             return out;
           },
-          py::arg("dimension"), "Each row's symbol index of a dimension (-1 for None).");
+          py::arg("dimension"), "Each row's symbol index of a dimension (-1 for None).")
+      .def(
+          "arrow", [](const PyHypercube& h, const std::string& duals) { return hypercube_arrow(h.model, h.cube, duals); },
+          py::arg("duals"), "The rows for Arrow consumers (an ArrowExport).");
 
   py::object session = m.attr("Session");
   session.attr("hypercube") = py::cpp_function(

@@ -16,22 +16,6 @@
 namespace assoc::py_bind {
 namespace {
 
-// A table a script has loaded, kept in the engine's form until the model is built.
-struct ScriptTable {
-  LoadedTable table;
-  bool taken = false;
-
-  LoadedTable& get() {
-    if (taken) throw Error("table '" + table.name + "' was handed to a model already");
-    return table;
-  }
-  LoadedColumn& column(std::size_t i) {
-    LoadedTable& t = get();
-    if (i >= t.columns.size()) throw Error("table '" + t.name + "' has no column " + std::to_string(i));
-    return t.columns[i];
-  }
-};
-
 using Numbers = py::array_t<double, py::array::c_style | py::array::forcecast>;
 using Codes = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>;
 

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "assoc/data_model.hpp"
+#include "assoc/error.hpp"
+#include "assoc/hypercube.hpp"
 
 namespace assoc::py_bind {
 
@@ -16,6 +18,22 @@ namespace py = pybind11;
 // The Python-side handle of a finished model (immutable, shared by sessions).
 struct PyModel {
   std::shared_ptr<const DataModel> model;
+};
+
+// A table a script has loaded, kept in the engine's form until the model is built.
+struct ScriptTable {
+  LoadedTable table;
+  bool taken = false;
+
+  LoadedTable& get() {
+    if (taken) throw Error("table '" + table.name + "' was handed to a model already");
+    return table;
+  }
+  LoadedColumn& column(std::size_t i) {
+    LoadedTable& t = get();
+    if (i >= t.columns.size()) throw Error("table '" + t.name + "' has no column " + std::to_string(i));
+    return t.columns[i];
+  }
 };
 
 // A value with both a number and a text, as Python sees it; `integral`: its number reads as an int.
@@ -59,5 +77,11 @@ void bind_qvd(py::module_& m);
 void bind_hypercube(py::module_& m);
 // Adds ScriptTable, the tables a load script holds (call it after bind_model).
 void bind_script(py::module_& m);
+// Adds Arrow import (ScriptTable.read_arrow) and export (ArrowExport, DataModel.arrow,
+// Session.arrow_table); call it after bind_script and bind_session.
+void bind_arrow(py::module_& m);
+// An ArrowExport of a computed hypercube ("number", "text" or "struct" duals).
+py::object hypercube_arrow(std::shared_ptr<const AssociativeModel> model, std::shared_ptr<const Hypercube> cube,
+                           const std::string& duals);
 
 }  // namespace assoc::py_bind

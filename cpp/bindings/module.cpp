@@ -24,4 +24,5 @@ PYBIND11_MODULE(_core, m) {
   assoc::py_bind::bind_qvd(m);
   assoc::py_bind::bind_hypercube(m);
   assoc::py_bind::bind_script(m);
+  assoc::py_bind::bind_arrow(m);
 }

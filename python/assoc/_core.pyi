@@ -208,6 +208,26 @@ class ScriptTable(metaclass=_pybind11_type):
         """
         Moves the table into a model builder (the table is empty afterwards).
         """
+    @staticmethod
+    def read_arrow(
+        stream: typing.Any, name: str, cpu: CpuAccount | None = None
+    ) -> tuple[ScriptTable, list[str]]:
+        """
+        The table of an arrow_array_stream capsule, and per column "date", "timestamp" or ""
+        (whose day-number symbols want set_texts).
+        """
+    def set_texts(
+        self,
+        column: typing.SupportsInt,
+        texts: collections.abc.Sequence[str],
+        type: str,
+        fmt: str,
+        cpu: CpuAccount | None = None,
+    ) -> None:
+        """
+        Gives each numeric symbol of a column a text (dates: their formatted day numbers) and the
+        column a number format (type DATE or TIMESTAMP, and its format).
+        """
     @property
     def name(self) -> str: ...
     @name.setter
@@ -221,6 +241,10 @@ class DataModel(metaclass=_pybind11_type):
     """
     An app's loaded data: fields and tables.
     """
+    def arrow(self, table: str, duals: str) -> ArrowExport:
+        """
+        A table's rows for Arrow consumers.
+        """
     def bit_width(self, table: str, field: str) -> int:
         """
         Bits per row of a column's packed index.
@@ -306,6 +330,10 @@ class Session(metaclass=_pybind11_type):
         """
         Symbol indexes of a field's values in one state, in order.
         """
+    def arrow_table(self, table: str, duals: str) -> ArrowExport:
+        """
+        A table's possible rows under the session's selections, for Arrow consumers.
+        """
     def possible_rows(self, table: str) -> int:
         """
         How many rows of a table are possible.
@@ -338,6 +366,10 @@ class Hypercube(metaclass=_pybind11_type):
     A computed hypercube: dimension tuples and measure values.
     """
     def __len__(self) -> int: ...
+    def arrow(self, duals: str) -> ArrowExport:
+        """
+        The rows for Arrow consumers (an ArrowExport).
+        """
     def array(
         self, column: typing.SupportsInt | typing.SupportsIndex
     ) -> numpy.typing.NDArray[numpy.float64]:
@@ -417,3 +449,21 @@ def total_memory() -> int:
     """
     Physical memory of this machine, in bytes.
     """
+
+class ArrowExport(metaclass=_pybind11_type):
+    """
+    Columns that Arrow consumers read through the PyCapsule interface
+    (pyarrow.table(x), polars.DataFrame(x), DuckDB).
+    """
+    def __arrow_c_schema__(self) -> typing.Any:
+        """
+        The schema (a struct of the columns) as an arrow_schema capsule.
+        """
+    def __arrow_c_stream__(self, requested_schema: typing.Any = None) -> typing.Any:
+        """
+        The rows as an arrow_array_stream capsule (one batch).
+        """
+    @property
+    def column_names(self) -> list[str]: ...
+    @property
+    def num_rows(self) -> int: ...

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from assoc import _core
+from assoc.arrow import ArrowExport, Duals, check_duals, is_arrow_stream, read_arrow
 from assoc.session import Session
 from assoc.sources import Source, SourceKind, TableSource, load_model
 
@@ -47,6 +48,20 @@ class Table:
         """The column's symbol indexes in row order (-1 for NULL), as an int64 array."""
         return self._model.column_indices(self.name, field)
 
+    def to_arrow(self, duals: Duals = "number") -> ArrowExport:
+        """The table for Arrow consumers (pyarrow.table, polars.DataFrame, DuckDB): text fields
+        as dictionary arrays, numbers as int64/float64; fields of duals as their number, their
+        text, or a struct of both."""
+        return self._model.arrow(self.name, check_duals(duals))
+
+    def __arrow_c_schema__(self) -> object:
+        """The Arrow schema of to_arrow() as a PyCapsule."""
+        return self.to_arrow().__arrow_c_schema__()
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        """The rows of to_arrow() as an Arrow stream PyCapsule."""
+        return self.to_arrow().__arrow_c_stream__(requested_schema)
+
     def __repr__(self) -> str:
         return f"<assoc.Table {self.name!r}: {self.num_rows} rows x {len(self.fields)} fields>"
 
@@ -60,20 +75,39 @@ class App:
         self._associative = _core.AssociativeModel(model)
 
     @classmethod
-    def from_tables(cls, tables: Mapping[str, Mapping[str, Iterable[Any] | np.ndarray]]) -> App:
-        """An app from {table: {field: values}}; values are numbers, str, Dual or None."""
+    def from_tables(
+        cls, tables: Mapping[str, Mapping[str, Iterable[Any] | np.ndarray] | Any]
+    ) -> App:
+        """An app from {table: {field: values}}; values are numbers, str, Dual or None. A table
+        may also be any object with `__arrow_c_stream__` (see from_arrow)."""
         if not isinstance(tables, Mapping) or not tables:
             raise _core.Error("from_tables needs a non-empty mapping of table name to columns")
         builder = _core.ModelBuilder()
         for name, columns in tables.items():
             if not isinstance(name, str):
                 raise _core.Error("table names must be strings")
+            if is_arrow_stream(columns):
+                read_arrow(columns, name).add_to(builder)
+                continue
             if not isinstance(columns, Mapping) or not columns:
                 raise _core.Error(
                     f"table {name!r} needs a non-empty mapping of field name to values"
                 )
             builder.add_columns(name, dict(columns))
         return cls(builder.build())
+
+    @classmethod
+    def from_arrow(cls, tables: Mapping[str, Any]) -> App:
+        """An app from {table: object with `__arrow_c_stream__`} (pyarrow Table, polars or pandas
+        DataFrame, DuckDB relation); dates and timestamps become duals (docs/arrow.md)."""
+        from assoc.arrow import build_model
+
+        if not isinstance(tables, Mapping) or not tables:
+            raise _core.Error("from_arrow needs a non-empty mapping of table name to Arrow table")
+        for name in tables:
+            if not isinstance(name, str):
+                raise _core.Error("table names must be strings")
+        return cls(build_model(dict(tables)))
 
     @classmethod
     def from_qvd(cls, source: TableSource, table: str | None = None) -> App:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from assoc import _core
+from assoc.arrow import ArrowExport, Duals, check_duals
 
 SORT_DIRECTIONS = ("asc", "desc", "load")
 
@@ -96,6 +97,19 @@ class Hypercube:
     def codes(self, dimension: str | int) -> np.ndarray:
         """Each row's symbol index (into App.symbols) of a dimension, -1 for None."""
         return self._impl.codes(self._column(dimension, self.dimensions, "dimension"))
+
+    def to_arrow(self, duals: Duals = "number") -> ArrowExport:
+        """The rows for Arrow consumers: dimensions as dictionary arrays of their field's
+        symbols (or numbers), measures as float64; duals as in Table.to_arrow."""
+        return self._impl.arrow(check_duals(duals))
+
+    def __arrow_c_schema__(self) -> object:
+        """The Arrow schema of to_arrow() as a PyCapsule."""
+        return self.to_arrow().__arrow_c_schema__()
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        """The rows of to_arrow() as an Arrow stream PyCapsule."""
+        return self.to_arrow().__arrow_c_stream__(requested_schema)
 
     def __repr__(self) -> str:
         return f"<assoc.Hypercube {len(self)} rows x {self.columns}>"

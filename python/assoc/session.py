@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from assoc import _core
+from assoc.arrow import ArrowExport, Duals, check_duals
 from assoc.hypercube import Hypercube, SortSpec, names, sort_pairs
 
 STATES = ("selected", "possible", "alternative", "excluded", "selected_excluded")
@@ -86,6 +87,11 @@ class Session:
     def possible_rows(self, table: str) -> int:
         """How many rows of a table are possible."""
         return self._impl.possible_rows(table)
+
+    def table(self, name: str, duals: Duals = "number") -> ArrowExport:
+        """A table's possible rows under the selections now, for Arrow consumers
+        (pyarrow.table, polars.DataFrame, DuckDB); `duals` as in Table.to_arrow."""
+        return self._impl.arrow_table(name, check_duals(duals))
 
     def hypercube(
         self,

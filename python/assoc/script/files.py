@@ -8,6 +8,7 @@ import io
 import mmap
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,10 @@ def read_file(
 ) -> Frame:
     """A table file as a frame: QVD, or delimited text as `fmt` says (`cpu` collects the
     worker threads' time)."""
-    kind = fmt.kind or ("qvd" if path.suffix.lower() == ".qvd" else "txt")
+    suffix = path.suffix.lower()
+    kind = fmt.kind or {".qvd": "qvd", ".parquet": "parquet"}.get(suffix, "txt")
+    if kind == "parquet":
+        return read_parquet(path, name, interp, cpu)
     try:
         f, data = _map(path)
     except OSError as exc:
@@ -222,6 +226,55 @@ def write_txt(frame: Frame, path: Path) -> None:
         writer.writerow(frame.fields)
         for r in range(frame.rows):
             writer.writerow([t[c.codes[r]] or "" for t, c in zip(texts, cols, strict=True)])
+
+
+def _parquet() -> Any:
+    """pyarrow.parquet, or a ScriptError that says how to install it."""
+    try:
+        import pyarrow.parquet
+    except ImportError:
+        raise ScriptError('parquet files need pyarrow: pip install "assoc[parquet]"') from None
+    return pyarrow.parquet
+
+
+def read_parquet(
+    path: Path, name: str, interp: Interpretation, cpu: _core.CpuAccount | None = None
+) -> Frame:
+    """A Parquet file as a frame (read by pyarrow, its columns taken over as Arrow)."""
+    from assoc.arrow import read_arrow
+
+    pq = _parquet()
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise ScriptError(f"cannot read parquet file {path.name!r}: {exc}") from None
+    return Frame.of_native(read_arrow(table, name, interp, cpu))
+
+
+def write_parquet(frame: Frame, path: Path) -> None:
+    """A frame as a Parquet file: text fields as dictionary columns, numbers as int64 or
+    double, dates and timestamps (by their number format) as Parquet dates and timestamps."""
+    pq = _parquet()
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    builder = _core.ModelBuilder()
+    frame.to_native().add_to(builder)
+    model = builder.build()
+    table = pa.table(model.arrow(frame.name, "number"))
+    tags = {f["name"]: f["tags"] for f in model.metadata()["fields"]}
+    for i, field in enumerate(table.column_names):
+        column = table.column(i)
+        if not pa.types.is_integer(column.type) and not pa.types.is_floating(column.type):
+            continue
+        days = pc.subtract(pc.cast(column, pa.float64()), 25569.0)
+        if "$date" in tags[field]:
+            whole = pc.cast(pc.floor(days), pa.int32())
+            table = table.set_column(i, field, pc.cast(whole, pa.date32()))
+        elif "$timestamp" in tags[field]:
+            micros = pc.cast(pc.round(pc.multiply(days, 86400e6)), pa.int64())
+            table = table.set_column(i, field, pc.cast(micros, pa.timestamp("us")))
+    pq.write_table(table, path)
 
 
 def write_qvd(frame: Frame, path: Path) -> None:

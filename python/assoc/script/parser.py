@@ -260,7 +260,7 @@ class Parser:
         while True:
             tok = self.lx.next()
             word = tok.text.upper() if tok.kind == NAME else ""
-            if word in ("QVD", "TXT", "CSV"):
+            if word in ("QVD", "TXT", "CSV", "PARQUET"):
                 spec["kind"] = "txt" if word == "CSV" else word.lower()
             elif word in ("UTF8", "UNICODE", "ANSI", "OEM", "MAC"):
                 spec["encoding"] = word.lower()
@@ -455,10 +455,12 @@ def _store(p: Parser, line: int, col: int) -> ast.Store:
     kind = "qvd"
     if p.lx.peek().is_op("("):
         p.lx.next()
-        tok = p.expect_word("QVD", "TXT", "CSV")
-        kind = "txt" if tok.is_word("TXT", "CSV") else "qvd"
+        tok = p.expect_word("QVD", "TXT", "CSV", "PARQUET")
+        kind = "txt" if tok.is_word("TXT", "CSV") else tok.text.lower()
         p.expect_op(")")
     elif path.lower().endswith((".csv", ".txt")):
         kind = "txt"
+    elif path.lower().endswith(".parquet"):
+        kind = "parquet"
     p.end()
     return ast.Store(line, col, table, path, kind, fields)

@@ -22,7 +22,7 @@ from assoc.script.expressions import (
     is_row_dependent,
     walk,
 )
-from assoc.script.files import inline_frame, read_file, write_qvd, write_txt
+from assoc.script.files import inline_frame, read_file, write_parquet, write_qvd, write_txt
 from assoc.script.functions import CallContext, subfield_parts
 from assoc.script.lexer import Lexer, Positions, Statement, expand_variables, split_statements
 from assoc.script.numbers import DEFAULTS, Interpretation
@@ -459,7 +459,10 @@ class ScriptRunner:
             frame.name = stmt.table
         path = self.connections.resolve(stmt.path, stmt.line, stmt.column)
         try:
-            (write_qvd if stmt.kind == "qvd" else write_txt)(frame, path)
+            writers = {"qvd": write_qvd, "parquet": write_parquet}
+            writers.get(stmt.kind, write_txt)(frame, path)
+        except ScriptError as exc:
+            raise ScriptError(exc.message, stmt.line, stmt.column) from None
         except OSError as exc:
             raise ScriptError(
                 f"cannot write {stmt.path!r}: {exc.strerror}", stmt.line, stmt.column

@@ -64,7 +64,7 @@ class LoadField:
 class FileFormat:
     """A file format spec `(txt, delimiter is ',', …)`, already read."""
 
-    kind: str = ""  # "qvd", "txt" or "" (from the file's extension)
+    kind: str = ""  # "qvd", "txt", "parquet" or "" (from the file's extension)
     delimiter: str | None = None
     labels: bool | None = None  # None: not said (embedded)
     quoting: str = "standard"  # standard, msq, none
@@ -134,7 +134,7 @@ class SetVariable(Statement):
 
 @dataclass(frozen=True)
 class Store(Statement):
-    """`STORE [fields FROM] table INTO path (qvd|txt)`."""
+    """`STORE [fields FROM] table INTO path (qvd|txt|parquet)`."""
 
     table: str
     path: str

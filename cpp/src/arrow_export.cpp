@@ -1,0 +1,481 @@
+// Tables out through the Arrow C stream interface: a text field goes out as a dictionary array
+// whose dictionary is the field's symbol table and whose indices are the packed index decoded;
+// numbers as int64 or float64; NULL as validity bits. One batch holds every row.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "assoc/arrow_c.hpp"
+#include "assoc/error.hpp"
+#include "assoc/number_text.hpp"
+
+namespace assoc {
+
+namespace {
+
+// Memory of one buffer: zeroed, 16-byte aligned at least, never empty (so never null).
+using Bytes = std::vector<std::uint8_t, CallocAllocator<std::uint8_t>>;
+
+Bytes make_bytes(std::size_t n) { return Bytes(std::max<std::size_t>(n, 8) + 8); }
+
+// What a column becomes.
+enum class OutKind : std::uint8_t { kInt64, kFloat64, kText, kDual };
+
+struct ColumnPlan {
+  OutKind kind = OutKind::kFloat64;
+  bool large_text = false;  // the dictionary's texts need 64-bit offsets
+};
+
+// --- schemas
+
+struct SchemaData {
+  std::string format, name;
+  std::vector<std::unique_ptr<ArrowSchema>> children;
+  std::vector<ArrowSchema*> pointers;
+  std::unique_ptr<ArrowSchema> dictionary;
+};
+
+void release_schema(ArrowSchema* s) {
+  if (s == nullptr || s->release == nullptr) return;
+  auto* d = static_cast<SchemaData*>(s->private_data);
+  for (auto& c : d->children)
+    if (c->release != nullptr) c->release(c.get());
+  if (d->dictionary && d->dictionary->release != nullptr) d->dictionary->release(d->dictionary.get());
+  delete d;
+  s->release = nullptr;
+}
+
+void make_schema(ArrowSchema* out, std::string format, std::string name, std::int64_t flags,
+                 std::vector<std::unique_ptr<ArrowSchema>> children = {}, std::unique_ptr<ArrowSchema> dictionary = {}) {
+  auto* d = new SchemaData{std::move(format), std::move(name), std::move(children), {}, std::move(dictionary)};
+  for (auto& c : d->children) d->pointers.push_back(c.get());
+  out->format = d->format.c_str();
+  out->name = d->name.c_str();
+  out->metadata = nullptr;
+  out->flags = flags;
+  out->n_children = static_cast<std::int64_t>(d->children.size());
+  out->children = d->pointers.empty() ? nullptr : d->pointers.data();
+  out->dictionary = d->dictionary.get();
+  out->release = &release_schema;
+  out->private_data = d;
+}
+
+std::unique_ptr<ArrowSchema> new_schema(std::string format, std::string name, std::int64_t flags,
+                                        std::unique_ptr<ArrowSchema> dictionary = {}) {
+  auto s = std::make_unique<ArrowSchema>();
+  make_schema(s.get(), std::move(format), std::move(name), flags, {}, std::move(dictionary));
+  return s;
+}
+
+std::unique_ptr<ArrowSchema> text_schema(const std::string& name, bool large) {
+  return new_schema("i", name, ARROW_FLAG_NULLABLE, new_schema(large ? "U" : "u", "", 0));
+}
+
+std::unique_ptr<ArrowSchema> column_schema(const std::string& name, const ColumnPlan& plan) {
+  switch (plan.kind) {
+    case OutKind::kInt64: return new_schema("l", name, ARROW_FLAG_NULLABLE);
+    case OutKind::kFloat64: return new_schema("g", name, ARROW_FLAG_NULLABLE);
+    case OutKind::kText: return text_schema(name, plan.large_text);
+    case OutKind::kDual: {
+      std::vector<std::unique_ptr<ArrowSchema>> kids;
+      kids.push_back(new_schema("g", "number", ARROW_FLAG_NULLABLE));
+      kids.push_back(text_schema("text", plan.large_text));
+      auto s = std::make_unique<ArrowSchema>();
+      make_schema(s.get(), "+s", name, ARROW_FLAG_NULLABLE, std::move(kids));
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+// --- arrays
+
+struct ArrayData {
+  std::vector<Bytes> owned;
+  std::vector<const void*> buffers;
+  std::vector<std::unique_ptr<ArrowArray>> children;
+  std::vector<ArrowArray*> pointers;
+  std::unique_ptr<ArrowArray> dictionary;
+};
+
+void release_array(ArrowArray* a) {
+  if (a == nullptr || a->release == nullptr) return;
+  auto* d = static_cast<ArrayData*>(a->private_data);
+  for (auto& c : d->children)
+    if (c->release != nullptr) c->release(c.get());
+  if (d->dictionary && d->dictionary->release != nullptr) d->dictionary->release(d->dictionary.get());
+  delete d;
+  a->release = nullptr;
+}
+
+// An array over `data`; buffers[i] is data->owned[slots[i]], or null for a slot of -1.
+std::unique_ptr<ArrowArray> new_array(std::int64_t length, std::int64_t null_count, std::unique_ptr<ArrayData> data,
+                                      const std::vector<int>& slots) {
+  auto a = std::make_unique<ArrowArray>();
+  for (const int s : slots) data->buffers.push_back(s < 0 ? nullptr : data->owned[static_cast<std::size_t>(s)].data());
+  for (auto& c : data->children) data->pointers.push_back(c.get());
+  a->length = length;
+  a->null_count = null_count;
+  a->offset = 0;
+  a->n_buffers = static_cast<std::int64_t>(data->buffers.size());
+  a->n_children = static_cast<std::int64_t>(data->children.size());
+  a->buffers = data->buffers.data();
+  a->children = data->pointers.empty() ? nullptr : data->pointers.data();
+  a->dictionary = data->dictionary.get();
+  a->release = &release_array;
+  a->private_data = data.release();
+  return a;
+}
+
+// The dictionary of a field: each symbol's text (a number without one in its canonical form).
+template <typename Offset>
+std::unique_ptr<ArrowArray> text_dictionary(const SymbolTable& symbols) {
+  const std::uint32_t n = symbols.size();
+  auto d = std::make_unique<ArrayData>();
+  std::string scratch;
+  std::size_t total = 0;
+  for (std::uint32_t k = 0; k < n; ++k)
+    total += symbols.has_text(k) ? symbols.text(k).size() : format_number(symbols.number(k)).size();
+  d->owned.push_back(make_bytes((std::size_t{n} + 1) * sizeof(Offset)));
+  d->owned.push_back(make_bytes(total));
+  auto* offsets = reinterpret_cast<Offset*>(d->owned[0].data());
+  char* chars = reinterpret_cast<char*>(d->owned[1].data());
+  std::size_t at = 0;
+  for (std::uint32_t k = 0; k < n; ++k) {
+    offsets[k] = static_cast<Offset>(at);
+    std::string_view t;
+    if (symbols.has_text(k)) {
+      t = symbols.text(k);
+    } else {
+      scratch = format_number(symbols.number(k));
+      t = scratch;
+    }
+    std::memcpy(chars + at, t.data(), t.size());
+    at += t.size();
+  }
+  offsets[n] = static_cast<Offset>(at);
+  return new_array(n, 0, std::move(d), {-1, 0, 1});
+}
+
+bool needs_large_text(const SymbolTable& symbols) {
+  std::size_t total = 0;
+  for (std::uint32_t k = 0; k < symbols.size(); ++k)
+    total += symbols.has_text(k) ? symbols.text(k).size() : 24;
+  return total > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max());
+}
+
+ColumnPlan plan_of(const ArrowExportColumn& c, ArrowDuals duals) {
+  ColumnPlan p;
+  if (c.symbols == nullptr) return p;  // numbers: float64
+  const SymbolTable& s = *c.symbols;
+  p.large_text = needs_large_text(s);
+  const bool numbers_only = !s.any_text();
+  const bool texts_only = !s.any_numeric() && s.size() > 0;
+  if (numbers_only) {
+    p.kind = OutKind::kFloat64;
+    if (s.all_integer() && s.size() > 0) {
+      p.kind = OutKind::kInt64;
+      for (std::uint32_t k = 0; k < s.size() && p.kind == OutKind::kInt64; ++k)
+        if (std::abs(s.number(k)) >= 9.2e18) p.kind = OutKind::kFloat64;
+    }
+  } else if (texts_only) {
+    p.kind = OutKind::kText;
+  } else if (duals == ArrowDuals::kStruct) {
+    p.kind = OutKind::kDual;
+  } else if (duals == ArrowDuals::kNumber && s.all_numeric()) {
+    p.kind = s.all_integer() ? OutKind::kInt64 : OutKind::kFloat64;
+    for (std::uint32_t k = 0; k < s.size() && p.kind == OutKind::kInt64; ++k)
+      if (std::abs(s.number(k)) >= 9.2e18) p.kind = OutKind::kFloat64;
+  } else {
+    p.kind = OutKind::kText;  // some values have no number, or texts were asked for
+  }
+  return p;
+}
+
+// Each output row's symbol (as int32, -1 for NULL) of a symbol column, the row filter applied.
+Bytes symbol_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std::size_t out_rows, CpuAccount* cpu) {
+  Bytes out = make_bytes(out_rows * 4);
+  auto* codes = reinterpret_cast<std::uint32_t*>(out.data());
+  if (c.codes != nullptr) {
+    const std::vector<std::uint32_t>& in = *c.codes;
+    if (in.size() != out_rows) throw Error("column '" + c.name + "': codes of " + std::to_string(in.size()) + " rows");
+    parallel_ranges(
+        out_rows, 64, [&](std::size_t b, std::size_t e) { std::copy(in.begin() + static_cast<std::ptrdiff_t>(b),
+                                                                     in.begin() + static_cast<std::ptrdiff_t>(e), codes + b); },
+        cpu);
+    return out;
+  }
+  const PackedIndex& index = *c.index;
+  if (index.size() != t.rows) throw Error("column '" + c.name + "': an index of " + std::to_string(index.size()) + " rows");
+  if (t.row_filter == nullptr) {
+    parallel_ranges(out_rows, 64, [&](std::size_t b, std::size_t e) { index.decode(b, e - b, codes + b); }, cpu);
+    return out;
+  }
+  // Rows kept: chunks of whole words, each starting where the kept rows before it end.
+  const Bitset& keep = *t.row_filter;
+  constexpr std::size_t kChunkWords = 1024;
+  const std::size_t n_words = keep.word_count();
+  const std::size_t n_chunks = (n_words + kChunkWords - 1) / kChunkWords;
+  std::vector<std::size_t> starts(n_chunks + 1, 0);
+  for (std::size_t k = 0; k < n_chunks; ++k) {
+    std::size_t n = 0;
+    for (std::size_t w = k * kChunkWords; w < std::min(n_words, (k + 1) * kChunkWords); ++w)
+      n += popcount64(keep.words()[w]);
+    starts[k + 1] = starts[k] + n;
+  }
+  if (starts[n_chunks] != out_rows) throw Error("column '" + c.name + "': the row filter changed");
+  parallel_for(
+      n_chunks,
+      [&](std::size_t k) {
+        const std::size_t first = k * kChunkWords * 64;
+        const std::size_t end = std::min(t.rows, (k + 1) * kChunkWords * 64);
+        std::vector<std::uint32_t> rows(end - first);
+        index.decode(first, end - first, rows.data());
+        std::size_t at = starts[k];
+        for (std::size_t w = k * kChunkWords; w < std::min(n_words, (k + 1) * kChunkWords); ++w) {
+          std::uint64_t bits = keep.words()[w];
+          while (bits != 0) {
+            const auto j = static_cast<std::size_t>(__builtin_ctzll(bits));
+            bits &= bits - 1;
+            codes[at++] = rows[w * 64 + j - first];
+          }
+        }
+      },
+      cpu);
+  return out;
+}
+
+// The validity bitmap of rows whose code is -1 (NULL), written with `fill`(b, e) over aligned
+// ranges; returns the NULL count.
+template <typename Fill>
+std::int64_t fill_rows(std::size_t n, Bytes& validity, const std::uint32_t* codes, CpuAccount* cpu, Fill&& fill) {
+  std::atomic<std::int64_t> nulls{0};
+  parallel_ranges(
+      n, 64,
+      [&](std::size_t b, std::size_t e) {
+        std::int64_t k = 0;
+        for (std::size_t r = b; r < e; r += 8) {
+          std::uint8_t byte = 0;
+          const std::size_t stop = std::min(e, r + 8);
+          for (std::size_t j = r; j < stop; ++j) {
+            const bool valid = codes[j] != kNull;
+            byte = static_cast<std::uint8_t>(byte | (static_cast<unsigned>(valid) << (j - r)));
+            k += !valid;
+          }
+          validity[r >> 3] = byte;
+        }
+        fill(b, e);
+        nulls += k;
+      },
+      cpu);
+  return nulls.load();
+}
+
+// A dictionary array over a field: indices are the codes (NULL rows index 0, their bit clear).
+// Without `may_be_null` the codes hold no NULL and go out as they are, with no bitmap.
+std::unique_ptr<ArrowArray> text_array(const SymbolTable& symbols, bool large, Bytes codes, std::size_t n,
+                                       bool may_be_null, CpuAccount* cpu) {
+  auto d = std::make_unique<ArrayData>();
+  d->owned.push_back(make_bytes(may_be_null ? (n + 7) / 8 : 0));
+  auto* idx = reinterpret_cast<std::uint32_t*>(codes.data());
+  std::int64_t nulls = 0;
+  if (may_be_null) {
+    nulls = fill_rows(n, d->owned[0], idx, cpu, [&](std::size_t b, std::size_t e) {
+      for (std::size_t r = b; r < e; ++r) idx[r] = idx[r] == kNull ? 0 : idx[r];
+    });
+  }
+  d->owned.push_back(std::move(codes));
+  d->dictionary = large ? text_dictionary<std::int64_t>(symbols) : text_dictionary<std::int32_t>(symbols);
+  return new_array(static_cast<std::int64_t>(n), nulls, std::move(d), {nulls == 0 ? -1 : 0, 1});
+}
+
+// A numeric array: each row's symbol number (int64 or float64), NULL where a row has none.
+template <typename T>
+std::unique_ptr<ArrowArray> number_array(const SymbolTable& symbols, const std::uint32_t* codes, std::size_t n,
+                                         CpuAccount* cpu) {
+  std::vector<T> lut(symbols.size());
+  std::vector<std::uint8_t> has(symbols.size());
+  for (std::uint32_t k = 0; k < symbols.size(); ++k) {
+    has[k] = symbols.has_number(k);
+    lut[k] = has[k] ? static_cast<T>(symbols.number(k)) : T{};
+  }
+  auto d = std::make_unique<ArrayData>();
+  d->owned.push_back(make_bytes((n + 7) / 8));
+  d->owned.push_back(make_bytes(n * sizeof(T)));
+  T* values = reinterpret_cast<T*>(d->owned[1].data());
+  Bytes& validity = d->owned[0];
+  std::atomic<std::int64_t> nulls{0};
+  parallel_ranges(
+      n, 64,
+      [&](std::size_t b, std::size_t e) {
+        std::int64_t k = 0;
+        for (std::size_t r = b; r < e; r += 8) {
+          std::uint8_t byte = 0;
+          const std::size_t stop = std::min(e, r + 8);
+          for (std::size_t j = r; j < stop; ++j) {
+            const std::uint32_t s = codes[j];
+            const bool valid = s != kNull && has[s];
+            values[j] = valid ? lut[s] : T{};
+            byte = static_cast<std::uint8_t>(byte | (static_cast<unsigned>(valid) << (j - r)));
+            k += !valid;
+          }
+          validity[r >> 3] = byte;
+        }
+        nulls += k;
+      },
+      cpu);
+  const std::int64_t nn = nulls.load();
+  return new_array(static_cast<std::int64_t>(n), nn, std::move(d), {nn == 0 ? -1 : 0, 1});
+}
+
+// A float64 array of plain numbers, NaN as NULL.
+std::unique_ptr<ArrowArray> measure_array(const std::vector<double>& in, CpuAccount* cpu) {
+  const std::size_t n = in.size();
+  auto d = std::make_unique<ArrayData>();
+  d->owned.push_back(make_bytes((n + 7) / 8));
+  d->owned.push_back(make_bytes(n * 8));
+  auto* values = reinterpret_cast<double*>(d->owned[1].data());
+  Bytes& validity = d->owned[0];
+  std::atomic<std::int64_t> nulls{0};
+  parallel_ranges(
+      n, 64,
+      [&](std::size_t b, std::size_t e) {
+        std::int64_t k = 0;
+        for (std::size_t r = b; r < e; r += 8) {
+          std::uint8_t byte = 0;
+          const std::size_t stop = std::min(e, r + 8);
+          for (std::size_t j = r; j < stop; ++j) {
+            const bool valid = !std::isnan(in[j]);
+            values[j] = valid ? in[j] : 0.0;
+            byte = static_cast<std::uint8_t>(byte | (static_cast<unsigned>(valid) << (j - r)));
+            k += !valid;
+          }
+          validity[r >> 3] = byte;
+        }
+        nulls += k;
+      },
+      cpu);
+  const std::int64_t nn = nulls.load();
+  return new_array(static_cast<std::int64_t>(n), nn, std::move(d), {nn == 0 ? -1 : 0, 1});
+}
+
+std::unique_ptr<ArrowArray> column_array(const ArrowExportColumn& c, const ColumnPlan& plan, const ArrowExportTable& t,
+                                         std::size_t out_rows, CpuAccount* cpu) {
+  if (c.symbols == nullptr) {
+    if (c.numbers == nullptr || c.numbers->size() != out_rows)
+      throw Error("column '" + c.name + "': numbers of the wrong length");
+    return measure_array(*c.numbers, cpu);
+  }
+  Bytes codes = symbol_codes(c, t, out_rows, cpu);
+  // A packed index without a NULL code has no NULL row (a filter keeps a subset of them).
+  const bool may_be_null = c.codes != nullptr || c.index->has_null();
+  const auto* idx = reinterpret_cast<const std::uint32_t*>(codes.data());
+  switch (plan.kind) {
+    case OutKind::kInt64: return number_array<std::int64_t>(*c.symbols, idx, out_rows, cpu);
+    case OutKind::kFloat64: return number_array<double>(*c.symbols, idx, out_rows, cpu);
+    case OutKind::kText: return text_array(*c.symbols, plan.large_text, std::move(codes), out_rows, may_be_null, cpu);
+    case OutKind::kDual: {
+      auto d = std::make_unique<ArrayData>();
+      d->owned.push_back(make_bytes((out_rows + 7) / 8));
+      const std::int64_t nulls = fill_rows(out_rows, d->owned[0], idx, cpu, [](std::size_t, std::size_t) {});
+      d->children.push_back(number_array<double>(*c.symbols, idx, out_rows, cpu));
+      d->children.push_back(text_array(*c.symbols, plan.large_text, std::move(codes), out_rows, may_be_null, cpu));
+      return new_array(static_cast<std::int64_t>(out_rows), nulls, std::move(d), {nulls == 0 ? -1 : 0});
+    }
+  }
+  return nullptr;
+}
+
+std::size_t output_rows(const ArrowExportTable& t) {
+  if (t.row_filter == nullptr) return t.rows;
+  if (t.row_filter->size() != t.rows) throw Error("a row filter of the wrong size");
+  return t.row_filter->count();
+}
+
+std::vector<ColumnPlan> plans_of(const ArrowExportTable& t, ArrowDuals duals) {
+  std::vector<ColumnPlan> plans;
+  for (const auto& c : t.columns) plans.push_back(plan_of(c, duals));
+  return plans;
+}
+
+void write_schema(const ArrowExportTable& t, const std::vector<ColumnPlan>& plans, ArrowSchema* out) {
+  std::vector<std::unique_ptr<ArrowSchema>> kids;
+  for (std::size_t c = 0; c < t.columns.size(); ++c) kids.push_back(column_schema(t.columns[c].name, plans[c]));
+  make_schema(out, "+s", "", 0, std::move(kids));
+}
+
+// --- the stream: one batch, made before the stream is handed out.
+
+struct StreamData {
+  ArrowExportTable shape;  // names and plans only: no pointers into the source are used later
+  std::vector<ColumnPlan> plans;
+  std::unique_ptr<ArrowArray> batch;
+  std::string error;
+};
+
+int stream_schema(ArrowArrayStream* s, ArrowSchema* out) {
+  auto* d = static_cast<StreamData*>(s->private_data);
+  try {
+    write_schema(d->shape, d->plans, out);
+    return 0;
+  } catch (const std::exception& e) {
+    d->error = e.what();
+    return 12;  // ENOMEM: the only way making a schema fails
+  }
+}
+
+int stream_next(ArrowArrayStream* s, ArrowArray* out) {
+  auto* d = static_cast<StreamData*>(s->private_data);
+  if (d->batch) {
+    *out = *d->batch;
+    d->batch->release = nullptr;  // moved to the consumer
+    d->batch.reset();
+  } else {
+    std::memset(out, 0, sizeof *out);  // end of stream: a released array
+  }
+  return 0;
+}
+
+const char* stream_error(ArrowArrayStream* s) {
+  auto* d = static_cast<StreamData*>(s->private_data);
+  return d->error.empty() ? nullptr : d->error.c_str();
+}
+
+void stream_release(ArrowArrayStream* s) {
+  if (s == nullptr || s->release == nullptr) return;
+  auto* d = static_cast<StreamData*>(s->private_data);
+  if (d->batch && d->batch->release != nullptr) d->batch->release(d->batch.get());
+  delete d;
+  s->release = nullptr;
+}
+
+}  // namespace
+
+void export_arrow_schema(const ArrowExportTable& table, ArrowDuals duals, ArrowSchema* out) {
+  write_schema(table, plans_of(table, duals), out);
+}
+
+void export_arrow_stream(const ArrowExportTable& table, ArrowDuals duals, ArrowArrayStream* out, CpuAccount* cpu) {
+  auto d = std::make_unique<StreamData>();
+  d->plans = plans_of(table, duals);
+  const std::size_t rows = output_rows(table);
+  auto data = std::make_unique<ArrayData>();
+  for (std::size_t c = 0; c < table.columns.size(); ++c) {
+    data->children.push_back(column_array(table.columns[c], d->plans[c], table, rows, cpu));
+    ArrowExportColumn name_only;
+    name_only.name = table.columns[c].name;
+    d->shape.columns.push_back(std::move(name_only));
+  }
+  d->shape.rows = rows;
+  d->batch = new_array(static_cast<std::int64_t>(rows), 0, std::move(data), {-1});
+  out->get_schema = &stream_schema;
+  out->get_next = &stream_next;
+  out->get_last_error = &stream_error;
+  out->release = &stream_release;
+  out->private_data = d.release();
+}
+
+}  // namespace assoc
