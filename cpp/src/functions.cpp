@@ -847,7 +847,7 @@ Value aggregate_values(AggKind kind, bool distinct, std::span<const Value> value
       } else {
         // Ascending weight; NULL weights last; equal weights (w = 0 everywhere) keep load order.
         std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-          const double x = num(weights[a]), y = num(weights[b]);
+          const double x = weights[a].num, y = weights[b].num;
           if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
           return x < y;
         });
@@ -870,25 +870,25 @@ Value aggregate_values(AggKind kind, bool distinct, std::span<const Value> value
     case AggKind::kFirstSortedValue: {
       std::vector<std::size_t> order;
       for (std::size_t i = 0; i < values.size(); ++i)
-        if (i < weights.size() && !std::isnan(num(weights[i])) && !values[i].is_null()) order.push_back(i);
+        if (i < weights.size() && !std::isnan(weights[i].num) && !values[i].is_null()) order.push_back(i);
       if (distinct) {
         std::vector<std::size_t> kept;
         for (const std::size_t i : order) {
           bool dup = false;
           for (const std::size_t j : kept)
-            dup = dup || (same_value(values[i], values[j]) && num(weights[i]) == num(weights[j]));
+            dup = dup || (same_value(values[i], values[j]) && weights[i].num == weights[j].num);
           if (!dup) kept.push_back(i);
         }
         order.swap(kept);
       }
       std::stable_sort(order.begin(), order.end(),
-                       [&](std::size_t a, std::size_t b) { return num(weights[a]) < num(weights[b]); });
+                       [&](std::size_t a, std::size_t b) { return weights[a].num < weights[b].num; });
       const double rank = params.size() > 2 ? num(params[2]) : 1;
       if (!integral(rank) || rank < 1 || rank > static_cast<double>(order.size())) return Value::null();
       const std::size_t k = order[static_cast<std::size_t>(rank) - 1];
-      const double w = num(weights[k]);
+      const double w = weights[k].num;
       std::size_t same = 0;
-      for (const std::size_t i : order) same += num(weights[i]) == w ? 1 : 0;
+      for (const std::size_t i : order) same += weights[i].num == w ? 1 : 0;
       return same > 1 ? Value::null() : values[k];
     }
   }

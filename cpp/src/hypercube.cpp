@@ -342,9 +342,11 @@ class HypercubeBuilder {
                          const std::vector<std::pair<std::uint32_t, std::size_t>>& fields) const {
     const auto& tables = data_.tables();
     if (fields.empty()) {
-      std::uint32_t best = 0;
-      for (std::uint32_t t = 1; t < tables.size(); ++t)
-        if (tables[t].rows > tables[best].rows) best = t;
+      std::uint32_t best = detail::kNoNode;
+      for (std::uint32_t t = 0; t < tables.size(); ++t)
+        if (!tables[t].is_system && !tables[t].is_synthetic && (best == detail::kNoNode || tables[t].rows > tables[best].rows))
+          best = t;
+      if (best == detail::kNoNode) fail(text, agg.position, agg.name + " without a field needs a data table");
       return best;
     }
     if (fields.size() == 1) return graph_.node_of_field(fields[0].first);
@@ -352,6 +354,7 @@ class HypercubeBuilder {
     for (const auto& [f, pos] : fields)
       if (!graph_.is_field(graph_.node_of_field(f))) node = graph_.node_of_field(f);
     for (std::uint32_t t = 0; t < tables.size() && node == detail::kNoNode; ++t) {
+      if (tables[t].is_system) continue;
       if (std::all_of(fields.begin(), fields.end(), [&](const auto& p) { return tables[t].column_of(p.first) >= 0; }))
         node = t;
     }
@@ -505,6 +508,8 @@ class HypercubeBuilder {
         sources[t].push_back(c);
       }
     }
+    // The walk reads at least one column (it sizes its batches by the columns it decodes).
+    if (columns.empty()) columns.push_back(graph_.is_field(node) ? detail::kIdentity : 0U);
     struct Gathered {
       std::vector<Value> values, weights;
       std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> members;
