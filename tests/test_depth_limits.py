@@ -3,9 +3,11 @@ it is a clear error naming the place, and nesting alone never exhausts a stack.
 
 The recursive paths, and what bounds each (RECURSIVE_PATHS below; a test for each):
 
-- chart expressions, C++ `parse_expression` (hypercube measures): parentheses and signs,
-  `kMaxExpressionDepth` = 256. `evaluate_expression` and the tree's destruction do not
-  recurse (a flat node list).
+- chart expressions, C++ `parse_expression` (hypercube measures): every level of the tree
+  counts (parentheses, calls and aggregations, signs, NOT, and each operator of a chain:
+  `a+b+…` is a tree as deep as it has terms), `kMaxExpressionDepth` = 256. The plan and its
+  evaluation walk no deeper than the tree; the tree is a flat node list, so its destruction
+  does not recurse.
 - load-script expressions, `script/parser.py`: parentheses, calls, NOT and signs,
   `MAX_EXPRESSION_NESTING` = 100; the script `Evaluator` recurses only as deep as that.
   Operator chains (`a & b & …`) are loops in the parser, `walk` and the `Evaluator`.
@@ -40,7 +42,7 @@ RECURSIVE_PATHS = {
 
 def test_every_recursive_path_has_a_limit_far_below_the_stack() -> None:
     """The list above, each limit in its range: real input never reaches it, and every test
-    below runs it at the limit (the chart parser in a 256 kB thread stack, the script paths
+    below runs it at the limit (the chart parser in a 1 MB thread stack, the script paths
     within half of Python's recursion limit)."""
     limits = [v for v in RECURSIVE_PATHS.values() if v is not None]
     assert limits == [256, 100, 32]
@@ -51,9 +53,9 @@ def _cube(measure: str) -> list[tuple[object, ...]]:
     return app.session().hypercube(["G"], [measure]).rows
 
 
-def _in_small_stack(run: Callable[[], object], stack_kb: int = 256) -> object:
-    """`run` in a thread with a small stack (a quarter of a megabyte): the limits hold far below
-    the 8 MB threads get by default."""
+def _in_small_stack(run: Callable[[], object], stack_kb: int = 1024) -> object:
+    """`run` in a thread with a small stack (one megabyte; the chart parser needs about half of
+    it at the limit): the limits hold far below the 8 MB threads get by default."""
     out: list[object] = []
     errors: list[BaseException] = []
 
@@ -85,7 +87,8 @@ CHART_CASES = {
 @pytest.mark.parametrize("shape", CHART_CASES)
 def test_chart_expression_nesting_at_and_beyond_the_limit(shape: str) -> None:
     build = CHART_CASES[shape]
-    rows = _in_small_stack(lambda: _cube(build(CHART_LIMIT)))
+    # Sum(x) takes two levels of the tree (the aggregation and its field).
+    rows = _in_small_stack(lambda: _cube(build(CHART_LIMIT - 2)))
     assert rows in ([("a", 1.0), ("b", 2.0)], [("a", -1.0), ("b", -2.0)])
     for depth in (CHART_LIMIT + 1, 30_000):
         with pytest.raises(assoc.Error, match="nested deeper than 256 levels at position 256"):
@@ -98,8 +101,13 @@ def test_chart_expression_errors_name_a_long_expression_by_its_start() -> None:
     assert len(str(failed.value)) < 400
 
 
-def test_a_long_flat_chart_expression_is_no_recursion() -> None:
-    assert _cube("+".join(["Sum(x)"] * 20_000)) == [("a", 20_000.0), ("b", 40_000.0)]
+def test_a_long_operator_chain_in_a_chart_expression_is_bounded_too() -> None:
+    assert _cube("+".join(["Sum(x)"] * (CHART_LIMIT - 1))) == [
+        ("a", float(CHART_LIMIT - 1)),
+        ("b", 2.0 * (CHART_LIMIT - 1)),
+    ]
+    with pytest.raises(assoc.Error, match=f"nested deeper than {CHART_LIMIT} levels"):
+        _in_small_stack(lambda: _cube("+".join(["Sum(x)"] * 20_000)))
 
 
 def _value(script: str) -> object:

@@ -525,6 +525,7 @@ def test_errors_name_the_position_and_the_problem() -> None:
         cases = {
             "Sum(Amount": "expected '\\)', found the end at position 10",
             "Foo(Amount)": "unknown function 'Foo' at position 0",
+            "Aggr(Sum(Amount), Region)": "function 'Aggr' is not yet supported at position 0",
             "Sum(Nope)": "unknown field 'Nope' at position 4",
             "Sum(CustId)": "key field 'CustId' at position 4",
             "Count(CustId)": "key field 'CustId' at position 6",
@@ -533,7 +534,7 @@ def test_errors_name_the_position_and_the_problem() -> None:
             "Sum()": "expected a field name at position 4",
             "Sum(Amount) Sum(Amount)": "unexpected 'S' at position 12",
             "": "empty expression",
-            "Avg(distinct Amount)": "'distinct' is only allowed in Count",
+            "Min(distinct Amount)": "'distinct' is not allowed in Min at position 4",
             "2x": "after a number at position 1",
         }
         for text, message in cases.items():

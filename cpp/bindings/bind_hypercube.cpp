@@ -30,6 +30,13 @@ struct PyHypercube {
 
 py::object measure_value(double v) { return std::isnan(v) ? py::none() : py::object(py::float_(v)); }
 
+// A computed value: None, a float, a str, or a Dual when it has both.
+py::object value_object(double number, const std::string* text) {
+  if (text == nullptr) return measure_value(number);
+  if (std::isnan(number)) return py::str(*text);
+  return py::cast(Dual{number, *text, false});
+}
+
 // Rows [top, top+height) as tuples: dimension values as App.symbols gives them, then measures.
 py::list rows_of(const PyHypercube& h, std::size_t top, std::size_t height) {
   const Hypercube& cube = *h.cube;
@@ -48,7 +55,7 @@ py::list rows_of(const PyHypercube& h, std::size_t top, std::size_t height) {
     for (std::size_t d = 0; d < nd; ++d) row[d] = value(d, cube.dimension_field(d), cube.codes(d)[r]);
     for (std::size_t m = 0; m < nm; ++m) {
       row[nd + m] = cube.only_field(m) != kNull ? value(nd + m, cube.only_field(m), cube.only_symbols(m)[r])
-                                               : measure_value(cube.values(m)[r]);
+                                               : value_object(cube.values(m)[r], cube.text(m, r));
     }
     out.append(std::move(row));
   }
@@ -72,7 +79,8 @@ void bind_hypercube(py::module_& m) {
             const Hypercube& cube = *h.cube;
             for (std::size_t m = 0; m < h.n_measures(); ++m) {
               if (cube.only_field(m) == kNull) {
-                out.append(measure_value(cube.total(m)));
+                const Value& v = cube.total_value(m);
+                out.append(value_object(v.num, v.has_text ? &v.text : nullptr));
               } else if (cube.total_symbol(m) == kNull) {
                 out.append(py::none());
               } else {

@@ -5,13 +5,19 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
+
+#include <unordered_map>
 
 #include "assoc/error.hpp"
+#include "assoc/expression_plan.hpp"
+#include "assoc/functions.hpp"
 #include "assoc/hypercube_aggregate.hpp"
 #include "assoc/result_cache.hpp"
 
 namespace assoc {
 
+using detail::AggFunc;
 using detail::DimPlace;
 using detail::JoinWalker;
 using detail::LinkGraph;
@@ -38,11 +44,52 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Where each aggregation of each measure is computed: the node holding its field, the term there.
+// An aggregation the per-node accumulators cannot compute (an expression argument, TOTAL, a
+// function beyond Sum/Count/Avg/Min/Max/Only): its arguments are evaluated per record of its
+// node (once per distinct value when they read one field) and reduced by the registry.
+struct GenericTerm {
+  const AggregateFunction* fn = nullptr;
+  bool distinct = false;
+  bool total = false;
+  std::vector<std::uint8_t> keep_dim;  // TOTAL <…>: per chart dimension, 1 when it still groups
+  std::vector<std::uint32_t> fields;   // the record inputs of the plans
+  Plan value;
+  Plan weight;
+  bool has_weight = false;
+  std::vector<Value> params;  // constant arguments by position (NULL for the record ones)
+};
+
+// Per generic term, its value per group key and over every record once.
+struct GenericResults {
+  std::vector<std::uint64_t> keys;  // the keys the records of non-TOTAL terms reach
+  std::vector<std::unordered_map<std::uint64_t, Value>> values;
+  std::vector<Value> totals;
+};
+
+// One input of a measure's plan: an aggregation at a node, fast or generic.
+struct MeasureInput {
+  std::uint32_t node = 0;
+  std::size_t term = 0;
+  bool generic = false;
+};
+
+// A measure: its syntax tree, its plan over aggregation results, and where each input is computed.
 struct MeasurePlan {
   Expression expr;
-  std::vector<std::pair<std::uint32_t, std::size_t>> aggs;  // per AggCall: node, term index at the node
+  Plan plan;
+  std::vector<MeasureInput> inputs;
 };
+
+Value symbol_value(const SymbolTable& symbols, std::uint32_t code) {
+  if (code == kNull || code >= symbols.size()) return Value::null();
+  Value v;
+  v.num = symbols.number(code);
+  if (symbols.has_text(code)) {
+    v.text = std::string(symbols.text(code));
+    v.has_text = true;
+  }
+  return v;
+}
 
 }  // namespace
 
@@ -66,6 +113,11 @@ std::size_t Hypercube::byte_size() const {
   for (const auto& c : codes_) n += c.capacity() * sizeof(std::uint32_t);
   for (const auto& v : values_) n += v.capacity() * sizeof(double);
   for (const auto& s : only_symbols_) n += s.capacity() * sizeof(std::uint32_t);
+  for (const auto& t : texts_) {
+    n += t.capacity() * sizeof(std::string);
+    for (const auto& x : t) n += x.capacity();
+  }
+  for (const auto& f : text_flags_) n += f.capacity();
   return n;
 }
 
@@ -94,50 +146,62 @@ class HypercubeBuilder {
       by_node.emplace(node, detail::aggregate_node(model_, *rows_, walker, terms, p == kNoPart ? 1 : parts_[p].space));
     }
 
-    std::vector<std::uint64_t> keys = row_keys(by_node);
+    std::map<std::uint32_t, GenericResults> generic_by_node;
+    for (auto& [node, terms] : generic_) generic_by_node.emplace(node, run_generic(node, terms));
+    std::map<std::uint32_t, std::vector<std::uint64_t>> reached;
+    for (const auto& [node, agg] : by_node) reached[node] = agg.keys;
+    for (const auto& [node, res] : generic_by_node) {
+      const bool grouped = std::any_of(generic_.at(node).begin(), generic_.at(node).end(),
+                                       [](const GenericTerm& t) { return !t.total; });
+      if (grouped) reached[node].insert(reached[node].end(), res.keys.begin(), res.keys.end());
+    }
+    std::vector<std::uint64_t> keys = row_keys(reached);
     if (spec.suppress_missing) std::erase_if(keys, [&](std::uint64_t k) { return has_none(k); });
 
-    // Each aggregation's value per row, then each measure by its arithmetic.
+    // Each aggregation's value per row, then each measure by its plan.
     const std::size_t n_measures = measures_.size();
     cube_->values_.resize(n_measures);
     cube_->only_fields_.assign(n_measures, kNull);
     cube_->only_symbols_.resize(n_measures);
     cube_->totals_.resize(n_measures);
     cube_->total_symbols_.assign(n_measures, kNull);
+    cube_->texts_.assign(n_measures, {});
+    cube_->text_flags_.assign(n_measures, {});
+    cube_->total_values_.assign(n_measures, Value::null());
     for (std::size_t m = 0; m < n_measures; ++m) {
       const MeasurePlan& plan = measures_[m];
-      std::vector<std::vector<double>> agg_values(plan.aggs.size(), std::vector<double>(keys.size()));
-      std::vector<double> agg_totals(plan.aggs.size());
-      std::vector<const double*> value_ptrs, total_ptrs;
-      for (std::size_t a = 0; a < plan.aggs.size(); ++a) {
-        const auto& [node, term] = plan.aggs[a];
-        const NodeAggregates& agg = by_node.at(node);
-        const AggFunc func = terms_.at(node)[term].func;
-        const bool only = plan.expr.is_single_agg() && func == AggFunc::kOnly;
-        if (only) {
-          cube_->only_fields_[m] = terms_.at(node)[term].field;
-          cube_->only_symbols_[m].assign(keys.size(), kNull);
-          cube_->total_symbols_[m] = agg.total_symbols[term];
-        }
-        const std::size_t p = part_of_node(node);
-        const std::uint64_t base = p == kNoPart ? 0 : parts_[p].base, space = p == kNoPart ? 1 : parts_[p].space;
-        const bool whole = parts_.size() <= 1 && p != kNoPart;  // the row's key is the part's key
-        for (std::size_t r = 0; r < keys.size(); ++r) {
-          // A measure reads the row's tuple of its own part's dimensions (key 0 without any).
-          auto it = agg.group_of.find(whole ? keys[r] : p == kNoPart ? 0 : keys[r] / base % space);
-          if (it == agg.group_of.end()) {
-            agg_values[a][r] = detail::empty_value(func);
-          } else {
-            agg_values[a][r] = agg.values[term][it->second];
-            if (only) cube_->only_symbols_[m][r] = agg.symbols[term][it->second];
-          }
-        }
-        agg_totals[a] = agg.totals[term];
-        value_ptrs.push_back(agg_values[a].data());
-        total_ptrs.push_back(&agg_totals[a]);
+      const std::int64_t single = plan.plan.single_input();
+      if (single >= 0 && !plan.inputs[static_cast<std::size_t>(single)].generic) {
+        fast_measure(m, plan.inputs[static_cast<std::size_t>(single)], by_node, keys);
+        continue;
       }
-      cube_->values_[m] = evaluate_expression(plan.expr, value_ptrs, keys.size());
-      cube_->totals_[m] = evaluate_expression(plan.expr, total_ptrs, 1)[0];
+      // Every input as a column of values (and its total), then the plan per row.
+      std::vector<std::vector<Value>> columns(plan.inputs.size());
+      std::vector<Value> totals(plan.inputs.size());
+      for (std::size_t i = 0; i < plan.inputs.size(); ++i)
+        totals[i] = input_column(plan.inputs[i], by_node, generic_by_node, keys, columns[i]);
+      std::vector<Value> row(plan.inputs.size());
+      std::vector<double>& values = cube_->values_[m];
+      values.resize(keys.size());
+      std::vector<std::string> texts(keys.size());
+      std::vector<std::uint8_t> flags(keys.size(), 0);
+      bool any_text = false;
+      for (std::size_t r = 0; r < keys.size(); ++r) {
+        for (std::size_t i = 0; i < row.size(); ++i) row[i] = columns[i][r];
+        Value v = plan.plan.eval(row.data());
+        values[r] = v.num;
+        if (v.has_text) {
+          texts[r] = std::move(v.text);
+          flags[r] = 1;
+          any_text = true;
+        }
+      }
+      if (any_text) {
+        cube_->texts_[m] = std::move(texts);
+        cube_->text_flags_[m] = std::move(flags);
+      }
+      cube_->total_values_[m] = plan.plan.eval(totals.data());
+      cube_->totals_[m] = cube_->total_values_[m].num;
     }
 
     std::vector<std::size_t> order(keys.size());
@@ -147,6 +211,7 @@ class HypercubeBuilder {
         for (std::size_t m = 0; m < n_measures; ++m) {
           const double v = cube_->values_[m][r];
           if (!std::isnan(v) && v != 0) return false;
+          if (!cube_->text_flags_[m].empty() && cube_->text_flags_[m][r]) return false;
           if (cube_->only_fields_[m] != kNull && cube_->only_symbols_[m][r] != kNull) return false;
         }
         return true;
@@ -219,33 +284,387 @@ class HypercubeBuilder {
     return kNoPart;
   }
 
+  [[noreturn]] static void fail(const std::string& text, std::size_t pos, const std::string& what) {
+    throw Error("expression '" + text + "': " + what + " at position " + std::to_string(pos));
+  }
+
+  std::uint32_t field_index(const std::string& text, const ExprNode& x) const {
+    const int f = data_.find_field(x.name);
+    if (f < 0) fail(text, x.position, "unknown field '" + x.name + "'");
+    return static_cast<std::uint32_t>(f);
+  }
+
+  // A field's column at a node: its column in a table, kIdentity at its key-field node.
+  std::uint32_t column_at(std::uint32_t node, std::uint32_t field) const {
+    if (graph_.is_field(node)) return detail::kIdentity;
+    return static_cast<std::uint32_t>(data_.tables()[node].column_of(field));
+  }
+
+  MeasureInput fast_input(AggFunc func, std::uint32_t field) {
+    const std::uint32_t node = graph_.node_of_field(field);
+    Term term;
+    term.func = func;
+    term.field = field;
+    term.column = column_at(node, field);
+    auto& terms = terms_[node];
+    std::size_t index = 0;
+    while (index < terms.size() && !(terms[index].func == term.func && terms[index].field == term.field)) ++index;
+    if (index == terms.size()) terms.push_back(term);
+    return MeasureInput{node, index, false};
+  }
+
+  // Throws for what may not stand inside an aggregation's argument (this phase): another
+  // aggregation, a set expression.
+  void check_argument(const std::string& text, const Expression& e, std::uint32_t n) const {
+    const ExprNode& x = e.nodes[n];
+    if (x.kind == ExprNode::Kind::kAgg)
+      fail(text, x.position,
+           "an aggregation inside another aggregation (" + x.name +
+               ") is not yet supported; only Aggr or TOTAL allow it in Qlik");
+    if (x.kind == ExprNode::Kind::kSet || x.kind == ExprNode::Kind::kScoped)
+      fail(text, x.position, "set expressions are not yet supported");
+    for (const std::uint32_t a : x.args) check_argument(text, e, a);
+  }
+
+  void collect_fields(const std::string& text, const Expression& e, std::uint32_t n,
+                      std::vector<std::pair<std::uint32_t, std::size_t>>& out) const {
+    const ExprNode& x = e.nodes[n];
+    if (x.kind == ExprNode::Kind::kField) {
+      const std::uint32_t f = field_index(text, x);
+      if (std::none_of(out.begin(), out.end(), [&](const auto& p) { return p.first == f; })) out.emplace_back(f, x.position);
+    }
+    for (const std::uint32_t a : x.args) collect_fields(text, e, a, out);
+  }
+
+  // The node whose records an aggregation of these fields reads: the one table holding them
+  // all (a key field alone: its key-field node; no field: the largest table).
+  std::uint32_t node_for(const std::string& text, const ExprNode& agg,
+                         const std::vector<std::pair<std::uint32_t, std::size_t>>& fields) const {
+    const auto& tables = data_.tables();
+    if (fields.empty()) {
+      std::uint32_t best = detail::kNoNode;
+      for (std::uint32_t t = 0; t < tables.size(); ++t)
+        if (!tables[t].is_system && !tables[t].is_synthetic && (best == detail::kNoNode || tables[t].rows > tables[best].rows))
+          best = t;
+      if (best == detail::kNoNode) fail(text, agg.position, agg.name + " without a field needs a data table");
+      return best;
+    }
+    if (fields.size() == 1) return graph_.node_of_field(fields[0].first);
+    std::uint32_t node = detail::kNoNode;
+    for (const auto& [f, pos] : fields)
+      if (!graph_.is_field(graph_.node_of_field(f))) node = graph_.node_of_field(f);
+    for (std::uint32_t t = 0; t < tables.size() && node == detail::kNoNode; ++t) {
+      if (tables[t].is_system) continue;
+      if (std::all_of(fields.begin(), fields.end(), [&](const auto& p) { return tables[t].column_of(p.first) >= 0; }))
+        node = t;
+    }
+    if (node != detail::kNoNode) {
+      for (const auto& [f, pos] : fields)
+        if (tables[node].column_of(f) < 0)
+          fail(text, pos,
+               agg.name + " reads fields of more than one table ('" + data_.fields()[f].name + "' is not in table '" +
+                   tables[node].name + "'); an aggregation's argument reads the records of one table");
+      return node;
+    }
+    fail(text, agg.position, agg.name + " reads fields of more than one table; an aggregation's argument reads the records of one table");
+  }
+
+  MeasureInput plan_aggregation(const std::string& text, const Expression& e, std::uint32_t n) {
+    const ExprNode& x = e.nodes[n];
+    const AggregateFunction& fn = *find_aggregate_function(x.name);
+    if (x.set >= 0) fail(text, e.nodes[static_cast<std::size_t>(x.set)].position, "set expressions are not yet supported");
+    if (x.nodistinct) fail(text, x.position, "NODISTINCT belongs to Aggr, which is not yet supported");
+    for (const std::uint32_t a : x.args) check_argument(text, e, a);
+    const ExprNode& arg = e.nodes[x.args[0]];
+    const bool star = arg.kind == ExprNode::Kind::kStar;
+    // The accumulators' own functions over a plain field.
+    if (!x.total && !star && arg.kind == ExprNode::Kind::kField && x.args.size() == 1) {
+      std::optional<AggFunc> func;
+      switch (fn.kind) {
+        case AggKind::kSum: func = x.distinct ? std::nullopt : std::optional(AggFunc::kSum); break;
+        case AggKind::kCount: func = x.distinct ? AggFunc::kCountDistinct : AggFunc::kCount; break;
+        case AggKind::kAvg: func = x.distinct ? std::nullopt : std::optional(AggFunc::kAvg); break;
+        case AggKind::kMin: func = AggFunc::kMin; break;
+        case AggKind::kMax: func = AggFunc::kMax; break;
+        case AggKind::kOnly: func = AggFunc::kOnly; break;
+        default: break;
+      }
+      const std::uint32_t field = field_index(text, arg);
+      const bool key = graph_.is_field(graph_.node_of_field(field));
+      if (func && (!key || *func == AggFunc::kCountDistinct || *func == AggFunc::kOnly))
+        return fast_input(*func, field);
+    }
+    GenericTerm term;
+    term.fn = &fn;
+    term.distinct = x.distinct;
+    term.total = x.total;
+    term.keep_dim.assign(dims_.size(), 0);
+    for (std::size_t i = 0; i < x.total_fields.size(); ++i) {
+      if (data_.find_field(x.total_fields[i]) < 0)
+        fail(text, x.total_positions[i], "unknown field '" + x.total_fields[i] + "' in TOTAL <…>");
+      for (std::size_t d = 0; d < dims_.size(); ++d)
+        if (cube_->spec_.dimensions[d] == x.total_fields[i]) term.keep_dim[d] = 1;
+    }
+    std::vector<std::pair<std::uint32_t, std::size_t>> fields;
+    collect_fields(text, e, x.args[0], fields);
+    if (fn.weight_arg >= 0 && static_cast<std::size_t>(fn.weight_arg) < x.args.size())
+      collect_fields(text, e, x.args[static_cast<std::size_t>(fn.weight_arg)], fields);
+    const std::uint32_t node = node_for(text, x, fields);
+    if (graph_.is_field(node) && !x.distinct && fn.kind != AggKind::kOnly && fn.kind != AggKind::kMin &&
+        fn.kind != AggKind::kMax && fn.kind != AggKind::kMinString && fn.kind != AggKind::kMaxString)
+      throw Error("expression '" + text + "': " + fn.name + " of key field '" + data_.fields()[fields[0].first].name +
+                  "' at position " + std::to_string(fields[0].second) +
+                  ": a key field's records are its distinct values, so it allows only DISTINCT aggregations, "
+                  "Only, Min, Max, MinString and MaxString");
+    for (const auto& [f, pos] : fields) term.fields.push_back(f);
+    auto record_input = [&](std::uint32_t leaf) -> std::uint32_t {
+      const ExprNode& y = e.nodes[leaf];
+      if (y.kind == ExprNode::Kind::kStar) return 0;  // Count(*): a constant per record, below
+      const std::uint32_t f = field_index(text, y);
+      return static_cast<std::uint32_t>(std::find(term.fields.begin(), term.fields.end(), f) - term.fields.begin());
+    };
+    if (star) {
+      Expression one;
+      ExprNode c;
+      c.value = Value::number(1);
+      one.nodes.push_back(c);
+      term.value = Plan::bind(one, 0, record_input);
+    } else {
+      term.value = Plan::bind(e, x.args[0], record_input);
+    }
+    term.params.assign(x.args.size(), Value::null());
+    for (std::size_t i = 1; i < x.args.size(); ++i) {
+      if (static_cast<std::int8_t>(i) == fn.weight_arg) {
+        term.weight = Plan::bind(e, x.args[i], record_input);
+        term.has_weight = true;
+        continue;
+      }
+      const Plan p = Plan::bind(e, x.args[i], [&](std::uint32_t leaf) -> std::uint32_t {
+        fail(text, e.nodes[leaf].position, std::string("argument ") + std::to_string(i + 1) + " of " + fn.name +
+                                               " must be a constant");
+      });
+      term.params[i] = p.constant();
+    }
+    auto& terms = generic_[node];
+    terms.push_back(std::move(term));
+    return MeasureInput{node, terms.size() - 1, true};
+  }
+
   void plan_measures() {
     for (const std::string& text : cube_->spec_.measures) {
       MeasurePlan plan;
       plan.expr = parse_expression(text);
-      for (const AggCall& call : plan.expr.aggs) {
-        const int f = data_.find_field(call.field);
-        if (f < 0)
-          throw Error("expression '" + text + "': unknown field '" + call.field + "' at position " +
-                      std::to_string(call.position));
-        const auto field = static_cast<std::uint32_t>(f);
-        const std::uint32_t node = graph_.node_of_field(field);
-        if (graph_.is_field(node) && call.func != AggFunc::kCountDistinct && call.func != AggFunc::kOnly)
-          throw Error("expression '" + text + "': " + agg_name(call.func) + " of key field '" + call.field +
-                      "' at position " + std::to_string(call.position) +
-                      ": a key field allows only Count(distinct …) and Only(…)");
-        Term term;
-        term.func = call.func;
-        term.field = field;
-        if (!graph_.is_field(node)) term.column = static_cast<std::uint32_t>(data_.tables()[node].column_of(field));
-        auto& terms = terms_[node];
-        std::size_t index = 0;
-        while (index < terms.size() && !(terms[index].func == term.func && terms[index].field == term.field)) ++index;
-        if (index == terms.size()) terms.push_back(term);
-        plan.aggs.emplace_back(node, index);
-      }
+      const Expression& e = plan.expr;
+      plan.plan = Plan::bind(e, e.root, [&](std::uint32_t n) -> std::uint32_t {
+        const ExprNode& x = e.nodes[n];
+        if (x.kind == ExprNode::Kind::kSet || x.kind == ExprNode::Kind::kScoped)
+          fail(text, x.position, "set expressions are not yet supported");
+        if (x.kind == ExprNode::Kind::kStar) fail(text, x.position, "'*' stands only in Count(*)");
+        // A field outside any aggregation reads as Only(field) for the row (§1.3).
+        plan.inputs.push_back(x.kind == ExprNode::Kind::kField ? fast_input(AggFunc::kOnly, field_index(text, x))
+                                                               : plan_aggregation(text, e, n));
+        return static_cast<std::uint32_t>(plan.inputs.size() - 1);
+      });
       measures_.push_back(std::move(plan));
     }
+  }
+
+  // The key a row (or a record) has at a node once TOTAL <…> keeps only some dimensions:
+  // `key` is in the part's key space.
+  std::uint64_t project(std::uint64_t key, std::size_t p, const std::vector<std::uint8_t>& keep) const {
+    if (p == kNoPart) return 0;
+    std::uint64_t out = 0;
+    for (std::size_t d = 0; d < dims_.size(); ++d) {
+      const std::uint64_t stride = parts_[p].dims[d].stride;
+      if (!keep[d] || stride == 0) continue;
+      const std::uint64_t radix = std::uint64_t{data_.fields()[dims_[d].field].symbols.size()} + 1;
+      out += (key / stride) % radix * stride;
+    }
+    return out;
+  }
+
+  // A row's key in the key space of a node's part.
+  std::uint64_t part_key(std::uint64_t row_key, std::size_t p) const {
+    if (p == kNoPart) return 0;
+    if (parts_.size() <= 1) return row_key;
+    return row_key / parts_[p].base % parts_[p].space;
+  }
+
+  // The generic terms of one node: each possible record's argument values, gathered per
+  // group key it reaches (projected for TOTAL <…>), then reduced per group and over all.
+  GenericResults run_generic(std::uint32_t node, const std::vector<GenericTerm>& terms) {
+    const std::size_t p = part_of_node(node);
+    const RootedTree tree(graph_, node, dim_nodes_);
+    JoinWalker walker(model_, *rows_, graph_, tree, p == kNoPart ? no_dims_ : parts_[p].dims, false);
+    std::vector<std::uint32_t> columns, column_fields;
+    std::vector<std::vector<std::size_t>> sources(terms.size());
+    for (std::size_t t = 0; t < terms.size(); ++t) {
+      for (const std::uint32_t f : terms[t].fields) {
+        std::size_t c = std::find(column_fields.begin(), column_fields.end(), f) - column_fields.begin();
+        if (c == column_fields.size()) {
+          column_fields.push_back(f);
+          columns.push_back(column_at(node, f));
+        }
+        sources[t].push_back(c);
+      }
+    }
+    // The walk reads at least one column (it sizes its batches by the columns it decodes).
+    if (columns.empty()) columns.push_back(graph_.is_field(node) ? detail::kIdentity : 0U);
+    struct Gathered {
+      std::vector<Value> values, weights;
+      std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> members;
+      // A plan over one field: its value per symbol (+1; 0 for NULL), computed once.
+      std::vector<std::uint8_t> done_value, done_weight;
+      std::vector<Value> by_symbol_value, by_symbol_weight;
+    };
+    std::vector<Gathered> g(terms.size());
+    for (std::size_t t = 0; t < terms.size(); ++t) {
+      if (terms[t].fields.size() != 1) continue;
+      const std::size_t n = std::size_t{data_.fields()[terms[t].fields[0]].symbols.size()} + 1;
+      g[t].done_value.assign(n, 0);
+      g[t].by_symbol_value.resize(n);
+      if (terms[t].has_weight) {
+        g[t].done_weight.assign(n, 0);
+        g[t].by_symbol_weight.resize(n);
+      }
+    }
+    GenericResults out;
+    std::vector<std::uint64_t> record_keys, projected;
+    std::vector<Value> inputs;
+    walker.for_each_record(columns, [&](const detail::RecordBatch& b) {
+      for (std::size_t i = 0; i < b.n; ++i) {
+        record_keys.assign(b.keys.begin() + b.key_offsets[i], b.keys.begin() + b.key_offsets[i + 1]);
+        std::sort(record_keys.begin(), record_keys.end());
+        record_keys.erase(std::unique(record_keys.begin(), record_keys.end()), record_keys.end());
+        for (std::size_t t = 0; t < terms.size(); ++t) {
+          const GenericTerm& term = terms[t];
+          Gathered& gt = g[t];
+          if (term.fields.size() == 1) {
+            const std::uint32_t code = b.extra[sources[t][0]][i];
+            const std::size_t at = code == kNull ? 0 : std::size_t{code} + 1;
+            auto eval_once = [&](std::vector<std::uint8_t>& done, std::vector<Value>& cache, const Plan& plan) {
+              if (!done[at]) {
+                const Value in = symbol_value(data_.fields()[term.fields[0]].symbols, code);
+                cache[at] = plan.eval(&in);
+                done[at] = 1;
+              }
+              return cache[at];
+            };
+            gt.values.push_back(eval_once(gt.done_value, gt.by_symbol_value, term.value));
+            if (term.has_weight) gt.weights.push_back(eval_once(gt.done_weight, gt.by_symbol_weight, term.weight));
+          } else {
+            inputs.clear();
+            for (std::size_t j = 0; j < term.fields.size(); ++j)
+              inputs.push_back(symbol_value(data_.fields()[term.fields[j]].symbols, b.extra[sources[t][j]][i]));
+            gt.values.push_back(term.value.eval(inputs.data()));
+            if (term.has_weight) gt.weights.push_back(term.weight.eval(inputs.data()));
+          }
+          const auto record = static_cast<std::uint32_t>(gt.values.size() - 1);
+          if (term.total && std::none_of(term.keep_dim.begin(), term.keep_dim.end(), [](std::uint8_t k) { return k; }))
+            continue;  // TOTAL alone: only the grand total
+          if (term.total) {
+            projected.clear();
+            for (const std::uint64_t k : record_keys) projected.push_back(project(k, p, term.keep_dim));
+            std::sort(projected.begin(), projected.end());
+            projected.erase(std::unique(projected.begin(), projected.end()), projected.end());
+            for (const std::uint64_t k : projected) gt.members[k].push_back(record);
+          } else {
+            for (const std::uint64_t k : record_keys) gt.members[k].push_back(record);
+          }
+        }
+        out.keys.insert(out.keys.end(), record_keys.begin(), record_keys.end());
+      }
+    });
+    std::sort(out.keys.begin(), out.keys.end());
+    out.keys.erase(std::unique(out.keys.begin(), out.keys.end()), out.keys.end());
+    out.values.resize(terms.size());
+    std::vector<Value> vs, ws;
+    for (std::size_t t = 0; t < terms.size(); ++t) {
+      const GenericTerm& term = terms[t];
+      Gathered& gt = g[t];
+      for (const auto& [key, members] : gt.members) {
+        vs.clear();
+        ws.clear();
+        for (const std::uint32_t r : members) {
+          vs.push_back(gt.values[r]);
+          if (term.has_weight) ws.push_back(gt.weights[r]);
+        }
+        out.values[t].emplace(key, aggregate_values(term.fn->kind, term.distinct, vs, ws, term.params));
+      }
+      out.totals.push_back(gt.values.empty() ? empty_aggregate(term.fn->kind)
+                                             : aggregate_values(term.fn->kind, term.distinct, gt.values, gt.weights,
+                                                                term.params));
+    }
+    return out;
+  }
+
+  // A measure that is one fast aggregation: its numbers straight from the accumulators (and,
+  // for Only, its symbols).
+  void fast_measure(std::size_t m, const MeasureInput& input, const std::map<std::uint32_t, NodeAggregates>& by_node,
+                    const std::vector<std::uint64_t>& keys) {
+    const NodeAggregates& agg = by_node.at(input.node);
+    const Term& term = terms_.at(input.node)[input.term];
+    const bool only = term.func == AggFunc::kOnly;
+    std::vector<double>& values = cube_->values_[m];
+    values.resize(keys.size());
+    if (only) {
+      cube_->only_fields_[m] = term.field;
+      cube_->only_symbols_[m].assign(keys.size(), kNull);
+      cube_->total_symbols_[m] = agg.total_symbols[input.term];
+    }
+    const std::size_t p = part_of_node(input.node);
+    for (std::size_t r = 0; r < keys.size(); ++r) {
+      auto it = agg.group_of.find(part_key(keys[r], p));
+      if (it == agg.group_of.end()) {
+        values[r] = detail::empty_value(term.func);
+      } else {
+        values[r] = agg.values[input.term][it->second];
+        if (only) cube_->only_symbols_[m][r] = agg.symbols[input.term][it->second];
+      }
+    }
+    cube_->totals_[m] = agg.totals[input.term];
+    cube_->total_values_[m] = only ? symbol_value(data_.fields()[term.field].symbols, agg.total_symbols[input.term])
+                                   : Value::number(agg.totals[input.term]);
+  }
+
+  // One input of a measure as values per row; returns its total.
+  Value input_column(const MeasureInput& input, const std::map<std::uint32_t, NodeAggregates>& by_node,
+                     const std::map<std::uint32_t, GenericResults>& generic, const std::vector<std::uint64_t>& keys,
+                     std::vector<Value>& out) const {
+    const std::size_t p = part_of_node(input.node);
+    out.resize(keys.size());
+    if (input.generic) {
+      const GenericTerm& term = generic_.at(input.node)[input.term];
+      const GenericResults& res = generic.at(input.node);
+      const bool all = term.total && std::none_of(term.keep_dim.begin(), term.keep_dim.end(), [](std::uint8_t k) { return k; });
+      const auto& values = res.values[input.term];
+      for (std::size_t r = 0; r < keys.size(); ++r) {
+        if (all) {
+          out[r] = res.totals[input.term];
+          continue;
+        }
+        std::uint64_t k = part_key(keys[r], p);
+        if (term.total) k = project(k, p, term.keep_dim);
+        auto it = values.find(k);
+        out[r] = it == values.end() ? empty_aggregate(term.fn->kind) : it->second;
+      }
+      return res.totals[input.term];
+    }
+    const NodeAggregates& agg = by_node.at(input.node);
+    const Term& term = terms_.at(input.node)[input.term];
+    const SymbolTable& symbols = data_.fields()[term.field].symbols;
+    const bool only = term.func == AggFunc::kOnly;
+    for (std::size_t r = 0; r < keys.size(); ++r) {
+      auto it = agg.group_of.find(part_key(keys[r], p));
+      if (it == agg.group_of.end()) {
+        out[r] = Value::number(detail::empty_value(term.func));
+      } else if (only) {
+        out[r] = symbol_value(symbols, agg.symbols[input.term][it->second]);
+      } else {
+        out[r] = Value::number(agg.values[input.term][it->second]);
+      }
+    }
+    return only ? symbol_value(symbols, agg.total_symbols[input.term]) : Value::number(agg.totals[input.term]);
   }
 
   bool has_none(std::uint64_t key) const {
@@ -257,7 +676,7 @@ class HypercubeBuilder {
   }
 
   // The rows' tuple keys, sorted: the cross product of each part's combinations.
-  std::vector<std::uint64_t> row_keys(const std::map<std::uint32_t, NodeAggregates>& by_node) const {
+  std::vector<std::uint64_t> row_keys(const std::map<std::uint32_t, std::vector<std::uint64_t>>& by_node) const {
     std::vector<std::uint64_t> out{0};
     for (std::size_t p = 0; p < parts_.size(); ++p) {
       std::vector<std::uint64_t> keys = part_keys(p, by_node);
@@ -281,7 +700,8 @@ class HypercubeBuilder {
   // those the records of its aggregations reach. The inner walk is skipped when an
   // aggregation's table lies on that tree: its rows reach every such tuple anyway (a key
   // field's records are its values, which miss the tuples of rows where it is NULL).
-  std::vector<std::uint64_t> part_keys(std::size_t p, const std::map<std::uint32_t, NodeAggregates>& by_node) const {
+  std::vector<std::uint64_t> part_keys(std::size_t p,
+                                       const std::map<std::uint32_t, std::vector<std::uint64_t>>& by_node) const {
     const Part& part = parts_[p];
     std::uint32_t root = detail::kNoNode;
     for (std::size_t d = 0; d < dims_.size() && root == detail::kNoNode; ++d)
@@ -292,9 +712,9 @@ class HypercubeBuilder {
       tree = RootedTree(graph_, tree.children[root][0], dim_nodes_);
     std::vector<std::uint64_t> keys;
     bool reached_by_measure = false;
-    for (const auto& [node, agg] : by_node) {
+    for (const auto& [node, node_keys] : by_node) {
       if (!part.reached[node]) continue;
-      keys.insert(keys.end(), agg.keys.begin(), agg.keys.end());
+      keys.insert(keys.end(), node_keys.begin(), node_keys.end());
       reached_by_measure = reached_by_measure || (!graph_.is_field(node) && tree.contains(node));
     }
     if (!reached_by_measure) {
@@ -414,6 +834,10 @@ class HypercubeBuilder {
     for (auto& v : cube_->values_) permute(v);
     for (auto& s : cube_->only_symbols_)
       if (!s.empty()) permute(s);
+    for (auto& t : cube_->texts_)
+      if (!t.empty()) permute(t);
+    for (auto& f : cube_->text_flags_)
+      if (!f.empty()) permute(f);
     cube_->rows_ = order.size();
   }
 
@@ -438,6 +862,7 @@ class HypercubeBuilder {
   const std::vector<DimPlace> no_dims_;
   std::uint64_t key_space_ = 1;
   std::map<std::uint32_t, std::vector<Term>> terms_;  // per node, the aggregations it computes
+  std::map<std::uint32_t, std::vector<GenericTerm>> generic_;  // per node, the other aggregations
   std::vector<MeasurePlan> measures_;
 };
 

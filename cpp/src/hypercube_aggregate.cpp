@@ -284,6 +284,19 @@ std::size_t distinct_words(std::uint32_t n_symbols, std::size_t slots, std::uint
 
 }  // namespace
 
+const char* agg_name(AggFunc f) {
+  switch (f) {
+    case AggFunc::kSum: return "Sum";
+    case AggFunc::kCount: return "Count";
+    case AggFunc::kCountDistinct: return "Count(distinct)";
+    case AggFunc::kAvg: return "Avg";
+    case AggFunc::kMin: return "Min";
+    case AggFunc::kMax: return "Max";
+    case AggFunc::kOnly: return "Only";
+  }
+  return "?";
+}
+
 double empty_value(AggFunc f) {
   return f == AggFunc::kSum || f == AggFunc::kCount || f == AggFunc::kCountDistinct ? 0.0 : kNaN;
 }

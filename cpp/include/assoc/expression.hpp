@@ -1,55 +1,68 @@
 #pragma once
-// Chart expressions of a hypercube's measures: aggregations over fields (Sum, Count,
-// Count(distinct), Avg, Min, Max, Only) combined with + - * /, parentheses and numeric
-// constants. A bare field stands for Only(field), as Qlik reads a naked field in a chart.
+// Chart expressions (spec chart-expressions §6): the syntax tree a parser makes of a measure,
+// with the position of every node for errors. Operators by precedence, high to low: unary
+// -, * /, + -, &, comparisons (= <> < <= > >= like precedes follows), not, and, or xor; all
+// binary operators left-associative. Names: bare, [bracketed], "quoted" or `quoted`; strings
+// in single quotes ('' escapes a quote); // and /* */ comments. Aggregations take an optional
+// set expression {…}, DISTINCT or NODISTINCT, TOTAL [<F, …>], then their arguments.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "assoc/value.hpp"
+
 namespace assoc {
 
-enum class AggFunc : std::uint8_t { kSum, kCount, kCountDistinct, kAvg, kMin, kMax, kOnly };
+// How deep an expression may nest (parentheses, calls, operator chains): deeper ones are an
+// error, so no input can exhaust the stack of the parser or of the evaluation.
+inline constexpr std::size_t kMaxExpressionDepth = 256;
 
-// The function's name as users write it ("Count(distinct …)" for kCountDistinct).
-const char* agg_name(AggFunc f);
+enum class ExprOp : std::uint8_t {
+  kNeg, kNot,                                             // unary
+  kMul, kDiv, kAdd, kSub, kConcat,                        // arithmetic and &
+  kEq, kNe, kLt, kLe, kGt, kGe, kLike, kPrecedes, kFollows,  // comparisons
+  kAnd, kOr, kXor,
+};
 
-// One aggregation of a field, as written in the expression.
-struct AggCall {
-  AggFunc func = AggFunc::kSum;
-  std::string field;
-  std::size_t position = 0;  // where the field reference starts in the expression (0-based)
+// The operator as written ("+", "like", …).
+const char* op_name(ExprOp op);
+
+struct ExprNode {
+  enum class Kind : std::uint8_t {
+    kConst,   // value
+    kField,   // name: a field reference
+    kUnary,   // op, args[0]
+    kBinary,  // op, args[0], args[1]
+    kCall,    // name (as written): a scalar function of args
+    kAgg,     // name (as written): an aggregation of args, with the modifiers below
+    kStar,    // the * of Count(*)
+    kSet,     // name: a set expression's text between { and }
+    kScoped,  // args[0] a kSet, args[1] the expression it applies to (an outer set, §2.8)
+  };
+  Kind kind = Kind::kConst;
+  ExprOp op = ExprOp::kAdd;
+  std::string name;
+  Value value;
+  std::vector<std::uint32_t> args;
+  std::size_t position = 0;  // 0-based offset in the text where the node starts
+  // kAgg only.
+  std::int32_t set = -1;  // node index of its kSet, -1 when none
+  bool distinct = false;
+  bool nodistinct = false;
+  bool total = false;
+  std::vector<std::string> total_fields;  // TOTAL <F, …>
+  std::vector<std::size_t> total_positions;
 };
 
 // A parsed expression: nodes in a flat list, children before their parents.
 struct Expression {
-  enum class Op : std::uint8_t { kConst, kAgg, kNeg, kAdd, kSub, kMul, kDiv };
-  struct Node {
-    Op op = Op::kConst;
-    double value = 0;         // kConst
-    std::uint32_t agg = 0;    // kAgg: index into aggs
-    std::uint32_t lhs = 0;    // kNeg and binary operators
-    std::uint32_t rhs = 0;    // binary operators
-  };
   std::string text;
-  std::vector<Node> nodes;  // the last node is the root
-  std::vector<AggCall> aggs;
-
-  // True when the whole expression is one aggregation (its value keeps the field's dual value).
-  bool is_single_agg() const { return nodes.size() == 1 && nodes[0].op == Op::kAgg; }
+  std::vector<ExprNode> nodes;
+  std::uint32_t root = 0;
 };
 
-// How deep parentheses and signs may nest (`((1))` is 2 levels, `-(-1)` 3): far beyond any
-// real chart expression, far below what exhausts a thread's stack (under 1 kB a level).
-inline constexpr std::size_t kMaxExpressionDepth = 256;
-
-// Parses `text`; a malformed expression (or one nested deeper than kMaxExpressionDepth)
-// throws Error naming the position and the problem.
+// Parses `text`; a malformed expression throws Error naming the position and the problem.
 Expression parse_expression(const std::string& text);
-
-// Evaluates node by node over `n` rows: agg_values[a][r] is aggregation a's value on row r
-// (NaN for NULL); arithmetic with NULL and division by 0 give NaN.
-std::vector<double> evaluate_expression(const Expression& e, const std::vector<const double*>& agg_values,
-                                        std::size_t n);
 
 }  // namespace assoc

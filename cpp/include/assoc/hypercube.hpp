@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "assoc/expression.hpp"
 #include "assoc/selection.hpp"
+#include "assoc/value.hpp"
 
 namespace assoc {
 
@@ -46,6 +46,13 @@ class Hypercube {
   // The measure over every possible record (NaN for NULL), and its symbol for an Only measure.
   double total(std::size_t m) const { return totals_.at(m); }
   std::uint32_t total_symbol(std::size_t m) const { return total_symbols_.at(m); }
+  // A measure's text on row r when its value has one (a text or a dual), else nullptr.
+  const std::string* text(std::size_t m, std::size_t r) const {
+    const auto& flags = text_flags_.at(m);
+    return flags.empty() || !flags[r] ? nullptr : &texts_[m][r];
+  }
+  // The measure's total as a value (its text included), for measures that are not one Only.
+  const Value& total_value(std::size_t m) const { return total_values_.at(m); }
   std::size_t byte_size() const;
 
  private:
@@ -59,6 +66,9 @@ class Hypercube {
   std::vector<std::vector<std::uint32_t>> only_symbols_;
   std::vector<double> totals_;
   std::vector<std::uint32_t> total_symbols_;
+  std::vector<std::vector<std::string>> texts_;        // per measure: empty, or per row
+  std::vector<std::vector<std::uint8_t>> text_flags_;  // per measure: empty, or per row 1 with a text
+  std::vector<Value> total_values_;
 };
 
 // The hypercube of `spec` under a selection state: found in the engine's result cache, or

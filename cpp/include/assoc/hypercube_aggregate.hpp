@@ -6,10 +6,15 @@
 #include <unordered_map>
 #include <vector>
 
-#include "assoc/expression.hpp"
 #include "assoc/hypercube_join.hpp"
 
 namespace assoc::detail {
+
+// The aggregations the per-node accumulators compute straight from a field's symbols.
+enum class AggFunc : std::uint8_t { kSum, kCount, kCountDistinct, kAvg, kMin, kMax, kOnly };
+
+// The function's name as users write it ("Count(distinct …)" for kCountDistinct).
+const char* agg_name(AggFunc f);
 
 // One aggregation to compute: the function, its field, and the field's column at the node.
 struct Term {
