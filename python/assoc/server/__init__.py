@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,6 +28,7 @@ from assoc.server.ui import ui_routes
 __all__ = ["create_app"]
 
 BUDGET_SHARE_KEPT = 4  # with MemoryBudgetMB set, at most a quarter of it is kept
+GIL_SWITCH_SECONDS = 0.001  # Python's default is 0.005
 
 
 def create_app(
@@ -42,6 +44,9 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         assoc.set_threads(settings.threads)
+        # Engine threads run Python between their engine calls: a shorter turn with the GIL
+        # lets the event loop (health probes, small requests) in sooner.
+        sys.setswitchinterval(GIL_SWITCH_SECONDS)
         if settings.memory_budget_bytes > 0:
             # Freed arrays the engine keeps for reuse count against the budget too.
             kept = assoc.memory_blocks()["kept_limit"]
@@ -56,7 +61,7 @@ def create_app(
         # collector's full passes so those stay short under load.
         gc.collect()
         gc.freeze()
-        qix = QixConnections(store)
+        qix = QixConnections(store, settings)
         try:
             yield {"settings": settings, "store": store, "monitor": monitor, "qix": qix}
         finally:

@@ -175,6 +175,12 @@ SPECS: tuple[SettingSpec, ...] = (
         "default 10000: handles (fields, objects) one QIX session may hold open",
     ),
     SettingSpec(
+        "QixEngineThreads",
+        "qix_engine_threads",
+        _int_range(0, 1024),
+        "default 0 = the logical cores (2 at least): QIX requests computed at once; more wait",
+    ),
+    SettingSpec(
         "PrometheusPort",
         "prometheus_port",
         _int_range(0, 65535),
@@ -213,6 +219,7 @@ class Settings:
     engine_version: str = ""
     qix_max_message_bytes: int = 16 << 20
     qix_max_objects_per_session: int = 10_000
+    qix_engine_threads: int = 0
     prometheus_port: int = 0
     allowed_folders: str = ""
 

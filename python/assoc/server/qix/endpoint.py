@@ -16,8 +16,11 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from assoc.server.health import HealthMonitor
 from assoc.server.metrics import Metrics
+from assoc.server.qix.handles import Target
+from assoc.server.qix.methods import Method
 from assoc.server.qix.rpc import (
     InvalidRequest,
+    Request,
     RpcError,
     close_message,
     error_message,
@@ -26,6 +29,7 @@ from assoc.server.qix.rpc import (
 )
 from assoc.server.qix.session import QixSession
 from assoc.server.qix.urls import parse_qix_path
+from assoc.server.qix.workload import EngineWork, work_bytes
 from assoc.server.settings import Settings
 from assoc.server.store import AppStore
 
@@ -45,9 +49,11 @@ class QixConnection:
         session: QixSession,
         monitor: HealthMonitor,
         metrics: Metrics,
+        engine: EngineWork,
     ) -> None:
         self.websocket = websocket
         self.session = session
+        self.engine = engine
         self.lock = asyncio.Lock()
         self.metrics = metrics
         self._send = send
@@ -79,14 +85,22 @@ class QixConnection:
         if not method.engine:
             await self.send(session.answer(request, target, method))
         elif method.name not in RELOAD_METHODS:
-            await self.send(await run_in_threadpool(session.answer, request, target, method))
+            await self.send(await self.engine.run(self._answer, request, target, method))
         else:
             before = session.last_reload
-            answer = await run_in_threadpool(session.answer, request, target, method)
+            answer = await self.engine.run(self._answer, request, target, method)
             last = session.last_reload
             if last is not None and last is not before:
                 self.metrics.observe_reload(last.progress.error is None, last.millis / 1000)
             await self.send(answer)
+
+    def _answer(self, request: Request, target: Target, method: Method) -> str:
+        """The answer of an engine method, run once its working memory is admitted."""
+        try:
+            with self.engine.admitted(work_bytes(target, method.name), method.name):
+                return self.session.answer(request, target, method)
+        except RpcError as exc:
+            return error_message(request.id, exc)
 
     async def app_changed(self, app_id: str) -> None:
         """Closes the session's document if it is `app_id`; tells the client the closed handles."""
@@ -105,8 +119,9 @@ class QixConnection:
 class QixConnections:
     """The open sockets: told of deleted and replaced apps, closed at shutdown."""
 
-    def __init__(self, store: AppStore) -> None:
+    def __init__(self, store: AppStore, settings: Settings) -> None:
         self._loop = asyncio.get_running_loop()
+        self.engine = EngineWork(settings.qix_engine_threads, store.load_gate)
         self._connections: set[QixConnection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._unsubscribe = store.subscribe(self._app_event)
@@ -140,6 +155,7 @@ class QixConnections:
                 await connection.websocket.close(GOING_AWAY)
         for task in list(self._tasks):
             task.cancel()
+        self.engine.shutdown()
 
 
 def _text_of(message: Mapping[str, Any]) -> str | None:
@@ -172,7 +188,12 @@ class QixEndpoint:
         parse_qix_path(websocket.url.path)
         session = QixSession(state["store"], settings, str(state.get("user", "")))
         connection = QixConnection(
-            websocket, send, session, state["monitor"], websocket.app.state.metrics
+            websocket,
+            send,
+            session,
+            state["monitor"],
+            websocket.app.state.metrics,
+            connections.engine,
         )
         await websocket.accept()
         connections.add(connection)
