@@ -6,6 +6,7 @@ import argparse
 import os
 import socket
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from assoc import Error, __version__, cli_inspect, cli_query, cli_transfer
@@ -119,9 +120,7 @@ def serve(args: argparse.Namespace) -> int:
         print(f"assoc serve: {exc}", file=sys.stderr)
         return 2
 
-    import uvicorn
-
-    from assoc.server import create_app
+    from assoc.server import create_app, going_away
     from assoc.server.metrics import metrics_of
 
     try:
@@ -134,7 +133,8 @@ def serve(args: argparse.Namespace) -> int:
         host, port = listener.getsockname()[:2]
         # With --port 0 the system picks the port: this line is how callers learn it.
         print(f"assoc serve: listening on {_url(host, port)}", file=sys.stderr, flush=True)
-        server = uvicorn.Server(
+        server = stopping_server(
+            lambda: going_away(app),
             server_config(
                 app,
                 args.host,
@@ -143,7 +143,7 @@ def serve(args: argparse.Namespace) -> int:
                 args.access_log,
                 ws_max_size=settings.qix_max_message_bytes,
                 shutdown_timeout=settings.shutdown_timeout,
-            )
+            ),
         )
         metrics = metrics_of(app)
         if settings.prometheus_port:
@@ -165,6 +165,19 @@ def serve(args: argparse.Namespace) -> int:
         finally:
             metrics.stop()
     return 0 if server.started else 1
+
+
+def stopping_server(on_stop: Callable[[], None], config: uvicorn.Config) -> uvicorn.Server:
+    """A uvicorn server that calls `on_stop` as its shutdown starts (before it waits for the
+    requests in progress)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            on_stop()
+            await super().shutdown(sockets)
+
+    return Server(config)
 
 
 def bind(host: str, port: int) -> socket.socket:

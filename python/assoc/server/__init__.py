@@ -25,7 +25,7 @@ from assoc.server.settings import Settings
 from assoc.server.store import AppStore
 from assoc.server.ui import ui_routes
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "going_away"]
 
 BUDGET_SHARE_KEPT = 4  # with MemoryBudgetMB set, at most a quarter of it is kept
 GIL_SWITCH_SECONDS = 0.001  # Python's default is 0.005
@@ -62,6 +62,7 @@ def create_app(
         gc.collect()
         gc.freeze()
         qix = QixConnections(store, settings)
+        app.state.qix = qix
         try:
             yield {"settings": settings, "store": store, "monitor": monitor, "qix": qix}
         finally:
@@ -83,3 +84,11 @@ def create_app(
     )
     service.state.metrics = metrics
     return service
+
+
+def going_away(app: Starlette) -> None:
+    """Tells a running service that it is stopping (SIGTERM): QIX requests in progress are
+    given up rather than waited for."""
+    qix: QixConnections | None = getattr(app.state, "qix", None)
+    if qix is not None:
+        qix.going_away()

@@ -54,6 +54,7 @@ class QixConnection:
         self.websocket = websocket
         self.session = session
         self.engine = engine
+        self._work: asyncio.Future[str] | None = None  # the engine request being answered
         self.lock = asyncio.Lock()
         self.metrics = metrics
         self._send = send
@@ -85,14 +86,27 @@ class QixConnection:
         if not method.engine:
             await self.send(session.answer(request, target, method))
         elif method.name not in RELOAD_METHODS:
-            await self.send(await self.engine.run(self._answer, request, target, method))
+            await self.send(await self._engine_answer(request, target, method))
         else:
             before = session.last_reload
-            answer = await self.engine.run(self._answer, request, target, method)
+            answer = await self._engine_answer(request, target, method)
             last = session.last_reload
             if last is not None and last is not before:
                 self.metrics.observe_reload(last.progress.error is None, last.millis / 1000)
             await self.send(answer)
+
+    async def _engine_answer(self, request: Request, target: Target, method: Method) -> str:
+        self._work = asyncio.ensure_future(self.engine.run(self._answer, request, target, method))
+        try:
+            return await self._work
+        finally:
+            self._work = None
+
+    def cancel_work(self) -> bool:
+        """Stops waiting for the engine request in progress (CancelledError in `handle`);
+        True when there was one."""
+        work = self._work
+        return work is not None and work.cancel()
 
     def _answer(self, request: Request, target: Target, method: Method) -> str:
         """The answer of an engine method, run once its working memory is admitted."""
@@ -120,6 +134,7 @@ class QixConnections:
     """The open sockets: told of deleted and replaced apps, closed at shutdown."""
 
     def __init__(self, store: AppStore, settings: Settings) -> None:
+        self.stopping = False
         self._loop = asyncio.get_running_loop()
         self.engine = EngineWork(settings.qix_engine_threads, store.load_gate)
         self._connections: set[QixConnection] = set()
@@ -146,6 +161,20 @@ class QixConnections:
                 task = self._loop.create_task(connection.app_changed(app_id))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
+
+    def going_away(self) -> None:
+        """The service is stopping: engine requests in progress are given up (their sockets
+        end without answers; the server closes them with 1012), in one log line."""
+        if self.stopping:
+            return
+        self.stopping = True
+        cancelled = sum(connection.cancel_work() for connection in list(self._connections))
+        _log.log(
+            logging.WARNING if cancelled else logging.INFO,
+            "QIX: stopping with %d sockets open, %d requests in progress given up",
+            len(self._connections),
+            cancelled,
+        )
 
     async def close_all(self) -> None:
         """Closes every socket (service shutdown) and stops listening to the store."""
@@ -216,10 +245,16 @@ class QixEndpoint:
                     await connection.handle(text)
         except (WebSocketDisconnect, RuntimeError, OSError) as exc:
             _log.debug("QIX socket ended: %s", exc)
+        except asyncio.CancelledError:
+            if not connections.stopping:
+                raise
+            # Stopping: going_away gave up this socket's request (logged there).
         finally:
             connections.discard(connection)
-            async with connection.lock:
-                await run_in_threadpool(session.close)
+            # Stopping, the session ends with the process: a request given up may still use it.
+            if not connections.stopping:
+                async with connection.lock:
+                    await run_in_threadpool(session.close)
 
 
 def qix_routes() -> list[WebSocketRoute]:

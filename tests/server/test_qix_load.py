@@ -1,0 +1,138 @@
+"""QIX engine work against a real `assoc serve`: small requests are answered while it runs, work
+over the memory budget gets an error, and SIGTERM ends sockets mid-request quietly."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import ClientConnection, connect
+
+from appfiles import ServerProcess
+
+pytestmark = pytest.mark.server
+
+ROWS = 300_000
+REGIONS = 50
+
+
+def big_csv(rows: int = ROWS) -> bytes:
+    """Rows with a unique id: a cube by Id is as long as the app, and slow to lay out."""
+    lines = ["Id,Region,Amount"]
+    lines += [f"{i},r{i % REGIONS},{i % 997}.5" for i in range(rows)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def cube_props(dimension: str = "Id") -> dict[str, Any]:
+    return {
+        "qInfo": {"qType": "table"},
+        "qHyperCubeDef": {
+            "qDimensions": [{"qDef": {"qFieldDefs": [dimension]}}],
+            "qMeasures": [{"qDef": {"qDef": "Sum(Amount)"}}],
+            "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 2, "qHeight": 10}],
+        },
+    }
+
+
+class Socket:
+    """One QIX socket; `call` waits for its answer, `send` does not."""
+
+    def __init__(self, url: str) -> None:
+        self._connection = connect(url, max_size=None, open_timeout=30, close_timeout=5)
+        self.ws: ClientConnection = self._connection.__enter__()
+        self.ws.recv(timeout=30)  # OnConnected
+        self.next_id = 0
+
+    def send(self, method: str, params: Any, handle: int = -1) -> int:
+        self.next_id += 1
+        request = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "handle": handle}
+        self.ws.send(json.dumps({**request, "params": params}))
+        return self.next_id
+
+    def answer(self, request_id: int, timeout: float = 120) -> dict[str, Any]:
+        while True:
+            message: dict[str, Any] = json.loads(self.ws.recv(timeout=timeout))
+            if message.get("id") == request_id:
+                return message
+
+    def call(self, method: str, params: Any, handle: int = -1) -> dict[str, Any]:
+        answer = self.answer(self.send(method, params, handle))
+        assert "error" not in answer, answer
+        result: dict[str, Any] = answer["result"]
+        return result
+
+    def open_cube(self, app_id: str, selection: int | None = None) -> int:
+        """OpenDoc, a session cube by Id, and a Region selected: the cube's handle."""
+        doc = self.call("OpenDoc", [app_id])["qReturn"]["qHandle"]
+        if selection is not None:
+            region = self.call("GetField", ["Region"], doc)["qReturn"]["qHandle"]
+            self.call("LowLevelSelect", [[selection % REGIONS]], region)
+        handle: int = self.call("CreateSessionObject", [cube_props()], doc)["qReturn"]["qHandle"]
+        return handle
+
+    def close(self) -> None:
+        self._connection.__exit__(None, None, None)
+
+
+def import_app(server: ServerProcess, body: bytes) -> str:
+    with server.client() as client:
+        response = client.post("/v1/apps/import", content=body, timeout=300)
+        assert response.status_code == 200, response.text
+        app_id: str = response.json()["attributes"]["id"]
+        return app_id
+
+
+def ws_url(server: ServerProcess) -> str:
+    return "ws" + server.base_url.removeprefix("http") + "/app/"
+
+
+def requests_counted(server: ServerProcess, method: str) -> int:
+    """QIX requests of `method` the service has taken (they count before they are worked on)."""
+    with server.client() as client:
+        for line in client.get("/metrics").text.splitlines():
+            if line.startswith(f'assoc_qix_requests_total{{method="{method}"}}'):
+                return int(float(line.split()[-1]))
+    return 0
+
+
+def wait_counted(server: ServerProcess, method: str, count: int) -> None:
+    while requests_counted(server, method) < count:
+        threading.Event().wait(0.01)
+
+
+@pytest.mark.parametrize("shutdown_timeout", [0, 20])
+def test_sigterm_mid_getlayout_closes_sockets_quietly(
+    tmp_path: Path, shutdown_timeout: int
+) -> None:
+    server = ServerProcess(tmp_path / "data", f"ShutdownTimeout={shutdown_timeout}").start()
+    try:
+        app_id = import_app(server, big_csv())
+        idle = [Socket(ws_url(server)) for _ in range(20)]
+        busy = [Socket(ws_url(server)) for _ in range(5)]
+        cubes = [s.open_cube(app_id, n) for n, s in enumerate(busy)]
+        for s, cube in zip(busy, cubes, strict=True):
+            s.send("GetLayout", [], cube)
+        wait_counted(server, "GetLayout", len(busy))
+        assert server.proc is not None
+        server.proc.terminate()
+        codes = []
+        for s in idle + busy:
+            with pytest.raises(ConnectionClosed) as closed:
+                while True:
+                    s.ws.recv(timeout=60)
+            assert closed.value.rcvd is not None, "closed without a close frame"
+            codes.append(closed.value.rcvd.code)
+            s.close()
+        assert server.proc.wait(30) in (0, -15)
+        log = server.read_log()
+        assert set(codes) <= {1001, 1012}, codes
+        assert "Traceback" not in log, log
+        assert "CancelledError" not in log, log
+        assert "requests in progress given up" in log
+        assert "Application shutdown complete" in log
+    finally:
+        server.stop()
