@@ -77,13 +77,17 @@ def server_config(
     access_log: bool = False,
     ws_max_size: int = Settings.qix_max_message_bytes,
     shutdown_timeout: int = Settings.shutdown_timeout,
+    header_read_timeout: int = Settings.header_read_timeout,
+    max_incomplete_per_address: int = Settings.max_incomplete_requests_per_address,
 ) -> uvicorn.Config:
     """The uvicorn configuration `assoc serve` runs an ASGI app with."""
     import uvicorn
 
+    from assoc.server.protocol import bounded_protocol
+
     return uvicorn.Config(
         app,
-        http="httptools",
+        http=bounded_protocol(header_read_timeout, max_incomplete_per_address),
         ws="websockets-sansio",
         ws_max_size=ws_max_size,
         host=host,
@@ -143,6 +147,8 @@ def serve(args: argparse.Namespace) -> int:
                 args.access_log,
                 ws_max_size=settings.qix_max_message_bytes,
                 shutdown_timeout=settings.shutdown_timeout,
+                header_read_timeout=settings.header_read_timeout,
+                max_incomplete_per_address=settings.max_incomplete_requests_per_address,
             ),
         )
         metrics = metrics_of(app)

@@ -132,6 +132,19 @@ SPECS: tuple[SettingSpec, ...] = (
         "seconds, default 60: a request body that sends nothing for this long gets 408",
     ),
     SettingSpec(
+        "HeaderReadTimeout",
+        "header_read_timeout",
+        _int_range(1, 3600),
+        "seconds, default 10: a request whose headers have not all arrived by then gets 408",
+    ),
+    SettingSpec(
+        "MaxIncompleteRequestsPerAddress",
+        "max_incomplete_requests_per_address",
+        _int_range(1, 100_000),
+        "default 64: requests one client address may have sending headers at once; past it "
+        "the oldest gets 429",
+    ),
+    SettingSpec(
         "ShutdownTimeout",
         "shutdown_timeout",
         _int_range(0, 3600),
@@ -212,6 +225,8 @@ class Settings:
     threads: int = 0
     memory_budget_mb: int = 0
     body_read_timeout: int = 60
+    header_read_timeout: int = 10
+    max_incomplete_requests_per_address: int = 64
     shutdown_timeout: int = 30
     validate_json_web_tokens: str = "0"
     json_web_token_secret: str = ""
