@@ -3,6 +3,7 @@ over the memory budget gets an error, and SIGTERM ends sockets mid-request quiet
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from pathlib import Path
@@ -27,12 +28,12 @@ def big_csv(rows: int = ROWS) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def cube_props(dimension: str = "Id") -> dict[str, Any]:
+def cube_props(dimension: str = "Id", measure: str = "Sum(Amount)") -> dict[str, Any]:
     return {
         "qInfo": {"qType": "table"},
         "qHyperCubeDef": {
             "qDimensions": [{"qDef": {"qFieldDefs": [dimension]}}],
-            "qMeasures": [{"qDef": {"qDef": "Sum(Amount)"}}],
+            "qMeasures": [{"qDef": {"qDef": measure}}],
             "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 2, "qHeight": 10}],
         },
     }
@@ -65,13 +66,12 @@ class Socket:
         result: dict[str, Any] = answer["result"]
         return result
 
-    def open_cube(self, app_id: str, selection: int | None = None) -> int:
-        """OpenDoc, a session cube by Id, and a Region selected: the cube's handle."""
+    def open_cube(self, app_id: str, n: int = 0) -> int:
+        """OpenDoc and a session cube by Id, its measure another for each `n` (no two sockets
+        share a result): the cube's handle."""
         doc = self.call("OpenDoc", [app_id])["qReturn"]["qHandle"]
-        if selection is not None:
-            region = self.call("GetField", ["Region"], doc)["qReturn"]["qHandle"]
-            self.call("LowLevelSelect", [[selection % REGIONS]], region)
-        handle: int = self.call("CreateSessionObject", [cube_props()], doc)["qReturn"]["qHandle"]
+        props = cube_props(measure=f"Sum(Amount) * {n + 1}")
+        handle: int = self.call("CreateSessionObject", [props], doc)["qReturn"]["qHandle"]
         return handle
 
     def close(self) -> None:
@@ -138,5 +138,63 @@ def test_sigterm_mid_getlayout_closes_sockets_quietly(
         assert "CancelledError" not in log, log
         assert "requests in progress given up" in log
         assert "Application shutdown complete" in log
+    finally:
+        server.stop()
+
+
+def test_small_requests_are_answered_while_getlayouts_are_in_flight(tmp_path: Path) -> None:
+    # More GetLayouts than the worker threads small requests use (40), each computing its own
+    # cube: while engine work ran in those threads, a DELETE or a /healthcheck waited for the
+    # GetLayouts queued before it (8 here) and one more to finish.
+    sockets, small_request_threads = 48, 40
+    server = ServerProcess(tmp_path / "data").start()
+    busy: list[Socket] = []
+    try:
+        app_id = import_app(server, big_csv())
+        other = import_app(server, b"A,B\n1,x\n")
+        busy = [Socket(ws_url(server)) for _ in range(sockets)]
+        cubes = [s.open_cube(app_id, n) for n, s in enumerate(busy)]
+        sent = [s.send("GetLayout", [], cube) for s, cube in zip(busy, cubes, strict=True)]
+        wait_counted(server, "GetLayout", sockets)
+        with server.client() as client:
+            assert client.delete(f"/v1/apps/{other}").status_code == 200
+            assert client.get("/healthcheck").status_code == 200
+            assert client.get("/health").status_code == 200
+        early: dict[int, dict[str, Any]] = {}
+        for n, s in enumerate(busy):
+            with contextlib.suppress(TimeoutError):
+                early[n] = json.loads(s.ws.recv(timeout=0))
+        assert len(early) < sockets - small_request_threads, len(early)
+        for n, (s, request_id) in enumerate(zip(busy, sent, strict=True)):
+            answer = early.get(n) or s.answer(request_id)
+            assert answer["result"]["qLayout"]["qHyperCube"]["qSize"]["qcy"] == ROWS
+        with server.client() as client:
+            assert client.get(f"/v1/apps/{other}").status_code == 404
+    finally:
+        for s in busy:
+            s.close()
+        server.stop()
+
+
+def test_engine_work_over_the_memory_budget_gets_an_error(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "data", "MemoryBudgetMB=1").start()
+    try:
+        app_id = import_app(server, big_csv())
+        s = Socket(ws_url(server))
+        try:
+            # A cube by Id: 300,000 rows and values to lay out, more than the budget allows.
+            cube = s.open_cube(app_id)
+            answer = s.answer(s.send("GetLayout", [], cube))
+            assert answer["error"]["code"] == 19, answer  # LOCERR_GENERIC_MEMORY_LIMIT_REACHED
+            assert "MemoryBudgetMB" in answer["error"]["message"]
+            # The socket goes on; a cube by Region fits.
+            doc = s.call("GetActiveDoc", [])["qReturn"]["qHandle"]
+            small = s.call("CreateSessionObject", [cube_props("Region")], doc)
+            layout = s.call("GetLayout", [], small["qReturn"]["qHandle"])
+            assert layout["qLayout"]["qHyperCube"]["qSize"]["qcy"] == REGIONS
+        finally:
+            s.close()
+        with server.client() as client:
+            assert client.get("/health").status_code == 200
     finally:
         server.stop()
