@@ -172,6 +172,7 @@ class AppFacts:
         self.tables: list[dict[str, Any]] = metadata["tables"]
         self._lock = threading.Lock()
         self._values: dict[str, FieldValues] = {}
+        self._making: dict[str, threading.Lock] = {}
         self._columns: dict[tuple[str, str], ColumnFacts] = {}
 
     def field(self, name: str) -> dict[str, Any]:
@@ -187,14 +188,22 @@ class AppFacts:
             return name in self._values
 
     def values(self, name: str) -> FieldValues:
-        """The field's values as cells need them."""
+        """The field's values as cells need them (made once: sessions asking for a field at
+        the same time wait for the first to make it)."""
         self.field(name)
         with self._lock:
             found = self._values.get(name)
-        if found is None:
-            found = FieldValues(self.app.symbols(name))
-            with self._lock:
-                found = self._values.setdefault(name, found)
+            making = self._making.setdefault(name, threading.Lock()) if found is None else None
+        if making is not None:
+            with making:
+                with self._lock:
+                    found = self._values.get(name)
+                if found is None:
+                    found = FieldValues(self.app.symbols(name))
+                    with self._lock:
+                        self._values[name] = found
+                        self._making.pop(name, None)
+        assert found is not None
         return found
 
     def column(self, table: str, field: str) -> ColumnFacts:
