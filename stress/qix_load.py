@@ -11,6 +11,7 @@ the /health p50/p99, the DELETE latencies and the process's RSS before, during a
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import shutil
 import sys
@@ -20,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
@@ -145,13 +147,19 @@ def socket_work(url: str, app_id: str, cube: int, rounds: int, figures: Figures)
 
 
 def probe_health(url: str, figures: Figures, stop: threading.Event) -> None:
-    """GET /health every 20 ms (a new connection each time, as a load balancer's probe)."""
+    """GET /health every 20 ms, each on a new connection as a load balancer's probe (plain
+    http.client: an httpx client per probe would add its own set-up to each figure)."""
+    address = urlsplit(url)
     while not stop.is_set():
         start = time.perf_counter()
+        connection = http.client.HTTPConnection(address.hostname or "", address.port, timeout=60)
         try:
-            ok = httpx.get(url + "/health", timeout=60).status_code == 200
-        except httpx.HTTPError:
+            connection.request("GET", "/health")
+            ok = connection.getresponse().status == 200
+        except OSError:
             ok = False
+        finally:
+            connection.close()
         elapsed = (time.perf_counter() - start) * 1000
         with figures.lock:
             figures.health_ms.append(elapsed)
@@ -202,6 +210,13 @@ def measure(rows: int, sockets: int, rounds: int, settings: list[str]) -> dict[s
         time.sleep(2)
         ws_url = "ws" + server.url.removeprefix("http") + "/app/"
         before = server.rss_mb()
+        idle = Figures()  # the machine's own latency: /health with no engine work
+        stop = threading.Event()
+        probe = threading.Thread(target=probe_health, args=(server.url, idle, stop))
+        probe.start()
+        time.sleep(3)
+        stop.set()
+        probe.join()
         figures = Figures()
         stop = threading.Event()
         helpers = [
@@ -226,6 +241,7 @@ def measure(rows: int, sockets: int, rounds: int, settings: list[str]) -> dict[s
         return {
             "seconds": seconds,
             "figures": figures,
+            "idle_health_ms": sorted(idle.health_ms),
             "rss_before": before,
             "rss_peak": max(figures.rss_mb, default=before),
             "rss_after": server.rss_mb(),
@@ -251,6 +267,11 @@ def main() -> int:
         f"{args.sockets} sockets x {args.rounds} GetLayouts on {args.rows:,} rows: "
         f"{out['seconds']:.1f} s; GetLayout p50 {percentile(sorted(f.layout_s), 0.5):.2f} s, "
         f"max {max(f.layout_s, default=0):.2f} s"
+    )
+    idle = out["idle_health_ms"]
+    print(
+        f"/health before the load (3 s): p50 {percentile(idle, 0.5):.0f} ms, "
+        f"p99 {percentile(idle, 0.99):.0f} ms"
     )
     print(
         f"/health: {len(health)} probes, p50 {percentile(health, 0.5):.0f} ms, "

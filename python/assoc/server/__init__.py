@@ -44,6 +44,9 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         assoc.set_threads(settings.threads)
+        # Start the engine's worker threads here, at the service's priority: started by the
+        # first QIX request they would inherit its thread's lower one.
+        assoc.threads()
         # Engine threads run Python between their engine calls: a shorter turn with the GIL
         # lets the event loop (health probes, small requests) in sooner.
         sys.setswitchinterval(GIL_SWITCH_SECONDS)

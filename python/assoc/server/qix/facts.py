@@ -55,12 +55,15 @@ class FieldValues:
         # Plain texts and numbers take the short way: fields may hold millions of values.
         self.texts = [v if type(v) is str else value_text(v) for v in symbols]
         nan = float("nan")
-        self.numbers = np.array(
-            [
+        # fromiter, not array(list): its loop runs Python code that lets other threads have the
+        # GIL in turn (one array() call of a long list would hold it throughout).
+        self.numbers = np.fromiter(
+            (
                 nan if type(v) is str else v if type(v) is float else value_number(v)
                 for v in symbols
-            ],
+            ),
             dtype=np.float64,
+            count=len(symbols),
         )
         self.is_numeric = ~np.isnan(self.numbers)
         self._text_rank: np.ndarray[Any, np.dtype[np.int64]] | None = None

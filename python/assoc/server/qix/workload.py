@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from assoc.server.store.admission import LoadGate
 BYTES_PER_ROW_COLUMN = 32
 BYTES_PER_FIELD_VALUE = 160
 COMPUTING_METHODS = frozenset({"GetLayout", "GetHyperCubeData", "GetListObjectData"})
+ENGINE_THREAD_NICE = 10
 MEMORY_LIMIT_REACHED = 19  # LOCERR_GENERIC_MEMORY_LIMIT_REACHED
 _MB = 1 << 20
 
@@ -53,6 +55,14 @@ def work_bytes(target: Target, method: str) -> int:
     return need
 
 
+def _lower_priority() -> None:
+    """Gives the calling thread a lower CPU priority (Linux: nice is per thread), so the event
+    loop answering probes and small requests is scheduled first on a busy machine. The
+    engine's own worker threads keep theirs: the service starts them (see create_app)."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), ENGINE_THREAD_NICE)
+
+
 def default_threads() -> int:
     """Engine work threads by default: the logical cores, 2 at least."""
     return max(os.cpu_count() or 1, 2)
@@ -64,7 +74,9 @@ class EngineWork:
     def __init__(self, threads: int, gate: LoadGate) -> None:
         self.threads = threads or default_threads()
         self.gate = gate
-        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="assoc-qix")
+        self._pool = ThreadPoolExecutor(
+            self.threads, thread_name_prefix="assoc-qix", initializer=_lower_priority
+        )
 
     async def run(self, func: Callable[..., T], *args: Any) -> T:
         """func(*args) in an engine thread. Cancelling the caller drops work not yet started;
