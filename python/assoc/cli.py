@@ -6,6 +6,7 @@ import argparse
 import os
 import socket
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from assoc import Error, __version__, cli_inspect, cli_query, cli_transfer
@@ -76,13 +77,17 @@ def server_config(
     access_log: bool = False,
     ws_max_size: int = Settings.qix_max_message_bytes,
     shutdown_timeout: int = Settings.shutdown_timeout,
+    header_read_timeout: int = Settings.header_read_timeout,
+    max_incomplete_per_address: int = Settings.max_incomplete_requests_per_address,
 ) -> uvicorn.Config:
     """The uvicorn configuration `assoc serve` runs an ASGI app with."""
     import uvicorn
 
+    from assoc.server.protocol import bounded_protocol
+
     return uvicorn.Config(
         app,
-        http="httptools",
+        http=bounded_protocol(header_read_timeout, max_incomplete_per_address),
         ws="websockets-sansio",
         ws_max_size=ws_max_size,
         host=host,
@@ -119,9 +124,7 @@ def serve(args: argparse.Namespace) -> int:
         print(f"assoc serve: {exc}", file=sys.stderr)
         return 2
 
-    import uvicorn
-
-    from assoc.server import create_app
+    from assoc.server import create_app, going_away
     from assoc.server.metrics import metrics_of
 
     try:
@@ -134,7 +137,8 @@ def serve(args: argparse.Namespace) -> int:
         host, port = listener.getsockname()[:2]
         # With --port 0 the system picks the port: this line is how callers learn it.
         print(f"assoc serve: listening on {_url(host, port)}", file=sys.stderr, flush=True)
-        server = uvicorn.Server(
+        server = stopping_server(
+            lambda: going_away(app),
             server_config(
                 app,
                 args.host,
@@ -143,7 +147,9 @@ def serve(args: argparse.Namespace) -> int:
                 args.access_log,
                 ws_max_size=settings.qix_max_message_bytes,
                 shutdown_timeout=settings.shutdown_timeout,
-            )
+                header_read_timeout=settings.header_read_timeout,
+                max_incomplete_per_address=settings.max_incomplete_requests_per_address,
+            ),
         )
         metrics = metrics_of(app)
         if settings.prometheus_port:
@@ -165,6 +171,19 @@ def serve(args: argparse.Namespace) -> int:
         finally:
             metrics.stop()
     return 0 if server.started else 1
+
+
+def stopping_server(on_stop: Callable[[], None], config: uvicorn.Config) -> uvicorn.Server:
+    """A uvicorn server that calls `on_stop` as its shutdown starts (before it waits for the
+    requests in progress)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            on_stop()
+            await super().shutdown(sockets)
+
+    return Server(config)
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,9 +25,10 @@ from assoc.server.settings import Settings
 from assoc.server.store import AppStore
 from assoc.server.ui import ui_routes
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "going_away"]
 
 BUDGET_SHARE_KEPT = 4  # with MemoryBudgetMB set, at most a quarter of it is kept
+GIL_SWITCH_SECONDS = 0.001  # Python's default is 0.005
 
 
 def create_app(
@@ -42,6 +44,12 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         assoc.set_threads(settings.threads)
+        # Start the engine's worker threads here, at the service's priority: started by the
+        # first QIX request they would inherit its thread's lower one.
+        assoc.threads()
+        # Engine threads run Python between their engine calls: a shorter turn with the GIL
+        # lets the event loop (health probes, small requests) in sooner.
+        sys.setswitchinterval(GIL_SWITCH_SECONDS)
         if settings.memory_budget_bytes > 0:
             # Freed arrays the engine keeps for reuse count against the budget too.
             kept = assoc.memory_blocks()["kept_limit"]
@@ -56,7 +64,8 @@ def create_app(
         # collector's full passes so those stay short under load.
         gc.collect()
         gc.freeze()
-        qix = QixConnections(store)
+        qix = QixConnections(store, settings)
+        app.state.qix = qix
         try:
             yield {"settings": settings, "store": store, "monitor": monitor, "qix": qix}
         finally:
@@ -78,3 +87,11 @@ def create_app(
     )
     service.state.metrics = metrics
     return service
+
+
+def going_away(app: Starlette) -> None:
+    """Tells a running service that it is stopping (SIGTERM): QIX requests in progress are
+    given up rather than waited for."""
+    qix: QixConnections | None = getattr(app.state, "qix", None)
+    if qix is not None:
+        qix.going_away()

@@ -132,6 +132,19 @@ SPECS: tuple[SettingSpec, ...] = (
         "seconds, default 60: a request body that sends nothing for this long gets 408",
     ),
     SettingSpec(
+        "HeaderReadTimeout",
+        "header_read_timeout",
+        _int_range(1, 3600),
+        "seconds, default 10: a request whose headers have not all arrived by then gets 408",
+    ),
+    SettingSpec(
+        "MaxIncompleteRequestsPerAddress",
+        "max_incomplete_requests_per_address",
+        _int_range(1, 100_000),
+        "default 64: requests one client address may have sending headers at once; past it "
+        "the oldest gets 429",
+    ),
+    SettingSpec(
         "ShutdownTimeout",
         "shutdown_timeout",
         _int_range(0, 3600),
@@ -175,6 +188,12 @@ SPECS: tuple[SettingSpec, ...] = (
         "default 10000: handles (fields, objects) one QIX session may hold open",
     ),
     SettingSpec(
+        "QixEngineThreads",
+        "qix_engine_threads",
+        _int_range(0, 1024),
+        "default 0 = the logical cores (2 at least): QIX requests computed at once; more wait",
+    ),
+    SettingSpec(
         "PrometheusPort",
         "prometheus_port",
         _int_range(0, 65535),
@@ -206,6 +225,8 @@ class Settings:
     threads: int = 0
     memory_budget_mb: int = 0
     body_read_timeout: int = 60
+    header_read_timeout: int = 10
+    max_incomplete_requests_per_address: int = 64
     shutdown_timeout: int = 30
     validate_json_web_tokens: str = "0"
     json_web_token_secret: str = ""
@@ -213,6 +234,7 @@ class Settings:
     engine_version: str = ""
     qix_max_message_bytes: int = 16 << 20
     qix_max_objects_per_session: int = 10_000
+    qix_engine_threads: int = 0
     prometheus_port: int = 0
     allowed_folders: str = ""
 

@@ -18,8 +18,11 @@ from assoc.server.auth import refuse
 from assoc.server.errors import ApiError
 from assoc.server.health import HealthMonitor
 from assoc.server.metrics import Metrics
+from assoc.server.qix.handles import Target
+from assoc.server.qix.methods import Method
 from assoc.server.qix.rpc import (
     InvalidRequest,
+    Request,
     RpcError,
     close_message,
     error_message,
@@ -28,6 +31,7 @@ from assoc.server.qix.rpc import (
 )
 from assoc.server.qix.session import QixSession
 from assoc.server.qix.urls import parse_qix_path
+from assoc.server.qix.workload import EngineWork, work_bytes
 from assoc.server.settings import Settings
 from assoc.server.store import AppStore
 
@@ -48,9 +52,12 @@ class QixConnection:
         session: QixSession,
         monitor: HealthMonitor,
         metrics: Metrics,
+        engine: EngineWork,
     ) -> None:
         self.websocket = websocket
         self.session = session
+        self.engine = engine
+        self._work: asyncio.Future[str] | None = None  # the engine request being answered
         self.lock = asyncio.Lock()
         self.metrics = metrics
         self._send = send
@@ -82,14 +89,35 @@ class QixConnection:
         if not method.engine:
             await self.send(session.answer(request, target, method))
         elif method.name not in RELOAD_METHODS:
-            await self.send(await run_in_threadpool(session.answer, request, target, method))
+            await self.send(await self._engine_answer(request, target, method))
         else:
             before = session.last_reload
-            answer = await run_in_threadpool(session.answer, request, target, method)
+            answer = await self._engine_answer(request, target, method)
             last = session.last_reload
             if last is not None and last is not before:
                 self.metrics.observe_reload(last.progress.error is None, last.millis / 1000)
             await self.send(answer)
+
+    async def _engine_answer(self, request: Request, target: Target, method: Method) -> str:
+        self._work = asyncio.ensure_future(self.engine.run(self._answer, request, target, method))
+        try:
+            return await self._work
+        finally:
+            self._work = None
+
+    def cancel_work(self) -> bool:
+        """Stops waiting for the engine request in progress (CancelledError in `handle`);
+        True when there was one."""
+        work = self._work
+        return work is not None and work.cancel()
+
+    def _answer(self, request: Request, target: Target, method: Method) -> str:
+        """The answer of an engine method, run once its working memory is admitted."""
+        try:
+            with self.engine.admitted(work_bytes(target, method.name), method.name):
+                return self.session.answer(request, target, method)
+        except RpcError as exc:
+            return error_message(request.id, exc)
 
     async def app_changed(self, app_id: str) -> None:
         """Closes the session's document if it is `app_id`; tells the client the closed handles."""
@@ -108,8 +136,10 @@ class QixConnection:
 class QixConnections:
     """The open sockets: told of deleted and replaced apps, closed at shutdown."""
 
-    def __init__(self, store: AppStore) -> None:
+    def __init__(self, store: AppStore, settings: Settings) -> None:
+        self.stopping = False
         self._loop = asyncio.get_running_loop()
+        self.engine = EngineWork(settings.qix_engine_threads, store.load_gate)
         self._connections: set[QixConnection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._unsubscribe = store.subscribe(self._app_event)
@@ -135,6 +165,20 @@ class QixConnections:
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
 
+    def going_away(self) -> None:
+        """The service is stopping: engine requests in progress are given up (their sockets
+        end without answers; the server closes them with 1012), in one log line."""
+        if self.stopping:
+            return
+        self.stopping = True
+        cancelled = sum(connection.cancel_work() for connection in list(self._connections))
+        _log.log(
+            logging.WARNING if cancelled else logging.INFO,
+            "QIX: stopping with %d sockets open, %d requests in progress given up",
+            len(self._connections),
+            cancelled,
+        )
+
     async def close_all(self) -> None:
         """Closes every socket (service shutdown) and stops listening to the store."""
         self._unsubscribe()
@@ -143,6 +187,7 @@ class QixConnections:
                 await connection.websocket.close(GOING_AWAY)
         for task in list(self._tasks):
             task.cancel()
+        self.engine.shutdown()
 
 
 def _text_of(message: Mapping[str, Any]) -> str | None:
@@ -178,7 +223,12 @@ class QixEndpoint:
             return
         session = QixSession(state["store"], settings, str(state.get("user", "")))
         connection = QixConnection(
-            websocket, send, session, state["monitor"], websocket.app.state.metrics
+            websocket,
+            send,
+            session,
+            state["monitor"],
+            websocket.app.state.metrics,
+            connections.engine,
         )
         await websocket.accept()
         connections.add(connection)
@@ -201,10 +251,16 @@ class QixEndpoint:
                     await connection.handle(text)
         except (WebSocketDisconnect, RuntimeError, OSError) as exc:
             _log.debug("QIX socket ended: %s", exc)
+        except asyncio.CancelledError:
+            if not connections.stopping:
+                raise
+            # Stopping: going_away gave up this socket's request (logged there).
         finally:
             connections.discard(connection)
-            async with connection.lock:
-                await run_in_threadpool(session.close)
+            # Stopping, the session ends with the process: a request given up may still use it.
+            if not connections.stopping:
+                async with connection.lock:
+                    await run_in_threadpool(session.close)
 
 
 def qix_routes() -> list[WebSocketRoute]:

@@ -13,11 +13,20 @@ import numpy as np
 import assoc
 from assoc.server.qix.rpc import GENERIC_NOT_FOUND, RpcError, encode_json, json_number
 
+# Fields with more values make each page's cells as asked rather than keeping all of them.
+CACHED_PREFIXES_MAX = 100_000
 NULL_CELL_PREFIX = '{"qText":"-","qNum":"NaN","qElemNumber":-2,"qIsNull":true,"qState":"'
 
 
 def value_text(value: Any) -> str:
     """A value's text as QIX shows it: a dual's text, a number in its shortest form."""
+    kind = type(value)
+    if kind is float:  # the common cases first, without the isinstance chain
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return format(value, ".15g")
+    if kind is int:
+        return str(value)
     if isinstance(value, str):
         return value
     if isinstance(value, assoc.Dual):
@@ -43,14 +52,21 @@ class FieldValues:
     """A field's symbols as cells need them: texts, numbers, sort ranks and look-ups."""
 
     def __init__(self, symbols: list[Any]) -> None:
-        self.texts = [value_text(v) for v in symbols]
-        self.numbers = np.array([value_number(v) for v in symbols], dtype=np.float64)
-        self.is_numeric = ~np.isnan(self.numbers)
-        order = sorted(
-            range(len(self.texts)), key=lambda i: (self.texts[i].casefold(), self.texts[i])
+        # Plain texts and numbers take the short way: fields may hold millions of values.
+        self.texts = [v if type(v) is str else value_text(v) for v in symbols]
+        nan = float("nan")
+        # fromiter, not array(list): its loop runs Python code that lets other threads have the
+        # GIL in turn (one array() call of a long list would hold it throughout).
+        self.numbers = np.fromiter(
+            (
+                nan if type(v) is str else v if type(v) is float else value_number(v)
+                for v in symbols
+            ),
+            dtype=np.float64,
+            count=len(symbols),
         )
-        self.text_rank = np.empty(len(order), dtype=np.int64)
-        self.text_rank[order] = np.arange(len(order), dtype=np.int64)
+        self.is_numeric = ~np.isnan(self.numbers)
+        self._text_rank: np.ndarray[Any, np.dtype[np.int64]] | None = None
         self.max_glyphs = max((len(t) for t in self.texts), default=0)
         numeric = self.numbers[self.is_numeric]
         self.minimum = float(numeric.min()) if numeric.size else float("nan")
@@ -62,25 +78,49 @@ class FieldValues:
     def __len__(self) -> int:
         return len(self.texts)
 
+    @property
+    def text_rank(self) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """Each symbol's rank in text order, case-insensitive first (made on first use: a
+        field of millions of values takes seconds to sort, and few layouts sort by text)."""
+        rank = self._text_rank
+        if rank is None:
+            texts = self.texts
+            order = sorted(range(len(texts)), key=lambda i: (texts[i].casefold(), texts[i]))
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order), dtype=np.int64)
+            self._text_rank = rank
+        return rank
+
+    def _prefix(self, code: int) -> str:
+        """The JSON of symbol `code`'s NxCell up to the state's text."""
+        number = json_number(float(self.numbers[code]))
+        return (
+            f'{{"qText":{encode_json(self.texts[code])},"qNum":{encode_json(number)},'
+            f'"qElemNumber":{code},"qState":"'
+        )
+
     def cell_prefixes(self) -> list[str]:
         """Per symbol, the JSON of its NxCell up to the state's text (made on first use)."""
         prefixes = self._cell_prefixes
         if prefixes is None:
-            numbers = [json_number(n) for n in self.numbers.tolist()]
-            prefixes = [
-                f'{{"qText":{encode_json(text)},"qNum":{encode_json(number)},'
-                f'"qElemNumber":{i},"qState":"'
-                for i, (text, number) in enumerate(zip(self.texts, numbers, strict=True))
-            ]
+            prefixes = [self._prefix(i) for i in range(len(self.texts))]
             self._cell_prefixes = prefixes
         return prefixes
 
     def cells_json(self, codes: list[int], states: list[str], wrap: bool = False) -> list[str]:
-        """NxCell JSON texts of symbols (-1: NULL) in their states; `wrap`: each in a row."""
-        prefixes = self.cell_prefixes()
+        """NxCell JSON texts of symbols (-1: NULL) in their states; `wrap`: each in a row.
+        A large field's cells are made for the codes asked (a page is a few thousand cells at
+        most): keeping every symbol's would hold hundreds of MB for a field of millions."""
         before, after = ("[", '"}]') if wrap else ("", '"}')
+        if len(self.texts) <= CACHED_PREFIXES_MAX or self._cell_prefixes is not None:
+            prefixes = self.cell_prefixes()
+            return [
+                before + (prefixes[code] if code >= 0 else NULL_CELL_PREFIX) + state + after
+                for code, state in zip(codes, states, strict=True)
+            ]
+        prefix = self._prefix
         return [
-            before + (prefixes[code] if code >= 0 else NULL_CELL_PREFIX) + state + after
+            before + (prefix(code) if code >= 0 else NULL_CELL_PREFIX) + state + after
             for code, state in zip(codes, states, strict=True)
         ]
 
@@ -135,6 +175,7 @@ class AppFacts:
         self.tables: list[dict[str, Any]] = metadata["tables"]
         self._lock = threading.Lock()
         self._values: dict[str, FieldValues] = {}
+        self._making: dict[str, threading.Lock] = {}
         self._columns: dict[tuple[str, str], ColumnFacts] = {}
 
     def field(self, name: str) -> dict[str, Any]:
@@ -144,15 +185,28 @@ class AppFacts:
             raise RpcError(GENERIC_NOT_FOUND, name, "Field not found")
         return found
 
+    def has_values(self, name: str) -> bool:
+        """True when the field's values are made already."""
+        with self._lock:
+            return name in self._values
+
     def values(self, name: str) -> FieldValues:
-        """The field's values as cells need them."""
+        """The field's values as cells need them (made once: sessions asking for a field at
+        the same time wait for the first to make it)."""
         self.field(name)
         with self._lock:
             found = self._values.get(name)
-        if found is None:
-            found = FieldValues(self.app.symbols(name))
-            with self._lock:
-                found = self._values.setdefault(name, found)
+            making = self._making.setdefault(name, threading.Lock()) if found is None else None
+        if making is not None:
+            with making:
+                with self._lock:
+                    found = self._values.get(name)
+                if found is None:
+                    found = FieldValues(self.app.symbols(name))
+                    with self._lock:
+                        self._values[name] = found
+                        self._making.pop(name, None)
+        assert found is not None
         return found
 
     def column(self, table: str, field: str) -> ColumnFacts:

@@ -135,6 +135,14 @@ def measure_cell(value: float, state: str = "L") -> dict[str, Any]:
     }
 
 
+def _distinct(codes: np.ndarray, size: int) -> int:
+    """How many distinct codes (-1, NULL, counts as one) a column holds: a count per symbol
+    rather than a sort or a hash of the whole column (seconds on millions of rows)."""
+    present = codes[codes >= 0]
+    seen = int(np.count_nonzero(np.bincount(present, minlength=size)))
+    return seen + int(present.size < codes.size)
+
+
 class HyperCubeView:
     """A hypercube computed for a session's current selections."""
 
@@ -274,8 +282,8 @@ class HyperCubeView:
                     "qAttrDimInfo": [],
                     "qCardinalities": {
                         "qCardinal": f["cardinal"],
-                        "qHypercubeCardinal": len(
-                            np.unique(self.codes[len(layout["qDimensionInfo"])])
+                        "qHypercubeCardinal": _distinct(
+                            self.codes[len(layout["qDimensionInfo"])], len(values)
                         ),
                         "qAllValuesCardinal": -1,
                     },
