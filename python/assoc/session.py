@@ -30,9 +30,11 @@ def _pack(codes: np.ndarray) -> bytes:
 
 def _unpack(packed: bytes) -> list[int]:
     if packed[:1] == b"s":
-        return np.frombuffer(packed, dtype=np.int32, offset=1).tolist()
+        codes: list[int] = np.frombuffer(packed, dtype=np.int32, offset=1).tolist()
+        return codes
     bits = np.unpackbits(np.frombuffer(packed, dtype=np.uint8, offset=1))
-    return np.flatnonzero(bits).tolist()
+    found: list[int] = np.flatnonzero(bits).tolist()
+    return found
 
 
 @dataclass(frozen=True)
