@@ -97,5 +97,5 @@ def patched(tree: dict[str, Any], patches: list[Any]) -> dict[str, Any]:
     out = copy.deepcopy(tree)
     for patch in patches:
         apply_patch(out, patch)
-    check_tree(out, "qProp", MAX_PROPERTY_DEPTH)
+    check_tree(out, "qPatches", MAX_PROPERTY_DEPTH)
     return out
