@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -13,6 +15,44 @@ from assoc.arrow import ArrowExport, Duals, check_duals
 from assoc.hypercube import Hypercube, SortSpec, names, sort_pairs
 
 STATES = ("selected", "possible", "alternative", "excluded", "selected_excluded")
+HISTORY_STEPS = 100  # Back steps a session keeps (the oldest are dropped)
+_SPARSE = 1 << 16  # a selection of more codes is kept as a bit mask
+
+
+def _pack(codes: np.ndarray) -> bytes:
+    """A field's selected symbol indexes (sorted, unique) in a compact, comparable form: the
+    indexes as int32 when few, else a bit mask up to the largest (marked by its first byte)."""
+    if codes.size <= _SPARSE:
+        return b"s" + codes.astype(np.int32).tobytes()
+    mask = np.zeros(int(codes[-1]) + 1, dtype=bool)
+    mask[codes] = True
+    return b"m" + np.packbits(mask).tobytes()
+
+
+def _unpack(packed: bytes) -> list[int]:
+    if packed[:1] == b"s":
+        codes: list[int] = np.frombuffer(packed, dtype=np.int32, offset=1).tolist()
+        return codes
+    bits = np.unpackbits(np.frombuffer(packed, dtype=np.uint8, offset=1))
+    found: list[int] = np.flatnonzero(bits).tolist()
+    return found
+
+
+@dataclass(frozen=True)
+class SelectionState:
+    """Every field's selection (packed symbol indexes) and the locked fields, as one value."""
+
+    selected: dict[str, bytes]
+    locked: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A session's selections, locks and history at one moment (`Session.rollback`)."""
+
+    state: SelectionState
+    back: tuple[SelectionState, ...]
+    forward: tuple[SelectionState, ...]
 
 
 class Session:
@@ -22,6 +62,15 @@ class Session:
         if not isinstance(user, str):
             raise _core.Error("a session's user must be a string")
         self._impl = _core.Session(model, user)
+        self._touched: set[str] = set()  # fields that may have a selection
+        self._locked: set[str] = set()
+        # Back/Forward steps are recorded once `keep_history` is set (it reads the selections
+        # after each change; sessions that never go back need not pay for that).
+        self.keep_history = False
+        self._back: list[SelectionState] = []
+        self._forward: list[SelectionState] = []
+        self._depth = 0  # nesting of step()
+        self._before: SelectionState | None = None
 
     @property
     def user(self) -> str:
@@ -48,23 +97,205 @@ class Session:
     ) -> None:
         self.close()
 
-    def select(self, field: str, values: Iterable[Any]) -> None:
-        """Selects `values` in `field`, replacing its selection; values it lacks are ignored."""
+    # ---- selecting ---------------------------------------------------------------------
+
+    def select(self, field: str, values: Iterable[Any]) -> bool:
+        """Selects `values` in `field`, replacing its selection; values it lacks are ignored.
+        False (and nothing changes) when the field is locked."""
         if isinstance(values, str | bytes) or not isinstance(values, Iterable):
             raise _core.Error("values must be a list of values (int, float, str or assoc.Dual)")
-        self._impl.select(field, values)
+        if field in self._locked:
+            return False
+        with self.step():
+            self._impl.select(field, values)
+            self._touched.add(field)
+        return True
 
-    def select_indices(self, field: str, indices: Iterable[int]) -> None:
-        """Replaces a field's selection by symbol indexes; indexes out of range are ignored."""
-        self._impl.select_indices(field, [int(i) for i in indices])
+    def select_indices(self, field: str, indices: Iterable[int]) -> bool:
+        """Replaces a field's selection by symbol indexes; indexes out of range are ignored.
+        False (and nothing changes) when the field is locked."""
+        codes = [int(i) for i in indices]
+        if field in self._locked:
+            return False
+        with self.step():
+            self._impl.select_indices(field, codes)
+            self._touched.add(field)
+        return True
 
-    def clear(self) -> None:
-        """Clears every selection."""
-        self._impl.clear()
+    def _select_states(self, field: str, states: Sequence[str]) -> bool:
+        if field in self._locked:
+            return False
+        parts = [self._impl.indices(field, state) for state in states]
+        codes = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+        if not codes.size:
+            return False
+        return self.select_indices(field, codes.tolist())
 
-    def clear_field(self, field: str) -> None:
-        """Clears one field's selection."""
-        self._impl.clear_field(field)
+    def select_all(self, field: str) -> bool:
+        """Selects every value of a field. False when it is locked or has no values."""
+        return self._select_states(
+            field, ("selected", "possible", "alternative", "excluded", "selected_excluded")
+        )
+
+    def select_possible(self, field: str) -> bool:
+        """Adds the field's possible values to its selection. False when it is locked or
+        nothing would be selected."""
+        return self._select_states(field, ("selected", "possible"))
+
+    def select_alternative(self, field: str) -> bool:
+        """Selects the field's alternative values instead of its selection. False when it is
+        locked or has no alternatives."""
+        return self._select_states(field, ("alternative",))
+
+    def select_excluded(self, field: str) -> bool:
+        """Selects the values that are neither selected nor possible (alternative and
+        excluded): the inverse of the selection. False when it is locked or there are none."""
+        return self._select_states(field, ("alternative", "excluded"))
+
+    def clear(self, locked_also: bool = False) -> None:
+        """Clears every selection but those of locked fields; `locked_also` clears and unlocks
+        those too."""
+        with self.step():
+            if locked_also or not self._locked:
+                self._impl.clear()
+                self._touched.clear()
+                self._locked.clear()
+                return
+            for field in sorted(self._touched - self._locked):
+                self._impl.clear_field(field)
+            self._touched &= self._locked
+
+    def clear_field(self, field: str) -> bool:
+        """Clears one field's selection. False (and nothing changes) when it is locked."""
+        if field in self._locked:
+            return False
+        with self.step():
+            self._impl.clear_field(field)
+            self._touched.discard(field)
+        return True
+
+    # ---- locks --------------------------------------------------------------------------
+
+    def lock(self, field: str) -> bool:
+        """Locks a field's selection: selecting or clearing it then does nothing until it is
+        unlocked. False for a field without a selection (there is nothing to lock)."""
+        if not self._impl.counts(field)["selected"]:  # an unknown field raises assoc.Error
+            return False
+        with self.step():
+            self._locked.add(field)
+        return True
+
+    def unlock(self, field: str) -> bool:
+        """Unlocks a field; False when it was not locked."""
+        self._impl.counts(field)
+        if field not in self._locked:
+            return False
+        with self.step():
+            self._locked.discard(field)
+        return True
+
+    def lock_all(self) -> None:
+        """Locks every field that has a selection."""
+        with self.step():
+            self._locked.update(self.selection_state().selected)
+
+    def unlock_all(self) -> None:
+        """Unlocks every field."""
+        with self.step():
+            self._locked.clear()
+
+    def locked(self) -> list[str]:
+        """The locked fields, sorted."""
+        return sorted(self._locked)
+
+    def is_locked(self, field: str) -> bool:
+        """True when a field's selection is locked."""
+        return field in self._locked
+
+    # ---- history --------------------------------------------------------------------------
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """Groups the changes made inside into one history step (nested steps join the
+        outermost); a step that changes nothing is not recorded."""
+        if self._depth == 0 and self.keep_history:
+            self._before = self.selection_state()
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                before, self._before = self._before, None
+                if before is not None and before != self.selection_state():
+                    self._back.append(before)
+                    del self._back[:-HISTORY_STEPS]
+                    self._forward.clear()
+
+    def selection_state(self) -> SelectionState:
+        """The current selections and locks as one value."""
+        selected = {}
+        for field in sorted(self._touched):
+            codes = self._impl.indices(field, "selected")
+            if codes.size:
+                selected[field] = _pack(codes)
+        self._touched = set(selected)
+        self._locked &= self._touched
+        return SelectionState(selected, frozenset(self._locked))
+
+    def _apply(self, state: SelectionState) -> bool:
+        """Makes `state` current (locks do not stop it); True when selections changed."""
+        now = self.selection_state()
+        changed = False
+        for field in sorted(set(now.selected) | set(state.selected)):
+            want = state.selected.get(field)
+            if want == now.selected.get(field):
+                continue
+            if want is None:
+                self._impl.clear_field(field)
+            else:
+                self._impl.select_indices(field, _unpack(want))
+            changed = True
+        self._touched = set(state.selected)
+        self._locked = set(state.locked)
+        return changed
+
+    @property
+    def back_count(self) -> int:
+        """How many steps `back()` can go."""
+        return len(self._back)
+
+    @property
+    def forward_count(self) -> int:
+        """How many steps `forward()` can go."""
+        return len(self._forward)
+
+    def back(self) -> bool:
+        """Returns to the selections before the last step; False when there is none."""
+        if not self._back:
+            return False
+        self._forward.append(self.selection_state())
+        self._apply(self._back.pop())
+        return True
+
+    def forward(self) -> bool:
+        """Redoes the step `back()` undid; False when there is none."""
+        if not self._forward:
+            return False
+        self._back.append(self.selection_state())
+        self._apply(self._forward.pop())
+        return True
+
+    def checkpoint(self) -> Checkpoint:
+        """The selections, locks and history now, to `rollback` to later."""
+        return Checkpoint(self.selection_state(), tuple(self._back), tuple(self._forward))
+
+    def rollback(self, checkpoint: Checkpoint) -> bool:
+        """Restores a checkpoint's selections, locks and history; True when selections
+        changed."""
+        changed = self._apply(checkpoint.state)
+        self._back, self._forward = list(checkpoint.back), list(checkpoint.forward)
+        return changed
 
     def selections(self) -> dict[str, list[Any]]:
         """The selected values of each field that has a selection, in symbol order."""

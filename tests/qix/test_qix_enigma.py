@@ -82,3 +82,34 @@ def test_enigma_js_session(qix_server: QixServer, app_id: str, node_packages: Pa
         assert seen["cube"] == expected
         assert seen["cubeSize"] == {"qcx": 3, "qcy": len(expected)}
         assert seen["cubePage"] == [expected[1][1:]]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_enigma_js_modal_selections(
+    qix_server: QixServer, app_id: str, node_packages: Path
+) -> None:
+    """Begin → select → layout in selections → cancel restores; again with confirm keeps."""
+    script = Path(__file__).with_name("enigma_modal.js")
+    args = [str(NODE), str(script), qix_server.ws_base, app_id]
+    run = subprocess.run(args, cwd=node_packages, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+
+    sums: dict[str, float] = {}
+    for customer, amount in zip(ORDERS["Customer"], ORDERS["Amount"], strict=True):
+        sums[customer] = sums.get(customer, 0) + amount
+    # Customers without orders (e) count 0; bars by value, descending.
+    for customer in CUSTOMERS["Customer"]:
+        sums.setdefault(customer, 0)
+    every_bar = sorted(([c, v] for c, v in sums.items()), key=lambda bar: -bar[1])
+    assert seen["before"] == every_bar
+    assert seen["infoCId"] == "d1"
+    assert seen["selectionInfo"] == {"qInSelections": False, "qMadeSelections": False}
+    assert seen["success"] is True
+    assert seen["during"] == {"inSelections": True, "bars": [["b", sums["b"]]]}
+    assert seen["cancelled"] == {"inSelections": False, "bars": every_bar}
+    assert seen["confirmed"] == {"inSelections": False, "bars": [["b", sums["b"]]]}
+    # begin, select, end (cancel), begin, select, end (confirm): every step announced.
+    assert seen["changed"] == 6
+    assert seen["notFound"] == {"code": 2, "message": "Object not found"}
+    assert seen["effectiveVisualization"] == "barchart"

@@ -98,7 +98,7 @@ def test_list_object_layout_shape(qix: QixClient) -> None:
     layout = qix.result("GetLayout", [], obj)["qLayout"]
     assert layout["qInfo"]["qType"] == "listbox"
     assert layout["custom"] == {"kept": [1, 2]}  # other members are copied as they are
-    assert layout["qSelectionInfo"] == {}
+    assert layout["qSelectionInfo"] == {"qInSelections": False, "qMadeSelections": False}
     lo = layout["qListObject"]
     assert lo["qSize"] == {"qcx": 1, "qcy": len(set(ORDERS["Amount"]))}
     assert lo["qDimensionInfo"]["qFallbackTitle"] == "Amount"

@@ -171,8 +171,10 @@ def test_objects_per_session_are_limited(qix_server: QixServer, app_id: str) -> 
         assert destroyed["result"] == {"qSuccess": True}
         assert destroyed["close"] == [handles[0]]
         assert qix.call("GetLayout", [], handles[0])["error"]["code"] == -32602
-        assert qix.result("GetObject", [first_id], doc) == {
-            "qReturn": {"qType": None, "qHandle": None}
+        assert qix.call("GetObject", [first_id], doc)["error"] == {
+            "code": 2,
+            "parameter": first_id,
+            "message": "Object not found",
         }
         assert qix.handle_of("CreateSessionObject", [LIST_PROPS], doc) > max(handles)
 

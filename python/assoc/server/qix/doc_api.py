@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from assoc.script import locale_info
 from assoc.server.qix.facts import field_description, table_data, tables_and_keys
-from assoc.server.qix.handles import DocTarget, FieldTarget, ObjectTarget
+from assoc.server.qix.handles import (
+    DocTarget,
+    FieldTarget,
+    add_object,
+    end_modal,
+    new_object_id,
+    remove_object,
+)
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.objects import GenericObject
 from assoc.server.qix.pages import MAX_CELLS
 from assoc.server.qix.rpc import (
+    GENERIC_NOT_FOUND,
     INVALID_PARAMETERS,
     NOT_IMPLEMENTED,
     PAGES_TOO_LARGE,
@@ -89,35 +96,67 @@ def get_field_description(s: QixSession, target: DocTarget, args: dict[str, Any]
 
 @DOC_METHODS.method("ClearAll", Param("qLockedAlso", "bool", False), Param("qStateName", "str", ""))
 def clear_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """Clears every selection of the session."""
+    """Clears every selection of the session (locked fields only with qLockedAlso)."""
     _default_state(args["qStateName"])
-    target.doc.selections.clear()
+    target.doc.selections.clear(locked_also=args["qLockedAlso"])
     return Answer({}, selections_changed=True)
 
 
-def _new_object_id(taken: dict[str, int], wanted: Any) -> str:
-    if isinstance(wanted, str) and wanted and wanted not in taken:
-        return wanted
-    while True:
-        made = uuid.uuid4().hex[:8]
-        if made not in taken:
-            return made
+@DOC_METHODS.method("LockAll", Param("qStateName", "str", ""))
+def lock_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """Locks every field that has a selection."""
+    _default_state(args["qStateName"])
+    target.doc.selections.lock_all()
+    return Answer({}, selections_changed=True)
 
 
-def _add_object(s: QixSession, target: DocTarget, props: dict[str, Any]) -> GenericObject:
+@DOC_METHODS.method("UnlockAll", Param("qStateName", "str", ""))
+def unlock_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """Unlocks every field."""
+    _default_state(args["qStateName"])
+    target.doc.selections.unlock_all()
+    return Answer({}, selections_changed=True)
+
+
+@DOC_METHODS.method("Back")
+def back(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
+    """Goes one step back in the session's selection history (nothing when there is none)."""
+    return Answer({}, selections_changed=target.doc.selections.back())
+
+
+@DOC_METHODS.method("Forward")
+def forward(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
+    """Redoes the step Back undid (nothing when there is none)."""
+    return Answer({}, selections_changed=target.doc.selections.forward())
+
+
+@DOC_METHODS.method("AbortModal", Param("qAccept", "bool", required=True))
+def abort_modal(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """Ends the selection mode of whichever object is in it: accepting keeps its selections,
+    else they return to the state saved when it began."""
+    modal = target.doc.modal
+    if modal is None:
+        return Answer({})
+    changed = end_modal(target.doc, args["qAccept"])
+    obj = target.doc.objects.get(modal.object_id)
+    return Answer({}, selections_changed=changed, change=[obj.handle] if obj else [])
+
+
+def new_object(s: QixSession, target: DocTarget, props: Any, name: str = "qProp") -> GenericObject:
+    """A new object of the document from properties, with its own handle (its qInfo.qId
+    when that is free, else a new id)."""
     doc = target.doc
-    info = props.get("qInfo")
+    info = props.get("qInfo") if isinstance(props, dict) else None
     wanted = info.get("qId") if isinstance(info, dict) else None
-    obj = GenericObject.create(props, _new_object_id(doc.objects, wanted))
-    obj.handle = s.handles.add(ObjectTarget(doc, obj))
-    doc.objects[obj.object_id] = obj.handle
+    obj = GenericObject.create(props, new_object_id(doc.objects, wanted), name)
+    add_object(s.handles, doc, obj)
     return obj
 
 
 @DOC_METHODS.method("CreateSessionObject", Param("qProp", "object", required=True))
 def create_session_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A session object from properties: list objects, hypercubes, field lists, any data."""
-    obj = _add_object(s, target, args["qProp"])
+    obj = new_object(s, target, args["qProp"])
     return Answer({"qReturn": s.interface(obj.handle)})
 
 
@@ -126,28 +165,29 @@ def create_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Ans
     """An object of a session app (it lives with the session); stored apps answer 20."""
     if not target.doc.is_session_app:
         raise RpcError(NOT_IMPLEMENTED, "CreateObject", "stored app objects are not implemented")
-    obj = _add_object(s, target, args["qProp"])
-    info = {"qId": obj.object_id, "qType": obj.object_type}
-    return Answer({"qInfo": info, "qReturn": s.interface(obj.handle)})
+    obj = new_object(s, target, args["qProp"])
+    obj.app_object = True
+    return Answer({"qInfo": obj.info, "qReturn": s.interface(obj.handle)})
 
 
 @DOC_METHODS.method("DestroySessionObject", Param("qId", "str", required=True))
 def destroy_session_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """Removes a session object; its handle closes."""
-    handle = target.doc.objects.pop(args["qId"], None)
-    if handle is None:
+    """Removes a session object and its children; their handles close."""
+    obj = target.doc.objects.get(args["qId"])
+    if obj is None:
         return Answer({"qSuccess": False})
-    s.handles.remove(handle)
-    return Answer({"qSuccess": True}, close=[handle])
+    parent = obj.parent
+    closed = remove_object(s.handles, target.doc, obj)
+    return Answer({"qSuccess": True}, close=closed, change=[parent.handle] if parent else [])
 
 
 @DOC_METHODS.method("GetObject", Param("qId", "str", required=True), engine=False)
 def get_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """A session object's handle; a null interface when there is none (as the engine does)."""
-    handle = target.doc.objects.get(args["qId"])
-    if handle is None:
-        return Answer({"qReturn": {"qType": None, "qHandle": None}})
-    return Answer({"qReturn": s.interface(handle)})
+    """An object's handle (children too); error 2 "Object not found" when there is none."""
+    obj = target.doc.objects.get(args["qId"])
+    if obj is None:
+        raise RpcError(GENERIC_NOT_FOUND, args["qId"], "Object not found")
+    return Answer({"qReturn": s.interface(obj.handle)})
 
 
 @DOC_METHODS.method(

@@ -20,16 +20,16 @@ FIELD_METHODS = MethodTable()
 _INT64 = range(-(2**63), 2**63)
 
 
-def select_codes(doc: OpenDocument, field: str, codes: list[int], toggle: bool) -> None:
+def select_codes(doc: OpenDocument, field: str, codes: list[int], toggle: bool) -> bool:
     """Replaces (or with `toggle`, flips) a field's selection by symbol indexes; numbers that
-    name no value are ignored."""
+    name no value are ignored. False (nothing changes) when the field is locked."""
     if any(code not in _INT64 for code in codes):
         codes = [code for code in codes if code in _INT64]
     if toggle:
         current = set(doc.selections.indices(field, "selected").tolist())
         current.symmetric_difference_update(codes)
         codes = sorted(current)
-    doc.selections.select_indices(field, codes)
+    return doc.selections.select_indices(field, codes)
 
 
 def _matching(target: FieldTarget, match: str) -> list[int]:
@@ -66,16 +66,16 @@ def select_values(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> A
             code = values.find_text(text)
         if code is not None:
             codes.append(code)
-    select_codes(target.doc, target.name, codes, args["qToggleMode"])
-    return Answer({"qReturn": True}, selections_changed=True)
+    done = select_codes(target.doc, target.name, codes, args["qToggleMode"])
+    return Answer({"qReturn": done}, selections_changed=done)
 
 
 def _select_match(target: FieldTarget, match: str, toggle: bool) -> Answer:
     codes = _matching(target, match)
     if not codes:
         return Answer({"qReturn": False})
-    select_codes(target.doc, target.name, codes, toggle)
-    return Answer({"qReturn": True}, selections_changed=True)
+    done = select_codes(target.doc, target.name, codes, toggle)
+    return Answer({"qReturn": done}, selections_changed=done)
 
 
 _MATCH_PARAMS = (
@@ -105,15 +105,51 @@ def toggle_select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> A
 )
 def low_level_select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
     """Selects values by element number (symbol index)."""
-    select_codes(target.doc, target.name, args["qValues"], args["qToggleMode"])
-    return Answer({"qReturn": True}, selections_changed=True)
+    done = select_codes(target.doc, target.name, args["qValues"], args["qToggleMode"])
+    return Answer({"qReturn": done}, selections_changed=done)
 
 
 @FIELD_METHODS.method("Clear")
 def clear(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
-    """Clears the field's selection."""
-    target.doc.selections.clear_field(target.name)
-    return Answer({"qReturn": True}, selections_changed=True)
+    """Clears the field's selection (false when it is locked)."""
+    done = target.doc.selections.clear_field(target.name)
+    return Answer({"qReturn": done}, selections_changed=done)
+
+
+def _state_selection(name: str, doc: str) -> None:
+    @FIELD_METHODS.method(name, Param("qSoftLock", "bool", False))
+    def run(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
+        done = getattr(target.doc.selections, STATE_SELECTIONS[name])(target.name)
+        return Answer({"qReturn": done}, selections_changed=done)
+
+    run.__doc__ = doc
+
+
+# Field method -> Session method; the same selections serve SelectListObject*.
+STATE_SELECTIONS = {
+    "SelectAll": "select_all",
+    "SelectPossible": "select_possible",
+    "SelectAlternative": "select_alternative",
+    "SelectExcluded": "select_excluded",
+}
+_state_selection("SelectAll", "Selects every value (false when the field is locked).")
+_state_selection("SelectPossible", "Adds the possible values to the selection.")
+_state_selection("SelectAlternative", "Selects the alternative values instead.")
+_state_selection("SelectExcluded", "Selects the values neither selected nor possible.")
+
+
+@FIELD_METHODS.method("Lock")
+def lock(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
+    """Locks the field's selection (false when it has none)."""
+    done = target.doc.selections.lock(target.name)
+    return Answer({"qReturn": done}, selections_changed=done)
+
+
+@FIELD_METHODS.method("Unlock")
+def unlock(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
+    """Unlocks the field (false when it was not locked)."""
+    done = target.doc.selections.unlock(target.name)
+    return Answer({"qReturn": done}, selections_changed=done)
 
 
 @FIELD_METHODS.method("GetCardinal", engine=False)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import assoc
 from assoc.server.qix.facts import AppFacts, app_facts
-from assoc.server.qix.objects import GenericObject
+from assoc.server.qix.objects import GenericObject, LayoutContext
 from assoc.server.qix.rpc import GLOBAL_HANDLE, INVALID_PARAMETERS, INVALID_PARAMS, RpcError
 from assoc.server.qix.scripts import DocScript
 from assoc.server.store import Lease
+from assoc.session import Checkpoint
 
 
 @dataclass(eq=False)
@@ -25,8 +27,23 @@ class OpenDocument:
     selections: assoc.Session
     script: DocScript = field(default_factory=DocScript)
     handle: int = 0
-    objects: dict[str, int] = field(default_factory=dict)  # qId -> handle
+    objects: dict[str, GenericObject] = field(default_factory=dict)  # by qId
     fields: dict[str, int] = field(default_factory=dict)  # field name -> handle
+    modal: Modal | None = None  # the object in selection mode
+
+    def __post_init__(self) -> None:
+        self.selections.keep_history = True  # for Back / Forward
+
+    def layout_context(self) -> LayoutContext:
+        """What this document's layouts are computed for."""
+        modal = self.modal
+        return LayoutContext(
+            self.facts,
+            self.selections,
+            modal.object_id if modal is not None else None,
+            modal is not None and modal.made_selections,
+            lambda: [(o.info, o.properties) for o in self.objects.values() if o.app_object],
+        )
 
     @property
     def is_session_app(self) -> bool:
@@ -36,8 +53,10 @@ class OpenDocument:
     def replace_app(self, app: assoc.App, lease: Lease | None, user: str) -> None:
         """Serves a reloaded app: new facts and selections; the old ones are released."""
         facts, selections = app_facts(app), app.session(user)
+        selections.keep_history = True
         old_selections, old_lease = self.selections, self.lease
         self.facts, self.selections, self.lease = facts, selections, lease
+        self.modal = None
         try:
             old_selections.close()
         finally:
@@ -51,6 +70,16 @@ class OpenDocument:
         finally:
             if self.lease is not None:
                 self.lease.release()
+
+
+@dataclass(eq=False)
+class Modal:
+    """An object in selection mode: its id and the selections saved when it began (restored
+    when the selections are cancelled)."""
+
+    object_id: str
+    checkpoint: Checkpoint
+    made_selections: bool = False
 
 
 class GlobalTarget:
@@ -150,3 +179,43 @@ class HandleTable:
         closed = list(self._targets)
         self._targets.clear()
         return closed
+
+
+def add_object(handles: HandleTable, doc: OpenDocument, obj: GenericObject) -> None:
+    """Gives an object a handle and makes it one of the document's objects."""
+    obj.handle = handles.add(ObjectTarget(doc, obj))
+    doc.objects[obj.object_id] = obj
+
+
+def remove_object(handles: HandleTable, doc: OpenDocument, obj: GenericObject) -> list[int]:
+    """Removes an object and its descendants (a modal one's selections are kept); answers the
+    handles closed."""
+    if obj.parent is not None and obj in obj.parent.children:
+        obj.parent.children.remove(obj)
+    closed = []
+    for gone in [obj, *obj.descendants()]:
+        doc.objects.pop(gone.object_id, None)
+        handles.remove(gone.handle)
+        closed.append(gone.handle)
+        if doc.modal is not None and doc.modal.object_id == gone.object_id:
+            doc.modal = None
+    return closed
+
+
+def end_modal(doc: OpenDocument, accept: bool) -> bool:
+    """Ends selection mode: accepted selections stay, cancelled ones return to the state saved
+    when it began. True when that changed the selections."""
+    modal, doc.modal = doc.modal, None
+    if modal is None or accept:
+        return False
+    return doc.selections.rollback(modal.checkpoint)
+
+
+def new_object_id(taken: dict[str, Any], wanted: Any) -> str:
+    """`wanted` when it is a free id, else a new one."""
+    if isinstance(wanted, str) and wanted and wanted not in taken:
+        return wanted
+    while True:
+        made = uuid.uuid4().hex[:8]
+        if made not in taken:
+            return made

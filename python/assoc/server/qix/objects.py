@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,9 +12,19 @@ import assoc
 from assoc.server.qix.facts import AppFacts, field_list
 from assoc.server.qix.hypercube import HyperCubeDef, HyperCubeView
 from assoc.server.qix.listobject import ListObjectDef, ListObjectView
+from assoc.server.qix.lists import (
+    APP_OBJECT_LIST_DEF,
+    EMPTY_LISTS,
+    SELECTION_OBJECT_DEF,
+    app_object_list,
+    item_data,
+    selection_object,
+)
+from assoc.server.qix.patches import patched
 from assoc.server.qix.rpc import (
     GENERIC_NOT_FOUND,
     INVALID_PARAMETERS,
+    INVALID_PARAMS,
     MAX_PROPERTY_DEPTH,
     NOT_IMPLEMENTED,
     RpcError,
@@ -20,7 +32,26 @@ from assoc.server.qix.rpc import (
 )
 
 LIST_DEF, CUBE_DEF, FIELD_LIST_DEF = "qListObjectDef", "qHyperCubeDef", "qFieldListDef"
-COMPUTED = {LIST_DEF: "qListObject", CUBE_DEF: "qHyperCube", FIELD_LIST_DEF: "qFieldList"}
+CHILD_LIST_DEF, LAYOUT_EXCLUDE = "qChildListDef", "qLayoutExclude"
+COMPUTED = {
+    LIST_DEF: "qListObject",
+    CUBE_DEF: "qHyperCube",
+    FIELD_LIST_DEF: "qFieldList",
+    SELECTION_OBJECT_DEF: "qSelectionObject",
+    APP_OBJECT_LIST_DEF: "qAppObjectList",
+    **EMPTY_LISTS,
+}
+# Members not searched for definitions: the object's identity, what the layout leaves out,
+# and the child list (its qData are paths into the children).
+_NOT_WALKED = ("qInfo", LAYOUT_EXCLUDE, CHILD_LIST_DEF)
+
+
+@dataclass(frozen=True)
+class ListDef:
+    """A definition of one of the list kinds (field list, selections, master items, …)."""
+
+    kind: str
+    raw: dict[str, Any]
 
 
 def _definitions(props: Any, path: str, out: dict[str, Any]) -> None:
@@ -33,44 +64,162 @@ def _definitions(props: Any, path: str, out: dict[str, Any]) -> None:
             out[here] = ListObjectDef.parse(value)
         elif key == CUBE_DEF:
             out[here] = HyperCubeDef.parse(value)
-        elif key == FIELD_LIST_DEF:
+        elif key in COMPUTED:
             if not isinstance(value, dict):
                 raise RpcError(INVALID_PARAMETERS, here, "must be an object")
-            out[here] = value
+            out[here] = ListDef(key, value)
         elif key in ("qStringExpression", "qValueExpression"):
             raise RpcError(NOT_IMPLEMENTED, here, "expressions in properties are not implemented")
-        elif key != "qInfo":
+        elif key not in _NOT_WALKED:
             _definitions(value, here, out)
 
 
+def _custom(qdef: Any) -> dict[str, Any]:
+    """The members of a qDef a client added (not starting with q): cId, textAlign, …"""
+    if not isinstance(qdef, dict):
+        return {}
+    return {k: copy.deepcopy(v) for k, v in qdef.items() if not k.startswith("q")}
+
+
+def _copy_custom(definition: Any, computed: dict[str, Any]) -> None:
+    """Copies each dimension's / measure's custom qDef members into its info entry."""
+    if not isinstance(definition, dict):
+        return
+    if "qDimensionInfo" in computed and isinstance(computed["qDimensionInfo"], dict):
+        computed["qDimensionInfo"].update(_custom(definition.get("qDef")))  # a list object
+        return
+    for key, infos in (("qDimensions", "qDimensionInfo"), ("qMeasures", "qMeasureInfo")):
+        columns = definition.get(key)
+        if isinstance(columns, list):
+            for column, info in zip(columns, computed.get(infos, []), strict=False):
+                if isinstance(column, dict):
+                    info.update(_custom(column.get("qDef")))
+
+
 @dataclass
+class LayoutContext:
+    """What a layout is computed for: the document's data and selections, the object in
+    selection mode (its id) and whether selections were made since it began, and the app
+    objects (qInfo, properties) that qAppObjectListDef lists."""
+
+    facts: AppFacts
+    session: assoc.Session
+    modal_id: str | None = None
+    made_selections: bool = False
+    app_objects: Callable[[], list[tuple[dict[str, Any], dict[str, Any]]]] = list
+
+
+def parse_properties(
+    properties: Any, name: str, object_id: str, keep_type: str | None = None
+) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """Checked properties (a copy, qInfo.qId set to `object_id`), the object's type and its
+    definitions. Properties nested deeper than MAX_PROPERTY_DEPTH or holding NaN or an
+    infinity answer -32602 naming `name`; definitions that do not fit answer their errors.
+    `keep_type`: the type used when the properties name none."""
+    if not isinstance(properties, dict):
+        raise RpcError(INVALID_PARAMS, name, "Invalid Params: properties must be an object")
+    check_tree(properties, name, MAX_PROPERTY_DEPTH)
+    props = copy.deepcopy(properties)
+    info = props.get("qInfo")
+    if info is None:
+        info = props["qInfo"] = {}
+    if not isinstance(info, dict):
+        raise RpcError(INVALID_PARAMETERS, "qInfo", "must be an object")
+    object_type = info.get("qType", "")
+    if not isinstance(object_type, str):
+        raise RpcError(INVALID_PARAMETERS, "qInfo.qType", "must be a string")
+    if not object_type and keep_type:
+        object_type = keep_type
+    info["qId"], info["qType"] = object_id, object_type
+    definitions: dict[str, Any] = {}
+    _definitions(props, "", definitions)
+    child_list = props.get(CHILD_LIST_DEF)
+    if child_list is not None and not isinstance(child_list, dict):
+        raise RpcError(INVALID_PARAMETERS, CHILD_LIST_DEF, "must be an object")
+    return props, object_type, definitions
+
+
+@dataclass(eq=False)
 class GenericObject:
-    """A session object: its id, type, properties and parsed definitions."""
+    """A generic object: its id, type, properties (and soft patches over them), parsed
+    definitions (of the effective properties), parent and children."""
 
     object_id: str
     object_type: str
     properties: dict[str, Any]
     definitions: dict[str, Any] = field(default_factory=dict)
     handle: int = 0
+    parent: GenericObject | None = None
+    children: list[GenericObject] = field(default_factory=list)
+    soft_patches: list[Any] = field(default_factory=list)
+    effective: dict[str, Any] | None = None  # properties with the soft patches, when any
+    app_object: bool = False  # made by CreateObject (listed by qAppObjectListDef)
 
     @classmethod
-    def create(cls, properties: dict[str, Any], object_id: str) -> GenericObject:
-        """An object from qProp (copied), with its definitions checked; properties nested
-        deeper than MAX_PROPERTY_DEPTH or holding NaN or an infinity answer -32602."""
-        check_tree(properties, "qProp", MAX_PROPERTY_DEPTH)
-        props = copy.deepcopy(properties)
-        info = props.get("qInfo")
-        if info is None:
-            info = props["qInfo"] = {}
-        if not isinstance(info, dict):
-            raise RpcError(INVALID_PARAMETERS, "qInfo", "must be an object")
-        object_type = info.get("qType", "")
-        if not isinstance(object_type, str):
-            raise RpcError(INVALID_PARAMETERS, "qInfo.qType", "must be a string")
-        info["qId"], info["qType"] = object_id, object_type
-        definitions: dict[str, Any] = {}
-        _definitions(props, "", definitions)
+    def create(
+        cls, properties: dict[str, Any], object_id: str, name: str = "qProp"
+    ) -> GenericObject:
+        """An object from properties (copied), with its definitions checked."""
+        props, object_type, definitions = parse_properties(properties, name, object_id)
         return cls(object_id, object_type, props, definitions)
+
+    @property
+    def info(self) -> dict[str, str]:
+        """NxInfo {qId, qType}."""
+        return {"qId": self.object_id, "qType": self.object_type}
+
+    def effective_properties(self) -> dict[str, Any]:
+        """The properties with the soft patches applied (what layouts are made of)."""
+        return self.effective if self.effective is not None else self.properties
+
+    def set_properties(self, properties: Any, name: str = "qProp") -> None:
+        """Replaces the properties (the id stays; the type stays when none is given) and
+        drops the soft patches; nothing changes when they do not fit."""
+        props, object_type, definitions = parse_properties(
+            properties, name, self.object_id, keep_type=self.object_type
+        )
+        self.properties, self.object_type, self.definitions = props, object_type, definitions
+        self.soft_patches, self.effective = [], None
+
+    def apply_patches(self, patches: list[Any], soft: bool) -> None:
+        """Hard patches change the properties (soft ones stay on top while they still
+        apply); soft patches change only the effective properties. All or nothing."""
+        if soft:
+            soft_patches = self.soft_patches + list(patches)
+            effective = patched(self.properties, soft_patches)
+            props, _, definitions = parse_properties(effective, "qPatches", self.object_id)
+            props["qInfo"]["qType"] = self.object_type
+            self.soft_patches, self.effective, self.definitions = soft_patches, props, definitions
+            return
+        kept = self.soft_patches
+        self.set_properties(patched(self.properties, list(patches)), "qPatches")
+        if kept:
+            # Soft patches that no longer fit the new properties are dropped.
+            with contextlib.suppress(RpcError):
+                self.apply_patches(kept, soft=True)
+
+    def clear_soft_patches(self) -> None:
+        """Drops the soft patches: the effective properties are the properties again."""
+        if self.soft_patches:
+            self.set_properties(self.properties)
+
+    def property_tree(self) -> dict[str, Any]:
+        """GenericObjectEntry: the properties and the children's entries, recursively."""
+        return {
+            "qProperty": copy.deepcopy(self.properties),
+            "qChildren": [child.property_tree() for child in self.children],
+            "qEmbeddedSnapshotRef": None,
+        }
+
+    def descendants(self) -> list[GenericObject]:
+        """The children, their children, …, depth first."""
+        out: list[GenericObject] = []
+        stack = list(reversed(self.children))
+        while stack:
+            child = stack.pop()
+            out.append(child)
+            stack.extend(reversed(child.children))
+        return out
 
     def definition(self, path: str, kind: str) -> Any:
         """The definition of `kind` at `path` (error 2 when there is none)."""
@@ -80,8 +229,10 @@ class GenericObject:
             raise RpcError(GENERIC_NOT_FOUND, path, f"no {kind} at this path")
         return found
 
-    def layout(self, facts: AppFacts, session: assoc.Session) -> dict[str, Any]:
-        """GenericObjectLayout: the properties with every definition replaced by its result."""
+    def layout(self, ctx: LayoutContext) -> dict[str, Any]:
+        """GenericObjectLayout: the effective properties with every definition replaced by
+        its result, custom qDef members copied into their column's info, qLayoutExclude left
+        out, the children listed (qChildListDef), qSelectionInfo and qMeta."""
 
         def computed(value: Any, path: str) -> Any:
             if not isinstance(value, dict):
@@ -90,22 +241,55 @@ class GenericObject:
             for key, item in value.items():
                 here = f"{path}/{key}"
                 if key in COMPUTED and here in self.definitions:
-                    out[COMPUTED[key]] = self._compute(self.definitions[here], facts, session)
+                    result = self._compute(self.definitions[here], ctx)
+                    _copy_custom(item, result)
+                    out[COMPUTED[key]] = result
+                elif key == LAYOUT_EXCLUDE:
+                    continue
                 elif key == "qInfo":
                     out[key] = dict(item)
+                elif key == CHILD_LIST_DEF and not path:
+                    out["qChildList"] = self._child_list(item)
                 else:
                     out[key] = computed(item, here)
             return out
 
-        layout: dict[str, Any] = computed(self.properties, "")
-        layout["qSelectionInfo"] = {}
-        layout.setdefault("qMeta", {})
+        layout: dict[str, Any] = computed(self.effective_properties(), "")
+        modal = ctx.modal_id == self.object_id
+        layout["qSelectionInfo"] = {
+            "qInSelections": modal,
+            "qMadeSelections": modal and ctx.made_selections,
+        }
+        meta = self.properties.get("qMetaDef")
+        layout.setdefault("qMeta", dict(meta) if isinstance(meta, dict) else {})
         return layout
 
+    def _child_list(self, definition: Any) -> dict[str, Any]:
+        spec = definition.get("qData") if isinstance(definition, dict) else None
+        items = []
+        for child in self.children:
+            props = child.effective_properties()
+            meta = props.get("qMetaDef")
+            items.append(
+                {
+                    "qInfo": child.info,
+                    "qMeta": dict(meta) if isinstance(meta, dict) else {},
+                    "qData": item_data(spec, props),
+                }
+            )
+        return {"qItems": items}
+
     @staticmethod
-    def _compute(definition: Any, facts: AppFacts, session: assoc.Session) -> dict[str, Any]:
+    def _compute(definition: Any, ctx: LayoutContext) -> dict[str, Any]:
         if isinstance(definition, ListObjectDef):
-            return ListObjectView(definition, facts, session).layout()
+            return ListObjectView(definition, ctx.facts, ctx.session).layout()
         if isinstance(definition, HyperCubeDef):
-            return HyperCubeView(definition, facts, session).layout()
-        return field_list(facts, definition)
+            return HyperCubeView(definition, ctx.facts, ctx.session).layout()
+        kind, raw = definition.kind, definition.raw
+        if kind == FIELD_LIST_DEF:
+            return field_list(ctx.facts, raw)
+        if kind == SELECTION_OBJECT_DEF:
+            return selection_object(ctx.facts, ctx.session)
+        if kind == APP_OBJECT_LIST_DEF:
+            return app_object_list(raw, ctx.app_objects)
+        return {"qItems": []}

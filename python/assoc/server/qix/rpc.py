@@ -25,6 +25,8 @@ NOT_IMPLEMENTED = 20
 APP_ALREADY_OPEN = 1002
 APP_NOT_FOUND = 1003
 APP_INVALID = 1007
+HC_INVALID_OBJECT_STATE = 6002
+HC_MODAL_OBJECT_ERROR = 6003
 CALC_INVALID_DEF = 7000
 PAGES_TOO_LARGE = 7009
 
@@ -350,6 +352,7 @@ CHECKS: dict[str, Check] = {
     "object": lambda v: isinstance(v, dict),
     "ints": lambda v: isinstance(v, list) and all(_is_int(x) for x in v),
     "objects": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+    "strs": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "any": lambda v: True,
 }
 
