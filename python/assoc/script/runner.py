@@ -746,9 +746,10 @@ class ScriptRunner:
         if not calls:
             return view.subset(_true_rows(self._evaluate(where, view, interp), view.n))
         tests = self._exists_tests(stmt, calls, view, interp, exprs)
-        test = where
-        for k, c in enumerate(calls):
-            test = _replaced(test, c, ast.FieldRef(c.line, c.column, f"{_EXISTS}{k}"))
+        test = _replaced_all(
+            where,
+            {id(c): ast.FieldRef(c.line, c.column, f"{_EXISTS}{k}") for k, c in enumerate(calls)},
+        )
         found = [prior.copy() for prior, _, _ in tests]
         kept = np.zeros(view.n, dtype=bool)
         here = np.arange(view.n)
@@ -897,14 +898,14 @@ class ScriptRunner:
                     "LOAD * cannot be grouped: name the fields", stmt.line, stmt.column
                 )
             env = dict(group_columns)
-            rewritten = expr
+            replace: dict[int, ast.Expr] = {}
             for k, call in enumerate(_aggregations(expr)):
                 env[f"{_AGG}{k}"] = Column(
                     self._aggregate(call, view, groups, interp),
                     np.arange(groups.count, dtype=np.int32),
                 )
-                ref = ast.FieldRef(call.line, call.column, f"{_AGG}{k}")
-                rewritten = _replaced(rewritten, call, ref)
+                replace[id(call)] = ast.FieldRef(call.line, call.column, f"{_AGG}{k}")
+            rewritten = _replaced_all(expr, replace)
             for ref in _field_refs(rewritten):
                 if ref.name not in env:
                     raise ScriptError(
@@ -1484,10 +1485,15 @@ def _splits(expr: ast.Expr) -> list[ast.Call]:
 
 def _replaced(expr: ast.Expr, old: ast.Expr, new: ast.Expr) -> ast.Expr:
     """The expression with the node `old` (that very node) replaced by `new`."""
+    return _replaced_all(expr, {id(old): new})
+
+
+def _replaced_all(expr: ast.Expr, new: dict[int, ast.Expr]) -> ast.Expr:
+    """The expression with each node whose id is in `new` replaced by its new node."""
     rebuilt: dict[int, ast.Expr] = {}
     for e in _post_order(expr):
-        if e is old:
-            rebuilt[id(e)] = new
+        if id(e) in new:
+            rebuilt[id(e)] = new[id(e)]
         elif isinstance(e, ast.Call):
             rebuilt[id(e)] = dataclasses.replace(e, args=tuple(rebuilt[id(a)] for a in e.args))
         elif isinstance(e, ast.Unary):
@@ -1550,11 +1556,11 @@ def _sort_rank(symbols: Values) -> np.ndarray:
 
 def _with_iterno(expr: ast.Expr, value: ast.Expr) -> ast.Expr:
     """The expression with every IterNo() replaced by `value`."""
-    for e in [e for e in _post_order(expr) if isinstance(e, ast.Call) and e.name == "ITERNO"]:
+    calls = [e for e in _post_order(expr) if isinstance(e, ast.Call) and e.name == "ITERNO"]
+    for e in calls:
         if e.args:
             raise ScriptError("IterNo takes no arguments", e.line, e.column)
-        expr = _replaced(expr, e, value)
-    return expr
+    return _replaced_all(expr, {id(e): value for e in calls}) if calls else expr
 
 
 def _aggregations(expr: ast.Expr) -> list[ast.Call]:
