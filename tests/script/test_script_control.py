@@ -183,7 +183,8 @@ def test_table_functions() -> None:
     LET value2 = FieldValue('a', 2);
     LET is_there = Exists(a, 'y');
     LET not_there = Exists(a, 'z');
-    V: LOAD '$(rows)|$(fields)|$(second)|$(first_table)|$(tables)|$(last_p)|$(first_b)|$(before_last)|$(count_a)|$(value2)|$(is_there)|$(not_there)' AS S
+    V: LOAD '$(rows)|$(fields)|$(second)|$(first_table)|$(tables)|$(last_p)|$(first_b)' &
+        '|$(before_last)|$(count_a)|$(value2)|$(is_there)|$(not_there)' AS S
     AUTOGENERATE 1;
     """
     app, _ = run(script)

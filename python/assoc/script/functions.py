@@ -142,9 +142,15 @@ def _len(args: list[Values], ctx: CallContext) -> Values:
 
 
 def _dual_of(nums: np.ndarray, format_one: Callable[[float], str]) -> Values:
-    """Duals: each number with its formatted text (NULL stays NULL)."""
-    texts = [None if x != x else format_one(x) for x in nums.tolist()]
-    return Values.of_texts(texts, nums)
+    """Duals: each number with its formatted text (NULL stays NULL); each distinct number is
+    formatted once."""
+    nums = np.asarray(nums, dtype=np.float64)
+    if len(nums) <= 16:
+        return Values.of_texts([None if x != x else format_one(x) for x in nums.tolist()], nums)
+    uniq, inverse = np.unique(nums, return_inverse=True)
+    texts = np.empty(len(uniq), dtype=object)
+    texts[:] = [None if x != x else format_one(x) for x in uniq.tolist()]
+    return Values(nums, texts[inverse.reshape(-1)])
 
 
 def _format_args(args: list[Values], i: int) -> str | None:
