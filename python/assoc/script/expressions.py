@@ -11,6 +11,7 @@ from assoc.script import syntax as ast
 from assoc.script.errors import ScriptError
 from assoc.script.functions import FUNCTIONS, ROW_FUNCTIONS, CallContext, numbers_of
 from assoc.script.numbers import Interpretation
+from assoc.script.parser import AGGREGATIONS
 from assoc.script.values import NAN, Values, booleans
 
 
@@ -71,6 +72,12 @@ class Evaluator:
             return self.columns[expr.name]
         if isinstance(expr, ast.Call):
             spec = FUNCTIONS.get(expr.name)
+            if spec is None and expr.name in AGGREGATIONS:
+                raise ScriptError(
+                    f"{expr.name} is an aggregation: it is allowed in a LOAD's fields only",
+                    expr.line,
+                    expr.column,
+                )
             if spec is None:
                 raise ScriptError(f"unknown function {expr.name}", expr.line, expr.column)
             fn, least, most = spec
@@ -140,12 +147,22 @@ class Evaluator:
         return Values(out)
 
 
-def constant_value(expr: ast.Expr, interpretation: Interpretation) -> Values:
-    """An expression that reads no field, evaluated once (LET, AUTOGENERATE's count)."""
+def constant_value(
+    expr: ast.Expr,
+    interpretation: Interpretation,
+    script: object = None,
+    variables: Mapping[str, str] | None = None,
+) -> Values:
+    """An expression that reads no field, evaluated once (LET, AUTOGENERATE's count, control
+    statements' conditions); a bare name there is a variable's value; `script` answers Peek,
+    NoOfRows and the like."""
+    env: dict[str, Values] = {}
     for e in walk(expr):
         if isinstance(e, ast.FieldRef):
-            raise ScriptError(f"field not found: {e.name}", e.line, e.column)
-    return Evaluator({}, CallContext(1, interpretation))(expr)
+            if variables is None or e.name not in variables:
+                raise ScriptError(f"field not found: {e.name}", e.line, e.column)
+            env[e.name] = Values.of_texts([variables[e.name]])
+    return Evaluator(env, CallContext(1, interpretation, script=script))(expr)
 
 
 __all__ = ["Evaluator", "constant_value", "fields_of", "is_row_dependent", "walk"]

@@ -7,6 +7,7 @@ import datetime as dt
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +23,7 @@ class CallContext:
     interpretation: Interpretation
     recno: np.ndarray | None = None
     rowno: np.ndarray | None = None
+    script: Any = None  # the running script (its tables, maps): ScriptRunner
 
 
 def numbers_of(v: Values, interp: Interpretation) -> np.ndarray:
@@ -140,9 +142,15 @@ def _len(args: list[Values], ctx: CallContext) -> Values:
 
 
 def _dual_of(nums: np.ndarray, format_one: Callable[[float], str]) -> Values:
-    """Duals: each number with its formatted text (NULL stays NULL)."""
-    texts = [None if x != x else format_one(x) for x in nums.tolist()]
-    return Values.of_texts(texts, nums)
+    """Duals: each number with its formatted text (NULL stays NULL); each distinct number is
+    formatted once."""
+    nums = np.asarray(nums, dtype=np.float64)
+    if len(nums) <= 16:
+        return Values.of_texts([None if x != x else format_one(x) for x in nums.tolist()], nums)
+    uniq, inverse = np.unique(nums, return_inverse=True)
+    texts = np.empty(len(uniq), dtype=object)
+    texts[:] = [None if x != x else format_one(x) for x in uniq.tolist()]
+    return Values(nums, texts[inverse.reshape(-1)])
 
 
 def _format_args(args: list[Values], i: int) -> str | None:
@@ -397,7 +405,94 @@ FUNCTIONS: dict[str, tuple[Callable[[list[Values], CallContext], Values], int, i
     "TODAY": (_today, 0, 1),
 }
 
-# Functions whose value differs from row to row even for equal arguments.
-ROW_FUNCTIONS = frozenset({"RECNO", "ROWNO", "RAND"})
+
+def _script(method: str) -> Callable[[list[Values], CallContext], Values]:
+    """A function of the script's tables and maps (the runner answers it)."""
+
+    def call(args: list[Values], ctx: CallContext) -> Values:
+        if ctx.script is None:
+            raise ValueError("only known while a script runs")
+        out: Values = getattr(ctx.script, method)(args, ctx)
+        return out
+
+    return call
+
+
+def _week(args: list[Values], ctx: CallContext) -> Values:
+    """Week(date [, first_week_day [, broken_weeks [, reference_day]]]), steered by FirstWeekDay,
+    BrokenWeeks and ReferenceDay: broken weeks count from the week holding January 1st;
+    unbroken ones from the week holding January `reference day` (4 when 0: ISO)."""
+    nums = numbers_of(args[0].broadcast(ctx.n), ctx.interpretation)
+    interp = ctx.interpretation
+
+    def setting(i: int, default: int) -> int:
+        if len(args) <= i:
+            return default
+        v = numbers_of(args[i], interp)[0]
+        return default if v != v else int(v)
+
+    first_day = setting(1, interp.first_week_day)  # 0 Monday … 6 Sunday
+    broken = setting(2, int(interp.broken_weeks)) != 0
+    reference = setting(3, interp.reference_day) or (1 if broken else 4)
+    valid = ~np.isnan(nums)
+    day = np.floor(np.where(valid, nums, 0.0)).astype(np.int64)
+    # Day numbers: 1899-12-30 was a Saturday (weekday 5 with Monday 0).
+    weekday = (day + 5) % 7
+    week_start = day - (weekday - first_day) % 7
+    year = _date_parts(np.where(valid, nums, 0.0)).astype("datetime64[Y]").astype(np.int64)
+    year = year + 1970
+
+    def first_week(y: np.ndarray) -> np.ndarray:
+        jan1 = (y - 1970).astype("datetime64[Y]").astype("datetime64[D]").astype(np.int64) + 25569
+        ref = jan1 + reference - 1
+        return ref - ((ref + 5) % 7 - first_day) % 7
+
+    if broken:
+        start = first_week(year)
+    else:
+        start = first_week(year)
+        nxt = first_week(year + 1)
+        before = first_week(year - 1)
+        start = np.where(week_start >= nxt, nxt, np.where(week_start < start, before, start))
+    week = (week_start - start) // 7 + 1
+    return Values(np.where(valid, week.astype(np.float64), NAN))
+
+
+def _weekday(args: list[Values], ctx: CallContext) -> Values:
+    """WeekDay(date [, first_week_day]): a dual, 0 for the first day of the week and the day's
+    name from DayNames."""
+    nums = numbers_of(args[0].broadcast(ctx.n), ctx.interpretation)
+    first_day = ctx.interpretation.first_week_day
+    if len(args) > 1:
+        v = numbers_of(args[1], ctx.interpretation)[0]
+        first_day = first_day if v != v else int(v)
+    valid = ~np.isnan(nums)
+    weekday = (np.floor(np.where(valid, nums, 0.0)).astype(np.int64) + 5) % 7
+    pos = np.where(valid, ((weekday - first_day) % 7).astype(np.float64), NAN)
+    names = ctx.interpretation.day_names
+    return _dual_of(pos, lambda x: names[(int(x) + first_day) % 7])
+
+
+FUNCTIONS.update(
+    {
+        "WEEK": (_week, 1, 4),
+        "WEEKDAY": (_weekday, 1, 2),
+        "APPLYMAP": (_script("apply_map"), 2, 3),
+        "EXISTS": (_script("exists"), 1, 2),
+        "PEEK": (_script("peek"), 1, 3),
+        "FIELDVALUE": (_script("field_value"), 2, 2),
+        "FIELDVALUECOUNT": (_script("field_value_count"), 1, 1),
+        "NOOFROWS": (_script("no_of_rows"), 1, 1),
+        "NOOFFIELDS": (_script("no_of_fields"), 1, 1),
+        "FIELDNAME": (_script("field_name"), 2, 2),
+        "TABLENAME": (_script("table_name"), 1, 1),
+        "NOOFTABLES": (_script("no_of_tables"), 0, 0),
+        "AUTONUMBER": (_script("auto_number"), 1, 2),
+    }
+)
+
+# Functions whose value differs from row to row even for equal arguments (AutoNumber numbers
+# values in the order of their rows).
+ROW_FUNCTIONS = frozenset({"RECNO", "ROWNO", "RAND", "AUTONUMBER"})
 
 __all__ = ["FUNCTIONS", "ROW_FUNCTIONS", "CallContext", "numbers_of", "subfield_parts"]

@@ -58,6 +58,50 @@ def _is_word_at(text: str, i: int, word: str) -> bool:
     return before_ok and after_ok
 
 
+# The first words of control statements, which end at `;` or at the end of their line.
+CONTROL_WORDS = frozenset(
+    (
+        "IF", "ELSEIF", "ELSE", "END", "ENDIF", "ENDSUB", "ENDSWITCH", "FOR", "NEXT", "DO",
+        "LOOP", "SUB", "CALL", "SWITCH", "CASE", "DEFAULT", "EXIT",
+    )
+)  # fmt: skip
+
+
+def control_word(text: str, i: int) -> str:
+    """The control word starting the statement at i (upper-cased), or "" (a label `If:` is
+    not one)."""
+    j = i
+    while j < len(text) and (text[j].isalnum() or text[j] == "_"):
+        j += 1
+    word = text[i:j].upper()
+    if word not in CONTROL_WORDS:
+        return ""
+    k = j
+    while k < len(text) and text[k] in " \t":
+        k += 1
+    return "" if k < len(text) and text[k] == ":" else word
+
+
+def _control_end(text: str, i: int, word: str, positions: Positions) -> int:
+    """Where the control statement starting at i ends (its `;`, line end, or after THEN/ELSE)."""
+    n = len(text)
+    if word in ("ELSE", "DEFAULT"):
+        return i + len(word)
+    j = i
+    while j < n and text[j] not in ";\n":
+        ch = text[j]
+        if ch in "'\"[`":
+            j = _skip_quoted(text, j, "]" if ch == "[" else ch, positions)
+            continue
+        if ch == "/" and text.startswith("//", j) and text[j - 1] != ":":
+            nl = text.find("\n", j)
+            return n if nl < 0 else nl
+        if word in ("IF", "ELSEIF") and ch in "tT" and _is_word_at(text, j, "THEN"):
+            return j + 4
+        j += 1
+    return j
+
+
 def split_statements(text: str, positions: Positions) -> list[Statement]:
     """The script's statements, comments removed; REM statements dropped."""
     out: list[Statement] = []
@@ -86,6 +130,16 @@ def split_statements(text: str, positions: Positions) -> list[Statement]:
             if _is_word_at(text, i, "REM"):
                 end = text.find(";", i)
                 i = n if end < 0 else end + 1
+                start = -1
+                continue
+            word = control_word(text, i)
+            if word:
+                # A control statement ends at its `;` or its line's end (IF … THEN and ELSE
+                # also right after THEN / ELSE: a statement may follow on the same line).
+                i = _control_end(text, i, word, positions)
+                out.append(Statement(text[start:i], start))
+                if i < n and text[i] == ";":
+                    i += 1
                 start = -1
                 continue
         if ch in "'\"[`":
@@ -231,6 +285,10 @@ class Lexer:
         tok = self.peek()
         self._peeked = None
         return tok
+
+    def back(self, tok: Token) -> None:
+        """Reads on from `tok` again (it is the next token)."""
+        self.pos, self._peeked = tok.offset, None
 
     def raw_until(self, stops: str) -> tuple[str, int]:
         """Raw text from here to the first whitespace or stop character (an unquoted path)."""

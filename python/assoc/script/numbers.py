@@ -49,6 +49,14 @@ def serial_date(serial: float) -> dt.date:
     return dt.date.fromordinal(math.floor(serial) + _EPOCH)
 
 
+def _setting(text: str, default: int) -> int:
+    """A whole-number interpretation variable (its default when it is not one)."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        return default
+
+
 class Interpretation:
     """The interpretation variables in force: reads and writes numbers as the script says."""
 
@@ -62,6 +70,9 @@ class Interpretation:
         self.date_format = v["DateFormat"]
         self.time_format = v["TimeFormat"]
         self.timestamp_format = v["TimestampFormat"]
+        self.first_week_day = _setting(v["FirstWeekDay"], 6)
+        self.broken_weeks = _setting(v["BrokenWeeks"], 1) != 0
+        self.reference_day = _setting(v["ReferenceDay"], 0)
         self.month_names = v["MonthNames"].split(";")
         self.long_month_names = v["LongMonthNames"].split(";")
         self.day_names = v["DayNames"].split(";")

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from assoc.script import syntax as ast
 from assoc.script.errors import ScriptError
-from assoc.script.lexer import END, NAME, NUMBER, OP, QNAME, STRING, Lexer, Token
+from assoc.script.lexer import CONTROL_WORDS, END, NAME, NUMBER, OP, QNAME, STRING, Lexer, Token
 
 # Words that end a LOAD's field list or its source and so cannot be bare field names there.
-_CLAUSE_WORDS = ("FROM", "INLINE", "RESIDENT", "AUTOGENERATE", "WHERE")
+_CLAUSE_WORDS = ("FROM", "INLINE", "RESIDENT", "AUTOGENERATE", "WHERE", "WHILE")
+# Aggregations a LOAD's fields may use (with GROUP BY, or over all its rows without).
+AGGREGATIONS = frozenset(
+    (
+        "SUM", "COUNT", "MIN", "MAX", "AVG", "ONLY", "CONCAT", "FIRSTVALUE", "LASTVALUE",
+        "MINSTRING", "MAXSTRING",
+    )
+)  # fmt: skip
+# Functions whose first argument names a field (written bare or quoted).
+_FIELD_NAME_ARG = frozenset(("EXISTS", "PEEK", "FIELDVALUE", "FIELDVALUECOUNT", "FIELDINDEX"))
 # Binary operators by precedence, lowest first; NOT sits between AND and the comparisons.
 _WORD_LEVELS = {"OR": 0, "XOR": 0, "AND": 1}
 _NOT_LEVEL = 2
@@ -148,6 +158,11 @@ class Parser:
             if self.lx.peek().is_op("("):
                 self.lx.next()
                 self._descend(tok)
+                name = tok.text.upper()
+                distinct = False
+                if name in AGGREGATIONS and self.lx.peek().is_word("DISTINCT"):
+                    self.lx.next()
+                    distinct = True
                 args: list[ast.Expr] = []
                 if not self.lx.peek().is_op(")"):
                     args.append(self.expression())
@@ -156,13 +171,58 @@ class Parser:
                         args.append(self.expression())
                 self.expect_op(")")
                 self.depth -= 1
-                return ast.Call(line, col, tok.text.upper(), tuple(args))
+                if name in _FIELD_NAME_ARG and args and isinstance(args[0], ast.FieldRef):
+                    # The field's name, not its value; Exists(F) tests F's value of this row.
+                    ref = args[0]
+                    args[0] = ast.Literal(ref.line, ref.column, ref.name)
+                    if name == "EXISTS" and len(args) == 1:
+                        args.append(ref)
+                return ast.Call(line, col, name, tuple(args), distinct)
             if tok.text.upper() in _CLAUSE_WORDS:
                 raise self.error(f"expected an expression, found {tok.text}", tok)
             return ast.FieldRef(line, col, tok.text)
         raise self.error(f"expected an expression, found {describe(tok)}", tok)
 
     # --- LOAD
+    def _clauses(self, resident: bool) -> dict[str, object]:
+        """WHERE, WHILE, GROUP BY and ORDER BY after a LOAD's source (each at most once)."""
+        out: dict[str, object] = {}
+        while True:
+            tok = self.lx.peek()
+            if tok.is_word("WHERE", "WHILE"):
+                key = "where" if tok.is_word("WHERE") else "while_"
+                if key in out:
+                    raise self.error(f"a second {tok.text.upper()} clause", tok)
+                self.lx.next()
+                out[key] = self.expression()
+            elif tok.is_word("GROUP"):
+                if "group_by" in out:
+                    raise self.error("a second GROUP BY clause", tok)
+                self.lx.next()
+                self.expect_word("BY")
+                out["group_by"] = self.name_list("a field name after GROUP BY")
+            elif tok.is_word("ORDER"):
+                if "order_by" in out:
+                    raise self.error("a second ORDER BY clause", tok)
+                if not resident:
+                    raise self.error("ORDER BY needs a RESIDENT source", tok)
+                self.lx.next()
+                self.expect_word("BY")
+                keys = []
+                while True:
+                    f = self.name("a field name after ORDER BY")
+                    desc = False
+                    if self.lx.peek().is_word("ASC", "DESC"):
+                        desc = self.lx.next().is_word("DESC")
+                    keys.append((f, desc))
+                    if not self.lx.peek().is_op(","):
+                        break
+                    self.lx.next()
+                out["order_by"] = tuple(keys)
+            else:
+                self.end()
+                return out
+
     def load(
         self,
         first: Token,
@@ -204,32 +264,30 @@ class Parser:
             source = ast.ResidentSource(self.name("a table name"))
         elif tok.is_word("AUTOGENERATE"):
             source = ast.AutogenerateSource(self.expression())
-        elif tok.kind == END or tok.is_word("WHERE"):
+        elif tok.kind == END or tok.is_word("WHERE", "WHILE", "GROUP", "ORDER"):
             # A preceding LOAD: its rows come from the LOAD after it.
             if following is None:
                 raise self.error(
                     "LOAD needs a source: FROM, INLINE, RESIDENT, AUTOGENERATE or a LOAD after it",
                     tok,
                 )
-            where = None
-            if tok.is_word("WHERE"):
-                where = self.expression()
-                self.end()
+            self.lx.back(tok)
+            clauses = self._clauses(resident=False)
             return ast.Load(
-                line, col, label, fields, following(), where, distinct, concatenate, target
-            )
+                line, col, label, fields, following(), distinct=distinct, concatenate=concatenate,
+                concat_target=target,
+                **clauses,  # type: ignore[arg-type]
+            )  # fmt: skip
         else:
             raise self.error(
                 f"expected FROM, INLINE, RESIDENT or AUTOGENERATE, found {describe(tok)}", tok
             )
-        where = None
-        if self.lx.peek().is_word("WHERE"):
-            self.lx.next()
-            where = self.expression()
-        elif self.lx.peek().is_word("WHILE"):
-            raise self.error("WHILE clauses are not supported", self.lx.peek())
-        self.end()
-        return ast.Load(line, col, label, fields, source, where, distinct, concatenate, target)
+        clauses = self._clauses(isinstance(source, ast.ResidentSource))
+        return ast.Load(
+            line, col, label, fields, source, distinct=distinct, concatenate=concatenate,
+            concat_target=target,
+            **clauses,  # type: ignore[arg-type]
+        )  # fmt: skip
 
     def _load_fields(self) -> tuple[ast.LoadField, ...]:
         items: list[ast.LoadField] = []
@@ -343,23 +401,58 @@ def parse_statement(lexer: Lexer, following: Callable[[], ast.Load] | None) -> a
         if tok.kind == END:
             raise p.error("a table label must be followed by a LOAD", tok)
     concatenate, target = "auto", None
-    if tok.is_word("CONCATENATE"):
-        concatenate = "concatenate"
-        if lexer.peek().is_op("("):
-            lexer.next()
-            target = p.name("a table name")
-            p.expect_op(")")
-        tok = lexer.next()
-    elif tok.is_word("NOCONCATENATE"):
-        concatenate = "noconcatenate"
+    prefixes: dict[str, object] = {}
+    while True:
+        if tok.is_word("CONCATENATE") and concatenate == "auto":
+            concatenate = "concatenate"
+            if lexer.peek().is_op("("):
+                lexer.next()
+                target = p.name("a table name")
+                p.expect_op(")")
+        elif tok.is_word("NOCONCATENATE") and concatenate == "auto":
+            concatenate = "noconcatenate"
+        elif tok.is_word("MAPPING") and "mapping" not in prefixes:
+            prefixes["mapping"] = True
+        elif tok.is_word("CROSSTABLE") and "crosstable" not in prefixes:
+            prefixes["crosstable"] = _crosstable(p)
+        elif (
+            tok.is_word("LEFT", "RIGHT", "INNER", "OUTER", "JOIN", "KEEP")
+            and "join" not in prefixes
+            and "keep" not in prefixes
+        ):
+            kind = "outer" if tok.is_word("JOIN", "KEEP") else tok.text.lower()
+            op = tok if tok.is_word("JOIN", "KEEP") else p.expect_word("JOIN", "KEEP")
+            if op.is_word("KEEP") and kind == "outer":
+                raise p.error("KEEP is LEFT, RIGHT or INNER (OUTER KEEP does not exist)", tok)
+            if op.is_word("KEEP") and tok.is_word("KEEP"):
+                raise p.error("KEEP needs LEFT, RIGHT or INNER before it", tok)
+            prefixes["join" if op.is_word("JOIN") else "keep"] = kind
+            if lexer.peek().is_op("("):
+                lexer.next()
+                prefixes["join_target"] = p.name("a table name")
+                p.expect_op(")")
+        else:
+            break
         tok = lexer.next()
     if tok.is_word("LOAD"):
-        return p.load(tok, label, concatenate, target, following)
+        load = p.load(tok, label, concatenate, target, following)
+        # JOIN, KEEP, MAPPING, CROSSTABLE as read before LOAD.
+        return dataclasses.replace(load, **prefixes) if prefixes else load  # type: ignore[arg-type]
     if tok.is_word("SELECT", "SQL"):
         raise p.error("SQL SELECT needs a database connection, which scripts here cannot use", tok)
-    if label is not None or concatenate != "auto":
+    if label is not None or concatenate != "auto" or prefixes:
         raise p.error(f"expected LOAD, found {describe(tok)}", tok)
     word = tok.text.upper() if tok.kind == NAME else ""
+    if word in CONTROL_WORDS:
+        return _control(p, word, line, col)
+    if word in ("MAP", "UNMAP"):
+        patterns = _patterns(p)
+        map_name = None
+        if word == "MAP":
+            p.expect_word("USING")
+            map_name = p.name("a mapping table name")
+        p.end()
+        return ast.MapUsing(line, col, patterns, map_name)
     if word in ("SET", "LET"):
         name = p.name("a variable name")
         p.expect_op("=")
@@ -396,28 +489,149 @@ def parse_statement(lexer: Lexer, following: Callable[[], ast.Load] | None) -> a
             line, col, "table" if what.text.upper().startswith("TABLE") else "field", tuple(pairs)
         )
     if word in ("QUALIFY", "UNQUALIFY"):
-        patterns: list[str] = []
-        while True:
-            nxt = lexer.next()
-            if nxt.is_op("*"):
-                patterns.append("*")
-            elif nxt.kind in (NAME, QNAME, STRING):
-                patterns.append(nxt.text)
-            else:
-                raise p.error(f"expected a field name, found {describe(nxt)}", nxt)
-            if not lexer.peek().is_op(","):
-                break
-            lexer.next()
+        patterns = _patterns(p)
         p.end()
-        return ast.Qualify(line, col, word == "QUALIFY", tuple(patterns))
+        return ast.Qualify(line, col, word == "QUALIFY", patterns)
     if word == "TRACE":
         raw, _ = lexer.rest()
         return ast.Trace(line, col, raw.strip())
-    if word == "EXIT":
-        p.expect_word("SCRIPT")
-        p.end()
-        return ast.ExitScript(line, col)
     raise p.error(f"unknown statement {describe(tok)}", tok)
+
+
+def _patterns(p: Parser) -> tuple[str, ...]:
+    """Field names or wildcard patterns separated by commas."""
+    patterns: list[str] = []
+    while True:
+        nxt = p.lx.next()
+        if nxt.is_op("*"):
+            patterns.append("*")
+        elif nxt.kind in (NAME, QNAME, STRING):
+            patterns.append(nxt.text)
+        else:
+            raise p.error(f"expected a field name, found {describe(nxt)}", nxt)
+        if not p.lx.peek().is_op(","):
+            return tuple(patterns)
+        p.lx.next()
+
+
+def _crosstable(p: Parser) -> tuple[str, str, int]:
+    """`(attribute, data [, n])` after CROSSTABLE."""
+    p.expect_op("(")
+    attribute = p.name("the attribute field's name")
+    p.expect_op(",")
+    data = p.name("the data field's name")
+    qualifiers = 1
+    if p.lx.peek().is_op(","):
+        p.lx.next()
+        tok = p.lx.next()
+        if tok.kind != NUMBER or not tok.text.isdigit() or int(tok.text) < 1:
+            raise p.error(f"expected a number of qualifier fields, found {describe(tok)}", tok)
+        qualifiers = int(tok.text)
+    p.expect_op(")")
+    return attribute, data, qualifiers
+
+
+def _condition(p: Parser) -> tuple[ast.Expr | None, bool]:
+    """An optional `WHILE cond` / `UNTIL cond` (DO, LOOP): the condition and whether UNTIL."""
+    tok = p.lx.peek()
+    if tok.is_word("WHILE", "UNTIL"):
+        p.lx.next()
+        cond = p.expression()
+        p.end()
+        return cond, tok.is_word("UNTIL")
+    p.end()
+    return None, False
+
+
+def _control(p: Parser, word: str, line: int, col: int) -> ast.Statement:
+    """A control statement after its first word."""
+    lx = p.lx
+    if word in ("IF", "ELSEIF"):
+        test = p.expression()
+        p.expect_word("THEN")
+        p.end()
+        return ast.If(line, col, test, word == "ELSEIF")
+    if word == "ELSE":
+        p.end()
+        return ast.Else(line, col)
+    if word in ("END", "ENDIF", "ENDSUB", "ENDSWITCH"):
+        what = word[3:] or p.expect_word("IF", "SUB", "SWITCH").text.upper()
+        p.end()
+        return ast.End(line, col, what)
+    if word == "NEXT":
+        if lx.peek().kind != END:
+            p.name("a loop variable")
+        p.end()
+        return ast.End(line, col, "NEXT")
+    if word == "LOOP":
+        cond, until = _condition(p)
+        return ast.End(line, col, "LOOP", cond, until)
+    if word == "DO":
+        cond, until = _condition(p)
+        return ast.Do(line, col, cond, until)
+    if word == "FOR":
+        if lx.peek().is_word("EACH"):
+            lx.next()
+            var = p.name("a loop variable")
+            p.expect_word("IN")
+            items = [p.expression()]
+            while lx.peek().is_op(","):
+                lx.next()
+                items.append(p.expression())
+            p.end()
+            return ast.ForEach(line, col, var, tuple(items))
+        var = p.name("a loop variable")
+        p.expect_op("=")
+        start = p.expression()
+        p.expect_word("TO")
+        stop = p.expression()
+        step = None
+        if lx.peek().is_word("STEP"):
+            lx.next()
+            step = p.expression()
+        p.end()
+        return ast.For(line, col, var, start, stop, step)
+    if word in ("SUB", "CALL"):
+        name = p.name("a subroutine name")
+        args: list[ast.Expr] = []
+        params: list[str] = []
+        if lx.peek().is_op("("):
+            lx.next()
+            if not lx.peek().is_op(")"):
+                while True:
+                    if word == "SUB":
+                        params.append(p.name("a parameter name"))
+                    else:
+                        args.append(p.expression())
+                    if not lx.peek().is_op(","):
+                        break
+                    lx.next()
+            p.expect_op(")")
+        p.end()
+        if word == "SUB":
+            return ast.Sub(line, col, name, tuple(params))
+        return ast.CallSub(line, col, name, tuple(args))
+    if word == "SWITCH":
+        expr = p.expression()
+        p.end()
+        return ast.Switch(line, col, expr)
+    if word in ("CASE", "DEFAULT"):
+        values: list[ast.Expr] = []
+        if word == "CASE":
+            values.append(p.expression())
+            while lx.peek().is_op(","):
+                lx.next()
+                values.append(p.expression())
+        p.end()
+        return ast.Case(line, col, tuple(values))
+    # EXIT
+    what = p.expect_word("SCRIPT", "FOR", "DO", "SUB").text.upper()
+    when, unless = None, False
+    if lx.peek().is_word("WHEN", "UNLESS"):
+        unless = lx.next().is_word("UNLESS")
+        when = p.expression()
+    p.end()
+    return ast.Exit(line, col, what, when, unless)
 
 
 def _set_value(raw: str) -> str:

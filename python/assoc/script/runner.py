@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import numpy as np
 from assoc import _core
 from assoc.script import syntax as ast
 from assoc.script.connections import FolderConnections
+from assoc.script.control import MAX_CALL_DEPTH, Block, Program, structure
 from assoc.script.errors import ScriptError
 from assoc.script.expressions import (
     Evaluator,
@@ -23,16 +25,40 @@ from assoc.script.expressions import (
     walk,
 )
 from assoc.script.files import inline_frame, read_file, write_parquet, write_qvd, write_txt
-from assoc.script.functions import CallContext, subfield_parts
-from assoc.script.lexer import Lexer, Positions, Statement, expand_variables, split_statements
-from assoc.script.numbers import DEFAULTS, Interpretation
-from assoc.script.parser import Parser, parse_statement
+from assoc.script.functions import CallContext, numbers_of, subfield_parts
+from assoc.script.lexer import (
+    Lexer,
+    Positions,
+    Statement,
+    control_word,
+    expand_variables,
+    split_statements,
+)
+from assoc.script.numbers import DEFAULTS, Interpretation, plain_text, read_plain
+from assoc.script.parser import AGGREGATIONS, Parser, parse_statement
+from assoc.script.tableops import (
+    Groups,
+    aggregate,
+    crosstable,
+    filtered,
+    group_rows,
+    join_frames,
+    keep_rows,
+    row_keys,
+    take_or_null,
+    value_keys,
+)
 from assoc.script.tables import Column, Frame, concatenate_frames
-from assoc.script.values import Values
+from assoc.script.values import NAN, Values, booleans
+from assoc.script.values import concatenate as concatenate_values
 
-# A LOAD's rows that are about to be computed, and the name of a row-split SubField's parts.
+# A LOAD's rows that are about to be computed, and the name of a row-split SubField's parts
+# (and of the other columns a LOAD computes for itself: IterNo, Exists, aggregations).
 RowBase = Callable[[list[str]], int]
 _PART = "\0part"
+_ITER = "\0iterno"
+_EXISTS = "\0exists"
+_AGG = "\0agg"
 
 
 @dataclass
@@ -68,10 +94,52 @@ class _Cursor:
     raw: list[Statement]
     at: int = 0
     preceding: int = 0  # preceding LOADs read on from the statement the run is at
+    positions: Positions | None = None
 
 
 class _Exit(Exception):
     """EXIT SCRIPT reached."""
+
+
+def _no_following() -> ast.Load:
+    raise AssertionError("control statements have no preceding LOAD")
+
+
+def _same(a: Values, b: Values) -> bool:
+    """SWITCH's test: equal numbers, else equal texts."""
+    x, y = float(a.nums[0]), float(b.nums[0])
+    if x == x and y == y:
+        return x == y
+    return a.text_list()[0] == b.text_list()[0]
+
+
+@dataclass
+class _Frame:
+    """A program being run: the script, an included file, or a SUB's body (a CALL)."""
+
+    program: Program
+    pc: int
+    loops: dict[int, list[object]] = field(default_factory=dict)  # FOR at i: its state
+    sub: _SubCall | None = None
+
+
+@dataclass
+class _SubCall:
+    """A CALL in progress: the variables its parameters hid, and the caller's variables the
+    parameters stand for (given by name: their values go back when the SUB ends)."""
+
+    saved: dict[str, str | None]
+    by_reference: dict[str, str]
+
+
+@dataclass
+class _SubDef:
+    """A SUB: where its body is and its parameters."""
+
+    program: Program
+    start: int
+    end: int
+    params: tuple[str, ...]
 
 
 class ScriptRunner:
@@ -87,9 +155,14 @@ class ScriptRunner:
         self.connections = connections or FolderConnections()
         self.variables: dict[str, str] = dict(variables or {})
         self.tables: dict[str, Frame] = {}
+        self.maps: dict[str, tuple[Values, Values]] = {}  # mapping tables: keys, values
         self.progress = Progress()
         self._qualify: list[str] = []
         self._unqualify: list[str] = []
+        self._map_using: list[tuple[str, str | None]] = []
+        self._autonumbers: dict[str, dict[object, int]] = {}
+        self._subs: dict[str, _SubDef] = {}
+        self._cancelled = threading.Event()
         self._last_table: str | None = None
         self._positions = Positions(text)
         self._auto_names = 0
@@ -97,52 +170,115 @@ class ScriptRunner:
         # Worker threads' CPU time; the runner's own thread is measured with thread_time.
         self.cpu = _core.CpuAccount()
 
+    def cancel(self) -> None:
+        """Stops the run before its next statement (or loop round): it fails with a
+        ScriptError saying it was cancelled."""
+        self._cancelled.set()
+
+    def _check_cancelled(self, line: int = 0, column: int = 0) -> None:
+        if self._cancelled.is_set():
+            raise ScriptError("the reload was cancelled", line, column)
+
     # --- statements
     def statements(self, execute: bool) -> None:
-        """Parses every statement; runs each when `execute` (else only SET/LET take effect)."""
+        """Runs the script when `execute`; else parses every statement (only SET/LET take
+        effect), control statements checked for their blocks."""
         raw = split_statements(self.text, self._positions)
         self.progress.statements_total = len(raw)
-        cursor = _Cursor(raw)
-        while cursor.at < len(raw):
-            cursor.preceding = 0
-            stmt = self._parse(raw[cursor.at], lambda: self._following(cursor))
-            started = time.perf_counter()
-            if stmt is not None:
-                if execute or isinstance(stmt, ast.SetVariable):
-                    try:
+        program = structure(Program(raw, self._positions))
+        if not execute:
+            cursor = _Cursor(raw)
+            while cursor.at < len(raw):
+                cursor.preceding = 0
+                if cursor.at not in program.includes:
+                    stmt = self._parse(raw[cursor.at], lambda: self._following(cursor))
+                    if isinstance(stmt, ast.SetVariable):
                         self._run(stmt)
-                    except _Exit:
-                        self.progress.statements_done = len(raw)
-                        return
-                self.statement_seconds.append((stmt.line, time.perf_counter() - started))
-            cursor.at += 1
-            self.progress.statements_done = cursor.at
+                cursor.at += 1
+            return
+        frames = [_Frame(program, 0)]
+        done = 0
+        try:
+            while frames:
+                frame = frames[-1]
+                prog = frame.program
+                if frame.pc >= len(prog.raw):
+                    frames.pop()
+                    continue
+                i = frame.pc
+                self._check_cancelled(*prog.place(i))
+                started = time.perf_counter()
+                try:
+                    line = self._step(frames, frame, i)
+                except ScriptError as exc:
+                    if prog.source and not getattr(exc, "_placed", False):
+                        exc = ScriptError(f"{exc.message} (in {prog.source})", exc.line, exc.column)
+                        exc._placed = True  # type: ignore[attr-defined]
+                        raise exc from None
+                    raise
+                if line:
+                    self.statement_seconds.append((line, time.perf_counter() - started))
+                done += 1
+                self.progress.statements_done = min(done, len(raw))
+        except _Exit:
+            pass
+        self.progress.statements_done = len(raw)
+
+    def _step(self, frames: list[_Frame], frame: _Frame, i: int) -> int:
+        """Runs statement i of the frame's program and moves the frame on; the statement's
+        line (0 when it was a control statement)."""
+        prog = frame.program
+        word = prog.words[i]
+        if i in prog.includes:
+            self._include(frames, frame, i)
+            return 0
+        if not word:
+            cursor = _Cursor(prog.raw, i, positions=prog.positions)
+            stmt = self._parse(prog.raw[i], lambda: self._following(cursor), prog)
+            frame.pc = cursor.at + 1
+            if stmt is None:
+                return 0
+            self._run(stmt)
+            return stmt.line
+        stmt = self._parse(prog.raw[i], _no_following, prog)
+        self._control(frames, frame, i, stmt)
+        return 0
 
     def _following(self, cursor: _Cursor) -> ast.Load:
         """The statement after the cursor, which must be a LOAD (a preceding LOAD's source)."""
-        place = self._place(cursor.raw[cursor.at].offset)
+        positions = cursor.positions or self._positions
+        place = positions.line_column(cursor.raw[cursor.at].offset)
         cursor.preceding += 1
         if cursor.preceding > MAX_PRECEDING_LOADS:
             raise ScriptError(f"more than {MAX_PRECEDING_LOADS} preceding LOADs in a row", *place)
         cursor.at += 1
-        if cursor.at >= len(cursor.raw):
+        if cursor.at >= len(cursor.raw) or control_word(cursor.raw[cursor.at].text, 0):
             raise ScriptError("a LOAD without a source must be followed by a LOAD", *place)
-        stmt = self._parse(cursor.raw[cursor.at], lambda: self._following(cursor))
+        stmt = self._parse(
+            cursor.raw[cursor.at], lambda: self._following(cursor), positions=positions
+        )
         if not isinstance(stmt, ast.Load):
             raise ScriptError(
                 "a LOAD without a source must be followed by a LOAD",
-                *self._place(cursor.raw[cursor.at].offset),
+                *positions.line_column(cursor.raw[cursor.at].offset),
             )
         return stmt
 
     def _place(self, offset: int) -> tuple[int, int]:
         return self._positions.line_column(offset)
 
-    def _parse(self, raw: Statement, following: Callable[[], ast.Load]) -> ast.Statement | None:
+    def _parse(
+        self,
+        raw: Statement,
+        following: Callable[[], ast.Load],
+        program: Program | None = None,
+        positions: Positions | None = None,
+    ) -> ast.Statement | None:
+        at = positions or (program.positions if program is not None else self._positions)
         try:
             text, spans = expand_variables(raw.text, self._lookup)
         except ScriptError as exc:
-            raise ScriptError(exc.message, *self._place(raw.offset)) from None
+            raise ScriptError(exc.message, *at.line_column(raw.offset)) from None
 
         def where(offset: int) -> tuple[int, int]:
             # Offsets after an expansion map to the end of the `$(…)` it replaced.
@@ -150,9 +286,247 @@ class ScriptRunner:
             for expanded_at, source_at in spans:
                 if offset >= expanded_at:
                     original = source_at + (offset - expanded_at)
-            return self._place(raw.offset + min(original, len(raw.text)))
+            return at.line_column(raw.offset + min(original, len(raw.text)))
 
         return parse_statement(Lexer(text, where), following)
+
+    # --- control statements
+    def _truth(self, expr: ast.Expr) -> bool:
+        """A condition's value: true when its number is neither 0 nor missing."""
+        v = self._constant(expr)
+        x = numbers_of(v, self.interpretation())[0]
+        return bool(x == x and x != 0)
+
+    def _constant(self, expr: ast.Expr) -> Values:
+        return constant_value(expr, self.interpretation(), self, self.variables)
+
+    def _text(self, expr: ast.Expr) -> str:
+        return self._constant(expr).text_list()[0] or ""
+
+    def _control(
+        self, frames: list[_Frame], frame: _Frame, i: int, stmt: ast.Statement | None
+    ) -> None:
+        prog = frame.program
+        block = prog.blocks.get(i)
+        frame.pc = i + 1
+        if isinstance(stmt, ast.If):
+            assert block is not None
+            if stmt.elseif:  # reached after the branch before it ran: the IF is done
+                frame.pc = block.end + 1
+                return
+            if self._truth(stmt.cond):
+                return
+            for j in block.clauses:
+                clause = self._parse(prog.raw[j], _no_following, prog)
+                if isinstance(clause, ast.If) and not self._truth(clause.cond):
+                    continue
+                frame.pc = j + 1
+                return
+            frame.pc = block.end + 1
+        elif isinstance(stmt, ast.Else):
+            assert block is not None
+            frame.pc = block.end + 1
+        elif isinstance(stmt, ast.Switch):
+            assert block is not None
+            value = self._constant(stmt.expr)
+            for j in block.clauses:
+                case = self._parse(prog.raw[j], _no_following, prog)
+                assert isinstance(case, ast.Case)
+                if not case.values or any(_same(value, self._constant(v)) for v in case.values):
+                    frame.pc = j + 1
+                    return
+            frame.pc = block.end + 1
+        elif isinstance(stmt, ast.Case):
+            assert block is not None
+            frame.pc = block.end + 1
+        elif isinstance(stmt, ast.For):
+            assert block is not None
+            start = self._number(stmt.start, "FOR")
+            stop = self._number(stmt.stop, "FOR … TO")
+            step = 1.0 if stmt.step is None else self._number(stmt.step, "STEP")
+            if step == 0:
+                raise ScriptError("FOR … STEP 0 never ends", stmt.line, stmt.column)
+            self.variables[stmt.var] = plain_text(start)
+            frame.loops[i] = [stop, step]
+            if (start - stop) * step > 0:
+                frame.pc = block.end + 1
+        elif isinstance(stmt, ast.ForEach):
+            assert block is not None
+            items = self._for_each_items(stmt)
+            frame.loops[i] = [items, 0]
+            if items:
+                self.variables[stmt.var] = items[0]
+            else:
+                frame.pc = block.end + 1
+        elif isinstance(stmt, ast.Do):
+            assert block is not None
+            if stmt.cond is not None and self._truth(stmt.cond) == stmt.until:
+                frame.pc = block.end + 1
+        elif isinstance(stmt, ast.End):
+            assert block is not None
+            if stmt.what == "NEXT":
+                self._next(frame, block)
+            elif stmt.what == "LOOP":
+                if stmt.cond is None or self._truth(stmt.cond) != stmt.until:
+                    frame.pc = block.start
+            elif stmt.what == "SUB":
+                self._return(frames)
+        elif isinstance(stmt, ast.Sub):
+            assert block is not None
+            self._subs[stmt.name.upper()] = _SubDef(prog, i, block.end, stmt.params)
+            frame.pc = block.end + 1
+        elif isinstance(stmt, ast.CallSub):
+            self._call(frames, stmt)
+        elif isinstance(stmt, ast.Exit):
+            if stmt.when is not None and self._truth(stmt.when) == stmt.unless:
+                return
+            if stmt.what == "SCRIPT":
+                raise _Exit
+            if stmt.what == "SUB":
+                self._return(frames)
+                return
+            loop = prog.exits[i]
+            frame.loops.pop(loop.start, None)
+            frame.pc = loop.end + 1
+
+    def _number(self, expr: ast.Expr, what: str) -> float:
+        x = float(numbers_of(self._constant(expr), self.interpretation())[0])
+        if x != x:
+            raise ScriptError(f"{what} needs a number", expr.line, expr.column)
+        return x
+
+    def _next(self, frame: _Frame, block: Block) -> None:
+        """NEXT: the loop's variable to its next value and back to the loop's first statement,
+        or on after NEXT when it is past the end."""
+        prog = frame.program
+        state = frame.loops.get(block.start)
+        if state is None:  # the FOR ran in another frame: cannot happen, blocks are static
+            return
+        head = self._parse(prog.raw[block.start], _no_following, prog)
+        if isinstance(head, ast.ForEach):
+            items, k = state
+            assert isinstance(items, list)
+            assert isinstance(k, int)
+            if k + 1 < len(items):
+                state[1] = k + 1
+                self.variables[head.var] = items[k + 1]
+                frame.pc = block.start + 1
+                return
+        elif isinstance(head, ast.For):
+            stop, step = state
+            assert isinstance(stop, float)
+            assert isinstance(step, float)
+            current = read_plain(self.variables.get(head.var, ""), ".", "")
+            value = (current if current is not None else stop + step) + step
+            self.variables[head.var] = plain_text(value)
+            if (value - stop) * step <= 0:
+                frame.pc = block.start + 1
+                return
+        frame.loops.pop(block.start, None)
+
+    def _for_each_items(self, stmt: ast.ForEach) -> list[str]:
+        items: list[str] = []
+        for expr in stmt.items:
+            if isinstance(expr, ast.Call) and expr.name == "FILELIST" and len(expr.args) == 1:
+                items.extend(self._file_list(self._text(expr.args[0]), expr))
+            elif isinstance(expr, ast.Call) and expr.name == "FIELDVALUELIST":
+                if len(expr.args) != 1:
+                    raise ScriptError("FieldValueList takes a field name", expr.line, expr.column)
+                values = self._field_values(self._text(expr.args[0]))
+                items.extend(t or "" for t in values.text_list())
+            else:
+                items.append(self._text(expr))
+        return items
+
+    def _file_list(self, mask: str, expr: ast.Expr) -> list[str]:
+        """FileList('lib://conn/dir/*.csv'): the files matching, as lib:// paths, sorted."""
+        head, _, pattern = mask.rpartition("/")
+        folder = self.connections.resolve(head or mask, expr.line, expr.column)
+        if not folder.is_dir():
+            return []
+        return sorted(
+            f"{head}/{p.name}"
+            for p in folder.iterdir()
+            if p.is_file() and fnmatch.fnmatch(p.name.lower(), pattern.lower())
+        )
+
+    def _call(self, frames: list[_Frame], stmt: ast.CallSub) -> None:
+        sub = self._subs.get(stmt.name.upper())
+        if sub is None:
+            raise ScriptError(f"no SUB named {stmt.name}", stmt.line, stmt.column)
+        if len(stmt.args) > len(sub.params):
+            raise ScriptError(
+                f"{stmt.name} takes {len(sub.params)} parameters, not {len(stmt.args)}",
+                stmt.line,
+                stmt.column,
+            )
+        if len(frames) >= MAX_CALL_DEPTH:
+            raise ScriptError(
+                f"CALLs and includes nested deeper than {MAX_CALL_DEPTH} levels",
+                stmt.line,
+                stmt.column,
+            )
+        values: list[str | None] = []
+        by_reference: dict[str, str] = {}
+        for param, arg in zip(sub.params, stmt.args, strict=False):
+            if isinstance(arg, ast.FieldRef) and arg.name in self.variables:
+                # A variable given by name: the SUB may change it.
+                by_reference[param] = arg.name
+                values.append(self.variables[arg.name])
+            else:
+                values.append(self._text(arg))
+        values += [None] * (len(sub.params) - len(values))
+        saved = {p: self.variables.get(p) for p in sub.params}
+        for p, v in zip(sub.params, values, strict=True):
+            if v is None:
+                self.variables.pop(p, None)
+            else:
+                self.variables[p] = v
+        frames.append(_Frame(sub.program, sub.start + 1, sub=_SubCall(saved, by_reference)))
+
+    def _return(self, frames: list[_Frame]) -> None:
+        """END SUB / EXIT SUB: back to the statement after the CALL."""
+        while frames:
+            frame = frames.pop()
+            if frame.sub is not None:
+                values = {p: self.variables.get(p) for p in frame.sub.saved}
+                for p, old in frame.sub.saved.items():
+                    if old is None:
+                        self.variables.pop(p, None)
+                    else:
+                        self.variables[p] = old
+                for p, var in frame.sub.by_reference.items():
+                    if values[p] is not None:
+                        self.variables[var] = values[p] or ""
+                return
+
+    def _include(self, frames: list[_Frame], frame: _Frame, i: int) -> None:
+        """`$(Include=lib://…)`: the file's statements run here (a missing file is skipped;
+        with Must_Include it is an error)."""
+        prog = frame.program
+        frame.pc = i + 1
+        must, path_text = prog.includes[i]
+        line, col = prog.place(i)
+        path_text = expand_variables(path_text, self._lookup)[0].strip()
+        if len(frames) >= MAX_CALL_DEPTH:
+            raise ScriptError(
+                f"CALLs and includes nested deeper than {MAX_CALL_DEPTH} levels", line, col
+            )
+        path = self.connections.resolve(path_text, line, col)
+        if not path.is_file():
+            if must:
+                raise ScriptError(f"cannot open file {path_text!r}: no such file", line, col)
+            return
+        try:
+            text = path.read_bytes().decode("utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ScriptError(f"cannot read {path_text!r}: {exc}", line, col) from None
+        positions = Positions(text)
+        try:
+            included = structure(Program(split_statements(text, positions), positions, path_text))
+        except ScriptError as exc:
+            raise ScriptError(f"{exc.message} (in {path_text})", exc.line, exc.column) from None
+        frames.append(_Frame(included, 0))
 
     def _lookup(self, name: str) -> str:
         """The text `$(name)` stands for: a variable's value, or `$(=expr)`'s value."""
@@ -161,7 +535,7 @@ class ScriptRunner:
             parser = Parser(Lexer(name[1:], lambda _o: (0, 0)))
             expr = parser.expression()
             parser.end()
-            v = constant_value(expr, self.interpretation())
+            v = self._constant(expr)
             return v.text_list()[0] or ""
         return self.variables.get(name, "")
 
@@ -174,7 +548,7 @@ class ScriptRunner:
             self._load(stmt)
         elif isinstance(stmt, ast.SetVariable):
             if stmt.expr is not None:
-                v = constant_value(stmt.expr, self.interpretation())
+                v = self._constant(stmt.expr)
                 self.variables[stmt.name] = v.text_list()[0] or ""
             else:
                 self.variables[stmt.name] = stmt.text or ""
@@ -192,8 +566,10 @@ class ScriptRunner:
                 self._qualify = [p for p in self._qualify if p not in stmt.patterns or p == "*"]
         elif isinstance(stmt, ast.Trace):
             self.progress.log.append(stmt.text)
-        elif isinstance(stmt, ast.ExitScript):
-            raise _Exit
+        elif isinstance(stmt, ast.MapUsing):
+            if stmt.map is not None and stmt.map not in self.maps:
+                raise ScriptError(f"no mapping table named {stmt.map}", stmt.line, stmt.column)
+            self._map_using.extend((p, stmt.map) for p in stmt.patterns)
 
     # --- LOAD
     def _table(self, name: str, stmt: ast.Statement) -> Frame:
@@ -230,7 +606,7 @@ class ScriptRunner:
         elif isinstance(src, ast.ResidentSource):
             source = self._table(src.table, stmt)
         elif isinstance(src, ast.AutogenerateSource):
-            count = constant_value(src.count, interp).nums[0]
+            count = numbers_of(self._constant(src.count), interp)[0]
             if not count >= 0 or count != int(count):
                 raise ScriptError(
                     "AUTOGENERATE needs a whole number of rows", stmt.line, stmt.column
@@ -249,31 +625,36 @@ class ScriptRunner:
         row_base: RowBase | None = None,
     ) -> Frame:
         star_only = all(f.expr is None for f in stmt.fields)
-        if star_only and stmt.where is None and not stmt.distinct:
+        plain = not (stmt.while_ or stmt.group_by or stmt.order_by)
+        if star_only and plain and stmt.where is None and not stmt.distinct:
             if not isinstance(stmt.source, ast.ResidentSource):
                 return source  # read for this statement alone: nothing to share
             if source.is_native:
                 return source.with_fields([(f, f) for f in source.fields])
             return Frame(name, source.rows, {f: source.column(f) for f in source.fields})
-        rows: np.ndarray | None = None
-        if stmt.where is not None:
-            mask = self._evaluate(stmt.where, _Rows(source), interp)
-            nums = (
-                mask.symbols.nums[np.where(mask.codes < 0, len(mask.symbols) - 1, mask.codes)]
-                if len(mask.symbols) > 1
-                else np.full(source.rows, mask.symbols.nums[0])
-            )
-            rows = np.flatnonzero(~np.isnan(nums) & (nums != 0))
         names: list[str] = []
         for item in stmt.fields:
             for f in source.fields if item.expr is None else [item.name]:
                 if f in names:
                     raise ScriptError(f"field {f} is loaded twice", stmt.line, stmt.column)
                 names.append(f)
+        view = _Rows(source, self._order(stmt, source) if stmt.order_by else None)
         exprs = [item.expr for item in stmt.fields]
-        view = _Rows(source, rows)
+        where = stmt.where
+        if stmt.while_ is not None:
+            view = self._iterate(stmt.while_, view, interp)
+            ref = ast.FieldRef(stmt.line, stmt.column, _ITER)
+            exprs = [None if x is None else _with_iterno(x, ref) for x in exprs]
+            where = None if where is None else _with_iterno(where, ref)
+        else:
+            one = ast.Literal(stmt.line, stmt.column, 1.0)
+            exprs = [None if x is None else _with_iterno(x, one) for x in exprs]
+            where = None if where is None else _with_iterno(where, one)
+        if where is not None:
+            view = self._filter(stmt, where, view, interp, exprs)
         if any(_splits(e) for e in exprs if e is not None):
             exprs, view = self._split_rows(exprs, view, interp)
+        exprs, view = self._row_functions(stmt, exprs, view, interp)
         uses_rowno = any(
             isinstance(e, ast.Call) and e.name == "ROWNO"
             for x in exprs
@@ -281,26 +662,284 @@ class ScriptRunner:
             for e in walk(x)
         )
         view.row_base = row_base(names) if row_base is not None and uses_rowno else 0
-        n = view.n
-        columns: dict[str, Column] = {}
-        for item, expr in zip(stmt.fields, exprs, strict=True):
-            if expr is None:
-                for f in source.fields:
-                    col = source.column(f)
-                    columns[f] = col if view.rows is None else col.take(view.rows)
-            else:
-                columns[item.name] = self._evaluate(expr, view, interp)
-        frame = Frame(name, n, columns)
-        if stmt.distinct and n:
+        if stmt.group_by or any(
+            isinstance(e, ast.Call) and e.name in AGGREGATIONS
+            for x in exprs
+            if x is not None
+            for e in walk(x)
+        ):
+            frame = self._grouped(stmt, exprs, view, name, interp)
+        else:
+            n = view.n
+            columns: dict[str, Column] = {}
+            for item, expr in zip(stmt.fields, exprs, strict=True):
+                if expr is None:
+                    for f in source.fields:
+                        col, at = view.column(f)
+                        columns[f] = col if at is None else col.take(at)
+                else:
+                    columns[item.name] = self._evaluate(expr, view, interp)
+            frame = Frame(name, n, columns)
+        if stmt.distinct and frame.rows:
+            columns = {f: frame.column(f) for f in frame.fields}
             stacked = (
                 np.stack([c.codes for c in columns.values()], axis=1)
                 if columns
-                else np.zeros((n, 0))
+                else np.zeros((frame.rows, 0))
             )
             _, first = np.unique(stacked, axis=0, return_index=True)
             keep = np.sort(first)
             frame = Frame(name, len(keep), {f: c.take(keep) for f, c in columns.items()})
         return frame
+
+    def _order(self, stmt: ast.Load, source: Frame) -> np.ndarray:
+        """ORDER BY: the source's rows sorted by the fields (numbers before texts, NULL last;
+        DESC reverses a field's order), equal rows in their order."""
+        keys = []
+        for f, desc in reversed(stmt.order_by):
+            if f not in source.fields:
+                raise ScriptError(f"field not found: {f}", stmt.line, stmt.column)
+            col = source.column(f)
+            rank = _sort_rank(col.symbols)
+            codes = col.codes
+            r = np.where(codes < 0, len(rank), rank[np.maximum(codes, 0)] if len(rank) else 0)
+            if desc:
+                r = np.where(col.codes < 0, len(rank), len(rank) - 1 - r)
+            keys.append(r)
+        return np.lexsort(keys) if keys else np.arange(source.rows)
+
+    def _iterate(self, cond: ast.Expr, view: _Rows, interp: Interpretation) -> _Rows:
+        """WHILE: each row read again with IterNo() 1, 2, … as long as `cond` holds; the rows
+        in order, each row's rounds together."""
+        rounds: list[np.ndarray] = []
+        active = np.arange(view.n)
+        k = 0
+        while len(active):
+            k += 1
+            if k % 64 == 0:
+                self._check_cancelled(cond.line, cond.column)
+            test = _with_iterno(cond, ast.Literal(cond.line, cond.column, float(k)))
+            sub = view.subset(active)
+            holds = _true_rows(self._evaluate(test, sub, interp), sub.n)
+            active = active[holds]
+            rounds.append(active)
+        at = np.concatenate(rounds) if rounds else np.empty(0, dtype=np.int64)
+        iterno = np.concatenate([np.full(len(r), i, dtype=np.int32) for i, r in enumerate(rounds)])
+        if not len(rounds):
+            iterno = np.empty(0, dtype=np.int32)
+        order = np.argsort(at, kind="stable")
+        out = view.subset(at[order])
+        out.parts[_ITER] = Column(Values(np.arange(1.0, k + 1)), iterno[order])
+        return out
+
+    def _filter(
+        self,
+        stmt: ast.Load,
+        where: ast.Expr,
+        view: _Rows,
+        interp: Interpretation,
+        exprs: list[ast.Expr | None],
+    ) -> _Rows:
+        """WHERE: the view's rows whose condition is true. Exists(F, …) sees F's values loaded
+        so far, and those of this LOAD's rows before it that were kept."""
+        calls = [e for e in _post_order(where) if isinstance(e, ast.Call) and e.name == "EXISTS"]
+        if not calls:
+            return view.subset(_true_rows(self._evaluate(where, view, interp), view.n))
+        tests = self._exists_tests(stmt, calls, view, interp, exprs)
+        test = _replaced_all(
+            where,
+            {id(c): ast.FieldRef(c.line, c.column, f"{_EXISTS}{k}") for k, c in enumerate(calls)},
+        )
+        found = [prior.copy() for prior, _, _ in tests]
+        kept = np.zeros(view.n, dtype=bool)
+        here = np.arange(view.n)
+        while True:
+            # Rows after the first depend on which rows before them are kept: repeat until no
+            # row changes (each round settles at least the first row still open).
+            for k, value in enumerate(found):
+                view.parts[f"{_EXISTS}{k}"] = _truth_column(value)
+            now = np.zeros(view.n, dtype=bool)
+            now[_true_rows(self._evaluate(test, view, interp), view.n)] = True
+            if (now == kept).all() and found:
+                break
+            kept = now
+            changed = False
+            for k, (prior, mine, keys) in enumerate(tests):
+                if mine is None:
+                    continue
+                value = prior | (_first_rows(mine, kept, keys) < here)
+                changed |= bool((value != found[k]).any())
+                found[k] = value
+            if not changed:
+                break
+        for k in range(len(calls)):
+            view.parts.pop(f"{_EXISTS}{k}", None)
+        return view.subset(np.flatnonzero(kept))
+
+    def _exists_tests(
+        self,
+        stmt: ast.Load,
+        calls: list[ast.Call],
+        view: _Rows,
+        interp: Interpretation,
+        exprs: list[ast.Expr | None],
+    ) -> list[tuple[np.ndarray, np.ndarray | None, np.ndarray]]:
+        """For each Exists(F, v) call: whether each row's v was loaded into F before this LOAD;
+        and, when this LOAD loads F, the key of each row's F and of its v (shared keys)."""
+        out: list[tuple[np.ndarray, np.ndarray | None, np.ndarray]] = []
+        for call in calls:
+            field_name = _field_name_arg(call)
+            value = self._evaluate(call.args[1], view, interp)
+            prior = self._loaded_before(field_name, value)
+            own: ast.Expr | None = None
+            for item, expr in zip(stmt.fields, exprs, strict=True):
+                if expr is None and field_name in view.source.fields:
+                    own = ast.FieldRef(call.line, call.column, field_name)
+                elif expr is not None and item.name == field_name:
+                    own = expr
+            if own is None or any(
+                isinstance(e, ast.Call) and e.name in ("EXISTS", "PEEK", "PREVIOUS")
+                for e in walk(own)
+            ):
+                out.append((prior, None, np.zeros(0, dtype=np.int64)))
+                continue
+            (mine, keys), _ = row_keys([self._evaluate(own, view, interp), value])
+            out.append((prior, mine, keys))
+        return out
+
+    def _loaded_before(self, field_name: str, value: Column) -> np.ndarray:
+        """Which rows' values are among the values field `field_name` holds in the tables."""
+        columns = [t.column(field_name) for t in self.tables.values() if field_name in t.fields]
+        if not columns:
+            return np.zeros(len(value.codes), dtype=bool)
+        per_symbol, count = value_keys([value.symbols] + [c.symbols for c in columns])
+        loaded = np.zeros(count + 1, dtype=bool)
+        for col, ids in zip(columns, per_symbol[1:], strict=True):
+            used = np.zeros(len(ids), dtype=bool)
+            codes = col.codes
+            used[codes[codes >= 0]] = True
+            loaded[ids[used & (ids >= 0)]] = True
+        ids = per_symbol[0]
+        codes = value.codes
+        if not len(ids):
+            return np.zeros(len(codes), dtype=bool)
+        at = np.where(codes < 0, count, ids[np.maximum(codes, 0)])
+        result: np.ndarray = loaded[np.where(at < 0, count, at)]
+        return result
+
+    def _row_functions(
+        self, stmt: ast.Load, exprs: list[ast.Expr | None], view: _Rows, interp: Interpretation
+    ) -> tuple[list[ast.Expr | None], _Rows]:
+        """Previous(x) (x of the row before, NULL for the first), Exists(F, v) (v among F's
+        values loaded before this row) and Peek(F) / Peek(F, -k) of this LOAD's own rows,
+        each replaced by a column of its values (innermost first)."""
+        k = 0
+        while True:
+            call = next(
+                (
+                    e
+                    for x in exprs
+                    if x is not None
+                    for e in _post_order(x)
+                    if isinstance(e, ast.Call) and e.name in ("PREVIOUS", "EXISTS")
+                ),
+                None,
+            )
+            if call is None:
+                return exprs, view
+            if call.name == "PREVIOUS":
+                if len(call.args) != 1:
+                    raise ScriptError("Previous takes one argument", call.line, call.column)
+                col = self._evaluate(call.args[0], view, interp)
+                part = take_or_null(col, np.arange(-1, view.n - 1))
+            else:
+                ((prior, mine, keys),) = self._exists_tests(stmt, [call], view, interp, exprs)
+                value = prior
+                if mine is not None:
+                    everyone = np.ones(view.n, dtype=bool)
+                    value = prior | (_first_rows(mine, everyone, keys) < np.arange(view.n))
+                part = _truth_column(value)
+            name = f"{_PART}r{k}"
+            k += 1
+            view.parts[name] = part
+            ref = ast.FieldRef(call.line, call.column, name)
+            exprs = [None if x is None else _replaced(x, call, ref) for x in exprs]
+
+    def _grouped(
+        self,
+        stmt: ast.Load,
+        exprs: list[ast.Expr | None],
+        view: _Rows,
+        name: str,
+        interp: Interpretation,
+    ) -> Frame:
+        """GROUP BY (or aggregations over all rows without it): one row per group; the fields
+        are aggregations of the group's rows and expressions of the GROUP BY fields."""
+        source = view.source
+        for f in stmt.group_by:
+            if f not in source.fields and f not in view.parts:
+                raise ScriptError(f"field not found: {f}", stmt.line, stmt.column)
+        keys = []
+        for f in stmt.group_by:
+            col, at = view.column(f)
+            keys.append(col if at is None else col.take(at))
+        if keys:
+            groups, reps = group_rows(keys)
+        else:
+            groups, reps = Groups(np.zeros(view.n, dtype=np.int64), 1), []
+        group_columns = {
+            f: Column(col.symbols, rep.astype(np.int32))
+            for f, col, rep in zip(stmt.group_by, keys, reps, strict=True)
+        }
+        out: dict[str, Column] = {}
+        for item, expr in zip(stmt.fields, exprs, strict=True):
+            if expr is None:
+                raise ScriptError(
+                    "LOAD * cannot be grouped: name the fields", stmt.line, stmt.column
+                )
+            env = dict(group_columns)
+            replace: dict[int, ast.Expr] = {}
+            for k, call in enumerate(_aggregations(expr)):
+                env[f"{_AGG}{k}"] = Column(
+                    self._aggregate(call, view, groups, interp),
+                    np.arange(groups.count, dtype=np.int32),
+                )
+                replace[id(call)] = ast.FieldRef(call.line, call.column, f"{_AGG}{k}")
+            rewritten = _replaced_all(expr, replace)
+            for ref in _field_refs(rewritten):
+                if ref.name not in env:
+                    raise ScriptError(
+                        f"field {ref.name} is neither aggregated nor in GROUP BY",
+                        ref.line,
+                        ref.column,
+                    )
+            per_group = _Rows(Frame(name, groups.count, env))
+            out[item.name] = self._evaluate(rewritten, per_group, interp)
+        return Frame(name, groups.count, out)
+
+    def _aggregate(
+        self, call: ast.Call, view: _Rows, groups: Groups, interp: Interpretation
+    ) -> Values:
+        """One aggregation's value per group."""
+        most = 3 if call.name == "CONCAT" else 1
+        if not 1 <= len(call.args) <= most:
+            raise ScriptError(
+                f"{call.name} takes {'1..3 arguments' if most == 3 else 'one argument'} here",
+                call.line,
+                call.column,
+            )
+        for arg in call.args:
+            inner = _aggregations(arg)
+            if inner:
+                raise ScriptError(
+                    f"{inner[0].name} inside {call.name}: aggregations do not nest",
+                    inner[0].line,
+                    inner[0].column,
+                )
+        col = self._evaluate(call.args[0], view, interp)
+        numbers = numbers_of(col.symbols, interp) if len(col.symbols) else np.empty(0)
+        extra = [self._evaluate(a, view, interp) for a in call.args[1:]]
+        return aggregate(call.name, col, numbers, groups, call.distinct, extra)
 
     def _split_rows(
         self, exprs: list[ast.Expr | None], view: _Rows, interp: Interpretation
@@ -353,12 +992,12 @@ class ScriptRunner:
         n = view.n
         row_dependent = is_row_dependent(expr)
         if not names and not row_dependent:
-            v = Evaluator({}, CallContext(1, interp))(expr)
+            v = Evaluator({}, CallContext(1, interp, script=self))(expr)
             return Column(v, np.zeros(n, dtype=np.int32))
         if len(names) == 1 and not row_dependent:
             col, at = view.column(names[0])
             symbols = col.symbols.with_null()
-            ctx = CallContext(len(symbols), interp)
+            ctx = CallContext(len(symbols), interp, script=self)
             v = Evaluator({names[0]: symbols}, ctx)(expr).broadcast(len(symbols))
             if v.item(len(v) - 1) is None:
                 # NULL rows stay NULL: the column maps the source's symbols one for one.
@@ -373,7 +1012,7 @@ class ScriptRunner:
             env[f] = col.symbols.with_null().take(codes)
         recno = (np.arange(n) if rows is None else rows) + 1
         rowno = np.arange(view.row_base + 1, view.row_base + n + 1)
-        v = Evaluator(env, CallContext(n, interp, recno, rowno))(expr).broadcast(n)
+        v = Evaluator(env, CallContext(n, interp, recno, rowno, self))(expr).broadcast(n)
         return Column(v, np.arange(n, dtype=np.int32))
 
     def _default_name(self, stmt: ast.Load) -> str:
@@ -393,16 +1032,34 @@ class ScriptRunner:
         name = stmt.label or self._default_name(stmt)
 
         def row_base(fields: list[str]) -> int:
+            if stmt.join or stmt.keep or stmt.mapping or stmt.crosstable:
+                return 0
             qualified = [self._qualified_name(name, f) for f in fields]
             target = self._concat_target(stmt, qualified)
             return 0 if target is None else self.tables[target].rows
 
         frame = self._rows_of(stmt, name, row_base)
         frame.name = name
+        if stmt.crosstable is not None:
+            attribute, data, qualifiers = stmt.crosstable
+            if len(frame.fields) <= qualifiers:
+                raise ScriptError(
+                    f"CROSSTABLE needs more than {qualifiers} fields", stmt.line, stmt.column
+                )
+            frame = crosstable(frame, attribute, data, qualifiers)
+        if stmt.mapping:
+            self._mapping(stmt, name, frame)
+            return
+        frame = self._mapped(frame)
         frame = self._qualified(frame)
+        if stmt.join is not None or stmt.keep is not None:
+            self._join(stmt, frame)
+            if stmt.join is not None:
+                return
+            name = frame.name
         # Loaded tables are held packed, as the engine holds them; RESIDENT decodes what it uses.
         frame = frame.packed(self.cpu)
-        target = self._concat_target(stmt, frame.fields)
+        target = None if stmt.keep else self._concat_target(stmt, frame.fields)
         if target is not None:
             self.tables[target] = concatenate_frames(self.tables[target], frame).packed(self.cpu)
             self._last_table = target
@@ -415,6 +1072,215 @@ class ScriptRunner:
             self.tables[name] = frame
             self._last_table = name
         self.progress.log.append(f"{self._last_table} << {name} {frame.rows} Lines fetched")
+
+    def _join(self, stmt: ast.Load, frame: Frame) -> None:
+        """JOIN: the loaded rows joined into the target table (the last loaded one unless
+        named). KEEP: both tables cut to the rows matching the other (the loaded one is then
+        stored as a table of its own, `frame` changed in place)."""
+        target = stmt.join_target or self._last_table
+        word = "JOIN" if stmt.join else "KEEP"
+        if target is None or target not in self.tables:
+            raise ScriptError(
+                f"{word}: table not found: {target or '(no table loaded yet)'}",
+                stmt.line,
+                stmt.column,
+            )
+        existing = self.tables[target]
+        if stmt.join is not None:
+            joined = join_frames(existing, frame, stmt.join)
+            joined.name = target
+            self.tables[target] = joined.packed(self.cpu)
+            self._last_table = target
+            self.progress.log.append(f"{target} << {frame.name} {frame.rows} Lines fetched")
+            return
+        in_left, in_right = keep_rows(existing, frame)
+        if stmt.keep in ("right", "inner"):
+            kept = filtered(existing, in_left)
+            kept.name = target
+            self.tables[target] = kept.packed(self.cpu)
+        if stmt.keep in ("left", "inner"):
+            cut = filtered(frame, in_right)
+            frame.rows, frame._columns = cut.rows, {f: cut.column(f) for f in cut.fields}
+            frame._native = None
+
+    def _mapping(self, stmt: ast.Load, name: str, frame: Frame) -> None:
+        """MAPPING LOAD: a table of two fields, values of the first mapped to the second (the
+        first row of a value counts), kept for ApplyMap and MAP … USING, not in the model."""
+        if len(frame.fields) < 2:
+            raise ScriptError(
+                "a MAPPING LOAD needs two fields: the values and what they map to",
+                stmt.line,
+                stmt.column,
+            )
+        keys = frame.column(frame.fields[0])
+        values = frame.column(frame.fields[1])
+        (ids,), _ = row_keys([keys])
+        valid = np.flatnonzero(ids >= 0)
+        _, first = np.unique(ids[valid], return_index=True)
+        rows = valid[np.sort(first)]
+        self.maps[name] = (
+            keys.symbols.take(keys.codes[rows]),
+            values.symbols.with_null().take(
+                np.where(values.codes[rows] < 0, len(values.symbols), values.codes[rows])
+            ),
+        )
+        self.progress.log.append(f"{name} << {name} {frame.rows} Lines fetched (mapping)")
+
+    def _map_values(self, map_name: str, values: Values, default: Values | None) -> Values:
+        """Values through a mapping table: a value found maps to its value; others to
+        `default` (each value's default), or stay as they are."""
+        mapping = self.maps.get(map_name)
+        if mapping is None:
+            raise ValueError(f"no mapping table named {map_name}")
+        keys, mapped = mapping
+        (vid, kid), count = value_keys([values, keys])
+        at = np.full(count + 1, -1, dtype=np.int64)
+        at[kid[kid >= 0]] = np.flatnonzero(kid >= 0)
+        pos = np.where(vid >= 0, at[np.where(vid >= 0, vid, count)], -1)
+        fallback = values if default is None else default.broadcast(len(values))
+        both = concatenate_values([mapped, fallback])
+        return both.take(np.where(pos >= 0, pos, len(mapped) + np.arange(len(values))))
+
+    def apply_map(self, args: list[Values], ctx: CallContext) -> Values:
+        """ApplyMap(map, value [, default])."""
+        map_name = args[0].text_list()[0] or ""
+        values = args[1].broadcast(ctx.n)
+        default = args[2].broadcast(len(values)) if len(args) > 2 else None
+        return self._map_values(map_name, values, default)
+
+    def _mapped(self, frame: Frame) -> Frame:
+        """The fields MAP … USING names, through their mapping tables."""
+        picks = {}
+        for f in frame.fields:
+            using = None
+            for pattern, map_name in self._map_using:
+                if fnmatch.fnmatchcase(f, pattern):
+                    using = map_name
+            if using is not None:
+                picks[f] = using
+        if not picks:
+            return frame
+        columns = {}
+        for f in frame.fields:
+            col = frame.column(f)
+            if f in picks:
+                try:
+                    col = col.mapped(self._map_values(picks[f], col.symbols, None))
+                except ValueError as exc:
+                    raise ScriptError(str(exc)) from None
+            columns[f] = col
+        return Frame(frame.name, frame.rows, columns)
+
+    # --- functions of the tables loaded so far
+    def _field_columns(self, field_name: str) -> list[Column]:
+        return [t.column(field_name) for t in self.tables.values() if field_name in t.fields]
+
+    def _field_values(self, field_name: str) -> Values:
+        """A field's distinct values over all tables, in the order they were loaded."""
+        parts = []
+        for col in self._field_columns(field_name):
+            codes = col.codes
+            used, first = np.unique(codes[codes >= 0], return_index=True)
+            parts.append(col.symbols.take(used[np.argsort(first)]))
+        if not parts:
+            return Values(np.empty(0))
+        allv = concatenate_values(parts)
+        (ids,), _ = value_keys([allv])
+        valid = np.flatnonzero(ids >= 0)
+        _, first = np.unique(ids[valid], return_index=True)
+        return allv.take(valid[np.sort(first)])
+
+    def exists(self, args: list[Values], ctx: CallContext) -> Values:
+        """Exists(F, value) outside a LOAD: whether F holds the value."""
+        field_name = args[0].text_list()[0] or ""
+        values = args[1].broadcast(ctx.n) if len(args) > 1 else Values.nulls(ctx.n)
+        found = self._loaded_before(field_name, Column(values, np.arange(len(values))))
+        return booleans(found)
+
+    def peek(self, args: list[Values], ctx: CallContext) -> Values:
+        """Peek(F [, row [, table]]): F's value in a row of a table (rows from 0, negative
+        from the end; the last row of the last loaded table by default); NULL past the end."""
+        field_name = args[0].text_list()[0] or ""
+        table = args[2].text_list()[0] if len(args) > 2 else self._last_table
+        frame = self.tables.get(table or "")
+        if frame is None:
+            raise ValueError(f"table not found: {table}")
+        if field_name not in frame.fields:
+            raise ValueError(f"field not found: {field_name}")
+        n = max(ctx.n, 1) if len(args) > 1 and len(args[1]) > 1 else 1
+        rows = (
+            numbers_of(args[1].broadcast(n), ctx.interpretation)
+            if len(args) > 1
+            else np.array([-1.0])
+        )
+        rows = np.where(rows < 0, rows + frame.rows, rows)
+        ok = (rows >= 0) & (rows < frame.rows) & (rows == np.floor(rows))
+        col = frame.column(field_name)
+        at = np.where(ok, np.nan_to_num(rows), 0).astype(np.int64)
+        codes = np.where(ok, col.codes[at] if frame.rows else -1, -1)
+        symbols = col.symbols.with_null()
+        return symbols.take(np.where(codes < 0, len(symbols) - 1, codes))
+
+    def field_value(self, args: list[Values], ctx: CallContext) -> Values:
+        """FieldValue(F, n): F's n-th distinct value (from 1, in load order), NULL past the end."""
+        values = self._field_values(args[0].text_list()[0] or "").with_null()
+        k = numbers_of(args[1].broadcast(ctx.n), ctx.interpretation)
+        ok = (k >= 1) & (k <= len(values) - 1) & (k == np.floor(k))
+        return values.take(np.where(ok, np.nan_to_num(k) - 1, len(values) - 1).astype(np.int64))
+
+    def field_value_count(self, args: list[Values], ctx: CallContext) -> Values:
+        """FieldValueCount(F): how many distinct values F has."""
+        name = args[0].text_list()[0] or ""
+        if not self._field_columns(name):
+            return Values.nulls(1)
+        return Values(np.array([float(len(self._field_values(name)))]))
+
+    def _table_arg(self, v: Values) -> Frame | None:
+        return self.tables.get(v.text_list()[0] or "")
+
+    def no_of_rows(self, args: list[Values], ctx: CallContext) -> Values:
+        """NoOfRows(T): T's rows (NULL for no such table)."""
+        t = self._table_arg(args[0])
+        return Values(np.array([NAN if t is None else float(t.rows)]))
+
+    def no_of_fields(self, args: list[Values], ctx: CallContext) -> Values:
+        """NoOfFields(T): T's fields (NULL for no such table)."""
+        t = self._table_arg(args[0])
+        return Values(np.array([NAN if t is None else float(len(t.fields))]))
+
+    def field_name(self, args: list[Values], ctx: CallContext) -> Values:
+        """FieldName(n, T): T's n-th field (from 1), NULL past the end."""
+        t = self._table_arg(args[1])
+        k = numbers_of(args[0], ctx.interpretation)[0]
+        if t is None or k != k or not 1 <= k <= len(t.fields):
+            return Values.nulls(1)
+        return Values.of_texts([t.fields[int(k) - 1]])
+
+    def table_name(self, args: list[Values], ctx: CallContext) -> Values:
+        """TableName(n): the n-th table (from 0, in load order), NULL past the end."""
+        k = numbers_of(args[0], ctx.interpretation)[0]
+        names = list(self.tables)
+        if k != k or not 0 <= k < len(names):
+            return Values.nulls(1)
+        return Values.of_texts([names[int(k)]])
+
+    def no_of_tables(self, args: list[Values], ctx: CallContext) -> Values:
+        """NoOfTables(): how many tables are loaded."""
+        return Values(np.array([float(len(self.tables))]))
+
+    def auto_number(self, args: list[Values], ctx: CallContext) -> Values:
+        """AutoNumber(v [, counter]): 1, 2, … for each distinct value in the order met, one
+        numbering per counter for the whole script."""
+        values = args[0].broadcast(ctx.n)
+        counter = args[1].text_list()[0] or "" if len(args) > 1 else ""
+        seen = self._autonumbers.setdefault(counter, {})
+        out = np.full(len(values), NAN)
+        for i, (x, t) in enumerate(zip(values.nums.tolist(), values.text_list(), strict=True)):
+            if t is None:
+                continue
+            key: object = x if x == x else t
+            out[i] = seen.setdefault(key, len(seen) + 1)
+        return Values(out)
 
     def _concat_target(self, stmt: ast.Load, fields: list[str]) -> str | None:
         """The table a LOAD of these fields is appended to, if any."""
@@ -573,6 +1439,13 @@ class _Rows:
             return part, None
         return self.source.column(name), self.rows
 
+    def subset(self, index: np.ndarray) -> _Rows:
+        """These rows at `index` (row i of the result is row index[i] here)."""
+        parts = {f: c.take(index) for f, c in self.parts.items()}
+        return _Rows(
+            self.source, index if self.rows is None else self.rows[index], parts, self.row_base
+        )
+
     def expanded(self, index: np.ndarray, name: str, part: Column) -> _Rows:
         """These rows at `index` (row i of the result is row index[i] here), and one more part."""
         parts = {f: c.take(index) for f, c in self.parts.items()}
@@ -615,10 +1488,15 @@ def _splits(expr: ast.Expr) -> list[ast.Call]:
 
 def _replaced(expr: ast.Expr, old: ast.Expr, new: ast.Expr) -> ast.Expr:
     """The expression with the node `old` (that very node) replaced by `new`."""
+    return _replaced_all(expr, {id(old): new})
+
+
+def _replaced_all(expr: ast.Expr, new: dict[int, ast.Expr]) -> ast.Expr:
+    """The expression with each node whose id is in `new` replaced by its new node."""
     rebuilt: dict[int, ast.Expr] = {}
     for e in _post_order(expr):
-        if e is old:
-            rebuilt[id(e)] = new
+        if id(e) in new:
+            rebuilt[id(e)] = new[id(e)]
         elif isinstance(e, ast.Call):
             rebuilt[id(e)] = dataclasses.replace(e, args=tuple(rebuilt[id(a)] for a in e.args))
         elif isinstance(e, ast.Unary):
@@ -635,6 +1513,78 @@ def _replaced(expr: ast.Expr, old: ast.Expr, new: ast.Expr) -> ast.Expr:
 def _field_refs(expr: ast.Expr) -> list[ast.FieldRef]:
     """The field references in an expression."""
     return [e for e in walk(expr) if isinstance(e, ast.FieldRef)]
+
+
+def _true_rows(col: Column, n: int) -> np.ndarray:
+    """The rows where a condition's column is true (a number neither 0 nor missing)."""
+    nums = col.symbols.nums
+    if not len(nums):
+        return np.empty(0, dtype=np.int64)
+    codes = col.codes
+    x = np.where(codes < 0, NAN, nums[np.maximum(codes, 0)])
+    if len(x) != n:
+        x = np.broadcast_to(x, (n,))
+    return np.flatnonzero(~np.isnan(x) & (x != 0))
+
+
+def _truth_column(truth: np.ndarray) -> Column:
+    """A column of Qlik truth values (-1 true, 0 false)."""
+    return Column(Values(np.array([0.0, -1.0])), truth.astype(np.int32))
+
+
+def _first_rows(keys: np.ndarray, kept: np.ndarray, lookup: np.ndarray) -> np.ndarray:
+    """For each row, the first kept row whose key equals its `lookup` key (the row count when
+    there is none, or its lookup key is NULL)."""
+    size = int(max(keys.max(initial=-1), lookup.max(initial=-1))) + 1
+    first = np.full(size + 1, len(keys), dtype=np.int64)
+    rows = np.flatnonzero(kept & (keys >= 0))
+    uniq, at = np.unique(keys[rows], return_index=True)
+    first[uniq] = rows[at]
+    out: np.ndarray = first[np.where(lookup >= 0, lookup, size)]
+    return out
+
+
+def _sort_rank(symbols: Values) -> np.ndarray:
+    """Each symbol's place in ORDER BY's order: numbers ascending, then texts (no case)."""
+    nums = symbols.nums
+    numeric = ~np.isnan(nums)
+    texts = [(t or "").casefold() for t in symbols.text_list()]
+    order = sorted(
+        range(len(nums)), key=lambda i: (0, nums[i], "") if numeric[i] else (1, 0.0, texts[i])
+    )
+    rank = np.empty(len(nums), dtype=np.int64)
+    rank[order] = np.arange(len(nums))
+    return rank
+
+
+def _with_iterno(expr: ast.Expr, value: ast.Expr) -> ast.Expr:
+    """The expression with every IterNo() replaced by `value`."""
+    calls = [e for e in _post_order(expr) if isinstance(e, ast.Call) and e.name == "ITERNO"]
+    for e in calls:
+        if e.args:
+            raise ScriptError("IterNo takes no arguments", e.line, e.column)
+    return _replaced_all(expr, {id(e): value for e in calls}) if calls else expr
+
+
+def _aggregations(expr: ast.Expr) -> list[ast.Call]:
+    """The outermost aggregation calls in an expression."""
+    out: list[ast.Call] = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.Call) and e.name in AGGREGATIONS:
+            out.append(e)
+            continue
+        stack.extend(reversed(_children(e)))
+    return out
+
+
+def _field_name_arg(call: ast.Call) -> str:
+    """The field a call names in its first argument (a name or a constant text)."""
+    first = call.args[0] if call.args else None
+    if isinstance(first, ast.Literal) and isinstance(first.value, str):
+        return first.value
+    raise ScriptError(f"{call.name} needs a field name first", call.line, call.column)
 
 
 __all__ = ["DEFAULTS", "Progress", "ReloadResult", "ScriptRunner"]

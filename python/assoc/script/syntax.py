@@ -33,6 +33,7 @@ class Call(Expr):
 
     name: str
     args: tuple[Expr, ...]
+    distinct: bool = False  # `Count(DISTINCT x)`
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,14 @@ class Load(Statement):
     distinct: bool = False
     concatenate: str = "auto"  # auto, concatenate, noconcatenate
     concat_target: str | None = None
+    join: str | None = None  # left, right, inner, outer
+    keep: str | None = None  # left, right, inner
+    join_target: str | None = None
+    mapping: bool = False
+    crosstable: tuple[str, str, int] | None = None  # attribute field, data field, qualifiers
+    while_: Expr | None = None
+    group_by: tuple[str, ...] = ()
+    order_by: tuple[tuple[str, bool], ...] = ()  # (field, descending)
 
 
 @dataclass(frozen=True)
@@ -175,5 +184,97 @@ class Trace(Statement):
 
 
 @dataclass(frozen=True)
-class ExitScript(Statement):
-    """`EXIT SCRIPT`."""
+class MapUsing(Statement):
+    """`MAP f, … USING map` (map None: `UNMAP f, …`); names may hold * and ? wildcards."""
+
+    patterns: tuple[str, ...]
+    map: str | None
+
+
+@dataclass(frozen=True)
+class Exit(Statement):
+    """`EXIT SCRIPT|FOR|DO|SUB [WHEN|UNLESS cond]`."""
+
+    what: str = "SCRIPT"
+    when: Expr | None = None
+    unless: bool = False
+
+
+# Control statements: each ends at its `;` or at the end of its line.
+@dataclass(frozen=True)
+class If(Statement):
+    """`IF cond THEN` (also `ELSEIF cond THEN`: `elseif`)."""
+
+    cond: Expr
+    elseif: bool = False
+
+
+@dataclass(frozen=True)
+class Else(Statement):
+    """`ELSE`."""
+
+
+@dataclass(frozen=True)
+class End(Statement):
+    """`END IF`, `END SUB`, `END SWITCH` (`what`: IF, SUB, SWITCH); `NEXT [v]` (NEXT); `LOOP
+    [WHILE|UNTIL cond]` (LOOP)."""
+
+    what: str
+    cond: Expr | None = None
+    until: bool = False
+
+
+@dataclass(frozen=True)
+class For(Statement):
+    """`FOR v = a TO b [STEP s]`."""
+
+    var: str
+    start: Expr
+    stop: Expr
+    step: Expr | None
+
+
+@dataclass(frozen=True)
+class ForEach(Statement):
+    """`FOR EACH v IN item, …` (items: expressions, or FileList / FieldValueList calls)."""
+
+    var: str
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Do(Statement):
+    """`DO [WHILE|UNTIL cond]`."""
+
+    cond: Expr | None = None
+    until: bool = False
+
+
+@dataclass(frozen=True)
+class Sub(Statement):
+    """`SUB name[(p, …)]`."""
+
+    name: str
+    params: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CallSub(Statement):
+    """`CALL name[(arg, …)]`."""
+
+    name: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Switch(Statement):
+    """`SWITCH expr`."""
+
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Case(Statement):
+    """`CASE v, …` (no values: `DEFAULT`)."""
+
+    values: tuple[Expr, ...]

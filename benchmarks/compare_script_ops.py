@@ -1,0 +1,77 @@
+"""Script table operations side by side in one run: LEFT JOIN of a 100,000-row dimension onto
+a 10,000,000-row fact, and LOAD … GROUP BY of the fact into 100,000 groups with Sum and Count,
+against polars `join(how="left")` and `group_by().agg()` on the same data.
+
+    python benchmarks/compare_script_ops.py [--repeat 3]
+
+Rows: 10,000,000 x ASSOC_BENCH_SCALE fact rows (K: 100,000 keys, V: numbers); the dimension
+has one row per key (K, Name). The script's time is the statement's own wall time (its
+`statement_seconds`), the tables already loaded; polars' time is the operation on its frames.
+Each contender's best time counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from assoc.script import ScriptRunner
+from conftest import scaled
+
+KEYS = 100_000
+
+
+def script_seconds(rows: int, op: str) -> float:
+    """The wall time of the script's last statement (the operation) after loading the data."""
+    setup = (
+        f"Fact: LOAD Mod(RecNo() * 7919, {KEYS}) AS K, Mod(RecNo(), 1000) / 10 AS V "
+        f"AUTOGENERATE {rows};\n"
+        f"Dim: NOCONCATENATE LOAD RecNo() - 1 AS K, 'name' & (RecNo() - 1) AS Name "
+        f"AUTOGENERATE {KEYS};\n"
+    )
+    if op == "join":
+        setup = setup.replace("Dim: NOCONCATENATE LOAD", "LEFT JOIN (Fact) LOAD")
+    else:
+        setup += "G: LOAD K, Sum(V) AS S, Count(V) AS N RESIDENT Fact GROUP BY K;\n"
+    result = ScriptRunner(setup).run()
+    return result.statement_seconds[-1][1]
+
+
+def polars_seconds(rows: int, op: str) -> float:
+    import polars as pl
+
+    r = np.arange(1, rows + 1, dtype=np.int64)
+    fact = pl.DataFrame({"K": (r * 7919) % KEYS, "V": (r % 1000) / 10})
+    keys = np.arange(KEYS, dtype=np.int64)
+    dim = pl.DataFrame({"K": keys, "Name": [f"name{k}" for k in keys]})
+    started = time.perf_counter()
+    if op == "join":
+        out = fact.join(dim, on="K", how="left")
+    else:
+        out = fact.group_by("K").agg(pl.col("V").sum().alias("S"), pl.col("V").count().alias("N"))
+    assert out.height > 0
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    rows = scaled(10_000_000)
+    print(f"fact rows: {rows:,}, keys: {KEYS:,}")
+    for op, label in (("join", "LEFT JOIN"), ("group", "GROUP BY Sum, Count")):
+        ours, theirs = [], []
+        for _ in range(args.repeat):
+            ours.append(script_seconds(rows, op))
+            theirs.append(polars_seconds(rows, op))
+        a, b = min(ours), min(theirs)
+        print(f"{label:22s} script {a:7.3f} s   polars {b:7.3f} s   ratio {a / b:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()

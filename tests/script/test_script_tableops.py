@@ -1,0 +1,272 @@
+"""JOIN, KEEP, MAPPING, CROSSTABLE, GROUP BY, ORDER BY and WHERE Exists against expectations
+computed in plain Python over the same rows."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+import pytest
+
+import assoc
+from assoc.script import ScriptError, check_syntax
+
+
+def rows_of(app: assoc.App, table: str) -> list[tuple]:
+    t = app.table(table)
+    return list(zip(*[t.column(f) for f in t.fields], strict=True))
+
+
+def inline(fields: list[str], rows: list[tuple]) -> str:
+    body = "\n".join(", ".join("" if v is None else str(v) for v in r) for r in rows)
+    return "INLINE [\n" + ", ".join(fields) + "\n" + body + "\n]"
+
+
+RNG = random.Random(11)
+FACT = [(RNG.randint(1, 30), RNG.choice("pqrs"), RNG.randint(1, 99)) for _ in range(300)]
+DIM = [(k, f"name{k}") for k in range(5, 40)] + [(7, "seven-again")]
+
+
+def _join(how: str) -> list[tuple]:
+    """Qlik's join over the shared field k: fact (k, c, v) with dim (k, n)."""
+    by_k = defaultdict(list)
+    for k, n in DIM:
+        by_k[k].append(n)
+    out = []
+    for k, c, v in FACT:
+        names = by_k.get(k, [])
+        if names:
+            out += [(k, c, v, n) for n in names]
+        elif how in ("left", "outer"):
+            out.append((k, c, v, None))
+    if how in ("right", "outer"):
+        fact_keys = {k for k, _, _ in FACT}
+        out += [(k, None, None, n) for k, n in DIM if k not in fact_keys]
+    return out
+
+
+@pytest.mark.parametrize("how", ["LEFT", "RIGHT", "INNER", "OUTER", ""])
+def test_joins_match_on_the_shared_field(how: str) -> None:
+    script = f"""
+    Fact: LOAD * {inline(["k", "c", "v"], FACT)};
+    Other: LOAD * {inline(["x"], [(1,), (2,)])};
+    {how} JOIN (Fact) LOAD * {inline(["k", "n"], DIM)};
+    """
+    app = assoc.App.from_script(script)
+    assert app.tables == ["Fact", "Other"]
+    assert app.table("Fact").fields == ["k", "c", "v", "n"]
+    expected = _join(how.lower() or "outer")
+    assert sorted(rows_of(app, "Fact"), key=repr) == sorted(expected, key=repr)
+
+
+def test_join_without_a_table_name_joins_the_last_table_and_no_shared_field_crosses() -> None:
+    script = """
+    A: LOAD * INLINE [
+    a
+    1
+    2
+    ];
+    JOIN LOAD * INLINE [
+    b
+    x
+    y
+    z
+    ];
+    """
+    app = assoc.App.from_script(script)
+    assert app.tables == ["A"]
+    assert sorted(rows_of(app, "A")) == [(a, b) for a in (1, 2) for b in "xyz"]
+
+
+def test_join_on_two_shared_fields_and_a_null_key_matches_nothing() -> None:
+    script = """
+    A: LOAD * INLINE [
+    k1, k2, a
+    1, x, A1
+    1, y, A2
+    2, x, A3
+    , x, A4
+    ];
+    LEFT JOIN LOAD * INLINE [
+    k1, k2, b
+    1, y, B1
+    2, x, B2
+    , x, B3
+    ];
+    """
+    app = assoc.App.from_script(script)
+    assert rows_of(app, "A") == [
+        (1, "x", "A1", None),
+        (1, "y", "A2", "B1"),
+        (2, "x", "A3", "B2"),
+        (None, "x", "A4", None),
+    ]
+
+
+@pytest.mark.parametrize("how", ["LEFT", "RIGHT", "INNER"])
+def test_keep_cuts_tables_to_matching_rows_and_keeps_them_apart(how: str) -> None:
+    script = f"""
+    Fact: LOAD * {inline(["k", "c", "v"], FACT)};
+    Dim: {how} KEEP (Fact) LOAD * {inline(["k", "n"], DIM)};
+    """
+    app = assoc.App.from_script(script)
+    assert app.tables == ["Fact", "Dim"]
+    fact_keys = {k for k, _, _ in FACT}
+    dim_keys = {k for k, _ in DIM}
+    fact = [r for r in FACT if how == "LEFT" or r[0] in dim_keys]
+    dim = [r for r in DIM if how == "RIGHT" or r[0] in fact_keys]
+    assert rows_of(app, "Fact") == fact
+    assert rows_of(app, "Dim") == dim
+
+
+def test_mapping_load_applymap_and_map_using() -> None:
+    script = f"""
+    Names: MAPPING LOAD * {inline(["k", "n"], DIM)};
+    MAP c USING Letters;
+    """
+    with pytest.raises(ScriptError) as err:
+        assoc.App.from_script(script)
+    assert "Letters" in err.value.message
+    assert (err.value.line, err.value.column) == (5 + len(DIM), 5)
+    script = f"""
+    Names: MAPPING LOAD * {inline(["k", "n"], DIM)};
+    Letters: MAPPING LOAD * INLINE [
+    from, to
+    p, P
+    q, Q
+    ];
+    MAP c USING Letters;
+    Fact: LOAD k, c, ApplyMap('Names', k) AS a, ApplyMap('Names', k, 'none') AS b,
+        ApplyMap('Names', k + 100, k * 2) AS d
+        {inline(["k", "c", "v"], FACT)};
+    """
+    app = assoc.App.from_script(script)
+    assert app.tables == ["Fact"]  # mapping tables are not in the model
+    first = {}
+    for k, n in DIM:
+        first.setdefault(k, n)
+    expected = [
+        ({"p": "P", "q": "Q"}.get(c, c), first.get(k, k), first.get(k, "none"), k * 2)
+        for k, c, _ in FACT
+    ]
+    assert [r[1:] for r in rows_of(app, "Fact")] == expected
+
+
+def test_crosstable_turns_columns_into_rows() -> None:
+    months = ["Jan", "Feb", "Mar"]
+    data = [(r, f"s{r}", *(RNG.randint(1, 9) for _ in months)) for r in range(1, 6)]
+    script = f"""
+    Sales: CROSSTABLE (Month, Amount, 2) LOAD * {inline(["id", "store", *months], data)};
+    """
+    app = assoc.App.from_script(script)
+    assert app.table("Sales").fields == ["id", "store", "Month", "Amount"]
+    expected = [(r[0], r[1], m, r[2 + i]) for r in data for i, m in enumerate(months)]
+    assert rows_of(app, "Sales") == expected
+
+
+def test_group_by_aggregations() -> None:
+    script = f"""
+    Fact: LOAD * {inline(["k", "c", "v"], FACT)};
+    G: LOAD c, Sum(v) AS s, Count(v) AS n, Min(v) AS lo, Max(v) AS hi, Avg(v) AS av,
+        Count(DISTINCT k) AS nk, Sum(DISTINCT k) AS sk, FirstValue(k) AS fk, LastValue(k) AS lk,
+        Concat(k, ',', v) AS ck, MinString(c & k) AS ms, MaxString(c & k) AS xs,
+        Only(c) AS oc, Sum(v) / Count(v) * 2 AS twice
+    RESIDENT Fact GROUP BY c;
+    All: LOAD Sum(v) AS total, Count(v) AS rows, Only(c) AS only_c RESIDENT Fact;
+    """
+    app = assoc.App.from_script(script)
+    groups: dict[str, list[tuple]] = defaultdict(list)
+    for r in FACT:
+        groups[r[1]].append(r)
+    expected = []
+    for c in sorted(groups):
+        g = groups[c]
+        vs = [v for _, _, v in g]
+        ks = [k for k, _, _ in g]
+        texts = [f"{c}{k}" for k in ks]
+        by_weight = [k for k, _, v in sorted(g, key=lambda r: r[2])]
+        expected.append(
+            (
+                c, sum(vs), len(vs), min(vs), max(vs), sum(vs) / len(vs), len(set(ks)),
+                sum(set(ks)), ks[0], ks[-1], ",".join(map(str, by_weight)), min(texts),
+                max(texts), c, sum(vs) / len(vs) * 2,
+            )
+        )  # fmt: skip
+    got = sorted(rows_of(app, "G"))
+    assert [r[:10] + r[11:] for r in got] == [r[:10] + r[11:] for r in expected]
+    # Concat with a sort weight: equal weights keep load order.
+    assert [r[10] for r in got] == [r[10] for r in expected]
+    assert rows_of(app, "All") == [(sum(v for *_, v in FACT), len(FACT), None)]
+
+
+def test_group_by_two_fields_and_a_field_neither_grouped_nor_aggregated() -> None:
+    script = f"""
+    Fact: LOAD * {inline(["k", "c", "v"], FACT)};
+    G: LOAD c, k, Sum(v) AS s RESIDENT Fact GROUP BY c, k;
+    """
+    app = assoc.App.from_script(script)
+    sums: dict[tuple, int] = defaultdict(int)
+    for k, c, v in FACT:
+        sums[(c, k)] += v
+    assert sorted(rows_of(app, "G")) == sorted((c, k, s) for (c, k), s in sums.items())
+    with pytest.raises(ScriptError) as err:
+        assoc.App.from_script(
+            f"Fact: LOAD * {inline(['k', 'c', 'v'], FACT)};\n"
+            "G: LOAD c, v, Sum(v) AS s RESIDENT Fact GROUP BY c;"
+        )
+    assert "neither aggregated nor in GROUP BY" in err.value.message
+    assert (err.value.line, err.value.column) == (4 + len(FACT), 12)
+
+
+def test_order_by_on_a_resident_load() -> None:
+    script = f"""
+    Fact: LOAD * {inline(["k", "c", "v"], FACT)};
+    S: NOCONCATENATE LOAD k, c, v, RecNo() AS r RESIDENT Fact ORDER BY c DESC, v, k;
+    """
+    app = assoc.App.from_script(script)
+    order = sorted(range(len(FACT)), key=lambda i: (-ord(FACT[i][1]), FACT[i][2], FACT[i][0]))
+    assert [r[:3] for r in rows_of(app, "S")] == [FACT[i] for i in order]
+
+
+def test_where_exists_sees_earlier_tables_and_rows_of_the_same_load() -> None:
+    keys = [RNG.randint(1, 20) for _ in range(200)]
+    script = f"""
+    Known: LOAD * INLINE [
+    k
+    3
+    5
+    7
+    ];
+    New: LOAD k AS j, k {inline(["k"], [(k,) for k in keys])} WHERE NOT Exists(k);
+    Again: LOAD k AS m {inline(["k"], [(k,) for k in keys])} WHERE Exists(k, k);
+    Doubled: LOAD k * 2 AS d {inline(["k"], [(k,) for k in keys])} WHERE Exists(j, k * 2);
+    """
+    app = assoc.App.from_script(script)
+    seen = {3, 5, 7}
+    expected_new = []
+    for k in keys:
+        if k not in seen:
+            expected_new.append((k, k))
+            seen.add(k)
+    assert rows_of(app, "New") == expected_new
+    assert rows_of(app, "Again") == [(k,) for k in keys]
+    js = {k for k, _ in expected_new}
+    assert rows_of(app, "Doubled") == [(k * 2,) for k in keys if k * 2 in js]
+
+
+def test_new_constructs_report_syntax_errors_with_line_and_column() -> None:
+    cases = {
+        "T: LOAD a INLINE [a\n1] GROUP a;": (2, 10),
+        "T: LOAD a INLINE [a\n1] ORDER BY a;": (2, 4),
+        "OUTER KEEP LOAD a INLINE [a\n1];": (1, 1),
+        "T: CROSSTABLE (a) LOAD a INLINE [a\n1];": (1, 17),
+        "T: CROSSTABLE (a, b, x) LOAD a INLINE [a\n1];": (1, 22),
+        "LEFT LOAD a INLINE [a\n1];": (1, 6),
+        "T: LOAD a, Sum(b) AS n RESIDENT X GROUP BY ;": (1, 44),
+        "MAP a USING;": (1, 12),
+        "T: LOAD a INLINE [a\n1] WHERE a = 1 WHERE a = 2;": (2, 16),
+    }
+    for script, place in cases.items():
+        errors = check_syntax(script)
+        assert len(errors) == 1, script
+        assert (errors[0].line, errors[0].column) == place, (script, errors[0])
