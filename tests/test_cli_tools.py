@@ -272,6 +272,7 @@ def test_progress_bars_show_on_a_terminal_only(
     qvd = tmp_path / "orders.qvd"
     qvd.write_bytes(qvd_bytes("Orders", ORDERS))
     monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich draws as on a terminal
+    monkeypatch.setenv("TERM", "xterm-256color")  # ... that can draw (TERM=dumb cannot)
     status, out, err = run(capsys, "import", str(qvd), "--server", server.base_url)
     assert status == 0
     assert "uploading orders.qvd" in err
