@@ -38,15 +38,20 @@ struct SchemaData {
   std::unique_ptr<ArrowSchema> dictionary;
 };
 
-void release_schema(ArrowSchema* s) {
+// The release callback of a schema or array we made: releases its children and dictionary,
+// then frees what `private_data` (a Data) owns.
+template <class Struct, class Data>
+void release_made(Struct* s) {
   if (s == nullptr || s->release == nullptr) return;
-  auto* d = static_cast<SchemaData*>(s->private_data);
+  auto* d = static_cast<Data*>(s->private_data);
   for (auto& c : d->children)
     if (c->release != nullptr) c->release(c.get());
   if (d->dictionary && d->dictionary->release != nullptr) d->dictionary->release(d->dictionary.get());
   delete d;
   s->release = nullptr;
 }
+
+void release_schema(ArrowSchema* s) { release_made<ArrowSchema, SchemaData>(s); }
 
 void make_schema(ArrowSchema* out, std::string format, std::string name, std::int64_t flags,
                  std::vector<std::unique_ptr<ArrowSchema>> children = {}, std::unique_ptr<ArrowSchema> dictionary = {}) {
@@ -101,15 +106,7 @@ struct ArrayData {
   std::unique_ptr<ArrowArray> dictionary;
 };
 
-void release_array(ArrowArray* a) {
-  if (a == nullptr || a->release == nullptr) return;
-  auto* d = static_cast<ArrayData*>(a->private_data);
-  for (auto& c : d->children)
-    if (c->release != nullptr) c->release(c.get());
-  if (d->dictionary && d->dictionary->release != nullptr) d->dictionary->release(d->dictionary.get());
-  delete d;
-  a->release = nullptr;
-}
+void release_array(ArrowArray* a) { release_made<ArrowArray, ArrayData>(a); }
 
 // An array over `data`; buffers[i] is data->owned[slots[i]], or null for a slot of -1.
 std::unique_ptr<ArrowArray> new_array(std::int64_t length, std::int64_t null_count, std::unique_ptr<ArrayData> data,

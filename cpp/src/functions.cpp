@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "assoc/number_text.hpp"
+#include "assoc/utf8.hpp"
 
 namespace assoc {
 
@@ -63,23 +64,6 @@ std::vector<char32_t> code_points(std::string_view s) {
     i += n;
   }
   return out;
-}
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 std::string from_code_points(const std::vector<char32_t>& cps, std::size_t begin, std::size_t end) {
   std::string out;

@@ -10,23 +10,6 @@
 namespace assoc::detail {
 namespace {
 
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 class XmlReader {
  public:
@@ -136,7 +119,7 @@ class XmlReader {
                            (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
       if (digits.empty() || res.ec != std::errc() || res.ptr != digits.data() + digits.size() || !allowed)
         error("bad character reference &" + std::string(ref) + ";");
-      append_utf8(out, cp);
+      append_utf8(out, static_cast<char32_t>(cp));
     } else {
       error("unknown entity &" + std::string(ref) + ";");
     }

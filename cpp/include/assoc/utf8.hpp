@@ -2,6 +2,7 @@
 // The one UTF-8 check of the readers: well-formed UTF-8 with no overlong forms, surrogates or
 // code points past U+10FFFF.
 #include <cstddef>
+#include <string>
 
 namespace assoc {
 
@@ -12,5 +13,8 @@ std::size_t find_invalid_utf8(const char* p, std::size_t n);
 inline bool valid_utf8(const unsigned char* p, std::size_t n) {
   return find_invalid_utf8(reinterpret_cast<const char*>(p), n) == n;
 }
+
+// Appends code point `cp` (at most U+10FFFF) to `out` as UTF-8.
+void append_utf8(std::string& out, char32_t cp);
 
 }  // namespace assoc
