@@ -48,45 +48,60 @@ class Session:
     ) -> None:
         self.close()
 
-    def select(self, field: str, values: Iterable[Any]) -> None:
+    def add_state(self, name: str) -> None:
+        """Adds an alternate selection state `name` (no selection yet); set expressions name it
+        as an identifier ({name}) and the `state=` argument of the calls below picks it."""
+        self._impl.add_state(_state(name))
+
+    def remove_state(self, name: str) -> None:
+        """Removes an alternate state (the default state "$" stays)."""
+        self._impl.remove_state(_state(name))
+
+    @property
+    def states(self) -> list[str]:
+        """The default state "$", then the alternate states by name."""
+        return self._impl.state_names()
+
+    def select(self, field: str, values: Iterable[Any], state: str = "$") -> None:
         """Selects `values` in `field`, replacing its selection; values it lacks are ignored."""
         if isinstance(values, str | bytes) or not isinstance(values, Iterable):
             raise _core.Error("values must be a list of values (int, float, str or assoc.Dual)")
-        self._impl.select(field, values)
+        self._impl.select(field, values, _state(state))
 
-    def select_indices(self, field: str, indices: Iterable[int]) -> None:
+    def select_indices(self, field: str, indices: Iterable[int], state: str = "$") -> None:
         """Replaces a field's selection by symbol indexes; indexes out of range are ignored."""
-        self._impl.select_indices(field, [int(i) for i in indices])
+        self._impl.select_indices(field, [int(i) for i in indices], _state(state))
 
-    def clear(self) -> None:
-        """Clears every selection."""
-        self._impl.clear()
+    def clear(self, state: str = "$") -> None:
+        """Clears every selection of a state."""
+        self._impl.clear(_state(state))
 
-    def clear_field(self, field: str) -> None:
+    def clear_field(self, field: str, state: str = "$") -> None:
         """Clears one field's selection."""
-        self._impl.clear_field(field)
+        self._impl.clear_field(field, _state(state))
 
-    def selections(self) -> dict[str, list[Any]]:
+    def selections(self, state: str = "$") -> dict[str, list[Any]]:
         """The selected values of each field that has a selection, in symbol order."""
-        return self._impl.selections()
+        return self._impl.selections(_state(state))
 
-    def state(self, field: str) -> dict[str, list[Any]]:
+    def state(self, field: str, state: str = "$") -> dict[str, list[Any]]:
         """A field's values by state: selected, possible, alternative, excluded (symbol order)."""
-        return self._impl.state(field)
+        return self._impl.state(field, _state(state))
 
-    def counts(self, field: str) -> dict[str, int]:
+    def counts(self, field: str, state: str = "$") -> dict[str, int]:
         """How many of a field's values are selected, possible, alternative and excluded."""
-        return self._impl.counts(field)
+        return self._impl.counts(field, _state(state))
 
-    def indices(self, field: str, state: str = "possible") -> np.ndarray:
-        """Symbol indexes of a field's values in one state (selected_excluded: S but excluded)."""
+    def indices(self, field: str, state: str = "possible", in_state: str = "$") -> np.ndarray:
+        """Symbol indexes of a field's values in one state (selected_excluded: S but excluded),
+        in the selection state `in_state`."""
         if state not in STATES:
             raise _core.Error(f"unknown state {state!r}: use one of {', '.join(STATES)}")
-        return self._impl.indices(field, state)
+        return self._impl.indices(field, state, _state(in_state))
 
-    def possible_rows(self, table: str) -> int:
+    def possible_rows(self, table: str, state: str = "$") -> int:
         """How many rows of a table are possible."""
-        return self._impl.possible_rows(table)
+        return self._impl.possible_rows(table, _state(state))
 
     def table(self, name: str, duals: Duals = "number") -> ArrowExport:
         """A table's possible rows under the selections now, for Arrow consumers
@@ -100,17 +115,27 @@ class Session:
         sort: SortSpec | None = None,
         suppress_zero: bool = False,
         suppress_missing: bool = False,
+        state: str = "$",
     ) -> Hypercube:
-        """Dimension tuples associated under the selections, with measures (DESIGN.md §2b)."""
+        """Dimension tuples associated under the selections, with measures (DESIGN.md §2b);
+        `state` is the object's selection state (aggregations without a set identifier)."""
         impl = self._impl.hypercube(
             names(dimensions, "dimensions"),
             names(measures, "measures"),
             sort_pairs(sort),
             bool(suppress_zero),
             bool(suppress_missing),
+            _state(state),
         )
         return Hypercube(impl)
 
     def __repr__(self) -> str:
         status = "closed" if self.closed else f"{len(self.selections())} fields selected"
         return f"<assoc.Session user={self.user!r}: {status}>"
+
+
+def _state(name: object) -> str:
+    if not isinstance(name, str):
+        raise _core.Error("a state's name must be a string")
+    return name
+
