@@ -259,7 +259,10 @@ def test_alternate_states(shop: App) -> None:
         ("Sum({<Year={2020}} Amount)", "expected '>' to close the set modifier at position 17"),
         ("Sum({<Year 2020>} Amount)", "expected '=' .* at position 11"),
         ("Sum({<Yr={2020}>} Amount)", "unknown field 'Yr' in the set expression at position 6"),
-        ("Sum({BM01} Amount)", "unknown set identifier 'BM01'.*bookmarks are not supported.* at position 5"),
+        (
+            "Sum({BM01} Amount)",
+            "unknown set identifier 'BM01'.*bookmarks are not supported.* at position 5",
+        ),
         ("Sum({$1} Amount)", "selection history .* at position 5"),
         ("Sum({<Year={New Zealand}>} Amount)", "a value with blanks needs quotes.* at position 16"),
         ("Sum({<Year={'2020}>} Amount)", "unclosed ' at position 12"),
@@ -293,7 +296,15 @@ def test_search_matching_is_linear_and_any_case() -> None:
 
 Tables = dict[str, dict[str, list[Any]]]
 LINKS = [("Facts", "Dims", ("K",)), ("Dims", "Groups", ("G",)), ("Facts", "Other", ("S1", "S2"))]
-SELECTABLE = {"A": "Facts", "X": "Facts", "K": "Facts", "D": "Dims", "G": "Dims", "H": "Groups", "O": "Other"}
+SELECTABLE = {
+    "A": "Facts",
+    "X": "Facts",
+    "K": "Facts",
+    "D": "Dims",
+    "G": "Dims",
+    "H": "Groups",
+    "O": "Other",
+}
 
 
 def random_tables(rng: random.Random) -> Tables:
@@ -309,9 +320,17 @@ def random_tables(rng: random.Random) -> Tables:
             "A": pick([None, "a", "b", "c", "ab"], nf),
             "X": pick([None, 1, 2, 5, 10, -3], nf),
         },
-        "Dims": {"K": rng.sample([1, 2, 3, 4, 6], nd), "D": pick([None, "p", "q", "r"], nd), "G": pick([None, 7, 8, 9], nd)},
+        "Dims": {
+            "K": rng.sample([1, 2, 3, 4, 6], nd),
+            "D": pick([None, "p", "q", "r"], nd),
+            "G": pick([None, 7, 8, 9], nd),
+        },
         "Groups": {"G": rng.sample([7, 8, 9, 10], ng), "H": pick(["h1", "h2", None], ng)},
-        "Other": {"S1": pick([None, 1, 2, 3], no), "S2": pick([None, "u", "v"], no), "O": pick(["o1", "o2"], no)},
+        "Other": {
+            "S1": pick([None, 1, 2, 3], no),
+            "S2": pick([None, "u", "v"], no),
+            "O": pick(["o1", "o2"], no),
+        },
     }
 
 
@@ -405,7 +424,11 @@ def gen_elems(rng: random.Random, tables: Tables, f: str) -> Any:
         return ("list", [rng.choice(['">=2"', '"<5"', '">1<=8"'])])
     g = rng.choice(list(SELECTABLE))
     inner_vals = field_values(tables, g)
-    inner = ("term", "1", [(g, "=", ("list", [repr(v) if isinstance(v, str) else str(v) for v in inner_vals[:1]]))])
+    inner = (
+        "term",
+        "1",
+        [(g, "=", ("list", [repr(v) if isinstance(v, str) else str(v) for v in inner_vals[:1]]))],
+    )
     return ("P", inner, rng.choice([f, g]))
 
 
@@ -427,7 +450,12 @@ def gen_set(rng: random.Random, tables: Tables, depth: int) -> Any:
         return gen_term(rng, tables)
     if rng.random() < 0.15:
         return ("not", gen_set(rng, tables, depth - 1))
-    return ("op", rng.choice("+-*/"), gen_set(rng, tables, depth - 1), gen_set(rng, tables, depth - 1))
+    return (
+        "op",
+        rng.choice("+-*/"),
+        gen_set(rng, tables, depth - 1),
+        gen_set(rng, tables, depth - 1),
+    )
 
 
 def render_elems(e: Any) -> str:
@@ -452,7 +480,13 @@ def ref_elems(e: Any, f: str, tables: Tables, states: dict[str, dict[str, list[A
     if e[0] == "P":
         rows = ref_set(e[1], tables, states)
         g = e[2]
-        found = {r[g] for t in tables if g in tables[t] for i, r in enumerate(rows_of(tables, t)) if i in rows[t]}
+        found = {
+            r[g]
+            for t in tables
+            if g in tables[t]
+            for i, r in enumerate(rows_of(tables, t))
+            if i in rows[t]
+        }
         return [v for v in vals if v in found]
     out = []
     for v in vals:
@@ -481,7 +515,16 @@ def ref_set(s: Any, tables: Tables, states: dict[str, dict[str, list[Any]]]) -> 
     if s[0] == "op":
         a, b = ref_set(s[2], tables, states), ref_set(s[3], tables, states)
         op = s[1]
-        return {t: a[t] | b[t] if op == "+" else a[t] - b[t] if op == "-" else a[t] & b[t] if op == "*" else a[t] ^ b[t] for t in tables}
+        return {
+            t: a[t] | b[t]
+            if op == "+"
+            else a[t] - b[t]
+            if op == "-"
+            else a[t] & b[t]
+            if op == "*"
+            else a[t] ^ b[t]
+            for t in tables
+        }
     ident = s[1]
     base = {} if ident == "1" else states["S" if ident == "S" else "$"]
     state = {f: list(v) for f, v in base.items()}

@@ -145,7 +145,7 @@ void bind_hypercube(py::module_& m) {
       },
       py::name("hypercube"), py::is_method(session), py::arg("dimensions"), py::arg("measures"), py::arg("sort"),
       py::arg("suppress_zero"), py::arg("suppress_missing"), py::arg("state") = "$",
-      "The hypercube of dimensions and measures under the selections of one of the session's states.");
+      "The hypercube of dimensions and measures under one state's selections.");
 }
 
 }  // namespace assoc::py_bind

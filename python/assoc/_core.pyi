@@ -329,7 +329,7 @@ class Session(metaclass=_pybind11_type):
         state: str = "$",
     ) -> Hypercube:
         """
-        The hypercube of dimensions and measures under the selections of one of the session's states.
+        The hypercube of dimensions and measures under one state's selections.
         """
     def indices(
         self, field: str, state: str, in_state: str = "$"

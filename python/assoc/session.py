@@ -138,4 +138,3 @@ def _state(name: object) -> str:
     if not isinstance(name, str):
         raise _core.Error("a state's name must be a string")
     return name
-
