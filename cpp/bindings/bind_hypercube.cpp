@@ -128,7 +128,8 @@ void bind_hypercube(py::module_& m) {
   py::object session = m.attr("Session");
   session.attr("hypercube") = py::cpp_function(
       [](const Session& s, std::vector<std::string> dimensions, std::vector<std::string> measures,
-         std::vector<std::pair<std::string, std::string>> sort, bool suppress_zero, bool suppress_missing) {
+         std::vector<std::pair<std::string, std::string>> sort, bool suppress_zero, bool suppress_missing,
+         const std::string& state_name) {
         HypercubeSpec spec;
         spec.dimensions = std::move(dimensions);
         spec.measures = std::move(measures);
@@ -137,13 +138,14 @@ void bind_hypercube(py::module_& m) {
         spec.suppress_missing = suppress_missing;
         PyHypercube out{s.model().shared_from_this(), nullptr};
         py::gil_scoped_release release;
-        auto [state, rows] = s.snapshot();
-        out.cube = hypercube(*out.model, state, spec, std::move(rows));
+        auto [state, rows] = s.snapshot(state_name);
+        const NamedStates states = s.selections();
+        out.cube = hypercube(*out.model, state, spec, std::move(rows), &states, state_name);
         return out;
       },
       py::name("hypercube"), py::is_method(session), py::arg("dimensions"), py::arg("measures"), py::arg("sort"),
-      py::arg("suppress_zero"), py::arg("suppress_missing"),
-      "The hypercube of dimensions and measures under the session's selections.");
+      py::arg("suppress_zero"), py::arg("suppress_missing"), py::arg("state") = "$",
+      "The hypercube of dimensions and measures under one state's selections.");
 }
 
 }  // namespace assoc::py_bind

@@ -34,10 +34,10 @@ py::array_t<std::int64_t> indices_of(const Bitset& set) {
   return out;
 }
 
-std::shared_ptr<const FieldStates> states_of(const Session& s, const std::string& field) {
+std::shared_ptr<const FieldStates> states_of(const Session& s, const std::string& field, const std::string& state) {
   const std::uint32_t f = s.model().field_id(field);
   py::gil_scoped_release release;
-  return s.field_states(f);
+  return s.field_states(f, state);
 }
 
 }  // namespace
@@ -70,43 +70,43 @@ void bind_session(py::module_& m) {
       .def("close", &Session::close, "Ends the session.")
       .def(
           "select",
-          [](Session& s, const std::string& field, const py::iterable& values) {
+          [](Session& s, const std::string& field, const py::iterable& values, const std::string& state) {
             const std::uint32_t f = s.model().field_id(field);
             Cells cells;
             for (auto v : values) cells.add(v, "");
             const std::vector<DualView> views = cells.views();
             py::gil_scoped_release release;
-            s.select_values(f, views);
+            s.select_values(f, views, state);
           },
-          py::arg("field"), py::arg("values"), "Replaces a field's selection; values the field lacks are ignored.")
+          py::arg("field"), py::arg("values"), py::arg("state") = "$", "Replaces a field's selection; values the field lacks are ignored.")
       .def(
           "select_indices",
-          [](Session& s, const std::string& field, const std::vector<std::int64_t>& indices) {
+          [](Session& s, const std::string& field, const std::vector<std::int64_t>& indices, const std::string& state) {
             const std::uint32_t f = s.model().field_id(field);
             py::gil_scoped_release release;
-            s.select_indices(f, indices);
+            s.select_indices(f, indices, state);
           },
-          py::arg("field"), py::arg("indices"),
+          py::arg("field"), py::arg("indices"), py::arg("state") = "$",
           "Replaces a field's selection by symbol indexes; indexes out of range are ignored.")
       .def(
           "clear",
-          [](Session& s) {
+          [](Session& s, const std::string& state) {
             py::gil_scoped_release release;
-            s.clear();
+            s.clear(state);
           },
-          "Clears every selection.")
+          py::arg("state") = "$", "Clears every selection of a state.")
       .def(
           "clear_field",
-          [](Session& s, const std::string& field) {
+          [](Session& s, const std::string& field, const std::string& state) {
             const std::uint32_t f = s.model().field_id(field);
             py::gil_scoped_release release;
-            s.clear_field(f);
+            s.clear_field(f, state);
           },
-          py::arg("field"), "Clears one field's selection.")
+          py::arg("field"), py::arg("state") = "$", "Clears one field's selection.")
       .def(
           "selections",
-          [](const Session& s) {
-            const SelectionState state = s.selection();
+          [](const Session& s, const std::string& name) {
+            const SelectionState state = s.selection(name);
             const auto& fields = s.model().data().fields();
             py::dict out;
             for (const auto& [f, symbols] : state.fields()) {
@@ -116,42 +116,45 @@ void bind_session(py::module_& m) {
             }
             return out;
           },
-          "The selected values per field, in symbol order.")
+          py::arg("state") = "$", "The selected values per field, in symbol order.")
+      .def("add_state", &Session::add_state, py::arg("name"), "Adds an alternate state with no selection.")
+      .def("remove_state", &Session::remove_state, py::arg("name"), "Removes an alternate state.")
+      .def("state_names", &Session::state_names, "The default state '$', then the alternate states by name.")
       .def(
           "state",
-          [](const Session& s, const std::string& field) {
-            const auto st = states_of(s, field);
+          [](const Session& s, const std::string& field, const std::string& state_name) {
+            const auto st = states_of(s, field, state_name);
             const SymbolTable& symbols = s.model().data().field(field).symbols;
             py::dict out;
             for (const ValueState state : kValueStates)
               out[py::str(std::string(name_of(state)))] = values_of(symbols, st->values(state));
             return out;
           },
-          py::arg("field"), "Values of a field by state, each list in symbol order.")
+          py::arg("field"), py::arg("state") = "$", "Values of a field by state, each list in symbol order.")
       .def(
           "counts",
-          [](const Session& s, const std::string& field) {
-            const auto st = states_of(s, field);
+          [](const Session& s, const std::string& field, const std::string& state_name) {
+            const auto st = states_of(s, field, state_name);
             py::dict out;
             for (const ValueState state : kValueStates) out[py::str(std::string(name_of(state)))] = st->count(state);
             return out;
           },
-          py::arg("field"), "How many values of a field are in each state.")
+          py::arg("field"), py::arg("state") = "$", "How many values of a field are in each state.")
       .def(
           "indices",
-          [](const Session& s, const std::string& field, const std::string& which) {
+          [](const Session& s, const std::string& field, const std::string& which, const std::string& in_state) {
             const ValueState state = value_state_named(which);
-            return indices_of(states_of(s, field)->values(state));
+            return indices_of(states_of(s, field, in_state)->values(state));
           },
-          py::arg("field"), py::arg("state"), "Symbol indexes of a field's values in one state, in order.")
+          py::arg("field"), py::arg("state"), py::arg("in_state") = "$", "Symbol indexes of a field's values in one state, in order.")
       .def(
           "possible_rows",
-          [](const Session& s, const std::string& table) {
+          [](const Session& s, const std::string& table, const std::string& state) {
             const std::uint32_t t = s.model().table_id(table);
             py::gil_scoped_release release;
-            return s.possible_rows(t);
+            return s.possible_rows(t, state);
           },
-          py::arg("table"), "How many rows of a table are possible.");
+          py::arg("table"), py::arg("state") = "$", "How many rows of a table are possible.");
 }
 
 }  // namespace assoc::py_bind

@@ -43,6 +43,8 @@ std::uint32_t Plan::bind_node(const Expression& e, std::uint32_t n,
       p.fn = find_scalar_function(x.name);
       for (const std::uint32_t a : x.args) p.args.push_back(bind_node(e, a, leaf));
       break;
+    case ExprNode::Kind::kScoped:  // an outer set: its scope's aggregations take it (the caller's leaves)
+      return bind_node(e, x.args[1], leaf);
     default:
       p.kind = PlanNode::Kind::kInput;
       p.input = leaf(n);

@@ -24,6 +24,7 @@ using detail::LinkGraph;
 using detail::NodeAggregates;
 using detail::RootedTree;
 using detail::Term;
+using Slot = std::pair<std::uint32_t, std::uint32_t>;  // a node and a record set
 
 namespace {
 
@@ -71,6 +72,7 @@ struct MeasureInput {
   std::uint32_t node = 0;
   std::size_t term = 0;
   bool generic = false;
+  std::uint32_t set = 0;  // the record set it reads: 0 the object's state, else a set expression
 };
 
 // A measure: its syntax tree, its plan over aggregation results, and where each input is computed.
@@ -124,10 +126,15 @@ std::size_t Hypercube::byte_size() const {
 class HypercubeBuilder {
  public:
   HypercubeBuilder(const AssociativeModel& model, const SelectionState& state, const HypercubeSpec& spec,
-                   std::shared_ptr<const RowStates> rows)
+                   std::shared_ptr<const RowStates> rows, const NamedStates* states, std::string state_name)
       : model_(model), data_(model.data()), state_(state), graph_(model), cube_(std::make_shared<Hypercube>()),
-        rows_(std::move(rows)) {
+        rows_(std::move(rows)), states_(states), state_name_(std::move(state_name)) {
     cube_->spec_ = spec;
+    if (!states_) {
+      own_states_.emplace("$", state_);
+      states_ = &own_states_;
+      state_name_ = "$";
+    }
   }
 
   std::shared_ptr<Hypercube> run() {
@@ -137,23 +144,26 @@ class HypercubeBuilder {
     place_dimensions();
     plan_measures();
     if (!rows_) rows_ = model_.rows(state_);
+    evaluate_sets();
 
-    std::map<std::uint32_t, NodeAggregates> by_node;
-    for (auto& [node, terms] : terms_) {
+    std::map<Slot, NodeAggregates> by_node;
+    for (auto& [slot, terms] : terms_) {
+      const std::uint32_t node = slot.first;
+      const RowStates& rows = *set_rows_[slot.second];
       const std::size_t p = part_of_node(node);
       const RootedTree tree(graph_, node, dim_nodes_);
-      JoinWalker walker(model_, *rows_, graph_, tree, p == kNoPart ? no_dims_ : parts_[p].dims, false);
-      by_node.emplace(node, detail::aggregate_node(model_, *rows_, walker, terms, p == kNoPart ? 1 : parts_[p].space));
+      JoinWalker walker(model_, rows, graph_, tree, p == kNoPart ? no_dims_ : parts_[p].dims, false);
+      by_node.emplace(slot, detail::aggregate_node(model_, rows, walker, terms, p == kNoPart ? 1 : parts_[p].space));
     }
 
-    std::map<std::uint32_t, GenericResults> generic_by_node;
-    for (auto& [node, terms] : generic_) generic_by_node.emplace(node, run_generic(node, terms));
+    std::map<Slot, GenericResults> generic_by_node;
+    for (auto& [slot, terms] : generic_) generic_by_node.emplace(slot, run_generic(slot, terms));
     std::map<std::uint32_t, std::vector<std::uint64_t>> reached;
-    for (const auto& [node, agg] : by_node) reached[node] = agg.keys;
-    for (const auto& [node, res] : generic_by_node) {
-      const bool grouped = std::any_of(generic_.at(node).begin(), generic_.at(node).end(),
+    for (const auto& [slot, agg] : by_node) reached[slot.first].insert(reached[slot.first].end(), agg.keys.begin(), agg.keys.end());
+    for (const auto& [slot, res] : generic_by_node) {
+      const bool grouped = std::any_of(generic_.at(slot).begin(), generic_.at(slot).end(),
                                        [](const GenericTerm& t) { return !t.total; });
-      if (grouped) reached[node].insert(reached[node].end(), res.keys.begin(), res.keys.end());
+      if (grouped) reached[slot.first].insert(reached[slot.first].end(), res.keys.begin(), res.keys.end());
     }
     std::vector<std::uint64_t> keys = row_keys(reached);
     if (spec.suppress_missing) std::erase_if(keys, [&](std::uint64_t k) { return has_none(k); });
@@ -300,17 +310,17 @@ class HypercubeBuilder {
     return static_cast<std::uint32_t>(data_.tables()[node].column_of(field));
   }
 
-  MeasureInput fast_input(AggFunc func, std::uint32_t field) {
+  MeasureInput fast_input(AggFunc func, std::uint32_t field, std::uint32_t set) {
     const std::uint32_t node = graph_.node_of_field(field);
     Term term;
     term.func = func;
     term.field = field;
     term.column = column_at(node, field);
-    auto& terms = terms_[node];
+    auto& terms = terms_[Slot{node, set}];
     std::size_t index = 0;
     while (index < terms.size() && !(terms[index].func == term.func && terms[index].field == term.field)) ++index;
     if (index == terms.size()) terms.push_back(term);
-    return MeasureInput{node, index, false};
+    return MeasureInput{node, index, false, set};
   }
 
   // Throws for what may not stand inside an aggregation's argument (this phase): another
@@ -322,7 +332,7 @@ class HypercubeBuilder {
            "an aggregation inside another aggregation (" + x.name +
                ") is not yet supported; only Aggr or TOTAL allow it in Qlik");
     if (x.kind == ExprNode::Kind::kSet || x.kind == ExprNode::Kind::kScoped)
-      fail(text, x.position, "set expressions are not yet supported");
+      fail(text, x.position, "a set expression inside an aggregation's argument is not supported; write it first in the aggregation");
     for (const std::uint32_t a : x.args) check_argument(text, e, a);
   }
 
@@ -372,7 +382,12 @@ class HypercubeBuilder {
   MeasureInput plan_aggregation(const std::string& text, const Expression& e, std::uint32_t n) {
     const ExprNode& x = e.nodes[n];
     const AggregateFunction& fn = *find_aggregate_function(x.name);
-    if (x.set >= 0) fail(text, e.nodes[static_cast<std::size_t>(x.set)].position, "set expressions are not yet supported");
+    std::shared_ptr<const SetNode> own;
+    if (x.set >= 0) {
+      const ExprNode& sn = e.nodes[static_cast<std::size_t>(x.set)];
+      own = parse_set_expression(text, sn.name, sn.position + 1);
+    }
+    const std::uint32_t set = intern_set(inherit_set(scope_[n], own));
     if (x.nodistinct) fail(text, x.position, "NODISTINCT belongs to Aggr, which is not yet supported");
     for (const std::uint32_t a : x.args) check_argument(text, e, a);
     const ExprNode& arg = e.nodes[x.args[0]];
@@ -392,7 +407,7 @@ class HypercubeBuilder {
       const std::uint32_t field = field_index(text, arg);
       const bool key = graph_.is_field(graph_.node_of_field(field));
       if (func && (!key || *func == AggFunc::kCountDistinct || *func == AggFunc::kOnly))
-        return fast_input(*func, field);
+        return fast_input(*func, field, set);
     }
     GenericTerm term;
     term.fn = &fn;
@@ -445,9 +460,9 @@ class HypercubeBuilder {
       });
       term.params[i] = p.constant();
     }
-    auto& terms = generic_[node];
+    auto& terms = generic_[Slot{node, set}];
     terms.push_back(std::move(term));
-    return MeasureInput{node, terms.size() - 1, true};
+    return MeasureInput{node, terms.size() - 1, true, set};
   }
 
   void plan_measures() {
@@ -455,17 +470,59 @@ class HypercubeBuilder {
       MeasurePlan plan;
       plan.expr = parse_expression(text);
       const Expression& e = plan.expr;
+      scope_.assign(e.nodes.size(), nullptr);
+      mark_scopes(text, e, e.root, nullptr);
       plan.plan = Plan::bind(e, e.root, [&](std::uint32_t n) -> std::uint32_t {
         const ExprNode& x = e.nodes[n];
         if (x.kind == ExprNode::Kind::kSet || x.kind == ExprNode::Kind::kScoped)
-          fail(text, x.position, "set expressions are not yet supported");
+          fail(text, x.position, "a set expression stands only at the start of an aggregation or of a scope");
         if (x.kind == ExprNode::Kind::kStar) fail(text, x.position, "'*' stands only in Count(*)");
         // A field outside any aggregation reads as Only(field) for the row (§1.3).
-        plan.inputs.push_back(x.kind == ExprNode::Kind::kField ? fast_input(AggFunc::kOnly, field_index(text, x))
-                                                               : plan_aggregation(text, e, n));
+        plan.inputs.push_back(x.kind == ExprNode::Kind::kField
+                                  ? fast_input(AggFunc::kOnly, field_index(text, x), intern_set(scope_[n]))
+                                  : plan_aggregation(text, e, n));
         return static_cast<std::uint32_t>(plan.inputs.size() - 1);
       });
       measures_.push_back(std::move(plan));
+    }
+  }
+
+  // Per node, the outer set of its scope (§2.8): a scope's set inherits its enclosing one.
+  void mark_scopes(const std::string& text, const Expression& e, std::uint32_t n,
+                   const std::shared_ptr<const SetNode>& outer) {
+    const ExprNode& x = e.nodes[n];
+    scope_[n] = outer;
+    if (x.kind == ExprNode::Kind::kScoped) {
+      const ExprNode& sn = e.nodes[x.args[0]];
+      const auto inner = inherit_set(outer, parse_set_expression(text, sn.name, sn.position + 1));
+      mark_scopes(text, e, x.args[1], inner);
+      return;
+    }
+    for (const std::uint32_t a : x.args) mark_scopes(text, e, a, outer);
+  }
+
+  // The number of a record set (0: the object's state).
+  std::uint32_t intern_set(const std::shared_ptr<const SetNode>& set) {
+    if (!set) return 0;
+    // A lone `$` is the default state: the object's own when that is the default.
+    if (set->kind == SetNode::Kind::kTerm && set->modifiers.empty() &&
+        (set->ident.empty() || (set->ident == "$" && state_name_ == "$")))
+      return 0;
+    const std::string key = canonical_set(*set);
+    auto [it, added] = set_index_.emplace(key, static_cast<std::uint32_t>(sets_.size()));
+    if (added) {
+      sets_.push_back(set);
+      set_texts_.push_back(cube_->spec_.measures[measures_.size()]);
+    }
+    return it->second;
+  }
+
+  // Each record set's possible rows, once per distinct set.
+  void evaluate_sets() {
+    set_rows_.assign(sets_.size(), rows_);
+    for (std::size_t i = 1; i < sets_.size(); ++i) {
+      SetEvaluator ev(model_, *states_, state_name_, set_texts_[i]);
+      set_rows_[i] = ev.rows(*sets_[i]);
     }
   }
 
@@ -492,10 +549,11 @@ class HypercubeBuilder {
 
   // The generic terms of one node: each possible record's argument values, gathered per
   // group key it reaches (projected for TOTAL <…>), then reduced per group and over all.
-  GenericResults run_generic(std::uint32_t node, const std::vector<GenericTerm>& terms) {
+  GenericResults run_generic(Slot slot, const std::vector<GenericTerm>& terms) {
+    const std::uint32_t node = slot.first;
     const std::size_t p = part_of_node(node);
     const RootedTree tree(graph_, node, dim_nodes_);
-    JoinWalker walker(model_, *rows_, graph_, tree, p == kNoPart ? no_dims_ : parts_[p].dims, false);
+    JoinWalker walker(model_, *set_rows_[slot.second], graph_, tree, p == kNoPart ? no_dims_ : parts_[p].dims, false);
     std::vector<std::uint32_t> columns, column_fields;
     std::vector<std::vector<std::size_t>> sources(terms.size());
     for (std::size_t t = 0; t < terms.size(); ++t) {
@@ -600,10 +658,10 @@ class HypercubeBuilder {
 
   // A measure that is one fast aggregation: its numbers straight from the accumulators (and,
   // for Only, its symbols).
-  void fast_measure(std::size_t m, const MeasureInput& input, const std::map<std::uint32_t, NodeAggregates>& by_node,
+  void fast_measure(std::size_t m, const MeasureInput& input, const std::map<Slot, NodeAggregates>& by_node,
                     const std::vector<std::uint64_t>& keys) {
-    const NodeAggregates& agg = by_node.at(input.node);
-    const Term& term = terms_.at(input.node)[input.term];
+    const NodeAggregates& agg = by_node.at(Slot{input.node, input.set});
+    const Term& term = terms_.at(Slot{input.node, input.set})[input.term];
     const bool only = term.func == AggFunc::kOnly;
     std::vector<double>& values = cube_->values_[m];
     values.resize(keys.size());
@@ -628,14 +686,14 @@ class HypercubeBuilder {
   }
 
   // One input of a measure as values per row; returns its total.
-  Value input_column(const MeasureInput& input, const std::map<std::uint32_t, NodeAggregates>& by_node,
-                     const std::map<std::uint32_t, GenericResults>& generic, const std::vector<std::uint64_t>& keys,
+  Value input_column(const MeasureInput& input, const std::map<Slot, NodeAggregates>& by_node,
+                     const std::map<Slot, GenericResults>& generic, const std::vector<std::uint64_t>& keys,
                      std::vector<Value>& out) const {
     const std::size_t p = part_of_node(input.node);
     out.resize(keys.size());
     if (input.generic) {
-      const GenericTerm& term = generic_.at(input.node)[input.term];
-      const GenericResults& res = generic.at(input.node);
+      const GenericTerm& term = generic_.at(Slot{input.node, input.set})[input.term];
+      const GenericResults& res = generic.at(Slot{input.node, input.set});
       const bool all = term.total && std::none_of(term.keep_dim.begin(), term.keep_dim.end(), [](std::uint8_t k) { return k; });
       const auto& values = res.values[input.term];
       for (std::size_t r = 0; r < keys.size(); ++r) {
@@ -650,8 +708,8 @@ class HypercubeBuilder {
       }
       return res.totals[input.term];
     }
-    const NodeAggregates& agg = by_node.at(input.node);
-    const Term& term = terms_.at(input.node)[input.term];
+    const NodeAggregates& agg = by_node.at(Slot{input.node, input.set});
+    const Term& term = terms_.at(Slot{input.node, input.set})[input.term];
     const SymbolTable& symbols = data_.fields()[term.field].symbols;
     const bool only = term.func == AggFunc::kOnly;
     for (std::size_t r = 0; r < keys.size(); ++r) {
@@ -861,8 +919,20 @@ class HypercubeBuilder {
   std::vector<Part> parts_;
   const std::vector<DimPlace> no_dims_;
   std::uint64_t key_space_ = 1;
-  std::map<std::uint32_t, std::vector<Term>> terms_;  // per node, the aggregations it computes
-  std::map<std::uint32_t, std::vector<GenericTerm>> generic_;  // per node, the other aggregations
+  // Per node and record set, the aggregations it computes, and the other aggregations.
+  std::map<Slot, std::vector<Term>> terms_;
+  std::map<Slot, std::vector<GenericTerm>> generic_;
+  // Set analysis: the states sets name, the record sets the aggregations read (0: the object's
+  // state, rows_), each distinct set once, and per expression node the set of its scope.
+  const NamedStates* states_ = nullptr;
+  NamedStates own_states_;
+  std::string state_name_;
+  std::vector<std::shared_ptr<const SetNode>> sets_{nullptr};
+  std::map<std::string, std::uint32_t> set_index_;
+  std::vector<std::shared_ptr<const RowStates>> set_rows_;
+  std::vector<std::shared_ptr<const SetNode>> scope_;
+  std::string set_text_;  // the text of the measure that wrote each set, for errors
+  std::vector<std::string> set_texts_{""};
   std::vector<MeasurePlan> measures_;
 };
 
@@ -874,7 +944,33 @@ std::shared_ptr<const Hypercube> hypercube(const AssociativeModel& model, const 
   key.state.insert(key.state.end(), encoded.begin(), encoded.end());
   ResultCache& cache = ResultCache::instance();
   if (auto hit = cache.find(key)) return std::static_pointer_cast<const Hypercube>(hit);
-  std::shared_ptr<const Hypercube> computed = HypercubeBuilder(model, state, spec, std::move(rows)).run();
+  std::shared_ptr<const Hypercube> computed = HypercubeBuilder(model, state, spec, std::move(rows), nullptr, "$").run();
+  const std::size_t bytes = computed->byte_size();
+  cache.insert(std::move(key), model.weak_from_this(), computed, bytes);
+  return computed;
+}
+
+std::shared_ptr<const Hypercube> hypercube(const AssociativeModel& model, const SelectionState& state,
+                                           const HypercubeSpec& spec, std::shared_ptr<const RowStates> rows,
+                                           const NamedStates* states, const std::string& state_name) {
+  if (!states) return hypercube(model, state, spec, std::move(rows));
+  // The result depends on every state a set may name: all of them are in the key.
+  CacheKey key{&model, kHypercubeCacheKind, 1, state.encode()};
+  key.state.push_back(0xFFFFFFFFU);
+  encode_string(state_name, key.state);
+  for (const auto& [name, st] : *states) {
+    encode_string(name, key.state);
+    const std::vector<std::uint32_t> e = st.encode();
+    key.state.push_back(static_cast<std::uint32_t>(e.size()));
+    key.state.insert(key.state.end(), e.begin(), e.end());
+  }
+  key.state.push_back(0xFFFFFFFFU);
+  const std::vector<std::uint32_t> encoded = spec.encode();
+  key.state.insert(key.state.end(), encoded.begin(), encoded.end());
+  ResultCache& cache = ResultCache::instance();
+  if (auto hit = cache.find(key)) return std::static_pointer_cast<const Hypercube>(hit);
+  std::shared_ptr<const Hypercube> computed =
+      HypercubeBuilder(model, state, spec, std::move(rows), states, state_name).run();
   const std::size_t bytes = computed->byte_size();
   cache.insert(std::move(key), model.weak_from_this(), computed, bytes);
   return computed;

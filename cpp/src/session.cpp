@@ -1,4 +1,5 @@
-// Sessions: one user's selection state in an app, serialised per session.
+// Sessions: one user's selection states in an app (the default and alternate ones),
+// serialised per session.
 #include "assoc/counters.hpp"
 #include "assoc/error.hpp"
 #include "assoc/selection.hpp"
@@ -8,6 +9,7 @@ namespace assoc {
 Session::Session(std::shared_ptr<const AssociativeModel> model, std::string user)
     : model_(std::move(model)), user_(std::move(user)) {
   if (!model_) throw Error("internal: a session needs a model");
+  states_.emplace("$", State{});
   Counters::instance().session_opened(user_);
 }
 
@@ -22,7 +24,7 @@ void Session::close() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (closed_) return;
   closed_ = true;
-  rows_.reset();
+  for (auto& [name, s] : states_) s.rows.reset();
   Counters::instance().session_closed(user_);
 }
 
@@ -30,21 +32,67 @@ void Session::require_open() const {
   if (closed_) throw Error("the session is closed");
 }
 
-void Session::evaluate() { rows_ = model_->rows(state_); }
-
-void Session::select(std::uint32_t field, std::vector<std::uint32_t> symbols) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  require_open();
-  const auto& fields = model_->data().fields();
-  if (field >= fields.size()) throw Error("internal: field out of range");
-  for (const std::uint32_t s : symbols)
-    if (s >= fields[field].symbols.size()) throw Error("internal: symbol out of range");
-  Counters::instance().selection();
-  state_.set(field, std::move(symbols));
-  evaluate();
+Session::State& Session::slot(const std::string& name) {
+  auto it = states_.find(name);
+  if (it == states_.end()) throw Error("unknown state '" + name + "': add it first (add_state)");
+  return it->second;
 }
 
-void Session::select_values(std::uint32_t field, const std::vector<DualView>& values) {
+const Session::State& Session::slot(const std::string& name) const {
+  auto it = states_.find(name);
+  if (it == states_.end()) throw Error("unknown state '" + name + "': add it first (add_state)");
+  return it->second;
+}
+
+void Session::evaluate(State& s) { s.rows = model_->rows(s.selection); }
+
+void Session::add_state(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  require_open();
+  if (name.empty() || name == "1" || name == "0")
+    throw Error("a state's name must be non-empty and not '1' or '0' (set identifiers)");
+  states_.emplace(name, State{});
+}
+
+void Session::remove_state(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  require_open();
+  if (name == "$") throw Error("the default state '$' cannot be removed");
+  slot(name);
+  states_.erase(name);
+}
+
+std::vector<std::string> Session::state_names() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  require_open();
+  std::vector<std::string> out{"$"};
+  for (const auto& [name, s] : states_)
+    if (name != "$") out.push_back(name);
+  return out;
+}
+
+std::map<std::string, SelectionState> Session::selections() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  require_open();
+  std::map<std::string, SelectionState> out;
+  for (const auto& [name, s] : states_) out.emplace(name, s.selection);
+  return out;
+}
+
+void Session::select(std::uint32_t field, std::vector<std::uint32_t> symbols, const std::string& state) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  require_open();
+  State& s = slot(state);
+  const auto& fields = model_->data().fields();
+  if (field >= fields.size()) throw Error("internal: field out of range");
+  for (const std::uint32_t x : symbols)
+    if (x >= fields[field].symbols.size()) throw Error("internal: symbol out of range");
+  Counters::instance().selection();
+  s.selection.set(field, std::move(symbols));
+  evaluate(s);
+}
+
+void Session::select_values(std::uint32_t field, const std::vector<DualView>& values, const std::string& state) {
   if (field >= model_->data().fields().size()) throw Error("internal: field out of range");
   model_->prepare_lookup(field);
   std::vector<std::uint32_t> symbols;
@@ -53,50 +101,61 @@ void Session::select_values(std::uint32_t field, const std::vector<DualView>& va
     const std::uint32_t s = model_->find_value(field, v);
     if (s != kNull) symbols.push_back(s);
   }
-  select(field, std::move(symbols));
+  select(field, std::move(symbols), state);
 }
 
-void Session::select_indices(std::uint32_t field, const std::vector<std::int64_t>& indices) {
+void Session::select_indices(std::uint32_t field, const std::vector<std::int64_t>& indices, const std::string& state) {
   if (field >= model_->data().fields().size()) throw Error("internal: field out of range");
   const std::uint64_t n = model_->data().fields()[field].symbols.size();
   std::vector<std::uint32_t> symbols;
   symbols.reserve(indices.size());
   for (const std::int64_t i : indices)
     if (i >= 0 && static_cast<std::uint64_t>(i) < n) symbols.push_back(static_cast<std::uint32_t>(i));
-  select(field, std::move(symbols));
+  select(field, std::move(symbols), state);
 }
 
-void Session::clear() {
+void Session::clear(const std::string& state) {
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
-  state_.clear();
-  evaluate();
+  State& s = slot(state);
+  s.selection.clear();
+  evaluate(s);
 }
 
-void Session::clear_field(std::uint32_t field) {
+void Session::clear_field(std::uint32_t field, const std::string& state) {
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
-  state_.clear(field);
-  evaluate();
+  State& s = slot(state);
+  s.selection.clear(field);
+  evaluate(s);
 }
 
-SelectionState Session::selection() const {
+SelectionState Session::selection(const std::string& state) const {
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
-  return state_;
+  return slot(state).selection;
 }
 
-std::shared_ptr<const FieldStates> Session::field_states(std::uint32_t field) const {
+std::pair<SelectionState, std::shared_ptr<const RowStates>> Session::snapshot(const std::string& state) const {
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
-  return model_->field_states(state_, field, rows_);
+  const State& s = slot(state);
+  return {s.selection, s.rows ? s.rows : model_->rows(s.selection)};
 }
 
-std::uint64_t Session::possible_rows(std::uint32_t table) const {
+std::shared_ptr<const FieldStates> Session::field_states(std::uint32_t field, const std::string& state) const {
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();
-  if (!rows_) return model_->rows(state_)->possible.at(table);
-  return rows_->possible.at(table);
+  const State& s = slot(state);
+  return model_->field_states(s.selection, field, s.rows);
+}
+
+std::uint64_t Session::possible_rows(std::uint32_t table, const std::string& state) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  require_open();
+  const State& s = slot(state);
+  if (!s.rows) return model_->rows(s.selection)->possible.at(table);
+  return s.rows->possible.at(table);
 }
 
 }  // namespace assoc

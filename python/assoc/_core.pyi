@@ -299,11 +299,15 @@ class Session(metaclass=_pybind11_type):
     One user's selection state in an app.
     """
     def __init__(self, model: AssociativeModel, user: str = "") -> None: ...
-    def clear(self) -> None:
+    def add_state(self, name: str) -> None:
         """
-        Clears every selection.
+        Adds an alternate state with no selection.
         """
-    def clear_field(self, field: str) -> None:
+    def clear(self, state: str = "$") -> None:
+        """
+        Clears every selection of a state.
+        """
+    def clear_field(self, field: str, state: str = "$") -> None:
         """
         Clears one field's selection.
         """
@@ -311,7 +315,7 @@ class Session(metaclass=_pybind11_type):
         """
         Ends the session.
         """
-    def counts(self, field: str) -> dict[str, typing.Any]:
+    def counts(self, field: str, state: str = "$") -> dict[str, typing.Any]:
         """
         How many values of a field are in each state.
         """
@@ -322,11 +326,14 @@ class Session(metaclass=_pybind11_type):
         sort: list[tuple[str, str]],
         suppress_zero: bool,
         suppress_missing: bool,
+        state: str = "$",
     ) -> Hypercube:
         """
-        The hypercube of dimensions and measures under the session's selections.
+        The hypercube of dimensions and measures under one state's selections.
         """
-    def indices(self, field: str, state: str) -> numpy.typing.NDArray[numpy.int64]:
+    def indices(
+        self, field: str, state: str, in_state: str = "$"
+    ) -> numpy.typing.NDArray[numpy.int64]:
         """
         Symbol indexes of a field's values in one state, in order.
         """
@@ -334,27 +341,40 @@ class Session(metaclass=_pybind11_type):
         """
         A table's possible rows under the session's selections, for Arrow consumers.
         """
-    def possible_rows(self, table: str) -> int:
+    def possible_rows(self, table: str, state: str = "$") -> int:
         """
         How many rows of a table are possible.
         """
-    def select(self, field: str, values: collections.abc.Iterable[typing.Any]) -> None:
+    def remove_state(self, name: str) -> None:
+        """
+        Removes an alternate state.
+        """
+    def select(
+        self, field: str, values: collections.abc.Iterable[typing.Any], state: str = "$"
+    ) -> None:
         """
         Replaces a field's selection; values the field lacks are ignored.
         """
     def select_indices(
-        self, field: str, indices: collections.abc.Sequence[typing.SupportsInt]
+        self,
+        field: str,
+        indices: collections.abc.Sequence[typing.SupportsInt],
+        state: str = "$",
     ) -> None:
         """
         Replaces a field's selection by symbol indexes; indexes out of range are ignored.
         """
-    def selections(self) -> dict[str, typing.Any]:
+    def selections(self, state: str = "$") -> dict[str, typing.Any]:
         """
         The selected values per field, in symbol order.
         """
-    def state(self, field: str) -> dict[str, typing.Any]:
+    def state(self, field: str, state: str = "$") -> dict[str, typing.Any]:
         """
         Values of a field by state, each list in symbol order.
+        """
+    def state_names(self) -> list[str]:
+        """
+        The default state '$', then the alternate states by name.
         """
     @property
     def closed(self) -> bool: ...

@@ -97,13 +97,31 @@ class Session:
     ) -> None:
         self.close()
 
+    def add_state(self, name: str) -> None:
+        """Adds an alternate selection state `name` (no selection yet); set expressions name it
+        as an identifier ({name}) and the `state=` argument of the calls below picks it."""
+        self._impl.add_state(_state(name))
+
+    def remove_state(self, name: str) -> None:
+        """Removes an alternate state (the default state "$" stays)."""
+        self._impl.remove_state(_state(name))
+
+    @property
+    def states(self) -> list[str]:
+        """The default state "$", then the alternate states by name."""
+        return self._impl.state_names()
+
     # ---- selecting ---------------------------------------------------------------------
 
-    def select(self, field: str, values: Iterable[Any]) -> bool:
+    def select(self, field: str, values: Iterable[Any], state: str = "$") -> bool:
         """Selects `values` in `field`, replacing its selection; values it lacks are ignored.
-        False (and nothing changes) when the field is locked."""
+        False (and nothing changes) when the field is locked. Locks and history belong to
+        the default state: a selection in an alternate state neither meets nor records them."""
         if isinstance(values, str | bytes) or not isinstance(values, Iterable):
             raise _core.Error("values must be a list of values (int, float, str or assoc.Dual)")
+        if state != "$":
+            self._impl.select(field, values, _state(state))
+            return True
         if field in self._locked:
             return False
         with self.step():
@@ -111,10 +129,13 @@ class Session:
             self._touched.add(field)
         return True
 
-    def select_indices(self, field: str, indices: Iterable[int]) -> bool:
+    def select_indices(self, field: str, indices: Iterable[int], state: str = "$") -> bool:
         """Replaces a field's selection by symbol indexes; indexes out of range are ignored.
         False (and nothing changes) when the field is locked."""
         codes = [int(i) for i in indices]
+        if state != "$":
+            self._impl.select_indices(field, codes, _state(state))
+            return True
         if field in self._locked:
             return False
         with self.step():
@@ -152,9 +173,12 @@ class Session:
         excluded): the inverse of the selection. False when it is locked or there are none."""
         return self._select_states(field, ("alternative", "excluded"))
 
-    def clear(self, locked_also: bool = False) -> None:
+    def clear(self, locked_also: bool = False, state: str = "$") -> None:
         """Clears every selection but those of locked fields; `locked_also` clears and unlocks
-        those too."""
+        those too. An alternate state (`state`) has no locks: all of its selections go."""
+        if state != "$":
+            self._impl.clear(_state(state))
+            return
         with self.step():
             if locked_also or not self._locked:
                 self._impl.clear()
@@ -165,8 +189,11 @@ class Session:
                 self._impl.clear_field(field)
             self._touched &= self._locked
 
-    def clear_field(self, field: str) -> bool:
+    def clear_field(self, field: str, state: str = "$") -> bool:
         """Clears one field's selection. False (and nothing changes) when it is locked."""
+        if state != "$":
+            self._impl.clear_field(field, _state(state))
+            return True
         if field in self._locked:
             return False
         with self.step():
@@ -297,27 +324,28 @@ class Session:
         self._back, self._forward = list(checkpoint.back), list(checkpoint.forward)
         return changed
 
-    def selections(self) -> dict[str, list[Any]]:
+    def selections(self, state: str = "$") -> dict[str, list[Any]]:
         """The selected values of each field that has a selection, in symbol order."""
-        return self._impl.selections()
+        return self._impl.selections(_state(state))
 
-    def state(self, field: str) -> dict[str, list[Any]]:
+    def state(self, field: str, state: str = "$") -> dict[str, list[Any]]:
         """A field's values by state: selected, possible, alternative, excluded (symbol order)."""
-        return self._impl.state(field)
+        return self._impl.state(field, _state(state))
 
-    def counts(self, field: str) -> dict[str, int]:
+    def counts(self, field: str, state: str = "$") -> dict[str, int]:
         """How many of a field's values are selected, possible, alternative and excluded."""
-        return self._impl.counts(field)
+        return self._impl.counts(field, _state(state))
 
-    def indices(self, field: str, state: str = "possible") -> np.ndarray:
-        """Symbol indexes of a field's values in one state (selected_excluded: S but excluded)."""
+    def indices(self, field: str, state: str = "possible", in_state: str = "$") -> np.ndarray:
+        """Symbol indexes of a field's values in one state (selected_excluded: S but excluded),
+        in the selection state `in_state`."""
         if state not in STATES:
             raise _core.Error(f"unknown state {state!r}: use one of {', '.join(STATES)}")
-        return self._impl.indices(field, state)
+        return self._impl.indices(field, state, _state(in_state))
 
-    def possible_rows(self, table: str) -> int:
+    def possible_rows(self, table: str, state: str = "$") -> int:
         """How many rows of a table are possible."""
-        return self._impl.possible_rows(table)
+        return self._impl.possible_rows(table, _state(state))
 
     def table(self, name: str, duals: Duals = "number") -> ArrowExport:
         """A table's possible rows under the selections now, for Arrow consumers
@@ -331,17 +359,26 @@ class Session:
         sort: SortSpec | None = None,
         suppress_zero: bool = False,
         suppress_missing: bool = False,
+        state: str = "$",
     ) -> Hypercube:
-        """Dimension tuples associated under the selections, with measures (DESIGN.md §2b)."""
+        """Dimension tuples associated under the selections, with measures (DESIGN.md §2b);
+        `state` is the object's selection state (aggregations without a set identifier)."""
         impl = self._impl.hypercube(
             names(dimensions, "dimensions"),
             names(measures, "measures"),
             sort_pairs(sort),
             bool(suppress_zero),
             bool(suppress_missing),
+            _state(state),
         )
         return Hypercube(impl)
 
     def __repr__(self) -> str:
         status = "closed" if self.closed else f"{len(self.selections())} fields selected"
         return f"<assoc.Session user={self.user!r}: {status}>"
+
+
+def _state(name: object) -> str:
+    if not isinstance(name, str):
+        raise _core.Error("a state's name must be a string")
+    return name

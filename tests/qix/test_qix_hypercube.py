@@ -171,9 +171,9 @@ def test_definition_errors_are_layout_errors(qix: QixClient) -> None:
     error = layout_of(qix, props)["qError"]
     assert error["qErrorCode"] == 7000
     assert "Upper takes 1 argument, not 2 at position 14" in error["qExtendedMessage"]
-    props["qHyperCubeDef"]["qMeasures"] = [{"qDef": {"qDef": "Sum({<Region={'N'}>} Amount)"}}]
+    props["qHyperCubeDef"]["qMeasures"] = [{"qDef": {"qDef": "Sum({<Regio={'N'}>} Amount)"}}]
     error = layout_of(qix, props)["qError"]
-    assert "set expressions are not yet supported at position 4" in error["qExtendedMessage"]
+    assert "unknown field 'Regio' in the set expression at position 6" in error["qExtendedMessage"]
     bad = cube_props(qInterColumnSortOrder=[0, 7])
     assert qix.call("CreateSessionObject", [bad], 1)["error"]["code"] == 8
     pivot = cube_props(qMode="P")

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "assoc/selection.hpp"
+#include "assoc/set_expression.hpp"
 #include "assoc/value.hpp"
 
 namespace assoc {
@@ -77,5 +78,11 @@ class Hypercube {
 std::shared_ptr<const Hypercube> hypercube(const AssociativeModel& model, const SelectionState& state,
                                            const HypercubeSpec& spec,
                                            std::shared_ptr<const RowStates> rows = nullptr);
+// The same with the states set expressions may name: `states` holds "$" and the alternate
+// states (null: "$" is `state`), and `state_name` is the name of `state`, the object's state
+// that aggregations with no set identifier read.
+std::shared_ptr<const Hypercube> hypercube(const AssociativeModel& model, const SelectionState& state,
+                                           const HypercubeSpec& spec, std::shared_ptr<const RowStates> rows,
+                                           const NamedStates* states, const std::string& state_name = "$");
 
 }  // namespace assoc

@@ -32,11 +32,14 @@
 
 namespace assoc {
 
-// A session's selections: per field, the selected symbols (sorted, unique, never empty).
+// A session's selections: per field, the selected symbols (sorted, unique; empty only after
+// set_empty).
 class SelectionState {
  public:
   // Sets a field's selection; an empty list clears it.
   void set(std::uint32_t field, std::vector<std::uint32_t> symbols);
+  // Selects no value of a field (set analysis' empty element set): no row agrees with it.
+  void set_empty(std::uint32_t field) { fields_[field].clear(); }
   void clear(std::uint32_t field) { fields_.erase(field); }
   void clear() { fields_.clear(); }
   bool empty() const { return fields_.empty(); }
@@ -138,8 +141,10 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
   mutable std::vector<std::unique_ptr<Lookup>> lookups_;
 };
 
-// One user's selection state in an app; any number of sessions per app. Calls on one session
-// are serialised; sessions are independent of each other.
+// One user's selection states in an app: the default state "$" and any number of named
+// alternate states (DESIGN.md §2c), each an independent selection; any number of sessions per
+// app. Calls on one session are serialised; sessions are independent of each other. Every
+// call taking `state` names one of the session's states; an unknown name throws Error.
 class Session {
  public:
   Session(std::shared_ptr<const AssociativeModel> model, std::string user);
@@ -153,37 +158,48 @@ class Session {
   // Ends the session (once; later calls do nothing).
   void close();
 
+  // Adds an alternate state with no selection (an existing name, "$" included: no change).
+  // Names are non-empty and not "1" or "0" (set identifiers).
+  void add_state(const std::string& name);
+  // Removes an alternate state ("$" cannot be removed).
+  void remove_state(const std::string& name);
+  // "$" first, then the alternate states by name.
+  std::vector<std::string> state_names() const;
+  // Every state's selection, by name ("$" included), as set expressions see them.
+  std::map<std::string, SelectionState> selections() const;
+
   // Replaces a field's selection with `symbols` (an empty list clears it) and computes the
   // new state.
-  void select(std::uint32_t field, std::vector<std::uint32_t> symbols);
+  void select(std::uint32_t field, std::vector<std::uint32_t> symbols, const std::string& state = "$");
   // Replaces a field's selection with the symbols of `values` (find_value); values the field
   // does not have, and NULLs, are ignored.
-  void select_values(std::uint32_t field, const std::vector<DualView>& values);
+  void select_values(std::uint32_t field, const std::vector<DualView>& values, const std::string& state = "$");
   // Replaces a field's selection with symbols given by index (QIX element numbers); indexes
   // outside the symbol table are ignored.
-  void select_indices(std::uint32_t field, const std::vector<std::int64_t>& indices);
-  void clear();
-  void clear_field(std::uint32_t field);
-  SelectionState selection() const;
+  void select_indices(std::uint32_t field, const std::vector<std::int64_t>& indices, const std::string& state = "$");
+  void clear(const std::string& state = "$");
+  void clear_field(std::uint32_t field, const std::string& state = "$");
+  SelectionState selection(const std::string& state = "$") const;
   // The selection state and its possible rows, as one consistent pair.
-  std::pair<SelectionState, std::shared_ptr<const RowStates>> snapshot() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    require_open();
-    return {state_, rows_ ? rows_ : model_->rows(state_)};
-  }
+  std::pair<SelectionState, std::shared_ptr<const RowStates>> snapshot(const std::string& state = "$") const;
 
-  std::shared_ptr<const FieldStates> field_states(std::uint32_t field) const;
-  std::uint64_t possible_rows(std::uint32_t table) const;
+  std::shared_ptr<const FieldStates> field_states(std::uint32_t field, const std::string& state = "$") const;
+  std::uint64_t possible_rows(std::uint32_t table, const std::string& state = "$") const;
 
  private:
+  struct State {
+    SelectionState selection;
+    std::shared_ptr<const RowStates> rows;
+  };
   void require_open() const;
-  void evaluate();
+  State& slot(const std::string& name);
+  const State& slot(const std::string& name) const;
+  void evaluate(State& s);
 
   std::shared_ptr<const AssociativeModel> model_;
   std::string user_;
   mutable std::mutex mutex_;
-  SelectionState state_;
-  std::shared_ptr<const RowStates> rows_;
+  std::map<std::string, State> states_;  // "$" always
   bool closed_ = false;
 };
 

@@ -1,0 +1,108 @@
+"""Chart expressions side by side: assoc against polars and duckdb on the same data, in one run.
+
+    PYTHONPATH=python python benchmarks/compare_expressions.py [--repeat N]
+
+One table of 10,000,000 rows (scaled by ASSOC_BENCH_SCALE): Category (1,000 values), Year
+(2015..2024), Sel (1,000 values) and Amount. With 10 values of Sel selected, the measure
+`Sum({<Year={2020}>} Amount)` by Category (spec chart-expressions §2: the set keeps Sel's
+selection and adds Year=2020), against the peers' filter (Sel in the 10, Year = 2020) and
+group by. Answers are checked against each other before timing; timings are the best of N
+rounds, every contender once per round; assoc runs with its result cache off, so every
+timed cube evaluates its set and computes. The times never gate anything.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import duckdb
+import numpy as np
+import polars as pl
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import assoc
+from compare_selection import best_interleaved, start
+from conftest import scaled
+
+MEASURE = "Sum({<Year={2020}>} Amount)"
+
+
+def set_analysis(repeat: int) -> dict[str, float]:
+    rng = np.random.default_rng(23)
+    n = scaled(10_000_000)
+    cat = rng.integers(0, 1000, n)
+    year = rng.integers(2015, 2025, n)
+    sel = rng.integers(0, 1000, n)
+    amount = rng.integers(100, 100_000, n)
+    chosen = [int(x) for x in rng.choice(1000, 10, replace=False)]
+    labels = pl.Series([f"c{i}" for i in range(1000)])
+    df = pl.DataFrame(
+        {
+            "Category": labels.gather(cat).cast(pl.Categorical),
+            "Year": year,
+            "Sel": sel,
+            "Amount": amount,
+        }
+    )
+    app = assoc.App.from_arrow({"Facts": df.to_arrow()})
+    session = app.session()
+    session.select("Sel", chosen)
+    con = duckdb.connect()
+    con.register("facts", df.to_arrow())
+    in_list = ",".join(str(c) for c in chosen)
+
+    def assoc_query() -> list[tuple]:
+        return session.hypercube(["Category"], [MEASURE]).rows
+
+    def polars_query() -> pl.DataFrame:
+        return (
+            df.filter(pl.col("Sel").is_in(chosen) & (pl.col("Year") == 2020))
+            .group_by("Category")
+            .agg(pl.col("Amount").sum())
+        )
+
+    def duckdb_query() -> list[tuple]:
+        return con.execute(
+            "SELECT Category, sum(Amount) FROM facts "
+            f"WHERE Sel IN ({in_list}) AND Year = 2020 GROUP BY Category"
+        ).fetchall()
+
+    want = {str(k): int(v) for k, v in polars_query().iter_rows()}
+    got = {k: int(v) for k, v in assoc_query() if v}
+    assert got == want, "assoc and polars disagree"
+    assert {str(k): int(v) for k, v in duckdb_query()} == want, "duckdb and polars disagree"
+    limit = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)
+    try:
+        out = best_interleaved(
+            {
+                "assoc": (assoc_query, None),
+                "polars": (polars_query, None),
+                "duckdb": (duckdb_query, None),
+            },
+            repeat,
+        )
+    finally:
+        assoc.set_cache_limit(limit)
+    session.close()
+    out["rows"] = float(n)
+    return out
+
+
+def main() -> int:
+    args = start(__doc__.splitlines()[0], 10)
+    ms = 1000.0
+    r = set_analysis(args.repeat)
+    best_peer = min(r["polars"], r["duckdb"])
+    print(f"`{MEASURE}` by Category, 10 of 1,000 Sel values selected, {int(r['rows']):,} rows\n")
+    print("| engine | ms | vs best peer |")
+    print("|---|---:|---:|")
+    for name in ("assoc", "polars", "duckdb"):
+        print(f"| {name} | {r[name] * ms:.2f} | {r[name] / best_peer:.2f} |")
+    print(f"\ngoal: assoc <= 0.5x the best peer; measured {r['assoc'] / best_peer:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
