@@ -525,7 +525,7 @@ def test_errors_name_the_position_and_the_problem() -> None:
         cases = {
             "Sum(Amount": "expected '\\)', found the end at position 10",
             "Foo(Amount)": "unknown function 'Foo' at position 0",
-            "Aggr(Sum(Amount), Region)": "function 'Aggr' is not yet supported at position 0",
+            "Avg(Aggr(Sum(Amount), Nope))": "field 'Nope' as an Aggr dimension at position 22",
             "Sum(Nope)": "unknown field 'Nope' at position 4",
             "Sum(CustId)": "key field 'CustId' at position 4",
             "Count(CustId)": "key field 'CustId' at position 6",

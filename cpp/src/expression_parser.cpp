@@ -6,6 +6,7 @@
 #include "assoc/error.hpp"
 #include "assoc/expression.hpp"
 #include "assoc/functions.hpp"
+#include "assoc/inter_record.hpp"
 #include "assoc/number_text.hpp"
 
 namespace assoc {
@@ -284,6 +285,8 @@ class Parser {
     DepthGuard guard(*this, start);
     ++pos_;
     if (const AggregateFunction* agg = find_aggregate_function(name)) return parse_aggregation(*agg, name, start);
+    if (lower(name) == "aggr") return parse_aggr(name, start);
+    if (const InterRecordFunction* ir = find_inter_record_function(name)) return parse_inter_record(*ir, name, start);
     const ScalarFunction* fn = find_scalar_function(name);
     if (fn == nullptr) {
       if (is_planned_function(name)) fail(start, "function '" + name + "' is not yet supported");
@@ -351,6 +354,78 @@ class Parser {
     }
     while (accept(',')) n.args.push_back(parse_or());
     expect(')');
+    if (n.args.size() < fn.min_args || n.args.size() > fn.max_args)
+      fail(start, arity_text(fn.name, fn.min_args, fn.max_args, n.args.size()));
+    return add(std::move(n));
+  }
+
+  // Aggr( [{set}] [DISTINCT|NODISTINCT] expr, dim {, dim} ) after the '(', where a dimension
+  // is a field or (field, (sort words)) as in Aggr(X, (Year, (NUMERIC, DESCENDING))).
+  std::uint32_t parse_aggr(const std::string& name, std::size_t start) {
+    ExprNode n;
+    n.kind = ExprNode::Kind::kCall;
+    n.name = name;
+    n.position = start;
+    skip_space();
+    if (peek('{')) n.set = static_cast<std::int32_t>(parse_set());
+    if (accept_word("distinct")) {
+      n.distinct = true;
+    } else if (accept_word("nodistinct")) {
+      n.nodistinct = true;
+    }
+    skip_space();
+    if (at_end() || s_[pos_] == ')') fail(pos_, "Aggr needs an expression and at least one dimension");
+    n.args.push_back(parse_scope());
+    while (accept(',')) {
+      skip_space();
+      const std::size_t at = pos_;
+      if (accept('(')) {
+        skip_space();
+        const std::size_t field_at = pos_;
+        std::string dim = parse_field();
+        expect(',');
+        expect('(');
+        std::string words;
+        do {
+          skip_space();
+          const std::size_t w = pos_;
+          while (!at_end() && is_name_char(s_[pos_])) ++pos_;
+          if (w == pos_) fail(pos_, "expected a sort word (NUMERIC, TEXT, LOAD_ORDER, ASCENDING, DESCENDING, …)");
+          if (!words.empty()) words += ' ';
+          words += s_.substr(w, pos_ - w);
+        } while (accept(','));
+        expect(')');
+        expect(')');
+        const std::uint32_t f = field(std::move(dim), field_at);
+        e_.nodes[f].sort = std::move(words);
+        n.args.push_back(f);
+        continue;
+      }
+      std::string dim = parse_field();
+      n.args.push_back(field(std::move(dim), at));
+    }
+    expect(')');
+    if (n.args.size() < 2) fail(start, "Aggr needs an expression and at least one dimension");
+    return add(std::move(n));
+  }
+
+  // Above([TOTAL] e [, offset [, count]]), RowNo([TOTAL]), Rank([TOTAL] e [, mode [, fmt]]), …
+  std::uint32_t parse_inter_record(const InterRecordFunction& fn, const std::string& name, std::size_t start) {
+    ExprNode n;
+    n.kind = ExprNode::Kind::kCall;
+    n.name = name;
+    n.position = start;
+    const std::size_t total_at = pos_;
+    if (accept_word("total")) {
+      if (!fn.total_allowed) fail(total_at, std::string("'total' is not allowed in ") + fn.name);
+      n.total = true;
+    }
+    if (!accept(')')) {
+      do {
+        n.args.push_back(parse_scope());
+      } while (accept(','));
+      expect(')');
+    }
     if (n.args.size() < fn.min_args || n.args.size() > fn.max_args)
       fail(start, arity_text(fn.name, fn.min_args, fn.max_args, n.args.size()));
     return add(std::move(n));

@@ -39,8 +39,13 @@ std::uint32_t Plan::bind_node(const Expression& e, std::uint32_t n,
       for (const std::uint32_t a : x.args) p.args.push_back(bind_node(e, a, leaf));
       break;
     case ExprNode::Kind::kCall:
-      p.kind = PlanNode::Kind::kCall;
       p.fn = find_scalar_function(x.name);
+      if (p.fn == nullptr || (as_leaf_ && as_leaf_(n))) {  // Aggr, the inter-record functions: computed by the caller
+        p.kind = PlanNode::Kind::kInput;
+        p.input = leaf(n);
+        break;
+      }
+      p.kind = PlanNode::Kind::kCall;
       for (const std::uint32_t a : x.args) p.args.push_back(bind_node(e, a, leaf));
       break;
     case ExprNode::Kind::kScoped:  // an outer set: its scope's aggregations take it (the caller's leaves)
@@ -69,6 +74,15 @@ std::uint32_t Plan::bind_node(const Expression& e, std::uint32_t n,
 Plan Plan::bind(const Expression& e, std::uint32_t root, const std::function<std::uint32_t(std::uint32_t node)>& leaf) {
   Plan plan;
   plan.root_ = plan.bind_node(e, root, leaf);
+  return plan;
+}
+
+Plan Plan::bind(const Expression& e, std::uint32_t root, const std::function<std::uint32_t(std::uint32_t node)>& leaf,
+                const std::function<bool(std::uint32_t node)>& as_leaf) {
+  Plan plan;
+  plan.as_leaf_ = as_leaf;
+  plan.root_ = plan.bind_node(e, root, leaf);
+  plan.as_leaf_ = nullptr;
   return plan;
 }
 

@@ -474,6 +474,91 @@ Value fn_coalesce(Args a) {
     if (!v.is_null()) return v;
   return Value::null();
 }
+// Range functions (§5): over their arguments, which an inter-record function may widen to
+// several rows (RangeSum(Above(Sum(X), 0, 12))).
+Value fn_rangesum(Args a) {
+  double s = 0;
+  for (const Value& v : a)
+    if (v.has_number()) s += v.num;
+  return number(s);
+}
+Value fn_rangeavg(Args a) {
+  double s = 0, n = 0;
+  for (const Value& v : a)
+    if (v.has_number()) s += v.num, n += 1;
+  return n > 0 ? number(s / n) : Value::null();
+}
+Value range_extreme(Args a, bool max) {
+  const Value* best = nullptr;
+  for (const Value& v : a)
+    if (v.has_number() && (best == nullptr || (max ? v.num > best->num : v.num < best->num))) best = &v;
+  return best == nullptr ? Value::null() : number(best->num);
+}
+Value fn_rangemin(Args a) { return range_extreme(a, false); }
+Value fn_rangemax(Args a) { return range_extreme(a, true); }
+template <typename Pred>
+Value range_count(Args a, Pred pred) {
+  double n = 0;
+  for (const Value& v : a)
+    if (pred(v)) n += 1;
+  return number(n);
+}
+Value fn_rangecount(Args a) { return range_count(a, [](const Value& v) { return !v.is_null(); }); }
+Value fn_rangenullcount(Args a) { return range_count(a, [](const Value& v) { return v.is_null(); }); }
+Value fn_rangenumericcount(Args a) { return range_count(a, [](const Value& v) { return v.has_number(); }); }
+Value fn_rangetextcount(Args a) {
+  return range_count(a, [](const Value& v) { return !v.is_null() && !v.has_number(); });
+}
+Value fn_rangemissingcount(Args a) { return range_count(a, [](const Value& v) { return !v.has_number(); }); }
+Value fn_rangeonly(Args a) {
+  const Value* one = nullptr;
+  for (const Value& v : a) {
+    if (v.is_null()) continue;
+    if (one == nullptr) {
+      one = &v;
+    } else if (!same_value(*one, v)) {
+      return Value::null();
+    }
+  }
+  return one == nullptr ? Value::null() : *one;
+}
+// Text sort order: numbers first (ascending), then texts in code-point order.
+bool text_order_before(const Value& x, const Value& y) {
+  if (x.has_number() != y.has_number()) return x.has_number();
+  if (x.has_number()) return x.num < y.num;
+  return x.text < y.text;
+}
+Value range_string(Args a, bool max) {
+  const Value* best = nullptr;
+  for (const Value& v : a)
+    if (!v.is_null() && (best == nullptr || (max ? text_order_before(*best, v) : text_order_before(v, *best)))) best = &v;
+  return best == nullptr ? Value::null() : *best;
+}
+Value fn_rangeminstring(Args a) { return range_string(a, false); }
+Value fn_rangemaxstring(Args a) { return range_string(a, true); }
+Value fn_rangemode(Args a) {
+  std::vector<std::pair<const Value*, std::size_t>> seen;
+  for (const Value& v : a) {
+    if (v.is_null()) continue;
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& p) { return same_value(*p.first, v); });
+    if (it == seen.end()) {
+      seen.emplace_back(&v, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  const Value* best = nullptr;
+  std::size_t best_n = 0;
+  bool tie = false;
+  for (const auto& [v, n] : seen) {
+    if (n > best_n) {
+      best = v, best_n = n, tie = false;
+    } else if (n == best_n) {
+      tie = true;
+    }
+  }
+  return best == nullptr || tie ? Value::null() : *best;
+}
 Value fn_year(Args a) {
   const double x = num(a[0]);
   if (!valid_serial(x)) return Value::null();
@@ -550,6 +635,19 @@ const ScalarFunction kScalars[] = {
     {"IsNum", 1, 1, false, fn_isnum},
     {"IsText", 1, 1, false, fn_istext},
     {"Coalesce", 1, kAny, false, fn_coalesce},
+    {"RangeSum", 1, kAny, false, fn_rangesum},
+    {"RangeAvg", 1, kAny, false, fn_rangeavg},
+    {"RangeMin", 1, kAny, false, fn_rangemin},
+    {"RangeMax", 1, kAny, false, fn_rangemax},
+    {"RangeCount", 1, kAny, false, fn_rangecount},
+    {"RangeNullCount", 1, kAny, false, fn_rangenullcount},
+    {"RangeNumericCount", 1, kAny, false, fn_rangenumericcount},
+    {"RangeTextCount", 1, kAny, false, fn_rangetextcount},
+    {"RangeMissingCount", 1, kAny, false, fn_rangemissingcount},
+    {"RangeOnly", 1, kAny, false, fn_rangeonly},
+    {"RangeMinString", 1, kAny, false, fn_rangeminstring},
+    {"RangeMaxString", 1, kAny, false, fn_rangemaxstring},
+    {"RangeMode", 1, kAny, false, fn_rangemode},
     {"Year", 1, 1, true, fn_year},
     {"Month", 1, 1, true, fn_month},
     {"Day", 1, 1, true, fn_day},
@@ -580,9 +678,7 @@ const AggregateFunction kAggregates[] = {
 };
 
 constexpr const char* kPlanned[] = {
-    "aggr",     "rank",     "hrank",       "above",       "below",     "top",        "bottom",
-    "rowno",    "noofrows", "column",      "rangesum",    "rangeavg",  "rangemin",   "rangemax",
-    "rangecount", "rangeonly", "rangemode", "rangenullcount", "rangemissingcount", "fractileexc", "skew",
+    "hrank",    "fractileexc", "skew",
     "kurtosis", "getselectedcount", "getpossiblecount", "getfieldselections", "valuelist", "valueloop",
     "week",     "weekday",  "monthname",   "quartername", "subfield",  "dimensionality",
 };

@@ -13,6 +13,7 @@
 #include "assoc/expression_plan.hpp"
 #include "assoc/functions.hpp"
 #include "assoc/hypercube_aggregate.hpp"
+#include "assoc/inter_record.hpp"
 #include "assoc/result_cache.hpp"
 
 namespace assoc {
@@ -67,12 +68,54 @@ struct GenericResults {
   std::vector<Value> totals;
 };
 
-// One input of a measure's plan: an aggregation at a node, fast or generic.
+// One input of a measure's plan: an aggregation at a node, fast or generic; or an
+// aggregation over Aggr results (aggr >= 0); or an inter-record function (window >= 0).
 struct MeasureInput {
   std::uint32_t node = 0;
   std::size_t term = 0;
   bool generic = false;
   std::uint32_t set = 0;  // the record set it reads: 0 the object's state, else a set expression
+  std::int32_t aggr = -1;
+  std::int32_t window = -1;
+};
+
+// An aggregation over Aggr results, or a bare Aggr (read as Only): its virtual table is a
+// nested hypercube over the Aggr dimensions whose measures are the Aggr expressions, joined
+// back to the chart rows on the dimension codes (through the data when the chart has
+// dimensions the Aggr lacks: each virtual row in its first chart row, or in all of them with
+// NODISTINCT). Its plans read the Aggr values, then the Aggr dimensions' values, per virtual row.
+struct AggrTerm {
+  AggKind kind = AggKind::kOnly;
+  bool distinct = false;
+  bool nodistinct = false;
+  std::vector<std::string> dims;
+  std::vector<std::string> sorts;  // per dimension: "asc", "desc", "load" or "" (default)
+  std::vector<std::uint32_t> dim_fields;
+  std::vector<std::uint32_t> aggr_nodes;
+  std::vector<std::size_t> field_dims;  // plan inputs after the Aggr values: their dimension
+  Plan value;
+  Plan weight;
+  bool has_weight = false;
+  std::vector<Value> params;
+};
+
+// An inter-record function of a measure (§5), or a Range function over such functions.
+struct Window {
+  InterRecordKind kind = InterRecordKind::kRowNo;
+  bool total = false;
+  Plan arg;  // over the measure's inputs
+  std::int64_t offset = 1;
+  std::int64_t count = 1;
+  Plan count_plan;  // a count given per row
+  bool dynamic_count = false;
+  int mode = 0;
+  int fmt = 0;
+  std::size_t column = 0;
+  // A Range function whose arguments are windows (count values each) or plans.
+  const ScalarFunction* range = nullptr;
+  std::vector<std::int32_t> range_windows;  // per argument: index in `parts`, or -1 for a plan
+  std::vector<Plan> range_plans;
+  std::vector<Window> parts;
 };
 
 // A measure: its syntax tree, its plan over aggregation results, and where each input is computed.
@@ -80,6 +123,7 @@ struct MeasurePlan {
   Expression expr;
   Plan plan;
   std::vector<MeasureInput> inputs;
+  std::vector<Window> windows;
 };
 
 Value symbol_value(const SymbolTable& symbols, std::uint32_t code) {
@@ -136,6 +180,14 @@ class HypercubeBuilder {
       state_name_ = "$";
     }
   }
+  // A nested cube (an Aggr's virtual table): its measures are subtrees of parsed expressions.
+  // It reads the states of the cube that holds it.
+  HypercubeBuilder(const AssociativeModel& model, const SelectionState& state, const HypercubeSpec& spec,
+                   std::shared_ptr<const RowStates> rows, const NamedStates* states, std::string state_name,
+                   std::vector<std::pair<Expression, std::uint32_t>> exprs)
+      : HypercubeBuilder(model, state, spec, std::move(rows), states, std::move(state_name)) {
+    nested_exprs_ = std::move(exprs);
+  }
 
   std::shared_ptr<Hypercube> run() {
     const HypercubeSpec& spec = cube_->spec_;
@@ -167,8 +219,15 @@ class HypercubeBuilder {
     }
     std::vector<std::uint64_t> keys = row_keys(reached);
     if (spec.suppress_missing) std::erase_if(keys, [&](std::uint64_t k) { return has_none(k); });
+    for (const AggrTerm& t : aggr_terms_) compute_aggr(t, keys);
 
     // Each aggregation's value per row, then each measure by its plan.
+    struct Deferred {
+      std::size_t m;
+      std::vector<std::vector<Value>> columns;
+      std::vector<Value> totals;
+    };
+    std::vector<Deferred> deferred;
     const std::size_t n_measures = measures_.size();
     cube_->values_.resize(n_measures);
     cube_->only_fields_.assign(n_measures, kNull);
@@ -181,7 +240,8 @@ class HypercubeBuilder {
     for (std::size_t m = 0; m < n_measures; ++m) {
       const MeasurePlan& plan = measures_[m];
       const std::int64_t single = plan.plan.single_input();
-      if (single >= 0 && !plan.inputs[static_cast<std::size_t>(single)].generic) {
+      if (single >= 0 && !plan.inputs[static_cast<std::size_t>(single)].generic &&
+          plan.inputs[static_cast<std::size_t>(single)].aggr < 0 && plan.inputs[static_cast<std::size_t>(single)].window < 0) {
         fast_measure(m, plan.inputs[static_cast<std::size_t>(single)], by_node, keys);
         continue;
       }
@@ -190,6 +250,11 @@ class HypercubeBuilder {
       std::vector<Value> totals(plan.inputs.size());
       for (std::size_t i = 0; i < plan.inputs.size(); ++i)
         totals[i] = input_column(plan.inputs[i], by_node, generic_by_node, keys, columns[i]);
+      if (!plan.windows.empty()) {  // computed once the rows are sorted
+        cube_->values_[m].assign(keys.size(), std::nan(""));
+        deferred.push_back(Deferred{m, std::move(columns), std::move(totals)});
+        continue;
+      }
       std::vector<Value> row(plan.inputs.size());
       std::vector<double>& values = cube_->values_[m];
       values.resize(keys.size());
@@ -216,9 +281,13 @@ class HypercubeBuilder {
 
     std::vector<std::size_t> order(keys.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
-    if (spec.suppress_zero && n_measures > 0) {
+    // Zero suppression looks at the measures without inter-record functions (those depend
+    // on the rows shown).
+    const bool any_plain = std::any_of(measures_.begin(), measures_.end(), [](const MeasurePlan& p) { return p.windows.empty(); });
+    if (spec.suppress_zero && any_plain) {
       std::erase_if(order, [&](std::size_t r) {
         for (std::size_t m = 0; m < n_measures; ++m) {
+          if (!measures_[m].windows.empty()) continue;
           const double v = cube_->values_[m][r];
           if (!std::isnan(v) && v != 0) return false;
           if (!cube_->text_flags_[m].empty() && cube_->text_flags_[m][r]) return false;
@@ -237,6 +306,7 @@ class HypercubeBuilder {
         cube_->codes_[d].push_back(static_cast<std::uint32_t>((k / dims_[d].stride) % radix) - 1);  // 0 -> kNull
     }
     sort_rows(order);
+    for (Deferred& d : deferred) window_measure(d.m, d.columns, d.totals, order);
     apply_order(order);
     return cube_;
   }
@@ -330,7 +400,9 @@ class HypercubeBuilder {
     if (x.kind == ExprNode::Kind::kAgg)
       fail(text, x.position,
            "an aggregation inside another aggregation (" + x.name +
-               ") is not yet supported; only Aggr or TOTAL allow it in Qlik");
+               ") needs Aggr: write e.g. Sum(Aggr(Sum(X), Dim)); TOTAL inside an aggregation is not yet supported");
+    if (x.kind == ExprNode::Kind::kCall && find_inter_record_function(x.name) != nullptr)
+      fail(text, x.position, "an inter-record function (" + x.name + ") inside an aggregation; it reads chart rows, not records");
     if (x.kind == ExprNode::Kind::kSet || x.kind == ExprNode::Kind::kScoped)
       fail(text, x.position, "a set expression inside an aggregation's argument is not supported; write it first in the aggregation");
     for (const std::uint32_t a : x.args) check_argument(text, e, a);
@@ -388,7 +460,13 @@ class HypercubeBuilder {
       own = parse_set_expression(text, sn.name, sn.position + 1);
     }
     const std::uint32_t set = intern_set(inherit_set(scope_[n], own));
-    if (x.nodistinct) fail(text, x.position, "NODISTINCT belongs to Aggr, which is not yet supported");
+    if (x.nodistinct) fail(text, x.position, "NODISTINCT belongs to Aggr, not to " + x.name);
+    if (const std::int64_t first = find_aggr(e, n); first >= 0) {
+      if (set != 0) fail(text, x.position, "a set expression on an aggregation over Aggr is not yet supported");
+      MeasureInput in;
+      in.aggr = plan_aggr_term(text, e, n, static_cast<std::uint32_t>(first));
+      return in;
+    }
     for (const std::uint32_t a : x.args) check_argument(text, e, a);
     const ExprNode& arg = e.nodes[x.args[0]];
     const bool star = arg.kind == ExprNode::Kind::kStar;
@@ -466,23 +544,21 @@ class HypercubeBuilder {
   }
 
   void plan_measures() {
-    for (const std::string& text : cube_->spec_.measures) {
+    const std::vector<std::string>& texts = cube_->spec_.measures;
+    for (std::size_t m = 0; m < texts.size(); ++m) {
       MeasurePlan plan;
-      plan.expr = parse_expression(text);
+      std::uint32_t root = 0;
+      if (nested_exprs_.empty()) {
+        plan.expr = parse_expression(texts[m]);
+        root = plan.expr.root;
+      } else {
+        plan.expr = nested_exprs_[m].first;
+        root = nested_exprs_[m].second;
+      }
       const Expression& e = plan.expr;
       scope_.assign(e.nodes.size(), nullptr);
-      mark_scopes(text, e, e.root, nullptr);
-      plan.plan = Plan::bind(e, e.root, [&](std::uint32_t n) -> std::uint32_t {
-        const ExprNode& x = e.nodes[n];
-        if (x.kind == ExprNode::Kind::kSet || x.kind == ExprNode::Kind::kScoped)
-          fail(text, x.position, "a set expression stands only at the start of an aggregation or of a scope");
-        if (x.kind == ExprNode::Kind::kStar) fail(text, x.position, "'*' stands only in Count(*)");
-        // A field outside any aggregation reads as Only(field) for the row (§1.3).
-        plan.inputs.push_back(x.kind == ExprNode::Kind::kField
-                                  ? fast_input(AggFunc::kOnly, field_index(text, x), intern_set(scope_[n]))
-                                  : plan_aggregation(text, e, n));
-        return static_cast<std::uint32_t>(plan.inputs.size() - 1);
-      });
+      mark_scopes(e.text, e, root, nullptr);
+      plan.plan = bind_measure(e.text, e, root, plan, false);
       measures_.push_back(std::move(plan));
     }
   }
@@ -524,6 +600,242 @@ class HypercubeBuilder {
       SetEvaluator ev(model_, *states_, state_name_, set_texts_[i]);
       set_rows_[i] = ev.rows(*sets_[i]);
     }
+  }
+
+  static bool is_aggr_call(const ExprNode& x) { return x.kind == ExprNode::Kind::kCall && lower(x.name) == "aggr"; }
+
+  // An inter-record function that reads other rows (Above, Below, Top, Bottom).
+  static bool is_shift_call(const ExprNode& x) {
+    if (x.kind != ExprNode::Kind::kCall) return false;
+    const InterRecordFunction* f = find_inter_record_function(x.name);
+    return f != nullptr && (f->kind == InterRecordKind::kAbove || f->kind == InterRecordKind::kBelow ||
+                            f->kind == InterRecordKind::kTop || f->kind == InterRecordKind::kBottom);
+  }
+
+  // A Range function with an Above/Below/Top/Bottom argument: it reads several rows.
+  static bool is_range_over_rows(const Expression& e, std::uint32_t n) {
+    const ExprNode& x = e.nodes[n];
+    if (x.kind != ExprNode::Kind::kCall || lower(x.name).rfind("range", 0) != 0) return false;
+    return std::any_of(x.args.begin(), x.args.end(), [&](std::uint32_t a) { return is_shift_call(e.nodes[a]); });
+  }
+
+  // Binds an expression at measure level: aggregations, bare fields (Only), Aggr, and the
+  // inter-record functions (not inside another's argument: `in_window`).
+  Plan bind_measure(const std::string& text, const Expression& e, std::uint32_t root, MeasurePlan& plan, bool in_window) {
+    return Plan::bind(
+        e, root,
+        [&](std::uint32_t n) -> std::uint32_t {
+          const ExprNode& x = e.nodes[n];
+          if (x.kind == ExprNode::Kind::kSet || x.kind == ExprNode::Kind::kScoped)
+            fail(text, x.position, "a set expression stands only at the start of an aggregation or of a scope");
+          if (x.kind == ExprNode::Kind::kStar) fail(text, x.position, "'*' stands only in Count(*)");
+          MeasureInput in;
+          if (x.kind == ExprNode::Kind::kField) {
+            // A field outside any aggregation reads as Only(field) for the row (§1.3).
+            in = fast_input(AggFunc::kOnly, field_index(text, x), intern_set(scope_[n]));
+          } else if (is_aggr_call(x)) {
+            in.aggr = plan_aggr_term(text, e, n, n);
+          } else if (x.kind == ExprNode::Kind::kCall) {
+            if (in_window)
+              fail(text, x.position, "an inter-record function (" + x.name + ") inside the argument of another is not supported");
+            Window w = plan_window(text, e, n, plan, false);
+            plan.windows.push_back(std::move(w));
+            in.window = static_cast<std::int32_t>(plan.windows.size() - 1);
+          } else {
+            in = plan_aggregation(text, e, n);
+          }
+          plan.inputs.push_back(in);
+          return static_cast<std::uint32_t>(plan.inputs.size() - 1);
+        },
+        [&](std::uint32_t n) { return is_range_over_rows(e, n); });
+  }
+
+  static bool is_constant(const Expression& e, std::uint32_t n) {
+    const ExprNode& x = e.nodes[n];
+    if (x.kind == ExprNode::Kind::kField || x.kind == ExprNode::Kind::kAgg || x.kind == ExprNode::Kind::kStar ||
+        x.kind == ExprNode::Kind::kSet || (x.kind == ExprNode::Kind::kCall && find_scalar_function(x.name) == nullptr))
+      return false;
+    return std::all_of(x.args.begin(), x.args.end(), [&](std::uint32_t a) { return is_constant(e, a); });
+  }
+
+  double constant_arg(const std::string& text, const Expression& e, std::uint32_t node, const std::string& what) const {
+    const Plan p = Plan::bind(e, node, [&](std::uint32_t leaf) -> std::uint32_t {
+      fail(text, e.nodes[leaf].position, what + " must be a constant");
+    });
+    const double v = numeric_of(p.constant());
+    if (std::isnan(v)) fail(text, e.nodes[node].position, what + " must be a number");
+    return v;
+  }
+
+  // An inter-record function, or a Range function over them (§5).
+  Window plan_window(const std::string& text, const Expression& e, std::uint32_t n, MeasurePlan& plan, bool in_range) {
+    const ExprNode& x = e.nodes[n];
+    Window w;
+    const InterRecordFunction* f = find_inter_record_function(x.name);
+    if (f == nullptr) {  // a Range function reading several rows
+      w.range = find_scalar_function(x.name);
+      for (const std::uint32_t a : x.args) {
+        if (is_shift_call(e.nodes[a])) {
+          w.range_windows.push_back(static_cast<std::int32_t>(w.parts.size()));
+          w.parts.push_back(plan_window(text, e, a, plan, true));
+        } else {
+          w.range_windows.push_back(-1 - static_cast<std::int32_t>(w.range_plans.size()));
+          w.range_plans.push_back(bind_measure(text, e, a, plan, true));
+        }
+      }
+      return w;
+    }
+    w.kind = f->kind;
+    w.total = x.total;
+    const std::string name = f->name;
+    switch (w.kind) {
+      case InterRecordKind::kAbove:
+      case InterRecordKind::kBelow:
+      case InterRecordKind::kTop:
+      case InterRecordKind::kBottom:
+        w.arg = bind_measure(text, e, x.args[0], plan, true);
+        w.offset = w.kind == InterRecordKind::kAbove || w.kind == InterRecordKind::kBelow ? 1 : 0;
+        if (x.args.size() > 1) w.offset = static_cast<std::int64_t>(constant_arg(text, e, x.args[1], "the offset of " + name));
+        if (x.args.size() > 2 && in_range && !is_constant(e, x.args[2])) {
+          // A count per row (RangeSum(Above(Sum(X), 0, RowNo()))): a plan over the measure's inputs.
+          w.count_plan = bind_measure(text, e, x.args[2], plan, false);
+          w.dynamic_count = true;
+        } else if (x.args.size() > 2) {
+          w.count = static_cast<std::int64_t>(constant_arg(text, e, x.args[2], "the count of " + name));
+        }
+        if (w.count < 1 || w.count > 1000000) fail(text, e.nodes[x.args[2]].position, "the count of " + name + " must be 1 or more");
+        if (w.count > 1 && !in_range)
+          fail(text, x.position, name + " with a count gives several values: use it inside a Range function (RangeSum, …)");
+        break;
+      case InterRecordKind::kRank:
+        w.arg = bind_measure(text, e, x.args[0], plan, true);
+        if (x.args.size() > 1) w.mode = static_cast<int>(constant_arg(text, e, x.args[1], "the mode of Rank"));
+        if (x.args.size() > 2) w.fmt = static_cast<int>(constant_arg(text, e, x.args[2], "the format of Rank"));
+        if (w.mode < 0 || w.mode > 4) fail(text, e.nodes[x.args[1]].position, "the mode of Rank is 0 to 4");
+        if (w.fmt < 0 || w.fmt > 2) fail(text, e.nodes[x.args[2]].position, "the format of Rank is 0 to 2");
+        break;
+      case InterRecordKind::kColumn: {
+        const double c = constant_arg(text, e, x.args[0], "the column of Column");
+        if (c < 1 || c > static_cast<double>(cube_->spec_.measures.size()) || c != std::floor(c))
+          fail(text, e.nodes[x.args[0]].position,
+               "Column(n) names a measure column, 1 to " + std::to_string(cube_->spec_.measures.size()));
+        w.column = static_cast<std::size_t>(c) - 1;
+        break;
+      }
+      default: break;
+    }
+    return w;
+  }
+
+  // An aggregation over Aggr results (`agg` its node), or a bare Aggr (agg == aggr node).
+  std::int32_t plan_aggr_term(const std::string& text, const Expression& e, std::uint32_t agg, std::uint32_t first_aggr) {
+    const ExprNode& a = e.nodes[agg];
+    AggrTerm t;
+    const ExprNode* aggr = nullptr;
+    std::vector<std::uint32_t> value_args;
+    if (is_aggr_call(a)) {
+      t.kind = AggKind::kOnly;
+      aggr = &a;
+    } else {
+      const AggregateFunction& fn = *find_aggregate_function(a.name);
+      t.kind = fn.kind;
+      t.distinct = a.distinct;
+      aggr = &e.nodes[first_aggr];
+      if (a.total) fail(text, a.position, "TOTAL on an aggregation over Aggr is not supported");
+    }
+    if (aggr->set >= 0) fail(text, e.nodes[static_cast<std::size_t>(aggr->set)].position, "a set expression inside Aggr is not yet supported");
+    t.nodistinct = aggr->nodistinct;
+    for (std::size_t i = 1; i < aggr->args.size(); ++i) {
+      const ExprNode& d = e.nodes[aggr->args[i]];
+      const int f = data_.find_field(d.name);
+      if (f < 0) fail(text, d.position, "unknown field '" + d.name + "' as an Aggr dimension");
+      t.dims.push_back(d.name);
+      t.dim_fields.push_back(static_cast<std::uint32_t>(f));
+      t.sorts.push_back(aggr_sort(text, d));
+    }
+    // Each leaf of the outer plans: an Aggr with the same dimensions, or one of its dimensions.
+    std::vector<std::pair<std::uint32_t, std::size_t>> fields;  // leaf node -> dimension
+    auto leaf = [&](std::uint32_t n) -> std::uint32_t {
+      const ExprNode& y = e.nodes[n];
+      if (is_aggr_call(y)) {
+        bool same = y.args.size() == aggr->args.size() && y.nodistinct == aggr->nodistinct;
+        for (std::size_t i = 1; same && i < y.args.size(); ++i)
+          same = e.nodes[y.args[i]].name == e.nodes[aggr->args[i]].name && e.nodes[y.args[i]].sort == e.nodes[aggr->args[i]].sort;
+        if (!same) fail(text, y.position, "the Aggr calls of one aggregation must have the same dimensions");
+        t.aggr_nodes.push_back(n);
+        return static_cast<std::uint32_t>(t.aggr_nodes.size() - 1);
+      }
+      if (y.kind == ExprNode::Kind::kField) {
+        const int f = data_.find_field(y.name);
+        const auto it = std::find(t.dim_fields.begin(), t.dim_fields.end(), static_cast<std::uint32_t>(f));
+        if (f < 0 || it == t.dim_fields.end())
+          fail(text, y.position,
+               "field '" + y.name + "' beside Aggr in " + a.name + ": an aggregation over Aggr reads only the Aggr values and its dimensions");
+        fields.emplace_back(n, static_cast<std::size_t>(it - t.dim_fields.begin()));
+        return kFieldInput + static_cast<std::uint32_t>(fields.size() - 1);
+      }
+      if (y.kind == ExprNode::Kind::kAgg)
+        fail(text, y.position, "an aggregation inside another aggregation (" + y.name + ") needs Aggr or TOTAL");
+      fail(text, y.position, "'" + y.name + "' cannot stand beside Aggr in an aggregation");
+    };
+    if (is_aggr_call(a)) {
+      t.aggr_nodes.push_back(agg);
+      Expression one;
+      ExprNode in;
+      in.kind = ExprNode::Kind::kField;  // bound to input 0 below
+      one.nodes.push_back(in);
+      t.value = Plan::bind(one, 0, [](std::uint32_t) -> std::uint32_t { return 0; });
+    } else {
+      const AggregateFunction& fn = *find_aggregate_function(a.name);
+      t.value = Plan::bind(e, a.args[0], leaf);
+      t.params.assign(a.args.size(), Value::null());
+      for (std::size_t i = 1; i < a.args.size(); ++i) {
+        if (static_cast<std::int8_t>(i) == fn.weight_arg) {
+          t.weight = Plan::bind(e, a.args[i], leaf);
+          t.has_weight = true;
+        } else {
+          t.params[i] = Value::number(constant_arg(text, e, a.args[i], std::string("argument ") + std::to_string(i + 1) + " of " + fn.name));
+        }
+      }
+    }
+    // Field inputs come after the Aggr values: renumber them now the count is known.
+    for (const auto& [node, d] : fields) t.field_dims.push_back(d);
+    const auto n_aggr = static_cast<std::uint32_t>(t.aggr_nodes.size());
+    t.value.shift_inputs(kFieldInput, n_aggr);
+    if (t.has_weight) t.weight.shift_inputs(kFieldInput, n_aggr);
+    aggr_terms_.push_back(std::move(t));
+    return static_cast<std::int32_t>(aggr_terms_.size() - 1);
+  }
+  static constexpr std::uint32_t kFieldInput = 1U << 30;
+
+  // The first Aggr call in an aggregation's arguments (not inside another aggregation), or -1.
+  static std::int64_t find_aggr(const Expression& e, std::uint32_t agg) {
+    std::vector<std::uint32_t> todo(e.nodes[agg].args.rbegin(), e.nodes[agg].args.rend());
+    while (!todo.empty()) {
+      const std::uint32_t n = todo.back();
+      todo.pop_back();
+      const ExprNode& x = e.nodes[n];
+      if (is_aggr_call(x)) return n;
+      if (x.kind == ExprNode::Kind::kAgg) continue;
+      todo.insert(todo.end(), x.args.rbegin(), x.args.rend());
+    }
+    return -1;
+  }
+
+  // An Aggr dimension's sort words as a sort direction of the nested cube.
+  std::string aggr_sort(const std::string& text, const ExprNode& d) const {
+    if (d.sort.empty()) return "";
+    const std::string w = lower(d.sort);
+    const bool desc = w.find("descending") != std::string::npos || w.find("reverse") != std::string::npos ||
+                      w.find("z2a") != std::string::npos;
+    if (w.find("frequency") != std::string::npos) fail(text, d.position, "FREQUENCY sorting of an Aggr dimension is not supported");
+    if (w.find("load_order") != std::string::npos) {
+      if (desc) fail(text, d.position, "LOAD_ORDER DESCENDING sorting of an Aggr dimension is not supported");
+      return "load";
+    }
+    if (w.find("numeric") == std::string::npos && w.find("text") == std::string::npos)
+      fail(text, d.position, "sort words '" + d.sort + "': use NUMERIC, TEXT or LOAD_ORDER with ASCENDING or DESCENDING");
+    return desc ? "desc" : "asc";
   }
 
   // The key a row (or a record) has at a node once TOTAL <…> keeps only some dimensions:
@@ -689,6 +1001,14 @@ class HypercubeBuilder {
   Value input_column(const MeasureInput& input, const std::map<Slot, NodeAggregates>& by_node,
                      const std::map<Slot, GenericResults>& generic, const std::vector<std::uint64_t>& keys,
                      std::vector<Value>& out) const {
+    if (input.aggr >= 0) {
+      out = aggr_columns_[static_cast<std::size_t>(input.aggr)];
+      return aggr_totals_[static_cast<std::size_t>(input.aggr)];
+    }
+    if (input.window >= 0) {  // filled once the rows are sorted; NULL on the totals row
+      out.assign(keys.size(), Value::null());
+      return Value::null();
+    }
     const std::size_t p = part_of_node(input.node);
     out.resize(keys.size());
     if (input.generic) {
@@ -723,6 +1043,269 @@ class HypercubeBuilder {
       }
     }
     return only ? symbol_value(symbols, agg.total_symbols[input.term]) : Value::number(agg.totals[input.term]);
+  }
+
+  // A row's value of measure m (Column(n)), from the cube's columns (row in key order).
+  Value measure_value(std::size_t m, std::size_t r) const {
+    if (cube_->only_fields_[m] != kNull)
+      return symbol_value(data_.fields()[cube_->only_fields_[m]].symbols, cube_->only_symbols_[m][r]);
+    if (!cube_->text_flags_[m].empty() && cube_->text_flags_[m][r]) return Value::dual(cube_->values_[m][r], cube_->texts_[m][r]);
+    return Value::number(cube_->values_[m][r]);
+  }
+
+  // An Aggr term's column over the chart rows (`keys`) and its total (§4).
+  void compute_aggr(const AggrTerm& t, const std::vector<std::uint64_t>& keys) {
+    HypercubeSpec spec;
+    spec.dimensions = t.dims;
+    std::vector<std::pair<Expression, std::uint32_t>> exprs;
+    const Expression& outer = aggr_expression(t);
+    for (std::size_t i = 0; i < t.aggr_nodes.size(); ++i) {
+      std::string name = std::to_string(i + 1);
+      name.insert(name.begin(), '#');
+      spec.measures.push_back(std::move(name));
+      exprs.emplace_back(outer, outer.nodes[t.aggr_nodes[i]].args[0]);
+    }
+    for (std::size_t d = 0; d < t.dims.size(); ++d)
+      if (!t.sorts[d].empty()) spec.sort.emplace_back(t.dims[d], t.sorts[d]);
+    spec.suppress_missing = true;  // NULL is not a value of an Aggr dimension
+    const std::shared_ptr<Hypercube> v = HypercubeBuilder(model_, state_, spec, rows_, states_, state_name_, std::move(exprs)).run();
+    const std::size_t n = v->size();
+    // Per virtual row, the outer plans' value and weight.
+    std::vector<Value> values(n), weights(t.has_weight ? n : 0);
+    std::vector<Value> in(t.aggr_nodes.size() + t.field_dims.size());
+    for (std::size_t r = 0; r < n; ++r) {
+      for (std::size_t i = 0; i < t.aggr_nodes.size(); ++i) {
+        if (v->only_field(i) != kNull) {
+          in[i] = symbol_value(data_.fields()[v->only_field(i)].symbols, v->only_symbols(i)[r]);
+        } else if (const std::string* txt = v->text(i, r)) {
+          in[i] = Value::dual(v->values(i)[r], *txt);
+        } else {
+          in[i] = Value::number(v->values(i)[r]);
+        }
+      }
+      for (std::size_t j = 0; j < t.field_dims.size(); ++j)
+        in[t.aggr_nodes.size() + j] = symbol_value(data_.fields()[t.dim_fields[t.field_dims[j]]].symbols, v->codes(t.field_dims[j])[r]);
+      values[r] = t.value.eval(in.data());
+      if (t.has_weight) weights[r] = t.weight.eval(in.data());
+    }
+    auto enc = [](std::uint32_t code) { return code == kNull ? std::uint64_t{0} : std::uint64_t{code} + 1; };
+    // Each chart row's virtual rows.
+    std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> members;
+    std::vector<std::int64_t> in_aggr(dims_.size(), -1);
+    bool covered = true;
+    for (std::size_t d = 0; d < dims_.size(); ++d) {
+      const auto it = std::find(t.dim_fields.begin(), t.dim_fields.end(), dims_[d].field);
+      if (it == t.dim_fields.end()) {
+        covered = false;
+      } else {
+        in_aggr[d] = it - t.dim_fields.begin();
+      }
+    }
+    if (covered) {
+      for (std::size_t r = 0; r < n; ++r) {
+        std::uint64_t key = 0;
+        for (std::size_t d = 0; d < dims_.size(); ++d)
+          key += enc(v->codes(static_cast<std::size_t>(in_aggr[d]))[r]) * dims_[d].stride;
+        members[key].push_back(static_cast<std::uint32_t>(r));
+      }
+    } else {
+      // The chart dimensions the Aggr lacks are linked to its rows through the data.
+      HypercubeSpec link;
+      link.dimensions = t.dims;
+      std::vector<std::size_t> link_col(dims_.size());
+      for (std::size_t d = 0; d < dims_.size(); ++d) {
+        if (in_aggr[d] >= 0) {
+          link_col[d] = static_cast<std::size_t>(in_aggr[d]);
+        } else {
+          link_col[d] = link.dimensions.size();
+          link.dimensions.push_back(cube_->spec_.dimensions[d]);
+        }
+      }
+      const std::shared_ptr<Hypercube> l = HypercubeBuilder(model_, state_, link, rows_, states_, state_name_).run();
+      std::vector<std::uint64_t> radix;
+      for (const std::uint32_t f : t.dim_fields) radix.push_back(std::uint64_t{data_.fields()[f].symbols.size()} + 1);
+      auto aggr_key = [&](const Hypercube& c, std::size_t r) {
+        std::uint64_t k = 0;
+        for (std::size_t j = 0; j < t.dim_fields.size(); ++j) k = k * radix[j] + enc(c.codes(j)[r]);
+        return k;
+      };
+      std::unordered_map<std::uint64_t, std::uint32_t> virtual_row;
+      virtual_row.reserve(n);
+      for (std::size_t r = 0; r < n; ++r) virtual_row.emplace(aggr_key(*v, r), static_cast<std::uint32_t>(r));
+      std::vector<std::uint8_t> placed(n, 0);
+      for (std::size_t r = 0; r < l->size(); ++r) {
+        const auto it = virtual_row.find(aggr_key(*l, r));
+        if (it == virtual_row.end()) continue;
+        if (!t.nodistinct && placed[it->second]) continue;  // DISTINCT: in its first chart row only
+        placed[it->second] = 1;
+        std::uint64_t key = 0;
+        for (std::size_t d = 0; d < dims_.size(); ++d) key += enc(l->codes(link_col[d])[r]) * dims_[d].stride;
+        members[key].push_back(it->second);
+      }
+    }
+    std::vector<Value> column(keys.size());
+    std::vector<Value> vs, ws;
+    for (std::size_t r = 0; r < keys.size(); ++r) {
+      const auto it = members.find(keys[r]);
+      if (it == members.end()) {
+        column[r] = empty_aggregate(t.kind);
+        continue;
+      }
+      vs.clear();
+      ws.clear();
+      for (const std::uint32_t i : it->second) {
+        vs.push_back(values[i]);
+        if (t.has_weight) ws.push_back(weights[i]);
+      }
+      column[r] = aggregate_values(t.kind, t.distinct, vs, ws, t.params);
+    }
+    aggr_columns_.push_back(std::move(column));
+    aggr_totals_.push_back(n == 0 ? empty_aggregate(t.kind) : aggregate_values(t.kind, t.distinct, values, weights, t.params));
+  }
+
+  // The expression an Aggr term's nodes belong to.
+  const Expression& aggr_expression(const AggrTerm& t) const {
+    for (const MeasurePlan& m : measures_)
+      for (const MeasureInput& in : m.inputs)
+        if (in.aggr >= 0 && &aggr_terms_[static_cast<std::size_t>(in.aggr)] == &t) return m.expr;
+    return measures_.back().expr;
+  }
+
+  // A measure with inter-record functions, on the sorted rows `order` (row indexes in key order).
+  void window_measure(std::size_t m, std::vector<std::vector<Value>>& columns, std::vector<Value>& totals,
+                      const std::vector<std::size_t>& order) {
+    const MeasurePlan& plan = measures_[m];
+    const std::size_t n = order.size();
+    // Each position's segment [first, last): the rows sharing every dimension but the last.
+    std::vector<std::size_t> seg_first(n), seg_last(n);
+    for (std::size_t i = 0; i < n;) {
+      std::size_t end = i + 1;
+      while (end < n && same_segment(order[i], order[end])) ++end;
+      for (std::size_t j = i; j < end; ++j) seg_first[j] = i, seg_last[j] = end;
+      i = end;
+    }
+    std::vector<Value> row(plan.inputs.size());
+    auto eval_at = [&](const Plan& p, std::size_t r) {
+      for (std::size_t i = 0; i < row.size(); ++i) row[i] = columns[i][r];
+      return p.eval(row.data());
+    };
+    for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
+      if (plan.inputs[i].window < 0) continue;
+      const Window& w = plan.windows[static_cast<std::size_t>(plan.inputs[i].window)];
+      std::vector<Value>& out = columns[i];
+      if (w.range != nullptr) {
+        std::vector<std::vector<Value>> part_args(w.parts.size());
+        for (std::size_t k = 0; k < w.parts.size(); ++k) part_args[k] = arg_column(w.parts[k], eval_at, order);
+        std::vector<Value> args;
+        for (std::size_t pos = 0; pos < n; ++pos) {
+          args.clear();
+          for (const std::int32_t a : w.range_windows) {
+            if (a < 0) {
+              args.push_back(eval_at(w.range_plans[static_cast<std::size_t>(-1 - a)], order[pos]));
+              continue;
+            }
+            const Window& part = w.parts[static_cast<std::size_t>(a)];
+            std::int64_t count = part.count;
+            if (part.dynamic_count) {
+              const double c = numeric_of(eval_at(part.count_plan, order[pos]));
+              count = std::isnan(c) ? 0 : static_cast<std::int64_t>(std::clamp(c, 0.0, 1e6));
+            }
+            for (std::int64_t c = 0; c < count; ++c)
+              args.push_back(shifted(part, part_args[static_cast<std::size_t>(a)], order, pos, c, seg_first, seg_last));
+          }
+          out[order[pos]] = w.range->body(args);
+        }
+        continue;
+      }
+      switch (w.kind) {
+        case InterRecordKind::kRowNo:
+          for (std::size_t pos = 0; pos < n; ++pos)
+            out[order[pos]] = Value::number(static_cast<double>(w.total ? pos + 1 : pos - seg_first[pos] + 1));
+          break;
+        case InterRecordKind::kNoOfRows:
+          for (std::size_t pos = 0; pos < n; ++pos)
+            out[order[pos]] = Value::number(static_cast<double>(w.total ? n : seg_last[pos] - seg_first[pos]));
+          break;
+        case InterRecordKind::kColumn:
+          if (w.column >= m && !measures_[w.column].windows.empty())
+            throw Error("expression '" + plan.expr.text + "': Column(" + std::to_string(w.column + 1) +
+                        ") reads a later measure that uses inter-record functions");
+          for (std::size_t pos = 0; pos < n; ++pos) out[order[pos]] = measure_value(w.column, order[pos]);
+          break;
+        case InterRecordKind::kRank: {
+          const std::vector<Value> a = arg_column(w, eval_at, order);
+          std::vector<double> xs(n), ranks(n);
+          std::vector<std::string> texts(n);
+          std::vector<std::uint8_t> has(n);
+          for (std::size_t pos = 0; pos < n; ++pos) xs[pos] = a[order[pos]].num;
+          for (std::size_t pos = 0; pos < n;) {
+            const std::size_t first = w.total ? 0 : seg_first[pos], last = w.total ? n : seg_last[pos];
+            rank_segment(xs.data() + first, last - first, w.mode, w.fmt, ranks.data() + first, texts.data() + first,
+                         has.data() + first);
+            pos = last;
+          }
+          for (std::size_t pos = 0; pos < n; ++pos)
+            out[order[pos]] = has[pos] ? Value::dual(ranks[pos], texts[pos]) : Value::number(ranks[pos]);
+          break;
+        }
+        default: {
+          const std::vector<Value> a = arg_column(w, eval_at, order);
+          for (std::size_t pos = 0; pos < n; ++pos) out[order[pos]] = shifted(w, a, order, pos, 0, seg_first, seg_last);
+          break;
+        }
+      }
+    }
+    std::vector<double>& values = cube_->values_[m];
+    std::vector<std::string> texts(values.size());
+    std::vector<std::uint8_t> flags(values.size(), 0);
+    bool any_text = false;
+    for (const std::size_t r : order) {
+      Value v = eval_at(plan.plan, r);
+      values[r] = v.num;
+      if (v.has_text) {
+        texts[r] = std::move(v.text);
+        flags[r] = 1;
+        any_text = true;
+      }
+    }
+    if (any_text) {
+      cube_->texts_[m] = std::move(texts);
+      cube_->text_flags_[m] = std::move(flags);
+    }
+    cube_->total_values_[m] = plan.plan.eval(totals.data());
+    cube_->totals_[m] = cube_->total_values_[m].num;
+  }
+
+  // A window's argument per row (key order).
+  template <typename Eval>
+  static std::vector<Value> arg_column(const Window& w, Eval& eval_at, const std::vector<std::size_t>& order) {
+    std::vector<Value> a(order.empty() ? 0 : *std::max_element(order.begin(), order.end()) + 1);
+    for (const std::size_t r : order) a[r] = eval_at(w.arg, r);
+    return a;
+  }
+
+  // Above/Below/Top/Bottom at display position `pos`: the c-th value of its range.
+  static Value shifted(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order, std::size_t pos,
+                       std::int64_t c, const std::vector<std::size_t>& seg_first, const std::vector<std::size_t>& seg_last) {
+    const auto first = static_cast<std::int64_t>(w.total ? 0 : seg_first[pos]);
+    const auto last = static_cast<std::int64_t>(w.total ? order.size() : seg_last[pos]);
+    const auto p = static_cast<std::int64_t>(pos);
+    std::int64_t at = 0;
+    switch (w.kind) {
+      case InterRecordKind::kAbove: at = p - w.offset - c; break;
+      case InterRecordKind::kBelow: at = p + w.offset + c; break;
+      case InterRecordKind::kTop: at = first + std::max<std::int64_t>(w.offset, 1) - 1 + c; break;
+      default: at = last - std::max<std::int64_t>(w.offset, 1) - c; break;
+    }
+    if (at < first || at >= last) return Value::null();
+    return a[order[static_cast<std::size_t>(at)]];
+  }
+
+  // Whether two rows (key order) share every dimension value but the last.
+  bool same_segment(std::size_t a, std::size_t b) const {
+    for (std::size_t d = 0; d + 1 < dims_.size(); ++d)
+      if (cube_->codes_[d][a] != cube_->codes_[d][b]) return false;
+    return true;
   }
 
   bool has_none(std::uint64_t key) const {
@@ -818,6 +1401,8 @@ class HypercubeBuilder {
       }
       for (std::size_t m = 0; m < spec.measures.size() && !found; ++m) {
         if (spec.measures[m] != name) continue;
+        if (!measures_[m].windows.empty())
+          throw Error("cannot sort by '" + name + "': it uses inter-record functions, which are computed on the sorted rows");
         if (direction == "load") throw Error("sort direction 'load' is for dimensions, not the measure '" + name + "'");
         SortColumn c;
         c.desc = direction == "desc";
@@ -934,6 +1519,10 @@ class HypercubeBuilder {
   std::string set_text_;  // the text of the measure that wrote each set, for errors
   std::vector<std::string> set_texts_{""};
   std::vector<MeasurePlan> measures_;
+  std::vector<std::pair<Expression, std::uint32_t>> nested_exprs_;
+  std::vector<AggrTerm> aggr_terms_;
+  std::vector<std::vector<Value>> aggr_columns_;  // per Aggr term, per row (in key order)
+  std::vector<Value> aggr_totals_;
 };
 
 std::shared_ptr<const Hypercube> hypercube(const AssociativeModel& model, const SelectionState& state,

@@ -34,7 +34,9 @@ struct ExprNode {
     kField,   // name: a field reference
     kUnary,   // op, args[0]
     kBinary,  // op, args[0], args[1]
-    kCall,    // name (as written): a scalar function of args
+    kCall,    // name (as written): a scalar function of args; also Aggr (args[0] the
+              // expression, then its dimensions as kField nodes, with the modifiers below)
+              // and the inter-record functions (Above, Rank, …; `total` for their TOTAL)
     kAgg,     // name (as written): an aggregation of args, with the modifiers below
     kStar,    // the * of Count(*)
     kSet,     // name: a set expression's text between { and }
@@ -53,6 +55,8 @@ struct ExprNode {
   bool total = false;
   std::vector<std::string> total_fields;  // TOTAL <F, …>
   std::vector<std::size_t> total_positions;
+  // kField as an Aggr dimension: its sort words as written, e.g. "NUMERIC DESCENDING".
+  std::string sort;
 };
 
 // A parsed expression: nodes in a flat list, children before their parents.

@@ -33,15 +33,26 @@ class Plan {
     return nodes_[root_].kind == PlanNode::Kind::kInput ? std::int64_t{nodes_[root_].input} : -1;
   }
 
+  // Renumbers inputs from `from` on to start at `to`.
+  void shift_inputs(std::uint32_t from, std::uint32_t to) {
+    for (PlanNode& p : nodes_)
+      if (p.kind == PlanNode::Kind::kInput && p.input >= from) p.input = p.input - from + to;
+  }
+
   // Binds the subtree of `e` at `root`. `leaf` is called for every field, aggregation, set
   // and star of the subtree and returns the input number that stands for it (or throws).
   static Plan bind(const Expression& e, std::uint32_t root,
                    const std::function<std::uint32_t(std::uint32_t node)>& leaf);
+  // The same, where `as_leaf` may also make a node that is a scalar call a leaf (a Range
+  // function over several rows, computed by the caller).
+  static Plan bind(const Expression& e, std::uint32_t root, const std::function<std::uint32_t(std::uint32_t node)>& leaf,
+                   const std::function<bool(std::uint32_t node)>& as_leaf);
 
  private:
   Value eval_node(std::uint32_t n, const Value* inputs) const;
   std::uint32_t bind_node(const Expression& e, std::uint32_t n,
                           const std::function<std::uint32_t(std::uint32_t node)>& leaf);
+  std::function<bool(std::uint32_t node)> as_leaf_;
   std::vector<PlanNode> nodes_;
   std::uint32_t root_ = 0;
 };

@@ -1,0 +1,431 @@
+"""Aggr, ranks, inter-record and range functions in measures (spec chart-expressions §4, §5).
+
+The worked Shop examples of the spec as named tests, then a comparison with a brute-force
+reference written here from the spec (rows scanned per virtual row and per chart row, sharing
+no code with the engine) on random small models under random selections.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pytest
+
+import assoc
+from assoc import App
+
+SHOP = {
+    "Orders": {
+        "OrderID": [1, 2, 3, 4, 5, 6, 7],
+        "Customer": ["Alice", "Alice", "Bob", "Bob", "Carol", "Carol", "Eve"],
+        "Year": [2020, 2021, 2020, 2021, 2021, 2021, 2021],
+        "Product": ["Bolt", "Nut", "Bolt", "Washer", "Bolt", "Nut", "Nut"],
+        "Amount": [10, 20, 30, 40, 50, 5, 25],
+    },
+    "Customers": {
+        "Customer": ["Alice", "Bob", "Carol", "Dave"],
+        "Country": ["Sweden", "Norway", "Sweden", "Denmark"],
+    },
+}
+SWEDEN = {"Country": ["Sweden"]}
+
+
+@pytest.fixture(scope="module")
+def shop() -> App:
+    return App.from_tables(SHOP)
+
+
+def cube(
+    app: App,
+    dims: list[str],
+    measures: list[str],
+    select: dict[str, list[Any]] | None = None,
+    **kw: Any,
+) -> Any:
+    with app.session() as s:
+        for field, values in (select or {}).items():
+            s.select(field, values)
+        return s.hypercube(dims, measures, **kw)
+
+
+def one(app: App, measure: str, select: dict[str, list[Any]] | None = None) -> Any:
+    [row] = cube(app, [], [measure], select).rows
+    return row[0]
+
+
+def error_of(app: App, measure: str) -> str:
+    with pytest.raises(assoc.Error) as e:
+        cube(app, [], [measure])
+    return str(e.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# §4 Aggr
+
+
+def test_avg_of_aggr_under_selection_a(shop: App) -> None:
+    assert one(shop, "Avg(Aggr(Sum(Amount), Customer))", SWEDEN) == 42.5
+
+
+def test_max_of_aggr_under_selection_a(shop: App) -> None:
+    assert one(shop, "Max(Aggr(Sum(Amount), Customer))", SWEDEN) == 55
+
+
+def test_count_of_aggr_if_under_selection_a(shop: App) -> None:
+    assert one(shop, "Count(Aggr(If(Sum(Amount)>40, 1), Customer))", SWEDEN) == 1
+
+
+def test_first_sorted_value_over_aggr(shop: App) -> None:
+    # §3: the customer with the highest total, then the second.
+    assert one(shop, "FirstSortedValue(Customer, -Aggr(Sum(Amount), Customer))") == "Bob"
+    assert one(shop, "FirstSortedValue(Customer, -Aggr(Sum(Amount), Customer), 2)") == "Carol"
+
+
+def test_aggr_nodistinct_on_every_order_row(shop: App) -> None:
+    rows = cube(shop, ["Customer", "OrderID"], ["Aggr(NODISTINCT Sum(Amount), Customer)"]).rows
+    assert rows == [
+        ("Alice", 1, 30),
+        ("Alice", 2, 30),
+        ("Bob", 3, 70),
+        ("Bob", 4, 70),
+        ("Carol", 5, 55),
+        ("Carol", 6, 55),
+        ("Eve", 7, 25),
+    ]
+
+
+def test_aggr_distinct_counts_each_virtual_row_in_one_chart_row(shop: App) -> None:
+    rows = cube(shop, ["Customer", "OrderID"], ["Aggr(Sum(Amount), Customer)"]).rows
+    assert [r[2] for r in rows] == [30, None, 70, None, 55, None, 25]
+
+
+def test_bare_aggr_on_matching_rows_and_null_total(shop: App) -> None:
+    c = cube(shop, ["Customer"], ["Aggr(Sum(Amount), Customer)"], SWEDEN)
+    assert c.rows == [("Alice", 30), ("Carol", 55)]
+
+
+def test_aggr_over_a_chart_dimension_it_lacks(shop: App) -> None:
+    rows = cube(shop, ["Country"], ["Avg(Aggr(Sum(Amount), Customer))", "Sum(Amount)"]).rows
+    avg = {r[0]: r[1] for r in rows}
+    assert avg["Sweden"] == 42.5
+    assert avg["Norway"] == 70
+
+
+def test_sorted_aggr_dimension_orders_the_virtual_table(shop: App) -> None:
+    # Running total per year inside Aggr, the years descending: 2021 first (140), then 180.
+    asc = "Sum(Aggr(RangeSum(Above(Sum(Amount), 0, 2)), (Year, (NUMERIC, ASCENDING))))"
+    desc = "Sum(Aggr(RangeSum(Above(Sum(Amount), 0, 2)), (Year, (NUMERIC, DESCENDING))))"
+    assert one(shop, asc) == 40 + 180
+    assert one(shop, desc) == 140 + 180
+    assert (
+        one(shop, "Max(Aggr(RowNo() * 1000 + Year, (Year, (NUMERIC, DESCENDING))))") == 2000 + 2020
+    )
+
+
+def test_rank_inside_aggr(shop: App) -> None:
+    rows = cube(shop, ["Customer"], ["Aggr(Rank(Sum(Amount)), Customer)"]).rows
+    assert dict(rows)["Bob"] == 1
+    assert dict(rows)["Carol"] == 2
+
+
+def test_nested_aggregation_without_aggr_is_an_error_with_its_position(shop: App) -> None:
+    msg = error_of(shop, "Sum(Sum(Amount))")
+    assert "needs Aggr" in msg
+    assert "position 4" in msg
+
+
+def test_field_beside_aggr_is_an_error(shop: App) -> None:
+    msg = error_of(shop, "Sum(Amount * Aggr(Sum(Amount), Customer))")
+    assert "beside Aggr" in msg
+    assert "position 4" in msg
+
+
+def test_aggr_misuse_errors(shop: App) -> None:
+    assert "at least one dimension" in error_of(shop, "Sum(Aggr(Sum(Amount)))")
+    assert "unknown field 'Nope'" in error_of(shop, "Sum(Aggr(Sum(Amount), Nope))")
+    assert "FREQUENCY" in error_of(shop, "Sum(Aggr(Sum(Amount), (Year, (FREQUENCY, ASCENDING))))")
+    assert "same dimensions" in error_of(
+        shop, "Sum(Aggr(Sum(Amount), Year) + Aggr(Sum(Amount), Customer))"
+    )
+    assert "NODISTINCT belongs to Aggr" in error_of(shop, "Sum(NODISTINCT Amount)")
+
+
+# ---------------------------------------------------------------------------------------------
+# §5 ranks, rows and ranges: the table of the spec (no selection, dims Year, Customer)
+
+SECTION5 = [
+    "Sum(Amount)",
+    "RowNo()",
+    "RowNo(TOTAL)",
+    "NoOfRows()",
+    "Above(Sum(Amount))",
+    "Above(TOTAL Sum(Amount))",
+    "RangeSum(Above(Sum(Amount),0,RowNo()))",
+    "Rank(Sum(Amount))",
+    "Rank(TOTAL Sum(Amount))",
+]
+
+
+def test_section5_table(shop: App) -> None:
+    rows = cube(shop, ["Year", "Customer"], SECTION5).rows
+    assert rows == [
+        (2020, "Alice", 10, 1, 1, 2, None, None, 10, 2, 6),
+        (2020, "Bob", 30, 2, 2, 2, 10, 10, 40, 1, 3),
+        (2021, "Alice", 20, 1, 3, 4, None, 30, 20, 4, 5),
+        (2021, "Bob", 40, 2, 4, 4, 20, 20, 60, 2, 2),
+        (2021, "Carol", 55, 3, 5, 4, 40, 40, 115, 1, 1),
+        (2021, "Eve", 25, 4, 6, 4, 55, 55, 140, 3, 4),
+    ]
+
+
+def test_inter_record_functions_are_null_on_the_totals_row(shop: App) -> None:
+    c = cube(shop, ["Customer"], ["RowNo()", "Above(Sum(Amount))", "Rank(Sum(Amount))"])
+    assert c.totals == [None, None, None]
+
+
+def test_below_top_bottom_and_column(shop: App) -> None:
+    rows = cube(
+        shop,
+        ["Customer"],
+        [
+            "Sum(Amount)",
+            "Below(Sum(Amount))",
+            "Top(Sum(Amount))",
+            "Bottom(Sum(Amount))",
+            "Column(1) * 2",
+        ],
+    ).rows
+    assert rows == [
+        ("Alice", 30, 70, 30, 25, 60),
+        ("Bob", 70, 55, 30, 25, 140),
+        ("Carol", 55, 0, 30, 25, 110),
+        ("Dave", 0, 25, 30, 25, 0),  # Dave has no orders: Sum 0
+        ("Eve", 25, None, 30, 25, 50),
+    ]
+
+
+def test_range_sum_of_the_doc_example() -> None:
+    # §5 doc example: Sum(MyField) = 10, 0, 8, 0, 0, 9 -> 10, 10, 18, 8, 8, 9.
+    app = App.from_tables(
+        {"T": {"K": [1, 2, 3, 4, 5, 6], "MyField": [10, "abc", 8, "def", "xyz", 9]}}
+    )
+    rows = cube(app, ["K"], ["RangeSum(Above(Sum(MyField), 0, 3))"]).rows
+    assert [r[1] for r in rows] == [10, 10, 18, 8, 8, 9]
+
+
+def test_row_no_doc_example() -> None:
+    # §5 doc example: If(RowNo()=1, 0, UnitSales/Above(UnitSales)) -> 0, 2.25, 1.111… for 4, 9, 10.
+    app = App.from_tables({"T": {"Customer": ["Astrida"] * 3, "UnitSales": [4, 9, 10]}})
+    rows = cube(
+        app, ["Customer", "UnitSales"], ["If(RowNo()=1, 0, UnitSales/Above(UnitSales))"]
+    ).rows
+    assert [r[2] for r in rows] == pytest.approx([0, 2.25, 10 / 9])
+
+
+@pytest.mark.parametrize(
+    ("values", "mode", "expected"),
+    [
+        ([50, 40, 40, 30], 0, [1, 2.5, 2.5, 4]),
+        ([50, 40, 40, 30], 1, [1, 2, 2, 4]),
+        ([50, 40, 40, 30], 2, [1, 2.5, 2.5, 4]),
+        ([50, 40, 40, 30], 3, [1, 3, 3, 4]),
+        ([50, 40, 40, 30], 4, [1, 2, 3, 4]),
+        ([50, 50, 40, 30], 0, [1, 1, 3, 4]),
+        ([50, 40, 30, 30], 0, [1, 2, 4, 4]),
+    ],
+)
+def test_rank_modes(values: list[int], mode: int, expected: list[float]) -> None:
+    app = App.from_tables({"T": {"K": [1, 2, 3, 4], "V": values}})
+    rows = cube(app, ["K"], [f"Rank(Sum(V), {mode})"]).rows
+    assert [r[1] for r in rows] == expected
+
+
+def test_rank_text_formats() -> None:
+    # The rank is a dual: tied rows show "low - high" (fmt 0), the low rank (fmt 1), or the
+    # low rank on the first tied row only (fmt 2).
+    app = App.from_tables({"T": {"K": [1, 2, 3, 4], "V": [50, 40, 40, 30]}})
+    measures = [
+        "Rank(Sum(V))",
+        "Text(Rank(Sum(V)))",
+        "Text(Rank(Sum(V), 0, 1))",
+        "Text(Rank(Sum(V), 0, 2))",
+    ]
+    rows = cube(app, ["K"], measures).rows
+    assert [r[1:] for r in rows] == [
+        (1, "1", "1", "1"),
+        (2.5, "2 - 3", "2", "2"),
+        (2.5, "2 - 3", "2", ""),
+        (4, "4", "4", "4"),
+    ]
+
+
+def test_range_functions_on_scalars(shop: App) -> None:
+    assert one(shop, "RangeSum(1, 'a', Null(), 2)") == 3
+    assert one(shop, "RangeAvg(1, 'a', 3)") == 2
+    assert one(shop, "RangeMin(3, 'a', 1)") == 1
+    assert one(shop, "RangeMax(3, 'a', 1)") == 3
+    assert one(shop, "RangeCount(1, 'a', Null())") == 2
+    assert one(shop, "RangeNullCount(1, Null(), Null())") == 2
+    assert one(shop, "RangeNumericCount(1, 'a', 2)") == 2
+    assert one(shop, "RangeTextCount(1, 'a', 2)") == 1
+    assert one(shop, "RangeMissingCount(1, 'a', Null())") == 2
+    assert one(shop, "RangeOnly(Null(), 'x', 'x')") == "x"
+    assert one(shop, "RangeOnly(1, 2)") is None
+    assert one(shop, "RangeMinString('b', 'a', 3)") == 3
+    assert one(shop, "RangeMaxString('b', 'a', 3)") == "b"
+    assert one(shop, "RangeMode(1, 2, 2)") == 2
+    assert one(shop, "RangeSum(Null())") == 0
+
+
+def test_inter_record_misuse_errors(shop: App) -> None:
+    assert "inside an aggregation" in error_of(shop, "Sum(Above(Amount))")
+    assert "inside a Range function" in error_of(shop, "Above(Sum(Amount), 0, 3)")
+    assert "Column(n) names a measure column" in error_of(shop, "Column(2)")
+    assert "mode of Rank" in error_of(shop, "Rank(Sum(Amount), 7)")
+    with pytest.raises(assoc.Error, match="inter-record"):
+        cube(shop, ["Customer"], ["Rank(Sum(Amount))"], sort=[("Rank(Sum(Amount))", "asc")])
+
+
+# ---------------------------------------------------------------------------------------------
+# Random models against a brute-force reference
+
+
+def random_model(rng: random.Random) -> dict[str, dict[str, list[Any]]]:
+    n_cust = rng.randint(2, 7)
+    customers = [f"C{i}" for i in range(n_cust)]
+    regions = ["R" + str(rng.randint(0, 2)) for _ in customers]
+    n = rng.randint(1, 30)
+    facts = {
+        "Customer": [rng.choice([*customers, "X"]) for _ in range(n)],  # X: no Customers row
+        "Month": [rng.randint(1, 6) for _ in range(n)],
+        "Amount": [rng.choice([None, rng.randint(-5, 50)]) for _ in range(n)],
+    }
+    # Every customer of the Customers table has facts (no Dave-like value), so the possible
+    # customers are those of the possible facts.
+    used = sorted({c for c in facts["Customer"] if c != "X"})
+    table = {"Customer": used, "Region": [regions[customers.index(c)] for c in used]}
+    return {"Facts": facts, "Customers": table}
+
+
+def reference(
+    model: dict[str, dict[str, list[Any]]], select: dict[str, list[Any]]
+) -> dict[str, Any]:
+    f, c = model["Facts"], model["Customers"]
+    region_of = dict(zip(c["Customer"], c["Region"], strict=True))
+    rows = []
+    for cust, month, amount in zip(f["Customer"], f["Month"], f["Amount"], strict=True):
+        if "Month" in select and month not in select["Month"]:
+            continue
+        if "Region" in select and region_of.get(cust) not in select["Region"]:
+            continue
+        rows.append((cust, month, amount, region_of.get(cust)))
+
+    def total(rs: list[tuple[Any, ...]]) -> float:
+        return float(sum(r[2] for r in rs if r[2] is not None))
+
+    # Aggr(Sum(Amount), Customer): one virtual row per possible customer (with a value).
+    virtual = {cust: total([r for r in rows if r[0] == cust]) for cust in {r[0] for r in rows}}
+    by_region: dict[Any, list[float]] = {}
+    for cust, v in virtual.items():
+        by_region.setdefault(region_of.get(cust), []).append(v)
+    out: dict[str, Any] = {
+        "avg_aggr_by_region": {k: sum(v) / len(v) for k, v in by_region.items() if k is not None},
+        "avg_aggr_total": sum(virtual.values()) / len(virtual) if virtual else None,
+        "max_aggr": max(virtual.values()) if virtual else None,
+    }
+    # By Month, sorted: running sum of 3, Below(…, 2), ranks (mode 0 and 3), row numbers.
+    months = sorted({r[1] for r in rows})
+    sums = [total([r for r in rows if r[1] == m]) for m in months]
+    n = len(sums)
+    out["by_month"] = [
+        (
+            m,
+            sums[i],
+            sum(sums[max(0, i - 2) : i + 1]),
+            sums[i + 2] if i + 2 < n else None,
+            rank(sums, i, 0),
+            rank(sums, i, 3),
+            i + 1,
+        )
+        for i, m in enumerate(months)
+    ]
+    # By Region, Month: Above per region segment (NULL region last), RowNo and RowNo(TOTAL).
+    pairs = sorted({(r[3], r[1]) for r in rows}, key=lambda p: (p[0] is None, p[0] or "", p[1]))
+    psums = [total([r for r in rows if (r[3], r[1]) == p]) for p in pairs]
+    two = []
+    for i, p in enumerate(pairs):
+        first = i
+        while first > 0 and pairs[first - 1][0] == p[0]:
+            first -= 1
+        two.append(
+            (p[0], p[1], psums[i], psums[i - 1] if i > first else None, i - first + 1, i + 1)
+        )
+    out["by_region_month"] = two
+    return out
+
+
+def rank(values: list[float], i: int, mode: int) -> float:
+    """Rank of values[i] among values, highest first, ties by the spec's modes 0 and 3."""
+    n = len(values)
+    higher = sum(1 for v in values if v > values[i])
+    tied = sum(1 for v in values if v == values[i])
+    low, high = higher + 1, higher + tied
+    if mode == 3:
+        return float(high)
+    middle = (n + 1) / 2
+    if high <= middle:
+        return float(low)
+    if low >= middle:
+        return float(high)
+    return (low + high) / 2
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_models_against_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    model = random_model(rng)
+    app = App.from_tables(model)
+    select: dict[str, list[Any]] = {}
+    if rng.random() < 0.5:
+        months = sorted(set(model["Facts"]["Month"]))
+        select["Month"] = rng.sample(months, rng.randint(1, len(months)))
+    regions = sorted(set(model["Customers"]["Region"]))
+    if regions and rng.random() < 0.4:
+        select["Region"] = rng.sample(regions, rng.randint(1, len(regions)))
+    ref = reference(model, select)
+    with app.session() as s:
+        for field, values in select.items():
+            s.select(field, values)
+        got = s.hypercube(["Region"], ["Avg(Aggr(Sum(Amount), Customer))"])
+        region_rows = {r[0]: r[1] for r in got.rows if r[0] is not None}
+        expected = ref["avg_aggr_by_region"]
+        assert set(region_rows) >= set(expected)
+        for k, v in expected.items():
+            assert math.isclose(region_rows[k], v)
+        assert close(got.totals[0], ref["avg_aggr_total"])
+        [[mx]] = s.hypercube([], ["Max(Aggr(Sum(Amount), Customer))"]).rows
+        assert close(mx, ref["max_aggr"])
+        month = s.hypercube(
+            ["Month"],
+            [
+                "Sum(Amount)",
+                "RangeSum(Above(Sum(Amount), 0, 3))",
+                "Below(Sum(Amount), 2)",
+                "Rank(Sum(Amount))",
+                "Rank(Sum(Amount), 3)",
+                "RowNo()",
+            ],
+        ).rows
+        assert [tuple(r) for r in month] == ref["by_month"]
+        two = s.hypercube(
+            ["Region", "Month"], ["Sum(Amount)", "Above(Sum(Amount))", "RowNo()", "RowNo(TOTAL)"]
+        ).rows
+        assert [tuple(r) for r in two] == ref["by_region_month"]
+
+
+def close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b)
