@@ -130,7 +130,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         app = create_app(settings, args.data_dir)
         listener = bind(args.host, args.port)
-    except (RuntimeError, OSError) as exc:
+    except (RuntimeError, OSError, Error) as exc:
         print(f"assoc serve: {exc}", file=sys.stderr)
         return 2
     with listener:

@@ -22,7 +22,8 @@ from assoc.server.metrics import Metrics, MetricsMiddleware, metrics_routes
 from assoc.server.qix.endpoint import QixConnections, qix_routes
 from assoc.server.routes import build_routes
 from assoc.server.settings import Settings
-from assoc.server.store import AppStore
+from assoc.server.store import AppStore, ObjectStore
+from assoc.server.store.shared import Janitor
 from assoc.server.ui import ui_routes
 
 __all__ = ["create_app", "going_away"]
@@ -34,8 +35,17 @@ GIL_SWITCH_SECONDS = 0.001  # Python's default is 0.005
 def create_app(
     settings: Settings | None = None, data_dir: str | os.PathLike[str] = "assoc-data"
 ) -> Starlette:
-    """The service for `settings`, storing apps under `data_dir`."""
+    """The service for `settings`, storing apps under `data_dir` (or, with AppStore, in an
+    object store that must honour conditional writes, with `data_dir` as its cache)."""
     settings = settings or Settings()
+    objects: ObjectStore | None = None
+    if settings.app_store:
+        objects = ObjectStore(settings.app_store, settings.s3_endpoint)
+        try:
+            objects.probe()
+        except BaseException:
+            objects.close()
+            raise
     metrics = Metrics()
     middleware = [Middleware(MetricsMiddleware, metrics=metrics), Middleware(CallCounter)]
     if settings.validate_json_web_tokens != "0":
@@ -56,7 +66,14 @@ def create_app(
             assoc.set_memory_blocks_kept(
                 min(kept, settings.memory_budget_bytes // BUDGET_SHARE_KEPT)
             )
-        store = await run_in_threadpool(AppStore, data_dir, settings.memory_budget_bytes)
+        store = await run_in_threadpool(
+            AppStore, data_dir, settings.memory_budget_bytes, None, objects
+        )
+        janitor = None
+        if objects is not None:
+            grace = settings.app_store_grace_seconds
+            janitor = Janitor(store, grace, grace / 2)
+            janitor.start()
         monitor = HealthMonitor(settings, store)
         monitor.start()
         metrics.bind(store, monitor)
@@ -70,6 +87,8 @@ def create_app(
             yield {"settings": settings, "store": store, "monitor": monitor, "qix": qix}
         finally:
             await qix.close_all()
+            if janitor is not None:
+                janitor.stop()
             monitor.stop()
             await run_in_threadpool(store.discard_uploads)
             store.close()

@@ -20,6 +20,8 @@ from assoc.server.store import (
     InvalidAppFile,
     MediaNotFound,
     StoredAppUnreadable,
+    StoreUnavailable,
+    VersionConflict,
 )
 from assoc.sources import UnsupportedFile
 
@@ -85,6 +87,8 @@ STORE_ERRORS: dict[type[assoc.Error], tuple[int, str]] = {
     AppIdRequired: (422, "AppIdRequired"),
     AppExists: (409, "AppExists"),
     StoredAppUnreadable: (500, "StoredAppUnreadable"),
+    StoreUnavailable: (503, "StoreUnavailable"),
+    VersionConflict: (409, "VersionConflict"),
 }
 
 
@@ -102,7 +106,7 @@ def _as_api_error(request: Request, exc: Exception) -> ApiError:
         return ApiError(status, code, detail, dict(exc.headers or {}) or None)
     for kind, (status, code) in STORE_ERRORS.items():
         if isinstance(exc, kind):
-            if status >= 500:  # the detail stays in the log
+            if status == 500:  # the detail stays in the log
                 log.error("%s: %s", code, exc)
                 return ApiError(status, code, "the engine could not load this app")
             return ApiError(status, code, str(exc))

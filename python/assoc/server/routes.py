@@ -7,7 +7,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
@@ -25,6 +25,7 @@ from assoc.server.store import AppStore, ImportMode
 from assoc.server.uploads import receive_upload
 
 Handler = Callable[[Request], Awaitable[Response]]
+T = TypeVar("T")
 OCTET_STREAM = "application/octet-stream"
 _CHUNK = 1 << 20
 
@@ -37,6 +38,13 @@ def _store(request: Request) -> AppStore:
 def _settings(request: Request) -> Settings:
     settings: Settings = request.scope["state"]["settings"]
     return settings
+
+
+async def _read(store: AppStore, fn: Callable[..., T], *args: object) -> T:
+    """A store read: off the event loop when it asks an object store (AppStore=s3://…)."""
+    if store.shared is None:
+        return fn(*args)
+    return await run_in_threadpool(fn, *args)
 
 
 def _user(request: Request) -> str:
@@ -97,12 +105,14 @@ async def import_app(request: Request) -> Response:
 async def list_apps(request: Request) -> Response:
     """GET /v1/apps (extension): NxApp of every app."""
     version = _settings(request).api_version
-    return JSONResponse([nx_app(a, version) for a in _store(request).list_attributes()])
+    store = _store(request)
+    return JSONResponse([nx_app(a, version) for a in await _read(store, store.list_attributes)])
 
 
 async def get_app(request: Request) -> Response:
     """GET /v1/apps/{appId} (extension): the app's NxApp."""
-    attributes = _store(request).attributes(request.path_params["appId"])
+    store = _store(request)
+    attributes = await _read(store, store.attributes, request.path_params["appId"])
     return JSONResponse(nx_app(attributes, _settings(request).api_version))
 
 
@@ -197,7 +207,7 @@ async def put_media_file(request: Request) -> Response:
     """PUT /v1/apps/{appId}/media/files/{path} (extension): stores the body as the file."""
     store = _store(request)
     app_id, path = request.path_params["appId"], request.path_params["path"]
-    store.attributes(app_id)  # 404 before reading a body for an unknown app
+    await _read(store, store.attributes, app_id)  # 404 before reading a body for an unknown app
     upload = await receive_upload(request, store.new_upload_path(), _settings(request))
     await run_in_threadpool(store.put_media, app_id, path, upload.path)
     return JSONResponse({})

@@ -59,6 +59,20 @@ def _text(text: str) -> str:
     return text
 
 
+def _store_url(text: str) -> str:
+    if text:
+        from assoc.server.store.s3 import StoreUrl
+
+        StoreUrl.parse(text)
+    return text
+
+
+def _http_url(text: str) -> str:
+    if text and not text.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL")
+    return text
+
+
 def _absolute_paths(text: str) -> str:
     for path in (p.strip() for p in text.split(";")):
         if path and not os.path.isabs(path):
@@ -206,6 +220,26 @@ SPECS: tuple[SettingSpec, ...] = (
         "absolute paths separated by ';', default <data-dir>/files: the folders load-script "
         "connections may point into",
     ),
+    SettingSpec(
+        "AppStore",
+        "app_store",
+        _store_url,
+        "s3://bucket/prefix, default none (the data dir): apps live in that S3-compatible "
+        "object store, the data dir is a cache (credentials and region from AWS_* variables)",
+    ),
+    SettingSpec(
+        "S3Endpoint",
+        "s3_endpoint",
+        _http_url,
+        "the object store's URL for AppStore, default AWS_ENDPOINT_URL or AWS itself",
+    ),
+    SettingSpec(
+        "AppStoreGraceSeconds",
+        "app_store_grace_seconds",
+        _int_range(60),
+        "seconds, default 3600: versions no pointer names are removed from the AppStore once "
+        "this old (the janitor runs every half of it)",
+    ),
 )
 
 _BY_NAME = {spec.name.lower(): spec for spec in SPECS}
@@ -237,6 +271,9 @@ class Settings:
     qix_engine_threads: int = 0
     prometheus_port: int = 0
     allowed_folders: str = ""
+    app_store: str = ""
+    s3_endpoint: str = ""
+    app_store_grace_seconds: int = 3600
 
     @classmethod
     def from_sources(

@@ -37,6 +37,8 @@ from assoc.server.store.errors import (
     InvalidAppFile,
     MediaNotFound,
     StoredAppUnreadable,
+    StoreUnavailable,
+    VersionConflict,
 )
 from assoc.server.store.export import export_app
 from assoc.server.store.files import EarlyFlush, check_data_dir, lock_data_dir, remove
@@ -51,8 +53,10 @@ from assoc.server.store.imports import (
     stored_tables,
     table_stage,
 )
-from assoc.server.store.media import ListForm
+from assoc.server.store.media import MEDIA_DIR, ListForm
 from assoc.server.store.reloads import reload_manifest, stage_tables
+from assoc.server.store.s3 import ObjectStore, Pointer
+from assoc.server.store.shared import SharedApps
 from assoc.server.store.versions import VersionDirs
 from assoc.sources import SourceKind, load_model
 
@@ -70,7 +74,10 @@ __all__ = [
     "Lease",
     "ListForm",
     "MediaNotFound",
+    "ObjectStore",
+    "StoreUnavailable",
     "StoredAppUnreadable",
+    "VersionConflict",
     "check_data_dir",
 ]
 
@@ -79,13 +86,17 @@ log = logging.getLogger("assoc.server.store")
 
 
 class AppStore:
-    """Apps kept durably under a data dir; safe for concurrent imports, deletes and reads."""
+    """Apps kept durably under a data dir; safe for concurrent imports, deletes and reads.
+
+    With `objects` (an object store), the apps live there and the data dir is this node's
+    cache of them (see `shared`)."""
 
     def __init__(
         self,
         data_dir: str | os.PathLike[str],
         memory_budget_bytes: int = 0,
         limits: PackageLimits | None = None,
+        objects: ObjectStore | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.limits = limits or import_limits(memory_budget_bytes)
@@ -108,6 +119,7 @@ class AppStore:
             self.close()
             raise
         self.tmp_dir = self._dirs.tmp_dir
+        self.shared = SharedApps(objects, self) if objects is not None else None
 
     @property
     def memory_budget_bytes(self) -> int:
@@ -117,12 +129,19 @@ class AppStore:
     def close(self) -> None:
         """Lets another store open the data dir (the apps stay on disk)."""
         self._lock_file.close()
+        if self.shared is not None:
+            self.shared.objects.close()
 
     def __enter__(self) -> AppStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _fresh(self, app_id: str) -> None:
+        """With an object store: the cached app revalidated against its pointer first."""
+        if self.shared is not None:
+            self.shared.refresh(app_id)
 
     def _app_lock(self, app_id: str) -> threading.RLock:
         with self._cache.lock:
@@ -157,24 +176,35 @@ class AppStore:
     # ---- reading ---------------------------------------------------------------------
 
     def app_ids(self) -> list[str]:
-        """Ids of every stored app, sorted."""
+        """Ids of every stored app, sorted (the cached ones while the object store does not
+        answer)."""
+        if self.shared is not None:
+            try:
+                return self.shared.app_ids()
+            except StoreUnavailable:
+                pass
         return sorted(self._cache.entries)
 
     def attributes(self, app_id: str) -> dict[str, Any]:
         """The app's NxAttributes."""
+        self._fresh(app_id)
         return dict(self._cache.entry(app_id).manifest.attributes)
 
     def objects(self, app_id: str) -> list[dict[str, Any]]:
         """The app's objects (sheets, stories, …) with their approved flag."""
+        self._fresh(app_id)
         return list(self._cache.entry(app_id).manifest.objects)
 
     def list_attributes(self) -> list[dict[str, Any]]:
         """NxAttributes of every app, ordered by name then id."""
+        if self.shared is not None:
+            return self.shared.list_attributes()
         attrs = [dict(e.manifest.attributes) for e in list(self._cache.entries.values())]
         return sorted(attrs, key=lambda a: (a["name"].lower(), a["id"]))
 
     def lease(self, app_id: str) -> Lease:
         """The loaded app (`.app`), never evicted until `.release()`; AppNotFound if unknown."""
+        self._fresh(app_id)
         return self._cache.lease(app_id)
 
     @contextlib.contextmanager
@@ -190,7 +220,10 @@ class AppStore:
             return self._cache.cached_metadata_json(app_id) or serialise(app.metadata())
 
     def cached_metadata_json(self, app_id: str) -> bytes | None:
-        """The metadata JSON when it is at hand (no loading, no waiting), else None."""
+        """The metadata JSON when it is at hand (no loading, no waiting), else None (always
+        with an object store: its pointer is to be revalidated first)."""
+        if self.shared is not None:
+            return None
         return self._cache.cached_metadata_json(app_id)
 
     def usage(self) -> DocUsage:
@@ -303,6 +336,8 @@ class AppStore:
                     attrs, written = set_attributes(manifest, mode, name, owner), b""
             app_id = attrs["id"]
             with self._app_lock(app_id):
+                if mode is ImportMode.AUTOREPLACE and self.shared is not None:
+                    self.shared.refresh(app_id)  # the store's current version is replaced
                 old = self._cache.entries.get(app_id)
                 if mode is ImportMode.NEW and old is not None:
                     raise AppExists(f"app id {app_id!r} exists")  # a UUID clash: never in practice
@@ -323,7 +358,7 @@ class AppStore:
         app_id: str,
         version_dir: Path,
         manifest: Manifest,
-        app: App,
+        app: App | None,
         old: Entry | None,
         flushed: frozenset[str] = frozenset(),
         written: bytes = b"",
@@ -335,18 +370,30 @@ class AppStore:
         if data != written:
             manifest_path.write_bytes(data)
             flushed -= {str(manifest_path)}
-        committed = self._dirs.commit(
-            app_id, version_dir, old.version_dir if old is not None else None, flushed
-        )
+        pointer: Pointer | None = None
+        if self.shared is not None:  # the commit: the store's pointer swapped to it
+            pointer = self.shared.commit(app_id, version_dir, manifest, old)
+        try:
+            committed = self._dirs.commit(
+                app_id, version_dir, old.version_dir if old is not None else None, flushed
+            )
+        except BaseException:
+            if self.shared is not None:
+                self.shared.committed(app_id, None)
+            raise
+        if self.shared is not None:
+            self.shared.committed(app_id, pointer)
         entry = Entry(app_id, committed, manifest, self._app_lock(app_id))
         with self._cache.lock:
             self._cache.entries[app_id] = entry
-        self._cache.hold(entry, app)
+        if app is not None:
+            self._cache.hold(entry, app)
 
     # ---- reloads ---------------------------------------------------------------------
 
     def script(self, app_id: str) -> tuple[str, list[dict[str, str]]]:
         """The app's load script and folder connections (app.json "script", "connections")."""
+        self._fresh(app_id)
         manifest = self._cache.entry(app_id).manifest
         return manifest.script, [dict(c) for c in manifest.connections]
 
@@ -376,6 +423,9 @@ class AppStore:
     def delete(self, app_id: str) -> None:
         """Deletes an app from disk and memory."""
         with self._app_lock(app_id):
+            if self.shared is not None:
+                self.shared.require(app_id)
+                self.shared.delete(app_id)
             self._cache.entry(app_id)
             self._dirs.delete(app_id)
             with self._cache.lock:
@@ -386,6 +436,7 @@ class AppStore:
 
     def media_file(self, app_id: str, path: str) -> Path:
         """The path of a media file on disk (valid until the app changes)."""
+        self._fresh(app_id)
         with self._app_lock(app_id):
             return media.media_file(self._cache.entry(app_id).media_root, path)
 
@@ -396,6 +447,7 @@ class AppStore:
 
     def open_thumbnail(self, app_id: str) -> BinaryIO:
         """The file the app's thumbnail attribute names, opened for reading."""
+        self._fresh(app_id)
         with self._app_lock(app_id):
             name = self._cache.entry(app_id).manifest.attributes["thumbnail"]
             if not name:
@@ -404,6 +456,7 @@ class AppStore:
 
     def media_list(self, app_id: str, path: str, form: ListForm) -> list[str]:
         """Media names under a folder, relative to the media root; folders end in '/'."""
+        self._fresh(app_id)
         with self._app_lock(app_id):
             return media.list_media(self._cache.entry(app_id).media_root, path, form)
 
@@ -411,6 +464,11 @@ class AppStore:
         """Stores an uploaded file (consumed) as a media file, replacing any file there."""
         try:
             with self._app_lock(app_id):
+                if self.shared is not None:
+                    self._new_media_version(
+                        app_id, lambda root: media.put_media(root, path, source)
+                    )
+                    return
                 media.put_media(self._cache.entry(app_id).media_root, path, source)
         finally:
             with contextlib.suppress(FileNotFoundError):
@@ -419,14 +477,38 @@ class AppStore:
     def delete_media(self, app_id: str, path: str) -> None:
         """Deletes a media file or a whole media folder."""
         with self._app_lock(app_id):
+            if self.shared is not None:
+                self._new_media_version(app_id, lambda root: _delete_media_in(root, path))
+                return
             folder = media.delete_media(self._cache.entry(app_id).media_root, path)
             if folder is not None:
                 self._dirs.discard(folder)
+
+    def _new_media_version(self, app_id: str, change: Callable[[Path], object]) -> None:
+        """With an object store, where versions never change: commits a copy of the app's
+        current version with `change` made to its media folder (the app's lock held)."""
+        assert self.shared is not None
+        self.shared.refresh(app_id)
+        old = self._cache.entry(app_id)
+        stage_dir, version_dir = self.shared.stage_copy(old)
+        try:
+            (version_dir / MEDIA_DIR).mkdir(exist_ok=True)
+            change(version_dir / MEDIA_DIR)
+            manifest = Manifest.parse(old.manifest.to_json())
+            self._publish(app_id, version_dir, manifest, old.app, old)
+        finally:
+            remove(stage_dir)
+
+    def collect_garbage(self, grace_seconds: float) -> list[tuple[str, str]]:
+        """With an object store, the janitor: removes versions no pointer names that nothing
+        wrote to for `grace_seconds`; returns the (app id, version) pairs removed."""
+        return self.shared.collect_garbage(grace_seconds) if self.shared is not None else []
 
     # ---- export ----------------------------------------------------------------------
 
     def export(self, app_id: str, out: BinaryIO) -> None:
         """Writes the app as a package that imports back to the same data, attributes and media."""
+        self._fresh(app_id)
         with self.lease(app_id) as app, self._app_lock(app_id):
             export_app(app, self._cache.entry(app_id), out, self.tmp_dir)
 
@@ -439,3 +521,10 @@ class AppStore:
                 return App(load_model(tables))
         except Error as exc:
             raise StoredAppUnreadable(f"app {entry.app_id!r} cannot be loaded: {exc}") from exc
+
+
+def _delete_media_in(root: Path, path: str) -> None:
+    """Deletes a media file or folder from a staged version's media folder."""
+    folder = media.delete_media(root, path)
+    if folder is not None:
+        remove(folder)

@@ -40,3 +40,11 @@ class StoredAppUnreadable(Error):
 
 class DataDirInUse(Error):
     """Another store holds the data dir."""
+
+
+class StoreUnavailable(Error):
+    """The app store (an object store) did not answer, or answered with a failure."""
+
+
+class VersionConflict(Error):
+    """A commit lost the race for an app's pointer to another commit (nothing changed)."""

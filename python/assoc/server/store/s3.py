@@ -1,0 +1,422 @@
+"""Apps in an S3-compatible object store: immutable version folders and one pointer per app.
+
+    {prefix}/apps/{id}/v/{version}/...   app.json, table files, media/** (never changed)
+    {prefix}/pointers/{id}               JSON naming the app's current version (and its
+                                         attributes, so a listing needs no version read)
+    {prefix}/probes/{uuid}               the start-up check of conditional writes
+
+A commit uploads a version's files, then swaps the pointer: `If-None-Match: *` for a new app,
+`If-Match: <etag>` for a replacement, so of two writers from the same version one wins and the
+other gets `VersionConflict`. Every pointer body is unique (its version is new, with a nonce),
+so equal ETags mean the same commit. The client is obstore (the `assoc[s3]` extra).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import datetime
+import functools
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+
+from assoc import Error
+from assoc.server.store.errors import StoreUnavailable, VersionConflict
+
+T = TypeVar("T")
+
+POINTERS = "pointers/"
+APPS = "apps/"
+PROBES = "probes/"
+_TRANSFER_THREADS = 8
+_CHUNK = 8 << 20
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """One app's pointer as read or written: its ETag, the version it names, its attributes."""
+
+    etag: str
+    version: str
+    attributes: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StoreUrl:
+    """`s3://bucket/prefix` parsed."""
+
+    bucket: str
+    prefix: str
+
+    @classmethod
+    def parse(cls, text: str) -> StoreUrl:
+        """The bucket and prefix of an AppStore setting; ValueError when it is not s3://…"""
+        parsed = urlparse(text)
+        if parsed.scheme != "s3" or not parsed.netloc or parsed.query or parsed.fragment:
+            raise ValueError("must be s3://bucket or s3://bucket/prefix")
+        return cls(parsed.netloc, parsed.path.strip("/"))
+
+
+@dataclass
+class OpStats:
+    """Requests of one kind: how many, their seconds, how many failed."""
+
+    count: int = 0
+    seconds: float = 0.0
+    errors: int = 0
+
+
+@dataclass
+class StoreStats:
+    """Store requests by operation (get, put, list, delete, copy), for /metrics."""
+
+    ops: dict[str, OpStats] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def snapshot(self) -> dict[str, OpStats]:
+        """A copy of the counters."""
+        with self.lock:
+            return {k: OpStats(v.count, v.seconds, v.errors) for k, v in self.ops.items()}
+
+
+def _obstore() -> Any:
+    try:
+        import obstore
+    except ImportError:
+        raise Error(
+            "AppStore needs the S3 client: install the extra `assoc[s3]` (pip install 'assoc[s3]')"
+        ) from None
+    return obstore
+
+
+class ObjectStore:
+    """The apps of one `s3://bucket/prefix`, read and written through conditional requests."""
+
+    def __init__(
+        self,
+        url: str,
+        endpoint: str = "",
+        *,
+        timeout_seconds: float = 30.0,
+        retries: int = 2,
+    ) -> None:
+        obs = _obstore()
+        from obstore.store import S3Store
+
+        self.url = url
+        where = StoreUrl.parse(url)
+        endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL_S3", "")
+        endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL", "")
+        config: dict[str, Any] = {"conditional_put": "etag"}
+        if endpoint:
+            config["endpoint"] = endpoint
+            config["virtual_hosted_style_request"] = False
+        if not os.environ.get("AWS_REGION") and not os.environ.get("AWS_DEFAULT_REGION"):
+            config["region"] = "us-east-1"
+        self._obs = obs
+        self._exc = obs.exceptions
+        self._store = S3Store(
+            where.bucket,
+            prefix=where.prefix or None,
+            client_options={
+                "allow_http": endpoint.startswith("http://"),
+                "connect_timeout": datetime.timedelta(seconds=min(timeout_seconds, 5.0)),
+                "timeout": datetime.timedelta(seconds=timeout_seconds),
+            },
+            retry_config={
+                "max_retries": retries,
+                "retry_timeout": datetime.timedelta(seconds=timeout_seconds),
+                "backoff": {
+                    "init_backoff": datetime.timedelta(milliseconds=50),
+                    "max_backoff": datetime.timedelta(seconds=1),
+                    "base": 2.0,
+                },
+            },
+            **config,
+        )
+        self.stats = StoreStats()
+        self._pool = concurrent.futures.ThreadPoolExecutor(_TRANSFER_THREADS, "assoc-s3")
+
+    def close(self) -> None:
+        """Stops the transfer threads."""
+        self._pool.shutdown(wait=False)
+
+    # ---- one request ---------------------------------------------------------------
+
+    def _call(self, op: str, fn: Callable[[], T]) -> T:
+        """Runs one store request, counting it; transport and server failures become
+        StoreUnavailable (not-found and precondition answers pass through)."""
+        started = time.perf_counter()
+        failed = False
+        try:
+            return fn()
+        except (
+            FileNotFoundError,
+            self._exc.NotFoundError,
+            self._exc.PreconditionError,
+            self._exc.AlreadyExistsError,
+            self._exc.NotModifiedError,
+            VersionGone,
+        ):
+            raise
+        except Exception as exc:
+            failed = True
+            detail = _first_line(exc)
+            raise StoreUnavailable(f"the app store {self.url} is unavailable: {detail}") from exc
+        finally:
+            with self.stats.lock:
+                stats = self.stats.ops.setdefault(op, OpStats())
+                stats.count += 1
+                stats.seconds += time.perf_counter() - started
+                stats.errors += failed
+
+    # ---- start-up ------------------------------------------------------------------
+
+    def probe(self) -> None:
+        """Checks that the store answers and refuses a second `If-None-Match: *` PUT (412);
+        raises Error otherwise."""
+        key = f"{PROBES}{uuid.uuid4().hex}"
+        obs = self._obs
+        try:
+            self._call("put", lambda: obs.put(self._store, key, b"probe", mode="create"))
+            try:
+                self._call("put", lambda: obs.put(self._store, key, b"again", mode="create"))
+            except (self._exc.AlreadyExistsError, self._exc.PreconditionError):
+                return
+            raise Error(
+                f"the app store {self.url} does not honour conditional writes (a second "
+                "PUT with If-None-Match: * succeeded); it cannot keep concurrent commits apart"
+            )
+        except StoreUnavailable as exc:
+            raise Error(str(exc)) from None
+        finally:
+            with contextlib.suppress(Exception):
+                self._call("delete", lambda: obs.delete(self._store, key))
+
+    # ---- pointers ------------------------------------------------------------------
+
+    def read_pointer(self, app_id: str, if_none_match: str | None = None) -> Pointer | None:
+        """The app's pointer; None when the app has none; `if_none_match` unchanged: raises
+        NotModified."""
+        options = {"if_none_match": if_none_match} if if_none_match else {}
+        obs = self._obs
+
+        def get() -> tuple[str, bytes]:
+            result = obs.get(self._store, POINTERS + app_id, options=options)
+            return str(result.meta["e_tag"]), bytes(result.bytes())
+
+        try:
+            etag, body = self._call("get", get)
+        except self._exc.NotModifiedError:
+            raise NotModified from None
+        except (FileNotFoundError, self._exc.NotFoundError):
+            return None
+        data = json.loads(body)
+        return Pointer(etag, str(data["version"]), dict(data["attributes"]))
+
+    def swap_pointer(
+        self, app_id: str, version: str, attributes: dict[str, Any], base: str | None
+    ) -> Pointer:
+        """Points the app at `version`: created when `base` is None, else only while the
+        pointer's ETag is still `base`; VersionConflict when another commit came first."""
+        body = json.dumps(
+            {"version": version, "attributes": attributes, "nonce": uuid.uuid4().hex},
+            separators=(",", ":"),
+        ).encode()
+        mode: Any = "create" if base is None else {"e_tag": base}
+        obs = self._obs
+        try:
+            result = self._call(
+                "put", lambda: obs.put(self._store, POINTERS + app_id, body, mode=mode)
+            )
+        except (self._exc.AlreadyExistsError, self._exc.PreconditionError):
+            raise VersionConflict(
+                f"app {app_id!r} was changed by another commit meanwhile; nothing was changed"
+            ) from None
+        return Pointer(str(result["e_tag"]), version, attributes)
+
+    def delete_pointer(self, app_id: str) -> None:
+        """Removes the app's pointer (the app is gone from then on)."""
+        obs = self._obs
+        self._call("delete", lambda: obs.delete(self._store, POINTERS + app_id))
+
+    def list_pointers(self) -> dict[str, str]:
+        """ETag of every app's pointer, by app id."""
+        return {
+            entry["path"][len(POINTERS) :]: str(entry["e_tag"])
+            for entry in self._list(POINTERS)
+            if "/" not in entry["path"][len(POINTERS) :]
+        }
+
+    def _list(self, prefix: str) -> list[dict[str, Any]]:
+        obs = self._obs
+
+        def run() -> list[dict[str, Any]]:
+            return [dict(entry) for entry in obs.list(self._store, prefix=prefix).collect()]
+
+        return self._call("list", run)
+
+    # ---- versions ------------------------------------------------------------------
+
+    @staticmethod
+    def version_prefix(app_id: str, version: str) -> str:
+        """Where the files of one version live."""
+        return f"{APPS}{app_id}/v/{version}/"
+
+    def upload_version(
+        self, app_id: str, version: str, local: Path, reuse: tuple[str, Path] | None = None
+    ) -> None:
+        """Uploads every file under `local` as the version's files. With `reuse` (an older
+        version and its local folder), files that are the same file on disk (hard links) are
+        copied inside the store instead."""
+        prefix = self.version_prefix(app_id, version)
+        same: dict[str, str] = {}
+        if reuse is not None:
+            old_prefix = self.version_prefix(app_id, reuse[0])
+            for rel, path in _files(reuse[1]):
+                if not rel.endswith("/"):
+                    same[_inode(path)] = old_prefix + rel
+        obs = self._obs
+        jobs: list[Callable[[], Any]] = []
+        for rel, path in _files(local):
+            key = prefix + rel
+            source = None if rel.endswith("/") else same.get(_inode(path))
+            if rel.endswith("/"):
+                jobs.append(
+                    functools.partial(
+                        self._call, "put", functools.partial(obs.put, self._store, key, b"")
+                    )
+                )
+            elif source is not None:
+                jobs.append(
+                    functools.partial(
+                        self._call, "copy", functools.partial(obs.copy, self._store, source, key)
+                    )
+                )
+            else:
+                jobs.append(
+                    functools.partial(
+                        self._call, "put", functools.partial(self._put_file, path, key)
+                    )
+                )
+        self._run_all(jobs)
+
+    def _put_file(self, path: Path, key: str) -> object:
+        with open(path, "rb") as f:
+            return self._obs.put(self._store, key, f, chunk_size=_CHUNK)
+
+    def download_version(self, app_id: str, version: str, target: Path) -> None:
+        """Writes every file of the version under `target`; NotFoundError (obstore's) when
+        the version is gone (a janitor removed it after the pointer moved on)."""
+        prefix = self.version_prefix(app_id, version)
+        entries = self._list(prefix)
+        if not any(e["path"] == prefix + "app.json" for e in entries):
+            raise VersionGone(f"version {version} of app {app_id!r} is not in the store")
+        target.mkdir(parents=True, exist_ok=True)
+        obs = self._obs
+
+        def fetch(key: str) -> None:
+            rel = key[len(prefix) :]
+            path = target.joinpath(*rel.split("/"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                result = obs.get(self._store, key)
+            except (FileNotFoundError, self._exc.NotFoundError):
+                raise VersionGone(f"version {version} of app {app_id!r} is gone") from None
+            with open(path, "wb") as f:
+                for chunk in result.stream(min_chunk_size=_CHUNK):
+                    f.write(chunk)
+
+        self._run_all(
+            [
+                functools.partial(self._call, "get", functools.partial(fetch, e["path"]))
+                for e in entries
+                if not e["path"].endswith("/")
+            ]
+        )
+        # Empty media folders are kept as "<folder>/" marker objects.
+        for e in entries:
+            if e["path"].endswith("/"):
+                target.joinpath(*e["path"][len(prefix) :].split("/")).mkdir(
+                    parents=True, exist_ok=True
+                )
+
+    def delete_version(self, app_id: str, version: str) -> None:
+        """Removes every file of one version."""
+        self._delete_keys([e["path"] for e in self._list(self.version_prefix(app_id, version))])
+
+    def _delete_keys(self, keys: list[str]) -> None:
+        obs = self._obs
+        for start in range(0, len(keys), 1000):
+            batch = keys[start : start + 1000]
+            self._call("delete", functools.partial(obs.delete, self._store, batch))
+
+    def _run_all(self, jobs: list[Callable[[], Any]]) -> None:
+        for future in [self._pool.submit(job) for job in jobs]:
+            future.result()
+
+    # ---- the janitor ---------------------------------------------------------------
+
+    def collect_garbage(self, grace_seconds: float) -> list[tuple[str, str]]:
+        """Removes versions that no pointer names and that nothing wrote to for
+        `grace_seconds` (an upload still under way, or a commit about to swap its pointer,
+        is younger); returns the (app id, version) pairs removed."""
+        versions: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for entry in self._list(APPS):
+            parts = entry["path"][len(APPS) :].split("/", 3)
+            if len(parts) >= 3 and parts[1] == "v":
+                versions.setdefault((parts[0], parts[2]), []).append(entry)
+        # The pointers are read after the listing: a commit that swapped its pointer before
+        # is seen, one that swaps it after is younger than the grace period.
+        current: dict[str, str | None] = {}
+        for app_id in {app_id for app_id, _ in versions}:
+            pointer = self.read_pointer(app_id)
+            current[app_id] = pointer.version if pointer is not None else None
+        now = datetime.datetime.now(datetime.timezone.utc)
+        removed = []
+        for (app_id, version), entries in sorted(versions.items()):
+            if current[app_id] == version:
+                continue
+            newest = max(e["last_modified"] for e in entries)
+            if (now - newest).total_seconds() < grace_seconds:
+                continue
+            self._delete_keys([e["path"] for e in entries])
+            removed.append((app_id, version))
+        return removed
+
+
+class NotModified(Exception):
+    """A conditional GET of a pointer that has not changed (304)."""
+
+
+class VersionGone(Exception):
+    """A version named by a pointer read earlier is no longer in the store."""
+
+
+def _files(root: Path) -> Iterator[tuple[str, Path]]:
+    """(relative key, path) of every file under root; an empty folder as "folder/"."""
+    for folder, dirs, files in os.walk(root):
+        base = Path(folder)
+        rel_base = base.relative_to(root).as_posix()
+        rel_base = "" if rel_base == "." else rel_base + "/"
+        for name in files:
+            yield rel_base + name, base / name
+        if not dirs and not files and rel_base:
+            yield rel_base, base
+
+
+def _inode(path: Path) -> str:
+    st = path.stat()
+    return f"{st.st_dev}:{st.st_ino}"
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
