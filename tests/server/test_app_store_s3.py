@@ -105,7 +105,7 @@ def test_commit_puts_a_version_and_a_pointer_a_second_node_serves(
     assert [x["name"] for x in b.list_attributes()] == ["Sales"]
     assert b.app_ids() == [app_id]
     with b.using(app_id) as app:
-        assert app.tables == ["Sales"]  # the name names the one table too
+        assert app.tables == ["Orders"]  # a bare QVD's table keeps its header's name
     # A replacement on the first node is what the second serves next.
     _replace(a, app_id, "Customers", "Renamed")
     assert b.attributes(app_id)["name"] == "Renamed"
@@ -268,7 +268,7 @@ def test_http_service_on_the_store_lists_the_store(
         app_id = created.json()["attributes"]["id"]
         assert [a["attributes"]["name"] for a in two.get("/v1/apps").json()] == ["First"]
         metadata = two.get(f"/v1/apps/{app_id}/data/metadata").json()
-        assert [t["name"] for t in metadata["tables"]] == ["First"]
+        assert [t["name"] for t in metadata["tables"]] == ["Orders"]
         package = package_bytes({"Customers": CUSTOMERS}, attributes={"id": app_id})
         replaced = two.post("/v1/apps/import?mode=AUTOREPLACE", content=package)
         assert replaced.status_code == 200
