@@ -344,13 +344,6 @@ def unlock(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     return _lock(target, args, locking=False)
 
 
-@OBJECT_METHODS.method("AbortListObjectSearch", Param("qPath", "str", required=True))
-def abort_list_object_search(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
-    """Ends a list object search: there is none to end (searches are not kept)."""
-    _list_def(target, args["qPath"])
-    return Answer({})
-
-
 # ---- selection mode -------------------------------------------------------------------
 
 
