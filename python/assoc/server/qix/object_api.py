@@ -63,7 +63,9 @@ def get_list_object_data(s: QixSession, target: ObjectTarget, args: dict[str, An
     """Pages of a list object (at most 10,000 cells)."""
     definition = _list_def(target, args["qPath"])
     pages = parse_pages(args["qPages"], min_width=1)
-    view = ListObjectView(definition, target.doc.facts, target.doc.selections)
+    path = args["qPath"] if args["qPath"].startswith("/") else "/" + args["qPath"]
+    search = target.obj.state.get(path)  # a running search shows its matches
+    view = ListObjectView(definition, target.doc.facts, target.doc.selections, search)
     return Answer({"qDataPages": [view.page(p) for p in pages]})
 
 
