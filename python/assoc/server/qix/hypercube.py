@@ -12,6 +12,7 @@ from assoc.server.qix.facts import AppFacts, value_text
 from assoc.server.qix.listobject import STATE_NAMES, field_of, sort_criteria, value_states
 from assoc.server.qix.members import flag, member_object, member_objects, string_list
 from assoc.server.qix.pages import Page, data_page, page_area, parse_pages
+from assoc.server.qix.pivot import PivotState, PivotView
 from assoc.server.qix.rpc import (
     CALC_INVALID_DEF,
     INVALID_PARAMETERS,
@@ -30,6 +31,17 @@ class Dimension:
     label: str
     criteria: dict[str, int]
     null_suppression: bool
+    total: bool = False  # qOtherTotalSpec.qTotalMode TOTAL_EXPR: a totals node (pivot)
+
+    def sort(self) -> tuple[str, str] | None:
+        """The engine's sort of this dimension, or None."""
+        c = self.criteria
+        direction = c.get("qSortByNumeric") or c.get("qSortByAscii") or 0
+        if direction:
+            return (self.field, "asc" if direction > 0 else "desc")
+        if c.get("qSortByLoadOrder"):
+            return (self.field, "load")
+        return None
 
 
 @dataclass(frozen=True)
@@ -51,14 +63,23 @@ class HyperCubeDef:
     suppress_zero: bool
     suppress_missing: bool
     initial_pages: list[Page]
+    mode: str = "S"
+    # Pivot mode: dimension numbers (-1 the measures' pseudo-dimension) on the left, then on
+    # top; whether every node is expanded; whether totals come before their nodes.
+    left: tuple[int, ...] = ()
+    top: tuple[int, ...] = ()
+    fully_expanded: bool = False
+    totals_above: bool = False
 
     @classmethod
     def parse(cls, raw: Any) -> HyperCubeDef:
         """Checks a qHyperCubeDef (errors 8 / 7009 / 20 for what does not fit)."""
         raw = member_object(raw, "qHyperCubeDef")
         mode = raw.get("qMode", "S")
-        if mode != "S":
-            raise RpcError(NOT_IMPLEMENTED, "qMode", "only straight hypercubes (qMode S) for now")
+        if mode not in ("S", "P"):
+            raise RpcError(
+                NOT_IMPLEMENTED, "qMode", "straight (S) and pivot (P) hypercubes only for now"
+            )
         dimensions = []
         for d in member_objects(raw.get("qDimensions"), "qDimensions"):
             qdef = member_object(d.get("qDef"), "qDef")
@@ -67,7 +88,19 @@ class HyperCubeDef:
             label = labels[0] if labels and labels[0] else field
             sorts = member_objects(qdef.get("qSortCriterias"), "qSortCriterias")
             criteria = sort_criteria(sorts[0] if sorts else None)
-            dimensions.append(Dimension(field, str(label), criteria, flag(d, "qNullSuppression")))
+            spec = member_object(d.get("qOtherTotalSpec"), "qOtherTotalSpec")
+            total = spec.get("qTotalMode", "TOTAL_OFF")
+            if total not in ("TOTAL_OFF", "TOTAL_EXPR"):
+                raise RpcError(INVALID_PARAMETERS, "qTotalMode", "TOTAL_OFF or TOTAL_EXPR")
+            dimensions.append(
+                Dimension(
+                    field,
+                    str(label),
+                    criteria,
+                    flag(d, "qNullSuppression"),
+                    total == "TOTAL_EXPR",
+                )
+            )
         measures = []
         for m in member_objects(raw.get("qMeasures"), "qMeasures"):
             qdef = member_object(m.get("qDef"), "qDef")
@@ -84,17 +117,21 @@ class HyperCubeDef:
             measures.append(Measure(expression, str(label), int(numeric)))
         width = len(dimensions) + len(measures)
         order = raw.get("qInterColumnSortOrder") or list(range(width))
+        lowest = -1 if mode == "P" else 0  # -1: the pivot's measures (pseudo-dimension)
         if (
             not isinstance(order, list)
             or not all(isinstance(c, int) and not isinstance(c, bool) for c in order)
             or sorted(set(order)) != sorted(order)
-            or any(not 0 <= c < width for c in order)
+            or any(not lowest <= c < width for c in order)
         ):
             raise RpcError(
                 INVALID_PARAMETERS, "qInterColumnSortOrder", f"must list columns 0..{width - 1}"
             )
+        pivot = order if mode == "P" else []
+        order = [c for c in order if c >= 0]
         order = order + [c for c in range(width) if c not in order]
         pages = parse_pages(raw.get("qInitialDataFetch"))
+        left, top = _pivot_sides(raw, pivot, len(dimensions), len(measures))
         return cls(
             dimensions,
             measures,
@@ -102,6 +139,11 @@ class HyperCubeDef:
             flag(raw, "qSuppressZero"),
             flag(raw, "qSuppressMissing"),
             pages,
+            mode,
+            left,
+            top,
+            flag(raw, "qAlwaysFullyExpanded"),
+            flag(raw, "qShowTotalsAbove"),
         )
 
     def sort(self) -> list[tuple[str, str]]:
@@ -121,6 +163,30 @@ class HyperCubeDef:
                 if m.sort_numeric:
                     out.append((m.expression, "asc" if m.sort_numeric > 0 else "desc"))
         return out
+
+
+_EMPTY_AREA = {"qLeft": 0, "qTop": 0, "qWidth": 0, "qHeight": 0}
+
+
+def _pivot_sides(
+    raw: dict[str, Any], order: list[int], n_dims: int, n_measures: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A pivot's dimensions on the left and on top, in qInterColumnSortOrder (dimensions it
+    leaves out follow in their order; -1, the measures, comes last unless placed, and only
+    with two measures or more). qNoOfLeftDims counts positions in that order; -1 puts every
+    dimension on the left and a last pseudo-dimension on top."""
+    tree = [c for c in order if c < n_dims]
+    tree += [c for c in range(n_dims) if c not in tree]
+    if n_measures >= 2 and -1 not in tree:
+        tree.append(-1)
+    if n_measures < 2:
+        tree = [c for c in tree if c != -1]
+    count = raw.get("qNoOfLeftDims", -1)
+    if not isinstance(count, int) or isinstance(count, bool) or not -1 <= count <= len(tree):
+        raise RpcError(INVALID_PARAMETERS, "qNoOfLeftDims", f"must be -1..{len(tree)}")
+    if count == -1:
+        count = len(tree) - 1 if tree and tree[-1] == -1 else len(tree)
+    return tuple(tree[:count]), tuple(tree[count:])
 
 
 def measure_cell(value: float, state: str = "L") -> dict[str, Any]:
@@ -146,9 +212,18 @@ def _distinct(codes: np.ndarray, size: int) -> int:
 class HyperCubeView:
     """A hypercube computed for a session's current selections."""
 
-    def __init__(self, definition: HyperCubeDef, facts: AppFacts, session: assoc.Session) -> None:
+    def __init__(
+        self,
+        definition: HyperCubeDef,
+        facts: AppFacts,
+        session: assoc.Session,
+        state: PivotState | None = None,
+    ) -> None:
         self.definition = definition
         self.facts = facts
+        self.session = session
+        self.state = state
+        self._pivot: PivotView | None = None
         self.error: dict[str, Any] | None = None
         d = definition
         fields = [dim.field for dim in d.dimensions]
@@ -221,6 +296,19 @@ class HyperCubeView:
         row_texts = ["[" + ",".join(row) + "]" for row in zip(*columns, strict=True)]
         return data_page(row_texts if columns else [], rows, cols)
 
+    @property
+    def pivot(self) -> PivotView:
+        """The pivot trees (qMode P), made on first use."""
+        if self._pivot is None:
+            self._pivot = PivotView(self.definition, self.facts, self.session, self.state)
+        return self._pivot
+
+    def pivot_page(self, page: Page) -> dict[str, Any]:
+        """NxPivotPage of one page (an empty one when the cube has an error)."""
+        if self.error is not None:
+            return {"qLeft": [], "qTop": [], "qData": [], "qArea": _EMPTY_AREA}
+        return self.pivot.page(page)
+
     def _totals(self) -> list[float]:
         totals = self.cube.totals
         if isinstance(totals, dict):
@@ -245,6 +333,17 @@ class HyperCubeView:
             "qTreeNodesOnDim": [],
             "qColumnOrder": [],
         }
+        if d.mode == "P":
+            layout.update(
+                qMode="P",
+                qDataPages=[],
+                qPivotDataPages=[self.pivot_page(p) for p in d.initial_pages],
+                qNoOfLeftDims=len(d.left),
+                qEffectiveInterColumnSortOrder=list(d.left + d.top),
+                qLastExpandedPos={"qx": 0, "qy": 0},
+            )
+            if self.error is None:
+                layout["qSize"] = self.pivot.size
         if self.error is not None:
             layout["qError"] = self.error
             return layout

@@ -9,6 +9,7 @@ import numpy as np
 
 import assoc
 from assoc.server.qix.facts import AppFacts, FieldValues
+from assoc.server.qix.listsearch import ListSearch
 from assoc.server.qix.members import flag, member_object, member_objects, string_list
 from assoc.server.qix.pages import Page, data_page, page_area, parse_pages
 from assoc.server.qix.rpc import CALC_INVALID_DEF, INVALID_PARAMETERS, RpcError, json_number
@@ -106,8 +107,15 @@ class ListObjectDef:
 class ListObjectView:
     """A list object computed for a session's current selections."""
 
-    def __init__(self, definition: ListObjectDef, facts: AppFacts, session: assoc.Session) -> None:
+    def __init__(
+        self,
+        definition: ListObjectDef,
+        facts: AppFacts,
+        session: assoc.Session,
+        search: ListSearch | None = None,
+    ) -> None:
         self.definition = definition
+        self.search = search
         self.error: dict[str, Any] | None = None
         if definition.field not in facts.fields or definition.field.startswith("="):
             self.error = {
@@ -122,6 +130,8 @@ class ListObjectView:
             session, definition.field, len(self.values), definition.show_alternatives
         )
         self.order = sort_order(self.values, self.states, definition.criteria)
+        if search is not None:  # while searching, the values it matches
+            self.order = self.order[search.mask(self.values)[self.order]]
 
     def page(self, page: Page) -> dict[str, Any]:
         """NxDataPage of one page (one column; a width of 0 still reads it)."""
@@ -156,7 +166,7 @@ class ListObjectView:
         else:
             f = self.facts.fields[d.field]
             counts = np.bincount(self.states, minlength=len(STATE_NAMES))
-            size = len(self.values)
+            size = len(self.order)
             direction = d.criteria.get("qSortByAscii") or d.criteria.get("qSortByNumeric") or 0
             info.update(
                 qApprMaxGlyphCount=self.values.max_glyphs,
@@ -178,7 +188,7 @@ class ListObjectView:
                 qMax=json_number(self.values.maximum),
                 qCardinalities={
                     "qCardinal": f["cardinal"],
-                    "qHypercubeCardinal": size,
+                    "qHypercubeCardinal": len(self.values),
                     "qAllValuesCardinal": -1,
                 },
             )

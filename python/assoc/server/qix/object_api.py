@@ -63,7 +63,9 @@ def get_list_object_data(s: QixSession, target: ObjectTarget, args: dict[str, An
     """Pages of a list object (at most 10,000 cells)."""
     definition = _list_def(target, args["qPath"])
     pages = parse_pages(args["qPages"], min_width=1)
-    view = ListObjectView(definition, target.doc.facts, target.doc.selections)
+    path = args["qPath"] if args["qPath"].startswith("/") else "/" + args["qPath"]
+    search = target.obj.state.get(path)  # a running search shows its matches
+    view = ListObjectView(definition, target.doc.facts, target.doc.selections, search)
     return Answer({"qDataPages": [view.page(p) for p in pages]})
 
 
@@ -342,13 +344,6 @@ def lock(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
 def unlock(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Unlocks a list object's field or a cube's dimensions."""
     return _lock(target, args, locking=False)
-
-
-@OBJECT_METHODS.method("AbortListObjectSearch", Param("qPath", "str", required=True))
-def abort_list_object_search(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
-    """Ends a list object search: there is none to end (searches are not kept)."""
-    _list_def(target, args["qPath"])
-    return Answer({})
 
 
 # ---- selection mode -------------------------------------------------------------------

@@ -154,6 +154,9 @@ class GenericObject:
     soft_patches: list[Any] = field(default_factory=list)
     effective: dict[str, Any] | None = None  # properties with the soft patches, when any
     app_object: bool = False  # made by CreateObject (listed by qAppObjectListDef)
+    # What methods set per definition path and layouts show: a list object's search, a
+    # pivot cube's expanded nodes (cube_api.py).
+    state: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def create(
@@ -241,7 +244,7 @@ class GenericObject:
             for key, item in value.items():
                 here = f"{path}/{key}"
                 if key in COMPUTED and here in self.definitions:
-                    result = self._compute(self.definitions[here], ctx)
+                    result = self._compute(self.definitions[here], ctx, self.state.get(here))
                     _copy_custom(item, result)
                     out[COMPUTED[key]] = result
                 elif key == LAYOUT_EXCLUDE:
@@ -280,11 +283,11 @@ class GenericObject:
         return {"qItems": items}
 
     @staticmethod
-    def _compute(definition: Any, ctx: LayoutContext) -> dict[str, Any]:
+    def _compute(definition: Any, ctx: LayoutContext, state: Any = None) -> dict[str, Any]:
         if isinstance(definition, ListObjectDef):
-            return ListObjectView(definition, ctx.facts, ctx.session).layout()
+            return ListObjectView(definition, ctx.facts, ctx.session, state).layout()
         if isinstance(definition, HyperCubeDef):
-            return HyperCubeView(definition, ctx.facts, ctx.session).layout()
+            return HyperCubeView(definition, ctx.facts, ctx.session, state).layout()
         kind, raw = definition.kind, definition.raw
         if kind == FIELD_LIST_DEF:
             return field_list(ctx.facts, raw)

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 import assoc
+from assoc.server.qix.cube_api import CUBE_METHODS
 from assoc.server.qix.doc_api import DOC_METHODS
 from assoc.server.qix.field_api import FIELD_METHODS
 from assoc.server.qix.global_api import GLOBAL_METHODS
@@ -32,7 +33,7 @@ METHODS: dict[str, MethodTable] = {
     "Global": MethodTable(GLOBAL_METHODS | SCRIPT_GLOBAL_METHODS),
     "Doc": MethodTable(DOC_METHODS | SCRIPT_DOC_METHODS),
     "Field": FIELD_METHODS,
-    "GenericObject": OBJECT_METHODS,
+    "GenericObject": MethodTable(OBJECT_METHODS | CUBE_METHODS),
 }
 _log = logging.getLogger("assoc.qix")
 

@@ -1,0 +1,267 @@
+"""Pivot hypercubes (qMode P) over a real `assoc serve`: the left and top trees, cells computed
+from the same tables in the test, expanding and collapsing, totals, the measures'
+pseudo-dimension, pages and their limits, and selecting pivot cells."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from qixclient import QixClient
+
+from conftest import CUSTOMERS, ORDERS, QixServer
+
+pytestmark = pytest.mark.server
+
+REGION_OF = dict(zip(CUSTOMERS["Customer"], CUSTOMERS["Region"], strict=True))
+# Regions in ascii order, the NULL region (customer d has none) last.
+REGIONS = sorted(set(CUSTOMERS["Region"]))
+
+
+def customers_of(region: str) -> list[str]:
+    return sorted(c for c, r in REGION_OF.items() if r == region)
+
+
+# Every (region, customer) the tables associate: d has orders but no region.
+PAIRS = [[r, c] for r in REGIONS for c in customers_of(r)] + [["-", "d"]]
+
+
+@pytest.fixture
+def qix(qix_server: QixServer, app_id: str) -> Iterator[QixClient]:
+    with QixClient(qix_server.ws_base + "/app/engineData") as client:
+        client.open_doc(app_id)
+        yield client
+
+
+def pivot(dims: list[str], measures: list[str], **more: Any) -> dict[str, Any]:
+    return {
+        "qInfo": {"qType": "pivot-table"},
+        "qHyperCubeDef": {
+            "qMode": "P",
+            "qDimensions": [
+                {"qDef": {"qFieldDefs": [d], "qSortCriterias": [{"qSortByAscii": 1}]}} for d in dims
+            ],
+            "qMeasures": [{"qDef": {"qDef": m}} for m in measures],
+            "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 50, "qHeight": 50}],
+            **more,
+        },
+    }
+
+
+def orders(region: str | None = None, customer: str | None = None) -> list[int]:
+    """The rows of Orders of a region (None: any; "" the orders without one) and customer."""
+    out = []
+    for i, c in enumerate(ORDERS["Customer"]):
+        r = REGION_OF.get(c, "")
+        if (region is None or r == region) and (customer is None or c == customer):
+            out.append(i)
+    return out
+
+
+def total(rows: list[int]) -> float:
+    return float(sum(ORDERS["Amount"][i] for i in rows))
+
+
+def hypercube(qix: QixClient, obj: int) -> dict[str, Any]:
+    cube: dict[str, Any] = qix.result("GetLayout", [], obj)["qLayout"]["qHyperCube"]
+    return cube
+
+
+def left_texts(nodes: list[dict[str, Any]]) -> list[list[str]]:
+    """Each row of the left tree as the texts from its root to its leaf."""
+    out: list[list[str]] = []
+    for node in nodes:
+        if node["qSubNodes"]:
+            out += [[node["qText"], *rest] for rest in left_texts(node["qSubNodes"])]
+        else:
+            out.append([node["qText"]])
+    return out
+
+
+def numbers(page: dict[str, Any]) -> list[list[Any]]:
+    return [[cell["qNum"] for cell in row] for row in page["qData"]]
+
+
+def test_collapsed_first_level_with_two_measures_on_top(qix: QixClient) -> None:
+    obj = qix.handle_of(
+        "CreateSessionObject", [pivot(["Region", "Customer"], ["Sum(Amount)", "Count(OrderId)"])], 1
+    )
+    cube = hypercube(qix, obj)
+    assert cube["qMode"] == "P"
+    assert cube["qDataPages"] == []
+    assert cube["qNoOfLeftDims"] == 2
+    assert cube["qEffectiveInterColumnSortOrder"] == [0, 1, -1]
+    page = cube["qPivotDataPages"][0]
+    assert left_texts(page["qLeft"]) == [[r] for r in REGIONS] + [["-"]]
+    assert [n["qCanExpand"] for n in page["qLeft"]] == [True] * 4
+    assert page["qLeft"][3]["qType"] == "U"
+    assert page["qLeft"][3]["qElemNo"] == -1
+    assert [(n["qText"], n["qType"], n["qElemNo"]) for n in page["qTop"]] == [
+        ("Sum(Amount)", "P", 0),
+        ("Count(OrderId)", "P", 1),
+    ]
+    expected = [[total(orders(r)), float(len(orders(r)))] for r in [*REGIONS, ""]]
+    assert numbers(page) == expected
+    assert cube["qSize"] == {"qcx": 2, "qcy": 4}
+    assert page["qArea"] == {"qLeft": 0, "qTop": 0, "qWidth": 2, "qHeight": 4}
+
+
+def test_expand_and_collapse_left(qix: QixClient) -> None:
+    obj = qix.handle_of("CreateSessionObject", [pivot(["Region", "Customer"], ["Sum(Amount)"])], 1)
+    answer = qix.call("ExpandLeft", ["/qHyperCubeDef", 0, 0, False], obj)
+    assert answer["result"] == {}
+    assert obj in answer["change"]
+    page = hypercube(qix, obj)["qPivotDataPages"][0]
+    north = customers_of("North")
+    rows = [["North", c] for c in north] + [[r] for r in REGIONS[1:]] + [["-"]]
+    assert left_texts(page["qLeft"]) == rows
+    assert page["qLeft"][0]["qCanCollapse"]
+    assert not page["qLeft"][0]["qCanExpand"]
+    assert numbers(page) == [
+        *([total(orders("North", c))] for c in north),
+        *([total(orders(r))] for r in [*REGIONS[1:], ""]),
+    ]
+    assert page["qTop"] == []
+    assert hypercube(qix, obj)["qSize"] == {"qcx": 1, "qcy": len(rows)}
+    # Collapse the node at the second row (North's second customer's row), level 0.
+    qix.result("CollapseLeft", ["/qHyperCubeDef", 1, 0, False], obj)
+    page = hypercube(qix, obj)["qPivotDataPages"][0]
+    assert left_texts(page["qLeft"]) == [[r] for r in REGIONS] + [["-"]]
+    # qAll: every region.
+    qix.result("ExpandLeft", ["/qHyperCubeDef", 0, 0, True], obj)
+    page = hypercube(qix, obj)["qPivotDataPages"][0]
+    assert all(n["qCanCollapse"] for n in page["qLeft"])
+    assert left_texts(page["qLeft"]) == PAIRS
+
+
+def test_expand_errors(qix: QixClient) -> None:
+    obj = qix.handle_of("CreateSessionObject", [pivot(["Region", "Customer"], ["Sum(Amount)"])], 1)
+    # Row 99 does not exist; level 1 has no node while collapsed; the top has no nodes.
+    for method, params in (
+        ("ExpandLeft", ["/qHyperCubeDef", 99, 0, False]),
+        ("ExpandLeft", ["/qHyperCubeDef", 0, 1, False]),
+        ("CollapseLeft", ["/qHyperCubeDef", 0, 0, False]),
+        ("ExpandTop", ["/qHyperCubeDef", 0, 0, False]),
+    ):
+        answer = qix.call(method, params, obj)
+        assert answer["error"]["code"] == 8, (method, answer)
+    straight = qix.handle_of(
+        "CreateSessionObject",
+        [{"qHyperCubeDef": {"qDimensions": [{"qDef": {"qFieldDefs": ["Region"]}}]}}],
+        1,
+    )
+    answer = qix.call("ExpandLeft", ["/qHyperCubeDef", 0, 0, False], straight)
+    assert answer["error"]["code"] == 8
+    assert qix.call("ExpandLeft", ["/nothing", 0, 0, False], obj)["error"]["code"] == 2
+
+
+def test_fully_expanded_with_totals_above(qix: QixClient) -> None:
+    props = pivot(["Region", "Customer"], ["Sum(Amount)"])
+    cube_def = props["qHyperCubeDef"]
+    cube_def.update(qAlwaysFullyExpanded=True, qShowTotalsAbove=True)
+    for d in cube_def["qDimensions"]:
+        d["qOtherTotalSpec"] = {"qTotalMode": "TOTAL_EXPR"}
+    obj = qix.handle_of("CreateSessionObject", [props], 1)
+    page = hypercube(qix, obj)["qPivotDataPages"][0]
+    nodes = page["qLeft"]
+    # The grand total first, then each region with its own total first.
+    assert nodes[0]["qType"] == "T"
+    assert nodes[0]["qText"] == "Totals"
+    expected_rows = [["Totals"]]
+    expected = [[total(orders())]]
+    for region in [*REGIONS, ""]:
+        expected_rows.append([region or "-", "Totals"])
+        expected.append([total(orders(region))])
+        for customer in customers_of(region) if region else ["d"]:
+            expected_rows.append([region or "-", customer])
+            expected.append([total(orders(region, customer))])
+    assert left_texts(nodes) == expected_rows
+    assert numbers(page) == expected
+    assert all(not n["qCanExpand"] and not n["qCanCollapse"] for n in nodes)
+    assert [c["qType"] for c in (row[0] for row in page["qData"])][:2] == ["T", "T"]
+    # Below: each total after its nodes.
+    cube_def["qShowTotalsAbove"] = False
+    qix.result("SetProperties", [props], obj)
+    nodes = hypercube(qix, obj)["qPivotDataPages"][0]["qLeft"]
+    assert nodes[-1]["qType"] == "T"
+    assert nodes[0]["qSubNodes"][-1]["qType"] == "T"
+
+
+def test_dimension_on_top(qix: QixClient) -> None:
+    props = pivot(["Region", "Customer"], ["Sum(Amount)"], qNoOfLeftDims=1)
+    obj = qix.handle_of("CreateSessionObject", [props], 1)
+    cube = hypercube(qix, obj)
+    page = cube["qPivotDataPages"][0]
+    customers = sorted(CUSTOMERS["Customer"] + ["d"])
+    assert [n["qText"] for n in page["qTop"]] == customers
+    assert left_texts(page["qLeft"]) == [[r] for r in REGIONS] + [["-"]]
+    expected = []
+    for region in [*REGIONS, ""]:
+        row = []
+        for customer in customers:
+            paired = [region or "-", customer] in PAIRS
+            row.append(total(orders(region, customer)) if paired else "NaN")
+        expected.append(row)
+    assert numbers(page) == expected
+    assert page["qData"][0][1]["qText"] == "-"  # North and b: no such combination
+    assert cube["qSize"] == {"qcx": len(customers), "qcy": 4}
+    assert cube["qNoOfLeftDims"] == 1
+
+
+def test_pages_cut_nodes_with_up_and_down(qix: QixClient) -> None:
+    props = pivot(["Region", "Customer"], ["Sum(Amount)", "Count(OrderId)"])
+    props["qHyperCubeDef"]["qAlwaysFullyExpanded"] = True
+    obj = qix.handle_of("CreateSessionObject", [props], 1)
+    # Rows 1..2: North's second customer and South's only one; the Count column only.
+    page = qix.result(
+        "GetHyperCubePivotData",
+        ["/qHyperCubeDef", [{"qTop": 1, "qLeft": 1, "qWidth": 1, "qHeight": 2}]],
+        obj,
+    )["qDataPages"][0]
+    assert page["qArea"] == {"qLeft": 1, "qTop": 1, "qWidth": 1, "qHeight": 2}
+    north, south = page["qLeft"]
+    assert (north["qText"], north["qUp"], north["qDown"]) == ("North", 1, 0)
+    assert [n["qText"] for n in north["qSubNodes"]] == [customers_of("North")[1]]
+    assert (south["qText"], south["qUp"], south["qDown"]) == ("South", 0, 0)
+    assert [n["qText"] for n in page["qTop"]] == ["Count(OrderId)"]
+    assert numbers(page) == [
+        [float(len(orders("North", customers_of("North")[1])))],
+        [float(len(orders("South", "b")))],
+    ]
+    # Past the end: an empty page; too many cells: 7009; a straight cube's pages: error 8.
+    past = qix.result(
+        "GetHyperCubePivotData",
+        ["/qHyperCubeDef", [{"qTop": 99, "qLeft": 0, "qWidth": 2, "qHeight": 5}]],
+        obj,
+    )["qDataPages"][0]
+    assert past["qData"] == []
+    assert past["qLeft"] == []
+    assert past["qArea"]["qHeight"] == 0
+    big = [{"qTop": 0, "qLeft": 0, "qWidth": 101, "qHeight": 100}]
+    answer = qix.call("GetHyperCubePivotData", ["/qHyperCubeDef", big], obj)
+    assert answer["error"]["code"] == 7009
+
+
+def test_select_pivot_cells(qix: QixClient) -> None:
+    props = pivot(["Region", "Customer"], ["Sum(Amount)"], qNoOfLeftDims=1)
+    obj = qix.handle_of("CreateSessionObject", [props], 1)
+    customers = sorted(CUSTOMERS["Customer"] + ["d"])
+    cells = [{"qType": "L", "qRow": 1, "qCol": 0}, {"qType": "T", "qRow": 0, "qCol": 0}]
+    answer = qix.call("SelectPivotCells", ["/qHyperCubeDef", cells], obj)
+    assert answer["result"] == {"qSuccess": True}
+    assert obj in answer["change"]
+    selection = qix.handle_of(
+        "CreateSessionObject", [{"qInfo": {"qType": "cs"}, "qSelectionObjectDef": {}}], 1
+    )
+    shown = qix.result("GetLayout", [], selection)["qLayout"]["qSelectionObject"]["qSelections"]
+    assert {s["qField"]: s["qSelected"] for s in shown} == {
+        "Region": REGIONS[1],
+        "Customer": customers[0],
+    }
+    # South and a: no combination, so the pivot is empty now.
+    assert hypercube(qix, obj)["qSize"]["qcy"] == 0
+    qix.result("ClearAll", [], 1)
+    for bad in ({"qType": "D", "qRow": 0, "qCol": 0}, {"qType": "L", "qRow": 50, "qCol": 0}):
+        answer = qix.call("SelectPivotCells", ["/qHyperCubeDef", [bad]], obj)
+        assert answer["error"]["code"] == 8
