@@ -241,7 +241,8 @@ def test_script_variables_are_listed_after_a_reload(qix_server: QixServer) -> No
         )
         items = qix.result("GetLayout", [], listing)["qLayout"]["qVariableList"]["qItems"]
         names = {i["qName"]: i["qIsScriptCreated"] for i in items}
-        assert names["vColor"] is True and names["vTwo"] is True
+        assert names["vColor"] is True
+        assert names["vTwo"] is True
 
 
 def test_bookmarks_keep_and_apply_selections(qix_server: QixServer, app_id: str) -> None:
