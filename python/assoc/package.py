@@ -65,6 +65,9 @@ class Manifest:
     objects: list[dict[str, Any]] = field(default_factory=list)
     script: str = ""  # the load script DoReload runs
     connections: list[dict[str, str]] = field(default_factory=list)  # {name, path} folders
+    # The library: "dimensions", "measures", "variables", "bookmarks", each a list of
+    # {id, properties, …} (keys left out when empty).
+    library: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, data: bytes) -> Manifest:
@@ -98,6 +101,9 @@ class Manifest:
             objects=_parse_objects(doc.get("objects", [])),
             script=_parse_script(doc.get("script", "")),
             connections=_parse_connections(doc.get("connections", [])),
+            library={
+                key: _parse_items(doc.get(key, []), key) for key in LIBRARY_KEYS if doc.get(key)
+            },
         )
 
     def to_json(self) -> bytes:
@@ -113,6 +119,9 @@ class Manifest:
             doc["script"] = self.script
         if self.connections:
             doc["connections"] = self.connections
+        for key in LIBRARY_KEYS:
+            if self.library.get(key):
+                doc[key] = self.library[key]
         return json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8")
 
 
@@ -137,30 +146,75 @@ def _parse_tables(raw: Any) -> list[TableEntry]:
     return tables
 
 
-def _parse_objects(raw: Any) -> list[dict[str, Any]]:
+LIBRARY_KEYS = ("dimensions", "measures", "variables", "bookmarks")
+_ITEM_MEMBERS = {
+    "id": str,
+    "properties": dict,
+    "scriptCreated": bool,
+    "selections": dict,
+    "created": str,
+    "modified": str,
+}
+
+
+def _parse_items(raw: Any, key: str) -> list[dict[str, Any]]:
+    """A library list: objects with a unique string "id" and a "properties" object (and,
+    as their kind has them, "scriptCreated", "selections", "created", "modified")."""
     if not isinstance(raw, list):
-        raise Error(f'{MANIFEST_NAME}: "objects" must be an array')
+        raise Error(f'{MANIFEST_NAME}: "{key}" must be an array')
+    ids: set[str] = set()
+    out: list[dict[str, Any]] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise Error(f"{MANIFEST_NAME}: {key}[{i}] must be an object")
+        item_id = item.get("id")
+        if not isinstance(item_id, str) or not item_id:
+            raise Error(f'{MANIFEST_NAME}: {key}[{i}] needs an "id"')
+        if item_id in ids:
+            raise Error(f"{MANIFEST_NAME}: {key} {item_id!r} is listed twice")
+        if not isinstance(item.get("properties"), dict):
+            raise Error(f'{MANIFEST_NAME}: {key}[{i}] needs a "properties" object')
+        kept: dict[str, Any] = {}
+        for member, kind in _ITEM_MEMBERS.items():
+            if member not in item:
+                continue
+            value = item[member]
+            if not isinstance(value, kind):
+                raise Error(f'{MANIFEST_NAME}: {key}[{i}] "{member}" has the wrong type')
+            kept[member] = value
+        selections = kept.get("selections", {})
+        if not all(isinstance(v, list) for v in selections.values()):
+            raise Error(f'{MANIFEST_NAME}: {key}[{i}] "selections" must hold arrays')
+        ids.add(item_id)
+        out.append(kept)
+    return out
+
+
+def _parse_objects(raw: Any, where: str = "objects") -> list[dict[str, Any]]:
+    if not isinstance(raw, list):
+        raise Error(f'{MANIFEST_NAME}: "{where}" must be an array')
     objects: list[dict[str, Any]] = []
     ids: set[str] = set()
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
-            raise Error(f"{MANIFEST_NAME}: objects[{i}] must be an object")
+            raise Error(f"{MANIFEST_NAME}: {where}[{i}] must be an object")
         obj_id, obj_type = item.get("id"), item.get("type", "")
         approved, properties = item.get("approved", False), item.get("properties", {})
         if not isinstance(obj_id, str) or not obj_id:
-            raise Error(f'{MANIFEST_NAME}: objects[{i}] needs an "id"')
+            raise Error(f'{MANIFEST_NAME}: {where}[{i}] needs an "id"')
         if obj_id in ids:
             raise Error(f"{MANIFEST_NAME}: object {obj_id!r} is listed twice")
         if not isinstance(obj_type, str):
-            raise Error(f'{MANIFEST_NAME}: objects[{i}] "type" must be a string')
+            raise Error(f'{MANIFEST_NAME}: {where}[{i}] "type" must be a string')
         if not isinstance(approved, bool):
-            raise Error(f'{MANIFEST_NAME}: objects[{i}] "approved" must be true or false')
+            raise Error(f'{MANIFEST_NAME}: {where}[{i}] "approved" must be true or false')
         if not isinstance(properties, dict):
-            raise Error(f'{MANIFEST_NAME}: objects[{i}] "properties" must be an object')
+            raise Error(f'{MANIFEST_NAME}: {where}[{i}] "properties" must be an object')
         ids.add(obj_id)
-        objects.append(
-            {"id": obj_id, "type": obj_type, "approved": approved, "properties": properties}
-        )
+        entry = {"id": obj_id, "type": obj_type, "approved": approved, "properties": properties}
+        if "children" in item:  # child objects (CreateChild), saved with their parent
+            entry["children"] = _parse_objects(item["children"], f"{where}[{i}].children")
+        objects.append(entry)
     return objects
 
 
@@ -422,6 +476,7 @@ def write_package(
         objects=manifest.objects,
         script=manifest.script,
         connections=manifest.connections,
+        library=manifest.library,
     )
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         archive.writestr(MANIFEST_NAME, manifest.to_json())

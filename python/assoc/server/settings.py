@@ -202,6 +202,12 @@ SPECS: tuple[SettingSpec, ...] = (
         "default 10000: handles (fields, objects) one QIX session may hold open",
     ),
     SettingSpec(
+        "QixMaxKeptSessions",
+        "qix_max_kept_sessions",
+        _int_range(0, 1_000_000),
+        "default 1000: QIX sessions kept after their last socket (/ttl/N); past it the oldest ends",
+    ),
+    SettingSpec(
         "QixEngineThreads",
         "qix_engine_threads",
         _int_range(0, 1024),
@@ -268,6 +274,7 @@ class Settings:
     engine_version: str = ""
     qix_max_message_bytes: int = 16 << 20
     qix_max_objects_per_session: int = 10_000
+    qix_max_kept_sessions: int = 1000
     qix_engine_threads: int = 0
     prometheus_port: int = 0
     allowed_folders: str = ""

@@ -148,7 +148,7 @@ def new_object(s: QixSession, target: DocTarget, props: Any, name: str = "qProp"
     doc = target.doc
     info = props.get("qInfo") if isinstance(props, dict) else None
     wanted = info.get("qId") if isinstance(info, dict) else None
-    obj = GenericObject.create(props, new_object_id(doc.objects, wanted), name)
+    obj = GenericObject.create(props, new_object_id(doc.objects, wanted), name, doc.library)
     add_object(s.handles, doc, obj)
     return obj
 
@@ -162,12 +162,23 @@ def create_session_object(s: QixSession, target: DocTarget, args: dict[str, Any]
 
 @DOC_METHODS.method("CreateObject", Param("qProp", "object", required=True))
 def create_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """An object of a session app (it lives with the session); stored apps answer 20."""
-    if not target.doc.is_session_app:
-        raise RpcError(NOT_IMPLEMENTED, "CreateObject", "stored app objects are not implemented")
+    """An object of the app: listed by qAppObjectListDef and, for a stored app, stored by
+    DoSave (a session app's lives with the session)."""
     obj = new_object(s, target, args["qProp"])
     obj.app_object = True
     return Answer({"qInfo": obj.info, "qReturn": s.interface(obj.handle)})
+
+
+@DOC_METHODS.method("DestroyObject", Param("qId", "str", required=True))
+def destroy_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """Removes an app object and its children (their handles close; DoSave stores that);
+    false for an id that is no app object."""
+    obj = target.doc.objects.get(args["qId"])
+    if obj is None or not obj.app_object:
+        return Answer({"qSuccess": False})
+    parent = obj.parent
+    closed = remove_object(s.handles, target.doc, obj)
+    return Answer({"qSuccess": True}, close=closed, change=[parent.handle] if parent else [])
 
 
 @DOC_METHODS.method("DestroySessionObject", Param("qId", "str", required=True))

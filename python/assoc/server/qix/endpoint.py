@@ -30,6 +30,7 @@ from assoc.server.qix.rpc import (
     parse_request,
 )
 from assoc.server.qix.session import QixSession
+from assoc.server.qix.sessions import KeptSession, SessionRegistry, session_key
 from assoc.server.qix.urls import parse_qix_path
 from assoc.server.qix.workload import EngineWork, work_bytes
 from assoc.server.settings import Settings
@@ -53,12 +54,13 @@ class QixConnection:
         monitor: HealthMonitor,
         metrics: Metrics,
         engine: EngineWork,
+        lock: asyncio.Lock,
     ) -> None:
         self.websocket = websocket
         self.session = session
         self.engine = engine
         self._work: asyncio.Future[str] | None = None  # the engine request being answered
-        self.lock = asyncio.Lock()
+        self.lock = lock  # the session's: its sockets' requests are answered one at a time
         self.metrics = metrics
         self._send = send
         self._count_call = monitor.count_call
@@ -140,6 +142,7 @@ class QixConnections:
         self.stopping = False
         self._loop = asyncio.get_running_loop()
         self.engine = EngineWork(settings.qix_engine_threads, store.load_gate)
+        self.sessions = SessionRegistry(settings.qix_max_kept_sessions)
         self._connections: set[QixConnection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._unsubscribe = store.subscribe(self._app_event)
@@ -158,6 +161,12 @@ class QixConnections:
             self._loop.call_soon_threadsafe(self._close_documents, app_id)
 
     def _close_documents(self, app_id: str) -> None:
+        for kept in self.sessions.kept_sessions():
+            doc = kept.session.doc
+            if doc is not None and doc.app_id == app_id:
+                task = self._loop.create_task(_close_kept_document(kept, app_id))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
         for connection in list(self._connections):
             doc = connection.session.doc
             if doc is not None and doc.app_id == app_id:
@@ -187,7 +196,19 @@ class QixConnections:
                 await connection.websocket.close(GOING_AWAY)
         for task in list(self._tasks):
             task.cancel()
+        self.sessions.close_all()
         self.engine.shutdown()
+
+
+async def _close_kept_document(kept: KeptSession, app_id: str) -> None:
+    """Closes a kept session's document when its app was deleted or replaced."""
+    async with kept.lock:
+        doc = kept.session.doc
+        if doc is None or doc.app_id != app_id:
+            return
+        if doc.lease is not None and kept.session.store.is_current(doc.lease):
+            return
+        await run_in_threadpool(kept.session.close_document)
 
 
 def _text_of(message: Mapping[str, Any]) -> str | None:
@@ -218,10 +239,17 @@ class QixEndpoint:
         connections: QixConnections = state["qix"]
         # The URL names no app to open (OpenDoc does), but a path that is no QIX URL form
         # (a REST route's, say) is refused before the upgrade.
-        if parse_qix_path(scope["path"]) is None:
+        target = parse_qix_path(scope["path"])
+        if target is None:
             await refuse(scope, receive, send, ApiError(404, "NotFound", _NOT_QIX))
             return
-        session = QixSession(state["store"], settings, str(state.get("user", "")))
+        user = str(state.get("user", ""))
+        key = session_key(user, websocket.headers, target)
+        await websocket.accept()
+        kept, attached = connections.sessions.attach(
+            key, lambda: QixSession(state["store"], settings, user)
+        )
+        session = kept.session
         connection = QixConnection(
             websocket,
             send,
@@ -229,12 +257,13 @@ class QixEndpoint:
             state["monitor"],
             websocket.app.state.metrics,
             connections.engine,
+            kept.lock,
         )
-        await websocket.accept()
         connections.add(connection)
         limit = settings.qix_max_message_bytes
+        state_name = "SESSION_ATTACHED" if attached else "SESSION_CREATED"
         try:
-            await connection.send(notification("OnConnected", {"qSessionState": "SESSION_CREATED"}))
+            await connection.send(notification("OnConnected", {"qSessionState": state_name}))
             while True:
                 message = await receive()
                 if message["type"] != "websocket.receive":
@@ -258,7 +287,8 @@ class QixEndpoint:
         finally:
             connections.discard(connection)
             # Stopping, the session ends with the process: a request given up may still use it.
-            if not connections.stopping:
+            ends = connections.sessions.detach(kept, target.ttl_seconds)
+            if ends and not connections.stopping:
                 async with connection.lock:
                     await run_in_threadpool(session.close)
 

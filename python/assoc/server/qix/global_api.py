@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from assoc.server.qix.facts import app_facts
 from assoc.server.qix.handles import GlobalTarget, OpenDocument
 from assoc.server.qix.methods import Answer, MethodTable
+from assoc.server.qix.persist import open_stored
 from assoc.server.qix.rpc import APP_ALREADY_OPEN, APP_INVALID, APP_NOT_FOUND, Param, RpcError
 from assoc.server.qix.scripts import DocScript
 from assoc.server.store import AppNotFound
@@ -88,6 +89,11 @@ def open_doc(s: QixSession, _: GlobalTarget, args: dict[str, Any]) -> Answer:
         raise
     doc = OpenDocument(app_id, attributes, lease, facts, selections, script)
     s.open_document(doc)
+    try:
+        open_stored(s, doc)
+    except BaseException:
+        s.close_document()
+        raise
     return Answer({"qReturn": s.interface(doc.handle)}, change=[doc.handle])
 
 

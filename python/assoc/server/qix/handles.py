@@ -8,6 +8,7 @@ from typing import Any
 
 import assoc
 from assoc.server.qix.facts import AppFacts, app_facts
+from assoc.server.qix.library import QIX_TYPES, Library, LibraryItem
 from assoc.server.qix.objects import GenericObject, LayoutContext
 from assoc.server.qix.rpc import GLOBAL_HANDLE, INVALID_PARAMETERS, INVALID_PARAMS, RpcError
 from assoc.server.qix.scripts import DocScript
@@ -30,6 +31,8 @@ class OpenDocument:
     objects: dict[str, GenericObject] = field(default_factory=dict)  # by qId
     fields: dict[str, int] = field(default_factory=dict)  # field name -> handle
     modal: Modal | None = None  # the object in selection mode
+    library: Library = field(default_factory=Library)  # master items, variables, bookmarks
+    approved: dict[str, bool] = field(default_factory=dict)  # stored objects' approved flags
 
     def __post_init__(self) -> None:
         self.selections.keep_history = True  # for Back / Forward
@@ -43,6 +46,7 @@ class OpenDocument:
             modal.object_id if modal is not None else None,
             modal is not None and modal.made_selections,
             lambda: [(o.info, o.properties) for o in self.objects.values() if o.app_object],
+            self.library,
         )
 
     @property
@@ -114,7 +118,20 @@ class ObjectTarget:
     qix_type = "GenericObject"
 
 
-Target = GlobalTarget | DocTarget | FieldTarget | ObjectTarget
+@dataclass(eq=False)
+class LibraryTarget:
+    """A GenericDimension, GenericMeasure, GenericVariable or GenericBookmark handle."""
+
+    doc: OpenDocument
+    item: LibraryItem
+
+    @property
+    def qix_type(self) -> str:
+        """The QIX type of the item's kind."""
+        return QIX_TYPES[self.item.kind]
+
+
+Target = GlobalTarget | DocTarget | FieldTarget | ObjectTarget | LibraryTarget
 
 
 def object_interface(handle: int, target: Target) -> dict[str, Any]:
@@ -125,6 +142,8 @@ def object_interface(handle: int, target: Target) -> dict[str, Any]:
         generic_type, generic_id = "", target.name
     elif isinstance(target, ObjectTarget):
         generic_type, generic_id = target.obj.object_type, target.obj.object_id
+    elif isinstance(target, LibraryTarget):
+        generic_type, generic_id = target.item.kind, target.item.item_id
     else:
         generic_type, generic_id = "", ""
     return {

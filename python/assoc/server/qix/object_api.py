@@ -19,6 +19,7 @@ from assoc.server.qix.handles import (
     remove_object,
 )
 from assoc.server.qix.hypercube import HyperCubeDef, HyperCubeView
+from assoc.server.qix.library import Library
 from assoc.server.qix.listobject import ListObjectDef, ListObjectView
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.objects import CUBE_DEF, LIST_DEF, GenericObject, parse_properties
@@ -446,7 +447,9 @@ def get_full_property_tree(s: QixSession, target: ObjectTarget, _: dict[str, Any
     return Answer({"qPropEntry": target.obj.property_tree()})
 
 
-def _check_entry(entry: Any, name: str) -> list[tuple[dict[str, Any], Any]]:
+def _check_entry(
+    entry: Any, name: str, library: Library | None = None
+) -> list[tuple[dict[str, Any], Any]]:
     """Checks a GenericObjectEntry tree before anything changes: each entry's properties
     as at creation; answers (entry, its children) pairs, depth first."""
     checked = []
@@ -458,7 +461,7 @@ def _check_entry(entry: Any, name: str) -> list[tuple[dict[str, Any], Any]]:
         children = item.get("qChildren", [])
         if not isinstance(children, list):
             raise RpcError(INVALID_PARAMS, where, "Invalid Params: qChildren must be a list")
-        parse_properties(item["qProperty"], f"{where}/qProperty", "")
+        parse_properties(item["qProperty"], f"{where}/qProperty", "", library=library)
         checked.append((item, children))
         stack.extend((c, f"{where}/qChildren/{i}") for i, c in enumerate(children))
     return checked
@@ -492,7 +495,7 @@ def set_full_property_tree(s: QixSession, target: ObjectTarget, args: dict[str, 
     matched by qInfo.qId; new ones are made (with that id when it is free), missing ones
     destroyed. The whole tree is checked before anything changes."""
     entry = args["qPropEntry"]
-    _check_entry(entry, "qPropEntry")
+    _check_entry(entry, "qPropEntry", target.doc.library)
     closed: list[int] = []
     _set_tree(s, target.doc, target.obj, entry, closed)
     changed = [target.obj.handle, *(c.handle for c in target.obj.descendants())]
@@ -507,7 +510,7 @@ def _new_child(
 ) -> GenericObject:
     info = props.get("qInfo") if isinstance(props, dict) else None
     wanted = info.get("qId") if isinstance(info, dict) else None
-    child = GenericObject.create(props, new_object_id(doc.objects, wanted), name)
+    child = GenericObject.create(props, new_object_id(doc.objects, wanted), name, doc.library)
     child.parent = parent
     add_object(s.handles, doc, child)
     parent.children.append(child)
@@ -529,7 +532,7 @@ def create_child(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> A
     object's properties too (checked first: nothing is made when either does not fit)."""
     this = _prop_for_this(args)
     if this is not None:
-        parse_properties(this, "qPropForThis", "")
+        parse_properties(this, "qPropForThis", "", library=target.doc.library)
     child = _new_child(s, target.doc, target.obj, args["qProp"], "qProp")
     if this is not None:
         target.obj.set_properties(this, "qPropForThis")
@@ -553,7 +556,7 @@ def destroy_child(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> 
     child of this object."""
     this = _prop_for_this(args)
     if this is not None:
-        parse_properties(this, "qPropForThis", "")
+        parse_properties(this, "qPropForThis", "", library=target.doc.library)
     found = [c for c in target.obj.children if c.object_id == args["qId"]]
     if not found:
         return Answer({"qSuccess": False})
@@ -568,7 +571,7 @@ def destroy_all_children(s: QixSession, target: ObjectTarget, args: dict[str, An
     """Destroys every child (and their children)."""
     this = _prop_for_this(args)
     if this is not None:
-        parse_properties(this, "qPropForThis", "")
+        parse_properties(this, "qPropForThis", "", library=target.doc.library)
     closed: list[int] = []
     for child in list(target.obj.children):
         closed += remove_object(s.handles, target.doc, child)

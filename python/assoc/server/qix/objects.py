@@ -11,6 +11,7 @@ from typing import Any
 import assoc
 from assoc.server.qix.facts import AppFacts, field_list
 from assoc.server.qix.hypercube import HyperCubeDef, HyperCubeView
+from assoc.server.qix.library import LIST_KINDS, Library, resolve_library_ids
 from assoc.server.qix.listobject import ListObjectDef, ListObjectView
 from assoc.server.qix.lists import (
     APP_OBJECT_LIST_DEF,
@@ -107,15 +108,21 @@ class LayoutContext:
     modal_id: str | None = None
     made_selections: bool = False
     app_objects: Callable[[], list[tuple[dict[str, Any], dict[str, Any]]]] = list
+    library: Library | None = None  # master items, variables, bookmarks
 
 
 def parse_properties(
-    properties: Any, name: str, object_id: str, keep_type: str | None = None
+    properties: Any,
+    name: str,
+    object_id: str,
+    keep_type: str | None = None,
+    library: Library | None = None,
 ) -> tuple[dict[str, Any], str, dict[str, Any]]:
     """Checked properties (a copy, qInfo.qId set to `object_id`), the object's type and its
     definitions. Properties nested deeper than MAX_PROPERTY_DEPTH or holding NaN or an
     infinity answer -32602 naming `name`; definitions that do not fit answer their errors.
-    `keep_type`: the type used when the properties name none."""
+    `keep_type`: the type used when the properties name none. With a `library`, the
+    definitions are made with each qLibraryId resolved (an unknown id answers error 2)."""
     if not isinstance(properties, dict):
         raise RpcError(INVALID_PARAMS, name, "Invalid Params: properties must be an object")
     check_tree(properties, name, MAX_PROPERTY_DEPTH)
@@ -132,7 +139,8 @@ def parse_properties(
         object_type = keep_type
     info["qId"], info["qType"] = object_id, object_type
     definitions: dict[str, Any] = {}
-    _definitions(props, "", definitions)
+    source = resolve_library_ids(props, library)[0] if library is not None else props
+    _definitions(source, "", definitions)
     child_list = props.get(CHILD_LIST_DEF)
     if child_list is not None and not isinstance(child_list, dict):
         raise RpcError(INVALID_PARAMETERS, CHILD_LIST_DEF, "must be an object")
@@ -157,14 +165,40 @@ class GenericObject:
     # What methods set per definition path and layouts show: a list object's search, a
     # pivot cube's expanded nodes (cube_api.py).
     state: dict[str, Any] = field(default_factory=dict)
+    library: Library | None = None  # resolves qLibraryId
+    library_version: int = -1  # the library's version the definitions were made with
 
     @classmethod
     def create(
-        cls, properties: dict[str, Any], object_id: str, name: str = "qProp"
+        cls,
+        properties: dict[str, Any],
+        object_id: str,
+        name: str = "qProp",
+        library: Library | None = None,
     ) -> GenericObject:
         """An object from properties (copied), with its definitions checked."""
-        props, object_type, definitions = parse_properties(properties, name, object_id)
-        return cls(object_id, object_type, props, definitions)
+        props, object_type, definitions = parse_properties(
+            properties, name, object_id, library=library
+        )
+        obj = cls(object_id, object_type, props, definitions, library=library)
+        obj.library_version = library.version if library is not None else -1
+        return obj
+
+    def refresh_library(self) -> None:
+        """Makes the definitions again when a master item they name may have changed (a
+        reference that no longer resolves keeps the definition it had)."""
+        library = self.library
+        if library is None or self.library_version == library.version:
+            return
+        self.library_version = library.version
+        effective = self.effective_properties()
+        resolved, used = resolve_library_ids(effective, library)
+        if not used:
+            return
+        definitions: dict[str, Any] = {}
+        with contextlib.suppress(RpcError):
+            _definitions(resolved, "", definitions)
+            self.definitions = definitions
 
     @property
     def info(self) -> dict[str, str]:
@@ -179,10 +213,11 @@ class GenericObject:
         """Replaces the properties (the id stays; the type stays when none is given) and
         drops the soft patches; nothing changes when they do not fit."""
         props, object_type, definitions = parse_properties(
-            properties, name, self.object_id, keep_type=self.object_type
+            properties, name, self.object_id, keep_type=self.object_type, library=self.library
         )
         self.properties, self.object_type, self.definitions = props, object_type, definitions
         self.soft_patches, self.effective = [], None
+        self.library_version = self.library.version if self.library is not None else -1
 
     def apply_patches(self, patches: list[Any], soft: bool) -> None:
         """Hard patches change the properties (soft ones stay on top while they still
@@ -190,7 +225,9 @@ class GenericObject:
         if soft:
             soft_patches = self.soft_patches + list(patches)
             effective = patched(self.properties, soft_patches)
-            props, _, definitions = parse_properties(effective, "qPatches", self.object_id)
+            props, _, definitions = parse_properties(
+                effective, "qPatches", self.object_id, library=self.library
+            )
             props["qInfo"]["qType"] = self.object_type
             self.soft_patches, self.effective, self.definitions = soft_patches, props, definitions
             return
@@ -226,6 +263,7 @@ class GenericObject:
 
     def definition(self, path: str, kind: str) -> Any:
         """The definition of `kind` at `path` (error 2 when there is none)."""
+        self.refresh_library()
         found = self.definitions.get(path if path.startswith("/") else "/" + path)
         expected = ListObjectDef if kind == LIST_DEF else HyperCubeDef
         if not isinstance(found, expected):
@@ -236,6 +274,7 @@ class GenericObject:
         """GenericObjectLayout: the effective properties with every definition replaced by
         its result, custom qDef members copied into their column's info, qLayoutExclude left
         out, the children listed (qChildListDef), qSelectionInfo and qMeta."""
+        self.refresh_library()
 
         def computed(value: Any, path: str) -> Any:
             if not isinstance(value, dict):
@@ -295,4 +334,6 @@ class GenericObject:
             return selection_object(ctx.facts, ctx.session)
         if kind == APP_OBJECT_LIST_DEF:
             return app_object_list(raw, ctx.app_objects)
+        if kind in LIST_KINDS and ctx.library is not None:
+            return ctx.library.list_layout(kind, raw, ctx.session)
         return {"qItems": []}

@@ -310,4 +310,66 @@ SCHEMA_METHODS: dict[str, frozenset[str]] = {
             "Unlock",
         }
     ),
+    "GenericDimension": frozenset(
+        {
+            "ApplyPatches",
+            "Approve",
+            "GetActiveField",
+            "GetDimension",
+            "GetInfo",
+            "GetLayout",
+            "GetLinkedObjects",
+            "GetProperties",
+            "Publish",
+            "SetActiveField",
+            "SetProperties",
+            "StepCycle",
+            "UnApprove",
+            "UnPublish",
+        }
+    ),
+    "GenericMeasure": frozenset(
+        {
+            "ApplyPatches",
+            "Approve",
+            "GetInfo",
+            "GetLayout",
+            "GetLinkedObjects",
+            "GetMeasure",
+            "GetProperties",
+            "Publish",
+            "SetProperties",
+            "UnApprove",
+            "UnPublish",
+        }
+    ),
+    "GenericVariable": frozenset(
+        {
+            "ApplyPatches",
+            "GetInfo",
+            "GetLayout",
+            "GetProperties",
+            "GetRawContent",
+            "SetDualValue",
+            "SetNumValue",
+            "SetProperties",
+            "SetStringValue",
+        }
+    ),
+    "GenericBookmark": frozenset(
+        {
+            "Apply",
+            "ApplyAndVerify",
+            "ApplyPatches",
+            "Approve",
+            "GetFieldValues",
+            "GetInfo",
+            "GetLayout",
+            "GetProperties",
+            "Publish",
+            "SetProperties",
+            "UnApprove",
+            "UnPublish",
+        }
+    ),
 }

@@ -189,13 +189,19 @@ def _reload(s: QixSession, doc: OpenDocument) -> bool:
         except ScriptError:
             return False
         app = assoc.App(result.model)
+        # The variables the script left are the document's (GetVariableByName, lists).
+        doc.library.set_script_variables(dict(runner.variables))
         if doc.lease is None:
             doc.replace_app(app, None, s.user)
             doc.attributes = dict(doc.attributes, lastReloadTime=utc_now_iso())
             return True
         try:
             attributes = s.store.commit_reload(
-                doc.app_id, app, script, doc.script.stored_connections()
+                doc.app_id,
+                app,
+                script,
+                doc.script.stored_connections(),
+                doc.library.records()["variables"],
             )
             lease = s.store.lease(doc.app_id)
         except assoc.Error as exc:

@@ -11,8 +11,16 @@ from assoc.server.qix.doc_api import DOC_METHODS
 from assoc.server.qix.field_api import FIELD_METHODS
 from assoc.server.qix.global_api import GLOBAL_METHODS
 from assoc.server.qix.handles import DocTarget, HandleTable, OpenDocument, Target, object_interface
+from assoc.server.qix.library_api import (
+    BOOKMARK_METHODS,
+    DIMENSION_METHODS,
+    LIBRARY_DOC_METHODS,
+    MEASURE_METHODS,
+    VARIABLE_METHODS,
+)
 from assoc.server.qix.methods import Method, MethodTable
 from assoc.server.qix.object_api import OBJECT_METHODS
+from assoc.server.qix.persist import PERSIST_DOC_METHODS
 from assoc.server.qix.rpc import (
     INVALID_PARAMETERS,
     METHOD_NOT_FOUND,
@@ -31,9 +39,15 @@ from assoc.server.store import AppStore
 INTERNAL_ERROR = -32603
 METHODS: dict[str, MethodTable] = {
     "Global": MethodTable(GLOBAL_METHODS | SCRIPT_GLOBAL_METHODS),
-    "Doc": MethodTable(DOC_METHODS | SCRIPT_DOC_METHODS),
+    "Doc": MethodTable(
+        DOC_METHODS | SCRIPT_DOC_METHODS | LIBRARY_DOC_METHODS | PERSIST_DOC_METHODS
+    ),
     "Field": FIELD_METHODS,
     "GenericObject": MethodTable(OBJECT_METHODS | CUBE_METHODS),
+    "GenericDimension": DIMENSION_METHODS,
+    "GenericMeasure": MEASURE_METHODS,
+    "GenericVariable": VARIABLE_METHODS,
+    "GenericBookmark": BOOKMARK_METHODS,
 }
 _log = logging.getLogger("assoc.qix")
 

@@ -56,6 +56,7 @@ from assoc.server.store.imports import (
 from assoc.server.store.media import MEDIA_DIR, ListForm
 from assoc.server.store.reloads import reload_manifest, stage_tables
 from assoc.server.store.s3 import ObjectStore, Pointer
+from assoc.server.store.saves import saved_manifest, stage_unchanged
 from assoc.server.store.shared import SharedApps
 from assoc.server.store.versions import VersionDirs
 from assoc.sources import SourceKind, load_model
@@ -397,17 +398,52 @@ class AppStore:
         manifest = self._cache.entry(app_id).manifest
         return manifest.script, [dict(c) for c in manifest.connections]
 
+    def library(self, app_id: str) -> dict[str, list[dict[str, Any]]]:
+        """The app's master items, variables and bookmarks (app.json "dimensions", …)."""
+        manifest = self._cache.entry(app_id).manifest
+        return {key: [dict(item) for item in items] for key, items in manifest.library.items()}
+
+    def commit_save(
+        self,
+        app_id: str,
+        app: App,
+        objects: list[dict[str, Any]],
+        library: dict[str, list[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """Stores an app's objects and library as its new version (QIX DoSave), as durably as
+        an import; the data files are the old version's (hard links). `app` is the loaded
+        app, served by the new version. Sessions that hold the old version go on with it.
+        Returns the new attributes."""
+        stage_dir, version_dir = self._dirs.new_stage()
+        try:
+            with self._app_lock(app_id):
+                old = self._cache.entry(app_id)
+                stage_unchanged(old, version_dir)
+                manifest = saved_manifest(old, objects, library)
+                self._publish(app_id, version_dir, manifest, app, old)
+            return dict(manifest.attributes)
+        finally:
+            remove(stage_dir)
+
     def commit_reload(
-        self, app_id: str, app: App, script: str, connections: list[dict[str, str]]
+        self,
+        app_id: str,
+        app: App,
+        script: str,
+        connections: list[dict[str, str]],
+        variables: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Commits a reloaded app as the app's new version, as durably as an import (the old
-        version is served until then); returns the new attributes."""
+        version is served until then); `variables`, when given, replace the app's variables
+        (the script's with the others). Returns the new attributes."""
         stage_dir, version_dir = self._dirs.new_stage()
         try:
             tables = stage_tables(app, version_dir)
             with self._app_lock(app_id):
                 old = self._cache.entry(app_id)
                 manifest = reload_manifest(old, version_dir, tables, script, connections)
+                if variables is not None:
+                    manifest.library["variables"] = variables
                 self._publish(app_id, version_dir, manifest, app, old)
             self._notify(app_id, "replaced")
             return dict(manifest.attributes)

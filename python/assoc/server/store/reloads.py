@@ -45,4 +45,5 @@ def reload_manifest(
         objects=list(old.manifest.objects),
         script=script,
         connections=[dict(c) for c in connections],
+        library={k: list(v) for k, v in old.manifest.library.items()},
     )
