@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from appfiles import package_bytes
+from appfiles import ServerProcess, package_bytes
 
 pytestmark = pytest.mark.server
 
@@ -89,16 +89,21 @@ def files(node_packages: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def orders_app(demo: Any) -> str:
-    """The Orders/Customers app, imported into the UI tests' server."""
-    with demo.process.client() as client:
-        response = client.post(
-            "/v1/apps/import",
-            content=package_bytes({"Orders": ORDERS, "Customers": CUSTOMERS}),
-        )
-        assert response.status_code == 200, response.text
-        app_id: str = response.json()["attributes"]["id"]
-    return app_id
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """A server of its own (the demo server's list of apps is asserted elsewhere) with the
+    Orders/Customers app: its QIX URL and the app id."""
+    process = ServerProcess(tmp_path_factory.mktemp("nebula") / "data").start()
+    try:
+        with process.client() as client:
+            response = client.post(
+                "/v1/apps/import",
+                content=package_bytes({"Orders": ORDERS, "Customers": CUSTOMERS}),
+            )
+            assert response.status_code == 200, response.text
+            app_id: str = response.json()["attributes"]["id"]
+        yield "ws" + process.base_url.removeprefix("http") + "/app/engineData", app_id
+    finally:
+        process.stop()
 
 
 # An element each asserted chart draws once it has its data.
@@ -112,10 +117,10 @@ DRAWN = (
 
 
 @pytest.fixture
-def charts(page: Page, files: str, demo: Any, orders_app: str) -> Iterator[Page]:
+def charts(page: Page, files: str, engine: tuple[str, str]) -> Iterator[Page]:
     """The page with the six charts rendered; after the test, no QIX error but the expected."""
-    ws = "ws" + demo.url.removeprefix("http") + "/app/engineData"
-    page.goto(f"{files}/index.html?ws={quote(ws)}&app={orders_app}")
+    ws, app_id = engine
+    page.goto(f"{files}/index.html?ws={quote(ws)}&app={app_id}")
     expect(page.locator("body")).to_have_attribute("data-ready", "1", timeout=30_000)
     state = page.evaluate("window.qix")
     assert "fatal" not in state, state["fatal"]
