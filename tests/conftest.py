@@ -1,9 +1,12 @@
 """Shared fixtures: the real Qlik QVD files beside the project (or where
-ASSOC_QLIK_QVD_DIR points)."""
+ASSOC_QLIK_QVD_DIR points), and the pinned npm packages the QIX and browser tests load."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,3 +23,28 @@ def qlik_qvd_dir() -> Path:
     if not QLIK_QVD_DIR.is_dir():
         pytest.skip(f"no Qlik QVD files at {QLIK_QVD_DIR} (set ASSOC_QLIK_QVD_DIR)")
     return QLIK_QVD_DIR
+
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="session")
+def node_packages() -> Path:
+    """The pinned npm packages (tests/package.json, tests/package-lock.json), installed with
+    `npm ci` on first use or when one is missing: the README's test command needs no step of
+    its own. Their folder (tests/) is node's working dir."""
+    wanted = json.loads((TESTS_DIR / "package.json").read_text())["dependencies"]
+    if all((TESTS_DIR / "node_modules" / name).is_dir() for name in wanted):
+        return TESTS_DIR
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("node is installed but npm is not: cannot install the pinned npm packages")
+    run = subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund"],
+        cwd=TESTS_DIR,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, f"npm ci failed: {run.stderr[-2000:]}"
+    return TESTS_DIR

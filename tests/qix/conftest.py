@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,30 +28,6 @@ def symbols(field: str) -> list[object]:
             if value not in out:
                 out.append(value)
     return out
-
-
-TESTS_DIR = Path(__file__).resolve().parents[1]
-NODE_PACKAGES = ("enigma.js", "halyard.js")
-
-
-@pytest.fixture(scope="session")
-def node_packages() -> Path:
-    """The pinned npm clients (tests/package-lock.json), installed with `npm ci` on first use:
-    the README's test command needs no step of its own. Their folder is node's working dir."""
-    if all((TESTS_DIR / "node_modules" / p).is_dir() for p in NODE_PACKAGES):
-        return TESTS_DIR
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.fail("node is installed but npm is not: cannot install the pinned QIX clients")
-    run = subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund"],
-        cwd=TESTS_DIR,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert run.returncode == 0, f"npm ci failed: {run.stderr[-2000:]}"
-    return TESTS_DIR
 
 
 class QixServer:
