@@ -72,7 +72,9 @@ def left_texts(nodes: list[dict[str, Any]]) -> list[list[str]]:
     """Each row of the left tree as the texts from its root to its leaf."""
     out: list[list[str]] = []
     for node in nodes:
-        if node["qSubNodes"]:
+        if node["qType"] == "E":  # the empty node below a collapsed one
+            out.append([])
+        elif node["qSubNodes"]:
             out += [[node["qText"], *rest] for rest in left_texts(node["qSubNodes"])]
         else:
             out.append([node["qText"]])
@@ -124,6 +126,12 @@ def test_expand_and_collapse_left(qix: QixClient) -> None:
     ]
     assert page["qTop"] == []
     assert hypercube(qix, obj)["qSize"] == {"qcx": 1, "qcy": len(rows)}
+    # A collapsed region has an empty node below it, so every path reaches the second level
+    # (clients read the levels down the first path).
+    for node in page["qLeft"][1:]:
+        assert [(e["qType"], e["qText"], e["qSubNodes"]) for e in node["qSubNodes"]] == [
+            ("E", "", [])
+        ]
     # Collapse the node at the second row (North's second customer's row), level 0.
     qix.result("CollapseLeft", ["/qHyperCubeDef", 1, 0, False], obj)
     page = hypercube(qix, obj)["qPivotDataPages"][0]

@@ -3,9 +3,8 @@ tests/package.json) in Debian's chromium against a real `assoc serve`. The page
 (tests/ui/nebula/) is served with the npm files by a static server of the test; the charts
 draw with `renderer: 'svg'` and the test reads the numbers back from the DOM.
 
-Asserted: bar, pie, KPI, table, pivot table, filter pane and the selections toolbar. Not yet:
-a pivot expand (the engine answers it, but sn-pivot-table then fails to draw the expanded
-page: docs/nebula.md)."""
+Asserted: bar, pie, KPI, table, pivot table (with an expand), filter pane and the selections
+toolbar."""
 
 from __future__ import annotations
 
@@ -354,10 +353,18 @@ def pivot_text(page: Page) -> list[str]:
     return [line for line in text.split("\n") if line.strip()]
 
 
-def test_the_pivot_table_draws_the_regions(charts: Page) -> None:
-    _, by_region = sums()
+def test_the_pivot_table_draws_the_regions_and_expands_one(charts: Page) -> None:
+    by_customer, by_region = sums()
     regions = sorted(by_region)
     settles(
         lambda: pivot_text(charts),
         ["Region", *regions, *(str(by_region[r]) for r in regions)],
     )
+    charts.locator(
+        '#pivot-table [data-testid="dimension-cell"][title="North"] [data-testid="expand-icon"]'
+    ).click()
+    north = sorted(c for c, r in REGION_OF.items() if r == "North")
+    for customer in north:  # the expanded node's customers, each with its own sum
+        expect(charts.locator("#pivot-table")).to_contain_text(customer)
+        expect(charts.locator("#pivot-table")).to_contain_text(str(by_customer[customer]))
+    assert sent(charts, "ExpandLeft"), "the expand went to the engine"

@@ -306,11 +306,13 @@ class PivotView:
     def _cells(self, side: str, nodes: list[Node], span: range) -> list[dict[str, Any]]:
         if not span:
             return []
-        return [
+        cells = [
             self._cell(side, n, span.start, span.stop)
             for n in nodes
             if n.end > span.start and n.start < span.stop
         ]
+        _pad_to_depth(cells)
+        return cells
 
     def page(self, page: Page) -> dict[str, Any]:
         """NxPivotPage: the left and top nodes over the page's rows and columns, its cells."""
@@ -350,3 +352,39 @@ class PivotView:
     def size(self) -> dict[str, int]:
         """qSize of the grid: data columns, left rows."""
         return {"qcx": len(self.columns), "qcy": len(self.rows)}
+
+
+def _empty_cell() -> dict[str, Any]:
+    """An empty node (qType "E"): what stands below a collapsed node where others go deeper."""
+    return {
+        "qText": "",
+        "qElemNo": -1,
+        "qValue": "NaN",
+        "qCanExpand": False,
+        "qCanCollapse": False,
+        "qType": "E",
+        "qUp": 0,
+        "qDown": 0,
+        "qSubNodes": [],
+        "qAttrExps": {"qValues": []},
+        "qAttrDims": {"qValues": []},
+    }
+
+
+def _pad_to_depth(cells: list[dict[str, Any]]) -> None:
+    """Gives every path of the trees the depth of the deepest one, with empty nodes below the
+    collapsed ones, as the engine answers: clients read the page's levels down the first path
+    (sn-pivot-table does), so a collapsed first node must still reach every shown level."""
+    level = cells
+    levels: list[list[dict[str, Any]]] = []
+    while level:
+        levels.append(level)
+        level = [child for cell in level for child in cell["qSubNodes"]]
+    depth = len(levels)
+    for d, cells_at in enumerate(levels[:-1]):
+        for cell in cells_at:
+            if not cell["qSubNodes"] and cell["qType"] != "E":
+                node = cell
+                for _ in range(depth - d - 1):
+                    node["qSubNodes"] = [_empty_cell()]
+                    node = node["qSubNodes"][0]
