@@ -4,12 +4,20 @@ in cube measures and dimensions, and calculated variables' layouts."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from qixclient import QixClient, QixError
 
-from conftest import QixServer
+from conftest import ORDERS, QixServer
+
+pytestmark = pytest.mark.server
+
+NODE = shutil.which("node")
 
 SCRIPT = """
 SET vS = Sum({<Year={$1}>} Amount);
@@ -209,3 +217,22 @@ def test_calculated_variable_layout_shows_its_value(shop: tuple[QixClient, int])
     layout = qix.result("GetLayout", [], made["qReturn"]["qHandle"])["qLayout"]
     assert layout["qText"].startswith("Error:")
     assert layout["qNum"] == "NaN"
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_enigma_js_evaluates_checks_and_lays_out_expressions(
+    qix_server: QixServer, app_id: str, node_packages: Path
+) -> None:
+    script = Path(__file__).with_name("enigma_expressions.js")
+    args = [str(NODE), str(script), qix_server.ws_base, app_id]
+    run = subprocess.run(args, cwd=node_packages, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert seen["evaluate"] == str(sum(ORDERS["Amount"]))  # type: ignore[arg-type]
+    assert seen["evaluateEx"] == {"qText": "North", "qIsNumeric": False, "qNumber": 0}
+    assert seen["check"] == {
+        "qErrorMsg": "Bad field name(s): Amont",
+        "qBadFieldNames": [{"qFrom": 4, "qCount": 5}],
+        "qDangerousFieldNames": [],
+    }
+    assert seen["title"] == f"Orders: {len(ORDERS['OrderId'])}"
