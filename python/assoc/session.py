@@ -404,16 +404,22 @@ class Session:
         return self.expander(state, variables)(expression)
 
     def evaluate(
-        self, expression: str, state: str = "$", variables: Mapping[str, Any] | None = None
+        self,
+        expression: str,
+        state: str = "$",
+        variables: Mapping[str, Any] | None = None,
+        expanded: bool = False,
     ) -> Any:
-        """An expression's value as a measure with no dimensions (after `$(…)` expansion):
-        a number, a text, a Dual or None for NULL. A leading `=` is allowed."""
+        """An expression's value as a measure with no dimensions (after `$(…)` expansion,
+        unless `expanded` says the text is expanded already): a number, a text, a Dual or
+        None for NULL. A leading `=` is allowed."""
         if not isinstance(expression, str):
             raise _core.Error("an expression must be a string")
-        expanded = self.expand(expression, state, variables).strip()
-        if expanded.startswith("="):
-            expanded = expanded[1:]
-        return self._value(expanded, _state(state))
+        text = expression if expanded else self.expand(expression, state, variables)
+        text = text.strip()
+        if text.startswith("="):
+            text = text[1:]
+        return self._value(text, _state(state))
 
     def __repr__(self) -> str:
         status = "closed" if self.closed else f"{len(self.selections())} fields selected"

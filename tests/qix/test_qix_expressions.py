@@ -83,13 +83,17 @@ def test_evaluate_and_evaluate_ex(shop: tuple[QixClient, int]) -> None:
     with pytest.raises(QixError) as bad:
         qix.result("Evaluate", ["Sum(Amount"], doc)
     assert bad.value.code == 7000
-    assert "expected ')', found the end at position 10" in str(bad.value)
+    assert bad.value.message == "expected ')', found the end at position 10"
+    with pytest.raises(QixError) as bad:
+        qix.result("Evaluate", ["=Sum(Yr) + $(vS(2020))"], doc)
+    assert bad.value.message == "unknown field 'Yr' at position 5"
     assert qix.result("Evaluate", ["Sum(Amount)$(nope)"], doc) == {"qReturn": "85"}
     qix.result("CreateSessionVariable", [{"qName": "vLoop", "qDefinition": "1+$(vLoop)"}], doc)
     with pytest.raises(QixError) as loop:
         qix.result("Evaluate", ["$(vLoop)"], doc)
     assert loop.value.code == 7000
-    assert "nested deeper than 100 levels" in str(loop.value)
+    assert bad.value.code == 7000
+    assert "nested deeper than 100 levels" in str(loop.value.message)
     with pytest.raises(QixError) as missing:
         qix.result("Evaluate", [], doc)
     assert missing.value.code == -32602
@@ -105,9 +109,12 @@ def test_check_expression_names_bad_fields_with_positions(shop: tuple[QixClient,
     answer = qix.result("CheckExpression", ["Sum(Yr) + Max([Bad x])"], doc)
     assert answer["qErrorMsg"] == "Bad field name(s): Yr, Bad x"
     assert answer["qBadFieldNames"] == [{"qFrom": 4, "qCount": 2}, {"qFrom": 14, "qCount": 7}]
+    # Positions count in the text as given, its `=` included.
     answer = qix.result("CheckExpression", {"qExpr": "=Sum(Amount"}, doc)
-    assert answer["qErrorMsg"] == "expected ')', found the end at position 10"
+    assert answer["qErrorMsg"] == "expected ')', found the end at position 11"
     assert answer["qBadFieldNames"] == []
+    answer = qix.result("CheckExpression", [" = Sum(Yr)"], doc)
+    assert answer["qBadFieldNames"] == [{"qFrom": 7, "qCount": 2}]
     answer = qix.result("CheckExpression", ["Sum($(vS(2020))"], doc)
     assert "expected ')'" in answer["qErrorMsg"]
     assert qix.result("CheckExpression", ["$(vS(2020))"], doc)["qErrorMsg"] == ""

@@ -28,28 +28,54 @@ MAX_BAD_FIELDS = 100  # unknown fields CheckExpression lists at most
 _UNKNOWN_FIELD = re.compile(r"unknown field '(.*)' at position (\d+)$", re.DOTALL)
 
 
-def _bare(expression: str) -> str:
-    text = expression.strip()
-    return text[1:] if text.startswith("=") else text
+_POSITION = re.compile(r" at position (\d+)$")
 
 
-def problem(expression: str, message: str) -> str:
-    """An engine error without its `expression '…': ` prefix (the caller has the text)."""
-    head = "expression '"
-    if message.startswith(head):
-        at = message.find("': ", len(head) + min(len(expression), 200))
-        if at >= 0:
-            return message[at + 3 :]
-    return message
+@dataclass(frozen=True)
+class Bare:
+    """An expression expanded, without its leading `=`: the text the engine parses, and
+    where it starts in the expanded text."""
+
+    text: str
+    offset: int
+
+    @classmethod
+    def of(cls, session: assoc.Session, expression: str) -> Bare:
+        """`expression` expanded with the session's variables (assoc.Error when that fails)."""
+        expanded = session.expand(expression)
+        body = expanded.lstrip()
+        offset = len(expanded) - len(body)
+        if body.startswith("="):
+            rest = body[1:]
+            offset += 1 + len(rest) - len(rest.lstrip())
+            body = rest
+        return cls(body.strip(), offset)
+
+    def value(self, session: assoc.Session) -> Any:
+        """The value (assoc.Error when it does not compute)."""
+        return session.evaluate(self.text, expanded=True)
+
+    def problem(self, message: str) -> str:
+        """An engine error without its `expression '…': ` prefix, its position counted in
+        the expanded expression."""
+        shown = self.text if len(self.text) <= 200 else self.text[:200] + "..."
+        head = f"expression '{shown}': "
+        if message.startswith(head):
+            message = message[len(head) :]
+        return _POSITION.sub(lambda m: f" at position {int(m.group(1)) + self.offset}", message)
 
 
 def evaluate(session: assoc.Session, expression: str) -> Any:
     """An expression's value (`$(…)` expanded, a leading `=` allowed); errors answer 7000
     with the problem and its position."""
     try:
-        return session.evaluate(expression)
+        bare = Bare.of(session, expression)
     except assoc.Error as exc:
-        raise RpcError(CALC_INVALID_DEF, expression, problem(expression, str(exc))) from None
+        raise RpcError(CALC_INVALID_DEF, expression, str(exc)) from None
+    try:
+        return bare.value(session)
+    except assoc.Error as exc:
+        raise RpcError(CALC_INVALID_DEF, expression, bare.problem(str(exc))) from None
 
 
 def field_value(value: Any) -> dict[str, Any]:
@@ -93,28 +119,25 @@ def check(session: assoc.Session, expression: str) -> tuple[str, list[dict[str, 
     message is "" when it computes; positions count in the expanded expression (the same as
     in the text when it has no `$(…)`)."""
     try:
-        text = session.expand(expression)
+        bare = Bare.of(session, expression)
     except assoc.Error as exc:
         return str(exc), []
-    text = _bare(text) if text.strip().startswith("=") else text
-    offset = len(text) - len(text.lstrip())
-    text = text.strip()
     bad: list[dict[str, int]] = []
     names: list[str] = []
     while True:
         try:
-            session.evaluate(text)
+            bare.value(session)
         except assoc.Error as exc:
-            message = problem(text, str(exc))
-            found = _UNKNOWN_FIELD.search(message)
+            found = _UNKNOWN_FIELD.search(str(exc))
             if found is None or len(bad) >= MAX_BAD_FIELDS:
-                return (_bad_names(names) if names and found else message), bad
+                return (_bad_names(names) if names and found else bare.problem(str(exc))), bad
             name, at = found.group(1), int(found.group(2))
+            text = bare.text
             count = len(name) + 2 if text[at : at + 1] in ("[", '"', "`") else len(name)
-            bad.append({"qFrom": at + offset, "qCount": count})
+            bad.append({"qFrom": at + bare.offset, "qCount": count})
             names.append(name)
             # The name becomes a number of the same length, so the positions after it stay.
-            text = text[:at] + "0" * count + text[at + count :]
+            bare = Bare(text[:at] + "0" * count + text[at + count :], bare.offset)
             continue
         return (_bad_names(names) if names else ""), bad
 
@@ -157,12 +180,16 @@ class ExpressionDef:
     def value(self, session: assoc.Session) -> Any:
         """The text (qStringExpression) or number (qValueExpression) the layout shows: an
         expression that does not compute shows "Error: …" (a value: NaN)."""
+        if not self.expression.strip():
+            return "" if self.kind == STRING_EXPRESSION else "NaN"
         try:
-            value = session.evaluate(self.expression) if self.expression.strip() else ""
+            bare = Bare.of(session, self.expression)
         except assoc.Error as exc:
-            if self.kind == VALUE_EXPRESSION:
-                return "NaN"
-            return "Error: " + problem(_bare(self.expression), str(exc))
+            return "NaN" if self.kind == VALUE_EXPRESSION else f"Error: {exc}"
+        try:
+            value = bare.value(session)
+        except assoc.Error as exc:
+            return "NaN" if self.kind == VALUE_EXPRESSION else "Error: " + bare.problem(str(exc))
         if self.kind == STRING_EXPRESSION:
             return value_text(value)
         number = getattr(value, "number", value)
