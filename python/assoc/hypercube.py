@@ -47,10 +47,16 @@ def names(value: Sequence[str], what: str) -> list[str]:
 class Hypercube:
     """Dimension tuples associated under a selection state, each with its measures' values."""
 
-    def __init__(self, impl: _core.Hypercube) -> None:
+    def __init__(
+        self,
+        impl: _core.Hypercube,
+        dimensions: list[str] | None = None,
+        measures: list[str] | None = None,
+    ) -> None:
         self._impl = impl
-        self.dimensions: list[str] = impl.dimensions
-        self.measures: list[str] = impl.measures
+        # The columns' names as the caller gave them (before `$(…)` expansion).
+        self.dimensions: list[str] = impl.dimensions if dimensions is None else dimensions
+        self.measures: list[str] = impl.measures if measures is None else measures
         self._rows: list[tuple[Any, ...]] | None = None
 
     @property

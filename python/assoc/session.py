@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -12,6 +12,7 @@ import numpy as np
 
 from assoc import _core
 from assoc.arrow import ArrowExport, Duals, check_duals
+from assoc.expansion import Expander
 from assoc.hypercube import Hypercube, SortSpec, names, sort_pairs
 
 STATES = ("selected", "possible", "alternative", "excluded", "selected_excluded")
@@ -71,6 +72,9 @@ class Session:
         self._forward: list[SelectionState] = []
         self._depth = 0  # nesting of step()
         self._before: SelectionState | None = None
+        # Variables `$(name)` expands in this session's expressions (docs/hypercubes.md):
+        # name -> text; any mapping (the QIX server gives the document's variables).
+        self.variables: Mapping[str, Any] = {}
 
     @property
     def user(self) -> str:
@@ -360,18 +364,62 @@ class Session:
         suppress_zero: bool = False,
         suppress_missing: bool = False,
         state: str = "$",
+        variables: Mapping[str, Any] | None = None,
     ) -> Hypercube:
         """Dimension tuples associated under the selections, with measures (DESIGN.md §2b);
-        `state` is the object's selection state (aggregations without a set identifier)."""
+        `state` is the object's selection state (aggregations without a set identifier).
+        `$(…)` in dimensions and measures is expanded first with `variables` (default: the
+        session's `variables`); the cube's columns keep the names as given."""
+        dims, meas = names(dimensions, "dimensions"), names(measures, "measures")
+        pairs = sort_pairs(sort)
+        state = _state(state)
+        given_dims, given_meas = dims, meas
+        if any("$(" in t for t in dims + meas):
+            expander = self.expander(state, variables)
+            dims, meas = [expander(t) for t in dims], [expander(t) for t in meas]
+            renamed = dict(zip(given_dims + given_meas, dims + meas, strict=True))
+            pairs = [(renamed.get(column, column), direction) for column, direction in pairs]
         impl = self._impl.hypercube(
-            names(dimensions, "dimensions"),
-            names(measures, "measures"),
-            sort_pairs(sort),
-            bool(suppress_zero),
-            bool(suppress_missing),
-            _state(state),
+            dims, meas, pairs, bool(suppress_zero), bool(suppress_missing), state
         )
-        return Hypercube(impl)
+        return Hypercube(impl, given_dims, given_meas)
+
+    def expander(self, state: str = "$", variables: Mapping[str, Any] | None = None) -> Expander:
+        """Expands `$(…)` in expressions (assoc.expansion) with `variables` (default: the
+        session's), each `$(=expr)` evaluated once under `state`."""
+        state = _state(state)
+        found = self.variables if variables is None else variables
+        if not isinstance(found, Mapping):
+            raise _core.Error("variables must be a mapping of names to texts")
+        return Expander(found, lambda expression: self._value(expression, state))
+
+    def _value(self, expression: str, state: str) -> Any:
+        impl = self._impl.hypercube([], [expression], [], False, False, state)
+        return impl.totals()[0]
+
+    def expand(
+        self, expression: str, state: str = "$", variables: Mapping[str, Any] | None = None
+    ) -> str:
+        """`expression` with every `$(…)` expanded (see `hypercube`)."""
+        return self.expander(state, variables)(expression)
+
+    def evaluate(
+        self,
+        expression: str,
+        state: str = "$",
+        variables: Mapping[str, Any] | None = None,
+        expanded: bool = False,
+    ) -> Any:
+        """An expression's value as a measure with no dimensions (after `$(…)` expansion,
+        unless `expanded` says the text is expanded already): a number, a text, a Dual or
+        None for NULL. A leading `=` is allowed."""
+        if not isinstance(expression, str):
+            raise _core.Error("an expression must be a string")
+        text = expression if expanded else self.expand(expression, state, variables)
+        text = text.strip()
+        if text.startswith("="):
+            text = text[1:]
+        return self._value(text, _state(state))
 
     def __repr__(self) -> str:
         status = "closed" if self.closed else f"{len(self.selections())} fields selected"

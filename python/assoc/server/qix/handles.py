@@ -8,7 +8,7 @@ from typing import Any
 
 import assoc
 from assoc.server.qix.facts import AppFacts, app_facts
-from assoc.server.qix.library import QIX_TYPES, Library, LibraryItem
+from assoc.server.qix.library import QIX_TYPES, DocVariables, Library, LibraryItem
 from assoc.server.qix.objects import GenericObject, LayoutContext
 from assoc.server.qix.rpc import GLOBAL_HANDLE, INVALID_PARAMETERS, INVALID_PARAMS, RpcError
 from assoc.server.qix.scripts import DocScript
@@ -36,6 +36,7 @@ class OpenDocument:
 
     def __post_init__(self) -> None:
         self.selections.keep_history = True  # for Back / Forward
+        self.selections.variables = DocVariables(lambda: self.library)  # `$(name)`
 
     def layout_context(self) -> LayoutContext:
         """What this document's layouts are computed for."""
@@ -58,6 +59,7 @@ class OpenDocument:
         """Serves a reloaded app: new facts and selections; the old ones are released."""
         facts, selections = app_facts(app), app.session(user)
         selections.keep_history = True
+        selections.variables = DocVariables(lambda: self.library)
         old_selections, old_lease = self.selections, self.lease
         self.facts, self.selections, self.lease = facts, selections, lease
         self.modal = None

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 import assoc
+from assoc.server.qix.expressions import expand_dimensions
 from assoc.server.qix.facts import AppFacts, value_text
 from assoc.server.qix.listobject import STATE_NAMES, field_of, sort_criteria, value_states
 from assoc.server.qix.members import flag, member_object, member_objects, string_list
@@ -219,12 +220,20 @@ class HyperCubeView:
         session: assoc.Session,
         state: PivotState | None = None,
     ) -> None:
+        expansion_error = ""
+        try:
+            definition = expand_dimensions(definition, session)  # `$(…)` in qFieldDefs
+        except assoc.Error as exc:
+            expansion_error = str(exc)
         self.definition = definition
         self.facts = facts
         self.session = session
         self.state = state
         self._pivot: PivotView | None = None
         self.error: dict[str, Any] | None = None
+        if expansion_error:
+            self._fail("", expansion_error)
+            return
         d = definition
         fields = [dim.field for dim in d.dimensions]
         unknown = [f for f in fields if f not in facts.fields]

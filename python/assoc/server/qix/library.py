@@ -8,11 +8,12 @@ import copy
 import datetime
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import assoc
+from assoc.expansion import value_text
 from assoc.script.numbers import DEFAULTS as RESERVED_VARIABLES
 from assoc.server.qix.lists import item_data
 from assoc.server.qix.rpc import (
@@ -90,7 +91,11 @@ class LibraryItem:
             fields = qdim.get("qFieldDefs", []) if isinstance(qdim, dict) else []
             out["qDimInfos"] = [{"qGrouping": "N", "qTags": []} for _ in fields]
         elif self.kind == VARIABLE:
-            text, number = variable_value(str(self.properties.get("qDefinition", "")))
+            definition = str(self.properties.get("qDefinition", ""))
+            if definition.lstrip().startswith("=") and session is not None:
+                text, number = calculated_value(definition, session)
+            else:
+                text, number = variable_value(definition)
             out.update(
                 qText=text,
                 qNum=number,
@@ -157,6 +162,39 @@ def variable_value(definition: str) -> tuple[str, Any]:
     if not math.isfinite(number):
         return definition, "NaN"
     return definition, int(number) if number.is_integer() and abs(number) < 2**53 else number
+
+
+def calculated_value(definition: str, session: assoc.Session) -> tuple[str, Any]:
+    """(qText, qNum) of a variable whose definition starts with `=`: the expression's value
+    under the session's selections; an expression that does not compute shows its error."""
+    try:
+        value = session.evaluate(definition)
+    except assoc.Error as exc:
+        return f"Error: {exc}", "NaN"
+    number = getattr(value, "number", value)
+    if isinstance(number, int | float) and math.isfinite(number):
+        return value_text(value), int(number) if float(number).is_integer() else number
+    return value_text(value), "NaN"
+
+
+class DocVariables(Mapping[str, str]):
+    """A library's variables as the name -> definition mapping `$(…)` expands (always the
+    library's current ones)."""
+
+    def __init__(self, library: Callable[[], Library]) -> None:
+        self._library = library
+
+    def __getitem__(self, name: str) -> str:
+        item = self._library().variable(name)
+        if item is None:
+            raise KeyError(name)
+        return str(item.properties.get("qDefinition", ""))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([item.name for item in self._library().of_kind(VARIABLE)])
+
+    def __len__(self) -> int:
+        return len(self._library().of_kind(VARIABLE))
 
 
 def _checked(kind: str, properties: Any, item_id: str, name: str) -> dict[str, Any]:

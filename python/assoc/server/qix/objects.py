@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import assoc
+from assoc.server.qix.expressions import STRING_EXPRESSION, VALUE_EXPRESSION, ExpressionDef
 from assoc.server.qix.facts import AppFacts, field_list
 from assoc.server.qix.hypercube import HyperCubeDef, HyperCubeView
 from assoc.server.qix.library import LIST_KINDS, Library, resolve_library_ids
@@ -27,7 +28,6 @@ from assoc.server.qix.rpc import (
     INVALID_PARAMETERS,
     INVALID_PARAMS,
     MAX_PROPERTY_DEPTH,
-    NOT_IMPLEMENTED,
     RpcError,
     check_tree,
 )
@@ -47,6 +47,18 @@ COMPUTED = {
 _NOT_WALKED = ("qInfo", LAYOUT_EXCLUDE, CHILD_LIST_DEF)
 
 
+def _expression_at(definitions: dict[str, Any], path: str, value: Any) -> Any:
+    """The ExpressionDef a properties member at `path` holds, or None."""
+    if not isinstance(value, dict):
+        return None
+    for kind in (STRING_EXPRESSION, VALUE_EXPRESSION):
+        if kind in value:
+            found = definitions.get(f"{path}/{kind}")
+            if isinstance(found, ExpressionDef):
+                return found
+    return None
+
+
 @dataclass(frozen=True)
 class ListDef:
     """A definition of one of the list kinds (field list, selections, master items, …)."""
@@ -55,13 +67,22 @@ class ListDef:
     raw: dict[str, Any]
 
 
-def _definitions(props: Any, path: str, out: dict[str, Any]) -> None:
-    """Collects every definition in `props` by its path (`/qListObjectDef`, `/a/qHyperCubeDef`)."""
+def _definitions(props: Any, path: str, out: dict[str, Any], in_list: bool = False) -> None:
+    """Collects every definition in `props` by its path (`/qListObjectDef`, `/a/qHyperCubeDef`);
+    inside arrays (`/a/0/…`) only qStringExpression / qValueExpression."""
+    if isinstance(props, list):
+        for i, value in enumerate(props):
+            _definitions(value, f"{path}/{i}", out, in_list=True)
+        return
     if not isinstance(props, dict):
         return
     for key, value in props.items():
         here = f"{path}/{key}"
-        if key == LIST_DEF:
+        if key in (STRING_EXPRESSION, VALUE_EXPRESSION):
+            out[here] = ExpressionDef.parse(key, value, here)
+        elif in_list:
+            _definitions(value, here, out, in_list)
+        elif key == LIST_DEF:
             out[here] = ListObjectDef.parse(value)
         elif key == CUBE_DEF:
             out[here] = HyperCubeDef.parse(value)
@@ -69,8 +90,6 @@ def _definitions(props: Any, path: str, out: dict[str, Any]) -> None:
             if not isinstance(value, dict):
                 raise RpcError(INVALID_PARAMETERS, here, "must be an object")
             out[here] = ListDef(key, value)
-        elif key in ("qStringExpression", "qValueExpression"):
-            raise RpcError(NOT_IMPLEMENTED, here, "expressions in properties are not implemented")
         elif key not in _NOT_WALKED:
             _definitions(value, here, out)
 
@@ -277,6 +296,13 @@ class GenericObject:
         self.refresh_library()
 
         def computed(value: Any, path: str) -> Any:
+            if isinstance(value, list) and self.definitions:
+                return [
+                    found.value(ctx.session)
+                    if (found := _expression_at(self.definitions, f"{path}/{i}", item))
+                    else computed(item, f"{path}/{i}")
+                    for i, item in enumerate(value)
+                ]
             if not isinstance(value, dict):
                 return value
             out: dict[str, Any] = {}
@@ -292,6 +318,9 @@ class GenericObject:
                     out[key] = dict(item)
                 elif key == CHILD_LIST_DEF and not path:
                     out["qChildList"] = self._child_list(item)
+                elif (found := _expression_at(self.definitions, here, item)) is not None:
+                    # {qStringExpression: …} / {qValueExpression: …}: shown as its value.
+                    out[key] = found.value(ctx.session)
                 else:
                     out[key] = computed(item, here)
             return out

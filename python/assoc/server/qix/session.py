@@ -8,6 +8,7 @@ from typing import Any
 import assoc
 from assoc.server.qix.cube_api import CUBE_METHODS
 from assoc.server.qix.doc_api import DOC_METHODS
+from assoc.server.qix.expressions import EXPRESSION_DOC_METHODS
 from assoc.server.qix.field_api import FIELD_METHODS
 from assoc.server.qix.global_api import GLOBAL_METHODS
 from assoc.server.qix.handles import DocTarget, HandleTable, OpenDocument, Target, object_interface
@@ -40,7 +41,11 @@ INTERNAL_ERROR = -32603
 METHODS: dict[str, MethodTable] = {
     "Global": MethodTable(GLOBAL_METHODS | SCRIPT_GLOBAL_METHODS),
     "Doc": MethodTable(
-        DOC_METHODS | SCRIPT_DOC_METHODS | LIBRARY_DOC_METHODS | PERSIST_DOC_METHODS
+        DOC_METHODS
+        | SCRIPT_DOC_METHODS
+        | LIBRARY_DOC_METHODS
+        | PERSIST_DOC_METHODS
+        | EXPRESSION_DOC_METHODS
     ),
     "Field": FIELD_METHODS,
     "GenericObject": MethodTable(OBJECT_METHODS | CUBE_METHODS),
