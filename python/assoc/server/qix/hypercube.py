@@ -9,7 +9,13 @@ import numpy as np
 
 import assoc
 from assoc.server.qix.facts import AppFacts, value_text
-from assoc.server.qix.listobject import STATE_NAMES, field_of, sort_criteria, value_states
+from assoc.server.qix.listobject import (
+    STATE_NAMES,
+    field_of,
+    sort_criteria,
+    unknown_state,
+    value_states,
+)
 from assoc.server.qix.members import flag, member_object, member_objects, string_list
 from assoc.server.qix.pages import Page, data_page, page_area, parse_pages
 from assoc.server.qix.pivot import PivotState, PivotView
@@ -21,6 +27,7 @@ from assoc.server.qix.rpc import (
     encode_json,
     json_number,
 )
+from assoc.server.qix.states import InState, state_name
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,7 @@ class HyperCubeDef:
     top: tuple[int, ...] = ()
     fully_expanded: bool = False
     totals_above: bool = False
+    state_name: str = ""  # qStateName ("" = the object's state)
 
     @classmethod
     def parse(cls, raw: Any) -> HyperCubeDef:
@@ -144,6 +152,7 @@ class HyperCubeDef:
             top,
             flag(raw, "qAlwaysFullyExpanded"),
             flag(raw, "qShowTotalsAbove"),
+            state_name(raw.get("qStateName")),
         )
 
     def sort(self) -> list[tuple[str, str]]:
@@ -216,7 +225,7 @@ class HyperCubeView:
         self,
         definition: HyperCubeDef,
         facts: AppFacts,
-        session: assoc.Session,
+        session: InState,
         state: PivotState | None = None,
     ) -> None:
         self.definition = definition
@@ -226,6 +235,9 @@ class HyperCubeView:
         self._pivot: PivotView | None = None
         self.error: dict[str, Any] | None = None
         d = definition
+        if session.state not in session.session.states:
+            self.error = unknown_state(session.state)
+            return
         fields = [dim.field for dim in d.dimensions]
         unknown = [f for f in fields if f not in facts.fields]
         if unknown:
@@ -319,7 +331,7 @@ class HyperCubeView:
         """qHyperCube: size, dimension and measure info, grand totals and initial pages."""
         d = self.definition
         layout: dict[str, Any] = {
-            "qStateName": "$",
+            "qStateName": self.session.state,
             "qSize": {"qcx": self.width, "qcy": len(self)},
             "qDimensionInfo": [],
             "qMeasureInfo": [],
