@@ -262,3 +262,24 @@ def test_bad_specs_are_errors(qix: tuple[QixClient, int], spec: dict[str, Any]) 
     with pytest.raises(QixError) as caught:
         client.result("CreateSessionObject", [chart(spec)], doc)
     assert caught.value.code == 8
+
+
+def test_attribute_dimensions(qix: tuple[QixClient, int]) -> None:
+    client, doc = qix
+    props = chart({"qOtherMode": "OTHER_COUNTED", "qOtherCounted": "3"})
+    props["qHyperCubeDef"]["qDimensions"][0]["qAttributeDimensions"] = [{"qDef": "[Region]"}]
+    cube = cube_layout(client, doc, props)
+    region_of = dict(zip(CUSTOMERS["Customer"], CUSTOMERS["Region"], strict=True))
+    regions = []
+    for row in cube["qDataPages"][0]["qMatrix"]:
+        value = row[0]["qAttrDims"]["qValues"][0]
+        regions.append((row[0]["qText"], value["qText"]))
+        if value["qText"] != "-":
+            assert value["qElemNo"] >= 0
+    # d has no region, and the Others row stands for several customers: both NULL.
+    assert regions == [(c, region_of.get(c, "-")) for c in RANKED[:3]] + [("Others", "-")]
+    info = cube["qDimensionInfo"][0]["qAttrDimInfo"]
+    assert info[0]["qFallbackTitle"] == "Region"
+    assert info[0]["qCardinal"] == len(set(CUSTOMERS["Region"]))
+    props["qHyperCubeDef"]["qDimensions"][0]["qAttributeDimensions"] = [{"qDef": "Nothing"}]
+    assert cube_layout(client, doc, props)["qError"]["qErrorCode"] == 7000

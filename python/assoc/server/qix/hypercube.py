@@ -56,6 +56,7 @@ class Dimension:
     reverse: bool = False  # qDef.qReverseSort
     sort_expression: tuple[str, int] | None = None  # qSortByExpression: (expression, ±1)
     attr_exprs: tuple[str, ...] = ()  # qAttributeExpressions
+    attr_dims: tuple[str, ...] = ()  # qAttributeDimensions (fields)
 
     def sort(self) -> tuple[str, str] | None:
         """The engine's sort of this dimension (by field), or None."""
@@ -88,6 +89,7 @@ class Measure:
     label: str
     sort_numeric: int
     attr_exprs: tuple[str, ...] = ()  # qAttributeExpressions
+    attr_dims: tuple[str, ...] = ()  # qAttributeDimensions (fields)
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,7 @@ class HyperCubeDef:
                     flag(qdef, "qReverseSort"),
                     _sort_expression(sorts[0] if sorts else None),
                     _attr_exprs(d),
+                    _attr_dims(d),
                 )
             )
         measures = []
@@ -179,7 +182,9 @@ class HyperCubeDef:
                 raise RpcError(INVALID_PARAMETERS, "qSortByNumeric", "must be -1, 0 or 1")
             if flag(qdef, "qReverseSort"):
                 numeric = -numeric
-            measures.append(Measure(expression, str(label), int(numeric), _attr_exprs(m)))
+            measures.append(
+                Measure(expression, str(label), int(numeric), _attr_exprs(m), _attr_dims(m))
+            )
         width = len(dimensions) + len(measures)
         order = raw.get("qInterColumnSortOrder") or list(range(width))
         lowest = -1 if mode == "P" else 0  # -1: the pivot's measures (pseudo-dimension)
@@ -242,6 +247,20 @@ def _sort_expression(raw: Any) -> tuple[str, int] | None:
     if not direction or not expression:
         return None
     return expression, int(direction)
+
+
+def _attr_dims(column: dict[str, Any]) -> tuple[str, ...]:
+    """The fields of a column's qAttributeDimensions (NxAttrDimDef.qDef, `[F]` or `F`)."""
+    out = []
+    for item in member_objects(column.get("qAttributeDimensions"), "qAttributeDimensions"):
+        name = item.get("qDef", "")
+        if not isinstance(name, str) or not name.strip():
+            raise RpcError(INVALID_PARAMETERS, "qAttributeDimensions", "qDef must name a field")
+        name = _expression(name)
+        if name.startswith("[") and name.endswith("]"):
+            name = name[1:-1]
+        out.append(name)
+    return tuple(out)
 
 
 def _attr_exprs(column: dict[str, Any]) -> tuple[str, ...]:
@@ -316,12 +335,15 @@ class HyperCubeView:
         self._pivot: PivotView | None = None
         self.error: dict[str, Any] | None = None
         self.calc_message: str | None = None
+        self._attr_dims: dict[str, dict[tuple[int, ...], int]] = {}
         d = definition
         if session.state not in session.session.states:
             self.error = unknown_state(session.state)
             return
         fields = [dim.field for dim in d.dimensions]
-        unknown = [f for f in fields if f not in facts.fields]
+        columns: list[Dimension | Measure] = [*d.dimensions, *d.measures]
+        named = fields + [f for column in columns for f in column.attr_dims]
+        unknown = [f for f in named if f not in facts.fields]
         if unknown:
             self._fail(unknown[0], f"unknown field {unknown[0]!r}")
             return
@@ -402,15 +424,15 @@ class HyperCubeView:
                 cells = self.values[c].cells_json([max(code, -1) for code in codes], names)
                 if self.definition.folds:
                     cells = self._folded_cells(c, codes, cells)
-                cells = self._with_attributes(
-                    self.definition.dimensions[c].attr_exprs, index, cells
-                )
-                columns.append(cells)
+                dim = self.definition.dimensions[c]
+                cells = self._with_attributes(dim.attr_exprs, index, cells)
+                columns.append(self._with_attr_dims(dim.attr_dims, index, cells))
             else:
                 measure = self.definition.measures[c - n_dims]
                 values = self.arrays[c - n_dims][index].tolist()
                 cells = [encode_json(measure_cell(v)) for v in values]
-                columns.append(self._with_attributes(measure.attr_exprs, index, cells))
+                cells = self._with_attributes(measure.attr_exprs, index, cells)
+                columns.append(self._with_attr_dims(measure.attr_dims, index, cells))
         row_texts = ["[" + ",".join(row) + "]" for row in zip(*columns, strict=True)]
         return data_page(row_texts if columns else [], rows, cols)
 
@@ -454,6 +476,60 @@ class HyperCubeView:
                     values.append({"qText": value_text(v), "qNum": json_number(v)})
             attrs = encode_json({"qValues": values})
             out.append(cell[:-1] + ',"qAttrExps":' + attrs + "}")
+        return out
+
+    def _attr_dim_codes(self, field: str) -> dict[tuple[int, ...], int]:
+        """Each row's value of an attribute dimension's field: the one value the row's
+        records have (NULL, -1, for none or several)."""
+        found = self._attr_dims.get(field)
+        if found is None:
+            fields = [d.field for d in self.definition.dimensions]
+            cube = self.session.hypercube([*fields, field], [])
+            columns = [cube.codes(i).tolist() for i in range(len(fields) + 1)]
+            found = {}
+            for row in zip(*columns, strict=True):
+                key = tuple(row[:-1])
+                found[key] = row[-1] if key not in found else -1
+            self._attr_dims[field] = found
+        return found
+
+    def _with_attr_dims(
+        self, fields: tuple[str, ...], index: np.ndarray, cells: list[str]
+    ) -> list[str]:
+        """Cells with qAttrDims {qValues: [{qText, qElemNo}]}, one value per field."""
+        if not fields:
+            return cells
+        keys = list(zip(*(c[index].tolist() for c in self.codes), strict=True))
+        per_field = []
+        for field in fields:
+            codes = self._attr_dim_codes(field)
+            texts = self.facts.values(field).texts
+            per_field.append([(codes.get(key, -1), texts) for key in keys])
+        out = []
+        for i, cell in enumerate(cells):
+            values = [
+                {"qText": texts[code], "qElemNo": code}
+                if code >= 0
+                else {"qText": "-", "qElemNo": -2}
+                for code, texts in (column[i] for column in per_field)
+            ]
+            out.append(cell[:-1] + ',"qAttrDims":' + encode_json({"qValues": values}) + "}")
+        return out
+
+    def _attr_dim_info(self, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+        """NxAttrDimInfo of each attribute dimension."""
+        out = []
+        for field in fields:
+            cardinal = int(self.facts.fields[field]["cardinal"])
+            out.append(
+                {
+                    "qCardinal": cardinal,
+                    "qSize": {"qcx": 1, "qcy": cardinal},
+                    "qFallbackTitle": field,
+                    "qLocked": False,
+                    "qIsCalculated": False,
+                }
+            )
         return out
 
     def _attr_info(self, expressions: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -601,7 +677,7 @@ class HyperCubeView:
                     "qMin": json_number(values.minimum),
                     "qMax": json_number(values.maximum),
                     "qAttrExprInfo": self._attr_info(dim.attr_exprs),
-                    "qAttrDimInfo": [],
+                    "qAttrDimInfo": self._attr_dim_info(dim.attr_dims),
                     "qReverseSort": dim.reverse,
                     "qCardinalities": {
                         "qCardinal": f["cardinal"],
@@ -633,7 +709,7 @@ class HyperCubeView:
                     "qMax": json_number(float(finite.max())) if finite.size else "NaN",
                     "qIsAutoFormat": True,
                     "qAttrExprInfo": self._attr_info(m.attr_exprs),
-                    "qAttrDimInfo": [],
+                    "qAttrDimInfo": self._attr_dim_info(m.attr_dims),
                     "qTrendLines": [],
                 }
             )
