@@ -26,6 +26,7 @@ from assoc.server.qix.object_api import (
 from assoc.server.qix.pages import parse_pages
 from assoc.server.qix.pivot import PivotState
 from assoc.server.qix.rpc import INVALID_PARAMETERS, INVALID_PARAMS, Param, RpcError
+from assoc.server.qix.stacked import stack_page
 from assoc.server.qix.states import InState
 
 if TYPE_CHECKING:
@@ -202,6 +203,23 @@ def get_hypercube_pivot_data(s: QixSession, target: ObjectTarget, args: dict[str
     pages = parse_pages(args["qPages"])
     view = _pivot_view(target, args["qPath"])
     return Answer({"qDataPages": [view.pivot_page(p) for p in pages]})
+
+
+@CUBE_METHODS.method(
+    "GetHyperCubeStackData",
+    Param("qPath", "str", required=True),
+    Param("qPages", "objects", required=True),
+    Param("qMaxNbrCells", "int", 10000),
+)
+def get_hypercube_stack_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+    """NxStackPages of a stacked cube (qMode K): each page's first-dimension nodes
+    (qTop, qHeight) with the nodes and measure leaves under them."""
+    definition = _cube_def(target, args["qPath"])
+    if definition.mode != "K":
+        raise RpcError(INVALID_PARAMETERS, args["qPath"], "not a stacked hypercube (qMode K)")
+    pages = parse_pages(args["qPages"])
+    view = HyperCubeView(definition, target.doc.facts, _selections(target, definition))
+    return Answer({"qDataPages": [stack_page(view, p) for p in pages]})
 
 
 def _expansion(side: str, expand: bool) -> None:

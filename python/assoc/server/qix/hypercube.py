@@ -38,6 +38,7 @@ from assoc.server.qix.rpc import (
     encode_json,
     json_number,
 )
+from assoc.server.qix.stacked import outer_size, stack_page
 from assoc.server.qix.states import InState, state_name
 
 NO_OTHERS = OtherSpec()
@@ -135,9 +136,9 @@ class HyperCubeDef:
         """Checks a qHyperCubeDef (errors 8 / 7009 / 20 for what does not fit)."""
         raw = member_object(raw, "qHyperCubeDef")
         mode = raw.get("qMode", "S")
-        if mode not in ("S", "P"):
+        if mode not in ("S", "P", "K"):
             raise RpcError(
-                NOT_IMPLEMENTED, "qMode", "straight (S) and pivot (P) hypercubes only for now"
+                NOT_IMPLEMENTED, "qMode", "straight (S), pivot (P) and stacked (K) hypercubes only"
             )
         dimensions = []
         measure_names = []
@@ -640,6 +641,14 @@ class HyperCubeView:
             )
             if self.error is None:
                 layout["qSize"] = self.pivot.size
+        if d.mode == "K":
+            layout.update(
+                qMode="K",
+                qDataPages=[],
+                qStackedDataPages=[stack_page(self, p) for p in d.initial_pages],
+                qSize={"qcx": self.width, "qcy": outer_size(self)},
+                qEffectiveInterColumnSortOrder=list(range(len(d.dimensions))),
+            )
         if self.calc_message is not None:
             layout.update(self._skeleton_infos(), qCalcCondMsg=self.calc_message)
         if self.error is not None:
