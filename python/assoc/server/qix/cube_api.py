@@ -21,10 +21,13 @@ from assoc.server.qix.object_api import (
     _number,
     _select_fields,
     _selected,
+    _selections,
 )
 from assoc.server.qix.pages import parse_pages
 from assoc.server.qix.pivot import PivotState
 from assoc.server.qix.rpc import INVALID_PARAMETERS, INVALID_PARAMS, Param, RpcError
+from assoc.server.qix.stacked import stack_page
+from assoc.server.qix.states import InState
 
 if TYPE_CHECKING:
     from assoc.server.qix.session import QixSession
@@ -76,12 +79,13 @@ def accept_list_object_search(s: QixSession, target: ObjectTarget, args: dict[st
     doc = target.doc
     doc.facts.field(definition.field)
     values = doc.facts.values(definition.field)
-    states = value_states(doc.selections, definition.field, len(values), True)
+    selections = _selections(target, definition)
+    states = value_states(selections, definition.field, len(values), True)
     chosen = search.mask(values) & (states != EXCLUDED) & (states != SELECTED_EXCLUDED)
     codes = set(np.flatnonzero(chosen).tolist())
     if args["qToggleMode"]:
-        codes |= set(doc.selections.indices(definition.field, "selected").tolist())
-    done = bool(codes) and doc.selections.select_indices(definition.field, sorted(codes))
+        codes |= set(selections.indices(definition.field, "selected").tolist())
+    done = bool(codes) and selections.select_indices(definition.field, sorted(codes))
     _selected(target, done)
     return Answer({}, selections_changed=done, change=[target.obj.handle])
 
@@ -116,12 +120,14 @@ def _in_ranges(numbers: np.ndarray, ranges: list[Any], name: str) -> np.ndarray:
     return inside
 
 
-def _range_codes(target: ObjectTarget, field: str, ranges: list[Any], name: str) -> list[int]:
+def _range_codes(
+    target: ObjectTarget, selections: InState, field: str, ranges: list[Any], name: str
+) -> list[int]:
     """The values of a field (not excluded) whose numbers lie in the ranges."""
     doc = target.doc
     doc.facts.field(field)
     values = doc.facts.values(field)
-    states = value_states(doc.selections, field, len(values), True)
+    states = value_states(selections, field, len(values), True)
     chosen = _in_ranges(values.numbers, ranges, name) & (states != EXCLUDED)
     chosen &= states != SELECTED_EXCLUDED
     codes: list[int] = np.flatnonzero(chosen).tolist()
@@ -139,9 +145,10 @@ def select_list_object_continuous_range(
 ) -> Answer:
     """Selects the list object's values whose numbers lie in any of the ranges (values that
     are excluded or not numbers are not); no such value: qSuccess false."""
-    field = _list_def(target, args["qPath"]).field
-    codes = _range_codes(target, field, args["qRanges"], "qRanges")
-    return _select_fields(target, [(field, codes)], False)
+    definition = _list_def(target, args["qPath"])
+    field, selections = definition.field, _selections(target, definition)
+    codes = _range_codes(target, selections, field, args["qRanges"], "qRanges")
+    return _select_fields(target, selections, [(field, codes)], False)
 
 
 @CUBE_METHODS.method(
@@ -156,6 +163,7 @@ def select_hypercube_continuous_range(
     """Selects, per NxContinuousRangeSelectInfo {qRange, qDimIx}, the dimension's values whose
     numbers lie in its ranges, as one step."""
     definition = _cube_def(target, args["qPath"])
+    selections = _selections(target, definition)
     by_dim: dict[int, list[Any]] = {}
     for item in args["qRanges"]:
         dim = _number(item, "qDimIx", 0)
@@ -165,11 +173,11 @@ def select_hypercube_continuous_range(
     picks = [
         (
             definition.dimensions[dim].field,
-            _range_codes(target, definition.dimensions[dim].field, ranges, "qRange"),
+            _range_codes(target, selections, definition.dimensions[dim].field, ranges, "qRange"),
         )
         for dim, ranges in by_dim.items()
     ]
-    return _select_fields(target, picks, False)
+    return _select_fields(target, selections, picks, False)
 
 
 # ---- pivot cubes --------------------------------------------------------------------------
@@ -182,7 +190,7 @@ def _pivot_view(target: ObjectTarget, path: str) -> HyperCubeView:
     state = target.obj.state.get(_key(path))
     if not isinstance(state, PivotState):
         state = target.obj.state[_key(path)] = PivotState()
-    return HyperCubeView(definition, target.doc.facts, target.doc.selections, state)
+    return HyperCubeView(definition, target.doc.facts, _selections(target, definition), state)
 
 
 @CUBE_METHODS.method(
@@ -195,6 +203,23 @@ def get_hypercube_pivot_data(s: QixSession, target: ObjectTarget, args: dict[str
     pages = parse_pages(args["qPages"])
     view = _pivot_view(target, args["qPath"])
     return Answer({"qDataPages": [view.pivot_page(p) for p in pages]})
+
+
+@CUBE_METHODS.method(
+    "GetHyperCubeStackData",
+    Param("qPath", "str", required=True),
+    Param("qPages", "objects", required=True),
+    Param("qMaxNbrCells", "int", 10000),
+)
+def get_hypercube_stack_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+    """NxStackPages of a stacked cube (qMode K): each page's first-dimension nodes
+    (qTop, qHeight) with the nodes and measure leaves under them."""
+    definition = _cube_def(target, args["qPath"])
+    if definition.mode != "K":
+        raise RpcError(INVALID_PARAMETERS, args["qPath"], "not a stacked hypercube (qMode K)")
+    pages = parse_pages(args["qPages"])
+    view = HyperCubeView(definition, target.doc.facts, _selections(target, definition))
+    return Answer({"qDataPages": [stack_page(view, p) for p in pages]})
 
 
 def _expansion(side: str, expand: bool) -> None:
@@ -261,4 +286,4 @@ def select_pivot_cells(s: QixSession, target: ObjectTarget, args: dict[str, Any]
         if node.kind == "N" and node.code >= 0:
             picks.setdefault(pivot.field_of(side, node), set()).add(node.code)
     chosen = [(f, sorted(codes)) for f, codes in picks.items()]
-    return _select_fields(target, chosen, args["qDeselectOnlyOneSelected"])
+    return _select_fields(target, view.session, chosen, args["qDeselectOnlyOneSelected"])

@@ -20,11 +20,11 @@ from assoc.server.qix.pages import MAX_CELLS
 from assoc.server.qix.rpc import (
     GENERIC_NOT_FOUND,
     INVALID_PARAMETERS,
-    NOT_IMPLEMENTED,
     PAGES_TOO_LARGE,
     Param,
     RpcError,
 )
+from assoc.server.qix.states import DEFAULT_STATE, InState, known_state
 
 if TYPE_CHECKING:
     from assoc.server.qix.session import QixSession
@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 DOC_METHODS = MethodTable()
 
 
-def _default_state(state: str) -> None:
-    if state not in ("", "$"):
-        raise RpcError(NOT_IMPLEMENTED, state, "alternate states are not implemented")
+def _in_state(target: DocTarget, state: str) -> InState:
+    """The session's selections in a state a method names ("" = $; error 2 when unknown)."""
+    session = target.doc.selections
+    return InState(session, known_state(session, state))
 
 
 @DOC_METHODS.method("GetAppLayout", engine=False)
@@ -47,7 +48,7 @@ def get_app_layout(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answe
         "qLastReloadTime": a.get("lastReloadTime", ""),
         "qModified": False,
         "qHasScript": bool(target.doc.script.text),
-        "qStateNames": [],
+        "qStateNames": target.doc.selections.states[1:],
         "qMeta": {},
         "qLocaleInfo": locale_info(),
         "qHasData": bool(target.doc.facts.app.tables),
@@ -79,12 +80,12 @@ def get_tables_and_keys(s: QixSession, target: DocTarget, args: dict[str, Any]) 
 )
 def get_field(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A Field handle (the same one for the same field); error 2 for an unknown field."""
-    _default_state(args["qStateName"])
+    state = _in_state(target, args["qStateName"]).state
     doc, name = target.doc, args["qFieldName"]
     doc.facts.field(name)
-    handle = doc.fields.get(name)
+    handle = doc.fields.get((name, state))
     if handle is None:
-        handle = doc.fields[name] = s.handles.add(FieldTarget(doc, name))
+        handle = doc.fields[name, state] = s.handles.add(FieldTarget(doc, name, state))
     return Answer({"qReturn": s.interface(handle)})
 
 
@@ -96,25 +97,24 @@ def get_field_description(s: QixSession, target: DocTarget, args: dict[str, Any]
 
 @DOC_METHODS.method("ClearAll", Param("qLockedAlso", "bool", False), Param("qStateName", "str", ""))
 def clear_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """Clears every selection of the session (locked fields only with qLockedAlso)."""
-    _default_state(args["qStateName"])
-    target.doc.selections.clear(locked_also=args["qLockedAlso"])
+    """Clears every selection of a state (locked fields only with qLockedAlso)."""
+    _in_state(target, args["qStateName"]).clear(locked_also=args["qLockedAlso"])
     return Answer({}, selections_changed=True)
 
 
 @DOC_METHODS.method("LockAll", Param("qStateName", "str", ""))
 def lock_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """Locks every field that has a selection."""
-    _default_state(args["qStateName"])
-    target.doc.selections.lock_all()
+    """Locks every field that has a selection (an alternate state has no locks)."""
+    if _in_state(target, args["qStateName"]).default:
+        target.doc.selections.lock_all()
     return Answer({}, selections_changed=True)
 
 
 @DOC_METHODS.method("UnlockAll", Param("qStateName", "str", ""))
 def unlock_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Unlocks every field."""
-    _default_state(args["qStateName"])
-    target.doc.selections.unlock_all()
+    if _in_state(target, args["qStateName"]).default:
+        target.doc.selections.unlock_all()
     return Answer({}, selections_changed=True)
 
 
@@ -222,3 +222,69 @@ def get_table_data(s: QixSession, target: DocTarget, args: dict[str, Any]) -> An
         if rows * width > MAX_CELLS:
             raise RpcError(PAGES_TOO_LARGE, "qRows", f"at most {MAX_CELLS} cells per call")
     return Answer({"qData": table_data(facts, name, offset, rows, synthetic)})
+
+
+# ---- alternate states ---------------------------------------------------------------------
+
+GENERIC_ALREADY_EXISTS = 3
+
+
+def _new_state(target: DocTarget, name: str) -> None:
+    session = target.doc.selections
+    if not name or name == DEFAULT_STATE:
+        raise RpcError(INVALID_PARAMETERS, "qStateName", "an alternate state needs a name")
+    if name in session.states:
+        raise RpcError(GENERIC_ALREADY_EXISTS, name, f"alternate state {name!r} exists")
+    session.add_state(name)
+
+
+@DOC_METHODS.method("AddAlternateState", Param("qStateName", "str", required=True))
+def add_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """Adds an alternate state (no selections yet): objects and fields name it by
+    qStateName; error 3 when it exists, 8 for "" or "$"."""
+    _new_state(target, args["qStateName"])
+    return Answer({}, selections_changed=True)
+
+
+@DOC_METHODS.method(
+    "AddSessionAlternateState",
+    Param("qStateName", "str", required=True),
+    Param("qSourceStateName", "str", ""),
+)
+def add_session_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """Adds an alternate state with the selections of qSourceStateName (when given)."""
+    session = target.doc.selections
+    source = known_state(session, args["qSourceStateName"]) if args["qSourceStateName"] else ""
+    _new_state(target, args["qStateName"])
+    if source:
+        for field in session.selections(source):
+            codes = session.indices(field, "selected", in_state=source).tolist()
+            session.select_indices(field, codes, state=args["qStateName"])
+    return Answer({}, selections_changed=True)
+
+
+def _drop_state(target: DocTarget, name: str) -> None:
+    session = target.doc.selections
+    if name in ("", DEFAULT_STATE):
+        raise RpcError(INVALID_PARAMETERS, "qStateName", "the default state $ stays")
+    known_state(session, name)
+    session.remove_state(name)
+
+
+@DOC_METHODS.method("RemoveAlternateState", Param("qStateName", "str", required=True))
+def remove_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """Removes an alternate state and its selections (error 2 when there is none); objects
+    still naming it show a qError until it is added again."""
+    _drop_state(target, args["qStateName"])
+    return Answer({}, selections_changed=True)
+
+
+@DOC_METHODS.method("RemoveSessionAlternateState", Param("qStateName", "str", required=True))
+def remove_session_alternate_state(
+    s: QixSession, target: DocTarget, args: dict[str, Any]
+) -> Answer:
+    """As RemoveAlternateState, answering qSuccess (false for an unknown state)."""
+    if args["qStateName"] not in target.doc.selections.states[1:]:
+        return Answer({"qSuccess": False})
+    _drop_state(target, args["qStateName"])
+    return Answer({"qSuccess": True}, selections_changed=True)

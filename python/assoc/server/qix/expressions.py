@@ -201,13 +201,15 @@ class ExpressionDef:
 # ---- `$(…)` in a cube's dimensions --------------------------------------------------------
 
 
-def expand_dimensions(definition: HyperCubeDef, session: assoc.Session) -> HyperCubeDef:
-    """The definition with `$(…)` in its dimensions' fields expanded (measures are expanded
-    by the engine's cube itself)."""
+def expand_dimensions(
+    definition: HyperCubeDef, session: assoc.Session, state: str = "$"
+) -> HyperCubeDef:
+    """The definition with `$(…)` in its dimensions' fields expanded, each `$(=…)` under the
+    object's `state` (measures are expanded by the engine's cube itself)."""
     if not any("$(" in d.field for d in definition.dimensions):
         return definition
     dims = [
-        dataclasses.replace(d, field=session.expand(d.field)) if "$(" in d.field else d
+        dataclasses.replace(d, field=session.expand(d.field, state)) if "$(" in d.field else d
         for d in definition.dimensions
     ]
     return dataclasses.replace(definition, dimensions=dims)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from assoc.server.qix.handles import FieldTarget, OpenDocument
+import assoc
+from assoc.server.qix.handles import FieldTarget
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.rpc import INVALID_PARAMETERS, Param, RpcError
+from assoc.server.qix.states import InState, known_state
 from assoc.server.qix.wildcard import Wildcard
 
 if TYPE_CHECKING:
@@ -20,16 +22,24 @@ FIELD_METHODS = MethodTable()
 _INT64 = range(-(2**63), 2**63)
 
 
-def select_codes(doc: OpenDocument, field: str, codes: list[int], toggle: bool) -> bool:
+def select_codes(
+    selections: assoc.Session | InState, field: str, codes: list[int], toggle: bool
+) -> bool:
     """Replaces (or with `toggle`, flips) a field's selection by symbol indexes; numbers that
     name no value are ignored. False (nothing changes) when the field is locked."""
     if any(code not in _INT64 for code in codes):
         codes = [code for code in codes if code in _INT64]
     if toggle:
-        current = set(doc.selections.indices(field, "selected").tolist())
+        current = set(selections.indices(field, "selected").tolist())
         current.symmetric_difference_update(codes)
         codes = sorted(current)
-    return doc.selections.select_indices(field, codes)
+    return selections.select_indices(field, codes)
+
+
+def _in_state(target: FieldTarget) -> InState:
+    """The session's selections in the field handle's state (error 2 once it is removed)."""
+    session = target.doc.selections
+    return InState(session, known_state(session, target.state))
 
 
 def _matching(target: FieldTarget, match: str) -> list[int]:
@@ -66,7 +76,7 @@ def select_values(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> A
             code = values.find_text(text)
         if code is not None:
             codes.append(code)
-    done = select_codes(target.doc, target.name, codes, args["qToggleMode"])
+    done = select_codes(_in_state(target), target.name, codes, args["qToggleMode"])
     return Answer({"qReturn": done}, selections_changed=done)
 
 
@@ -74,7 +84,7 @@ def _select_match(target: FieldTarget, match: str, toggle: bool) -> Answer:
     codes = _matching(target, match)
     if not codes:
         return Answer({"qReturn": False})
-    done = select_codes(target.doc, target.name, codes, toggle)
+    done = select_codes(_in_state(target), target.name, codes, toggle)
     return Answer({"qReturn": done}, selections_changed=done)
 
 
@@ -105,21 +115,21 @@ def toggle_select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> A
 )
 def low_level_select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
     """Selects values by element number (symbol index)."""
-    done = select_codes(target.doc, target.name, args["qValues"], args["qToggleMode"])
+    done = select_codes(_in_state(target), target.name, args["qValues"], args["qToggleMode"])
     return Answer({"qReturn": done}, selections_changed=done)
 
 
 @FIELD_METHODS.method("Clear")
 def clear(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
     """Clears the field's selection (false when it is locked)."""
-    done = target.doc.selections.clear_field(target.name)
+    done = _in_state(target).clear_field(target.name)
     return Answer({"qReturn": done}, selections_changed=done)
 
 
 def _state_selection(name: str, doc: str) -> None:
     @FIELD_METHODS.method(name, Param("qSoftLock", "bool", False))
     def run(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
-        done = getattr(target.doc.selections, STATE_SELECTIONS[name])(target.name)
+        done = getattr(_in_state(target), STATE_SELECTIONS[name])(target.name)
         return Answer({"qReturn": done}, selections_changed=done)
 
     run.__doc__ = doc
@@ -141,14 +151,14 @@ _state_selection("SelectExcluded", "Selects the values neither selected nor poss
 @FIELD_METHODS.method("Lock")
 def lock(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
     """Locks the field's selection (false when it has none)."""
-    done = target.doc.selections.lock(target.name)
+    done = _in_state(target).lock(target.name)
     return Answer({"qReturn": done}, selections_changed=done)
 
 
 @FIELD_METHODS.method("Unlock")
 def unlock(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
     """Unlocks the field (false when it was not locked)."""
-    done = target.doc.selections.unlock(target.name)
+    done = _in_state(target).unlock(target.name)
     return Answer({"qReturn": done}, selections_changed=done)
 
 

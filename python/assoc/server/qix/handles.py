@@ -12,6 +12,7 @@ from assoc.server.qix.library import QIX_TYPES, DocVariables, Library, LibraryIt
 from assoc.server.qix.objects import GenericObject, LayoutContext
 from assoc.server.qix.rpc import GLOBAL_HANDLE, INVALID_PARAMETERS, INVALID_PARAMS, RpcError
 from assoc.server.qix.scripts import DocScript
+from assoc.server.qix.states import Saved, restore_alternates
 from assoc.server.store import Lease
 from assoc.session import Checkpoint
 
@@ -29,7 +30,7 @@ class OpenDocument:
     script: DocScript = field(default_factory=DocScript)
     handle: int = 0
     objects: dict[str, GenericObject] = field(default_factory=dict)  # by qId
-    fields: dict[str, int] = field(default_factory=dict)  # field name -> handle
+    fields: dict[tuple[str, str], int] = field(default_factory=dict)  # (field, state) -> handle
     modal: Modal | None = None  # the object in selection mode
     library: Library = field(default_factory=Library)  # master items, variables, bookmarks
     approved: dict[str, bool] = field(default_factory=dict)  # stored objects' approved flags
@@ -86,6 +87,12 @@ class Modal:
     object_id: str
     checkpoint: Checkpoint
     made_selections: bool = False
+    alternates: Saved = field(default_factory=dict)  # the alternate states' selections
+
+    def rollback(self, session: assoc.Session) -> bool:
+        """Puts back the selections saved when selection mode began (every state's)."""
+        changed = session.rollback(self.checkpoint)
+        return restore_alternates(session, self.alternates) or changed
 
 
 class GlobalTarget:
@@ -108,6 +115,7 @@ class FieldTarget:
 
     doc: OpenDocument
     name: str
+    state: str = "$"  # the selection state its selections are made in
     qix_type = "Field"
 
 
@@ -229,7 +237,7 @@ def end_modal(doc: OpenDocument, accept: bool) -> bool:
     modal, doc.modal = doc.modal, None
     if modal is None or accept:
         return False
-    return doc.selections.rollback(modal.checkpoint)
+    return modal.rollback(doc.selections)
 
 
 def new_object_id(taken: dict[str, Any], wanted: Any) -> str:

@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 import assoc
+from assoc.server.qix.cubeextras import (
+    OTHERS_CODE,
+    TOTAL_CODE,
+    OtherSpec,
+    calc_condition,
+    condition_holds,
+    fold_rows,
+    string_expr,
+)
 from assoc.server.qix.expressions import expand_dimensions
 from assoc.server.qix.facts import AppFacts, value_text
-from assoc.server.qix.listobject import STATE_NAMES, field_of, sort_criteria, value_states
+from assoc.server.qix.listobject import (
+    STATE_NAMES,
+    field_of,
+    sort_criteria,
+    unknown_state,
+    value_states,
+)
 from assoc.server.qix.members import flag, member_object, member_objects, string_list
 from assoc.server.qix.pages import Page, data_page, page_area, parse_pages
 from assoc.server.qix.pivot import PivotState, PivotView
 from assoc.server.qix.rpc import (
+    CALC_EVAL_CONDITION_FAILED,
     CALC_INVALID_DEF,
     INVALID_PARAMETERS,
     NOT_IMPLEMENTED,
@@ -22,6 +39,10 @@ from assoc.server.qix.rpc import (
     encode_json,
     json_number,
 )
+from assoc.server.qix.stacked import outer_size, stack_page
+from assoc.server.qix.states import InState, state_name
+
+NO_OTHERS = OtherSpec()
 
 
 @dataclass(frozen=True)
@@ -33,16 +54,33 @@ class Dimension:
     criteria: dict[str, int]
     null_suppression: bool
     total: bool = False  # qOtherTotalSpec.qTotalMode TOTAL_EXPR: a totals node (pivot)
+    others: OtherSpec = NO_OTHERS  # qOtherTotalSpec (straight mode)
+    reverse: bool = False  # qDef.qReverseSort
+    sort_expression: tuple[str, int] | None = None  # qSortByExpression: (expression, ±1)
+    attr_exprs: tuple[str, ...] = ()  # qAttributeExpressions
+    attr_dims: tuple[str, ...] = ()  # qAttributeDimensions (fields)
 
     def sort(self) -> tuple[str, str] | None:
-        """The engine's sort of this dimension, or None."""
+        """The engine's sort of this dimension (by field), or None."""
         c = self.criteria
-        direction = c.get("qSortByNumeric") or c.get("qSortByAscii") or 0
+        direction = (c.get("qSortByNumeric") or c.get("qSortByAscii") or 0) * (
+            -1 if self.reverse else 1
+        )
         if direction:
             return (self.field, "asc" if direction > 0 else "desc")
         if c.get("qSortByLoadOrder"):
             return (self.field, "load")
         return None
+
+    def sorts(self) -> list[tuple[str, str]]:
+        """The engine's sort keys of this dimension: its expression first, then its field."""
+        out = []
+        if self.sort_expression is not None:
+            expression, direction = self.sort_expression
+            direction *= -1 if self.reverse else 1
+            out.append((expression, "asc" if direction > 0 else "desc"))
+        by_field = self.sort()
+        return out + ([by_field] if by_field is not None else [])
 
 
 @dataclass(frozen=True)
@@ -52,6 +90,8 @@ class Measure:
     expression: str
     label: str
     sort_numeric: int
+    attr_exprs: tuple[str, ...] = ()  # qAttributeExpressions
+    attr_dims: tuple[str, ...] = ()  # qAttributeDimensions (fields)
 
 
 @dataclass(frozen=True)
@@ -71,17 +111,42 @@ class HyperCubeDef:
     top: tuple[int, ...] = ()
     fully_expanded: bool = False
     totals_above: bool = False
+    state_name: str = ""  # qStateName ("" = the object's state)
+    calc_condition: tuple[str, str] | None = None  # (condition, message)
+
+    @property
+    def engine_measures(self) -> list[str]:
+        """The measures the engine computes: the cube's, then the hidden ones that sort
+        dimensions by expression and fill attribute expressions (each once)."""
+        out = [m.expression for m in self.measures]
+        columns: list[Dimension | Measure] = [*self.dimensions, *self.measures]
+        for column in columns:
+            hidden = list(column.attr_exprs)
+            if isinstance(column, Dimension) and column.sort_expression is not None:
+                hidden.append(column.sort_expression[0])
+            out += [e for e in hidden if e not in out]
+        return out
+
+    @property
+    def folds(self) -> bool:
+        """True when a dimension has Others or totals rows (straight mode)."""
+        return self.mode == "S" and any(d.others.folds or d.total for d in self.dimensions)
 
     @classmethod
     def parse(cls, raw: Any) -> HyperCubeDef:
         """Checks a qHyperCubeDef (errors 8 / 7009 / 20 for what does not fit)."""
         raw = member_object(raw, "qHyperCubeDef")
         mode = raw.get("qMode", "S")
-        if mode not in ("S", "P"):
+        if mode not in ("S", "P", "K"):
             raise RpcError(
-                NOT_IMPLEMENTED, "qMode", "straight (S) and pivot (P) hypercubes only for now"
+                NOT_IMPLEMENTED, "qMode", "straight (S), pivot (P) and stacked (K) hypercubes only"
             )
         dimensions = []
+        measure_names = []
+        for m in member_objects(raw.get("qMeasures"), "qMeasures"):
+            qdef = member_object(m.get("qDef"), "qDef")
+            measure_names.append(str(qdef.get("qLabel") or qdef.get("qDef") or ""))
+        measure_names += [_expression(n) for n in measure_names]
         for d in member_objects(raw.get("qDimensions"), "qDimensions"):
             qdef = member_object(d.get("qDef"), "qDef")
             field = field_of(d, "qDimensions")
@@ -89,17 +154,19 @@ class HyperCubeDef:
             label = labels[0] if labels and labels[0] else field
             sorts = member_objects(qdef.get("qSortCriterias"), "qSortCriterias")
             criteria = sort_criteria(sorts[0] if sorts else None)
-            spec = member_object(d.get("qOtherTotalSpec"), "qOtherTotalSpec")
-            total = spec.get("qTotalMode", "TOTAL_OFF")
-            if total not in ("TOTAL_OFF", "TOTAL_EXPR"):
-                raise RpcError(INVALID_PARAMETERS, "qTotalMode", "TOTAL_OFF or TOTAL_EXPR")
+            others = OtherSpec.parse(d.get("qOtherTotalSpec"), measure_names)
             dimensions.append(
                 Dimension(
                     field,
                     str(label),
                     criteria,
                     flag(d, "qNullSuppression"),
-                    total == "TOTAL_EXPR",
+                    others.total,
+                    others,
+                    flag(qdef, "qReverseSort"),
+                    _sort_expression(sorts[0] if sorts else None),
+                    _attr_exprs(d),
+                    _attr_dims(d),
                 )
             )
         measures = []
@@ -115,7 +182,11 @@ class HyperCubeDef:
             numeric = sort_by.get("qSortByNumeric", 0)
             if numeric not in (-1, 0, 1) or isinstance(numeric, bool):
                 raise RpcError(INVALID_PARAMETERS, "qSortByNumeric", "must be -1, 0 or 1")
-            measures.append(Measure(expression, str(label), int(numeric)))
+            if flag(qdef, "qReverseSort"):
+                numeric = -numeric
+            measures.append(
+                Measure(expression, str(label), int(numeric), _attr_exprs(m), _attr_dims(m))
+            )
         width = len(dimensions) + len(measures)
         order = raw.get("qInterColumnSortOrder") or list(range(width))
         lowest = -1 if mode == "P" else 0  # -1: the pivot's measures (pseudo-dimension)
@@ -145,6 +216,8 @@ class HyperCubeDef:
             top,
             flag(raw, "qAlwaysFullyExpanded"),
             flag(raw, "qShowTotalsAbove"),
+            state_name(raw.get("qStateName")),
+            calc_condition(raw),
         )
 
     def sort(self) -> list[tuple[str, str]]:
@@ -152,18 +225,55 @@ class HyperCubeDef:
         out = []
         for column in self.column_order:
             if column < len(self.dimensions):
-                d = self.dimensions[column]
-                c = d.criteria
-                direction = c.get("qSortByNumeric") or c.get("qSortByAscii") or 0
-                if direction:
-                    out.append((d.field, "asc" if direction > 0 else "desc"))
-                elif c.get("qSortByLoadOrder"):
-                    out.append((d.field, "load"))
+                out += self.dimensions[column].sorts()
             else:
                 m = self.measures[column - len(self.dimensions)]
                 if m.sort_numeric:
                     out.append((m.expression, "asc" if m.sort_numeric > 0 else "desc"))
         return out
+
+
+def _expression(text: str) -> str:
+    text = text.strip()
+    return text[1:].strip() if text.startswith("=") else text
+
+
+def _sort_expression(raw: Any) -> tuple[str, int] | None:
+    """(expression, direction) of qSortByExpression with qExpression {qv}, or None."""
+    if not isinstance(raw, dict):
+        return None
+    direction = raw.get("qSortByExpression", 0)
+    if direction not in (-1, 0, 1) or isinstance(direction, bool):
+        raise RpcError(INVALID_PARAMETERS, "qSortByExpression", "must be -1, 0 or 1")
+    expression = _expression(string_expr(raw.get("qExpression"), "qExpression"))
+    if not direction or not expression:
+        return None
+    return expression, int(direction)
+
+
+def _attr_dims(column: dict[str, Any]) -> tuple[str, ...]:
+    """The fields of a column's qAttributeDimensions (NxAttrDimDef.qDef, `[F]` or `F`)."""
+    out = []
+    for item in member_objects(column.get("qAttributeDimensions"), "qAttributeDimensions"):
+        name = item.get("qDef", "")
+        if not isinstance(name, str) or not name.strip():
+            raise RpcError(INVALID_PARAMETERS, "qAttributeDimensions", "qDef must name a field")
+        name = _expression(name)
+        if name.startswith("[") and name.endswith("]"):
+            name = name[1:-1]
+        out.append(name)
+    return tuple(out)
+
+
+def _attr_exprs(column: dict[str, Any]) -> tuple[str, ...]:
+    """The expressions of a column's qAttributeExpressions (NxAttrExprDef.qExpression)."""
+    out = []
+    for item in member_objects(column.get("qAttributeExpressions"), "qAttributeExpressions"):
+        expression = _expression(string_expr(item.get("qExpression"), "qExpression"))
+        if not expression:
+            raise RpcError(INVALID_PARAMETERS, "qAttributeExpressions", "qExpression is empty")
+        out.append(expression)
+    return tuple(out)
 
 
 _EMPTY_AREA = {"qLeft": 0, "qTop": 0, "qWidth": 0, "qHeight": 0}
@@ -217,12 +327,13 @@ class HyperCubeView:
         self,
         definition: HyperCubeDef,
         facts: AppFacts,
-        session: assoc.Session,
+        session: InState,
         state: PivotState | None = None,
     ) -> None:
         expansion_error = ""
         try:
-            definition = expand_dimensions(definition, session)  # `$(…)` in qFieldDefs
+            # `$(…)` in qFieldDefs
+            definition = expand_dimensions(definition, session.session, session.state)
         except assoc.Error as exc:
             expansion_error = str(exc)
         self.definition = definition
@@ -231,19 +342,31 @@ class HyperCubeView:
         self.state = state
         self._pivot: PivotView | None = None
         self.error: dict[str, Any] | None = None
+        self.calc_message: str | None = None
+        self._attr_dims: dict[str, dict[tuple[int, ...], int]] = {}
         if expansion_error:
             self._fail("", expansion_error)
             return
         d = definition
+        if session.state not in session.session.states:
+            self.error = unknown_state(session.state)
+            return
         fields = [dim.field for dim in d.dimensions]
-        unknown = [f for f in fields if f not in facts.fields]
+        columns: list[Dimension | Measure] = [*d.dimensions, *d.measures]
+        named = fields + [f for column in columns for f in column.attr_dims]
+        unknown = [f for f in named if f not in facts.fields]
         if unknown:
             self._fail(unknown[0], f"unknown field {unknown[0]!r}")
             return
+        self.engine_measures = d.engine_measures
         try:
+            if d.calc_condition is not None and not condition_holds(self, d.calc_condition[0]):
+                self.calc_message = d.calc_condition[1]
+                self.error = {"qErrorCode": CALC_EVAL_CONDITION_FAILED}
+                return
             self.cube = session.hypercube(
                 fields,
-                [m.expression for m in d.measures],
+                self.engine_measures,
                 sort=d.sort() or None,
                 suppress_zero=d.suppress_zero,
                 suppress_missing=d.suppress_missing,
@@ -252,12 +375,21 @@ class HyperCubeView:
             self._fail("", str(exc))
             return
         self.codes = [self.cube.codes(f) for f in fields]
-        self.arrays = [self.cube.array(m.expression) for m in d.measures]
+        self.base_codes = self.codes
+        self.columns = {e: self.cube.array(e) for e in self.engine_measures}
         keep = np.ones(len(self.cube), dtype=bool)
         for dim, codes in zip(d.dimensions, self.codes, strict=True):
             if dim.null_suppression:
                 keep &= codes >= 0
         self.rows = np.flatnonzero(keep) if not keep.all() else None
+        self.has_other = False
+        if d.folds:
+            try:
+                self.has_other = fold_rows(self)
+            except assoc.Error as exc:
+                self._fail("", str(exc))
+                return
+        self.arrays = [self.columns[m.expression] for m in d.measures]
         self.values = [facts.values(f) for f in fields]
         self.states = [
             value_states(session, f, len(v), show_alternatives=False)
@@ -274,7 +406,9 @@ class HyperCubeView:
     def __len__(self) -> int:
         if self.error is not None:
             return 0
-        return len(self.rows) if self.rows is not None else len(self.cube)
+        if self.rows is not None:
+            return len(self.rows)
+        return len(self.codes[0]) if self.codes else len(self.cube)  # Others rows counted
 
     @property
     def width(self) -> int:
@@ -298,12 +432,175 @@ class HyperCubeView:
                 codes = self.codes[c][index].tolist()
                 states = self.states[c]
                 names = [STATE_NAMES[states[code]] if code >= 0 else "O" for code in codes]
-                columns.append(self.values[c].cells_json(codes, names))
+                cells = self.values[c].cells_json([max(code, -1) for code in codes], names)
+                if self.definition.folds:
+                    cells = self._folded_cells(c, codes, cells)
+                dim = self.definition.dimensions[c]
+                cells = self._with_attributes(dim.attr_exprs, index, cells)
+                columns.append(self._with_attr_dims(dim.attr_dims, index, cells))
             else:
+                measure = self.definition.measures[c - n_dims]
                 values = self.arrays[c - n_dims][index].tolist()
-                columns.append([encode_json(measure_cell(v)) for v in values])
+                cells = [encode_json(measure_cell(v)) for v in values]
+                cells = self._with_attributes(measure.attr_exprs, index, cells)
+                columns.append(self._with_attr_dims(measure.attr_dims, index, cells))
         row_texts = ["[" + ",".join(row) + "]" for row in zip(*columns, strict=True)]
         return data_page(row_texts if columns else [], rows, cols)
+
+    def _folded_cells(self, column: int, codes: list[int], cells: list[str]) -> list[str]:
+        """Others (qElemNumber -3) and totals (-1) cells in place of the rows' codes."""
+        spec = self.definition.dimensions[column].others
+        out = []
+        for code, cell in zip(codes, cells, strict=True):
+            if code == OTHERS_CODE:
+                cell = encode_json(
+                    {"qText": spec.other_label, "qNum": "NaN", "qElemNumber": -3, "qState": "O"}
+                )
+            elif code == TOTAL_CODE:
+                cell = encode_json(
+                    {
+                        "qText": spec.total_label,
+                        "qNum": "NaN",
+                        "qElemNumber": -1,
+                        "qState": "O",
+                        "qIsTotalCell": True,
+                    }
+                )
+            out.append(cell)
+        return out
+
+    def _with_attributes(
+        self, expressions: tuple[str, ...], index: np.ndarray, cells: list[str]
+    ) -> list[str]:
+        """Cells with qAttrExps {qValues: [{qText, qNum}]}, one value per expression."""
+        if not expressions:
+            return cells
+        columns = [self.columns[e][index].tolist() for e in expressions]
+        out = []
+        for i, cell in enumerate(cells):
+            values: list[dict[str, Any]] = []
+            for column in columns:
+                v = column[i]
+                if np.isnan(v):
+                    values.append({"qText": "-", "qNum": "NaN"})
+                else:
+                    values.append({"qText": value_text(v), "qNum": json_number(v)})
+            attrs = encode_json({"qValues": values})
+            out.append(cell[:-1] + ',"qAttrExps":' + attrs + "}")
+        return out
+
+    def _attr_dim_codes(self, field: str) -> dict[tuple[int, ...], int]:
+        """Each row's value of an attribute dimension's field: the one value the row's
+        records have (NULL, -1, for none or several)."""
+        found = self._attr_dims.get(field)
+        if found is None:
+            fields = [d.field for d in self.definition.dimensions]
+            cube = self.session.hypercube([*fields, field], [])
+            columns = [cube.codes(i).tolist() for i in range(len(fields) + 1)]
+            found = {}
+            for row in zip(*columns, strict=True):
+                key = tuple(row[:-1])
+                found[key] = row[-1] if key not in found else -1
+            self._attr_dims[field] = found
+        return found
+
+    def _with_attr_dims(
+        self, fields: tuple[str, ...], index: np.ndarray, cells: list[str]
+    ) -> list[str]:
+        """Cells with qAttrDims {qValues: [{qText, qElemNo}]}, one value per field."""
+        if not fields:
+            return cells
+        keys = list(zip(*(c[index].tolist() for c in self.codes), strict=True))
+        per_field = []
+        for field in fields:
+            codes = self._attr_dim_codes(field)
+            texts = self.facts.values(field).texts
+            per_field.append([(codes.get(key, -1), texts) for key in keys])
+        out = []
+        for i, cell in enumerate(cells):
+            values = [
+                {"qText": texts[code], "qElemNo": code}
+                if code >= 0
+                else {"qText": "-", "qElemNo": -2}
+                for code, texts in (column[i] for column in per_field)
+            ]
+            out.append(cell[:-1] + ',"qAttrDims":' + encode_json({"qValues": values}) + "}")
+        return out
+
+    def _attr_dim_info(self, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+        """NxAttrDimInfo of each attribute dimension."""
+        out = []
+        for field in fields:
+            cardinal = int(self.facts.fields[field]["cardinal"])
+            out.append(
+                {
+                    "qCardinal": cardinal,
+                    "qSize": {"qcx": 1, "qcy": cardinal},
+                    "qFallbackTitle": field,
+                    "qLocked": False,
+                    "qIsCalculated": False,
+                }
+            )
+        return out
+
+    def _attr_info(self, expressions: tuple[str, ...]) -> list[dict[str, Any]]:
+        """NxAttrExprInfo of each attribute expression: its min and max over the rows."""
+        out = []
+        for e in expressions:
+            array = self.columns[e] if self.rows is None else self.columns[e][self.rows]
+            finite = array[~np.isnan(array)]
+            low = float(finite.min()) if finite.size else math.nan
+            high = float(finite.max()) if finite.size else math.nan
+            out.append(
+                {
+                    "qMin": json_number(low),
+                    "qMax": json_number(high),
+                    "qFallbackTitle": e,
+                    "qMinText": value_text(low) if finite.size else "",
+                    "qMaxText": value_text(high) if finite.size else "",
+                    "qNumFormat": {"qType": "U", "qnDec": 0, "qUseThou": 0},
+                    "qIsAutoFormat": True,
+                }
+            )
+        return out
+
+    def _skeleton_infos(self) -> dict[str, list[dict[str, Any]]]:
+        """Dimension and measure infos with titles only (a calculation condition that does not
+        hold computes nothing, yet clients count and title the columns)."""
+        common = {
+            "qApprMaxGlyphCount": 0,
+            "qCardinal": 0,
+            "qSortIndicator": "N",
+            "qNumFormat": {"qType": "U", "qnDec": 0, "qUseThou": 0},
+            "qIsAutoFormat": True,
+            "qMin": "NaN",
+            "qMax": "NaN",
+            "qAttrExprInfo": [],
+            "qAttrDimInfo": [],
+        }
+        dims = [
+            {
+                **common,
+                "qFallbackTitle": d.label,
+                "qGroupFallbackTitles": [d.label],
+                "qGroupPos": 0,
+                "qGroupFieldDefs": [d.field],
+                "qGrouping": "N",
+                "qTags": [],
+                "qDimensionType": "D",
+                "qCardinalities": {
+                    "qCardinal": 0,
+                    "qHypercubeCardinal": 0,
+                    "qAllValuesCardinal": -1,
+                },
+            }
+            for d in self.definition.dimensions
+        ]
+        measures = [
+            {**common, "qFallbackTitle": m.label, "qTrendLines": []}
+            for m in self.definition.measures
+        ]
+        return {"qDimensionInfo": dims, "qMeasureInfo": measures}
 
     @property
     def pivot(self) -> PivotView:
@@ -322,13 +619,14 @@ class HyperCubeView:
         totals = self.cube.totals
         if isinstance(totals, dict):
             return [float(totals[m.expression]) for m in self.definition.measures]
-        return [float("nan") if t is None else float(t) for t in totals]
+        shown = [float("nan") if t is None else float(t) for t in totals]
+        return shown[: len(self.definition.measures)]  # hidden measures follow
 
     def layout(self) -> dict[str, Any]:
         """qHyperCube: size, dimension and measure info, grand totals and initial pages."""
         d = self.definition
         layout: dict[str, Any] = {
-            "qStateName": "$",
+            "qStateName": self.session.state,
             "qSize": {"qcx": self.width, "qcy": len(self)},
             "qDimensionInfo": [],
             "qMeasureInfo": [],
@@ -353,9 +651,20 @@ class HyperCubeView:
             )
             if self.error is None:
                 layout["qSize"] = self.pivot.size
+        if d.mode == "K":
+            layout.update(
+                qMode="K",
+                qDataPages=[],
+                qStackedDataPages=[stack_page(self, p) for p in d.initial_pages],
+                qSize={"qcx": self.width, "qcy": outer_size(self)},
+                qEffectiveInterColumnSortOrder=list(range(len(d.dimensions))),
+            )
+        if self.calc_message is not None:
+            layout.update(self._skeleton_infos(), qCalcCondMsg=self.calc_message)
         if self.error is not None:
             layout["qError"] = self.error
             return layout
+        layout["qHasOtherValues"] = self.has_other
         for dim, values, states in zip(d.dimensions, self.values, self.states, strict=True):
             f = self.facts.fields[dim.field]
             counts = np.bincount(states, minlength=len(STATE_NAMES))
@@ -386,12 +695,13 @@ class HyperCubeView:
                     "qGroupFieldDefs": [dim.field],
                     "qMin": json_number(values.minimum),
                     "qMax": json_number(values.maximum),
-                    "qAttrExprInfo": [],
-                    "qAttrDimInfo": [],
+                    "qAttrExprInfo": self._attr_info(dim.attr_exprs),
+                    "qAttrDimInfo": self._attr_dim_info(dim.attr_dims),
+                    "qReverseSort": dim.reverse,
                     "qCardinalities": {
                         "qCardinal": f["cardinal"],
                         "qHypercubeCardinal": _distinct(
-                            self.codes[len(layout["qDimensionInfo"])], len(values)
+                            self.base_codes[len(layout["qDimensionInfo"])], len(values)
                         ),
                         "qAllValuesCardinal": -1,
                     },
@@ -417,8 +727,8 @@ class HyperCubeView:
                     "qMin": json_number(float(finite.min())) if finite.size else "NaN",
                     "qMax": json_number(float(finite.max())) if finite.size else "NaN",
                     "qIsAutoFormat": True,
-                    "qAttrExprInfo": [],
-                    "qAttrDimInfo": [],
+                    "qAttrExprInfo": self._attr_info(m.attr_exprs),
+                    "qAttrDimInfo": self._attr_dim_info(m.attr_dims),
                     "qTrendLines": [],
                 }
             )

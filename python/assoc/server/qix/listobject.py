@@ -12,7 +12,14 @@ from assoc.server.qix.facts import AppFacts, FieldValues
 from assoc.server.qix.listsearch import ListSearch
 from assoc.server.qix.members import flag, member_object, member_objects, string_list
 from assoc.server.qix.pages import Page, data_page, page_area, parse_pages
-from assoc.server.qix.rpc import CALC_INVALID_DEF, INVALID_PARAMETERS, RpcError, json_number
+from assoc.server.qix.rpc import (
+    CALC_INVALID_DEF,
+    GENERIC_NOT_FOUND,
+    INVALID_PARAMETERS,
+    RpcError,
+    json_number,
+)
+from assoc.server.qix.states import InState, state_name
 
 # State codes, in the order qSortByState ranks them.
 SELECTED, OPTION, ALTERNATIVE, SELECTED_EXCLUDED, EXCLUDED = range(5)
@@ -52,7 +59,7 @@ def field_of(definition: dict[str, Any], path: str) -> str:
 
 
 def value_states(
-    session: assoc.Session, field: str, size: int, show_alternatives: bool
+    session: assoc.Session | InState, field: str, size: int, show_alternatives: bool
 ) -> np.ndarray:
     """The state code of each of a field's values in a session."""
     states = np.full(size, EXCLUDED, dtype=np.int8)
@@ -79,6 +86,15 @@ def sort_order(values: FieldValues, states: np.ndarray, criteria: dict[str, int]
     return np.lexsort(tuple(reversed(keys)))
 
 
+def unknown_state(state: str) -> dict[str, Any]:
+    """The qError of a list object or cube whose state the session does not have."""
+    return {
+        "qErrorCode": GENERIC_NOT_FOUND,
+        "qContext": state,
+        "qExtendedMessage": f"no alternate state {state!r}",
+    }
+
+
 @dataclass(frozen=True)
 class ListObjectDef:
     """A checked qListObjectDef."""
@@ -88,6 +104,7 @@ class ListObjectDef:
     criteria: dict[str, int]
     show_alternatives: bool
     initial_pages: list[Page]
+    state_name: str = ""  # qStateName ("" = the object's state)
 
     @classmethod
     def parse(cls, raw: Any) -> ListObjectDef:
@@ -101,7 +118,8 @@ class ListObjectDef:
         criteria = sort_criteria(sorts[0] if sorts else None)
         show = flag(raw, "qShowAlternatives")
         pages = parse_pages(raw.get("qInitialDataFetch"), min_width=1)
-        return cls(field, labels[0] if labels else field, criteria, show, pages)
+        state = state_name(raw.get("qStateName"))
+        return cls(field, labels[0] if labels else field, criteria, show, pages, state)
 
 
 class ListObjectView:
@@ -111,12 +129,16 @@ class ListObjectView:
         self,
         definition: ListObjectDef,
         facts: AppFacts,
-        session: assoc.Session,
+        session: InState,
         search: ListSearch | None = None,
     ) -> None:
         self.definition = definition
         self.search = search
+        self.state = session.state
         self.error: dict[str, Any] | None = None
+        if session.state not in session.session.states:
+            self.error = unknown_state(session.state)
+            return
         if definition.field not in facts.fields or definition.field.startswith("="):
             self.error = {
                 "qErrorCode": CALC_INVALID_DEF,
@@ -193,7 +215,7 @@ class ListObjectView:
                 },
             )
         return {
-            "qStateName": "$",
+            "qStateName": self.state,
             "qSize": {"qcx": 1, "qcy": size},
             "qDimensionInfo": info,
             "qExpressions": [],

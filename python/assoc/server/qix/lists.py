@@ -8,12 +8,14 @@ from typing import Any
 
 import assoc
 from assoc.server.qix.facts import AppFacts
+from assoc.server.qix.listobject import unknown_state
+from assoc.server.qix.states import InState
 
 # The most selected values a selection names one by one (qSelected "a, b"; beyond: "7 of 20").
 SELECTION_THRESHOLD = 6
 
 
-def state_counts(session: assoc.Session, field: str) -> dict[str, int]:
+def state_counts(session: assoc.Session | InState, field: str) -> dict[str, int]:
     """NxStateCounts of a field: its values by state, locked ones counted as locked."""
     counts = session.counts(field)
     selected_excluded = len(session.indices(field, "selected_excluded"))
@@ -31,9 +33,18 @@ def state_counts(session: assoc.Session, field: str) -> dict[str, int]:
     }
 
 
-def selection_object(facts: AppFacts, session: assoc.Session) -> dict[str, Any]:
-    """qSelectionObject: one entry per field with a selection, Back/Forward counts."""
+def selection_object(facts: AppFacts, session: InState) -> dict[str, Any]:
+    """qSelectionObject of one state: one entry per field with a selection, Back/Forward
+    counts (an unknown state has no selections and a qError)."""
     selections: list[dict[str, Any]] = []
+    if session.state not in session.session.states:
+        return {
+            "qStateName": session.state,
+            "qBackCount": 0,
+            "qForwardCount": 0,
+            "qSelections": [],
+            "qError": unknown_state(session.state),
+        }
     for field in session.selections():
         if field not in facts.fields:
             continue
@@ -71,7 +82,7 @@ def selection_object(facts: AppFacts, session: assoc.Session) -> dict[str, Any]:
             }
         )
     return {
-        "qStateName": "$",
+        "qStateName": session.state,
         "qBackCount": session.back_count,
         "qForwardCount": session.forward_count,
         "qSelections": selections,

@@ -33,6 +33,7 @@ from assoc.server.qix.rpc import (
     Param,
     RpcError,
 )
+from assoc.server.qix.states import InState, known_state, save_alternates
 
 if TYPE_CHECKING:
     from assoc.server.qix.session import QixSession
@@ -48,6 +49,13 @@ def _list_def(target: ObjectTarget, path: str) -> ListObjectDef:
 def _cube_def(target: ObjectTarget, path: str) -> HyperCubeDef:
     found: HyperCubeDef = target.obj.definition(path, CUBE_DEF)
     return found
+
+
+def _selections(target: ObjectTarget, definition: Any) -> InState:
+    """The session's selections in the state of one of the object's definitions (error 2
+    when the session has no such state)."""
+    state = known_state(target.doc.selections, target.obj.state_of(definition))
+    return InState(target.doc.selections, state)
 
 
 @OBJECT_METHODS.method("GetLayout")
@@ -66,7 +74,8 @@ def get_list_object_data(s: QixSession, target: ObjectTarget, args: dict[str, An
     pages = parse_pages(args["qPages"], min_width=1)
     path = args["qPath"] if args["qPath"].startswith("/") else "/" + args["qPath"]
     search = target.obj.state.get(path)  # a running search shows its matches
-    view = ListObjectView(definition, target.doc.facts, target.doc.selections, search)
+    selections = target.obj.selections(definition, target.doc.selections)
+    view = ListObjectView(definition, target.doc.facts, selections, search)
     return Answer({"qDataPages": [view.page(p) for p in pages]})
 
 
@@ -75,7 +84,8 @@ def get_hypercube_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]
     """Pages of a straight hypercube (at most 10,000 cells)."""
     definition = _cube_def(target, args["qPath"])
     pages = parse_pages(args["qPages"])
-    view = HyperCubeView(definition, target.doc.facts, target.doc.selections)
+    selections = target.obj.selections(definition, target.doc.selections)
+    view = HyperCubeView(definition, target.doc.facts, selections)
     return Answer({"qDataPages": [view.page(p) for p in pages]})
 
 
@@ -90,7 +100,8 @@ def select_list_object_values(s: QixSession, target: ObjectTarget, args: dict[st
     """Selects a list object's values by element number."""
     definition = _list_def(target, args["qPath"])
     target.doc.facts.field(definition.field)
-    done = select_codes(target.doc, definition.field, args["qValues"], args["qToggleMode"])
+    selections = _selections(target, definition)
+    done = select_codes(selections, definition.field, args["qValues"], args["qToggleMode"])
     return _selected(target, done)
 
 
@@ -109,7 +120,8 @@ def select_hypercube_values(s: QixSession, target: ObjectTarget, args: dict[str,
         raise RpcError(INVALID_PARAMETERS, "qDimNo", "no dimension with this number")
     field = definition.dimensions[number].field
     target.doc.facts.field(field)
-    done = select_codes(target.doc, field, args["qValues"], args["qToggleMode"])
+    selections = _selections(target, definition)
+    done = select_codes(selections, field, args["qValues"], args["qToggleMode"])
     return _selected(target, done)
 
 
@@ -119,24 +131,27 @@ def select_hypercube_values(s: QixSession, target: ObjectTarget, args: dict[str,
 def clear_selections(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Clears a list object's field, or a cube's dimensions (those qColIndices names, or all);
     locked fields keep their selections."""
-    selections = target.doc.selections
+    selections, fields = _fields_of(target, args["qPath"], args["qColIndices"])
     with selections.step():
-        for field in _fields_of(target, args["qPath"], args["qColIndices"]):
+        for field in fields:
             selections.clear_field(field)
     _mark_made(target, True)
     return Answer({}, selections_changed=True)
 
 
-def _fields_of(target: ObjectTarget, path: str, columns: list[int]) -> list[str]:
-    """The field of a list object, or the fields of a cube's dimensions (those `columns`
-    names, or all), that the app has."""
+def _fields_of(target: ObjectTarget, path: str, columns: list[int]) -> tuple[InState, list[str]]:
+    """The selections of the definition's state and the field of a list object, or the
+    fields of a cube's dimensions (those `columns` names, or all), that the app has."""
     if path.rstrip("/").endswith(LIST_DEF):
-        fields = [_list_def(target, path).field]
+        listed = _list_def(target, path)
+        selections, fields = _selections(target, listed), [listed.field]
     else:
-        dimensions = _cube_def(target, path).dimensions
+        cube = _cube_def(target, path)
+        dimensions = cube.dimensions
         wanted = columns or range(len(dimensions))
+        selections = _selections(target, cube)
         fields = [dimensions[c].field for c in wanted if 0 <= c < len(dimensions)]
-    return [f for f in fields if f in target.doc.facts.fields]
+    return selections, [f for f in fields if f in target.doc.facts.fields]
 
 
 def _mark_made(target: ObjectTarget, done: bool) -> None:
@@ -161,9 +176,10 @@ def _list_state_selection(name: str, method: str) -> None:
         Param("qSoftLock", "bool", False),
     )
     def run(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
-        field = _list_def(target, args["qPath"]).field
-        target.doc.facts.field(field)
-        return _selected(target, getattr(target.doc.selections, method)(field))
+        definition = _list_def(target, args["qPath"])
+        target.doc.facts.field(definition.field)
+        selections = _selections(target, definition)
+        return _selected(target, getattr(selections, method)(definition.field))
 
     run.__doc__ = f"A list object's field: as Field.Select{name}."
 
@@ -173,7 +189,8 @@ for _name in ("All", "Possible", "Alternative", "Excluded"):
 
 
 def _cube_view(target: ObjectTarget, path: str) -> HyperCubeView:
-    view = HyperCubeView(_cube_def(target, path), target.doc.facts, target.doc.selections)
+    definition = _cube_def(target, path)
+    view = HyperCubeView(definition, target.doc.facts, _selections(target, definition))
     if view.error is not None:
         raise RpcError(INVALID_PARAMETERS, path, "the hypercube has an error: nothing to select")
     return view
@@ -188,12 +205,15 @@ def _row_codes(view: HyperCubeView, column: int, rows: np.ndarray) -> list[int]:
 
 
 def _select_fields(
-    target: ObjectTarget, picks: list[tuple[str, list[int]]], deselect_one: bool
+    target: ObjectTarget,
+    selections: InState,
+    picks: list[tuple[str, list[int]]],
+    deselect_one: bool,
 ) -> Answer:
-    """Replaces each field's selection by its codes, as one history step; nothing when there
-    is nothing to select or a field is locked (qSuccess false). With `deselect_one`, a field
-    whose only selected value is picked again is cleared instead."""
-    selections = target.doc.selections
+    """Replaces each field's selection by its codes (in the state of `selections`), as one
+    history step; nothing when there is nothing to select or a field is locked (qSuccess
+    false). With `deselect_one`, a field whose only selected value is picked again is cleared
+    instead."""
     picks = [(f, codes) for f, codes in picks if codes]
     if not picks or any(selections.is_locked(f) for f, _ in picks):
         return _selected(target, False)
@@ -230,7 +250,7 @@ def select_hypercube_cells(s: QixSession, target: ObjectTarget, args: dict[str, 
         for c in dict.fromkeys(args["qColIndices"])
         if c < n_dims
     ]
-    return _select_fields(target, picks, args["qDeselectOnlyOneSelected"])
+    return _select_fields(target, view.session, picks, args["qDeselectOnlyOneSelected"])
 
 
 def _number(raw: dict[str, Any], key: str, default: Any) -> Any:
@@ -298,7 +318,7 @@ def range_select_hypercube_values(
     view = _cube_view(target, args["qPath"])
     rows = _range_rows(view, args["qRanges"], args["qOrMode"])
     picks = _range_picks(view, rows, args["qColumnsToSelect"])
-    return _select_fields(target, picks, args["qDeselectOnlyOneSelected"])
+    return _select_fields(target, view.session, picks, args["qDeselectOnlyOneSelected"])
 
 
 @OBJECT_METHODS.method(
@@ -318,13 +338,15 @@ def multi_range_select_hypercube_values(
         rows = _range_rows(view, item.get("qRanges", []), args["qOrMode"])
         for field, codes in _range_picks(view, rows, item.get("qColumnsToSelect", [])):
             picks[field] = sorted(set(picks.get(field, [])) | set(codes))
-    return _select_fields(target, list(picks.items()), args["qDeselectOnlyOneSelected"])
+    return _select_fields(
+        target, view.session, list(picks.items()), args["qDeselectOnlyOneSelected"]
+    )
 
 
 def _lock(target: ObjectTarget, args: dict[str, Any], locking: bool) -> Answer:
-    selections = target.doc.selections
+    selections, fields = _fields_of(target, args["qPath"], args["qColIndices"])
     with selections.step():
-        for field in _fields_of(target, args["qPath"], args["qColIndices"]):
+        for field in fields:
             if locking:
                 selections.lock(field)
             else:
@@ -362,7 +384,8 @@ def begin_selections(s: QixSession, target: ObjectTarget, args: dict[str, Any]) 
     if doc.modal is not None and doc.modal.object_id != obj.object_id:
         raise RpcError(HC_MODAL_OBJECT_ERROR, "qPaths", "another object is in selection mode")
     if doc.modal is None:
-        doc.modal = Modal(obj.object_id, doc.selections.checkpoint())
+        session = doc.selections
+        doc.modal = Modal(obj.object_id, session.checkpoint(), alternates=save_alternates(session))
     return Answer({}, change=[obj.handle])
 
 
@@ -385,7 +408,7 @@ def reset_made_selections(s: QixSession, target: ObjectTarget, _: dict[str, Any]
     modal = target.doc.modal
     if modal is None or modal.object_id != target.obj.object_id:
         raise RpcError(HC_INVALID_OBJECT_STATE, "ResetMadeSelections", "not in selection mode")
-    changed = target.doc.selections.rollback(modal.checkpoint)
+    changed = modal.rollback(target.doc.selections)
     modal.made_selections = False
     return Answer({}, selections_changed=changed, change=[target.obj.handle])
 

@@ -31,6 +31,7 @@ from assoc.server.qix.rpc import (
     RpcError,
     check_tree,
 )
+from assoc.server.qix.states import InState, state_name
 
 LIST_DEF, CUBE_DEF, FIELD_LIST_DEF = "qListObjectDef", "qHyperCubeDef", "qFieldListDef"
 CHILD_LIST_DEF, LAYOUT_EXCLUDE = "qChildListDef", "qLayoutExclude"
@@ -92,6 +93,9 @@ def _definitions(props: Any, path: str, out: dict[str, Any], in_list: bool = Fal
             out[here] = ListDef(key, value)
         elif key not in _NOT_WALKED:
             _definitions(value, here, out)
+            if isinstance(value, list):  # alternateStates: [{qSelectionObjectDef}, …]
+                for i, item in enumerate(value):
+                    _definitions(item, f"{here}/{i}", out)
 
 
 def _custom(qdef: Any) -> dict[str, Any]:
@@ -154,6 +158,7 @@ def parse_properties(
     object_type = info.get("qType", "")
     if not isinstance(object_type, str):
         raise RpcError(INVALID_PARAMETERS, "qInfo.qType", "must be a string")
+    state_name(props.get("qStateName"))
     if not object_type and keep_type:
         object_type = keep_type
     info["qId"], info["qType"] = object_id, object_type
@@ -296,7 +301,7 @@ class GenericObject:
         self.refresh_library()
 
         def computed(value: Any, path: str) -> Any:
-            if isinstance(value, list) and self.definitions:
+            if isinstance(value, list):
                 return [
                     found.value(ctx.session)
                     if (found := _expression_at(self.definitions, f"{path}/{i}", item))
@@ -309,7 +314,10 @@ class GenericObject:
             for key, item in value.items():
                 here = f"{path}/{key}"
                 if key in COMPUTED and here in self.definitions:
-                    result = self._compute(self.definitions[here], ctx, self.state.get(here))
+                    definition = self.definitions[here]
+                    result = self._compute(
+                        definition, ctx, self.state_of(definition), self.state.get(here)
+                    )
                     _copy_custom(item, result)
                     out[COMPUTED[key]] = result
                 elif key == LAYOUT_EXCLUDE:
@@ -350,17 +358,39 @@ class GenericObject:
             )
         return {"qItems": items}
 
+    def object_state(self) -> str:
+        """The object's selection state: its qStateName, else its parent's, else $."""
+        own = self.effective_properties().get("qStateName")
+        if isinstance(own, str) and own:
+            return own
+        return self.parent.object_state() if self.parent is not None else "$"
+
+    def state_of(self, definition: Any) -> str:
+        """The selection state a definition computes in and selects in: its own qStateName,
+        else the object's."""
+        own = getattr(definition, "state_name", "")
+        if isinstance(definition, ListDef):
+            own = definition.raw.get("qStateName", "")
+        return own if isinstance(own, str) and own else self.object_state()
+
+    def selections(self, definition: Any, session: assoc.Session) -> InState:
+        """The session's selections in the state of one of the object's definitions."""
+        return InState(session, self.state_of(definition))
+
     @staticmethod
-    def _compute(definition: Any, ctx: LayoutContext, state: Any = None) -> dict[str, Any]:
+    def _compute(
+        definition: Any, ctx: LayoutContext, state_name: str, state: Any = None
+    ) -> dict[str, Any]:
+        selections = InState(ctx.session, state_name)
         if isinstance(definition, ListObjectDef):
-            return ListObjectView(definition, ctx.facts, ctx.session, state).layout()
+            return ListObjectView(definition, ctx.facts, selections, state).layout()
         if isinstance(definition, HyperCubeDef):
-            return HyperCubeView(definition, ctx.facts, ctx.session, state).layout()
+            return HyperCubeView(definition, ctx.facts, selections, state).layout()
         kind, raw = definition.kind, definition.raw
         if kind == FIELD_LIST_DEF:
             return field_list(ctx.facts, raw)
         if kind == SELECTION_OBJECT_DEF:
-            return selection_object(ctx.facts, ctx.session)
+            return selection_object(ctx.facts, selections)
         if kind == APP_OBJECT_LIST_DEF:
             return app_object_list(raw, ctx.app_objects)
         if kind in LIST_KINDS and ctx.library is not None:

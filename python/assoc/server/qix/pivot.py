@@ -18,6 +18,7 @@ import assoc
 from assoc.server.qix.facts import AppFacts, value_text
 from assoc.server.qix.pages import Page, page_area
 from assoc.server.qix.rpc import INVALID_PARAMETERS, RpcError, json_number
+from assoc.server.qix.states import InState
 
 if TYPE_CHECKING:
     from assoc.server.qix.hypercube import HyperCubeDef
@@ -119,7 +120,7 @@ class PivotView:
         self,
         definition: HyperCubeDef,
         facts: AppFacts,
-        session: assoc.Session,
+        session: InState,
         state: PivotState | None,
     ) -> None:
         self.definition = definition
