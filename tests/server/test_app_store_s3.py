@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from appfiles import CUSTOMERS, ORDERS, needs_qvd_reader, package_bytes, qvd_bytes
@@ -47,6 +48,15 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 Node = Callable[[], AppStore]
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """One sample of a /metrics exposition (KeyError when it is absent)."""
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return float(sample.value)
+    raise KeyError((name, labels))
 
 
 @pytest.fixture
@@ -231,6 +241,7 @@ def test_store_down_cached_apps_serve_reads_writes_get_503(tmp_path: Path, aws_e
             app_id = client.post("/v1/apps/import", content=body).json()["attributes"]["id"]
             other = client.post("/v1/apps/import", content=body).json()["attributes"]["id"]
             assert client.get(f"/v1/apps/{app_id}/data/metadata").status_code == 200
+            before = client.get("/metrics").text
             weed.stop()
             # Cached: still served.
             metadata = client.get(f"/v1/apps/{app_id}/data/metadata")
@@ -250,6 +261,11 @@ def test_store_down_cached_apps_serve_reads_writes_get_503(tmp_path: Path, aws_e
                 assert error["status"] == "503"
             # Nothing changed: the app is still there and whole.
             assert client.get(f"/v1/apps/{app_id}/data/metadata").status_code == 200
+            # /metrics counts the failed store requests by operation.
+            after = client.get("/metrics").text
+            for op in ("put", "delete", "list", "get"):
+                failed = "assoc_store_request_errors_total"
+                assert metric(after, failed, op=op) > metric(before, failed, op=op), op
     finally:
         weed.stop()
 
@@ -277,6 +293,31 @@ def test_http_service_on_the_store_lists_the_store(
         assert two.delete(f"/v1/apps/{app_id}").status_code == 200
         assert one.get(f"/v1/apps/{app_id}").status_code == 404
         assert one.get("/v1/apps").json() == []
+
+
+def test_metrics_count_and_time_store_requests(tmp_path: Path, weed: SeaweedFS, url: str) -> None:
+    settings = Settings(app_store=url, s3_endpoint=weed.endpoint)
+    with TestClient(create_app(settings, tmp_path / "one")) as client:
+        start = client.get("/metrics").text
+        for op in ("get", "put", "copy", "list", "delete"):  # every operation, from the start
+            assert metric(start, "assoc_store_request_errors_total", op=op) == 0
+        body = qvd_bytes("Orders", ORDERS)
+        app_id = client.post("/v1/apps/import", content=body).json()["attributes"]["id"]
+        assert client.get("/v1/apps").status_code == 200
+        assert client.delete(f"/v1/apps/{app_id}").status_code == 200
+        end = client.get("/metrics").text
+    for op in ("put", "list", "delete"):
+        requests = "assoc_store_requests_total"
+        moved = metric(end, requests, op=op) - metric(start, requests, op=op)
+        assert moved >= 1, op
+        histogram = "assoc_store_request_duration_seconds"
+        assert metric(end, histogram + "_count", op=op) == metric(end, requests, op=op)
+        assert metric(end, histogram + "_bucket", op=op, le="+Inf") == metric(end, requests, op=op)
+        assert metric(end, histogram + "_sum", op=op) > metric(start, histogram + "_sum", op=op)
+        assert metric(end, "assoc_store_request_errors_total", op=op) == 0
+    # A service without a store has no store figures.
+    with TestClient(create_app(Settings(), tmp_path / "local")) as local:
+        assert "assoc_store_requests" not in local.get("/metrics").text
 
 
 def test_start_up_refuses_an_unreachable_store(tmp_path: Path, aws_env: None) -> None:
