@@ -3,13 +3,15 @@ the store down, and a second node that sees what the first committed."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -324,6 +326,48 @@ def test_start_up_refuses_an_unreachable_store(tmp_path: Path, aws_env: None) ->
     settings = Settings(app_store="s3://assoc/x", s3_endpoint="http://127.0.0.1:9")
     with pytest.raises(Error, match="unavailable"):
         create_app(settings, tmp_path)
+
+
+class _CarelessS3(http.server.BaseHTTPRequestHandler):
+    """An S3 endpoint that stores nothing and ignores conditions: every PUT answers 200."""
+
+    puts: ClassVar[list[tuple[str, str | None]]] = []
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.puts.append((self.path, self.headers.get("If-None-Match")))
+        self.send_response(200)
+        self.send_header("ETag", f'"{uuid.uuid4().hex}"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_DELETE(self) -> None:
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_start_up_refuses_a_store_that_ignores_conditional_writes(
+    tmp_path: Path, aws_env: None
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _CarelessS3)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        settings = Settings(app_store="s3://assoc/x", s3_endpoint=endpoint)
+        with pytest.raises(Error, match="does not honour conditional writes"):
+            create_app(settings, tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    # Two PUTs of one probe key, the second one conditional: the store answered 200 to it.
+    (first, _), (second, condition) = _CarelessS3.puts
+    assert first == second
+    assert "/probes/" in first
+    assert condition == "*"
 
 
 def test_settings_check_the_store_url() -> None:
