@@ -5,10 +5,10 @@ SeaweedFS, three `assoc serve` nodes on it behind HAProxy, and one local node be
                                        [--requests 2000]
 
 1. Import: the same 1M-row QVD body posted to a node on the store (upload, then the pointer
-   swap) and to the local node; the median of `--runs` imports each (goal ≤ 1.5×).
+   swap) and to the local node; the median of `--runs` imports each (goal ≤ 1.5x).
 2. First open: an app of `--open-rows` rows opened (GET …/data/metadata) on a node that never
    saw it, which fetches it from the store, against the local node restarted, which loads it
-   from its data dir (a cold open); the median over `--runs` apps each (goal ≤ 1.5×).
+   from its data dir (a cold open); the median over `--runs` apps each (goal ≤ 1.5x).
 3. Proxy: GET …/data/metadata of one app, `--requests` times one after the other through
    HAProxy and straight to the node HAProxy picks for it, interleaved; p50 and p99 of each
    (goal: p99 ≤ 1 ms above the direct one).
@@ -102,8 +102,7 @@ def node_serving(cluster: Cluster, app_id: str) -> str:
                 sum(
                     float(line.rsplit(" ", 1)[1])
                     for line in text.splitlines()
-                    if line.startswith("assoc_http_requests_total{")
-                    and "data/metadata" in line
+                    if line.startswith("assoc_http_requests_total{") and "data/metadata" in line
                 )
             )
         return out
