@@ -93,6 +93,7 @@ def test_do_save_after_a_replacement_changes_nothing(nodes: list[ServerProcess])
         with pytest.raises(QixError, match="changed by another commit") as refused:
             qix.result("DoSave", [], doc)
         assert refused.value.parameter == "DoSave"
+        assert refused.value.code == 8  # invalid parameters, as every refused DoSave
     for node in nodes:  # the replacement, whole, everywhere; no sheet saved
         assert _tables(node, app_id) == ["Customers"]
         assert _sheets(node, app_id) == []
