@@ -146,10 +146,11 @@ class ServerProcess:
     """`python -m assoc.cli serve --port 0` on loopback, for one test: the port is the one the
     service reports it bound."""
 
-    def __init__(self, data_dir: Path, *settings: str) -> None:
+    def __init__(self, data_dir: Path, *settings: str, port: int = 0) -> None:
         self.data_dir = data_dir
         self.settings = settings
-        self.base_url = ""
+        self.port = port  # 0: a free one, reported by the service (a restart picks another)
+        self.base_url = f"http://127.0.0.1:{port}" if port else ""
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"serve-{data_dir.name}-{time.monotonic_ns()}.log"
 
@@ -160,7 +161,7 @@ class ServerProcess:
     def start(self, timeout: float = 20.0) -> ServerProcess:
         """Starts the process, reads the address it reports and waits until /health answers."""
         args = [sys.executable, "-m", "assoc.cli", "serve", "--host", "127.0.0.1"]
-        args += ["--port", "0", "--data-dir", str(self.data_dir)]
+        args += ["--port", str(self.port), "--data-dir", str(self.data_dir)]
         for setting in self.settings:
             args += ["-S", setting]
         # A file, not a pipe: a pipe nobody reads would block the server once full.

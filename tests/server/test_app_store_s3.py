@@ -3,15 +3,18 @@ the store down, and a second node that sees what the first committed."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from appfiles import CUSTOMERS, ORDERS, needs_qvd_reader, package_bytes, qvd_bytes
@@ -47,6 +50,15 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 Node = Callable[[], AppStore]
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """One sample of a /metrics exposition (KeyError when it is absent)."""
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return float(sample.value)
+    raise KeyError((name, labels))
 
 
 @pytest.fixture
@@ -231,6 +243,7 @@ def test_store_down_cached_apps_serve_reads_writes_get_503(tmp_path: Path, aws_e
             app_id = client.post("/v1/apps/import", content=body).json()["attributes"]["id"]
             other = client.post("/v1/apps/import", content=body).json()["attributes"]["id"]
             assert client.get(f"/v1/apps/{app_id}/data/metadata").status_code == 200
+            before = client.get("/metrics").text
             weed.stop()
             # Cached: still served.
             metadata = client.get(f"/v1/apps/{app_id}/data/metadata")
@@ -250,6 +263,11 @@ def test_store_down_cached_apps_serve_reads_writes_get_503(tmp_path: Path, aws_e
                 assert error["status"] == "503"
             # Nothing changed: the app is still there and whole.
             assert client.get(f"/v1/apps/{app_id}/data/metadata").status_code == 200
+            # /metrics counts the failed store requests by operation.
+            after = client.get("/metrics").text
+            for op in ("put", "delete", "list", "get"):
+                failed = "assoc_store_request_errors_total"
+                assert metric(after, failed, op=op) > metric(before, failed, op=op), op
     finally:
         weed.stop()
 
@@ -279,10 +297,77 @@ def test_http_service_on_the_store_lists_the_store(
         assert one.get("/v1/apps").json() == []
 
 
+def test_metrics_count_and_time_store_requests(tmp_path: Path, weed: SeaweedFS, url: str) -> None:
+    settings = Settings(app_store=url, s3_endpoint=weed.endpoint)
+    with TestClient(create_app(settings, tmp_path / "one")) as client:
+        start = client.get("/metrics").text
+        for op in ("get", "put", "copy", "list", "delete"):  # every operation, from the start
+            assert metric(start, "assoc_store_request_errors_total", op=op) == 0
+        body = qvd_bytes("Orders", ORDERS)
+        app_id = client.post("/v1/apps/import", content=body).json()["attributes"]["id"]
+        assert client.get("/v1/apps").status_code == 200
+        assert client.delete(f"/v1/apps/{app_id}").status_code == 200
+        end = client.get("/metrics").text
+    for op in ("put", "list", "delete"):
+        requests = "assoc_store_requests_total"
+        moved = metric(end, requests, op=op) - metric(start, requests, op=op)
+        assert moved >= 1, op
+        histogram = "assoc_store_request_duration_seconds"
+        assert metric(end, histogram + "_count", op=op) == metric(end, requests, op=op)
+        assert metric(end, histogram + "_bucket", op=op, le="+Inf") == metric(end, requests, op=op)
+        assert metric(end, histogram + "_sum", op=op) > metric(start, histogram + "_sum", op=op)
+        assert metric(end, "assoc_store_request_errors_total", op=op) == 0
+    # A service without a store has no store figures.
+    with TestClient(create_app(Settings(), tmp_path / "local")) as local:
+        assert "assoc_store_requests" not in local.get("/metrics").text
+
+
 def test_start_up_refuses_an_unreachable_store(tmp_path: Path, aws_env: None) -> None:
     settings = Settings(app_store="s3://assoc/x", s3_endpoint="http://127.0.0.1:9")
     with pytest.raises(Error, match="unavailable"):
         create_app(settings, tmp_path)
+
+
+class _CarelessS3(http.server.BaseHTTPRequestHandler):
+    """An S3 endpoint that stores nothing and ignores conditions: every PUT answers 200."""
+
+    puts: ClassVar[list[tuple[str, str | None]]] = []
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.puts.append((self.path, self.headers.get("If-None-Match")))
+        self.send_response(200)
+        self.send_header("ETag", f'"{uuid.uuid4().hex}"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_DELETE(self) -> None:
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_start_up_refuses_a_store_that_ignores_conditional_writes(
+    tmp_path: Path, aws_env: None
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _CarelessS3)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        settings = Settings(app_store="s3://assoc/x", s3_endpoint=endpoint)
+        with pytest.raises(Error, match="does not honour conditional writes"):
+            create_app(settings, tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    # Two PUTs of one probe key, the second one conditional: the store answered 200 to it.
+    (first, _), (second, condition) = _CarelessS3.puts
+    assert first == second
+    assert "/probes/" in first
+    assert condition == "*"
 
 
 def test_settings_check_the_store_url() -> None:

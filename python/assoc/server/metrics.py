@@ -1,6 +1,7 @@
 """Prometheus metrics: `GET /metrics` (and `PrometheusPort`) in the text exposition format —
 request counts and latencies per route, QIX requests per method, imports, and on each scrape
-the healthcheck's figures, loaded apps, the result cache and evictions."""
+the healthcheck's figures, loaded apps, the result cache, evictions and (with AppStore) the
+object-store requests by operation."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -19,6 +25,7 @@ from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import assoc
+from assoc.server.store.s3 import LATENCY_BUCKETS as STORE_BUCKETS
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -31,6 +38,8 @@ IMPORT_PATHS = ("/v1/apps/import", "/v1/apps/import/{name}")
 UNMATCHED_ROUTE = "<unmatched>"
 MB = 1024 * 1024
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+# The object-store requests /metrics reports, always all of them (a bounded label set).
+STORE_OPS = ("get", "put", "copy", "list", "delete")
 IMPORT_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
@@ -133,6 +142,39 @@ class EngineCollector(Collector):
             "assoc_result_cache_limit_bytes", "the result cache's byte limit", held["limit"]
         )
         yield _gauge("assoc_threads", "engine worker threads", assoc.threads())
+        yield from self._store_requests()
+
+    def _store_requests(self) -> Iterator[Metric]:
+        """Object-store requests by operation (AppStore set): counts, failures, latency."""
+        shared = self.store.shared if self.store is not None else None
+        if shared is None:
+            return
+        ops = shared.objects.stats.snapshot()
+        requests = CounterMetricFamily(
+            "assoc_store_requests", "object-store requests by operation", labels=["op"]
+        )
+        errors = CounterMetricFamily(
+            "assoc_store_request_errors",
+            "object-store requests that failed (unreachable, timed out, server error)",
+            labels=["op"],
+        )
+        latency = HistogramMetricFamily(
+            "assoc_store_request_duration_seconds",
+            "time an object-store request took, retries included",
+            labels=["op"],
+        )
+        for op in STORE_OPS:
+            stats = ops.get(op)
+            count = stats.count if stats else 0
+            requests.add_metric([op], count)
+            errors.add_metric([op], stats.errors if stats else 0)
+            cumulative = stats.buckets if stats else [0] * len(STORE_BUCKETS)
+            buckets = [(str(b), n) for b, n in zip(STORE_BUCKETS, cumulative, strict=True)]
+            buckets.append(("+Inf", count))
+            latency.add_metric([op], buckets, stats.seconds if stats else 0.0)
+        yield requests
+        yield errors
+        yield latency
 
 
 class QixRequestCounts(Collector):

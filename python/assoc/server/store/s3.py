@@ -38,6 +38,8 @@ APPS = "apps/"
 PROBES = "probes/"
 _TRANSFER_THREADS = 8
 _CHUNK = 8 << 20
+# Upper bounds (seconds) of the store-latency histogram buckets /metrics exports.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
 @dataclass(frozen=True)
@@ -67,11 +69,22 @@ class StoreUrl:
 
 @dataclass
 class OpStats:
-    """Requests of one kind: how many, their seconds, how many failed."""
+    """Requests of one kind: how many, their seconds, how many failed, and how many took at
+    most each of LATENCY_BUCKETS (cumulative counts, as a Prometheus histogram keeps them)."""
 
     count: int = 0
     seconds: float = 0.0
     errors: int = 0
+    buckets: list[int] = field(default_factory=lambda: [0] * len(LATENCY_BUCKETS))
+
+    def add(self, seconds: float, failed: bool) -> None:
+        """Counts one request that took `seconds`."""
+        self.count += 1
+        self.seconds += seconds
+        self.errors += failed
+        for i, bound in enumerate(LATENCY_BUCKETS):
+            if seconds <= bound:
+                self.buckets[i] += 1
 
 
 @dataclass
@@ -84,7 +97,10 @@ class StoreStats:
     def snapshot(self) -> dict[str, OpStats]:
         """A copy of the counters."""
         with self.lock:
-            return {k: OpStats(v.count, v.seconds, v.errors) for k, v in self.ops.items()}
+            return {
+                k: OpStats(v.count, v.seconds, v.errors, list(v.buckets))
+                for k, v in self.ops.items()
+            }
 
 
 def _obstore() -> Any:
@@ -174,9 +190,7 @@ class ObjectStore:
         finally:
             with self.stats.lock:
                 stats = self.stats.ops.setdefault(op, OpStats())
-                stats.count += 1
-                stats.seconds += time.perf_counter() - started
-                stats.errors += failed
+                stats.add(time.perf_counter() - started, failed)
 
     # ---- start-up ------------------------------------------------------------------
 

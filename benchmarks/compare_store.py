@@ -1,0 +1,193 @@
+"""Apps in an object store against apps in a local data dir, in one run on the same machine:
+SeaweedFS, three `assoc serve` nodes on it behind HAProxy, and one local node beside them.
+
+    python benchmarks/compare_store.py [--rows 1000000] [--open-rows 1000000] [--runs 5]
+                                       [--requests 2000]
+
+1. Import: the same 1M-row QVD body posted to a node on the store (upload, then the pointer
+   swap) and to the local node; the median of `--runs` imports each (goal ≤ 1.5x).
+2. First open: an app of `--open-rows` rows opened (GET …/data/metadata) on a node that never
+   saw it, which fetches it from the store, against the local node restarted, which loads it
+   from its data dir (a cold open); the median over `--runs` apps each (goal ≤ 1.5x).
+3. Proxy: GET …/data/metadata of one app, `--requests` times one after the other through
+   HAProxy and straight to the node HAProxy picks for it, interleaved; p50 and p99 of each
+   (goal: p99 ≤ 1 ms above the direct one).
+
+The machine is shared: times vary between runs; nothing here gates on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+import assoc
+
+_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(_ROOT / "tests"))
+from appfiles import ServerProcess  # noqa: E402
+from s3cluster import Cluster, start_cluster  # noqa: E402
+from seaweed import free_ports  # noqa: E402
+
+METADATA = "/v1/apps/{}/data/metadata"
+
+
+def qvd_body(rows: int, folder: Path) -> bytes:
+    """A `Sales` table of `rows` rows (Id, Amount, Category with 1,000 values) as a QVD."""
+    rng = np.random.default_rng(42)
+    names = np.array([f"category-{i:04d}" for i in range(1000)], dtype=object)
+    app = assoc.App.from_tables(
+        {
+            "Sales": {
+                "Id": np.arange(rows, dtype=np.int64),
+                "Amount": np.round(rng.uniform(0, 10_000, rows), 2),
+                "Category": list(names[rng.integers(0, 1000, rows)]),
+            }
+        }
+    )
+    path = folder / f"sales-{rows}.qvd"
+    app.write_qvd("Sales", path)
+    return path.read_bytes()
+
+
+def import_once(client: httpx.Client, body: bytes) -> tuple[float, str]:
+    started = time.perf_counter()
+    response = client.post("/v1/apps/import", content=body)
+    elapsed = time.perf_counter() - started
+    response.raise_for_status()
+    return elapsed, str(response.json()["attributes"]["id"])
+
+
+def open_once(client: httpx.Client, app_id: str) -> float:
+    started = time.perf_counter()
+    response = client.get(METADATA.format(app_id))
+    elapsed = time.perf_counter() - started
+    response.raise_for_status()
+    return elapsed
+
+
+def metadata_requests(node: str, proxy: str, app_id: str, count: int) -> dict[str, list[float]]:
+    """Seconds per request, through HAProxy and direct, interleaved (each on a kept-alive
+    connection, as a client library keeps one)."""
+    times: dict[str, list[float]] = {"proxy": [], "direct": []}
+    path = METADATA.format(app_id)
+    with httpx.Client(base_url=proxy) as via, httpx.Client(base_url=node) as direct:
+        for client in (via, direct):  # warm: connection, app loaded
+            for _ in range(20):
+                client.get(path).raise_for_status()
+        for _ in range(count):
+            for name, client in (("proxy", via), ("direct", direct)):
+                started = time.perf_counter()
+                client.get(path)
+                times[name].append(time.perf_counter() - started)
+    return times
+
+
+def node_serving(cluster: Cluster, app_id: str) -> str:
+    """The base URL of the node HAProxy sends this app's requests to (by the nodes' request
+    counters before and after one request through it)."""
+
+    def counts() -> list[float]:
+        out = []
+        for node in cluster.nodes:
+            text = httpx.get(node.base_url + "/metrics").text
+            out.append(
+                sum(
+                    float(line.rsplit(" ", 1)[1])
+                    for line in text.splitlines()
+                    if line.startswith("assoc_http_requests_total{") and "data/metadata" in line
+                )
+            )
+        return out
+
+    before = counts()
+    httpx.get(cluster.proxy + METADATA.format(app_id)).raise_for_status()
+    after = counts()
+    moved = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if b > a]
+    assert len(moved) == 1, (before, after)
+    return cluster.nodes[moved[0]].base_url
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--open-rows", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=2000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="assoc-store-bench-") as tmp:
+        root = Path(tmp)
+        body = qvd_body(args.rows, root)
+        open_body = body if args.open_rows == args.rows else qvd_body(args.open_rows, root)
+        cluster = start_cluster(root / "cluster", 3)
+        (port,) = free_ports(1)  # fixed: the local node restarts on it
+        local = ServerProcess(root / "local", port=port).start(timeout=60)
+        try:
+            store_node, fresh_node = cluster.nodes[0], cluster.nodes[1]
+            # 1. import
+            store_times, local_times = [], []
+            with store_node.client() as on_store, local.client() as on_disk:
+                for _ in range(args.runs):
+                    store_times.append(import_once(on_store, body)[0])
+                    local_times.append(import_once(on_disk, body)[0])
+            # 2. first open: R apps imported through node 1, opened on node 2 (never saw them)
+            with store_node.client() as on_store, local.client() as on_disk:
+                stored = [import_once(on_store, open_body)[1] for _ in range(args.runs)]
+                kept = [import_once(on_disk, open_body)[1] for _ in range(args.runs)]
+            local.stop()
+            local.start(timeout=60)  # nothing loaded: each first open reads the data dir
+            fetch_times, cold_times = [], []
+            with fresh_node.client() as fresh, local.client() as on_disk:
+                for stored_id, kept_id in zip(stored, kept, strict=True):
+                    fetch_times.append(open_once(fresh, stored_id))
+                    cold_times.append(open_once(on_disk, kept_id))
+                    # evict, so the next open is not slowed by a full memory budget
+                    fresh.delete(f"/v1/apps/{stored_id}")
+                    on_disk.delete(f"/v1/apps/{kept_id}")
+            # 3. proxy overhead on a metadata request
+            with store_node.client() as on_store:
+                small = on_store.post(
+                    "/v1/apps/import", content=b"Customer,Region\nA,North\nB,South\n"
+                )
+                small.raise_for_status()
+                app_id = small.json()["attributes"]["id"]
+            node = node_serving(cluster, app_id)
+            times = metadata_requests(node, cluster.proxy, app_id, args.requests)
+        finally:
+            local.stop()
+            cluster.stop()
+
+    imp_s, imp_l = statistics.median(store_times), statistics.median(local_times)
+    open_s, open_l = statistics.median(fetch_times), statistics.median(cold_times)
+    p50p, p50d = percentile(times["proxy"], 50), percentile(times["direct"], 50)
+    p99p, p99d = percentile(times["proxy"], 99), percentile(times["direct"], 99)
+    print(f"body: {len(body) / 1e6:.1f} MB QVD, {args.rows:,} rows; runs: {args.runs}")
+    print(
+        f"import through the store: {imp_s * 1e3:.0f} ms, local: {imp_l * 1e3:.0f} ms "
+        f"-> {imp_s / imp_l:.2f}x (goal <= 1.5x)"
+    )
+    print(
+        f"first open of {args.open_rows:,} rows on a node that never saw it: "
+        f"{open_s * 1e3:.0f} ms, local cold open: {open_l * 1e3:.0f} ms "
+        f"-> {open_s / open_l:.2f}x (goal <= 1.5x)"
+    )
+    print(
+        f"metadata, {args.requests} requests: through HAProxy p50 {p50p * 1e3:.2f} ms "
+        f"p99 {p99p * 1e3:.2f} ms; direct p50 {p50d * 1e3:.2f} ms p99 {p99d * 1e3:.2f} ms "
+        f"-> p99 +{(p99p - p99d) * 1e3:.2f} ms (goal <= 1 ms)"
+    )
+
+
+if __name__ == "__main__":
+    main()
