@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -47,6 +49,16 @@ class SelectionState:
 
 
 @dataclass(frozen=True)
+class Reduction:
+    """What section access leaves a user: each reduced field's kept symbol indexes (sorted),
+    the fields omitted for them and each table's fields (to refuse what names those)."""
+
+    codes: dict[str, np.ndarray]
+    omit: frozenset[str] = frozenset()
+    tables: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Checkpoint:
     """A session's selections, locks and history at one moment (`Session.rollback`)."""
 
@@ -58,10 +70,26 @@ class Checkpoint:
 class Session:
     """An independent selection state in an app; close it (or use `with`) when done."""
 
-    def __init__(self, model: _core.AssociativeModel, user: str = "") -> None:
+    def __init__(
+        self,
+        model: _core.AssociativeModel,
+        user: str = "",
+        reduction: Reduction | None = None,
+    ) -> None:
         if not isinstance(user, str):
             raise _core.Error("a session's user must be a string")
         self._impl = _core.Session(model, user)
+        # Section access: the fields' kept symbols (a selection every state starts from and
+        # no selection widens), the values each field still shows and the omitted fields.
+        self._reduction = reduction
+        self._base: dict[str, np.ndarray] = dict(reduction.codes) if reduction else {}
+        self._visible: dict[str, np.ndarray] = {}
+        self._base_impl: _core.Session | None = None
+        if self._base:
+            self._base_impl = _core.Session(model, user)
+            for field, codes in self._base.items():
+                self._impl.select_indices(field, codes.tolist())
+                self._base_impl.select_indices(field, codes.tolist())
         self._touched: set[str] = set()  # fields that may have a selection
         self._locked: set[str] = set()
         # Back/Forward steps are recorded once `keep_history` is set (it reads the selections
@@ -85,6 +113,63 @@ class Session:
     def close(self) -> None:
         """Ends the session; later calls on it raise assoc.Error."""
         self._impl.close()
+        if self._base_impl is not None:
+            self._base_impl.close()
+
+    # ---- section access ----------------------------------------------------------------
+
+    @property
+    def reduced(self) -> bool:
+        """True when section access reduces the data this session sees."""
+        return bool(self._base) or bool(self._reduction and self._reduction.omit)
+
+    def _field(self, field: str) -> str:
+        if self._reduction is not None and field in self._reduction.omit:
+            raise _core.Error(f"field not found: {field}")
+        return field
+
+    def _shown(self, field: str) -> np.ndarray | None:
+        """Which of a field's symbols the reduction leaves (a mask), None when all."""
+        if self._base_impl is None:
+            return None
+        mask = self._visible.get(field)
+        if mask is None:
+            idx = np.union1d(
+                self._base_impl.indices(field, "selected"),
+                self._base_impl.indices(field, "possible"),
+            )
+            mask = np.zeros(int(idx[-1]) + 1 if idx.size else 0, dtype=bool)
+            mask[idx] = True
+            self._visible[field] = mask
+        return mask
+
+    def _keep(self, field: str, codes: np.ndarray) -> np.ndarray:
+        """The codes the reduction leaves."""
+        mask = self._shown(field)
+        if mask is None:
+            return codes
+        codes = codes[codes < mask.size]
+        kept: np.ndarray = codes[mask[codes]]
+        return kept
+
+    def _select_codes(self, field: str, codes: np.ndarray, state: str) -> None:
+        """Selects codes within the reduction (a reduced field left with none keeps its
+        reduction: the user's selection never widens it)."""
+        codes = self._keep(field, np.unique(np.asarray(codes, dtype=np.int64)))
+        if field in self._base and not codes.size:
+            codes = self._base[field]
+        self._impl.select_indices(field, codes.tolist(), state)
+
+    def _reapply(self, state: str, fields: Iterable[str] | None = None) -> None:
+        for field in self._base if fields is None else fields:
+            if field in self._base:
+                self._impl.select_indices(field, self._base[field].tolist(), state)
+
+    def _is_base(self, field: str, state: str = "$") -> bool:
+        base = self._base.get(field)
+        return base is not None and np.array_equal(
+            self._impl.indices(field, "selected", state), base
+        )
 
     def __enter__(self) -> Session:
         return self
@@ -101,6 +186,7 @@ class Session:
         """Adds an alternate selection state `name` (no selection yet); set expressions name it
         as an identifier ({name}) and the `state=` argument of the calls below picks it."""
         self._impl.add_state(_state(name))
+        self._reapply(name)
 
     def remove_state(self, name: str) -> None:
         """Removes an alternate state (the default state "$" stays)."""
@@ -119,28 +205,31 @@ class Session:
         the default state: a selection in an alternate state neither meets nor records them."""
         if isinstance(values, str | bytes) or not isinstance(values, Iterable):
             raise _core.Error("values must be a list of values (int, float, str or assoc.Dual)")
-        if state != "$":
-            self._impl.select(field, values, _state(state))
-            return True
-        if field in self._locked:
+        self._field(field)
+        if state == "$" and field in self._locked:
             return False
         with self.step():
-            self._impl.select(field, values)
-            self._touched.add(field)
+            self._impl.select(field, values, _state(state))
+            if self._base_impl is not None:
+                self._select_codes(field, self._impl.indices(field, "selected", state), state)
+            if state == "$":
+                self._touched.add(field)
         return True
 
     def select_indices(self, field: str, indices: Iterable[int], state: str = "$") -> bool:
         """Replaces a field's selection by symbol indexes; indexes out of range are ignored.
         False (and nothing changes) when the field is locked."""
         codes = [int(i) for i in indices]
-        if state != "$":
-            self._impl.select_indices(field, codes, _state(state))
-            return True
-        if field in self._locked:
+        self._field(field)
+        if state == "$" and field in self._locked:
             return False
         with self.step():
-            self._impl.select_indices(field, codes)
-            self._touched.add(field)
+            if self._base_impl is not None:
+                self._select_codes(field, np.asarray(codes, dtype=np.int64), _state(state))
+            else:
+                self._impl.select_indices(field, codes, _state(state))
+            if state == "$":
+                self._touched.add(field)
         return True
 
     def _select_states(self, field: str, states: Sequence[str]) -> bool:
@@ -178,26 +267,32 @@ class Session:
         those too. An alternate state (`state`) has no locks: all of its selections go."""
         if state != "$":
             self._impl.clear(_state(state))
+            self._reapply(state)
             return
         with self.step():
             if locked_also or not self._locked:
                 self._impl.clear()
+                self._reapply("$")
                 self._touched.clear()
                 self._locked.clear()
                 return
             for field in sorted(self._touched - self._locked):
                 self._impl.clear_field(field)
+                self._reapply("$", [field])
             self._touched &= self._locked
 
     def clear_field(self, field: str, state: str = "$") -> bool:
         """Clears one field's selection. False (and nothing changes) when it is locked."""
+        self._field(field)
         if state != "$":
             self._impl.clear_field(field, _state(state))
+            self._reapply(state, [field])
             return True
         if field in self._locked:
             return False
         with self.step():
             self._impl.clear_field(field)
+            self._reapply("$", [field])
             self._touched.discard(field)
         return True
 
@@ -264,7 +359,7 @@ class Session:
         selected = {}
         for field in sorted(self._touched):
             codes = self._impl.indices(field, "selected")
-            if codes.size:
+            if codes.size and not self._is_base(field):
                 selected[field] = _pack(codes)
         self._touched = set(selected)
         self._locked &= self._touched
@@ -280,6 +375,7 @@ class Session:
                 continue
             if want is None:
                 self._impl.clear_field(field)
+                self._reapply("$", [field])
             else:
                 self._impl.select_indices(field, _unpack(want))
             changed = True
@@ -326,22 +422,38 @@ class Session:
 
     def selections(self, state: str = "$") -> dict[str, list[Any]]:
         """The selected values of each field that has a selection, in symbol order."""
-        return self._impl.selections(_state(state))
+        found = self._impl.selections(_state(state))
+        return {f: v for f, v in found.items() if not self._is_base(f, state)}
 
     def state(self, field: str, state: str = "$") -> dict[str, list[Any]]:
         """A field's values by state: selected, possible, alternative, excluded (symbol order)."""
-        return self._impl.state(field, _state(state))
+        found = self._impl.state(self._field(field), _state(state))
+        if self._base_impl is not None:
+            for key in ("alternative", "excluded"):
+                codes = self._impl.indices(field, key, state)
+                keep = np.isin(codes, self._keep(field, codes))
+                found[key] = [v for v, k in zip(found[key], keep.tolist(), strict=True) if k]
+            if self._is_base(field, state):  # the reduction is no selection of the user's
+                found["possible"], found["selected"] = found["selected"], []
+        return found
 
     def counts(self, field: str, state: str = "$") -> dict[str, int]:
         """How many of a field's values are selected, possible, alternative and excluded."""
-        return self._impl.counts(field, _state(state))
+        found = self._impl.counts(self._field(field), _state(state))
+        if self._base_impl is not None:
+            for key in ("alternative", "excluded"):
+                if key in found:
+                    found[key] = int(self._keep(field, self._impl.indices(field, key, state)).size)
+            if self._is_base(field, state):
+                found["possible"], found["selected"] = found["selected"], 0
+        return found
 
     def indices(self, field: str, state: str = "possible", in_state: str = "$") -> np.ndarray:
         """Symbol indexes of a field's values in one state (selected_excluded: S but excluded),
         in the selection state `in_state`."""
         if state not in STATES:
             raise _core.Error(f"unknown state {state!r}: use one of {', '.join(STATES)}")
-        return self._impl.indices(field, state, _state(in_state))
+        return self._keep(field, self._impl.indices(self._field(field), state, _state(in_state)))
 
     def possible_rows(self, table: str, state: str = "$") -> int:
         """How many rows of a table are possible."""
@@ -350,6 +462,9 @@ class Session:
     def table(self, name: str, duals: Duals = "number") -> ArrowExport:
         """A table's possible rows under the selections now, for Arrow consumers
         (pyarrow.table, polars.DataFrame, DuckDB); `duals` as in Table.to_arrow."""
+        if self._reduction is not None and self._reduction.omit:
+            for field in self._reduction.tables.get(name, []):
+                self._field(field)
         return self._impl.arrow_table(name, check_duals(duals))
 
     def hypercube(
@@ -363,6 +478,11 @@ class Session:
     ) -> Hypercube:
         """Dimension tuples associated under the selections, with measures (DESIGN.md §2b);
         `state` is the object's selection state (aggregations without a set identifier)."""
+        if self._reduction is not None and self._reduction.omit:
+            for text in [*names(dimensions, "dimensions"), *names(measures, "measures")]:
+                for omitted in self._reduction.omit:
+                    if re.search(rf"(?<![\w.$]){re.escape(omitted)}(?![\w.])", text):
+                        self._field(omitted)
         impl = self._impl.hypercube(
             names(dimensions, "dimensions"),
             names(measures, "measures"),
