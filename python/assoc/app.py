@@ -148,6 +148,12 @@ class App:
         return [t for t in self._impl.table_names() if t != ACCESS_TABLE]
 
     @property
+    def stored_tables(self) -> list[str]:
+        """Every table a package of the app stores: the tables and the hidden section access
+        table (it persists the app's access rules)."""
+        return self._impl.table_names()
+
+    @property
     def fields(self) -> list[str]:
         """Field names in load order (those of the section access table left out)."""
         if self.access is None:
