@@ -109,7 +109,7 @@ def test_admin_wildcard_and_blank(app: assoc.App) -> None:
 
 def test_absent_user_refused(app: assoc.App) -> None:
     for user in ("zed", ""):
-        with pytest.raises(assoc.Error, match="^Access denied$"):
+        with pytest.raises(assoc.Error, match=r"^Access denied$"):
             app.session(user)
 
 
