@@ -67,7 +67,9 @@ class AccessTable:
     def _rows_for(self, user: str, groups: Iterable[str]) -> list[int]:
         who = user.strip().upper()
         mine = {g.strip().upper() for g in groups}
-        found = []
+        found: list[int] = []
+        if not who:  # a session without a user opens no app with section access
+            return found
         for i in range(self.rows):
             for key in ("USERID", "USER.EMAIL"):
                 value = self.columns.get(key, [""] * self.rows)[i]

@@ -152,6 +152,29 @@ class Session:
         kept: np.ndarray = codes[mask[codes]]
         return kept
 
+    def kept_codes(self, field: str, codes: np.ndarray) -> np.ndarray:
+        """The symbol indexes (in their order) that section access leaves this session: the
+        values it shows; all of them when nothing is reduced."""
+        return self._keep(field, np.asarray(codes, dtype=np.int64))
+
+    def kept_rows(self, table: Any, fields: Sequence[str]) -> np.ndarray | None:
+        """The row positions of `table` (an assoc.Table) that section access leaves this
+        session, reading `fields` (a row stays when each of its values is still shown);
+        None when nothing is reduced."""
+        if self._base_impl is None:
+            return None
+        keep = np.ones(table.num_rows, dtype=bool)
+        for field in fields:
+            codes = table.column_indices(field)
+            mask = self._shown(field)
+            assert mask is not None
+            inside = (codes >= 0) & (codes < mask.size)
+            ok = codes < 0  # NULL is no value to hide
+            ok[inside] = mask[codes[inside]]
+            keep &= ok
+        found: np.ndarray = np.flatnonzero(keep)
+        return found
+
     def _select_codes(self, field: str, codes: np.ndarray, state: str) -> None:
         """Selects codes within the reduction (a reduced field left with none keeps its
         reduction: the user's selection never widens it)."""
@@ -453,7 +476,15 @@ class Session:
         in the selection state `in_state`."""
         if state not in STATES:
             raise _core.Error(f"unknown state {state!r}: use one of {', '.join(STATES)}")
-        return self._keep(field, self._impl.indices(self._field(field), state, _state(in_state)))
+        found = self._keep(field, self._impl.indices(self._field(field), state, _state(in_state)))
+        if state in ("selected", "selected_excluded", "possible") and self._is_base(
+            field, in_state
+        ):
+            # a reduced field's reduction is no selection of the user's: its values are possible
+            if state == "possible":
+                return self._keep(field, self._impl.indices(field, "selected", in_state))
+            return found[:0]
+        return found
 
     def possible_rows(self, table: str, state: str = "$") -> int:
         """How many rows of a table are possible."""
