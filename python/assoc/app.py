@@ -195,18 +195,17 @@ class App:
         codes = reduction_codes(grant, self.fields, self._impl.symbols)
         if any(not c.size for c in codes.values()):
             raise _core.Error(DENIED)  # strict exclusion: a reduction that reaches no data
-        codes.update(self._hidden_system())
         tables = {t: self._impl.source_fields(t) for t in self.tables} if grant.omit else {}
-        return Reduction(codes, grant.omit, tables)
+        return Reduction(codes, grant.omit, hide=self._hidden_system(), tables=tables)
 
     def _hidden_system(self) -> dict[str, np.ndarray]:
-        """System fields' values that name the access table or its fields, left out."""
+        """System fields' values that name the access table or its fields, left out: which
+        of their symbols sessions show (a mask per field)."""
         out: dict[str, np.ndarray] = {}
         for name in ("$Table", "$Field"):
             if name in self._impl.field_names():
                 values = self._impl.symbols(name)
-                keep = [i for i, v in enumerate(values) if not hidden_name(str(v))]
-                out[name] = np.asarray(keep, dtype=np.int64)
+                out[name] = np.array([not hidden_name(str(v)) for v in values], dtype=bool)
         return out
 
     def metadata(self) -> dict[str, Any]:

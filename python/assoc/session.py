@@ -55,6 +55,7 @@ class Reduction:
 
     codes: dict[str, np.ndarray]
     omit: frozenset[str] = frozenset()
+    hide: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # masks of shown symbols
     tables: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
 
@@ -84,12 +85,11 @@ class Session:
         self._reduction = reduction
         self._base: dict[str, np.ndarray] = dict(reduction.codes) if reduction else {}
         self._visible: dict[str, np.ndarray] = {}
-        self._base_impl: _core.Session | None = None
-        if self._base:
-            self._base_impl = _core.Session(model, user)
-            for field, codes in self._base.items():
-                self._impl.select_indices(field, codes.tolist())
-                self._base_impl.select_indices(field, codes.tolist())
+        self._filtering = bool(self._base) or bool(reduction and reduction.hide)
+        self._model = model
+        self._base_impl: _core.Session | None = None  # the reduction alone, made when needed
+        for field, codes in self._base.items():
+            self._impl.select_indices(field, codes.tolist())
         self._touched: set[str] = set()  # fields that may have a selection
         self._locked: set[str] = set()
         # Back/Forward steps are recorded once `keep_history` is set (it reads the selections
@@ -115,6 +115,7 @@ class Session:
         self._impl.close()
         if self._base_impl is not None:
             self._base_impl.close()
+            self._base_impl = None
 
     # ---- section access ----------------------------------------------------------------
 
@@ -128,18 +129,37 @@ class Session:
             raise _core.Error(f"field not found: {field}")
         return field
 
+    def _pristine(self, state: str) -> bool:
+        """True while a state holds the reduction alone (no selection of the user's)."""
+        return state == "$" and not self._touched
+
     def _shown(self, field: str) -> np.ndarray | None:
         """Which of a field's symbols the reduction leaves (a mask), None when all."""
-        if self._base_impl is None:
-            return None
+        hide = self._reduction.hide.get(field) if self._reduction is not None else None
+        if not self._base:
+            return hide
         mask = self._visible.get(field)
         if mask is None:
-            idx = np.union1d(
-                self._base_impl.indices(field, "selected"),
-                self._base_impl.indices(field, "possible"),
+            # The values the reduction alone leaves possible: read in this session while it
+            # holds the reduction alone, else in a session of the reduction made for that.
+            source = self._impl
+            if not self._pristine("$"):
+                if self._base_impl is None:
+                    self._base_impl = _core.Session(self._model, self.user)
+                    for name, codes in self._base.items():
+                        self._base_impl.select_indices(name, codes.tolist())
+                source = self._base_impl
+            selected, possible = (
+                source.indices(field, "selected"),
+                source.indices(field, "possible"),
             )
-            mask = np.zeros(int(idx[-1]) + 1 if idx.size else 0, dtype=bool)
-            mask[idx] = True
+            size = max(int(selected.max(initial=-1)), int(possible.max(initial=-1))) + 1
+            mask = np.zeros(size, dtype=bool)
+            mask[selected] = True
+            mask[possible] = True
+            if hide is not None:
+                n = min(size, hide.size)
+                mask = mask[:n] & hide[:n]
             self._visible[field] = mask
         return mask
 
@@ -161,7 +181,7 @@ class Session:
         """The row positions of `table` (an assoc.Table) that section access leaves this
         session, reading `fields` (a row stays when each of its values is still shown);
         None when nothing is reduced."""
-        if self._base_impl is None:
+        if not self._base:
             return None
         keep = np.ones(table.num_rows, dtype=bool)
         for field in fields:
@@ -232,11 +252,13 @@ class Session:
         if state == "$" and field in self._locked:
             return False
         with self.step():
+            if self._filtering:
+                self._shown(field)  # what the reduction shows, read before the selection
             self._impl.select(field, values, _state(state))
-            if self._base_impl is not None:
-                self._select_codes(field, self._impl.indices(field, "selected", state), state)
             if state == "$":
                 self._touched.add(field)
+            if self._filtering:
+                self._select_codes(field, self._impl.indices(field, "selected", state), state)
         return True
 
     def select_indices(self, field: str, indices: Iterable[int], state: str = "$") -> bool:
@@ -247,7 +269,7 @@ class Session:
         if state == "$" and field in self._locked:
             return False
         with self.step():
-            if self._base_impl is not None:
+            if self._filtering:
                 self._select_codes(field, np.asarray(codes, dtype=np.int64), _state(state))
             else:
                 self._impl.select_indices(field, codes, _state(state))
@@ -451,24 +473,37 @@ class Session:
     def state(self, field: str, state: str = "$") -> dict[str, list[Any]]:
         """A field's values by state: selected, possible, alternative, excluded (symbol order)."""
         found = self._impl.state(self._field(field), _state(state))
-        if self._base_impl is not None:
-            for key in ("alternative", "excluded"):
-                codes = self._impl.indices(field, key, state)
-                keep = np.isin(codes, self._keep(field, codes))
-                found[key] = [v for v, k in zip(found[key], keep.tolist(), strict=True) if k]
-            if self._is_base(field, state):  # the reduction is no selection of the user's
-                found["possible"], found["selected"] = found["selected"], []
+        if not self._filtering:
+            return found
+        hidden = self._reduction is not None and field in self._reduction.hide
+        for key in ("selected", "possible", "alternative", "excluded"):
+            if key in ("selected", "possible") and not hidden:
+                continue  # the reduction's possible values are all shown
+            if key not in ("selected", "possible") and self._pristine(state) and self._base:
+                found[key] = []  # every value shown is possible
+                continue
+            codes = self._impl.indices(field, key, state)
+            keep = np.isin(codes, self._keep(field, codes))
+            found[key] = [v for v, k in zip(found[key], keep.tolist(), strict=True) if k]
+        if self._is_base(field, state):  # the reduction is no selection of the user's
+            found["possible"], found["selected"] = found["selected"], []
         return found
 
     def counts(self, field: str, state: str = "$") -> dict[str, int]:
         """How many of a field's values are selected, possible, alternative and excluded."""
         found = self._impl.counts(self._field(field), _state(state))
-        if self._base_impl is not None:
-            for key in ("alternative", "excluded"):
-                if key in found:
-                    found[key] = int(self._keep(field, self._impl.indices(field, key, state)).size)
-            if self._is_base(field, state):
-                found["possible"], found["selected"] = found["selected"], 0
+        if not self._filtering:
+            return found
+        hidden = self._reduction is not None and field in self._reduction.hide
+        for key in ("selected", "possible", "alternative", "excluded"):
+            if key in ("selected", "possible") and not hidden:
+                continue  # the reduction's possible values are all shown
+            if key not in ("selected", "possible") and self._pristine(state) and self._base:
+                found[key] = 0
+            else:
+                found[key] = int(self._keep(field, self._impl.indices(field, key, state)).size)
+        if self._is_base(field, state):
+            found["possible"], found["selected"] = found["selected"], 0
         return found
 
     def indices(self, field: str, state: str = "possible", in_state: str = "$") -> np.ndarray:
