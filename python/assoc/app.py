@@ -14,6 +14,8 @@ from assoc.arrow import ArrowExport, Duals, check_duals, is_arrow_stream, read_a
 from assoc.session import Reduction, Session
 from assoc.sources import Source, SourceKind, TableSource, load_model
 
+_REDUCTIONS_KEPT = 1024  # users' section access reductions an app keeps computed
+
 
 class Table:
     """One table of an app: its fields and its rows, as it was loaded (its source view: a field
@@ -76,6 +78,7 @@ class App:
         self._associative = _core.AssociativeModel(model)
         # Section access: the access table the app's script loaded (kept as a hidden table).
         self.access: AccessTable | None = AccessTable.of_model(model)
+        self._reductions: dict[tuple[str, frozenset[str]], Reduction] = {}  # by user, groups
 
     @classmethod
     def from_tables(
@@ -191,12 +194,20 @@ class App:
             return Reduction({})
         if not isinstance(user, str):
             raise _core.Error("a session's user must be a string")
+        key = (user.strip().upper(), frozenset(g.strip().upper() for g in groups))
+        found = self._reductions.get(key)
+        if found is not None:
+            return found
         grant = self.access.grant(user, groups)
         codes = reduction_codes(grant, self.fields, self._impl.symbols)
         if any(not c.size for c in codes.values()):
             raise _core.Error(DENIED)  # strict exclusion: a reduction that reaches no data
         tables = {t: self._impl.source_fields(t) for t in self.tables} if grant.omit else {}
-        return Reduction(codes, grant.omit, hide=self._hidden_system(), tables=tables)
+        found = Reduction(codes, grant.omit, hide=self._hidden_system(), tables=tables)
+        if len(self._reductions) >= _REDUCTIONS_KEPT:
+            self._reductions.pop(next(iter(self._reductions)))
+        self._reductions[key] = found
+        return found
 
     def _hidden_system(self) -> dict[str, np.ndarray]:
         """System fields' values that name the access table or its fields, left out: which

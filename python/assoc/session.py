@@ -129,6 +129,10 @@ class Session:
             raise _core.Error(f"field not found: {field}")
         return field
 
+    def _narrows(self, field: str) -> bool:
+        """True when the reduction may hide some of a field's values."""
+        return bool(self._base) or (self._reduction is not None and field in self._reduction.hide)
+
     def _pristine(self, state: str) -> bool:
         """True while a state holds the reduction alone (no selection of the user's)."""
         return state == "$" and not self._touched
@@ -251,13 +255,14 @@ class Session:
         self._field(field)
         if state == "$" and field in self._locked:
             return False
+        narrowed = self._narrows(field)
         with self.step():
-            if self._filtering:
+            if narrowed:
                 self._shown(field)  # what the reduction shows, read before the selection
             self._impl.select(field, values, _state(state))
             if state == "$":
                 self._touched.add(field)
-            if self._filtering:
+            if narrowed:
                 self._select_codes(field, self._impl.indices(field, "selected", state), state)
         return True
 
@@ -269,7 +274,7 @@ class Session:
         if state == "$" and field in self._locked:
             return False
         with self.step():
-            if self._filtering:
+            if self._narrows(field):
                 self._select_codes(field, np.asarray(codes, dtype=np.int64), _state(state))
             else:
                 self._impl.select_indices(field, codes, _state(state))
@@ -473,7 +478,7 @@ class Session:
     def state(self, field: str, state: str = "$") -> dict[str, list[Any]]:
         """A field's values by state: selected, possible, alternative, excluded (symbol order)."""
         found = self._impl.state(self._field(field), _state(state))
-        if not self._filtering:
+        if not self._narrows(field):
             return found
         hidden = self._reduction is not None and field in self._reduction.hide
         for key in ("selected", "possible", "alternative", "excluded"):
@@ -492,7 +497,7 @@ class Session:
     def counts(self, field: str, state: str = "$") -> dict[str, int]:
         """How many of a field's values are selected, possible, alternative and excluded."""
         found = self._impl.counts(self._field(field), _state(state))
-        if not self._filtering:
+        if not self._narrows(field):
             return found
         hidden = self._reduction is not None and field in self._reduction.hide
         for key in ("selected", "possible", "alternative", "excluded"):
