@@ -196,3 +196,13 @@ def test_access_table_needs_access_field() -> None:
         assoc.App.from_script("Section Access; LOAD * INLINE [USERID\nA];")
     with pytest.raises(ScriptError, match="ADMIN or USER"):
         assoc.App.from_script("Section Access; LOAD * INLINE [ACCESS, USERID\nOWNER, A];")
+
+
+def test_alternate_states_start_reduced(app: assoc.App) -> None:
+    with app.session("bob") as s:
+        s.add_state("B")
+        assert s.hypercube(["Product"], ["Sum(AMOUNT)"], state="B").rows == [("C", 5.0)]
+        s.select("REGION", ["EAST"], state="B")
+        assert s.state("REGION", state="B")["possible"] == ["WEST"]
+        s.clear(state="B")
+        assert s.possible_rows("Sales", state="B") == 1
