@@ -9,9 +9,12 @@ from typing import Any
 import numpy as np
 
 from assoc import _core
+from assoc.access import ACCESS_TABLE, DENIED, AccessTable, hidden_name, reduction_codes
 from assoc.arrow import ArrowExport, Duals, check_duals, is_arrow_stream, read_arrow
-from assoc.session import Session
+from assoc.session import Reduction, Session
 from assoc.sources import Source, SourceKind, TableSource, load_model
+
+_REDUCTIONS_KEPT = 1024  # users' section access reductions an app keeps computed
 
 
 class Table:
@@ -73,6 +76,9 @@ class App:
         self._impl = model
         # One link graph and value look-up per app, shared by its sessions and the result cache.
         self._associative = _core.AssociativeModel(model)
+        # Section access: the access table the app's script loaded (kept as a hidden table).
+        self.access: AccessTable | None = AccessTable.of_model(model)
+        self._reductions: dict[tuple[str, frozenset[str]], Reduction] = {}  # by user, groups
 
     @classmethod
     def from_tables(
@@ -141,13 +147,22 @@ class App:
 
     @property
     def tables(self) -> list[str]:
-        """Table names in load order."""
+        """Table names in load order (the hidden section access table left out)."""
+        return [t for t in self._impl.table_names() if t != ACCESS_TABLE]
+
+    @property
+    def stored_tables(self) -> list[str]:
+        """Every table a package of the app stores: the tables and the hidden section access
+        table (it persists the app's access rules)."""
         return self._impl.table_names()
 
     @property
     def fields(self) -> list[str]:
-        """Field names in load order."""
-        return self._impl.field_names()
+        """Field names in load order (those of the section access table left out)."""
+        if self.access is None:
+            return self._impl.field_names()
+        hidden = set(self._impl.source_fields(ACCESS_TABLE))
+        return [f for f in self._impl.field_names() if f not in hidden]
 
     def table(self, name: str) -> Table:
         """One table by name."""
@@ -163,13 +178,55 @@ class App:
         with open(path, "wb") as f:
             f.write(data)
 
-    def session(self, user: str = "") -> Session:
-        """A new, independent selection state in this app (close it, or use `with`)."""
-        return Session(self._associative, user)
+    def session(self, user: str = "", groups: Iterable[str] = ()) -> Session:
+        """A new, independent selection state in this app (close it, or use `with`). In an app
+        with section access it is `user`'s (member of `groups`), reduced to the data the access
+        table gives them; assoc.Error("Access denied") when it gives them nothing."""
+        if self.access is None:
+            return Session(self._associative, user)
+        if isinstance(groups, str) or not all(isinstance(g, str) for g in groups):
+            raise _core.Error("a session's groups must be a list of strings")
+        return Session(self._associative, user, self.reduction(user, groups))
+
+    def reduction(self, user: str, groups: Iterable[str] = ()) -> Reduction:
+        """What section access leaves `user`; assoc.Error("Access denied") when nothing."""
+        if self.access is None:
+            return Reduction({})
+        if not isinstance(user, str):
+            raise _core.Error("a session's user must be a string")
+        key = (user.strip().upper(), frozenset(g.strip().upper() for g in groups))
+        found = self._reductions.get(key)
+        if found is not None:
+            return found
+        grant = self.access.grant(user, groups)
+        codes = reduction_codes(grant, self.fields, self._impl.symbols)
+        if any(not c.size for c in codes.values()):
+            raise _core.Error(DENIED)  # strict exclusion: a reduction that reaches no data
+        tables = {t: self._impl.source_fields(t) for t in self.tables} if grant.omit else {}
+        found = Reduction(codes, grant.omit, hide=self._hidden_system(), tables=tables)
+        if len(self._reductions) >= _REDUCTIONS_KEPT:
+            self._reductions.pop(next(iter(self._reductions)))
+        self._reductions[key] = found
+        return found
+
+    def _hidden_system(self) -> dict[str, np.ndarray]:
+        """System fields' values that name the access table or its fields, left out: which
+        of their symbols sessions show (a mask per field)."""
+        out: dict[str, np.ndarray] = {}
+        for name in ("$Table", "$Field"):
+            if name in self._impl.field_names():
+                values = self._impl.symbols(name)
+                out[name] = np.array([not hidden_name(str(v)) for v in values], dtype=bool)
+        return out
 
     def metadata(self) -> dict[str, Any]:
         """DataModelMetadata: fields, tables, byte sizes and reload statistics."""
-        return self._impl.metadata()
+        found = self._impl.metadata()
+        if self.access is not None:
+            hidden = set(self._impl.source_fields(ACCESS_TABLE))
+            found["tables"] = [t for t in found["tables"] if t["name"] != ACCESS_TABLE]
+            found["fields"] = [f for f in found["fields"] if f["name"] not in hidden]
+        return found
 
     def __repr__(self) -> str:
         return f"<assoc.App: {len(self.tables)} tables, {len(self.fields)} fields>"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,6 +50,17 @@ class SelectionState:
 
 
 @dataclass(frozen=True)
+class Reduction:
+    """What section access leaves a user: each reduced field's kept symbol indexes (sorted),
+    the fields omitted for them and each table's fields (to refuse what names those)."""
+
+    codes: dict[str, np.ndarray]
+    omit: frozenset[str] = frozenset()
+    hide: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # masks of shown symbols
+    tables: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Checkpoint:
     """A session's selections, locks and history at one moment (`Session.rollback`)."""
 
@@ -59,10 +72,25 @@ class Checkpoint:
 class Session:
     """An independent selection state in an app; close it (or use `with`) when done."""
 
-    def __init__(self, model: _core.AssociativeModel, user: str = "") -> None:
+    def __init__(
+        self,
+        model: _core.AssociativeModel,
+        user: str = "",
+        reduction: Reduction | None = None,
+    ) -> None:
         if not isinstance(user, str):
             raise _core.Error("a session's user must be a string")
         self._impl = _core.Session(model, user)
+        # Section access: the fields' kept symbols (a selection every state starts from and
+        # no selection widens), the values each field still shows and the omitted fields.
+        self._reduction = reduction
+        self._base: dict[str, np.ndarray] = dict(reduction.codes) if reduction else {}
+        self._visible: dict[str, np.ndarray] = {}
+        self._filtering = bool(self._base) or bool(reduction and reduction.hide)
+        self._model = model
+        self._base_impl: _core.Session | None = None  # the reduction alone, made when needed
+        for field, codes in self._base.items():
+            self._impl.select_indices(field, codes.tolist())
         self._touched: set[str] = set()  # fields that may have a selection
         self._locked: set[str] = set()
         # Back/Forward steps are recorded once `keep_history` is set (it reads the selections
@@ -89,6 +117,110 @@ class Session:
     def close(self) -> None:
         """Ends the session; later calls on it raise assoc.Error."""
         self._impl.close()
+        if self._base_impl is not None:
+            self._base_impl.close()
+            self._base_impl = None
+
+    # ---- section access ----------------------------------------------------------------
+
+    @property
+    def reduced(self) -> bool:
+        """True when section access reduces the data this session sees."""
+        return bool(self._base) or bool(self._reduction and self._reduction.omit)
+
+    def _field(self, field: str) -> str:
+        if self._reduction is not None and field in self._reduction.omit:
+            raise _core.Error(f"field not found: {field}")
+        return field
+
+    def _narrows(self, field: str) -> bool:
+        """True when the reduction may hide some of a field's values."""
+        return bool(self._base) or (self._reduction is not None and field in self._reduction.hide)
+
+    def _pristine(self, state: str) -> bool:
+        """True while a state holds the reduction alone (no selection of the user's)."""
+        return state == "$" and not self._touched
+
+    def _shown(self, field: str) -> np.ndarray | None:
+        """Which of a field's symbols the reduction leaves (a mask), None when all."""
+        hide = self._reduction.hide.get(field) if self._reduction is not None else None
+        if not self._base:
+            return hide
+        mask = self._visible.get(field)
+        if mask is None:
+            # The values the reduction alone leaves possible: read in this session while it
+            # holds the reduction alone, else in a session of the reduction made for that.
+            source = self._impl
+            if not self._pristine("$"):
+                if self._base_impl is None:
+                    self._base_impl = _core.Session(self._model, self.user)
+                    for name, codes in self._base.items():
+                        self._base_impl.select_indices(name, codes.tolist())
+                source = self._base_impl
+            selected, possible = (
+                source.indices(field, "selected"),
+                source.indices(field, "possible"),
+            )
+            size = max(int(selected.max(initial=-1)), int(possible.max(initial=-1))) + 1
+            mask = np.zeros(size, dtype=bool)
+            mask[selected] = True
+            mask[possible] = True
+            if hide is not None:
+                n = min(size, hide.size)
+                mask = mask[:n] & hide[:n]
+            self._visible[field] = mask
+        return mask
+
+    def _keep(self, field: str, codes: np.ndarray) -> np.ndarray:
+        """The codes the reduction leaves."""
+        mask = self._shown(field)
+        if mask is None:
+            return codes
+        codes = codes[codes < mask.size]
+        kept: np.ndarray = codes[mask[codes]]
+        return kept
+
+    def kept_codes(self, field: str, codes: np.ndarray) -> np.ndarray:
+        """The symbol indexes (in their order) that section access leaves this session: the
+        values it shows; all of them when nothing is reduced."""
+        return self._keep(field, np.asarray(codes, dtype=np.int64))
+
+    def kept_rows(self, table: Any, fields: Sequence[str]) -> np.ndarray | None:
+        """The row positions of `table` (an assoc.Table) that section access leaves this
+        session, reading `fields` (a row stays when each of its values is still shown);
+        None when nothing is reduced."""
+        if not self._base:
+            return None
+        keep = np.ones(table.num_rows, dtype=bool)
+        for field in fields:
+            codes = table.column_indices(field)
+            mask = self._shown(field)
+            assert mask is not None
+            inside = (codes >= 0) & (codes < mask.size)
+            ok = codes < 0  # NULL is no value to hide
+            ok[inside] = mask[codes[inside]]
+            keep &= ok
+        found: np.ndarray = np.flatnonzero(keep)
+        return found
+
+    def _select_codes(self, field: str, codes: np.ndarray, state: str) -> None:
+        """Selects codes within the reduction (a reduced field left with none keeps its
+        reduction: the user's selection never widens it)."""
+        codes = self._keep(field, np.unique(np.asarray(codes, dtype=np.int64)))
+        if field in self._base and not codes.size:
+            codes = self._base[field]
+        self._impl.select_indices(field, codes.tolist(), state)
+
+    def _reapply(self, state: str, fields: Iterable[str] | None = None) -> None:
+        for field in self._base if fields is None else fields:
+            if field in self._base:
+                self._impl.select_indices(field, self._base[field].tolist(), state)
+
+    def _is_base(self, field: str, state: str = "$") -> bool:
+        base = self._base.get(field)
+        return base is not None and np.array_equal(
+            self._impl.indices(field, "selected", state), base
+        )
 
     def __enter__(self) -> Session:
         return self
@@ -105,6 +237,7 @@ class Session:
         """Adds an alternate selection state `name` (no selection yet); set expressions name it
         as an identifier ({name}) and the `state=` argument of the calls below picks it."""
         self._impl.add_state(_state(name))
+        self._reapply(name)
 
     def remove_state(self, name: str) -> None:
         """Removes an alternate state (the default state "$" stays)."""
@@ -123,28 +256,34 @@ class Session:
         the default state: a selection in an alternate state neither meets nor records them."""
         if isinstance(values, str | bytes) or not isinstance(values, Iterable):
             raise _core.Error("values must be a list of values (int, float, str or assoc.Dual)")
-        if state != "$":
-            self._impl.select(field, values, _state(state))
-            return True
-        if field in self._locked:
+        self._field(field)
+        if state == "$" and field in self._locked:
             return False
+        narrowed = self._narrows(field)
         with self.step():
-            self._impl.select(field, values)
-            self._touched.add(field)
+            if narrowed:
+                self._shown(field)  # what the reduction shows, read before the selection
+            self._impl.select(field, values, _state(state))
+            if state == "$":
+                self._touched.add(field)
+            if narrowed:
+                self._select_codes(field, self._impl.indices(field, "selected", state), state)
         return True
 
     def select_indices(self, field: str, indices: Iterable[int], state: str = "$") -> bool:
         """Replaces a field's selection by symbol indexes; indexes out of range are ignored.
         False (and nothing changes) when the field is locked."""
         codes = [int(i) for i in indices]
-        if state != "$":
-            self._impl.select_indices(field, codes, _state(state))
-            return True
-        if field in self._locked:
+        self._field(field)
+        if state == "$" and field in self._locked:
             return False
         with self.step():
-            self._impl.select_indices(field, codes)
-            self._touched.add(field)
+            if self._narrows(field):
+                self._select_codes(field, np.asarray(codes, dtype=np.int64), _state(state))
+            else:
+                self._impl.select_indices(field, codes, _state(state))
+            if state == "$":
+                self._touched.add(field)
         return True
 
     def _select_states(self, field: str, states: Sequence[str]) -> bool:
@@ -182,26 +321,32 @@ class Session:
         those too. An alternate state (`state`) has no locks: all of its selections go."""
         if state != "$":
             self._impl.clear(_state(state))
+            self._reapply(state)
             return
         with self.step():
             if locked_also or not self._locked:
                 self._impl.clear()
+                self._reapply("$")
                 self._touched.clear()
                 self._locked.clear()
                 return
             for field in sorted(self._touched - self._locked):
                 self._impl.clear_field(field)
+                self._reapply("$", [field])
             self._touched &= self._locked
 
     def clear_field(self, field: str, state: str = "$") -> bool:
         """Clears one field's selection. False (and nothing changes) when it is locked."""
+        self._field(field)
         if state != "$":
             self._impl.clear_field(field, _state(state))
+            self._reapply(state, [field])
             return True
         if field in self._locked:
             return False
         with self.step():
             self._impl.clear_field(field)
+            self._reapply("$", [field])
             self._touched.discard(field)
         return True
 
@@ -268,7 +413,7 @@ class Session:
         selected = {}
         for field in sorted(self._touched):
             codes = self._impl.indices(field, "selected")
-            if codes.size:
+            if codes.size and not self._is_base(field):
                 selected[field] = _pack(codes)
         self._touched = set(selected)
         self._locked &= self._touched
@@ -284,6 +429,7 @@ class Session:
                 continue
             if want is None:
                 self._impl.clear_field(field)
+                self._reapply("$", [field])
             else:
                 self._impl.select_indices(field, _unpack(want))
             changed = True
@@ -330,22 +476,59 @@ class Session:
 
     def selections(self, state: str = "$") -> dict[str, list[Any]]:
         """The selected values of each field that has a selection, in symbol order."""
-        return self._impl.selections(_state(state))
+        found = self._impl.selections(_state(state))
+        return {f: v for f, v in found.items() if not self._is_base(f, state)}
 
     def state(self, field: str, state: str = "$") -> dict[str, list[Any]]:
         """A field's values by state: selected, possible, alternative, excluded (symbol order)."""
-        return self._impl.state(field, _state(state))
+        found = self._impl.state(self._field(field), _state(state))
+        if not self._narrows(field):
+            return found
+        hidden = self._reduction is not None and field in self._reduction.hide
+        for key in ("selected", "possible", "alternative", "excluded"):
+            if key in ("selected", "possible") and not hidden:
+                continue  # the reduction's possible values are all shown
+            if key not in ("selected", "possible") and self._pristine(state) and self._base:
+                found[key] = []  # every value shown is possible
+                continue
+            codes = self._impl.indices(field, key, state)
+            keep = np.isin(codes, self._keep(field, codes))
+            found[key] = [v for v, k in zip(found[key], keep.tolist(), strict=True) if k]
+        if self._is_base(field, state):  # the reduction is no selection of the user's
+            found["possible"], found["selected"] = found["selected"], []
+        return found
 
     def counts(self, field: str, state: str = "$") -> dict[str, int]:
         """How many of a field's values are selected, possible, alternative and excluded."""
-        return self._impl.counts(field, _state(state))
+        found = self._impl.counts(self._field(field), _state(state))
+        if not self._narrows(field):
+            return found
+        hidden = self._reduction is not None and field in self._reduction.hide
+        for key in ("selected", "possible", "alternative", "excluded"):
+            if key in ("selected", "possible") and not hidden:
+                continue  # the reduction's possible values are all shown
+            if key not in ("selected", "possible") and self._pristine(state) and self._base:
+                found[key] = 0
+            else:
+                found[key] = int(self._keep(field, self._impl.indices(field, key, state)).size)
+        if self._is_base(field, state):
+            found["possible"], found["selected"] = found["selected"], 0
+        return found
 
     def indices(self, field: str, state: str = "possible", in_state: str = "$") -> np.ndarray:
         """Symbol indexes of a field's values in one state (selected_excluded: S but excluded),
         in the selection state `in_state`."""
         if state not in STATES:
             raise _core.Error(f"unknown state {state!r}: use one of {', '.join(STATES)}")
-        return self._impl.indices(field, state, _state(in_state))
+        found = self._keep(field, self._impl.indices(self._field(field), state, _state(in_state)))
+        if state in ("selected", "selected_excluded", "possible") and self._is_base(
+            field, in_state
+        ):
+            # a reduced field's reduction is no selection of the user's: its values are possible
+            if state == "possible":
+                return self._keep(field, self._impl.indices(field, "selected", in_state))
+            return found[:0]
+        return found
 
     def possible_rows(self, table: str, state: str = "$") -> int:
         """How many rows of a table are possible."""
@@ -354,6 +537,9 @@ class Session:
     def table(self, name: str, duals: Duals = "number") -> ArrowExport:
         """A table's possible rows under the selections now, for Arrow consumers
         (pyarrow.table, polars.DataFrame, DuckDB); `duals` as in Table.to_arrow."""
+        if self._reduction is not None and self._reduction.omit:
+            for field in self._reduction.tables.get(name, []):
+                self._field(field)
         return self._impl.arrow_table(name, check_duals(duals))
 
     def hypercube(
@@ -379,6 +565,7 @@ class Session:
             dims, meas = [expander(t) for t in dims], [expander(t) for t in meas]
             renamed = dict(zip(given_dims + given_meas, dims + meas, strict=True))
             pairs = [(renamed.get(column, column), direction) for column, direction in pairs]
+        self._check_reduced([*dims, *meas])
         impl = self._impl.hypercube(
             dims, meas, pairs, bool(suppress_zero), bool(suppress_missing), state
         )
@@ -393,7 +580,22 @@ class Session:
             raise _core.Error("variables must be a mapping of names to texts")
         return Expander(found, lambda expression: self._value(expression, state))
 
+    def _check_reduced(self, texts: list[str]) -> None:
+        """Under section access: an omitted field is unknown, and set expressions are refused
+        (a set such as {1}, <F=> or P() reads records outside the selection, and so outside
+        the reduction, which is a selection underneath, until the engine holds the reduction
+        as a row mask of its own)."""
+        if self._reduction is None:
+            return
+        for text in texts:
+            for omitted in self._reduction.omit:
+                if re.search(rf"(?<![\w.$]){re.escape(omitted)}(?![\w.])", text):
+                    self._field(omitted)
+        if self._base and any(_has_set_expression(t) for t in texts):
+            raise _core.Error("set expressions are not available under section access")
+
     def _value(self, expression: str, state: str) -> Any:
+        self._check_reduced([expression])
         impl = self._impl.hypercube([], [expression], [], False, False, state)
         return impl.totals()[0]
 
@@ -424,6 +626,32 @@ class Session:
     def __repr__(self) -> str:
         status = "closed" if self.closed else f"{len(self.selections())} fields selected"
         return f"<assoc.Session user={self.user!r}: {status}>"
+
+
+def _has_set_expression(text: str) -> bool:
+    """True when an expression holds a set expression: a `{` outside quoted texts, names in
+    brackets or quotes, and comments."""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "{":
+            return True
+        if c in "'\"`[":
+            close = "]" if c == "[" else c
+            i = text.find(close, i + 1)
+            if i < 0:
+                return False
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            if i < 0:
+                return False
+        elif text.startswith("/*", i):
+            i = text.find("*/", i + 2)
+            if i < 0:
+                return False
+            i += 1
+        i += 1
+    return False
 
 
 def _state(name: object) -> str:

@@ -492,6 +492,10 @@ def parse_statement(lexer: Lexer, following: Callable[[], ast.Load] | None) -> a
         patterns = _patterns(p)
         p.end()
         return ast.Qualify(line, col, word == "QUALIFY", patterns)
+    if word == "SECTION":
+        part = p.expect_word("ACCESS", "APPLICATION")
+        p.end()
+        return ast.Section(line, col, part.text.upper() == "ACCESS")
     if word == "TRACE":
         raw, _ = lexer.rest()
         return ast.Trace(line, col, raw.strip())

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from assoc import _core
+from assoc.access import AccessTable
 from assoc.script import syntax as ast
 from assoc.script.connections import FolderConnections
 from assoc.script.control import MAX_CALL_DEPTH, Block, Program, structure
@@ -166,6 +167,10 @@ class ScriptRunner:
         self._last_table: str | None = None
         self._positions = Positions(text)
         self._auto_names = 0
+        # Section access: while in it, loaded tables go to `access_tables` (not the model).
+        self.in_access = False
+        self.access_tables: dict[str, Frame] = {}
+        self._data_tables: dict[str, Frame] = {}
         self.statement_seconds: list[tuple[int, float]] = []
         # Worker threads' CPU time; the runner's own thread is measured with thread_time.
         self.cpu = _core.CpuAccount()
@@ -564,6 +569,8 @@ class ScriptRunner:
                 self._unqualify = [p for p in self._unqualify if p not in stmt.patterns]
             else:
                 self._qualify = [p for p in self._qualify if p not in stmt.patterns or p == "*"]
+        elif isinstance(stmt, ast.Section):
+            self._section(stmt.access)
         elif isinstance(stmt, ast.Trace):
             self.progress.log.append(stmt.text)
         elif isinstance(stmt, ast.MapUsing):
@@ -1380,6 +1387,43 @@ class ScriptRunner:
             if not found:
                 raise ScriptError(f"field not found: {old}", stmt.line, stmt.column)
 
+    def _section(self, access: bool) -> None:
+        """Switches between the access part and the app's data (the tables a part loads are
+        its own: RESIDENT, JOIN and CONCATENATE see only them)."""
+        if access == self.in_access:
+            return
+        if access:
+            self._data_tables, self.tables = self.tables, self.access_tables
+        else:
+            self.access_tables, self.tables = self.tables, self._data_tables
+        self.in_access = access
+        self._last_table = None
+
+    def access_table(self) -> AccessTable | None:
+        """The access table the script's section access loaded (its tables' rows, with field
+        names and values upper-cased), or None."""
+        frames = [f for f in self.access_tables.values() if f.fields and f.rows]
+        if not frames:
+            return None
+        columns: dict[str, list[str]] = {}
+        total = 0
+        for frame in frames:
+            names = {f.upper(): f for f in frame.fields}
+            for name in names:
+                columns.setdefault(name, [""] * total)
+            for name, column in columns.items():
+                if name in names:
+                    col = frame.column(names[name])
+                    texts = col.symbols.with_null().text_list()
+                    column.extend(texts[c] or "" for c in col.codes.tolist())
+                else:
+                    column.extend([""] * frame.rows)
+            total += frame.rows
+        try:
+            return AccessTable(columns)
+        except _core.Error as exc:
+            raise ScriptError(str(exc)) from None
+
     # --- the whole run
     def run(self) -> ReloadResult:
         """Runs the script and builds the model; ScriptError (line, column) when it fails."""
@@ -1387,6 +1431,8 @@ class ScriptRunner:
         self.statement_seconds = []
         try:
             self.statements(execute=True)
+            self._section(False)
+            access = self.access_table()
             builder = _core.ModelBuilder()
             tables = [frame.take_native(self.cpu) for frame in self.tables.values() if frame.fields]
             # The model's reload time: this thread's and the workers' time so far, then the
@@ -1394,6 +1440,8 @@ class ScriptRunner:
             builder.charge_cpu(time.thread_time_ns() - started + self.cpu.ns)
             for table in tables:
                 table.add_to(builder)
+            if access is not None:
+                access.add_to(builder)
             model = builder.build()
         except ScriptError as exc:
             self.progress.error = exc

@@ -177,6 +177,14 @@ class Qualify(Statement):
 
 
 @dataclass(frozen=True)
+class Section(Statement):
+    """`SECTION ACCESS` (the tables loaded next are the access table) or `SECTION
+    APPLICATION` (back to the app's data)."""
+
+    access: bool
+
+
+@dataclass(frozen=True)
 class Trace(Statement):
     """`TRACE text`."""
 

@@ -89,6 +89,16 @@ def user_of(claims: dict[str, Any]) -> str:
     return ""
 
 
+def groups_of(claims: dict[str, Any]) -> list[str]:
+    """The groups a token names (its `groups` claim: a list of strings, or one string)."""
+    value = claims.get("groups")
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [g for g in value if isinstance(g, str)]
+    return []
+
+
 async def refuse(scope: Scope, receive: Receive, send: Send, exc: ApiError) -> None:
     """Answers a request, or refuses a WebSocket upgrade, with the JSON error body of `exc`."""
     response = error_response(exc.status, exc.code, exc.detail, exc.headers)
@@ -128,4 +138,5 @@ class TokenMiddleware:
             await refuse(scope, receive, send, exc)
             return
         scope.setdefault("state", {})["user"] = user_of(claims)
+        scope["state"]["groups"] = groups_of(claims)
         await self.app(scope, receive, send)

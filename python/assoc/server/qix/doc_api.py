@@ -221,7 +221,8 @@ def get_table_data(s: QixSession, target: DocTarget, args: dict[str, Any]) -> An
         width = len(table.model_fields if synthetic else table.fields)
         if rows * width > MAX_CELLS:
             raise RpcError(PAGES_TOO_LARGE, "qRows", f"at most {MAX_CELLS} cells per call")
-    return Answer({"qData": table_data(facts, name, offset, rows, synthetic)})
+    data = table_data(facts, name, offset, rows, synthetic, target.doc.selections)
+    return Answer({"qData": data})
 
 
 # ---- alternate states ---------------------------------------------------------------------

@@ -244,10 +244,11 @@ class QixEndpoint:
             await refuse(scope, receive, send, ApiError(404, "NotFound", _NOT_QIX))
             return
         user = str(state.get("user", ""))
+        groups = list(state.get("groups", []))
         key = session_key(user, websocket.headers, target)
         await websocket.accept()
         kept, attached = connections.sessions.attach(
-            key, lambda: QixSession(state["store"], settings, user)
+            key, lambda: QixSession(state["store"], settings, user, groups)
         )
         session = kept.session
         connection = QixConnection(

@@ -350,7 +350,12 @@ def tables_and_keys(facts: AppFacts, synthetic: bool = False) -> dict[str, Any]:
 
 
 def table_data(
-    facts: AppFacts, table: str, offset: int, rows: int, synthetic: bool = False
+    facts: AppFacts,
+    table: str,
+    offset: int,
+    rows: int,
+    synthetic: bool = False,
+    session: assoc.Session | None = None,
 ) -> list[dict[str, Any]]:
     """Rows [offset, offset + rows) of a table as {qValue: [FieldValue per column]}: the
     columns it was loaded with, or with `synthetic` its model columns (`$Syn N` in place of
@@ -358,13 +363,17 @@ def table_data(
     if table not in facts.table_names():
         raise RpcError(GENERIC_NOT_FOUND, table, "Table not found")
     source = facts.app.table(table)
-    end = min(source.num_rows, offset + rows)
+    fields = source.model_fields if synthetic else source.fields
+    # Section access: only the rows the session's reduction leaves, as if the rest were not.
+    kept = None if session is None else session.kept_rows(source, fields)
+    end = min(source.num_rows if kept is None else kept.size, offset + rows)
     if offset >= end:
         return []
     columns = []
-    for field in source.model_fields if synthetic else source.fields:
-        codes = source.column_indices(field)[offset:end].tolist()
-        columns.append((facts.values(field), codes))
+    for field in fields:
+        codes = source.column_indices(field)
+        picked = codes[offset:end] if kept is None else codes[kept[offset:end]]
+        columns.append((facts.values(field), picked.tolist()))
     return [
         {"qValue": [values.field_value(codes[r]) for values, codes in columns]}
         for r in range(end - offset)

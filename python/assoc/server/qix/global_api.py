@@ -5,11 +5,20 @@ from __future__ import annotations
 import platform
 from typing import TYPE_CHECKING, Any
 
+import assoc
+from assoc.access import DENIED
 from assoc.server.qix.facts import app_facts
 from assoc.server.qix.handles import GlobalTarget, OpenDocument
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.persist import open_stored
-from assoc.server.qix.rpc import APP_ALREADY_OPEN, APP_INVALID, APP_NOT_FOUND, Param, RpcError
+from assoc.server.qix.rpc import (
+    ACCESS_DENIED,
+    APP_ALREADY_OPEN,
+    APP_INVALID,
+    APP_NOT_FOUND,
+    Param,
+    RpcError,
+)
 from assoc.server.qix.scripts import DocScript
 from assoc.server.store import AppNotFound
 
@@ -83,7 +92,12 @@ def open_doc(s: QixSession, _: GlobalTarget, args: dict[str, Any]) -> Answer:
         raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found") from None
     try:
         facts = app_facts(lease.app)
-        selections = lease.app.session(s.user)
+        selections = lease.app.session(s.user, s.groups)
+    except assoc.Error as exc:
+        lease.release()
+        if str(exc) == DENIED:  # section access: the app's access table does not list them
+            raise RpcError(ACCESS_DENIED, "", DENIED) from None
+        raise
     except BaseException:
         lease.release()
         raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,9 +57,11 @@ class OpenDocument:
         """True for an app made by CreateSessionApp (it lives with its session)."""
         return self.lease is None
 
-    def replace_app(self, app: assoc.App, lease: Lease | None, user: str) -> None:
+    def replace_app(
+        self, app: assoc.App, lease: Lease | None, user: str, groups: Sequence[str] = ()
+    ) -> None:
         """Serves a reloaded app: new facts and selections; the old ones are released."""
-        facts, selections = app_facts(app), app.session(user)
+        facts, selections = app_facts(app), app.session(user, groups)
         selections.keep_history = True
         selections.variables = DocVariables(lambda: self.library)
         old_selections, old_lease = self.selections, self.lease

@@ -152,6 +152,7 @@ class ListObjectView:
             session, definition.field, len(self.values), definition.show_alternatives
         )
         self.order = sort_order(self.values, self.states, definition.criteria)
+        self.order = session.kept_codes(definition.field, self.order)  # section access
         if search is not None:  # while searching, the values it matches
             self.order = self.order[search.mask(self.values)[self.order]]
 

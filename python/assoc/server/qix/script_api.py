@@ -192,7 +192,7 @@ def _reload(s: QixSession, doc: OpenDocument) -> bool:
         # The variables the script left are the document's (GetVariableByName, lists).
         doc.library.set_script_variables(dict(runner.variables))
         if doc.lease is None:
-            doc.replace_app(app, None, s.user)
+            doc.replace_app(app, None, s.user, s.groups)
             doc.attributes = dict(doc.attributes, lastReloadTime=utc_now_iso())
             return True
         try:
@@ -206,7 +206,7 @@ def _reload(s: QixSession, doc: OpenDocument) -> bool:
             lease = s.store.lease(doc.app_id)
         except assoc.Error as exc:
             return _failed(last, ScriptError(f"the reload was not stored: {exc}"))
-        doc.replace_app(lease.app, lease, s.user)
+        doc.replace_app(lease.app, lease, s.user, s.groups)
         doc.attributes = attributes
         return True
     finally:

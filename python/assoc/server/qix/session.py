@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import assoc
@@ -60,10 +61,13 @@ _log = logging.getLogger("assoc.qix")
 class QixSession:
     """The engine session of one socket: selections live in its open document."""
 
-    def __init__(self, store: AppStore, settings: Settings, user: str = "") -> None:
+    def __init__(
+        self, store: AppStore, settings: Settings, user: str = "", groups: Sequence[str] = ()
+    ) -> None:
         self.store = store
         self.settings = settings
         self.user = user
+        self.groups = list(groups)  # the token's groups claim (section access GROUP rows)
         self.handles = HandleTable(settings.qix_max_objects_per_session)
         self.doc: OpenDocument | None = None
         self.last_reload: LastReload | None = None  # for GetProgress

@@ -54,6 +54,10 @@ class InState:
         """How many of a field's values are in each value state."""
         return self.session.counts(field, state=self.state)
 
+    def kept_codes(self, field: str, codes: np.ndarray) -> np.ndarray:
+        """The symbol indexes (in their order) that section access leaves the session."""
+        return self.session.kept_codes(field, codes)
+
     def selections(self) -> dict[str, list[Any]]:
         """The selected values of each field with a selection."""
         return self.session.selections(self.state)

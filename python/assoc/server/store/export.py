@@ -12,4 +12,6 @@ from assoc.server.store.cache import Entry
 
 def export_app(app: App, entry: Entry, out: BinaryIO, tmp_dir: Path) -> None:
     """Writes the app's tables, attributes, objects and media to `out` (entry's lock held)."""
-    write_package(app.tables, app.write_qvd, entry.manifest, entry.media_root, out, str(tmp_dir))
+    write_package(
+        app.stored_tables, app.write_qvd, entry.manifest, entry.media_root, out, str(tmp_dir)
+    )

@@ -15,14 +15,14 @@ from assoc.server.store.media import MEDIA_DIR
 
 def stage_tables(app: App, version_dir: Path) -> list[TableEntry]:
     """Writes every table of the reloaded app as a QVD under version_dir."""
-    if not app.tables:
+    if not app.stored_tables:
         raise Error("the script loaded no tables")
-    files = table_file_names(app.tables)
-    for name, file in zip(app.tables, files, strict=True):
+    files = table_file_names(app.stored_tables)
+    for name, file in zip(app.stored_tables, files, strict=True):
         target = version_dir.joinpath(*file.split("/"))
         target.parent.mkdir(parents=True, exist_ok=True)
         app.write_qvd(name, target)
-    return [TableEntry(name, file) for name, file in zip(app.tables, files, strict=True)]
+    return [TableEntry(name, file) for name, file in zip(app.stored_tables, files, strict=True)]
 
 
 def reload_manifest(

@@ -1,0 +1,122 @@
+"""Opening an app under section access against one selection of the same values, in one run.
+
+    python benchmarks/compare_section_access.py [--rows N] [--repeat K]
+
+Orders has 10,000,000 rows (scaled by ASSOC_BENCH_SCALE): Customer (100,000 values), REGION
+(1,000 values) and Amount; Customers names each customer. The access table gives user ANN
+100 of the regions. Measured, best of K interleaved runs, each a new session answering the same two
+questions (Orders' possible rows, Customer's value counts), with the result cache off:
+
+- open: `app.session("ann")`, the reduction applied as the session opens;
+- select: the same app opened by ROOT (an ADMIN row: no reduction), then
+  `select("REGION", <the same 100 values>)`.
+
+Goal: open <= 1.0x select. The answers are checked against each other; the times never gate
+anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import assoc
+from assoc import _core
+from assoc.access import AccessTable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import scaled  # the benchmarks' shared scale knob
+
+CUSTOMERS = 100_000
+REGIONS = 1_000
+GRANTED = 100
+
+
+def make_app(rows: int, access: bool, seed: int = 5) -> tuple[assoc.App, list[str]]:
+    """The app, with the access table or (for the selection) without it."""
+    rng = np.random.default_rng(seed)
+    names = np.array([f"R{i:04d}" for i in range(REGIONS)], dtype=object)
+    builder = _core.ModelBuilder()
+    builder.add_columns(
+        "Orders",
+        {
+            "Customer": rng.integers(0, CUSTOMERS, rows),
+            "REGION": list(names[rng.integers(0, REGIONS, rows)]),
+            "Amount": np.round(rng.uniform(0, 100, rows), 2),
+        },
+    )
+    builder.add_columns(
+        "Customers",
+        {"Customer": np.arange(CUSTOMERS), "Name": [f"c{i}" for i in range(CUSTOMERS)]},
+    )
+    granted = [str(n) for n in names[:GRANTED]]
+    if access:
+        table = {
+            "ACCESS": ["USER"] * GRANTED + ["ADMIN"],
+            "USERID": ["ANN"] * GRANTED + ["ROOT"],
+            "REGION": [*granted, ""],  # ROOT: an ADMIN row without a value sees everything
+        }
+        AccessTable(table).add_to(builder)
+    return assoc.App(builder.build()), granted
+
+
+def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - started)
+    return min(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=scaled(10_000_000))
+    parser.add_argument("--repeat", type=int, default=9)
+    args = parser.parse_args()
+    app, granted = make_app(args.rows, access=True)
+
+    def answers(s: assoc.Session) -> tuple[int, dict[str, int]]:
+        with s:
+            return s.possible_rows("Orders"), s.counts("Customer")
+
+    def opened() -> tuple[int, dict[str, int]]:
+        return answers(app.session("ann"))
+
+    def selected() -> tuple[int, dict[str, int]]:
+        s = app.session("root")
+        s.select("REGION", granted)
+        return answers(s)
+
+    limit = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)  # every timed session computes its answers
+    try:
+        t_first, _ = best(opened, 1)  # the user's reduction computed (then kept by the app)
+        # Interleaved, so that both see the same machine load.
+        t_open = t_select = float("inf")
+        for _ in range(args.repeat):
+            t, a_open = best(opened, 1)
+            t_open = min(t_open, t)
+            t, a_select = best(selected, 1)
+            t_select = min(t_select, t)
+    finally:
+        assoc.set_cache_limit(limit)
+    assert a_open[0] == a_select[0], (a_open, a_select)
+    assert a_open[1]["possible"] == a_select[1]["possible"], (a_open, a_select)
+    print(
+        f"rows {args.rows:,}; ANN keeps {a_open[0]:,} Orders rows ({GRANTED} of {REGIONS} regions)"
+    )
+    print(f"open under section access  {t_open * 1000:9.1f} ms")
+    print(f"first open (reduction made) {t_first * 1000:8.1f} ms")
+    print(f"one selection of the same  {t_select * 1000:9.1f} ms")
+    print(f"ratio open/select          {t_open / t_select:9.2f}x (goal <= 1.0x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Section access: the access table a script's `Section Access` part loads, who it lets open
+an app and the data each user sees (docs/scripts.md, "Section access")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from assoc import _core
+
+# The access table is kept in the model as this table (its fields prefixed so that they link
+# to nothing); apps hide it. Stored with the app's other tables, it survives export, import and
+# store reloads as they do.
+ACCESS_TABLE = "$SectionAccess"
+_PREFIX = "$SA."
+# Columns of the access table that say who a row is for, not what it reduces.
+_SYSTEM = ("ACCESS", "USERID", "GROUP", "OMIT", "PASSWORD", "NTNAME", "SERIAL", "USER.EMAIL")
+DENIED = "Access denied"
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, _core.Dual):
+        return value.text
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What the access table gives one user: the reduction (field -> allowed texts; a field
+    absent is not reduced) and the fields omitted from them."""
+
+    reduction: dict[str, frozenset[str]]
+    omit: frozenset[str]
+
+
+class AccessTable:
+    """The rows of an app's access table: upper-cased field names and values."""
+
+    def __init__(self, columns: Mapping[str, Sequence[str]]) -> None:
+        self.columns = {
+            name.upper(): [_text(v).strip().upper() for v in vals] for name, vals in columns.items()
+        }
+        if "ACCESS" not in self.columns:
+            raise _core.Error("the section access table needs an ACCESS field")
+        if not any(k in self.columns for k in ("USERID", "GROUP", "USER.EMAIL")):
+            raise _core.Error("the section access table needs a USERID or GROUP field")
+        lengths = {len(v) for v in self.columns.values()}
+        self.rows = lengths.pop() if lengths else 0
+        for i, access in enumerate(self.columns["ACCESS"]):
+            if access not in ("ADMIN", "USER"):
+                raise _core.Error(
+                    f"section access row {i + 1}: ACCESS must be ADMIN or USER, not {access!r}"
+                )
+
+    @property
+    def reduction_fields(self) -> list[str]:
+        """The columns that reduce data (all but ACCESS, USERID, GROUP, OMIT, …)."""
+        return [f for f in self.columns if f not in _SYSTEM]
+
+    def _rows_for(self, user: str, groups: Iterable[str]) -> list[int]:
+        who = user.strip().upper()
+        mine = {g.strip().upper() for g in groups}
+        found: list[int] = []
+        if not who:  # a session without a user opens no app with section access
+            return found
+        for i in range(self.rows):
+            for key in ("USERID", "USER.EMAIL"):
+                value = self.columns.get(key, [""] * self.rows)[i]
+                if value and who and (value == "*" or value == who):
+                    found.append(i)
+                    break
+            else:
+                group = self.columns.get("GROUP", [""] * self.rows)[i]
+                if group and (group == "*" or group in mine):
+                    found.append(i)
+        return found
+
+    def grant(self, user: str, groups: Iterable[str] = ()) -> Grant:
+        """The user's grant; assoc.Error("Access denied") when no row names them."""
+        rows = self._rows_for(user, groups)
+        if not rows:
+            raise _core.Error(DENIED)
+        reduction: dict[str, frozenset[str]] = {}
+        for field in self.reduction_fields:
+            column = self.columns[field]
+            listed = {v for v in column if v and v != "*"}
+            allowed: set[str] = set()
+            everything = False
+            for i in rows:
+                value = column[i]
+                if value == "*":
+                    allowed |= listed  # `*`: every value listed in this column
+                elif value:
+                    allowed.add(value)
+                elif self.columns["ACCESS"][i] == "ADMIN":
+                    everything = True  # an ADMIN row with no value sees every value
+                else:
+                    allowed |= set()  # a USER row with no value reaches nothing here
+            if not everything:
+                reduction[field] = frozenset(allowed)
+        omit_col = self.columns.get("OMIT")
+        omit = frozenset(omit_col[i] for i in rows if omit_col and omit_col[i])
+        return Grant(reduction, omit)
+
+    def add_to(self, builder: _core.ModelBuilder) -> None:
+        """Adds the access table to a model being built, as the hidden ACCESS_TABLE."""
+        builder.add_columns(ACCESS_TABLE, {_PREFIX + k: list(v) for k, v in self.columns.items()})
+
+    @staticmethod
+    def of_model(model: _core.DataModel) -> AccessTable | None:
+        """The access table a model holds, or None."""
+        if ACCESS_TABLE not in model.table_names():
+            return None
+        fields = model.source_fields(ACCESS_TABLE)
+        return AccessTable(
+            {
+                f[len(_PREFIX) :]: model.column(ACCESS_TABLE, f)
+                for f in fields
+                if f.startswith(_PREFIX)
+            }
+        )
+
+
+def hidden_name(name: str) -> bool:
+    """True for the name of the access table or one of its fields."""
+    return name == ACCESS_TABLE or name.startswith(_PREFIX)
+
+
+def reduction_codes(grant: Grant, fields: Sequence[str], symbols: Any) -> dict[str, np.ndarray]:
+    """The symbol indexes each reduced data field keeps: the field's symbols whose text is one
+    of the allowed values (reduction fields the data lacks reduce nothing)."""
+    codes: dict[str, np.ndarray] = {}
+    present = set(fields)
+    for field, allowed in grant.reduction.items():
+        if field not in present:
+            continue
+        texts = symbols(field)
+        keep = [i for i, v in enumerate(texts) if _text(v) in allowed]
+        codes[field] = np.asarray(keep, dtype=np.int64)
+    return codes
