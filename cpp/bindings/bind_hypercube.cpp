@@ -141,6 +141,7 @@ void bind_hypercube(py::module_& m) {
         auto [state, rows] = s.snapshot(state_name);
         const NamedStates states = s.selections();
         out.cube = hypercube(*out.model, state, spec, std::move(rows), &states, state_name);
+        if (out.cube->derived_model()) out.model = out.cube->derived_model();  // calculated dimensions' symbols
         return out;
       },
       py::name("hypercube"), py::is_method(session), py::arg("dimensions"), py::arg("measures"), py::arg("sort"),
