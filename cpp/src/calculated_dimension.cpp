@@ -96,6 +96,7 @@ struct Derived {
   SymbolTable symbols;
   PackedIndex index;
   std::string source;
+  std::vector<std::uint32_t> source_map;
 };
 
 class Calculator {
@@ -169,6 +170,7 @@ class Calculator {
             a.fields.push_back(static_cast<std::uint32_t>(f));
             add_source(static_cast<std::uint32_t>(f), d.position);
           }
+          if (!x.args.empty()) collect_inner(x.args[0]);
           aggrs_.push_back(std::move(a));
           return;
         }
@@ -179,6 +181,16 @@ class Calculator {
     for (const std::uint32_t c : x.args) walk(c);
   }
 
+  // The fields an Aggr's expression reads: the table holding most of them is preferred.
+  void collect_inner(std::uint32_t n) {
+    const ExprNode& x = expr_.nodes[n];
+    if (x.kind == ExprNode::Kind::kField) {
+      const int f = data_.find_field(x.name);
+      if (f >= 0) inner_.push_back(static_cast<std::uint32_t>(f));
+    }
+    for (const std::uint32_t c : x.args) collect_inner(c);
+  }
+
   void add_source(std::uint32_t field, std::size_t pos) {
     if (std::find(sources_.begin(), sources_.end(), field) == sources_.end()) {
       sources_.push_back(field);
@@ -186,16 +198,24 @@ class Calculator {
     }
   }
 
-  // The data table holding every field the expression reads (the largest when several do).
+  // The data table holding every field the expression reads; when several do (key fields),
+  // the one holding most fields of the Aggr expressions, then the largest.
   std::uint32_t choose_table() const {
     const auto& tables = data_.tables();
     std::int64_t best = -1;
+    std::size_t best_inner = 0;
     for (std::size_t t = 0; t < tables.size(); ++t) {
       if (tables[t].is_system) continue;
       bool all = true;
       for (const std::uint32_t f : sources_) all = all && tables[t].column_of(f) >= 0;
-      if (all && (best < 0 || tables[t].rows > tables[static_cast<std::size_t>(best)].rows))
+      if (!all) continue;
+      const auto inner = static_cast<std::size_t>(
+          std::count_if(inner_.begin(), inner_.end(), [&](std::uint32_t f) { return tables[t].column_of(f) >= 0; }));
+      if (best < 0 || inner > best_inner ||
+          (inner == best_inner && tables[t].rows > tables[static_cast<std::size_t>(best)].rows)) {
         best = static_cast<std::int64_t>(t);
+        best_inner = inner;
+      }
     }
     if (best >= 0) return static_cast<std::uint32_t>(best);
     if (sources_.empty()) fail(text_, 1, "no data table to compute the calculated dimension on");
@@ -297,6 +317,8 @@ class Calculator {
         index.decode(first, count, o);
         for (std::size_t i = 0; i < count; ++i) o[i] = remap[o[i] == kNull ? n : o[i]];
       });
+      remap.pop_back();
+      out.source_map = std::move(remap);
     } else if (sources_.empty()) {
       const std::uint32_t v = intern(symbols, plan.eval(in.data()));
       std::fill(codes.begin(), codes.end(), v);
@@ -329,6 +351,7 @@ class Calculator {
   Expression expr_;
   std::vector<std::uint32_t> sources_;
   std::vector<std::size_t> positions_;
+  std::vector<std::uint32_t> inner_;
   std::vector<AggrLeaf> aggrs_;
   std::vector<Leaf> leaves_;
 };
@@ -348,6 +371,7 @@ CalculatedModel build(const AssociativeModel& model, const SelectionState& state
     if (!is_calculated_dimension(d)) {
       out.fields.push_back(d);
       out.sources.emplace_back();
+      out.source_maps.emplace_back();
       continue;
     }
     Derived derived = Calculator(model, state, rows, states, state_name, d).run();
@@ -365,6 +389,7 @@ CalculatedModel build(const AssociativeModel& model, const SelectionState& state
     ModelAccess::tables(*data)[derived.table].columns.push_back(Column{id, std::move(derived.index)});
     out.fields.push_back(name);
     out.sources.push_back(derived.source);
+    out.source_maps.push_back(std::move(derived.source_map));
   }
   out.model = AssociativeModel::create(std::move(data));
   return out;

@@ -1545,6 +1545,7 @@ std::shared_ptr<const Hypercube> compute_hypercube(const AssociativeModel& model
   cube->spec_ = spec;
   cube->derived_model_ = std::move(derived.model);
   cube->sources_ = std::move(derived.sources);
+  cube->source_maps_ = std::move(derived.source_maps);
   return cube;
 }
 

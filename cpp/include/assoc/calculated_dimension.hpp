@@ -23,6 +23,9 @@ struct CalculatedModel {
   // Per dimension: the source field a selection in its values translates to ("" for a plain
   // field dimension, or when the expression reads several fields).
   std::vector<std::string> sources;
+  // Per dimension with a source field: each of its symbols' result (a symbol of the derived
+  // field, kNull for NULL); empty otherwise.
+  std::vector<std::vector<std::uint32_t>> source_maps;
 };
 
 // The derived model for `dimensions` under a selection state (Aggr values depend on it;

@@ -63,6 +63,12 @@ class Hypercube {
     static const std::string none;
     return d < sources_.size() ? sources_[d] : none;
   }
+  // For such a dimension: each symbol of the source field's result (a symbol of the
+  // dimension's derived field, kNull for NULL); empty for other dimensions.
+  const std::vector<std::uint32_t>& calculated_source_map(std::size_t d) const {
+    static const std::vector<std::uint32_t> none;
+    return d < source_maps_.size() ? source_maps_[d] : none;
+  }
 
  private:
   friend class HypercubeBuilder;
@@ -71,6 +77,7 @@ class Hypercube {
                                                            const NamedStates*, const std::string&);
   std::shared_ptr<const AssociativeModel> derived_model_;
   std::vector<std::string> sources_;
+  std::vector<std::vector<std::uint32_t>> source_maps_;
   HypercubeSpec spec_;
   std::size_t rows_ = 0;
   std::vector<std::uint32_t> dim_fields_;
