@@ -4,6 +4,7 @@
 #include "assoc/calculated_dimension.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <functional>
 #include <set>
@@ -296,7 +297,9 @@ class Calculator {
     Derived out;
     out.table = table;
     SymbolTableBuilder symbols;
-    std::vector<std::uint32_t> codes(t.rows);
+    // Each record's result; not zeroed first: every row is written once below.
+    const std::unique_ptr<std::uint32_t[]> codes(new std::uint32_t[std::max<std::size_t>(t.rows, 1)]);
+    std::atomic<std::uint64_t> nulls{0};
     std::vector<Value> in(leaves_.size());
     if (sources_.size() == 1) {
       // Once per distinct value of the one field read; records then map their codes.
@@ -313,18 +316,25 @@ class Calculator {
       const std::size_t batches = (t.rows + kBatch - 1) / kBatch;
       parallel_for(batches, [&](std::size_t b) {
         const std::size_t first = b * kBatch, count = std::min(kBatch, t.rows - first);
-        std::uint32_t* o = codes.data() + first;
+        std::uint32_t* o = codes.get() + first;
         index.decode(first, count, o);
-        for (std::size_t i = 0; i < count; ++i) o[i] = remap[o[i] == kNull ? n : o[i]];
+        std::uint64_t local = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+          o[i] = remap[o[i] == kNull ? n : o[i]];
+          local += o[i] == kNull;
+        }
+        nulls.fetch_add(local, std::memory_order_relaxed);
       });
       remap.pop_back();
       out.source_map = std::move(remap);
     } else if (sources_.empty()) {
       const std::uint32_t v = intern(symbols, plan.eval(in.data()));
-      std::fill(codes.begin(), codes.end(), v);
+      std::fill(codes.get(), codes.get() + t.rows, v);
+      nulls = v == kNull ? t.rows : 0;
     } else {
       std::vector<std::vector<std::uint32_t>> cols(sources_.size(), std::vector<std::uint32_t>(kBatch));
       std::vector<std::uint32_t> row(sources_.size());
+      std::uint64_t local = 0;
       for (std::size_t first = 0; first < t.rows; first += kBatch) {
         const std::size_t count = std::min(kBatch, t.rows - first);
         for (std::size_t s = 0; s < sources_.size(); ++s)
@@ -333,11 +343,17 @@ class Calculator {
           for (std::size_t s = 0; s < sources_.size(); ++s) row[s] = cols[s][i];
           fill(in, row.data());
           codes[first + i] = intern(symbols, plan.eval(in.data()));
+          local += codes[first + i] == kNull;
         }
       }
+      nulls = local;
     }
     out.symbols = symbols.finish();
-    out.index = PackedIndex::pack(codes.data(), codes.size(), out.symbols.size());
+    // The NULLs are counted already: the column is written in one parallel pass.
+    const std::uint64_t null_rows = nulls.load();
+    out.index = PackedIndex::for_rows(t.rows, null_rows == t.rows ? 0 : out.symbols.size(), null_rows);
+    if (out.index.bit_width() != 0)
+      parallel_ranges(t.rows, 64, [&](std::size_t b, std::size_t e) { out.index.write_rows(b, e - b, codes.get() + b); });
     return out;
   }
 
