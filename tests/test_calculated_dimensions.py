@@ -159,7 +159,25 @@ def test_errors_name_the_position_after_the_equals_sign(shop: App) -> None:
     assert error_of(shop, "=Upper(Nope)") == (
         "calculated dimension '=Upper(Nope)': unknown field 'Nope' at position 7"
     )
-    assert "position" in error_of(shop, "=Aggr(Sum(Amount), Nope)")
+    assert error_of(shop, "=Aggr(Sum(Amount), Nope)") == (
+        "calculated dimension '=Aggr(Sum(Amount), Nope)': unknown field 'Nope' at position 19"
+    )
+    # An error inside the Aggr's expression names its position in the whole dimension.
+    assert error_of(shop, "=If(Aggr(Sum(Nope), Customer) > 1, 1)") == (
+        "calculated dimension '=If(Aggr(Sum(Nope), Customer) > 1, 1)': "
+        "unknown field 'Nope' at position 13"
+    )
+    assert error_of(shop, "=Rank(Amount)") == (
+        "calculated dimension '=Rank(Amount)': an inter-record function (Rank) outside Aggr; "
+        "a calculated dimension is computed per record at position 1"
+    )
+    assert error_of(shop, "=") == "calculated dimension '=': empty expression at position 1"
+
+
+def test_aggr_inside_an_expression_top_n(shop: App) -> None:
+    # The classic top-N idiom (spec §7): customers ranked 1 and 2 by Sum(Amount), others NULL.
+    dim = "=If(Aggr(Rank(Sum(Amount)), Customer) <= 2, Customer)"
+    assert rows(shop, [dim], ["Sum(Amount)"]) == [("Bob", 70.0), ("Carol", 55.0), (None, 55.0)]
 
 
 # ---- brute-force reference ------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include "assoc/expression.hpp"
 #include "assoc/expression_plan.hpp"
 #include "assoc/hypercube.hpp"
+#include "assoc/inter_record.hpp"
 #include "assoc/result_cache.hpp"
 #include "assoc/thread_pool.hpp"
 
@@ -175,6 +176,9 @@ class Calculator {
           aggrs_.push_back(std::move(a));
           return;
         }
+        if (find_inter_record_function(x.name) != nullptr)
+          fail(text_, x.position,
+               "an inter-record function (" + x.name + ") outside Aggr; a calculated dimension is computed per record");
         break;
       default:
         break;
@@ -247,7 +251,16 @@ class Calculator {
       cube = states_ ? hypercube(model_, state_, spec, rows_, states_, state_name_)
                      : hypercube(model_, state_, spec, rows_);
     } catch (const Error& e) {
-      throw Error("calculated dimension '" + text_.substr(0, 200) + "': " + e.what());
+      // The nested cube names the Aggr's text: name the dimension and its position instead.
+      std::string what = e.what();
+      const std::string prefix = "expression '" + spec.measures[0] + "': ";
+      const std::string at = " at position ";
+      const std::size_t where = what.rfind(at);
+      if (what.rfind(prefix, 0) == 0 && where != std::string::npos && where >= prefix.size()) {
+        const std::size_t pos = std::stoul(what.substr(where + at.size())) + x.position;
+        fail(text_, pos, what.substr(prefix.size(), where - prefix.size()));
+      }
+      throw Error("calculated dimension '" + text_.substr(0, 200) + "': " + what);
     }
     for (std::size_t r = 0; r < cube->size(); ++r) {
       std::uint64_t key = 0, stride = 1;
