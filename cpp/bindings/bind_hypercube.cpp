@@ -122,6 +122,30 @@ void bind_hypercube(py::module_& m) {
           },
           py::arg("dimension"), "Each row's symbol index of a dimension (-1 for None).")
       .def(
+          "dimension_symbols",
+          [](const PyHypercube& h, std::size_t dim) {
+            if (dim >= h.n_dims()) throw Error("no dimension " + std::to_string(dim));
+            const SymbolTable& s = h.model->data().fields()[h.cube->dimension_field(dim)].symbols;
+            py::list out(s.size());
+            for (std::uint32_t i = 0; i < s.size(); ++i) out[i] = symbol_to_python(s, i);
+            return out;
+          },
+          py::arg("dimension"), "The values codes() indexes: the field's symbols, or a calculated dimension's.")
+      .def(
+          "calculated_source",
+          [](const PyHypercube& h, std::size_t dim) -> py::object {
+            if (dim >= h.n_dims()) throw Error("no dimension " + std::to_string(dim));
+            const std::string& field = h.cube->calculated_source(dim);
+            if (field.empty()) return py::none();
+            const std::vector<std::uint32_t>& map = h.cube->calculated_source_map(dim);
+            py::array_t<std::int64_t> out(static_cast<py::ssize_t>(map.size()));
+            std::int64_t* dst = out.mutable_data();
+            for (std::size_t i = 0; i < map.size(); ++i) dst[i] = map[i] == kNull ? -1 : static_cast<std::int64_t>(map[i]);
+            return py::make_tuple(field, out);
+          },
+          py::arg("dimension"),
+          "A calculated dimension's one field and its symbols' result codes (-1: NULL), or None.")
+      .def(
           "arrow", [](const PyHypercube& h, const std::string& duals) { return hypercube_arrow(h.model, h.cube, duals); },
           py::arg("duals"), "The rows for Arrow consumers (an ArrowExport).");
 
@@ -141,6 +165,7 @@ void bind_hypercube(py::module_& m) {
         auto [state, rows] = s.snapshot(state_name);
         const NamedStates states = s.selections();
         out.cube = hypercube(*out.model, state, spec, std::move(rows), &states, state_name);
+        if (out.cube->derived_model()) out.model = out.cube->derived_model();  // calculated dimensions' symbols
         return out;
       },
       py::name("hypercube"), py::is_method(session), py::arg("dimensions"), py::arg("measures"), py::arg("sort"),

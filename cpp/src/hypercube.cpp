@@ -9,6 +9,7 @@
 
 #include <unordered_map>
 
+#include "assoc/calculated_dimension.hpp"
 #include "assoc/error.hpp"
 #include "assoc/expression_plan.hpp"
 #include "assoc/functions.hpp"
@@ -1525,6 +1526,29 @@ class HypercubeBuilder {
   std::vector<Value> aggr_totals_;
 };
 
+// The cube, computed. Calculated dimensions run on a model with their derived columns; the
+// cube keeps that model and shows the dimensions as given.
+std::shared_ptr<const Hypercube> compute_hypercube(const AssociativeModel& model, const SelectionState& state,
+                                                   const HypercubeSpec& spec, std::shared_ptr<const RowStates> rows,
+                                                   const NamedStates* states, const std::string& state_name) {
+  if (std::none_of(spec.dimensions.begin(), spec.dimensions.end(), is_calculated_dimension))
+    return HypercubeBuilder(model, state, spec, std::move(rows), states, state_name).run();
+  if (!rows) rows = model.rows(state);
+  CalculatedModel derived = with_calculated_dimensions(model, state, rows, states, state_name, spec.dimensions);
+  HypercubeSpec inner = spec;
+  inner.dimensions = derived.fields;
+  for (auto& [column, direction] : inner.sort)
+    for (std::size_t d = 0; d < spec.dimensions.size(); ++d)
+      if (column == spec.dimensions[d]) column = derived.fields[d];
+  auto cube = std::make_shared<Hypercube>(
+      *HypercubeBuilder(*derived.model, state, inner, std::move(rows), states, state_name).run());
+  cube->spec_ = spec;
+  cube->derived_model_ = std::move(derived.model);
+  cube->sources_ = std::move(derived.sources);
+  cube->source_maps_ = std::move(derived.source_maps);
+  return cube;
+}
+
 std::shared_ptr<const Hypercube> hypercube(const AssociativeModel& model, const SelectionState& state,
                                            const HypercubeSpec& spec, std::shared_ptr<const RowStates> rows) {
   CacheKey key{&model, kHypercubeCacheKind, 0, state.encode()};
@@ -1533,7 +1557,7 @@ std::shared_ptr<const Hypercube> hypercube(const AssociativeModel& model, const 
   key.state.insert(key.state.end(), encoded.begin(), encoded.end());
   ResultCache& cache = ResultCache::instance();
   if (auto hit = cache.find(key)) return std::static_pointer_cast<const Hypercube>(hit);
-  std::shared_ptr<const Hypercube> computed = HypercubeBuilder(model, state, spec, std::move(rows), nullptr, "$").run();
+  std::shared_ptr<const Hypercube> computed = compute_hypercube(model, state, spec, std::move(rows), nullptr, "$");
   const std::size_t bytes = computed->byte_size();
   cache.insert(std::move(key), model.weak_from_this(), computed, bytes);
   return computed;
@@ -1558,8 +1582,7 @@ std::shared_ptr<const Hypercube> hypercube(const AssociativeModel& model, const 
   key.state.insert(key.state.end(), encoded.begin(), encoded.end());
   ResultCache& cache = ResultCache::instance();
   if (auto hit = cache.find(key)) return std::static_pointer_cast<const Hypercube>(hit);
-  std::shared_ptr<const Hypercube> computed =
-      HypercubeBuilder(model, state, spec, std::move(rows), states, state_name).run();
+  std::shared_ptr<const Hypercube> computed = compute_hypercube(model, state, spec, std::move(rows), states, state_name);
   const std::size_t bytes = computed->byte_size();
   cache.insert(std::move(key), model.weak_from_this(), computed, bytes);
   return computed;

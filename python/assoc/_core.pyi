@@ -396,11 +396,21 @@ class Hypercube(metaclass=_pybind11_type):
         """
         A column as float64: measures (NaN for NULL), or a dimension's numbers.
         """
+    def calculated_source(self, dimension: typing.SupportsInt | typing.SupportsIndex) -> typing.Any:
+        """
+        A calculated dimension's one field and its symbols' result codes (-1: NULL), or None.
+        """
     def codes(
         self, dimension: typing.SupportsInt | typing.SupportsIndex
     ) -> numpy.typing.NDArray[numpy.int64]:
         """
         Each row's symbol index of a dimension (-1 for None).
+        """
+    def dimension_symbols(
+        self, dimension: typing.SupportsInt | typing.SupportsIndex
+    ) -> list[typing.Any]:
+        """
+        The values codes() indexes: the field's symbols, or a calculated dimension's.
         """
     def rows(
         self,

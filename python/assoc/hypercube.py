@@ -101,8 +101,22 @@ class Hypercube:
         return self._impl.array(self._column(column, self.columns, "column"))
 
     def codes(self, dimension: str | int) -> np.ndarray:
-        """Each row's symbol index (into App.symbols) of a dimension, -1 for None."""
+        """Each row's symbol index of a dimension, -1 for None: into App.symbols of its field,
+        or for a calculated dimension (`=expr`) into symbols(dimension)."""
         return self._impl.codes(self._column(dimension, self.dimensions, "dimension"))
+
+    def symbols(self, dimension: str | int) -> list[Any]:
+        """The values codes() indexes: the field's symbols, or a calculated dimension's results."""
+        return self._impl.dimension_symbols(self._column(dimension, self.dimensions, "dimension"))
+
+    def calculated_source(self, dimension: str | int) -> tuple[str, np.ndarray] | None:
+        """For a calculated dimension that reads one field (an Aggr: its one dimension): that
+        field and, per symbol of it, the code of its result (-1 for NULL); else None."""
+        found = self._impl.calculated_source(self._column(dimension, self.dimensions, "dimension"))
+        if found is None:
+            return None
+        field, results = found
+        return str(field), np.asarray(results)
 
     def to_arrow(self, duals: Duals = "number") -> ArrowExport:
         """The rows for Arrow consumers: dimensions as dictionary arrays of their field's

@@ -55,9 +55,29 @@ class Hypercube {
   // The measure's total as a value (its text included), for measures that are not one Only.
   const Value& total_value(std::size_t m) const { return total_values_.at(m); }
   std::size_t byte_size() const;
+  // With calculated dimensions: the model holding their derived columns (dimension_field and
+  // the Only fields index its fields), else null (the cube's own model).
+  const std::shared_ptr<const AssociativeModel>& derived_model() const { return derived_model_; }
+  // A calculated dimension's one source field (a selection in its values selects there), "" else.
+  const std::string& calculated_source(std::size_t d) const {
+    static const std::string none;
+    return d < sources_.size() ? sources_[d] : none;
+  }
+  // For such a dimension: each symbol of the source field's result (a symbol of the
+  // dimension's derived field, kNull for NULL); empty for other dimensions.
+  const std::vector<std::uint32_t>& calculated_source_map(std::size_t d) const {
+    static const std::vector<std::uint32_t> none;
+    return d < source_maps_.size() ? source_maps_[d] : none;
+  }
 
  private:
   friend class HypercubeBuilder;
+  friend std::shared_ptr<const Hypercube> compute_hypercube(const AssociativeModel&, const SelectionState&,
+                                                           const HypercubeSpec&, std::shared_ptr<const RowStates>,
+                                                           const NamedStates*, const std::string&);
+  std::shared_ptr<const AssociativeModel> derived_model_;
+  std::vector<std::string> sources_;
+  std::vector<std::vector<std::uint32_t>> source_maps_;
   HypercubeSpec spec_;
   std::size_t rows_ = 0;
   std::vector<std::uint32_t> dim_fields_;

@@ -19,8 +19,11 @@ from assoc.server.qix.cubeextras import (
     string_expr,
 )
 from assoc.server.qix.expressions import expand_dimensions
-from assoc.server.qix.facts import AppFacts, value_text
+from assoc.server.qix.facts import AppFacts, FieldValues, value_text
 from assoc.server.qix.listobject import (
+    EXCLUDED,
+    OPTION,
+    SELECTED,
     STATE_NAMES,
     field_of,
     sort_criteria,
@@ -354,9 +357,12 @@ class HyperCubeView:
         fields = [dim.field for dim in d.dimensions]
         columns: list[Dimension | Measure] = [*d.dimensions, *d.measures]
         named = fields + [f for column in columns for f in column.attr_dims]
-        unknown = [f for f in named if f not in facts.fields]
+        unknown = [f for f in named if f not in facts.fields and not f.startswith("=")]
         if unknown:
             self._fail(unknown[0], f"unknown field {unknown[0]!r}")
+            return
+        if d.mode == "P" and any(f.startswith("=") for f in fields):
+            self._fail(fields[0], "calculated dimensions in pivot (P) cubes are not supported yet")
             return
         self.engine_measures = d.engine_measures
         try:
@@ -390,11 +396,31 @@ class HyperCubeView:
                 self._fail("", str(exc))
                 return
         self.arrays = [self.columns[m.expression] for m in d.measures]
-        self.values = [facts.values(f) for f in fields]
-        self.states = [
-            value_states(session, f, len(v), show_alternatives=False)
-            for f, v in zip(fields, self.values, strict=True)
+        self.values = [
+            FieldValues(self.cube.symbols(i)) if f.startswith("=") else facts.values(f)
+            for i, f in enumerate(fields)
         ]
+        self.states = [
+            self._calculated_states(i, len(v))
+            if f.startswith("=")
+            else value_states(session, f, len(v), show_alternatives=False)
+            for i, (f, v) in enumerate(zip(fields, self.values, strict=True))
+        ]
+
+    def _calculated_states(self, dim: int, size: int) -> np.ndarray:
+        """A calculated dimension's value states, from its source field's: selected when a
+        selected source value gives it, else possible when a possible one does (every value
+        possible when the expression reads several fields)."""
+        source = self.cube.calculated_source(dim)
+        if source is None:
+            return np.full(size, OPTION, dtype=np.int8)
+        field, results = source
+        states = np.full(size, EXCLUDED, dtype=np.int8)
+        of_source = value_states(self.session, field, len(results), show_alternatives=False)
+        for state in (OPTION, SELECTED):
+            picked = results[(of_source == state) & (results >= 0)]
+            states[picked] = state
+        return states
 
     def _fail(self, context: str, message: str) -> None:
         self.error = {
@@ -666,7 +692,11 @@ class HyperCubeView:
             return layout
         layout["qHasOtherValues"] = self.has_other
         for dim, values, states in zip(d.dimensions, self.values, self.states, strict=True):
-            f = self.facts.fields[dim.field]
+            f = self.facts.fields.get(dim.field) or {
+                "cardinal": len(values),
+                "tags": [],
+                "is_numeric": bool(values.is_numeric.all()) and len(values) > 0,
+            }
             counts = np.bincount(states, minlength=len(STATE_NAMES))
             direction = dim.criteria.get("qSortByNumeric") or dim.criteria.get("qSortByAscii") or 0
             layout["qDimensionInfo"].append(

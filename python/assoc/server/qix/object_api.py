@@ -119,10 +119,31 @@ def select_hypercube_values(s: QixSession, target: ObjectTarget, args: dict[str,
     if not 0 <= number < len(definition.dimensions):
         raise RpcError(INVALID_PARAMETERS, "qDimNo", "no dimension with this number")
     field = definition.dimensions[number].field
+    codes = args["qValues"]
+    if field.startswith("="):
+        field, codes = _calculated_source(target, args["qPath"], number, codes)
     target.doc.facts.field(field)
     selections = _selections(target, definition)
-    done = select_codes(selections, field, args["qValues"], args["qToggleMode"])
+    done = select_codes(selections, field, codes, args["qToggleMode"])
     return _selected(target, done)
+
+
+def _calculated_source(
+    target: ObjectTarget, path: str, number: int, chosen: list[int]
+) -> tuple[str, list[int]]:
+    """A calculated dimension's chosen values as the values of the one field it reads (an
+    Aggr: its dimension) whose results they are."""
+    view = _cube_view(target, path)
+    source = view.cube.calculated_source(number)
+    if source is None:
+        raise RpcError(
+            INVALID_PARAMETERS,
+            "qDimNo",
+            "this calculated dimension reads several fields: select in those fields",
+        )
+    field, results = source
+    picked = np.flatnonzero(np.isin(results, [c for c in chosen if c >= 0]))
+    return field, picked.tolist()
 
 
 @OBJECT_METHODS.method(
