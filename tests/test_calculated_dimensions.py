@@ -16,20 +16,8 @@ import pytest
 
 import assoc
 from assoc import App
+from shop import SHOP
 
-SHOP = {
-    "Orders": {
-        "OrderID": [1, 2, 3, 4, 5, 6, 7],
-        "Customer": ["Alice", "Alice", "Bob", "Bob", "Carol", "Carol", "Eve"],
-        "Year": [2020, 2021, 2020, 2021, 2021, 2021, 2021],
-        "Product": ["Bolt", "Nut", "Bolt", "Washer", "Bolt", "Nut", "Nut"],
-        "Amount": [10, 20, 30, 40, 50, 5, 25],
-    },
-    "Customers": {
-        "Customer": ["Alice", "Bob", "Carol", "Dave"],
-        "Country": ["Sweden", "Norway", "Sweden", "Denmark"],
-    },
-}
 BIG = "=Aggr(If(Sum(Amount)>50,'Big','Other'), Customer)"
 
 

@@ -17,23 +17,10 @@ import pytest
 
 import assoc
 from assoc import App, Dual
+from shop import SHOP
 
 # ---------------------------------------------------------------------------------------------
 # The Shop app of the spec (§0).
-
-SHOP = {
-    "Orders": {
-        "OrderID": [1, 2, 3, 4, 5, 6, 7],
-        "Customer": ["Alice", "Alice", "Bob", "Bob", "Carol", "Carol", "Eve"],
-        "Year": [2020, 2021, 2020, 2021, 2021, 2021, 2021],
-        "Product": ["Bolt", "Nut", "Bolt", "Washer", "Bolt", "Nut", "Nut"],
-        "Amount": [10, 20, 30, 40, 50, 5, 25],
-    },
-    "Customers": {
-        "Customer": ["Alice", "Bob", "Carol", "Dave"],
-        "Country": ["Sweden", "Norway", "Sweden", "Denmark"],
-    },
-}
 
 
 @pytest.fixture(scope="module")

@@ -11,22 +11,10 @@ import pytest
 from qixclient import QixClient
 
 from conftest import QixServer
+from shop import SHOP
 
 pytestmark = pytest.mark.server
 
-SHOP: dict[str, dict[str, list[object]]] = {
-    "Orders": {
-        "OrderID": [1, 2, 3, 4, 5, 6, 7],
-        "Customer": ["Alice", "Alice", "Bob", "Bob", "Carol", "Carol", "Eve"],
-        "Year": [2020, 2021, 2020, 2021, 2021, 2021, 2021],
-        "Product": ["Bolt", "Nut", "Bolt", "Washer", "Bolt", "Nut", "Nut"],
-        "Amount": [10, 20, 30, 40, 50, 5, 25],
-    },
-    "Customers": {
-        "Customer": ["Alice", "Bob", "Carol", "Dave"],
-        "Country": ["Sweden", "Norway", "Sweden", "Denmark"],
-    },
-}
 LARGE = "=If(Amount>=30,'Large','Small')"
 BIG = "=Aggr(If(Sum(Amount)>50,'Big','Other'), Customer)"
 
