@@ -15,6 +15,17 @@ from assoc.script.parser import AGGREGATIONS
 from assoc.script.values import NAN, Values, booleans
 
 
+def children(expr: ast.Expr) -> tuple[ast.Expr, ...]:
+    """The expressions directly inside `expr`, left to right."""
+    if isinstance(expr, ast.Call):
+        return expr.args
+    if isinstance(expr, ast.Unary):
+        return (expr.operand,)
+    if isinstance(expr, ast.Binary):
+        return (expr.left, expr.right)
+    return ()
+
+
 def walk(expr: ast.Expr) -> Iterator[ast.Expr]:
     """The expression and every expression inside it, parents first, left to right (a loop
     over a stack: a chain of 10,000 `&` is as easy as one)."""
@@ -22,12 +33,7 @@ def walk(expr: ast.Expr) -> Iterator[ast.Expr]:
     while stack:
         e = stack.pop()
         yield e
-        if isinstance(e, ast.Call):
-            stack.extend(reversed(e.args))
-        elif isinstance(e, ast.Unary):
-            stack.append(e.operand)
-        elif isinstance(e, ast.Binary):
-            stack += (e.right, e.left)
+        stack.extend(reversed(children(e)))
 
 
 def fields_of(expr: ast.Expr) -> list[str]:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,8 +34,19 @@ from assoc.script.lexer import (
     expand_variables,
     split_statements,
 )
+from assoc.script.loaded_tables import LoadedTables
 from assoc.script.numbers import DEFAULTS, Interpretation, plain_text, read_plain
 from assoc.script.parser import AGGREGATIONS, Parser, parse_statement
+from assoc.script.rewrites import (
+    aggregations,
+    field_name_arg,
+    field_refs,
+    post_order,
+    replaced,
+    replaced_all,
+    splits,
+    with_iterno,
+)
 from assoc.script.tableops import (
     Groups,
     aggregate,
@@ -47,11 +57,9 @@ from assoc.script.tableops import (
     keep_rows,
     row_keys,
     take_or_null,
-    value_keys,
 )
 from assoc.script.tables import Column, Frame, concatenate_frames
-from assoc.script.values import NAN, Values, booleans
-from assoc.script.values import concatenate as concatenate_values
+from assoc.script.values import NAN, Values
 
 # A LOAD's rows that are about to be computed, and the name of a row-split SubField's parts
 # (and of the other columns a LOAD computes for itself: IterNo, Exists, aggregations).
@@ -143,7 +151,7 @@ class _SubDef:
     params: tuple[str, ...]
 
 
-class ScriptRunner:
+class ScriptRunner(LoadedTables):
     """One run of a script over folder connections, starting from the given variables."""
 
     def __init__(
@@ -152,19 +160,15 @@ class ScriptRunner:
         connections: FolderConnections | None = None,
         variables: Mapping[str, str] | None = None,
     ) -> None:
+        super().__init__()
         self.text = text
         self.connections = connections or FolderConnections()
         self.variables: dict[str, str] = dict(variables or {})
-        self.tables: dict[str, Frame] = {}
-        self.maps: dict[str, tuple[Values, Values]] = {}  # mapping tables: keys, values
         self.progress = Progress()
         self._qualify: list[str] = []
         self._unqualify: list[str] = []
-        self._map_using: list[tuple[str, str | None]] = []
-        self._autonumbers: dict[str, dict[object, int]] = {}
         self._subs: dict[str, _SubDef] = {}
         self._cancelled = threading.Event()
-        self._last_table: str | None = None
         self._positions = Positions(text)
         self._auto_names = 0
         # Section access: while in it, loaded tables go to `access_tables` (not the model).
@@ -651,15 +655,15 @@ class ScriptRunner:
         if stmt.while_ is not None:
             view = self._iterate(stmt.while_, view, interp)
             ref = ast.FieldRef(stmt.line, stmt.column, _ITER)
-            exprs = [None if x is None else _with_iterno(x, ref) for x in exprs]
-            where = None if where is None else _with_iterno(where, ref)
+            exprs = [None if x is None else with_iterno(x, ref) for x in exprs]
+            where = None if where is None else with_iterno(where, ref)
         else:
             one = ast.Literal(stmt.line, stmt.column, 1.0)
-            exprs = [None if x is None else _with_iterno(x, one) for x in exprs]
-            where = None if where is None else _with_iterno(where, one)
+            exprs = [None if x is None else with_iterno(x, one) for x in exprs]
+            where = None if where is None else with_iterno(where, one)
         if where is not None:
             view = self._filter(stmt, where, view, interp, exprs)
-        if any(_splits(e) for e in exprs if e is not None):
+        if any(splits(e) for e in exprs if e is not None):
             exprs, view = self._split_rows(exprs, view, interp)
         exprs, view = self._row_functions(stmt, exprs, view, interp)
         uses_rowno = any(
@@ -725,7 +729,7 @@ class ScriptRunner:
             k += 1
             if k % 64 == 0:
                 self._check_cancelled(cond.line, cond.column)
-            test = _with_iterno(cond, ast.Literal(cond.line, cond.column, float(k)))
+            test = with_iterno(cond, ast.Literal(cond.line, cond.column, float(k)))
             sub = view.subset(active)
             holds = _true_rows(self._evaluate(test, sub, interp), sub.n)
             active = active[holds]
@@ -749,11 +753,11 @@ class ScriptRunner:
     ) -> _Rows:
         """WHERE: the view's rows whose condition is true. Exists(F, …) sees F's values loaded
         so far, and those of this LOAD's rows before it that were kept."""
-        calls = [e for e in _post_order(where) if isinstance(e, ast.Call) and e.name == "EXISTS"]
+        calls = [e for e in post_order(where) if isinstance(e, ast.Call) and e.name == "EXISTS"]
         if not calls:
             return view.subset(_true_rows(self._evaluate(where, view, interp), view.n))
         tests = self._exists_tests(stmt, calls, view, interp, exprs)
-        test = _replaced_all(
+        test = replaced_all(
             where,
             {id(c): ast.FieldRef(c.line, c.column, f"{_EXISTS}{k}") for k, c in enumerate(calls)},
         )
@@ -795,7 +799,7 @@ class ScriptRunner:
         and, when this LOAD loads F, the key of each row's F and of its v (shared keys)."""
         out: list[tuple[np.ndarray, np.ndarray | None, np.ndarray]] = []
         for call in calls:
-            field_name = _field_name_arg(call)
+            field_name = field_name_arg(call)
             value = self._evaluate(call.args[1], view, interp)
             prior = self._loaded_before(field_name, value)
             own: ast.Expr | None = None
@@ -814,26 +818,6 @@ class ScriptRunner:
             out.append((prior, mine, keys))
         return out
 
-    def _loaded_before(self, field_name: str, value: Column) -> np.ndarray:
-        """Which rows' values are among the values field `field_name` holds in the tables."""
-        columns = [t.column(field_name) for t in self.tables.values() if field_name in t.fields]
-        if not columns:
-            return np.zeros(len(value.codes), dtype=bool)
-        per_symbol, count = value_keys([value.symbols] + [c.symbols for c in columns])
-        loaded = np.zeros(count + 1, dtype=bool)
-        for col, ids in zip(columns, per_symbol[1:], strict=True):
-            used = np.zeros(len(ids), dtype=bool)
-            codes = col.codes
-            used[codes[codes >= 0]] = True
-            loaded[ids[used & (ids >= 0)]] = True
-        ids = per_symbol[0]
-        codes = value.codes
-        if not len(ids):
-            return np.zeros(len(codes), dtype=bool)
-        at = np.where(codes < 0, count, ids[np.maximum(codes, 0)])
-        result: np.ndarray = loaded[np.where(at < 0, count, at)]
-        return result
-
     def _row_functions(
         self, stmt: ast.Load, exprs: list[ast.Expr | None], view: _Rows, interp: Interpretation
     ) -> tuple[list[ast.Expr | None], _Rows]:
@@ -847,7 +831,7 @@ class ScriptRunner:
                     e
                     for x in exprs
                     if x is not None
-                    for e in _post_order(x)
+                    for e in post_order(x)
                     if isinstance(e, ast.Call) and e.name in ("PREVIOUS", "EXISTS")
                 ),
                 None,
@@ -870,7 +854,7 @@ class ScriptRunner:
             k += 1
             view.parts[name] = part
             ref = ast.FieldRef(call.line, call.column, name)
-            exprs = [None if x is None else _replaced(x, call, ref) for x in exprs]
+            exprs = [None if x is None else replaced(x, call, ref) for x in exprs]
 
     def _grouped(
         self,
@@ -906,14 +890,14 @@ class ScriptRunner:
                 )
             env = dict(group_columns)
             replace: dict[int, ast.Expr] = {}
-            for k, call in enumerate(_aggregations(expr)):
+            for k, call in enumerate(aggregations(expr)):
                 env[f"{_AGG}{k}"] = Column(
                     self._aggregate(call, view, groups, interp),
                     np.arange(groups.count, dtype=np.int32),
                 )
                 replace[id(call)] = ast.FieldRef(call.line, call.column, f"{_AGG}{k}")
-            rewritten = _replaced_all(expr, replace)
-            for ref in _field_refs(rewritten):
+            rewritten = replaced_all(expr, replace)
+            for ref in field_refs(rewritten):
                 if ref.name not in env:
                     raise ScriptError(
                         f"field {ref.name} is neither aggregated nor in GROUP BY",
@@ -936,7 +920,7 @@ class ScriptRunner:
                 call.column,
             )
         for arg in call.args:
-            inner = _aggregations(arg)
+            inner = aggregations(arg)
             if inner:
                 raise ScriptError(
                     f"{inner[0].name} inside {call.name}: aggregations do not nest",
@@ -957,7 +941,7 @@ class ScriptRunner:
         k = 0
         while True:
             call = next(
-                (c for x in exprs if x is not None for c in _splits(x)),
+                (c for x in exprs if x is not None for c in splits(x)),
                 None,
             )
             if call is None:
@@ -986,7 +970,7 @@ class ScriptRunner:
             k += 1
             view = view.expanded(index, name, Column(Values.of_texts(parts), codes))
             ref = ast.FieldRef(call.line, call.column, name)
-            exprs = [None if x is None else _replaced(x, call, ref) for x in exprs]
+            exprs = [None if x is None else replaced(x, call, ref) for x in exprs]
 
     def _evaluate(self, expr: ast.Expr, view: _Rows, interp: Interpretation) -> Column:
         """An expression's column over the view's rows."""
@@ -994,7 +978,7 @@ class ScriptRunner:
         names = fields_of(expr)
         for f in names:
             if f not in source.fields and f not in view.parts:
-                where = next(e for e in _field_refs(expr) if e.name == f)
+                where = next(e for e in field_refs(expr) if e.name == f)
                 raise ScriptError(f"field not found: {f}", where.line, where.column)
         n = view.n
         row_dependent = is_row_dependent(expr)
@@ -1132,162 +1116,6 @@ class ScriptRunner:
             ),
         )
         self.progress.log.append(f"{name} << {name} {frame.rows} Lines fetched (mapping)")
-
-    def _map_values(self, map_name: str, values: Values, default: Values | None) -> Values:
-        """Values through a mapping table: a value found maps to its value; others to
-        `default` (each value's default), or stay as they are."""
-        mapping = self.maps.get(map_name)
-        if mapping is None:
-            raise ValueError(f"no mapping table named {map_name}")
-        keys, mapped = mapping
-        (vid, kid), count = value_keys([values, keys])
-        at = np.full(count + 1, -1, dtype=np.int64)
-        at[kid[kid >= 0]] = np.flatnonzero(kid >= 0)
-        pos = np.where(vid >= 0, at[np.where(vid >= 0, vid, count)], -1)
-        fallback = values if default is None else default.broadcast(len(values))
-        both = concatenate_values([mapped, fallback])
-        return both.take(np.where(pos >= 0, pos, len(mapped) + np.arange(len(values))))
-
-    def apply_map(self, args: list[Values], ctx: CallContext) -> Values:
-        """ApplyMap(map, value [, default])."""
-        map_name = args[0].text_list()[0] or ""
-        values = args[1].broadcast(ctx.n)
-        default = args[2].broadcast(len(values)) if len(args) > 2 else None
-        return self._map_values(map_name, values, default)
-
-    def _mapped(self, frame: Frame) -> Frame:
-        """The fields MAP … USING names, through their mapping tables."""
-        picks = {}
-        for f in frame.fields:
-            using = None
-            for pattern, map_name in self._map_using:
-                if fnmatch.fnmatchcase(f, pattern):
-                    using = map_name
-            if using is not None:
-                picks[f] = using
-        if not picks:
-            return frame
-        columns = {}
-        for f in frame.fields:
-            col = frame.column(f)
-            if f in picks:
-                try:
-                    col = col.mapped(self._map_values(picks[f], col.symbols, None))
-                except ValueError as exc:
-                    raise ScriptError(str(exc)) from None
-            columns[f] = col
-        return Frame(frame.name, frame.rows, columns)
-
-    # --- functions of the tables loaded so far
-    def _field_columns(self, field_name: str) -> list[Column]:
-        return [t.column(field_name) for t in self.tables.values() if field_name in t.fields]
-
-    def _field_values(self, field_name: str) -> Values:
-        """A field's distinct values over all tables, in the order they were loaded."""
-        parts = []
-        for col in self._field_columns(field_name):
-            codes = col.codes
-            used, first = np.unique(codes[codes >= 0], return_index=True)
-            parts.append(col.symbols.take(used[np.argsort(first)]))
-        if not parts:
-            return Values(np.empty(0))
-        allv = concatenate_values(parts)
-        (ids,), _ = value_keys([allv])
-        valid = np.flatnonzero(ids >= 0)
-        _, first = np.unique(ids[valid], return_index=True)
-        return allv.take(valid[np.sort(first)])
-
-    def exists(self, args: list[Values], ctx: CallContext) -> Values:
-        """Exists(F, value) outside a LOAD: whether F holds the value."""
-        field_name = args[0].text_list()[0] or ""
-        values = args[1].broadcast(ctx.n) if len(args) > 1 else Values.nulls(ctx.n)
-        found = self._loaded_before(field_name, Column(values, np.arange(len(values))))
-        return booleans(found)
-
-    def peek(self, args: list[Values], ctx: CallContext) -> Values:
-        """Peek(F [, row [, table]]): F's value in a row of a table (rows from 0, negative
-        from the end; the last row of the last loaded table by default); NULL past the end."""
-        field_name = args[0].text_list()[0] or ""
-        table = args[2].text_list()[0] if len(args) > 2 else self._last_table
-        frame = self.tables.get(table or "")
-        if frame is None:
-            raise ValueError(f"table not found: {table}")
-        if field_name not in frame.fields:
-            raise ValueError(f"field not found: {field_name}")
-        n = max(ctx.n, 1) if len(args) > 1 and len(args[1]) > 1 else 1
-        rows = (
-            numbers_of(args[1].broadcast(n), ctx.interpretation)
-            if len(args) > 1
-            else np.array([-1.0])
-        )
-        rows = np.where(rows < 0, rows + frame.rows, rows)
-        ok = (rows >= 0) & (rows < frame.rows) & (rows == np.floor(rows))
-        col = frame.column(field_name)
-        at = np.where(ok, np.nan_to_num(rows), 0).astype(np.int64)
-        codes = np.where(ok, col.codes[at] if frame.rows else -1, -1)
-        symbols = col.symbols.with_null()
-        return symbols.take(np.where(codes < 0, len(symbols) - 1, codes))
-
-    def field_value(self, args: list[Values], ctx: CallContext) -> Values:
-        """FieldValue(F, n): F's n-th distinct value (from 1, in load order), NULL past the end."""
-        values = self._field_values(args[0].text_list()[0] or "").with_null()
-        k = numbers_of(args[1].broadcast(ctx.n), ctx.interpretation)
-        ok = (k >= 1) & (k <= len(values) - 1) & (k == np.floor(k))
-        return values.take(np.where(ok, np.nan_to_num(k) - 1, len(values) - 1).astype(np.int64))
-
-    def field_value_count(self, args: list[Values], ctx: CallContext) -> Values:
-        """FieldValueCount(F): how many distinct values F has."""
-        name = args[0].text_list()[0] or ""
-        if not self._field_columns(name):
-            return Values.nulls(1)
-        return Values(np.array([float(len(self._field_values(name)))]))
-
-    def _table_arg(self, v: Values) -> Frame | None:
-        return self.tables.get(v.text_list()[0] or "")
-
-    def no_of_rows(self, args: list[Values], ctx: CallContext) -> Values:
-        """NoOfRows(T): T's rows (NULL for no such table)."""
-        t = self._table_arg(args[0])
-        return Values(np.array([NAN if t is None else float(t.rows)]))
-
-    def no_of_fields(self, args: list[Values], ctx: CallContext) -> Values:
-        """NoOfFields(T): T's fields (NULL for no such table)."""
-        t = self._table_arg(args[0])
-        return Values(np.array([NAN if t is None else float(len(t.fields))]))
-
-    def field_name(self, args: list[Values], ctx: CallContext) -> Values:
-        """FieldName(n, T): T's n-th field (from 1), NULL past the end."""
-        t = self._table_arg(args[1])
-        k = numbers_of(args[0], ctx.interpretation)[0]
-        if t is None or k != k or not 1 <= k <= len(t.fields):
-            return Values.nulls(1)
-        return Values.of_texts([t.fields[int(k) - 1]])
-
-    def table_name(self, args: list[Values], ctx: CallContext) -> Values:
-        """TableName(n): the n-th table (from 0, in load order), NULL past the end."""
-        k = numbers_of(args[0], ctx.interpretation)[0]
-        names = list(self.tables)
-        if k != k or not 0 <= k < len(names):
-            return Values.nulls(1)
-        return Values.of_texts([names[int(k)]])
-
-    def no_of_tables(self, args: list[Values], ctx: CallContext) -> Values:
-        """NoOfTables(): how many tables are loaded."""
-        return Values(np.array([float(len(self.tables))]))
-
-    def auto_number(self, args: list[Values], ctx: CallContext) -> Values:
-        """AutoNumber(v [, counter]): 1, 2, … for each distinct value in the order met, one
-        numbering per counter for the whole script."""
-        values = args[0].broadcast(ctx.n)
-        counter = args[1].text_list()[0] or "" if len(args) > 1 else ""
-        seen = self._autonumbers.setdefault(counter, {})
-        out = np.full(len(values), NAN)
-        for i, (x, t) in enumerate(zip(values.nums.tolist(), values.text_list(), strict=True)):
-            if t is None:
-                continue
-            key: object = x if x == x else t
-            out[i] = seen.setdefault(key, len(seen) + 1)
-        return Values(out)
 
     def _concat_target(self, stmt: ast.Load, fields: list[str]) -> str | None:
         """The table a LOAD of these fields is appended to, if any."""
@@ -1501,68 +1329,6 @@ class _Rows:
         return _Rows(self.source, index if self.rows is None else self.rows[index], parts)
 
 
-def _children(expr: ast.Expr) -> tuple[ast.Expr, ...]:
-    """The expressions directly inside `expr`, left to right."""
-    if isinstance(expr, ast.Call):
-        return expr.args
-    if isinstance(expr, ast.Unary):
-        return (expr.operand,)
-    if isinstance(expr, ast.Binary):
-        return (expr.left, expr.right)
-    return ()
-
-
-def _post_order(expr: ast.Expr) -> Iterator[ast.Expr]:
-    """Every expression inside `expr`, children before their parent, left to right (a loop
-    over a stack, as `walk` is: operator chains have no length limit)."""
-    stack: list[tuple[ast.Expr, bool]] = [(expr, False)]
-    while stack:
-        e, children_done = stack.pop()
-        if children_done:
-            yield e
-            continue
-        stack.append((e, True))
-        stack.extend((child, False) for child in reversed(_children(e)))
-
-
-def _splits(expr: ast.Expr) -> list[ast.Call]:
-    """The SubField calls without an index in an expression, innermost first."""
-    return [
-        e
-        for e in _post_order(expr)
-        if isinstance(e, ast.Call) and e.name == "SUBFIELD" and len(e.args) == 2
-    ]
-
-
-def _replaced(expr: ast.Expr, old: ast.Expr, new: ast.Expr) -> ast.Expr:
-    """The expression with the node `old` (that very node) replaced by `new`."""
-    return _replaced_all(expr, {id(old): new})
-
-
-def _replaced_all(expr: ast.Expr, new: dict[int, ast.Expr]) -> ast.Expr:
-    """The expression with each node whose id is in `new` replaced by its new node."""
-    rebuilt: dict[int, ast.Expr] = {}
-    for e in _post_order(expr):
-        if id(e) in new:
-            rebuilt[id(e)] = new[id(e)]
-        elif isinstance(e, ast.Call):
-            rebuilt[id(e)] = dataclasses.replace(e, args=tuple(rebuilt[id(a)] for a in e.args))
-        elif isinstance(e, ast.Unary):
-            rebuilt[id(e)] = dataclasses.replace(e, operand=rebuilt[id(e.operand)])
-        elif isinstance(e, ast.Binary):
-            rebuilt[id(e)] = dataclasses.replace(
-                e, left=rebuilt[id(e.left)], right=rebuilt[id(e.right)]
-            )
-        else:
-            rebuilt[id(e)] = e
-    return rebuilt[id(expr)]
-
-
-def _field_refs(expr: ast.Expr) -> list[ast.FieldRef]:
-    """The field references in an expression."""
-    return [e for e in walk(expr) if isinstance(e, ast.FieldRef)]
-
-
 def _true_rows(col: Column, n: int) -> np.ndarray:
     """The rows where a condition's column is true (a number neither 0 nor missing)."""
     nums = col.symbols.nums
@@ -1603,36 +1369,6 @@ def _sort_rank(symbols: Values) -> np.ndarray:
     rank = np.empty(len(nums), dtype=np.int64)
     rank[order] = np.arange(len(nums))
     return rank
-
-
-def _with_iterno(expr: ast.Expr, value: ast.Expr) -> ast.Expr:
-    """The expression with every IterNo() replaced by `value`."""
-    calls = [e for e in _post_order(expr) if isinstance(e, ast.Call) and e.name == "ITERNO"]
-    for e in calls:
-        if e.args:
-            raise ScriptError("IterNo takes no arguments", e.line, e.column)
-    return _replaced_all(expr, {id(e): value for e in calls}) if calls else expr
-
-
-def _aggregations(expr: ast.Expr) -> list[ast.Call]:
-    """The outermost aggregation calls in an expression."""
-    out: list[ast.Call] = []
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, ast.Call) and e.name in AGGREGATIONS:
-            out.append(e)
-            continue
-        stack.extend(reversed(_children(e)))
-    return out
-
-
-def _field_name_arg(call: ast.Call) -> str:
-    """The field a call names in its first argument (a name or a constant text)."""
-    first = call.args[0] if call.args else None
-    if isinstance(first, ast.Literal) and isinstance(first.value, str):
-        return first.value
-    raise ScriptError(f"{call.name} needs a field name first", call.line, call.column)
 
 
 __all__ = ["DEFAULTS", "Progress", "ReloadResult", "ScriptRunner"]
