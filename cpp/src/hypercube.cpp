@@ -1,6 +1,7 @@
 #include "assoc/hypercube.hpp"
 
 #include <algorithm>
+#include <ranges>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -257,27 +258,13 @@ class HypercubeBuilder {
         continue;
       }
       std::vector<Value> row(plan.inputs.size());
-      std::vector<double>& values = cube_->values_[m];
-      values.resize(keys.size());
-      std::vector<std::string> texts(keys.size());
-      std::vector<std::uint8_t> flags(keys.size(), 0);
-      bool any_text = false;
-      for (std::size_t r = 0; r < keys.size(); ++r) {
-        for (std::size_t i = 0; i < row.size(); ++i) row[i] = columns[i][r];
-        Value v = plan.plan.eval(row.data());
-        values[r] = v.num;
-        if (v.has_text) {
-          texts[r] = std::move(v.text);
-          flags[r] = 1;
-          any_text = true;
-        }
-      }
-      if (any_text) {
-        cube_->texts_[m] = std::move(texts);
-        cube_->text_flags_[m] = std::move(flags);
-      }
-      cube_->total_values_[m] = plan.plan.eval(totals.data());
-      cube_->totals_[m] = cube_->total_values_[m].num;
+      store_values(
+          m, keys.size(), std::views::iota(std::size_t{0}, keys.size()),
+          [&](std::size_t r) {
+            for (std::size_t i = 0; i < row.size(); ++i) row[i] = columns[i][r];
+            return plan.plan.eval(row.data());
+          },
+          plan.plan.eval(totals.data()));
     }
 
     std::vector<std::size_t> order(keys.size());
@@ -1256,12 +1243,22 @@ class HypercubeBuilder {
         }
       }
     }
+    store_values(
+        m, cube_->values_[m].size(), order, [&](std::size_t r) { return eval_at(plan.plan, r); },
+        plan.plan.eval(totals.data()));
+  }
+
+  // A measure's value per row (`rows`, indexes below `n`, in the order to evaluate them),
+  // with texts kept where any row has one, and its total.
+  template <class Rows, class ValueAt>
+  void store_values(std::size_t m, std::size_t n, const Rows& rows, ValueAt&& value_at, Value total) {
     std::vector<double>& values = cube_->values_[m];
-    std::vector<std::string> texts(values.size());
-    std::vector<std::uint8_t> flags(values.size(), 0);
+    values.resize(n);
+    std::vector<std::string> texts(n);
+    std::vector<std::uint8_t> flags(n, 0);
     bool any_text = false;
-    for (const std::size_t r : order) {
-      Value v = eval_at(plan.plan, r);
+    for (const std::size_t r : rows) {
+      Value v = value_at(r);
       values[r] = v.num;
       if (v.has_text) {
         texts[r] = std::move(v.text);
@@ -1273,8 +1270,8 @@ class HypercubeBuilder {
       cube_->texts_[m] = std::move(texts);
       cube_->text_flags_[m] = std::move(flags);
     }
-    cube_->total_values_[m] = plan.plan.eval(totals.data());
-    cube_->totals_[m] = cube_->total_values_[m].num;
+    cube_->totals_[m] = total.num;
+    cube_->total_values_[m] = std::move(total);
   }
 
   // A window's argument per row (key order).

@@ -449,18 +449,18 @@ class Session:
 
     def back(self) -> bool:
         """Returns to the selections before the last step; False when there is none."""
-        if not self._back:
-            return False
-        self._forward.append(self.selection_state())
-        self._apply(self._back.pop())
-        return True
+        return self._step_through(self._back, self._forward)
 
     def forward(self) -> bool:
         """Redoes the step `back()` undid; False when there is none."""
-        if not self._forward:
+        return self._step_through(self._forward, self._back)
+
+    def _step_through(self, source: list[SelectionState], target: list[SelectionState]) -> bool:
+        """Applies the newest state of `source`, keeping the current one on `target`."""
+        if not source:
             return False
-        self._back.append(self.selection_state())
-        self._apply(self._forward.pop())
+        target.append(self.selection_state())
+        self._apply(source.pop())
         return True
 
     def checkpoint(self) -> Checkpoint:
