@@ -113,3 +113,16 @@ def test_enigma_js_modal_selections(
     assert seen["changed"] == 6
     assert seen["notFound"] == {"code": 2, "message": "Object not found"}
     assert seen["effectiveVisualization"] == "barchart"
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_enigma_js_hears_a_selection_made_on_another_socket_of_its_session(
+    qix_server: QixServer, app_id: str, node_packages: Path
+) -> None:
+    script = Path(__file__).with_name("enigma_shared.js")
+    args = [str(NODE), str(script), qix_server.ws_base, app_id]
+    run = subprocess.run(args, cwd=node_packages, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert seen["heard"] == "changed"
+    assert seen["selected"] == ["North"]

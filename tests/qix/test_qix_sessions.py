@@ -98,3 +98,46 @@ def test_ttl_keeps_a_session_for_a_reconnect_then_it_ends(tmp_path) -> None:
         assert server.stopped_gracefully()
     finally:
         server.stop()
+
+
+def test_a_selection_on_one_socket_tells_the_sessions_other_sockets(
+    qix_server: QixServer, app_id: str
+) -> None:
+    url = qix_server.ws_base + "/app/engineData"
+    with (
+        QixClient(url, {"X-Qlik-Session": "two-tabs"}) as first,
+        QixClient(url, {"X-Qlik-Session": "two-tabs"}) as second,
+        QixClient(url, {"X-Qlik-Session": "elsewhere"}) as other,
+    ):
+        doc = first.open_doc(app_id)
+        chart = first.handle_of(
+            "CreateSessionObject",
+            [{"qInfo": {"qType": "list"}, "qListObjectDef": {"qDef": {"qFieldDefs": ["Region"]}}}],
+            doc,
+        )
+        other.open_doc(app_id)
+        assert second.handle_of("GetActiveDoc") == doc
+        assert {"jsonrpc": "2.0", "change": [doc]} in second.pushed  # the first's OpenDoc
+        second.pushed.clear()
+        region = second.handle_of("GetField", ["Region"], doc)
+        answer = second.call("SelectValues", [[{"qText": "West"}]], region)
+        assert chart in answer["change"]
+        # The first socket is told without asking: a message with no id names its chart.
+        first.result("GetLayout", [], chart)
+        told = [message for message in first.pushed if "change" in message]
+        assert told
+        assert "id" not in told[0]
+        assert chart in told[0]["change"]
+        assert second.pushed == []  # the answer itself carried the change
+        # A read changes nothing: nothing more is pushed; another session hears nothing.
+        second.result("GetLayout", [], chart)
+        first.result("GetLayout", [], chart)
+        assert len([m for m in first.pushed if "change" in m]) == 1
+        other.result("GetActiveDoc")
+        assert [m for m in other.pushed if "change" in m] == []
+        # Destroying the object on one socket closes its handle on the other.
+        second.result(
+            "DestroySessionObject", [first.result("GetInfo", [], chart)["qInfo"]["qId"]], doc
+        )
+        first.result("GetActiveDoc")
+        assert any(chart in m.get("close", []) for m in first.pushed)

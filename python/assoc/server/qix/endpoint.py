@@ -24,8 +24,8 @@ from assoc.server.qix.rpc import (
     InvalidRequest,
     Request,
     RpcError,
-    close_message,
     error_message,
+    notice_message,
     notification,
     parse_request,
 )
@@ -54,13 +54,14 @@ class QixConnection:
         monitor: HealthMonitor,
         metrics: Metrics,
         engine: EngineWork,
-        lock: asyncio.Lock,
+        kept: KeptSession,
     ) -> None:
         self.websocket = websocket
         self.session = session
         self.engine = engine
         self._work: asyncio.Future[str] | None = None  # the engine request being answered
-        self.lock = lock  # the session's: its sockets' requests are answered one at a time
+        self.kept = kept
+        self.lock = kept.lock  # the session's: its sockets' requests are answered one at a time
         self.metrics = metrics
         self._send = send
         self._count_call = monitor.count_call
@@ -86,6 +87,7 @@ class QixConnection:
         except RpcError as exc:
             await self.send(error_message(request.id, exc))
             return
+        session.notice = None
         # Metrics: QIX requests per implemented method (a bounded set of label values).
         self.metrics.count_qix(method.name)
         if not method.engine:
@@ -99,6 +101,22 @@ class QixConnection:
             if last is not None and last is not before:
                 self.metrics.observe_reload(last.progress.error is None, last.millis / 1000)
             await self.send(answer)
+        await self._tell_peers()
+
+    async def _tell_peers(self) -> None:
+        """The session's other sockets learn which of its handles the answer changed or closed
+        (a message without an id, as Qlik's engine sends): their charts refresh too."""
+        notice, self.session.notice = self.session.notice, None
+        if notice is None:
+            return
+        peers = [peer for peer in self.kept.peers if peer is not self]
+        if not peers:
+            return
+        text = notice_message(*notice)
+        for peer in peers:
+            if peer.websocket.application_state is WebSocketState.CONNECTED:
+                with contextlib.suppress(Exception):  # that socket is closing: its own loop ends
+                    await peer.send(text)
 
     async def _engine_answer(self, request: Request, target: Target, method: Method) -> str:
         self._work = asyncio.ensure_future(self.engine.run(self._answer, request, target, method))
@@ -132,7 +150,7 @@ class QixConnection:
             closed = await run_in_threadpool(self.session.close_document)
             if closed and self.websocket.application_state is WebSocketState.CONNECTED:
                 with contextlib.suppress(Exception):
-                    await self.send(close_message(closed))
+                    await self.send(notice_message(close=closed))
 
 
 class QixConnections:
@@ -258,9 +276,10 @@ class QixEndpoint:
             state["monitor"],
             websocket.app.state.metrics,
             connections.engine,
-            kept.lock,
+            kept,
         )
         connections.add(connection)
+        kept.peers.add(connection)
         limit = settings.qix_max_message_bytes
         state_name = "SESSION_ATTACHED" if attached else "SESSION_CREATED"
         try:
@@ -287,6 +306,7 @@ class QixEndpoint:
             # Stopping: going_away gave up this socket's request (logged there).
         finally:
             connections.discard(connection)
+            kept.peers.discard(connection)
             # Stopping, the session ends with the process: a request given up may still use it.
             ends = connections.sessions.detach(kept, target.ttl_seconds)
             if ends and not connections.stopping:

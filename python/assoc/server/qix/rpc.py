@@ -296,9 +296,15 @@ def notification(method: str, params: dict[str, Any]) -> str:
     return _dumps({"jsonrpc": "2.0", "method": method, "params": params})
 
 
-def close_message(close: Sequence[int]) -> str:
-    """Handles closed by the engine on its own (an app deleted under the session)."""
-    return _dumps({"jsonrpc": "2.0", "close": list(close)})
+def notice_message(change: Sequence[int] = (), close: Sequence[int] = ()) -> str:
+    """Handles changed or closed without a request of this socket: an app deleted under the
+    session, or a request on another socket of a shared session."""
+    message: dict[str, Any] = {"jsonrpc": "2.0"}
+    if change:
+        message["change"] = list(change)
+    if close:
+        message["close"] = list(close)
+    return _dumps(message)
 
 
 def json_number(value: float) -> float | str:

@@ -71,6 +71,8 @@ class QixSession:
         self.handles = HandleTable(settings.qix_max_objects_per_session)
         self.doc: OpenDocument | None = None
         self.last_reload: LastReload | None = None  # for GetProgress
+        # The handles the last answer changed and closed, for the session's other sockets.
+        self.notice: tuple[list[int], list[int]] | None = None
 
     def interface(self, handle: int) -> dict[str, Any]:
         """ObjectInterface of one of this session's handles."""
@@ -103,6 +105,8 @@ class QixSession:
         change = answer.change
         if answer.selections_changed and self.doc is not None:
             change = self.handles.open_handles()
+        if change or answer.close:
+            self.notice = (list(change), list(answer.close))
         try:
             return result_message(request.id, answer.result, change, answer.close)
         except ValueError:  # a number JSON cannot carry: answered, never a dropped socket

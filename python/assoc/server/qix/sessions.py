@@ -9,11 +9,15 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from starlette.concurrency import run_in_threadpool
 
 from assoc.server.qix.session import QixSession
 from assoc.server.qix.urls import QixTarget
+
+if TYPE_CHECKING:
+    from assoc.server.qix.endpoint import QixConnection
 
 SessionKey = tuple[str, str]
 _log = logging.getLogger("assoc.qix")
@@ -38,6 +42,7 @@ class KeptSession:
     session: QixSession
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     sockets: int = 0
+    peers: set[QixConnection] = field(default_factory=set)  # its open sockets
     expiry: asyncio.TimerHandle | None = None
 
 
