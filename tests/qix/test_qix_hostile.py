@@ -16,7 +16,7 @@ from qixclient import QixClient
 
 from assoc.server.qix.pages import MAX_PAGES
 from assoc.server.qix.rpc import MAX_FRAME_DEPTH, MAX_PROPERTY_DEPTH
-from assoc.server.qix.schema_names import SCHEMA_METHODS
+from assoc.server.qix.schema import schema
 from assoc.server.qix.session import METHODS
 from conftest import MAX_MESSAGE_BYTES, QixServer, symbols
 
@@ -401,7 +401,7 @@ _TYPES = ["Global", "Doc", "Field", "GenericObject"]
 @st.composite
 def _requests(draw: st.DrawFn) -> tuple[str, str, Any]:
     qix_type = draw(st.sampled_from(_TYPES))
-    names = sorted(METHODS[qix_type]) + sorted(SCHEMA_METHODS[qix_type])[:5]
+    names = sorted(METHODS[qix_type]) + sorted(schema()[qix_type])[:5]
     name = draw(st.sampled_from(names))
     method = METHODS[qix_type].get(name)
     param_names = [p.name for p in method.params] if method is not None else []

@@ -25,14 +25,14 @@ from assoc.server.qix.object_api import (
 )
 from assoc.server.qix.pages import parse_pages
 from assoc.server.qix.pivot import PivotState
-from assoc.server.qix.rpc import INVALID_PARAMETERS, INVALID_PARAMS, Param, RpcError
+from assoc.server.qix.rpc import INVALID_PARAMETERS, INVALID_PARAMS, RpcError
 from assoc.server.qix.stacked import stack_page
 from assoc.server.qix.states import InState
 
 if TYPE_CHECKING:
     from assoc.server.qix.session import QixSession
 
-CUBE_METHODS = MethodTable()
+CUBE_METHODS = MethodTable("GenericObject")
 
 
 def _key(path: str) -> str:
@@ -43,11 +43,7 @@ def _key(path: str) -> str:
 # ---- list object search -------------------------------------------------------------------
 
 
-@CUBE_METHODS.method(
-    "SearchListObjectFor",
-    Param("qPath", "str", required=True),
-    Param("qMatch", "str", required=True),
-)
+@CUBE_METHODS.method("SearchListObjectFor")
 def search_list_object_for(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Starts (or replaces) the list object's search: its layout and pages show the values
     the search matches until AcceptListObjectSearch or AbortListObjectSearch."""
@@ -62,12 +58,7 @@ def _search_of(target: ObjectTarget, path: str) -> ListSearch | None:
     return found if isinstance(found, ListSearch) else None
 
 
-@CUBE_METHODS.method(
-    "AcceptListObjectSearch",
-    Param("qPath", "str", required=True),
-    Param("qToggleMode", "bool", required=True),
-    Param("qSoftLock", "bool", False),
-)
+@CUBE_METHODS.method("AcceptListObjectSearch")
 def accept_list_object_search(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Selects the values the search matches that are not excluded (with qToggleMode, as well
     as those selected already) and ends the search. No search: nothing changes."""
@@ -90,7 +81,7 @@ def accept_list_object_search(s: QixSession, target: ObjectTarget, args: dict[st
     return Answer({}, selections_changed=done, change=[target.obj.handle])
 
 
-@CUBE_METHODS.method("AbortListObjectSearch", Param("qPath", "str", required=True))
+@CUBE_METHODS.method("AbortListObjectSearch")
 def abort_list_object_search(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Ends the list object's search, selecting nothing (no search: nothing to end)."""
     _list_def(target, args["qPath"])
@@ -134,12 +125,7 @@ def _range_codes(
     return codes
 
 
-@CUBE_METHODS.method(
-    "SelectListObjectContinuousRange",
-    Param("qPath", "str", required=True),
-    Param("qRanges", "objects", required=True),
-    Param("qSoftLock", "bool", False),
-)
+@CUBE_METHODS.method("SelectListObjectContinuousRange")
 def select_list_object_continuous_range(
     s: QixSession, target: ObjectTarget, args: dict[str, Any]
 ) -> Answer:
@@ -151,12 +137,7 @@ def select_list_object_continuous_range(
     return _select_fields(target, selections, [(field, codes)], False)
 
 
-@CUBE_METHODS.method(
-    "SelectHyperCubeContinuousRange",
-    Param("qPath", "str", required=True),
-    Param("qRanges", "objects", required=True),
-    Param("qSoftLock", "bool", False),
-)
+@CUBE_METHODS.method("SelectHyperCubeContinuousRange")
 def select_hypercube_continuous_range(
     s: QixSession, target: ObjectTarget, args: dict[str, Any]
 ) -> Answer:
@@ -193,11 +174,7 @@ def _pivot_view(target: ObjectTarget, path: str) -> HyperCubeView:
     return HyperCubeView(definition, target.doc.facts, _selections(target, definition), state)
 
 
-@CUBE_METHODS.method(
-    "GetHyperCubePivotData",
-    Param("qPath", "str", required=True),
-    Param("qPages", "objects", required=True),
-)
+@CUBE_METHODS.method("GetHyperCubePivotData")
 def get_hypercube_pivot_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """NxPivotPages of a pivot cube (at most 10,000 cells, 1,000 pages)."""
     pages = parse_pages(args["qPages"])
@@ -205,12 +182,7 @@ def get_hypercube_pivot_data(s: QixSession, target: ObjectTarget, args: dict[str
     return Answer({"qDataPages": [view.pivot_page(p) for p in pages]})
 
 
-@CUBE_METHODS.method(
-    "GetHyperCubeStackData",
-    Param("qPath", "str", required=True),
-    Param("qPages", "objects", required=True),
-    Param("qMaxNbrCells", "int", 10000),
-)
+@CUBE_METHODS.method("GetHyperCubeStackData", defaults={"qMaxNbrCells": 10000})
 def get_hypercube_stack_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """NxStackPages of a stacked cube (qMode K): each page's first-dimension nodes
     (qTop, qHeight) with the nodes and measure leaves under them."""
@@ -225,13 +197,7 @@ def get_hypercube_stack_data(s: QixSession, target: ObjectTarget, args: dict[str
 def _expansion(side: str, expand: bool) -> None:
     name = ("Expand" if expand else "Collapse") + ("Left" if side == "L" else "Top")
 
-    @CUBE_METHODS.method(
-        name,
-        Param("qPath", "str", required=True),
-        Param("qRow", "int", required=True),
-        Param("qCol", "int", required=True),
-        Param("qAll", "bool", False),
-    )
+    @CUBE_METHODS.method(name, optional=("qAll",))
     def run(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
         view = _pivot_view(target, args["qPath"])
         if view.error is not None:
@@ -259,13 +225,7 @@ for _side in ("L", "T"):
         _expansion(_side, _expand)
 
 
-@CUBE_METHODS.method(
-    "SelectPivotCells",
-    Param("qPath", "str", required=True),
-    Param("qSelections", "objects", required=True),
-    Param("qSoftLock", "bool", False),
-    Param("qDeselectOnlyOneSelected", "bool", False),
-)
+@CUBE_METHODS.method("SelectPivotCells")
 def select_pivot_cells(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Selects the dimension values of NxSelectionCells {qType L (left: qRow the row, qCol the
     dimension) or T (top: qRow the dimension, qCol the column)}: per field, the values named

@@ -21,7 +21,6 @@ from assoc.server.qix.rpc import (
     GENERIC_NOT_FOUND,
     INVALID_PARAMETERS,
     PAGES_TOO_LARGE,
-    Param,
     RpcError,
 )
 from assoc.server.qix.states import DEFAULT_STATE, InState, known_state
@@ -29,7 +28,7 @@ from assoc.server.qix.states import DEFAULT_STATE, InState, known_state
 if TYPE_CHECKING:
     from assoc.server.qix.session import QixSession
 
-DOC_METHODS = MethodTable()
+DOC_METHODS = MethodTable("Doc")
 
 
 def _in_state(target: DocTarget, state: str) -> InState:
@@ -62,12 +61,7 @@ def get_app_layout(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answe
 
 @DOC_METHODS.method(
     "GetTablesAndKeys",
-    Param("qWindowSize", "object", {}),
-    Param("qNullSize", "object", {}),
-    Param("qCellHeight", "int", 0),
-    Param("qSyntheticMode", "bool", False),
-    Param("qIncludeSysVars", "bool", False),
-    Param("qIncludeProfiling", "bool", False),
+    optional=("qWindowSize", "qNullSize", "qCellHeight", "qSyntheticMode", "qIncludeSysVars"),
 )
 def get_tables_and_keys(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """{qtr, qk}: the data tables with their fields, and the keys between them; with
@@ -75,9 +69,7 @@ def get_tables_and_keys(s: QixSession, target: DocTarget, args: dict[str, Any]) 
     return Answer(tables_and_keys(target.doc.facts, args["qSyntheticMode"]))
 
 
-@DOC_METHODS.method(
-    "GetField", Param("qFieldName", "str", required=True), Param("qStateName", "str", "")
-)
+@DOC_METHODS.method("GetField")
 def get_field(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A Field handle (the same one for the same field); error 2 for an unknown field."""
     state = _in_state(target, args["qStateName"]).state
@@ -89,20 +81,20 @@ def get_field(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     return Answer({"qReturn": s.interface(handle)})
 
 
-@DOC_METHODS.method("GetFieldDescription", Param("qFieldName", "str", required=True))
+@DOC_METHODS.method("GetFieldDescription")
 def get_field_description(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """FieldDescription of one field."""
     return Answer({"qReturn": field_description(target.doc.facts, args["qFieldName"])})
 
 
-@DOC_METHODS.method("ClearAll", Param("qLockedAlso", "bool", False), Param("qStateName", "str", ""))
+@DOC_METHODS.method("ClearAll")
 def clear_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Clears every selection of a state (locked fields only with qLockedAlso)."""
     _in_state(target, args["qStateName"]).clear(locked_also=args["qLockedAlso"])
     return Answer({}, selections_changed=True)
 
 
-@DOC_METHODS.method("LockAll", Param("qStateName", "str", ""))
+@DOC_METHODS.method("LockAll")
 def lock_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Locks every field that has a selection (an alternate state has no locks)."""
     if _in_state(target, args["qStateName"]).default:
@@ -110,7 +102,7 @@ def lock_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     return Answer({}, selections_changed=True)
 
 
-@DOC_METHODS.method("UnlockAll", Param("qStateName", "str", ""))
+@DOC_METHODS.method("UnlockAll")
 def unlock_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Unlocks every field."""
     if _in_state(target, args["qStateName"]).default:
@@ -130,7 +122,7 @@ def forward(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
     return Answer({}, selections_changed=target.doc.selections.forward())
 
 
-@DOC_METHODS.method("AbortModal", Param("qAccept", "bool", required=True))
+@DOC_METHODS.method("AbortModal")
 def abort_modal(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Ends the selection mode of whichever object is in it: accepting keeps its selections,
     else they return to the state saved when it began."""
@@ -153,14 +145,14 @@ def new_object(s: QixSession, target: DocTarget, props: Any, name: str = "qProp"
     return obj
 
 
-@DOC_METHODS.method("CreateSessionObject", Param("qProp", "object", required=True))
+@DOC_METHODS.method("CreateSessionObject")
 def create_session_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A session object from properties: list objects, hypercubes, field lists, any data."""
     obj = new_object(s, target, args["qProp"])
     return Answer({"qReturn": s.interface(obj.handle)})
 
 
-@DOC_METHODS.method("CreateObject", Param("qProp", "object", required=True))
+@DOC_METHODS.method("CreateObject")
 def create_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """An object of the app: listed by qAppObjectListDef and, for a stored app, stored by
     DoSave (a session app's lives with the session)."""
@@ -169,7 +161,7 @@ def create_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Ans
     return Answer({"qInfo": obj.info, "qReturn": s.interface(obj.handle)})
 
 
-@DOC_METHODS.method("DestroyObject", Param("qId", "str", required=True))
+@DOC_METHODS.method("DestroyObject")
 def destroy_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Removes an app object and its children (their handles close; DoSave stores that);
     false for an id that is no app object."""
@@ -181,7 +173,7 @@ def destroy_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> An
     return Answer({"qSuccess": True}, close=closed, change=[parent.handle] if parent else [])
 
 
-@DOC_METHODS.method("DestroySessionObject", Param("qId", "str", required=True))
+@DOC_METHODS.method("DestroySessionObject")
 def destroy_session_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Removes a session object and its children; their handles close."""
     obj = target.doc.objects.get(args["qId"])
@@ -192,7 +184,7 @@ def destroy_session_object(s: QixSession, target: DocTarget, args: dict[str, Any
     return Answer({"qSuccess": True}, close=closed, change=[parent.handle] if parent else [])
 
 
-@DOC_METHODS.method("GetObject", Param("qId", "str", required=True), engine=False)
+@DOC_METHODS.method("GetObject", engine=False)
 def get_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """An object's handle (children too); error 2 "Object not found" when there is none."""
     obj = target.doc.objects.get(args["qId"])
@@ -201,13 +193,7 @@ def get_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer
     return Answer({"qReturn": s.interface(obj.handle)})
 
 
-@DOC_METHODS.method(
-    "GetTableData",
-    Param("qOffset", "int", 0),
-    Param("qRows", "int", 0),
-    Param("qSyntheticMode", "bool", False),
-    Param("qTableName", "str", required=True),
-)
+@DOC_METHODS.method("GetTableData", optional=("qOffset", "qRows", "qSyntheticMode"))
 def get_table_data(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Rows of one table, each value as {qText, qIsNumeric, qNumber}: the columns it was
     loaded with, or with qSyntheticMode its model columns."""
@@ -239,7 +225,7 @@ def _new_state(target: DocTarget, name: str) -> None:
     session.add_state(name)
 
 
-@DOC_METHODS.method("AddAlternateState", Param("qStateName", "str", required=True))
+@DOC_METHODS.method("AddAlternateState")
 def add_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Adds an alternate state (no selections yet): objects and fields name it by
     qStateName; error 3 when it exists, 8 for "" or "$"."""
@@ -247,11 +233,7 @@ def add_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any]) 
     return Answer({}, selections_changed=True)
 
 
-@DOC_METHODS.method(
-    "AddSessionAlternateState",
-    Param("qStateName", "str", required=True),
-    Param("qSourceStateName", "str", ""),
-)
+@DOC_METHODS.method("AddSessionAlternateState")
 def add_session_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Adds an alternate state with the selections of qSourceStateName (when given)."""
     session = target.doc.selections
@@ -272,7 +254,7 @@ def _drop_state(target: DocTarget, name: str) -> None:
     session.remove_state(name)
 
 
-@DOC_METHODS.method("RemoveAlternateState", Param("qStateName", "str", required=True))
+@DOC_METHODS.method("RemoveAlternateState")
 def remove_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Removes an alternate state and its selections (error 2 when there is none); objects
     still naming it show a qError until it is added again."""
@@ -280,7 +262,7 @@ def remove_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any
     return Answer({}, selections_changed=True)
 
 
-@DOC_METHODS.method("RemoveSessionAlternateState", Param("qStateName", "str", required=True))
+@DOC_METHODS.method("RemoveSessionAlternateState")
 def remove_session_alternate_state(
     s: QixSession, target: DocTarget, args: dict[str, Any]
 ) -> Answer:

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 import assoc
 from assoc.expansion import value_text
 from assoc.server.qix.methods import Answer, MethodTable
-from assoc.server.qix.rpc import CALC_INVALID_DEF, INVALID_PARAMETERS, Param, RpcError, json_number
+from assoc.server.qix.rpc import CALC_INVALID_DEF, INVALID_PARAMETERS, RpcError, json_number
 
 if TYPE_CHECKING:
     from assoc.server.qix.handles import DocTarget
     from assoc.server.qix.hypercube import HyperCubeDef
     from assoc.server.qix.session import QixSession
 
-EXPRESSION_DOC_METHODS = MethodTable()
+EXPRESSION_DOC_METHODS = MethodTable("Doc")
 STRING_EXPRESSION, VALUE_EXPRESSION = "qStringExpression", "qValueExpression"
 MAX_BAD_FIELDS = 100  # unknown fields CheckExpression lists at most
 
@@ -90,20 +90,20 @@ def field_value(value: Any) -> dict[str, Any]:
     return {"qText": value_text(value), "qIsNumeric": False, "qNumber": 0}
 
 
-@EXPRESSION_DOC_METHODS.method("Evaluate", Param("qExpression", "str", required=True))
+@EXPRESSION_DOC_METHODS.method("Evaluate")
 def evaluate_method(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """The expression's value as text (NULL: "-"), computed under the session's selections."""
     value = evaluate(target.doc.selections, args["qExpression"])
     return Answer({"qReturn": "-" if value is None else value_text(value)})
 
 
-@EXPRESSION_DOC_METHODS.method("EvaluateEx", Param("qExpression", "str", required=True))
+@EXPRESSION_DOC_METHODS.method("EvaluateEx")
 def evaluate_ex(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """The expression's value as FieldValue {qText, qIsNumeric, qNumber}."""
     return Answer({"qValue": field_value(evaluate(target.doc.selections, args["qExpression"]))})
 
 
-@EXPRESSION_DOC_METHODS.method("ExpandExpression", Param("qExpression", "str", required=True))
+@EXPRESSION_DOC_METHODS.method("ExpandExpression")
 def expand_expression(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """The expression with its `$(…)` expanded."""
     expression = args["qExpression"]
@@ -146,11 +146,7 @@ def _bad_names(names: list[str]) -> str:
     return "Bad field name(s): " + ", ".join(names)
 
 
-@EXPRESSION_DOC_METHODS.method(
-    "CheckExpression",
-    Param("qExpr", "str", required=True),
-    Param("qLabels", "strs", [""]),
-)
+@EXPRESSION_DOC_METHODS.method("CheckExpression", defaults={"qLabels": [""]})
 def check_expression(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """qErrorMsg ("" when the expression computes), qBadFieldNames (NxRange of each unknown
     field), qDangerousFieldNames (none)."""

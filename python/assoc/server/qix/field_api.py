@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any
 import assoc
 from assoc.server.qix.handles import FieldTarget
 from assoc.server.qix.methods import Answer, MethodTable
-from assoc.server.qix.rpc import INVALID_PARAMETERS, Param, RpcError
+from assoc.server.qix.rpc import INVALID_PARAMETERS, RpcError
 from assoc.server.qix.states import InState, known_state
 from assoc.server.qix.wildcard import Wildcard
 
 if TYPE_CHECKING:
     from assoc.server.qix.session import QixSession
 
-FIELD_METHODS = MethodTable()
+FIELD_METHODS = MethodTable("Field")
 
 
 # Element numbers are symbol indexes: 64-bit at most. Larger ones name no value, and are
@@ -50,12 +50,7 @@ def _matching(target: FieldTarget, match: str) -> list[int]:
     return [i for i, text in enumerate(values.texts) if matches(text)]
 
 
-@FIELD_METHODS.method(
-    "SelectValues",
-    Param("qFieldValues", "objects", required=True),
-    Param("qToggleMode", "bool", False),
-    Param("qSoftLock", "bool", False),
-)
+@FIELD_METHODS.method("SelectValues")
 def select_values(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
     """Selects values given as {qText, qIsNumeric, qNumber}; unknown ones are ignored."""
     values = target.doc.facts.values(target.name)
@@ -88,31 +83,19 @@ def _select_match(target: FieldTarget, match: str, toggle: bool) -> Answer:
     return Answer({"qReturn": done}, selections_changed=done)
 
 
-_MATCH_PARAMS = (
-    Param("qMatch", "str", required=True),
-    Param("qSoftLock", "bool", False),
-    Param("qExcludedValuesMode", "int", 0),
-)
-
-
-@FIELD_METHODS.method("Select", *_MATCH_PARAMS)
+@FIELD_METHODS.method("Select")
 def select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
     """Selects the values a search string matches (whole value, any case, * and ?)."""
     return _select_match(target, args["qMatch"], toggle=False)
 
 
-@FIELD_METHODS.method("ToggleSelect", *_MATCH_PARAMS)
+@FIELD_METHODS.method("ToggleSelect")
 def toggle_select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
     """Flips the selection of the values a search string matches."""
     return _select_match(target, args["qMatch"], toggle=True)
 
 
-@FIELD_METHODS.method(
-    "LowLevelSelect",
-    Param("qValues", "ints", required=True),
-    Param("qToggleMode", "bool", False),
-    Param("qSoftLock", "bool", False),
-)
+@FIELD_METHODS.method("LowLevelSelect", optional=("qToggleMode",))
 def low_level_select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
     """Selects values by element number (symbol index)."""
     done = select_codes(_in_state(target), target.name, args["qValues"], args["qToggleMode"])
@@ -127,7 +110,7 @@ def clear(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
 
 
 def _state_selection(name: str, doc: str) -> None:
-    @FIELD_METHODS.method(name, Param("qSoftLock", "bool", False))
+    @FIELD_METHODS.method(name)
     def run(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
         done = getattr(_in_state(target), STATE_SELECTIONS[name])(target.name)
         return Answer({"qReturn": done}, selections_changed=done)

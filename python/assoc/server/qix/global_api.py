@@ -16,7 +16,6 @@ from assoc.server.qix.rpc import (
     APP_ALREADY_OPEN,
     APP_INVALID,
     APP_NOT_FOUND,
-    Param,
     RpcError,
 )
 from assoc.server.qix.scripts import DocScript
@@ -25,7 +24,7 @@ from assoc.server.store import AppNotFound
 if TYPE_CHECKING:
     from assoc.server.qix.session import QixSession
 
-GLOBAL_METHODS = MethodTable()
+GLOBAL_METHODS = MethodTable("Global")
 
 
 @GLOBAL_METHODS.method("EngineVersion", engine=False)
@@ -71,14 +70,7 @@ def _find_app(s: QixSession, name: str) -> str:
     raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found")
 
 
-@GLOBAL_METHODS.method(
-    "OpenDoc",
-    Param("qDocName", "str", required=True),
-    Param("qUserName", "str", ""),
-    Param("qPassword", "str", ""),
-    Param("qSerial", "str", ""),
-    Param("qNoData", "bool", False),
-)
+@GLOBAL_METHODS.method("OpenDoc")
 def open_doc(s: QixSession, _: GlobalTarget, args: dict[str, Any]) -> Answer:
     """Opens an app in this session: a Doc handle, and selections of the session's own."""
     if s.doc is not None:

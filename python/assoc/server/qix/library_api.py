@@ -18,16 +18,16 @@ from assoc.server.qix.library import (
 )
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.patches import patched
-from assoc.server.qix.rpc import GENERIC_NOT_FOUND, INVALID_PARAMS, Param, RpcError
+from assoc.server.qix.rpc import GENERIC_NOT_FOUND, INVALID_PARAMS, RpcError
 
 if TYPE_CHECKING:
     from assoc.server.qix.session import QixSession
 
-LIBRARY_DOC_METHODS = MethodTable()
-DIMENSION_METHODS = MethodTable()
-MEASURE_METHODS = MethodTable()
-VARIABLE_METHODS = MethodTable()
-BOOKMARK_METHODS = MethodTable()
+LIBRARY_DOC_METHODS = MethodTable("Doc")
+DIMENSION_METHODS = MethodTable("GenericDimension")
+MEASURE_METHODS = MethodTable("GenericMeasure")
+VARIABLE_METHODS = MethodTable("GenericVariable")
+BOOKMARK_METHODS = MethodTable("GenericBookmark")
 ITEM_TABLES = (DIMENSION_METHODS, MEASURE_METHODS, VARIABLE_METHODS, BOOKMARK_METHODS)
 
 
@@ -63,7 +63,7 @@ def _library_changed(s: QixSession) -> list[int]:
 def _create(kind: str) -> None:
     method = {DIMENSION: "CreateDimension", MEASURE: "CreateMeasure"}[kind]
 
-    @LIBRARY_DOC_METHODS.method(method, Param("qProp", "object", required=True))
+    @LIBRARY_DOC_METHODS.method(method)
     def create(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
         item = target.doc.library.create(kind, args["qProp"])
         handle = _handle(s, target.doc, item)
@@ -73,7 +73,7 @@ def _create(kind: str) -> None:
 
 
 def _get(kind: str, method: str) -> None:
-    @LIBRARY_DOC_METHODS.method(method, Param("qId", "str", required=True), engine=False)
+    @LIBRARY_DOC_METHODS.method(method, engine=False)
     def get(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
         item = target.doc.library.get(kind, args["qId"])
         if item is None:
@@ -82,7 +82,7 @@ def _get(kind: str, method: str) -> None:
 
 
 def _destroy(kind: str, method: str) -> None:
-    @LIBRARY_DOC_METHODS.method(method, Param("qId", "str", required=True))
+    @LIBRARY_DOC_METHODS.method(method)
     def destroy(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
         item = target.doc.library.get(kind, args["qId"])
         if item is None:
@@ -104,7 +104,7 @@ _destroy(VARIABLE, "DestroyVariableById")
 _destroy(BOOKMARK, "DestroyBookmark")
 
 
-@LIBRARY_DOC_METHODS.method("CreateVariableEx", Param("qProp", "object", required=True))
+@LIBRARY_DOC_METHODS.method("CreateVariableEx")
 def create_variable_ex(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A variable of the app (saved by DoSave): {qInfo, qReturn}; a name in use answers 8."""
     item = target.doc.library.create(VARIABLE, args["qProp"])
@@ -112,7 +112,7 @@ def create_variable_ex(s: QixSession, target: DocTarget, args: dict[str, Any]) -
     return Answer({"qInfo": item.info, "qReturn": s.interface(handle)}, change=_library_changed(s))
 
 
-@LIBRARY_DOC_METHODS.method("CreateSessionVariable", Param("qProp", "object", required=True))
+@LIBRARY_DOC_METHODS.method("CreateSessionVariable")
 def create_session_variable(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A variable that lives with the session (DoSave leaves it out)."""
     item = target.doc.library.create(VARIABLE, args["qProp"])
@@ -121,7 +121,7 @@ def create_session_variable(s: QixSession, target: DocTarget, args: dict[str, An
     return Answer({"qReturn": s.interface(handle)}, change=_library_changed(s))
 
 
-@LIBRARY_DOC_METHODS.method("GetVariableByName", Param("qName", "str", required=True))
+@LIBRARY_DOC_METHODS.method("GetVariableByName")
 def get_variable_by_name(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """The handle of the variable of this name; error 2 when there is none."""
     item = target.doc.library.variable(args["qName"])
@@ -130,7 +130,7 @@ def get_variable_by_name(s: QixSession, target: DocTarget, args: dict[str, Any])
     return Answer({"qReturn": s.interface(_handle(s, target.doc, item))})
 
 
-@LIBRARY_DOC_METHODS.method("DestroyVariableByName", Param("qName", "str", required=True))
+@LIBRARY_DOC_METHODS.method("DestroyVariableByName")
 def destroy_variable_by_name(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Removes the variable of this name; false when there is none."""
     item = target.doc.library.variable(args["qName"])
@@ -140,7 +140,7 @@ def destroy_variable_by_name(s: QixSession, target: DocTarget, args: dict[str, A
     return Answer({"qSuccess": True}, close=_destroyed(s, item), change=_library_changed(s))
 
 
-@LIBRARY_DOC_METHODS.method("CreateBookmark", Param("qProp", "object", required=True))
+@LIBRARY_DOC_METHODS.method("CreateBookmark")
 def create_bookmark(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A bookmark of the session's current selections (the selected values of each field)."""
     item = target.doc.library.create(BOOKMARK, args["qProp"])
@@ -155,7 +155,7 @@ def _apply(s: QixSession, doc: OpenDocument, item: LibraryItem) -> Answer:
     return Answer({"qSuccess": ok}, selections_changed=ok)
 
 
-@LIBRARY_DOC_METHODS.method("ApplyBookmark", Param("qId", "str", required=True))
+@LIBRARY_DOC_METHODS.method("ApplyBookmark")
 def apply_bookmark(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Replaces the session's selections by the bookmark's (one history step); false for an
     unknown id or when a field is locked."""
@@ -165,7 +165,7 @@ def apply_bookmark(s: QixSession, target: DocTarget, args: dict[str, Any]) -> An
     return _apply(s, target.doc, item)
 
 
-@LIBRARY_DOC_METHODS.method("GetBookmarks", Param("qOptions", "object", {}))
+@LIBRARY_DOC_METHODS.method("GetBookmarks", optional=("qOptions",))
 def get_bookmarks(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """NxContainerEntry list of the bookmarks: {qInfo, qMeta, qData}."""
     spec = args["qOptions"].get("qData")
@@ -191,12 +191,12 @@ def _common(table: MethodTable) -> None:
     def get_properties(s: QixSession, target: LibraryTarget, _: dict[str, Any]) -> Answer:
         return Answer({"qProp": target.item.properties})
 
-    @table.method("SetProperties", Param("qProp", "object", required=True))
+    @table.method("SetProperties")
     def set_properties(s: QixSession, target: LibraryTarget, args: dict[str, Any]) -> Answer:
         target.doc.library.set_properties(target.item, args["qProp"])
         return Answer({}, change=_library_changed(s))
 
-    @table.method("ApplyPatches", Param("qPatches", "objects", required=True))
+    @table.method("ApplyPatches")
     def apply_patches(s: QixSession, target: LibraryTarget, args: dict[str, Any]) -> Answer:
         props = patched(target.item.properties, list(args["qPatches"]))
         target.doc.library.set_properties(target.item, props, "qPatches")
@@ -274,13 +274,13 @@ def _number_text(value: float) -> str:
     return repr(float(value))
 
 
-@VARIABLE_METHODS.method("SetStringValue", Param("qVal", "str", required=True))
+@VARIABLE_METHODS.method("SetStringValue")
 def set_string_value(s: QixSession, target: LibraryTarget, args: dict[str, Any]) -> Answer:
     """The variable's definition becomes this text."""
     return _set_definition(s, target, args["qVal"])
 
 
-@VARIABLE_METHODS.method("SetNumValue", Param("qVal", "number", required=True))
+@VARIABLE_METHODS.method("SetNumValue", kinds={"qVal": "number"})
 def set_num_value(s: QixSession, target: LibraryTarget, args: dict[str, Any]) -> Answer:
     """The variable's definition becomes this number (written as the engine writes it)."""
     return _set_definition(s, target, _number_text(args["qVal"]))

@@ -30,7 +30,6 @@ from assoc.server.qix.rpc import (
     HC_MODAL_OBJECT_ERROR,
     INVALID_PARAMETERS,
     INVALID_PARAMS,
-    Param,
     RpcError,
 )
 from assoc.server.qix.states import InState, known_state, save_alternates
@@ -38,7 +37,7 @@ from assoc.server.qix.states import InState, known_state, save_alternates
 if TYPE_CHECKING:
     from assoc.server.qix.session import QixSession
 
-OBJECT_METHODS = MethodTable()
+OBJECT_METHODS = MethodTable("GenericObject")
 
 
 def _list_def(target: ObjectTarget, path: str) -> ListObjectDef:
@@ -64,10 +63,7 @@ def get_layout(s: QixSession, target: ObjectTarget, _: dict[str, Any]) -> Answer
     return Answer({"qLayout": target.obj.layout(target.doc.layout_context())})
 
 
-_PAGES_PARAMS = (Param("qPath", "str", required=True), Param("qPages", "objects", required=True))
-
-
-@OBJECT_METHODS.method("GetListObjectData", *_PAGES_PARAMS)
+@OBJECT_METHODS.method("GetListObjectData")
 def get_list_object_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Pages of a list object (at most 10,000 cells)."""
     definition = _list_def(target, args["qPath"])
@@ -79,7 +75,7 @@ def get_list_object_data(s: QixSession, target: ObjectTarget, args: dict[str, An
     return Answer({"qDataPages": [view.page(p) for p in pages]})
 
 
-@OBJECT_METHODS.method("GetHyperCubeData", *_PAGES_PARAMS)
+@OBJECT_METHODS.method("GetHyperCubeData")
 def get_hypercube_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Pages of a straight hypercube (at most 10,000 cells)."""
     definition = _cube_def(target, args["qPath"])
@@ -89,13 +85,7 @@ def get_hypercube_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]
     return Answer({"qDataPages": [view.page(p) for p in pages]})
 
 
-@OBJECT_METHODS.method(
-    "SelectListObjectValues",
-    Param("qPath", "str", required=True),
-    Param("qValues", "ints", required=True),
-    Param("qToggleMode", "bool", False),
-    Param("qSoftLock", "bool", False),
-)
+@OBJECT_METHODS.method("SelectListObjectValues", optional=("qToggleMode",))
 def select_list_object_values(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Selects a list object's values by element number."""
     definition = _list_def(target, args["qPath"])
@@ -105,13 +95,7 @@ def select_list_object_values(s: QixSession, target: ObjectTarget, args: dict[st
     return _selected(target, done)
 
 
-@OBJECT_METHODS.method(
-    "SelectHyperCubeValues",
-    Param("qPath", "str", required=True),
-    Param("qDimNo", "int", required=True),
-    Param("qValues", "ints", required=True),
-    Param("qToggleMode", "bool", False),
-)
+@OBJECT_METHODS.method("SelectHyperCubeValues", optional=("qToggleMode",))
 def select_hypercube_values(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Selects one dimension's values by element number."""
     definition = _cube_def(target, args["qPath"])
@@ -146,9 +130,7 @@ def _calculated_source(
     return field, picked.tolist()
 
 
-@OBJECT_METHODS.method(
-    "ClearSelections", Param("qPath", "str", required=True), Param("qColIndices", "ints", [])
-)
+@OBJECT_METHODS.method("ClearSelections")
 def clear_selections(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Clears a list object's field, or a cube's dimensions (those qColIndices names, or all);
     locked fields keep their selections."""
@@ -193,8 +175,6 @@ def _selected(target: ObjectTarget, done: bool) -> Answer:
 def _list_state_selection(name: str, method: str) -> None:
     @OBJECT_METHODS.method(
         f"SelectListObject{name}",
-        Param("qPath", "str", required=True),
-        Param("qSoftLock", "bool", False),
     )
     def run(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
         definition = _list_def(target, args["qPath"])
@@ -248,14 +228,7 @@ def _select_fields(
     return _selected(target, True)
 
 
-@OBJECT_METHODS.method(
-    "SelectHyperCubeCells",
-    Param("qPath", "str", required=True),
-    Param("qRowIndices", "ints", required=True),
-    Param("qColIndices", "ints", required=True),
-    Param("qSoftLock", "bool", False),
-    Param("qDeselectOnlyOneSelected", "bool", False),
-)
+@OBJECT_METHODS.method("SelectHyperCubeCells")
 def select_hypercube_cells(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Selects, in each dimension column named, the values of the rows named (row numbers of
     the sorted cube, as pages show them). Rows past the cube are ignored, measure columns
@@ -323,14 +296,7 @@ def _range_picks(
     return [(view.definition.dimensions[c].field, _row_codes(view, c, rows)) for c in chosen]
 
 
-@OBJECT_METHODS.method(
-    "RangeSelectHyperCubeValues",
-    Param("qPath", "str", required=True),
-    Param("qRanges", "objects", required=True),
-    Param("qColumnsToSelect", "ints", []),
-    Param("qOrMode", "bool", False),
-    Param("qDeselectOnlyOneSelected", "bool", False),
-)
+@OBJECT_METHODS.method("RangeSelectHyperCubeValues")
 def range_select_hypercube_values(
     s: QixSession, target: ObjectTarget, args: dict[str, Any]
 ) -> Answer:
@@ -342,13 +308,7 @@ def range_select_hypercube_values(
     return _select_fields(target, view.session, picks, args["qDeselectOnlyOneSelected"])
 
 
-@OBJECT_METHODS.method(
-    "MultiRangeSelectHyperCubeValues",
-    Param("qPath", "str", required=True),
-    Param("qRanges", "objects", required=True),
-    Param("qOrMode", "bool", False),
-    Param("qDeselectOnlyOneSelected", "bool", False),
-)
+@OBJECT_METHODS.method("MultiRangeSelectHyperCubeValues")
 def multi_range_select_hypercube_values(
     s: QixSession, target: ObjectTarget, args: dict[str, Any]
 ) -> Answer:
@@ -375,16 +335,13 @@ def _lock(target: ObjectTarget, args: dict[str, Any], locking: bool) -> Answer:
     return Answer({}, selections_changed=True)
 
 
-_LOCK_PARAMS = (Param("qPath", "str", required=True), Param("qColIndices", "ints", []))
-
-
-@OBJECT_METHODS.method("Lock", *_LOCK_PARAMS)
+@OBJECT_METHODS.method("Lock")
 def lock(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Locks a list object's field or a cube's dimensions (those with selections)."""
     return _lock(target, args, locking=True)
 
 
-@OBJECT_METHODS.method("Unlock", *_LOCK_PARAMS)
+@OBJECT_METHODS.method("Unlock")
 def unlock(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Unlocks a list object's field or a cube's dimensions."""
     return _lock(target, args, locking=False)
@@ -393,7 +350,7 @@ def unlock(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
 # ---- selection mode -------------------------------------------------------------------
 
 
-@OBJECT_METHODS.method("BeginSelections", Param("qPaths", "strs", required=True))
+@OBJECT_METHODS.method("BeginSelections")
 def begin_selections(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Puts the object in selection mode: the selections now are saved, to come back to with
     EndSelections(false) or ResetMadeSelections. Each path names a list object or hypercube of
@@ -410,7 +367,7 @@ def begin_selections(s: QixSession, target: ObjectTarget, args: dict[str, Any]) 
     return Answer({}, change=[obj.handle])
 
 
-@OBJECT_METHODS.method("EndSelections", Param("qAccept", "bool", required=True))
+@OBJECT_METHODS.method("EndSelections")
 def end_selections(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Ends selection mode: accepted selections stay, cancelled ones go back to the state
     saved at BeginSelections. An object not in selection mode answers {} and changes
@@ -461,7 +418,7 @@ def get_effective_properties(s: QixSession, target: ObjectTarget, _: dict[str, A
     return Answer({"qProp": target.obj.effective_properties()})
 
 
-@OBJECT_METHODS.method("SetProperties", Param("qProp", "object", required=True))
+@OBJECT_METHODS.method("SetProperties")
 def set_properties(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Replaces the properties (checked as at creation; the id stays) and drops soft
     patches."""
@@ -469,9 +426,7 @@ def set_properties(s: QixSession, target: ObjectTarget, args: dict[str, Any]) ->
     return Answer({}, change=_changed(target.obj))
 
 
-@OBJECT_METHODS.method(
-    "ApplyPatches", Param("qPatches", "objects", required=True), Param("qSoftPatch", "bool", False)
-)
+@OBJECT_METHODS.method("ApplyPatches")
 def apply_patches(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Applies NxPatches to the properties (hard) or over them (soft); all or none."""
     target.obj.apply_patches(args["qPatches"], args["qSoftPatch"])
@@ -533,7 +488,7 @@ def _set_tree(
     obj.children = children
 
 
-@OBJECT_METHODS.method("SetFullPropertyTree", Param("qPropEntry", "object", required=True))
+@OBJECT_METHODS.method("SetFullPropertyTree")
 def set_full_property_tree(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Sets the properties of the object and of its children, recursively: children are
     matched by qInfo.qId; new ones are made (with that id when it is free), missing ones
@@ -568,9 +523,7 @@ def _prop_for_this(args: dict[str, Any]) -> Any:
     return props
 
 
-@OBJECT_METHODS.method(
-    "CreateChild", Param("qProp", "object", required=True), Param("qPropForThis", "any", None)
-)
+@OBJECT_METHODS.method("CreateChild")
 def create_child(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """A child object (its handle and qInfo); qPropForThis, when given, replaces this
     object's properties too (checked first: nothing is made when either does not fit)."""
@@ -592,9 +545,7 @@ def _child(target: ObjectTarget, object_id: str) -> GenericObject:
     raise RpcError(GENERIC_NOT_FOUND, object_id, "Object not found")
 
 
-@OBJECT_METHODS.method(
-    "DestroyChild", Param("qId", "str", required=True), Param("qPropForThis", "any", None)
-)
+@OBJECT_METHODS.method("DestroyChild")
 def destroy_child(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Destroys a child and its children (their handles close); false for an id that is not a
     child of this object."""
@@ -610,7 +561,7 @@ def destroy_child(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> 
     return Answer({"qSuccess": True}, change=[target.obj.handle], close=closed)
 
 
-@OBJECT_METHODS.method("DestroyAllChildren", Param("qPropForThis", "any", None))
+@OBJECT_METHODS.method("DestroyAllChildren")
 def destroy_all_children(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Destroys every child (and their children)."""
     this = _prop_for_this(args)
@@ -630,7 +581,7 @@ def get_child_infos(s: QixSession, target: ObjectTarget, _: dict[str, Any]) -> A
     return Answer({"qInfos": [c.info for c in target.obj.children]})
 
 
-@OBJECT_METHODS.method("GetChild", Param("qId", "str", required=True))
+@OBJECT_METHODS.method("GetChild")
 def get_child(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """A child's handle; error 2 "Object not found" for an id that is not a child."""
     return Answer({"qReturn": s.interface(_child(target, args["qId"]).handle)})

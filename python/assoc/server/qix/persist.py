@@ -10,12 +10,12 @@ from assoc.server.qix.handles import DocTarget, HandleTable, OpenDocument, add_o
 from assoc.server.qix.library import Library
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.objects import GenericObject
-from assoc.server.qix.rpc import INVALID_PARAMETERS, NOT_IMPLEMENTED, Param, RpcError
+from assoc.server.qix.rpc import INVALID_PARAMETERS, NOT_IMPLEMENTED, RpcError
 
 if TYPE_CHECKING:
     from assoc.server.qix.session import QixSession
 
-PERSIST_DOC_METHODS = MethodTable()
+PERSIST_DOC_METHODS = MethodTable("Doc")
 _log = logging.getLogger("assoc.qix")
 
 
@@ -74,7 +74,7 @@ def object_records(doc: OpenDocument) -> list[dict[str, Any]]:
     ]
 
 
-@PERSIST_DOC_METHODS.method("DoSave", Param("qFileName", "str", ""))
+@PERSIST_DOC_METHODS.method("DoSave")
 def do_save(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Stores the app objects, master items, variables (not session ones) and bookmarks as
     the app's new version (as durable as an import); session apps answer 20."""

@@ -24,7 +24,6 @@ from assoc.server.qix.rpc import (
     APP_ALREADY_OPEN,
     INVALID_PARAMETERS,
     NOT_IMPLEMENTED,
-    Param,
     RpcError,
 )
 from assoc.server.qix.scripts import (
@@ -37,8 +36,8 @@ from assoc.server.store.imports import utc_now_iso
 if TYPE_CHECKING:
     from assoc.server.qix.session import QixSession
 
-SCRIPT_GLOBAL_METHODS = MethodTable()
-SCRIPT_DOC_METHODS = MethodTable()
+SCRIPT_GLOBAL_METHODS = MethodTable("Global")
+SCRIPT_DOC_METHODS = MethodTable("Doc")
 
 
 @dataclass
@@ -76,7 +75,7 @@ def create_session_app(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> An
     return Answer({"qSessionAppId": app_id, "qReturn": s.interface(doc.handle)})
 
 
-@SCRIPT_GLOBAL_METHODS.method("GetProgress", Param("qRequestId", "int", 0), engine=False)
+@SCRIPT_GLOBAL_METHODS.method("GetProgress", engine=False, optional=("qRequestId",))
 def get_progress(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
     """ProgressData of the session's latest reload, with its error (line, column, message)."""
     last = s.last_reload
@@ -87,10 +86,8 @@ def get_progress(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
 
 @SCRIPT_GLOBAL_METHODS.method(
     "ConfigureReload",
-    Param("qCancelOnScriptError", "bool", False),
-    Param("qUseErrorData", "bool", False),
-    Param("qInteractOnError", "bool", False),
     engine=False,
+    optional=("qCancelOnScriptError", "qUseErrorData", "qInteractOnError"),
 )
 def configure_reload(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
     """Accepted: a reload always stops at its first error and reports it in GetProgress."""
@@ -106,15 +103,13 @@ def get_locale_info(s: QixSession, _: DocTarget, __: dict[str, Any]) -> Answer:
     return Answer({"qReturn": locale_info()})
 
 
-@SCRIPT_DOC_METHODS.method(
-    "GetEmptyScript", Param("qLocalizedMainSection", "str", ""), engine=False
-)
+@SCRIPT_DOC_METHODS.method("GetEmptyScript", engine=False)
 def get_empty_script(s: QixSession, _: DocTarget, __: dict[str, Any]) -> Answer:
     """The SET statements a new script starts with."""
     return Answer({"qReturn": empty_script()})
 
 
-@SCRIPT_DOC_METHODS.method("SetScript", Param("qScript", "str", ""), engine=False)
+@SCRIPT_DOC_METHODS.method("SetScript", engine=False, optional=("qScript",))
 def set_script(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Sets the document's script (a stored app keeps it when a reload commits)."""
     target.doc.script.text = args["qScript"]
@@ -136,7 +131,7 @@ def check_script_syntax(s: QixSession, target: DocTarget, _: dict[str, Any]) -> 
 # ---- Doc: connections ------------------------------------------------------------------
 
 
-@SCRIPT_DOC_METHODS.method("CreateConnection", Param("qConnection", "object", required=True))
+@SCRIPT_DOC_METHODS.method("CreateConnection")
 def create_connection(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A folder connection inside AllowedFolders (2000 when the name exists)."""
     raw = args["qConnection"]
@@ -156,7 +151,7 @@ def get_connections(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answ
     return Answer({"qConnections": [c.record() for c in target.doc.script.connections]})
 
 
-@SCRIPT_DOC_METHODS.method("DeleteConnection", Param("qConnectionId", "str", required=True))
+@SCRIPT_DOC_METHODS.method("DeleteConnection")
 def delete_connection(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Deletes a connection by id (2001 when there is none)."""
     target.doc.script.remove(args["qConnectionId"])
@@ -219,12 +214,7 @@ def _reload_answer(s: QixSession, ok: bool, result: dict[str, Any]) -> Answer:
     return Answer(result, change=change)
 
 
-@SCRIPT_DOC_METHODS.method(
-    "DoReload",
-    Param("qMode", "int", 0),
-    Param("qPartial", "bool", False),
-    Param("qDebug", "bool", False),
-)
+@SCRIPT_DOC_METHODS.method("DoReload")
 def do_reload(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Reloads the document from its script: true, or false with the error in GetProgress."""
     if args["qPartial"]:
@@ -233,7 +223,7 @@ def do_reload(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     return _reload_answer(s, ok, {"qReturn": ok})
 
 
-@SCRIPT_DOC_METHODS.method("DoReloadEx", Param("qParams", "object", {}))
+@SCRIPT_DOC_METHODS.method("DoReloadEx")
 def do_reload_ex(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """DoReload answering {qResult: {qSuccess, qLogFile, qEndedWithMemoryConstraint}}."""
     if args["qParams"].get("qPartial"):

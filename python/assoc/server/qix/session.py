@@ -33,23 +33,24 @@ from assoc.server.qix.rpc import (
     error_message,
     result_message,
 )
-from assoc.server.qix.schema_names import SCHEMA_METHODS
+from assoc.server.qix.schema import schema
 from assoc.server.qix.script_api import SCRIPT_DOC_METHODS, SCRIPT_GLOBAL_METHODS, LastReload
 from assoc.server.settings import Settings
 from assoc.server.store import AppStore
 
 INTERNAL_ERROR = -32603
 METHODS: dict[str, MethodTable] = {
-    "Global": MethodTable(GLOBAL_METHODS | SCRIPT_GLOBAL_METHODS),
-    "Doc": MethodTable(
-        DOC_METHODS
-        | SCRIPT_DOC_METHODS
-        | LIBRARY_DOC_METHODS
-        | PERSIST_DOC_METHODS
-        | EXPRESSION_DOC_METHODS
+    "Global": MethodTable.union("Global", GLOBAL_METHODS, SCRIPT_GLOBAL_METHODS),
+    "Doc": MethodTable.union(
+        "Doc",
+        DOC_METHODS,
+        SCRIPT_DOC_METHODS,
+        LIBRARY_DOC_METHODS,
+        PERSIST_DOC_METHODS,
+        EXPRESSION_DOC_METHODS,
     ),
     "Field": FIELD_METHODS,
-    "GenericObject": MethodTable(OBJECT_METHODS | CUBE_METHODS),
+    "GenericObject": MethodTable.union("GenericObject", OBJECT_METHODS, CUBE_METHODS),
     "GenericDimension": DIMENSION_METHODS,
     "GenericMeasure": MEASURE_METHODS,
     "GenericVariable": VARIABLE_METHODS,
@@ -83,7 +84,7 @@ class QixSession:
         target = self.handles.get(request.handle)
         method = METHODS[target.qix_type].get(request.method)
         if method is None:
-            if request.method in SCHEMA_METHODS[target.qix_type]:
+            if request.method in schema()[target.qix_type]:
                 raise RpcError(NOT_IMPLEMENTED, request.method, "Not implemented")
             raise RpcError(METHOD_NOT_FOUND, request.method, "Method not found")
         return target, method
