@@ -68,6 +68,7 @@ class Manifest:
     # The library: "dimensions", "measures", "variables", "bookmarks", each a list of
     # {id, properties, …} (keys left out when empty).
     library: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    states: list[str] = field(default_factory=list)  # the app's alternate states (QIX)
 
     @classmethod
     def parse(cls, data: bytes) -> Manifest:
@@ -104,6 +105,7 @@ class Manifest:
             library={
                 key: _parse_items(doc.get(key, []), key) for key in LIBRARY_KEYS if doc.get(key)
             },
+            states=_parse_states(doc.get("states", [])),
         )
 
     def to_json(self) -> bytes:
@@ -122,6 +124,8 @@ class Manifest:
         for key in LIBRARY_KEYS:
             if self.library.get(key):
                 doc[key] = self.library[key]
+        if self.states:
+            doc["states"] = self.states
         return json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8")
 
 
@@ -222,6 +226,20 @@ def _parse_script(raw: Any) -> str:
     if not isinstance(raw, str):
         raise Error(f'{MANIFEST_NAME}: "script" must be a string')
     return raw
+
+
+def _parse_states(raw: Any) -> list[str]:
+    """The alternate state names: distinct, non-empty, not "$", at most NAME_MAX_BYTES."""
+    if not isinstance(raw, list):
+        raise Error(f'{MANIFEST_NAME}: "states" must be an array')
+    for i, name in enumerate(raw):
+        if not isinstance(name, str) or name in ("", "$"):
+            raise Error(f'{MANIFEST_NAME}: states[{i}] must be a name other than "" and "$"')
+        if len(name.encode("utf-8")) > NAME_MAX_BYTES:
+            raise Error(f"{MANIFEST_NAME}: states[{i}] is longer than {NAME_MAX_BYTES} bytes")
+    if len(set(raw)) != len(raw):
+        raise Error(f'{MANIFEST_NAME}: a state is listed twice in "states"')
+    return list(raw)
 
 
 def _parse_connections(raw: Any) -> list[dict[str, str]]:
@@ -477,6 +495,7 @@ def write_package(
         script=manifest.script,
         connections=manifest.connections,
         library=manifest.library,
+        states=manifest.states,
     )
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         archive.writestr(MANIFEST_NAME, manifest.to_json())

@@ -40,6 +40,10 @@ def _build(qix: QixClient, doc: int) -> None:
         "CreateVariableEx", [{"qInfo": {"qId": "v1"}, "qName": "vKept", "qDefinition": "7"}], doc
     )
     qix.result("CreateSessionVariable", [{"qName": "vGone", "qDefinition": "1"}], doc)
+    qix.result("AddAlternateState", ["Compare"], doc)
+    qix.result("AddSessionAlternateState", ["Scratch"], doc)
+    qix.result("AddAlternateState", ["Dropped"], doc)
+    qix.result("RemoveAlternateState", ["Dropped"], doc)
     region = qix.handle_of("GetField", ["Region"], doc)
     qix.result("SelectValues", [[{"qText": "South"}]], region)
     qix.result("CreateBookmark", [{"qInfo": {"qId": "bm1"}, "qMetaDef": {"title": "South"}}], doc)
@@ -73,10 +77,25 @@ def _check(qix: QixClient, doc: int, fresh: bool = True) -> None:
     )
     var = qix.handle_of("GetVariableByName", ["vKept"], doc)
     assert qix.result("GetLayout", [], var)["qLayout"]["qText"] == "7"
-    if fresh:  # session variables are never stored
+    states = qix.result("GetAppLayout", [], doc)["qLayout"]["qStateNames"]
+    if fresh:  # session variables and session states are never stored
         with pytest.raises(QixError) as session_only:
             qix.result("GetVariableByName", ["vGone"], doc)
         assert session_only.value.code == 2
+        assert states == ["Compare"]
+    else:
+        assert sorted(states) == ["Compare", "Scratch"]
+    # The stored state selects on its own: a field in it, the default state untouched.
+    customer = qix.handle_of("GetField", ["Customer", "Compare"], doc)
+    assert qix.result("SelectValues", [[{"qText": "b"}]], customer) == {"qReturn": True}
+    compared = qix.handle_of(
+        "CreateSessionObject",
+        [{"qInfo": {"qType": "S"}, "qStateName": "Compare", "qSelectionObjectDef": {}}],
+        doc,
+    )
+    in_state = qix.result("GetLayout", [], compared)["qLayout"]["qSelectionObject"]
+    assert [(s["qField"], s["qSelected"]) for s in in_state["qSelections"]] == [("Customer", "b")]
+    qix.result("ClearAll", [False, "Compare"], doc)
     listing = qix.handle_of(
         "CreateSessionObject",
         [{"qInfo": {"qType": "A"}, "qAppObjectListDef": {"qType": "sheet"}}],
@@ -122,6 +141,7 @@ def test_do_save_survives_a_restart_and_travels_in_exports(tmp_path) -> None:
             assert [d["id"] for d in manifest["dimensions"]] == ["dimC"]
             assert [v["properties"]["qName"] for v in manifest["variables"]] == ["vKept"]
             assert manifest["bookmarks"][0]["selections"] == {"Region": ["South"]}
+            assert manifest["states"] == ["Compare"]
             # The export imports as a new app that serves the same objects.
             imported = rest.post("/v1/apps/import", content=exported.content)
             assert imported.status_code == 200, imported.text
@@ -172,6 +192,10 @@ def test_bad_library_in_app_json_is_refused_at_import(qix_server: QixServer) -> 
         {"variables": [{"properties": {}}]},
         {"bookmarks": [{"id": "b", "properties": {}, "selections": {"F": 1}}]},
         {"objects": [{"id": "o", "children": [{"type": "x"}]}]},
+        {"states": "Compare"},
+        {"states": ["$"]},
+        {"states": ["A", "A"]},
+        {"states": [7]},
     ):
         manifest = {
             "format": "assoc-app",

@@ -239,7 +239,12 @@ def test_session_app_methods(server: ScriptServer) -> None:
         progress = qix.result("GetProgress", [0])["qProgressData"]
         assert (progress["qFinished"], progress["qErrorData"]) == (False, [])
         qix.result("SetScript", [empty + "T: LOAD RecNo() AS N AUTOGENERATE 7;\nTRACE done;"], doc)
+        qix.result("AddAlternateState", ["Compare"], doc)
         assert qix.result("DoReloadEx", [{}], doc)["qResult"]["qSuccess"] is True
+        # The reload serves new data; the document's alternate states stay.
+        assert qix.result("GetAppLayout", [], doc)["qLayout"]["qStateNames"] == ["Compare"]
+        n_in_state = qix.handle_of("GetField", ["N", "Compare"], doc)
+        assert qix.result("SelectValues", [[{"qNumber": 3, "qIsNumeric": True}]], n_in_state)
         progress = qix.result("GetProgress", [0])["qProgressData"]
         assert progress["qFinished"] is True
         assert progress["qCompleted"] == progress["qTotal"]

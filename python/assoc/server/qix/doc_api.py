@@ -228,8 +228,9 @@ def _new_state(target: DocTarget, name: str) -> None:
 @DOC_METHODS.method("AddAlternateState")
 def add_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Adds an alternate state (no selections yet): objects and fields name it by
-    qStateName; error 3 when it exists, 8 for "" or "$"."""
+    qStateName; error 3 when it exists, 8 for "" or "$". DoSave stores it with the app."""
     _new_state(target, args["qStateName"])
+    target.doc.app_states.append(args["qStateName"])
     return Answer({}, selections_changed=True)
 
 
@@ -252,6 +253,8 @@ def _drop_state(target: DocTarget, name: str) -> None:
         raise RpcError(INVALID_PARAMETERS, "qStateName", "the default state $ stays")
     known_state(session, name)
     session.remove_state(name)
+    if name in target.doc.app_states:
+        target.doc.app_states.remove(name)
 
 
 @DOC_METHODS.method("RemoveAlternateState")

@@ -35,6 +35,7 @@ class OpenDocument:
     modal: Modal | None = None  # the object in selection mode
     library: Library = field(default_factory=Library)  # master items, variables, bookmarks
     approved: dict[str, bool] = field(default_factory=dict)  # stored objects' approved flags
+    app_states: list[str] = field(default_factory=list)  # AddAlternateState's, kept by DoSave
 
     def __post_init__(self) -> None:
         self.selections.keep_history = True  # for Back / Forward
@@ -64,6 +65,8 @@ class OpenDocument:
         facts, selections = app_facts(app), app.session(user, groups)
         selections.keep_history = True
         selections.variables = DocVariables(lambda: self.library)
+        for state in self.selections.states[1:]:  # the states outlive the data they select in
+            selections.add_state(state)
         old_selections, old_lease = self.selections, self.lease
         self.facts, self.selections, self.lease = facts, selections, lease
         self.modal = None

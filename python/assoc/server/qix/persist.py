@@ -50,6 +50,10 @@ def _stored_object(
 def open_stored(s: QixSession, doc: OpenDocument) -> None:
     """Gives a stored app's document its library and objects (each with a handle)."""
     doc.library = Library.from_records(s.store.library(doc.app_id))
+    for state in s.store.states(doc.app_id):
+        if state not in doc.selections.states:
+            doc.selections.add_state(state)
+        doc.app_states.append(state)
     for record in s.store.objects(doc.app_id):
         _stored_object(s.handles, doc, record, None)
 
@@ -76,8 +80,9 @@ def object_records(doc: OpenDocument) -> list[dict[str, Any]]:
 
 @PERSIST_DOC_METHODS.method("DoSave")
 def do_save(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """Stores the app objects, master items, variables (not session ones) and bookmarks as
-    the app's new version (as durable as an import); session apps answer 20."""
+    """Stores the app objects, master items, variables (not session ones), bookmarks and
+    alternate states (not session ones) as the app's new version (as durable as an import);
+    session apps answer 20."""
     doc = target.doc
     if doc.lease is None:
         raise RpcError(NOT_IMPLEMENTED, "DoSave", "a session app cannot be saved")
@@ -85,7 +90,11 @@ def do_save(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
         raise RpcError(INVALID_PARAMETERS, "qFileName", "an app is saved in place (no file name)")
     try:
         doc.attributes = s.store.commit_save(
-            doc.app_id, doc.lease.app, object_records(doc), doc.library.records()
+            doc.app_id,
+            doc.lease.app,
+            object_records(doc),
+            doc.library.records(),
+            list(doc.app_states),
         )
         lease = s.store.lease(doc.app_id)
     except assoc.Error as exc:

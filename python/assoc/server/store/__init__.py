@@ -403,14 +403,20 @@ class AppStore:
         manifest = self._cache.entry(app_id).manifest
         return {key: [dict(item) for item in items] for key, items in manifest.library.items()}
 
+    def states(self, app_id: str) -> list[str]:
+        """The app's alternate states (app.json "states")."""
+        return list(self._cache.entry(app_id).manifest.states)
+
     def commit_save(
         self,
         app_id: str,
         app: App,
         objects: list[dict[str, Any]],
         library: dict[str, list[dict[str, Any]]],
+        states: list[str],
     ) -> dict[str, Any]:
-        """Stores an app's objects and library as its new version (QIX DoSave), as durably as
+        """Stores an app's objects, library and alternate states as its new version (QIX
+        DoSave), as durably as
         an import; the data files are the old version's (hard links). `app` is the loaded
         app, served by the new version. Sessions that hold the old version go on with it.
         Returns the new attributes."""
@@ -419,7 +425,7 @@ class AppStore:
             with self._app_lock(app_id):
                 old = self._cache.entry(app_id)
                 stage_unchanged(old, version_dir)
-                manifest = saved_manifest(old, objects, library)
+                manifest = saved_manifest(old, objects, library, states)
                 self._publish(app_id, version_dir, manifest, app, old)
             return dict(manifest.attributes)
         finally:

@@ -46,4 +46,5 @@ def reload_manifest(
         script=script,
         connections=[dict(c) for c in connections],
         library={k: list(v) for k, v in old.manifest.library.items()},
+        states=list(old.manifest.states),
     )

@@ -36,9 +36,12 @@ def stage_unchanged(old: Entry, version_dir: Path) -> None:
 
 
 def saved_manifest(
-    old: Entry, objects: list[dict[str, Any]], library: dict[str, list[dict[str, Any]]]
+    old: Entry,
+    objects: list[dict[str, Any]],
+    library: dict[str, list[dict[str, Any]]],
+    states: list[str],
 ) -> Manifest:
-    """The new version's manifest: the old one with these objects and library."""
+    """The new version's manifest: the old one with these objects, library and states."""
     attributes = dict(old.manifest.attributes, modifiedDate=utc_now_iso())
     return Manifest(
         tables=list(old.manifest.tables),
@@ -47,4 +50,5 @@ def saved_manifest(
         script=old.manifest.script,
         connections=[dict(c) for c in old.manifest.connections],
         library={k: v for k, v in library.items() if v},
+        states=list(states),
     )
