@@ -1,0 +1,277 @@
+"""Side-by-side benchmarks of a front-end page over QIX: what nebula.js charts ask of `assoc serve`
+against the same work through the embedded API, on a 10,000,000-row app.
+
+1. A page of six charts (bar, line, pie, table, pivot, filter pane): a selection made on the
+   bar chart in selection mode (BeginSelections, SelectHyperCubeValues, EndSelections(true)),
+   then the six layouts requested at once, as enigma.js sends them on `changed`; timed from
+   the first request to the last layout received. The embedded side selects the same value
+   and computes the same six results (`hypercube(...).rows`, pivot as a two-dimension cube,
+   the list's `state`).
+2. `ApplyPatches` of a bar chart's measure, then its `GetLayout`, against a fresh embedded
+   cube of the patched definition (each round patches to an expression neither side has
+   computed before).
+
+    python benchmarks/compare_objects.py [--rows 10000000] [--runs 5] [--steps 20]
+
+Targets (issue: front-end objects): the page <= 1.5x embedded + 5 ms; ApplyPatches + GetLayout
+<= 1.2x a fresh cube. Runs alternate; each run's median is kept. It prints Markdown and never
+fails on a missed target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import websockets
+
+import assoc
+from compare_http import assoc_server
+from compare_qix import CUSTOMERS, big_app_qvd
+
+
+def _cube(kind: str, dims: list[str], measures: list[str], **extra: Any) -> dict[str, Any]:
+    return {
+        "qInfo": {"qType": kind},
+        "qHyperCubeDef": {
+            "qDimensions": [{"qDef": {"qFieldDefs": [d]}} for d in dims],
+            "qMeasures": [{"qDef": {"qDef": m}} for m in measures],
+            "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 4, "qHeight": 100}],
+            "qSuppressZero": False,
+            "qSuppressMissing": True,
+            **extra,
+        },
+    }
+
+
+# The six objects and the embedded work each stands for: (dimensions, measures).
+CHARTS: dict[str, tuple[dict[str, Any], list[str], list[str]]] = {
+    "barchart": (
+        _cube("barchart", ["Customer"], ["Sum(Amount)"]),
+        ["Customer"],
+        ["Sum(Amount)"],
+    ),
+    "linechart": (_cube("linechart", ["Region"], ["Avg(Amount)"]), ["Region"], ["Avg(Amount)"]),
+    "piechart": (
+        _cube("piechart", ["Region"], ["Count(Amount)"]),
+        ["Region"],
+        ["Count(Amount)"],
+    ),
+    "table": (
+        _cube("table", ["Customer", "Region"], ["Sum(Amount)", "Max(Amount)"]),
+        ["Customer", "Region"],
+        ["Sum(Amount)", "Max(Amount)"],
+    ),
+    "pivot-table": (
+        _cube("pivot-table", ["Region", "Customer"], ["Sum(Amount)"], qMode="P"),
+        ["Region", "Customer"],
+        ["Sum(Amount)"],
+    ),
+}
+FILTER = {
+    "qInfo": {"qType": "filterpane"},
+    "qListObjectDef": {
+        "qDef": {"qFieldDefs": ["Customer"]},
+        "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 1, "qHeight": 100}],
+    },
+}
+
+
+class Socket:
+    """A pipelining QIX client: requests sent at once, answers matched by id."""
+
+    def __init__(self, ws: websockets.ClientConnection) -> None:
+        self.ws = ws
+        self.next_id = 0
+
+    async def calls(self, requests: list[tuple[str, Any, int]]) -> list[dict[str, Any]]:
+        """Sends every request, then waits for all their answers (error answers raise)."""
+        ids = []
+        for method, params, handle in requests:
+            self.next_id += 1
+            ids.append(self.next_id)
+            await self.ws.send(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": self.next_id,
+                        "method": method,
+                        "handle": handle,
+                        "params": params,
+                    }
+                )
+            )
+        answers: dict[int, dict[str, Any]] = {}
+        while len(answers) < len(ids):
+            message = json.loads(await self.ws.recv())
+            if message.get("id") in ids:
+                if "error" in message:
+                    raise RuntimeError(f"{message['error']}")
+                answers[message["id"]] = message["result"]
+        return [answers[i] for i in ids]
+
+    async def call(self, method: str, params: Any, handle: int) -> dict[str, Any]:
+        return (await self.calls([(method, params, handle)]))[0]
+
+
+@dataclass
+class Times:
+    """Per-run medians (seconds) of each side."""
+
+    qix_s: list[float] = field(default_factory=list)
+    embedded_s: list[float] = field(default_factory=list)
+
+    def ratios(self) -> list[float]:
+        return [q / e for q, e in zip(self.qix_s, self.embedded_s, strict=True)]
+
+
+async def _open_page(qix: Socket, app_id: str) -> tuple[int, list[int]]:
+    doc = (await qix.call("OpenDoc", [app_id], -1))["qReturn"]["qHandle"]
+    handles = []
+    for props in [c[0] for c in CHARTS.values()] + [FILTER]:
+        handles.append((await qix.call("CreateSessionObject", [props], doc))["qReturn"]["qHandle"])
+    await qix.calls([("GetLayout", [], h) for h in handles])
+    return doc, handles
+
+
+async def _page_steps(url: str, app_id: str, customers: list[int]) -> list[float]:
+    """Each step: a confirmed selection of one customer on the bar chart, then six layouts."""
+    async with websockets.connect(url, max_size=None) as ws:
+        await ws.recv()
+        qix = Socket(ws)
+        doc, handles = await _open_page(qix, app_id)
+        bar = handles[0]
+        times = []
+        for customer in customers:
+            await qix.call("ClearAll", [], doc)
+            await qix.calls([("GetLayout", [], h) for h in handles])
+            start = time.perf_counter()
+            await qix.call("BeginSelections", [["/qHyperCubeDef"]], bar)
+            await qix.call("SelectHyperCubeValues", ["/qHyperCubeDef", 0, [customer], False], bar)
+            await qix.call("EndSelections", [True], bar)
+            layouts = await qix.calls([("GetLayout", [], h) for h in handles])
+            times.append(time.perf_counter() - start)
+            assert layouts[0]["qLayout"]["qHyperCube"]["qSize"]["qcy"] == 1
+        return times
+
+
+def _embedded_page(session: assoc.Session, customer: int) -> None:
+    session.clear()
+    session.select_indices("Customer", [customer])
+    for _, dims, measures in CHARTS.values():
+        session.hypercube(dims, measures).rows  # noqa: B018
+    session.state("Customer")
+
+
+def compare_page(url: str, app_id: str, app: assoc.App, runs: int, steps: int) -> Times:
+    """The six-chart page over QIX against the embedded work, alternating runs."""
+    out = Times()
+    order = list(range(CUSTOMERS))  # every step selects a customer neither side selected
+    random.Random(5).shuffle(order)
+    with app.session() as session:
+        _embedded_page(session, order.pop())  # warm-up: both sides load what they need once
+        asyncio.run(_page_steps(url, app_id, [order.pop()]))
+        for _ in range(runs):
+            customers = [order.pop() for _ in range(steps)]
+            times = []
+            for customer in customers:
+                start = time.perf_counter()
+                _embedded_page(session, customer)
+                times.append(time.perf_counter() - start)
+            out.embedded_s.append(statistics.median(times))
+            out.qix_s.append(statistics.median(asyncio.run(_page_steps(url, app_id, customers))))
+    return out
+
+
+async def _patch_steps(url: str, app_id: str, factors: list[int]) -> list[float]:
+    async with websockets.connect(url, max_size=None) as ws:
+        await ws.recv()
+        qix = Socket(ws)
+        doc, handles = await _open_page(qix, app_id)
+        bar = handles[0]
+        times = []
+        for k in factors:
+            patch = {
+                "qOp": "replace",
+                "qPath": "/qHyperCubeDef/qMeasures/0/qDef/qDef",
+                "qValue": json.dumps(f"Sum(Amount)*{k}"),
+            }
+            start = time.perf_counter()
+            await qix.call("ApplyPatches", [[patch], False], bar)
+            layout = await qix.call("GetLayout", [], bar)
+            times.append(time.perf_counter() - start)
+            assert layout["qLayout"]["qHyperCube"]["qSize"]["qcy"] == CUSTOMERS
+        del doc
+        return times
+
+
+def compare_patches(url: str, app_id: str, app: assoc.App, runs: int, steps: int) -> Times:
+    """ApplyPatches + GetLayout against a fresh embedded cube of the patched definition."""
+    out = Times()
+    factor = 2
+    with app.session() as session:
+        session.hypercube(["Customer"], ["Sum(Amount)*1"]).rows  # noqa: B018
+        for _ in range(runs):
+            times = []
+            for _ in range(steps):
+                factor += 1
+                start = time.perf_counter()
+                session.hypercube(["Customer"], [f"Sum(Amount)*{factor}"]).rows  # noqa: B018
+                times.append(time.perf_counter() - start)
+            out.embedded_s.append(statistics.median(times))
+            factors = list(range(factor + 1, factor + steps + 1))
+            factor += steps
+            out.qix_s.append(statistics.median(asyncio.run(_patch_steps(url, app_id, factors))))
+    return out
+
+
+def _row(name: str, target: str, times: Times, extra_ms: float, factor: float) -> str:
+    qix = statistics.median(times.qix_s) * 1000
+    emb = statistics.median(times.embedded_s) * 1000
+    ratios = " / ".join(f"{r:.2f}" for r in times.ratios())
+    met = "met" if qix <= factor * emb + extra_ms else "missed"
+    ratio = qix / emb
+    return f"| {name} | {qix:.1f} ms | {emb:.1f} ms | {ratio:.2f}x ({ratios}) | {target} | {met} |"
+
+
+def main() -> None:
+    """Runs both comparisons and prints the Markdown report."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--runs", type=int, default=5, help="alternating runs per comparison")
+    parser.add_argument("--steps", type=int, default=20, help="steps per run")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_dir = Path(tmp)
+        qvd = tmp_dir / "sales.qvd"
+        big_app_qvd(args.rows, qvd)
+        app = assoc.App.from_qvd(qvd)
+        server = assoc_server(tmp_dir / "data")
+        try:
+            with httpx.Client(base_url=server.url, timeout=600) as client:
+                answer = client.post("/v1/apps/import", content=qvd.read_bytes())
+                answer.raise_for_status()
+                app_id = answer.json()["attributes"]["id"]
+            url = server.url.replace("http", "ws") + f"/app/{app_id}"
+            page = compare_page(url, app_id, app, args.runs, args.steps)
+            patches = compare_patches(url, app_id, app, args.runs, args.steps)
+        finally:
+            server.close()
+    print(f"{args.rows:,} rows, {args.runs} alternating runs of {args.steps} steps (medians)\n")
+    print("| path | QIX | embedded | ratio (per run) | target | |")
+    print("|---|---:|---:|---|---|---|")
+    print(_row("six-chart page: confirmed selection → six layouts", "≤ 1.5x + 5 ms", page, 5, 1.5))
+    print(_row("ApplyPatches + GetLayout vs a fresh cube", "≤ 1.2x", patches, 0, 1.2))
+
+
+if __name__ == "__main__":
+    main()
