@@ -27,6 +27,8 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,21 +136,24 @@ class Times:
         return [q / e for q, e in zip(self.qix_s, self.embedded_s, strict=True)]
 
 
-async def _open_page(qix: Socket, app_id: str) -> tuple[int, list[int]]:
-    doc = (await qix.call("OpenDoc", [app_id], -1))["qReturn"]["qHandle"]
-    handles = []
-    for props in [c[0] for c in CHARTS.values()] + [FILTER]:
-        handles.append((await qix.call("CreateSessionObject", [props], doc))["qReturn"]["qHandle"])
-    await qix.calls([("GetLayout", [], h) for h in handles])
-    return doc, handles
+@asynccontextmanager
+async def _page(url: str, app_id: str) -> AsyncIterator[tuple[Socket, int, list[int]]]:
+    """A socket with the app open and the six objects made and laid out once."""
+    async with websockets.connect(url, max_size=None) as ws:
+        await ws.recv()
+        qix = Socket(ws)
+        doc = (await qix.call("OpenDoc", [app_id], -1))["qReturn"]["qHandle"]
+        handles = []
+        for props in [c[0] for c in CHARTS.values()] + [FILTER]:
+            made = await qix.call("CreateSessionObject", [props], doc)
+            handles.append(made["qReturn"]["qHandle"])
+        await qix.calls([("GetLayout", [], h) for h in handles])
+        yield qix, doc, handles
 
 
 async def _page_steps(url: str, app_id: str, customers: list[int]) -> list[float]:
     """Each step: a confirmed selection of one customer on the bar chart, then six layouts."""
-    async with websockets.connect(url, max_size=None) as ws:
-        await ws.recv()
-        qix = Socket(ws)
-        doc, handles = await _open_page(qix, app_id)
+    async with _page(url, app_id) as (qix, doc, handles):
         bar = handles[0]
         times = []
         for customer in customers:
@@ -193,10 +198,7 @@ def compare_page(url: str, app_id: str, app: assoc.App, runs: int, steps: int) -
 
 
 async def _patch_steps(url: str, app_id: str, factors: list[int]) -> list[float]:
-    async with websockets.connect(url, max_size=None) as ws:
-        await ws.recv()
-        qix = Socket(ws)
-        doc, handles = await _open_page(qix, app_id)
+    async with _page(url, app_id) as (qix, _, handles):
         bar = handles[0]
         times = []
         for k in factors:
@@ -210,7 +212,6 @@ async def _patch_steps(url: str, app_id: str, factors: list[int]) -> list[float]
             layout = await qix.call("GetLayout", [], bar)
             times.append(time.perf_counter() - start)
             assert layout["qLayout"]["qHyperCube"]["qSize"]["qcy"] == CUSTOMERS
-        del doc
         return times
 
 

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -220,3 +221,16 @@ class ServerProcess:
         code = self.stop()
         # uvicorn re-raises the signal it handled once shutdown is done: -15 is a clean exit.
         return code in (0, -15) and "Application shutdown complete" in self.read_log()
+
+
+def run_node(script: Path, *args: str) -> Any:
+    """Runs one of the tests' node programs with the pinned npm packages (the `node_packages`
+    fixture installs them); the JSON it printed."""
+    node = shutil.which("node")
+    assert node is not None, "node is not installed"
+    tests_dir = Path(__file__).resolve().parent
+    run = subprocess.run(
+        [node, str(script), *args], cwd=tests_dir, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)

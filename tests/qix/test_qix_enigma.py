@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import assoc
+from appfiles import run_node
 from conftest import CUSTOMERS, ORDERS, QixServer
 
 pytestmark = pytest.mark.server
@@ -33,12 +32,8 @@ def _region_totals() -> dict[str, tuple[float, int]]:
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_enigma_js_session(qix_server: QixServer, app_id: str, node_packages: Path) -> None:
-    args = [str(NODE), str(SCRIPT), qix_server.ws_base, app_id]
-    if HAS_HYPERCUBE:
-        args.append("cube")
-    run = subprocess.run(args, cwd=node_packages, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    seen = json.loads(run.stdout)
+    extra = ["cube"] if HAS_HYPERCUBE else []
+    seen = run_node(SCRIPT, qix_server.ws_base, app_id, *extra)
 
     assert seen["version"] == "12.792.0"
     assert seen["tables"] == [
@@ -90,10 +85,7 @@ def test_enigma_js_modal_selections(
 ) -> None:
     """Begin → select → layout in selections → cancel restores; again with confirm keeps."""
     script = Path(__file__).with_name("enigma_modal.js")
-    args = [str(NODE), str(script), qix_server.ws_base, app_id]
-    run = subprocess.run(args, cwd=node_packages, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    seen = json.loads(run.stdout)
+    seen = run_node(script, qix_server.ws_base, app_id)
 
     sums: dict[str, float] = {}
     for customer, amount in zip(ORDERS["Customer"], ORDERS["Amount"], strict=True):
@@ -120,9 +112,6 @@ def test_enigma_js_hears_a_selection_made_on_another_socket_of_its_session(
     qix_server: QixServer, app_id: str, node_packages: Path
 ) -> None:
     script = Path(__file__).with_name("enigma_shared.js")
-    args = [str(NODE), str(script), qix_server.ws_base, app_id]
-    run = subprocess.run(args, cwd=node_packages, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    seen = json.loads(run.stdout)
+    seen = run_node(script, qix_server.ws_base, app_id)
     assert seen["heard"] == "changed"
     assert seen["selected"] == ["North"]

@@ -4,15 +4,14 @@ in cube measures and dimensions, and calculated variables' layouts."""
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from qixclient import QixClient, QixError
 
+from appfiles import run_node
 from conftest import ORDERS, QixServer
 
 pytestmark = pytest.mark.server
@@ -231,10 +230,7 @@ def test_enigma_js_evaluates_checks_and_lays_out_expressions(
     qix_server: QixServer, app_id: str, node_packages: Path
 ) -> None:
     script = Path(__file__).with_name("enigma_expressions.js")
-    args = [str(NODE), str(script), qix_server.ws_base, app_id]
-    run = subprocess.run(args, cwd=node_packages, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    seen = json.loads(run.stdout)
+    seen = run_node(script, qix_server.ws_base, app_id)
     assert seen["evaluate"] == str(sum(ORDERS["Amount"]))  # type: ignore[arg-type]
     assert seen["evaluateEx"] == {"qText": "North", "qIsNumeric": False, "qNumber": 0}
     assert seen["check"] == {

@@ -6,9 +6,7 @@ from __future__ import annotations
 import csv
 import datetime
 import io
-import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import pytest
 from qixclient import QixClient, QixError
 
 import assoc
-from appfiles import ServerProcess, package_bytes
+from appfiles import ServerProcess, package_bytes, run_node
 from assoc.server.settings import Settings
 
 pytestmark = pytest.mark.server
@@ -84,10 +82,7 @@ def _session_app(qix: QixClient, folder: Path) -> int:
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_enigma_and_halyard_programs(server: ScriptServer, node_packages: Path) -> None:
-    args = [str(NODE), str(SCRIPT), server.ws_base, str(server.files)]
-    run = subprocess.run(args, cwd=node_packages, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    seen = json.loads(run.stdout)
+    seen = run_node(SCRIPT, server.ws_base, str(server.files))
     titles = sorted(m for m, _ in MOVIES)
 
     # hello-data
