@@ -5,7 +5,7 @@ range selections, pivot pages, expanding and collapsing pivot nodes, selecting p
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,11 +26,9 @@ from assoc.server.qix.object_api import (
 from assoc.server.qix.pages import parse_pages
 from assoc.server.qix.pivot import PivotState
 from assoc.server.qix.rpc import INVALID_PARAMETERS, INVALID_PARAMS, RpcError
+from assoc.server.qix.session_state import SessionState
 from assoc.server.qix.stacked import stack_page
 from assoc.server.qix.states import InState
-
-if TYPE_CHECKING:
-    from assoc.server.qix.session import QixSession
 
 CUBE_METHODS = MethodTable("GenericObject")
 
@@ -44,7 +42,7 @@ def _key(path: str) -> str:
 
 
 @CUBE_METHODS.method("SearchListObjectFor")
-def search_list_object_for(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def search_list_object_for(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Starts (or replaces) the list object's search: its layout and pages show the values
     the search matches until AcceptListObjectSearch or AbortListObjectSearch."""
     _list_def(target, args["qPath"])
@@ -59,7 +57,9 @@ def _search_of(target: ObjectTarget, path: str) -> ListSearch | None:
 
 
 @CUBE_METHODS.method("AcceptListObjectSearch")
-def accept_list_object_search(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def accept_list_object_search(
+    s: SessionState, target: ObjectTarget, args: dict[str, Any]
+) -> Answer:
     """Selects the values the search matches that are not excluded (with qToggleMode, as well
     as those selected already) and ends the search. No search: nothing changes."""
     definition = _list_def(target, args["qPath"])
@@ -82,7 +82,7 @@ def accept_list_object_search(s: QixSession, target: ObjectTarget, args: dict[st
 
 
 @CUBE_METHODS.method("AbortListObjectSearch")
-def abort_list_object_search(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def abort_list_object_search(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Ends the list object's search, selecting nothing (no search: nothing to end)."""
     _list_def(target, args["qPath"])
     if target.obj.state.pop(_key(args["qPath"]), None) is None:
@@ -127,7 +127,7 @@ def _range_codes(
 
 @CUBE_METHODS.method("SelectListObjectContinuousRange")
 def select_list_object_continuous_range(
-    s: QixSession, target: ObjectTarget, args: dict[str, Any]
+    s: SessionState, target: ObjectTarget, args: dict[str, Any]
 ) -> Answer:
     """Selects the list object's values whose numbers lie in any of the ranges (values that
     are excluded or not numbers are not); no such value: qSuccess false."""
@@ -139,7 +139,7 @@ def select_list_object_continuous_range(
 
 @CUBE_METHODS.method("SelectHyperCubeContinuousRange")
 def select_hypercube_continuous_range(
-    s: QixSession, target: ObjectTarget, args: dict[str, Any]
+    s: SessionState, target: ObjectTarget, args: dict[str, Any]
 ) -> Answer:
     """Selects, per NxContinuousRangeSelectInfo {qRange, qDimIx}, the dimension's values whose
     numbers lie in its ranges, as one step."""
@@ -175,7 +175,7 @@ def _pivot_view(target: ObjectTarget, path: str) -> HyperCubeView:
 
 
 @CUBE_METHODS.method("GetHyperCubePivotData")
-def get_hypercube_pivot_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def get_hypercube_pivot_data(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """NxPivotPages of a pivot cube (at most 10,000 cells, 1,000 pages)."""
     pages = parse_pages(args["qPages"])
     view = _pivot_view(target, args["qPath"])
@@ -183,7 +183,7 @@ def get_hypercube_pivot_data(s: QixSession, target: ObjectTarget, args: dict[str
 
 
 @CUBE_METHODS.method("GetHyperCubeStackData", defaults={"qMaxNbrCells": 10000})
-def get_hypercube_stack_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def get_hypercube_stack_data(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """NxStackPages of a stacked cube (qMode K): each page's first-dimension nodes
     (qTop, qHeight) with the nodes and measure leaves under them."""
     definition = _cube_def(target, args["qPath"])
@@ -198,7 +198,7 @@ def _expansion(side: str, expand: bool) -> None:
     name = ("Expand" if expand else "Collapse") + ("Left" if side == "L" else "Top")
 
     @CUBE_METHODS.method(name, optional=("qAll",))
-    def run(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+    def run(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
         view = _pivot_view(target, args["qPath"])
         if view.error is not None:
             raise RpcError(INVALID_PARAMETERS, args["qPath"], "the hypercube has an error")
@@ -226,7 +226,7 @@ for _side in ("L", "T"):
 
 
 @CUBE_METHODS.method("SelectPivotCells")
-def select_pivot_cells(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def select_pivot_cells(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Selects the dimension values of NxSelectionCells {qType L (left: qRow the row, qCol the
     dimension) or T (top: qRow the dimension, qCol the column)}: per field, the values named
     replace its selection, as one step. Totals and measures select nothing."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assoc.script import locale_info
 from assoc.server.qix.facts import field_description, table_data, tables_and_keys
@@ -23,10 +23,8 @@ from assoc.server.qix.rpc import (
     PAGES_TOO_LARGE,
     RpcError,
 )
+from assoc.server.qix.session_state import SessionState
 from assoc.server.qix.states import DEFAULT_STATE, InState, known_state
-
-if TYPE_CHECKING:
-    from assoc.server.qix.session import QixSession
 
 DOC_METHODS = MethodTable("Doc")
 
@@ -38,7 +36,7 @@ def _in_state(target: DocTarget, state: str) -> InState:
 
 
 @DOC_METHODS.method("GetAppLayout", engine=False)
-def get_app_layout(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
+def get_app_layout(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Answer:
     """NxAppLayout from the app's attributes."""
     a = target.doc.attributes
     layout = {
@@ -63,14 +61,14 @@ def get_app_layout(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answe
     "GetTablesAndKeys",
     optional=("qWindowSize", "qNullSize", "qCellHeight", "qSyntheticMode", "qIncludeSysVars"),
 )
-def get_tables_and_keys(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def get_tables_and_keys(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """{qtr, qk}: the data tables with their fields, and the keys between them; with
     qSyntheticMode the model view (synthetic keys and their tables), else the source view."""
     return Answer(tables_and_keys(target.doc.facts, args["qSyntheticMode"]))
 
 
 @DOC_METHODS.method("GetField")
-def get_field(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def get_field(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A Field handle (the same one for the same field); error 2 for an unknown field."""
     state = _in_state(target, args["qStateName"]).state
     doc, name = target.doc, args["qFieldName"]
@@ -82,20 +80,20 @@ def get_field(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
 
 
 @DOC_METHODS.method("GetFieldDescription")
-def get_field_description(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def get_field_description(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """FieldDescription of one field."""
     return Answer({"qReturn": field_description(target.doc.facts, args["qFieldName"])})
 
 
 @DOC_METHODS.method("ClearAll")
-def clear_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def clear_all(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Clears every selection of a state (locked fields only with qLockedAlso)."""
     _in_state(target, args["qStateName"]).clear(locked_also=args["qLockedAlso"])
     return Answer({}, selections_changed=True)
 
 
 @DOC_METHODS.method("LockAll")
-def lock_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def lock_all(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Locks every field that has a selection (an alternate state has no locks)."""
     if _in_state(target, args["qStateName"]).default:
         target.doc.selections.lock_all()
@@ -103,7 +101,7 @@ def lock_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
 
 
 @DOC_METHODS.method("UnlockAll")
-def unlock_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def unlock_all(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Unlocks every field."""
     if _in_state(target, args["qStateName"]).default:
         target.doc.selections.unlock_all()
@@ -111,19 +109,19 @@ def unlock_all(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer
 
 
 @DOC_METHODS.method("Back")
-def back(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
+def back(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Answer:
     """Goes one step back in the session's selection history (nothing when there is none)."""
     return Answer({}, selections_changed=target.doc.selections.back())
 
 
 @DOC_METHODS.method("Forward")
-def forward(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
+def forward(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Answer:
     """Redoes the step Back undid (nothing when there is none)."""
     return Answer({}, selections_changed=target.doc.selections.forward())
 
 
 @DOC_METHODS.method("AbortModal")
-def abort_modal(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def abort_modal(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Ends the selection mode of whichever object is in it: accepting keeps its selections,
     else they return to the state saved when it began."""
     modal = target.doc.modal
@@ -134,7 +132,9 @@ def abort_modal(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answe
     return Answer({}, selections_changed=changed, change=[obj.handle] if obj else [])
 
 
-def new_object(s: QixSession, target: DocTarget, props: Any, name: str = "qProp") -> GenericObject:
+def new_object(
+    s: SessionState, target: DocTarget, props: Any, name: str = "qProp"
+) -> GenericObject:
     """A new object of the document from properties, with its own handle (its qInfo.qId
     when that is free, else a new id)."""
     doc = target.doc
@@ -146,14 +146,14 @@ def new_object(s: QixSession, target: DocTarget, props: Any, name: str = "qProp"
 
 
 @DOC_METHODS.method("CreateSessionObject")
-def create_session_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def create_session_object(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A session object from properties: list objects, hypercubes, field lists, any data."""
     obj = new_object(s, target, args["qProp"])
     return Answer({"qReturn": s.interface(obj.handle)})
 
 
 @DOC_METHODS.method("CreateObject")
-def create_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def create_object(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """An object of the app: listed by qAppObjectListDef and, for a stored app, stored by
     DoSave (a session app's lives with the session)."""
     obj = new_object(s, target, args["qProp"])
@@ -162,7 +162,7 @@ def create_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Ans
 
 
 @DOC_METHODS.method("DestroyObject")
-def destroy_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def destroy_object(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Removes an app object and its children (their handles close; DoSave stores that);
     false for an id that is no app object."""
     obj = target.doc.objects.get(args["qId"])
@@ -174,7 +174,7 @@ def destroy_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> An
 
 
 @DOC_METHODS.method("DestroySessionObject")
-def destroy_session_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def destroy_session_object(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Removes a session object and its children; their handles close."""
     obj = target.doc.objects.get(args["qId"])
     if obj is None:
@@ -185,7 +185,7 @@ def destroy_session_object(s: QixSession, target: DocTarget, args: dict[str, Any
 
 
 @DOC_METHODS.method("GetObject", engine=False)
-def get_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def get_object(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """An object's handle (children too); error 2 "Object not found" when there is none."""
     obj = target.doc.objects.get(args["qId"])
     if obj is None:
@@ -194,7 +194,7 @@ def get_object(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer
 
 
 @DOC_METHODS.method("GetTableData", optional=("qOffset", "qRows", "qSyntheticMode"))
-def get_table_data(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def get_table_data(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Rows of one table, each value as {qText, qIsNumeric, qNumber}: the columns it was
     loaded with, or with qSyntheticMode its model columns."""
     offset, rows, name = args["qOffset"], args["qRows"], args["qTableName"]
@@ -226,7 +226,7 @@ def _new_state(target: DocTarget, name: str) -> None:
 
 
 @DOC_METHODS.method("AddAlternateState")
-def add_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def add_alternate_state(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Adds an alternate state (no selections yet): objects and fields name it by
     qStateName; error 3 when it exists, 8 for "" or "$". DoSave stores it with the app."""
     _new_state(target, args["qStateName"])
@@ -235,7 +235,7 @@ def add_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any]) 
 
 
 @DOC_METHODS.method("AddSessionAlternateState")
-def add_session_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def add_session_alternate_state(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Adds an alternate state with the selections of qSourceStateName (when given)."""
     session = target.doc.selections
     source = known_state(session, args["qSourceStateName"]) if args["qSourceStateName"] else ""
@@ -258,7 +258,7 @@ def _drop_state(target: DocTarget, name: str) -> None:
 
 
 @DOC_METHODS.method("RemoveAlternateState")
-def remove_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def remove_alternate_state(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Removes an alternate state and its selections (error 2 when there is none); objects
     still naming it show a qError until it is added again."""
     _drop_state(target, args["qStateName"])
@@ -267,7 +267,7 @@ def remove_alternate_state(s: QixSession, target: DocTarget, args: dict[str, Any
 
 @DOC_METHODS.method("RemoveSessionAlternateState")
 def remove_session_alternate_state(
-    s: QixSession, target: DocTarget, args: dict[str, Any]
+    s: SessionState, target: DocTarget, args: dict[str, Any]
 ) -> Answer:
     """As RemoveAlternateState, answering qSuccess (false for an unknown state)."""
     if args["qStateName"] not in target.doc.selections.states[1:]:

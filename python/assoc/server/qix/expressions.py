@@ -1,5 +1,5 @@
-"""Expressions outside hypercubes: Doc.Evaluate / EvaluateEx / CheckExpression /
-ExpandExpression, `qStringExpression` / `qValueExpression` in properties, and `$(…)` in a
+"""Expressions outside hypercubes: what Doc.Evaluate / EvaluateEx / CheckExpression compute
+(expression_api.py), `qStringExpression` / `qValueExpression` in properties, and `$(…)` in a
 cube's dimensions. Expansion is the engine's (assoc.expansion, through the session, whose
 `variables` are the document's)."""
 
@@ -13,15 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import assoc
 from assoc.expansion import value_text
-from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.rpc import CALC_INVALID_DEF, INVALID_PARAMETERS, RpcError, json_number
 
 if TYPE_CHECKING:
-    from assoc.server.qix.handles import DocTarget
     from assoc.server.qix.hypercube import HyperCubeDef
-    from assoc.server.qix.session import QixSession
 
-EXPRESSION_DOC_METHODS = MethodTable("Doc")
 STRING_EXPRESSION, VALUE_EXPRESSION = "qStringExpression", "qValueExpression"
 MAX_BAD_FIELDS = 100  # unknown fields CheckExpression lists at most
 
@@ -90,30 +86,6 @@ def field_value(value: Any) -> dict[str, Any]:
     return {"qText": value_text(value), "qIsNumeric": False, "qNumber": 0}
 
 
-@EXPRESSION_DOC_METHODS.method("Evaluate")
-def evaluate_method(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """The expression's value as text (NULL: "-"), computed under the session's selections."""
-    value = evaluate(target.doc.selections, args["qExpression"])
-    return Answer({"qReturn": "-" if value is None else value_text(value)})
-
-
-@EXPRESSION_DOC_METHODS.method("EvaluateEx")
-def evaluate_ex(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """The expression's value as FieldValue {qText, qIsNumeric, qNumber}."""
-    return Answer({"qValue": field_value(evaluate(target.doc.selections, args["qExpression"]))})
-
-
-@EXPRESSION_DOC_METHODS.method("ExpandExpression")
-def expand_expression(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """The expression with its `$(…)` expanded."""
-    expression = args["qExpression"]
-    try:
-        expanded = target.doc.selections.expand(expression)
-    except assoc.Error as exc:
-        raise RpcError(CALC_INVALID_DEF, expression, str(exc)) from None
-    return Answer({"qExpandedExpression": expanded})
-
-
 def check(session: assoc.Session, expression: str) -> tuple[str, list[dict[str, int]]]:
     """(error message, unknown fields as NxRange {qFrom, qCount}) of an expression: the
     message is "" when it computes; positions count in the expanded expression (the same as
@@ -144,14 +116,6 @@ def check(session: assoc.Session, expression: str) -> tuple[str, list[dict[str, 
 
 def _bad_names(names: list[str]) -> str:
     return "Bad field name(s): " + ", ".join(names)
-
-
-@EXPRESSION_DOC_METHODS.method("CheckExpression", defaults={"qLabels": [""]})
-def check_expression(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """qErrorMsg ("" when the expression computes), qBadFieldNames (NxRange of each unknown
-    field), qDangerousFieldNames (none)."""
-    message, bad = check(target.doc.selections, args["qExpr"])
-    return Answer({"qErrorMsg": message, "qBadFieldNames": bad, "qDangerousFieldNames": []})
 
 
 # ---- expressions in properties ---------------------------------------------------------------

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import assoc
 from assoc.server.qix.handles import FieldTarget
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.rpc import INVALID_PARAMETERS, RpcError
+from assoc.server.qix.session_state import SessionState
 from assoc.server.qix.states import InState, known_state
 from assoc.server.qix.wildcard import Wildcard
-
-if TYPE_CHECKING:
-    from assoc.server.qix.session import QixSession
 
 FIELD_METHODS = MethodTable("Field")
 
@@ -51,7 +49,7 @@ def _matching(target: FieldTarget, match: str) -> list[int]:
 
 
 @FIELD_METHODS.method("SelectValues")
-def select_values(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
+def select_values(s: SessionState, target: FieldTarget, args: dict[str, Any]) -> Answer:
     """Selects values given as {qText, qIsNumeric, qNumber}; unknown ones are ignored."""
     values = target.doc.facts.values(target.name)
     codes = []
@@ -84,26 +82,26 @@ def _select_match(target: FieldTarget, match: str, toggle: bool) -> Answer:
 
 
 @FIELD_METHODS.method("Select")
-def select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
+def select(s: SessionState, target: FieldTarget, args: dict[str, Any]) -> Answer:
     """Selects the values a search string matches (whole value, any case, * and ?)."""
     return _select_match(target, args["qMatch"], toggle=False)
 
 
 @FIELD_METHODS.method("ToggleSelect")
-def toggle_select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
+def toggle_select(s: SessionState, target: FieldTarget, args: dict[str, Any]) -> Answer:
     """Flips the selection of the values a search string matches."""
     return _select_match(target, args["qMatch"], toggle=True)
 
 
 @FIELD_METHODS.method("LowLevelSelect", optional=("qToggleMode",))
-def low_level_select(s: QixSession, target: FieldTarget, args: dict[str, Any]) -> Answer:
+def low_level_select(s: SessionState, target: FieldTarget, args: dict[str, Any]) -> Answer:
     """Selects values by element number (symbol index)."""
     done = select_codes(_in_state(target), target.name, args["qValues"], args["qToggleMode"])
     return Answer({"qReturn": done}, selections_changed=done)
 
 
 @FIELD_METHODS.method("Clear")
-def clear(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
+def clear(s: SessionState, target: FieldTarget, _: dict[str, Any]) -> Answer:
     """Clears the field's selection (false when it is locked)."""
     done = _in_state(target).clear_field(target.name)
     return Answer({"qReturn": done}, selections_changed=done)
@@ -111,7 +109,7 @@ def clear(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
 
 def _state_selection(name: str, doc: str) -> None:
     @FIELD_METHODS.method(name)
-    def run(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
+    def run(s: SessionState, target: FieldTarget, _: dict[str, Any]) -> Answer:
         done = getattr(_in_state(target), STATE_SELECTIONS[name])(target.name)
         return Answer({"qReturn": done}, selections_changed=done)
 
@@ -132,20 +130,20 @@ _state_selection("SelectExcluded", "Selects the values neither selected nor poss
 
 
 @FIELD_METHODS.method("Lock")
-def lock(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
+def lock(s: SessionState, target: FieldTarget, _: dict[str, Any]) -> Answer:
     """Locks the field's selection (false when it has none)."""
     done = _in_state(target).lock(target.name)
     return Answer({"qReturn": done}, selections_changed=done)
 
 
 @FIELD_METHODS.method("Unlock")
-def unlock(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
+def unlock(s: SessionState, target: FieldTarget, _: dict[str, Any]) -> Answer:
     """Unlocks the field (false when it was not locked)."""
     done = _in_state(target).unlock(target.name)
     return Answer({"qReturn": done}, selections_changed=done)
 
 
 @FIELD_METHODS.method("GetCardinal", engine=False)
-def get_cardinal(s: QixSession, target: FieldTarget, _: dict[str, Any]) -> Answer:
+def get_cardinal(s: SessionState, target: FieldTarget, _: dict[str, Any]) -> Answer:
     """The number of distinct values of the field."""
     return Answer({"qReturn": int(target.doc.facts.field(target.name)["cardinal"])})

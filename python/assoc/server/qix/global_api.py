@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import platform
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import assoc
 from assoc.access import DENIED
@@ -19,23 +19,21 @@ from assoc.server.qix.rpc import (
     RpcError,
 )
 from assoc.server.qix.scripts import DocScript
+from assoc.server.qix.session_state import SessionState
 from assoc.server.store import AppNotFound
-
-if TYPE_CHECKING:
-    from assoc.server.qix.session import QixSession
 
 GLOBAL_METHODS = MethodTable("Global")
 
 
 @GLOBAL_METHODS.method("EngineVersion", engine=False)
-def engine_version(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+def engine_version(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Answer:
     """{qVersion: {qComponentVersion}} from the EngineVersion setting."""
     return Answer({"qVersion": {"qComponentVersion": s.settings.component_version}})
 
 
 def _constant(name: str, value: Any) -> None:
     @GLOBAL_METHODS.method(name, engine=False)
-    def answer(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+    def answer(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Answer:
         return Answer({"qReturn": value})
 
 
@@ -52,12 +50,12 @@ for _name, _value in (
 
 @GLOBAL_METHODS.method("ProductVersion", engine=False)
 @GLOBAL_METHODS.method("QvVersion", engine=False)
-def product_version(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+def product_version(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Answer:
     """The engine version as a string."""
     return Answer({"qReturn": s.settings.component_version})
 
 
-def _find_app(s: QixSession, name: str) -> str:
+def _find_app(s: SessionState, name: str) -> str:
     """An app id from OpenDoc's qDocName: the id, else an app's name (1003 when neither)."""
     try:
         s.store.attributes(name)
@@ -71,7 +69,7 @@ def _find_app(s: QixSession, name: str) -> str:
 
 
 @GLOBAL_METHODS.method("OpenDoc")
-def open_doc(s: QixSession, _: GlobalTarget, args: dict[str, Any]) -> Answer:
+def open_doc(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Answer:
     """Opens an app in this session: a Doc handle, and selections of the session's own."""
     if s.doc is not None:
         raise RpcError(APP_ALREADY_OPEN, args["qDocName"], "App already open")
@@ -104,7 +102,7 @@ def open_doc(s: QixSession, _: GlobalTarget, args: dict[str, Any]) -> Answer:
 
 
 @GLOBAL_METHODS.method("GetActiveDoc", engine=False)
-def get_active_doc(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+def get_active_doc(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Answer:
     """The open Doc's handle; 1007 when none is open."""
     if s.doc is None:
         raise RpcError(APP_INVALID, "No active document", "App invalid")

@@ -4,7 +4,7 @@ methods of GenericDimension, GenericMeasure, GenericVariable and GenericBookmark
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assoc.server.qix.handles import DocTarget, LibraryTarget, OpenDocument
 from assoc.server.qix.library import (
@@ -19,9 +19,7 @@ from assoc.server.qix.library import (
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.patches import patched
 from assoc.server.qix.rpc import GENERIC_NOT_FOUND, INVALID_PARAMS, RpcError
-
-if TYPE_CHECKING:
-    from assoc.server.qix.session import QixSession
+from assoc.server.qix.session_state import SessionState
 
 LIBRARY_DOC_METHODS = MethodTable("Doc")
 DIMENSION_METHODS = MethodTable("GenericDimension")
@@ -31,7 +29,7 @@ BOOKMARK_METHODS = MethodTable("GenericBookmark")
 ITEM_TABLES = (DIMENSION_METHODS, MEASURE_METHODS, VARIABLE_METHODS, BOOKMARK_METHODS)
 
 
-def _handle(s: QixSession, doc: OpenDocument, item: LibraryItem) -> int:
+def _handle(s: SessionState, doc: OpenDocument, item: LibraryItem) -> int:
     """The item's handle in this session (the same one each time it is asked for)."""
     if item.handle:
         try:
@@ -44,7 +42,7 @@ def _handle(s: QixSession, doc: OpenDocument, item: LibraryItem) -> int:
     return item.handle
 
 
-def _destroyed(s: QixSession, item: LibraryItem) -> list[int]:
+def _destroyed(s: SessionState, item: LibraryItem) -> list[int]:
     """Closes the handle of a destroyed item; answers the handles closed."""
     if not item.handle:
         return []
@@ -52,7 +50,7 @@ def _destroyed(s: QixSession, item: LibraryItem) -> list[int]:
     return [item.handle]
 
 
-def _library_changed(s: QixSession) -> list[int]:
+def _library_changed(s: SessionState) -> list[int]:
     """Every open handle: objects that name master items, and lists of them, may change."""
     return s.handles.open_handles()
 
@@ -64,7 +62,7 @@ def _create(kind: str) -> None:
     method = {DIMENSION: "CreateDimension", MEASURE: "CreateMeasure"}[kind]
 
     @LIBRARY_DOC_METHODS.method(method)
-    def create(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    def create(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
         item = target.doc.library.create(kind, args["qProp"])
         handle = _handle(s, target.doc, item)
         return Answer(
@@ -74,7 +72,7 @@ def _create(kind: str) -> None:
 
 def _get(kind: str, method: str) -> None:
     @LIBRARY_DOC_METHODS.method(method, engine=False)
-    def get(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    def get(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
         item = target.doc.library.get(kind, args["qId"])
         if item is None:
             raise RpcError(GENERIC_NOT_FOUND, args["qId"], "Object not found")
@@ -83,7 +81,7 @@ def _get(kind: str, method: str) -> None:
 
 def _destroy(kind: str, method: str) -> None:
     @LIBRARY_DOC_METHODS.method(method)
-    def destroy(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+    def destroy(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
         item = target.doc.library.get(kind, args["qId"])
         if item is None:
             return Answer({"qSuccess": False})
@@ -105,7 +103,7 @@ _destroy(BOOKMARK, "DestroyBookmark")
 
 
 @LIBRARY_DOC_METHODS.method("CreateVariableEx")
-def create_variable_ex(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def create_variable_ex(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A variable of the app (saved by DoSave): {qInfo, qReturn}; a name in use answers 8."""
     item = target.doc.library.create(VARIABLE, args["qProp"])
     handle = _handle(s, target.doc, item)
@@ -113,7 +111,7 @@ def create_variable_ex(s: QixSession, target: DocTarget, args: dict[str, Any]) -
 
 
 @LIBRARY_DOC_METHODS.method("CreateSessionVariable")
-def create_session_variable(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def create_session_variable(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A variable that lives with the session (DoSave leaves it out)."""
     item = target.doc.library.create(VARIABLE, args["qProp"])
     item.session_only = True
@@ -122,7 +120,7 @@ def create_session_variable(s: QixSession, target: DocTarget, args: dict[str, An
 
 
 @LIBRARY_DOC_METHODS.method("GetVariableByName")
-def get_variable_by_name(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def get_variable_by_name(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """The handle of the variable of this name; error 2 when there is none."""
     item = target.doc.library.variable(args["qName"])
     if item is None:
@@ -131,7 +129,7 @@ def get_variable_by_name(s: QixSession, target: DocTarget, args: dict[str, Any])
 
 
 @LIBRARY_DOC_METHODS.method("DestroyVariableByName")
-def destroy_variable_by_name(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def destroy_variable_by_name(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Removes the variable of this name; false when there is none."""
     item = target.doc.library.variable(args["qName"])
     if item is None:
@@ -141,7 +139,7 @@ def destroy_variable_by_name(s: QixSession, target: DocTarget, args: dict[str, A
 
 
 @LIBRARY_DOC_METHODS.method("CreateBookmark")
-def create_bookmark(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def create_bookmark(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A bookmark of the session's current selections (the selected values of each field)."""
     item = target.doc.library.create(BOOKMARK, args["qProp"])
     item.selections = capture_selections(target.doc.selections)
@@ -149,14 +147,14 @@ def create_bookmark(s: QixSession, target: DocTarget, args: dict[str, Any]) -> A
     return Answer({"qInfo": item.info, "qReturn": s.interface(handle)}, change=_library_changed(s))
 
 
-def _apply(s: QixSession, doc: OpenDocument, item: LibraryItem) -> Answer:
+def _apply(s: SessionState, doc: OpenDocument, item: LibraryItem) -> Answer:
     facts = doc.facts
     ok = apply_selections(doc.selections, item.selections, lambda name: name in facts.fields)
     return Answer({"qSuccess": ok}, selections_changed=ok)
 
 
 @LIBRARY_DOC_METHODS.method("ApplyBookmark")
-def apply_bookmark(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def apply_bookmark(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Replaces the session's selections by the bookmark's (one history step); false for an
     unknown id or when a field is locked."""
     item = target.doc.library.get(BOOKMARK, args["qId"])
@@ -166,7 +164,7 @@ def apply_bookmark(s: QixSession, target: DocTarget, args: dict[str, Any]) -> An
 
 
 @LIBRARY_DOC_METHODS.method("GetBookmarks", optional=("qOptions",))
-def get_bookmarks(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def get_bookmarks(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """NxContainerEntry list of the bookmarks: {qInfo, qMeta, qData}."""
     spec = args["qOptions"].get("qData")
     layout = target.doc.library.list_layout(
@@ -180,24 +178,24 @@ def get_bookmarks(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Ans
 
 def _common(table: MethodTable) -> None:
     @table.method("GetLayout")
-    def get_layout(s: QixSession, target: LibraryTarget, _: dict[str, Any]) -> Answer:
+    def get_layout(s: SessionState, target: LibraryTarget, _: dict[str, Any]) -> Answer:
         return Answer({"qLayout": target.item.layout(target.doc.selections)})
 
     @table.method("GetInfo", engine=False)
-    def get_info(s: QixSession, target: LibraryTarget, _: dict[str, Any]) -> Answer:
+    def get_info(s: SessionState, target: LibraryTarget, _: dict[str, Any]) -> Answer:
         return Answer({"qInfo": target.item.info})
 
     @table.method("GetProperties", engine=False)
-    def get_properties(s: QixSession, target: LibraryTarget, _: dict[str, Any]) -> Answer:
+    def get_properties(s: SessionState, target: LibraryTarget, _: dict[str, Any]) -> Answer:
         return Answer({"qProp": target.item.properties})
 
     @table.method("SetProperties")
-    def set_properties(s: QixSession, target: LibraryTarget, args: dict[str, Any]) -> Answer:
+    def set_properties(s: SessionState, target: LibraryTarget, args: dict[str, Any]) -> Answer:
         target.doc.library.set_properties(target.item, args["qProp"])
         return Answer({}, change=_library_changed(s))
 
     @table.method("ApplyPatches")
-    def apply_patches(s: QixSession, target: LibraryTarget, args: dict[str, Any]) -> Answer:
+    def apply_patches(s: SessionState, target: LibraryTarget, args: dict[str, Any]) -> Answer:
         props = patched(target.item.properties, list(args["qPatches"]))
         target.doc.library.set_properties(target.item, props, "qPatches")
         return Answer({}, change=_library_changed(s))
@@ -207,7 +205,7 @@ for _table in ITEM_TABLES:
     _common(_table)
 
 
-def _linked_objects(s: QixSession, target: LibraryTarget) -> Answer:
+def _linked_objects(s: SessionState, target: LibraryTarget) -> Answer:
     """NxLinkedObjectInfo of each object whose properties name this item's id."""
     doc, wanted = target.doc, target.item.item_id
     items = []
@@ -237,30 +235,30 @@ def _names_library_id(value: Any, wanted: str) -> bool:
 
 
 @DIMENSION_METHODS.method("GetLinkedObjects")
-def dimension_linked_objects(s: QixSession, target: LibraryTarget, _: dict[str, Any]) -> Answer:
+def dimension_linked_objects(s: SessionState, target: LibraryTarget, _: dict[str, Any]) -> Answer:
     """The objects that use this master dimension."""
     return _linked_objects(s, target)
 
 
 @MEASURE_METHODS.method("GetLinkedObjects")
-def measure_linked_objects(s: QixSession, target: LibraryTarget, _: dict[str, Any]) -> Answer:
+def measure_linked_objects(s: SessionState, target: LibraryTarget, _: dict[str, Any]) -> Answer:
     """The objects that use this master measure."""
     return _linked_objects(s, target)
 
 
 @DIMENSION_METHODS.method("GetDimension", engine=False)
-def get_dimension(s: QixSession, target: LibraryTarget, _: dict[str, Any]) -> Answer:
+def get_dimension(s: SessionState, target: LibraryTarget, _: dict[str, Any]) -> Answer:
     """The dimension's qDim."""
     return Answer({"qDim": target.item.properties["qDim"]})
 
 
 @MEASURE_METHODS.method("GetMeasure", engine=False)
-def get_measure(s: QixSession, target: LibraryTarget, _: dict[str, Any]) -> Answer:
+def get_measure(s: SessionState, target: LibraryTarget, _: dict[str, Any]) -> Answer:
     """The measure's qMeasure."""
     return Answer({"qMeasure": target.item.properties["qMeasure"]})
 
 
-def _set_definition(s: QixSession, target: LibraryTarget, definition: str) -> Answer:
+def _set_definition(s: SessionState, target: LibraryTarget, definition: str) -> Answer:
     props = dict(target.item.properties, qDefinition=definition)
     target.doc.library.set_properties(target.item, props)
     return Answer({}, change=_library_changed(s))
@@ -275,18 +273,18 @@ def _number_text(value: float) -> str:
 
 
 @VARIABLE_METHODS.method("SetStringValue")
-def set_string_value(s: QixSession, target: LibraryTarget, args: dict[str, Any]) -> Answer:
+def set_string_value(s: SessionState, target: LibraryTarget, args: dict[str, Any]) -> Answer:
     """The variable's definition becomes this text."""
     return _set_definition(s, target, args["qVal"])
 
 
 @VARIABLE_METHODS.method("SetNumValue", kinds={"qVal": "number"})
-def set_num_value(s: QixSession, target: LibraryTarget, args: dict[str, Any]) -> Answer:
+def set_num_value(s: SessionState, target: LibraryTarget, args: dict[str, Any]) -> Answer:
     """The variable's definition becomes this number (written as the engine writes it)."""
     return _set_definition(s, target, _number_text(args["qVal"]))
 
 
 @BOOKMARK_METHODS.method("Apply")
-def bookmark_apply(s: QixSession, target: LibraryTarget, _: dict[str, Any]) -> Answer:
+def bookmark_apply(s: SessionState, target: LibraryTarget, _: dict[str, Any]) -> Answer:
     """ApplyBookmark of this bookmark."""
     return _apply(s, target.doc, target.item)

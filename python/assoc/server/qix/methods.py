@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assoc.server.qix.rpc import Param
 from assoc.server.qix.schema import schema
-
-if TYPE_CHECKING:
-    from assoc.server.qix.session import QixSession
+from assoc.server.qix.session_state import SessionState
 
 
 @dataclass
@@ -23,7 +21,7 @@ class Answer:
     close: Sequence[int] = ()
 
 
-Runner = Callable[["QixSession", Any, dict[str, Any]], Answer]
+Runner = Callable[[SessionState, Any, dict[str, Any]], Answer]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ selection mode, properties and patches, child objects."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -32,10 +32,8 @@ from assoc.server.qix.rpc import (
     INVALID_PARAMS,
     RpcError,
 )
+from assoc.server.qix.session_state import SessionState
 from assoc.server.qix.states import InState, known_state, save_alternates
-
-if TYPE_CHECKING:
-    from assoc.server.qix.session import QixSession
 
 OBJECT_METHODS = MethodTable("GenericObject")
 
@@ -58,13 +56,13 @@ def _selections(target: ObjectTarget, definition: Any) -> InState:
 
 
 @OBJECT_METHODS.method("GetLayout")
-def get_layout(s: QixSession, target: ObjectTarget, _: dict[str, Any]) -> Answer:
+def get_layout(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """GenericObjectLayout for the session's current selections."""
     return Answer({"qLayout": target.obj.layout(target.doc.layout_context())})
 
 
 @OBJECT_METHODS.method("GetListObjectData")
-def get_list_object_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def get_list_object_data(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Pages of a list object (at most 10,000 cells)."""
     definition = _list_def(target, args["qPath"])
     pages = parse_pages(args["qPages"], min_width=1)
@@ -76,7 +74,7 @@ def get_list_object_data(s: QixSession, target: ObjectTarget, args: dict[str, An
 
 
 @OBJECT_METHODS.method("GetHyperCubeData")
-def get_hypercube_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def get_hypercube_data(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Pages of a straight hypercube (at most 10,000 cells)."""
     definition = _cube_def(target, args["qPath"])
     pages = parse_pages(args["qPages"])
@@ -86,7 +84,9 @@ def get_hypercube_data(s: QixSession, target: ObjectTarget, args: dict[str, Any]
 
 
 @OBJECT_METHODS.method("SelectListObjectValues", optional=("qToggleMode",))
-def select_list_object_values(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def select_list_object_values(
+    s: SessionState, target: ObjectTarget, args: dict[str, Any]
+) -> Answer:
     """Selects a list object's values by element number."""
     definition = _list_def(target, args["qPath"])
     target.doc.facts.field(definition.field)
@@ -96,7 +96,7 @@ def select_list_object_values(s: QixSession, target: ObjectTarget, args: dict[st
 
 
 @OBJECT_METHODS.method("SelectHyperCubeValues", optional=("qToggleMode",))
-def select_hypercube_values(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def select_hypercube_values(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Selects one dimension's values by element number."""
     definition = _cube_def(target, args["qPath"])
     number = args["qDimNo"]
@@ -131,7 +131,7 @@ def _calculated_source(
 
 
 @OBJECT_METHODS.method("ClearSelections")
-def clear_selections(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def clear_selections(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Clears a list object's field, or a cube's dimensions (those qColIndices names, or all);
     locked fields keep their selections."""
     selections, fields = _fields_of(target, args["qPath"], args["qColIndices"])
@@ -176,7 +176,7 @@ def _list_state_selection(name: str, method: str) -> None:
     @OBJECT_METHODS.method(
         f"SelectListObject{name}",
     )
-    def run(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+    def run(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
         definition = _list_def(target, args["qPath"])
         target.doc.facts.field(definition.field)
         selections = _selections(target, definition)
@@ -229,7 +229,7 @@ def _select_fields(
 
 
 @OBJECT_METHODS.method("SelectHyperCubeCells")
-def select_hypercube_cells(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def select_hypercube_cells(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Selects, in each dimension column named, the values of the rows named (row numbers of
     the sorted cube, as pages show them). Rows past the cube are ignored, measure columns
     select nothing; a column outside the cube is error 8."""
@@ -298,7 +298,7 @@ def _range_picks(
 
 @OBJECT_METHODS.method("RangeSelectHyperCubeValues")
 def range_select_hypercube_values(
-    s: QixSession, target: ObjectTarget, args: dict[str, Any]
+    s: SessionState, target: ObjectTarget, args: dict[str, Any]
 ) -> Answer:
     """Selects the dimension values (qColumnsToSelect, or every dimension) of the rows whose
     measures lie in the ranges."""
@@ -310,7 +310,7 @@ def range_select_hypercube_values(
 
 @OBJECT_METHODS.method("MultiRangeSelectHyperCubeValues")
 def multi_range_select_hypercube_values(
-    s: QixSession, target: ObjectTarget, args: dict[str, Any]
+    s: SessionState, target: ObjectTarget, args: dict[str, Any]
 ) -> Answer:
     """Several range selections (each with its own columns) as one step."""
     view = _cube_view(target, args["qPath"])
@@ -336,13 +336,13 @@ def _lock(target: ObjectTarget, args: dict[str, Any], locking: bool) -> Answer:
 
 
 @OBJECT_METHODS.method("Lock")
-def lock(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def lock(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Locks a list object's field or a cube's dimensions (those with selections)."""
     return _lock(target, args, locking=True)
 
 
 @OBJECT_METHODS.method("Unlock")
-def unlock(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def unlock(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Unlocks a list object's field or a cube's dimensions."""
     return _lock(target, args, locking=False)
 
@@ -351,7 +351,7 @@ def unlock(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
 
 
 @OBJECT_METHODS.method("BeginSelections")
-def begin_selections(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def begin_selections(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Puts the object in selection mode: the selections now are saved, to come back to with
     EndSelections(false) or ResetMadeSelections. Each path names a list object or hypercube of
     the object (error 2 otherwise); another object in selection mode is error 6003."""
@@ -368,7 +368,7 @@ def begin_selections(s: QixSession, target: ObjectTarget, args: dict[str, Any]) 
 
 
 @OBJECT_METHODS.method("EndSelections")
-def end_selections(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def end_selections(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Ends selection mode: accepted selections stay, cancelled ones go back to the state
     saved at BeginSelections. An object not in selection mode answers {} and changes
     nothing."""
@@ -380,7 +380,7 @@ def end_selections(s: QixSession, target: ObjectTarget, args: dict[str, Any]) ->
 
 
 @OBJECT_METHODS.method("ResetMadeSelections")
-def reset_made_selections(s: QixSession, target: ObjectTarget, _: dict[str, Any]) -> Answer:
+def reset_made_selections(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """Undoes the selections made since BeginSelections; the object stays in selection mode
     (error 6002 when it is not in it)."""
     modal = target.doc.modal
@@ -401,25 +401,25 @@ def _changed(obj: GenericObject) -> list[int]:
 
 
 @OBJECT_METHODS.method("GetInfo")
-def get_info(s: QixSession, target: ObjectTarget, _: dict[str, Any]) -> Answer:
+def get_info(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """NxInfo {qId, qType}."""
     return Answer({"qInfo": target.obj.info})
 
 
 @OBJECT_METHODS.method("GetProperties")
-def get_properties(s: QixSession, target: ObjectTarget, _: dict[str, Any]) -> Answer:
+def get_properties(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """The properties as set (without soft patches)."""
     return Answer({"qProp": target.obj.properties})
 
 
 @OBJECT_METHODS.method("GetEffectiveProperties")
-def get_effective_properties(s: QixSession, target: ObjectTarget, _: dict[str, Any]) -> Answer:
+def get_effective_properties(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """The properties with the soft patches applied."""
     return Answer({"qProp": target.obj.effective_properties()})
 
 
 @OBJECT_METHODS.method("SetProperties")
-def set_properties(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def set_properties(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Replaces the properties (checked as at creation; the id stays) and drops soft
     patches."""
     target.obj.set_properties(args["qProp"])
@@ -427,21 +427,21 @@ def set_properties(s: QixSession, target: ObjectTarget, args: dict[str, Any]) ->
 
 
 @OBJECT_METHODS.method("ApplyPatches")
-def apply_patches(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def apply_patches(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Applies NxPatches to the properties (hard) or over them (soft); all or none."""
     target.obj.apply_patches(args["qPatches"], args["qSoftPatch"])
     return Answer({}, change=_changed(target.obj))
 
 
 @OBJECT_METHODS.method("ClearSoftPatches")
-def clear_soft_patches(s: QixSession, target: ObjectTarget, _: dict[str, Any]) -> Answer:
+def clear_soft_patches(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """Drops the soft patches."""
     target.obj.clear_soft_patches()
     return Answer({}, change=_changed(target.obj))
 
 
 @OBJECT_METHODS.method("GetFullPropertyTree")
-def get_full_property_tree(s: QixSession, target: ObjectTarget, _: dict[str, Any]) -> Answer:
+def get_full_property_tree(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """GenericObjectEntry: the properties and every child's, recursively."""
     return Answer({"qPropEntry": target.obj.property_tree()})
 
@@ -472,7 +472,7 @@ def _entry_id(entry: dict[str, Any]) -> Any:
 
 
 def _set_tree(
-    s: QixSession, doc: OpenDocument, obj: GenericObject, entry: dict[str, Any], closed: list[int]
+    s: SessionState, doc: OpenDocument, obj: GenericObject, entry: dict[str, Any], closed: list[int]
 ) -> None:
     obj.set_properties(entry["qProperty"], "qPropEntry")
     keep = {_entry_id(c) for c in entry.get("qChildren", [])}
@@ -489,7 +489,7 @@ def _set_tree(
 
 
 @OBJECT_METHODS.method("SetFullPropertyTree")
-def set_full_property_tree(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def set_full_property_tree(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Sets the properties of the object and of its children, recursively: children are
     matched by qInfo.qId; new ones are made (with that id when it is free), missing ones
     destroyed. The whole tree is checked before anything changes."""
@@ -505,7 +505,7 @@ def set_full_property_tree(s: QixSession, target: ObjectTarget, args: dict[str, 
 
 
 def _new_child(
-    s: QixSession, doc: OpenDocument, parent: GenericObject, props: Any, name: str
+    s: SessionState, doc: OpenDocument, parent: GenericObject, props: Any, name: str
 ) -> GenericObject:
     info = props.get("qInfo") if isinstance(props, dict) else None
     wanted = info.get("qId") if isinstance(info, dict) else None
@@ -524,7 +524,7 @@ def _prop_for_this(args: dict[str, Any]) -> Any:
 
 
 @OBJECT_METHODS.method("CreateChild")
-def create_child(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def create_child(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """A child object (its handle and qInfo); qPropForThis, when given, replaces this
     object's properties too (checked first: nothing is made when either does not fit)."""
     this = _prop_for_this(args)
@@ -546,7 +546,7 @@ def _child(target: ObjectTarget, object_id: str) -> GenericObject:
 
 
 @OBJECT_METHODS.method("DestroyChild")
-def destroy_child(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def destroy_child(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Destroys a child and its children (their handles close); false for an id that is not a
     child of this object."""
     this = _prop_for_this(args)
@@ -562,7 +562,7 @@ def destroy_child(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> 
 
 
 @OBJECT_METHODS.method("DestroyAllChildren")
-def destroy_all_children(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def destroy_all_children(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Destroys every child (and their children)."""
     this = _prop_for_this(args)
     if this is not None:
@@ -576,19 +576,19 @@ def destroy_all_children(s: QixSession, target: ObjectTarget, args: dict[str, An
 
 
 @OBJECT_METHODS.method("GetChildInfos")
-def get_child_infos(s: QixSession, target: ObjectTarget, _: dict[str, Any]) -> Answer:
+def get_child_infos(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """NxInfo of each child, in order."""
     return Answer({"qInfos": [c.info for c in target.obj.children]})
 
 
 @OBJECT_METHODS.method("GetChild")
-def get_child(s: QixSession, target: ObjectTarget, args: dict[str, Any]) -> Answer:
+def get_child(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """A child's handle; error 2 "Object not found" for an id that is not a child."""
     return Answer({"qReturn": s.interface(_child(target, args["qId"]).handle)})
 
 
 @OBJECT_METHODS.method("GetParent")
-def get_parent(s: QixSession, target: ObjectTarget, _: dict[str, Any]) -> Answer:
+def get_parent(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """The parent's handle; error 2 "Object not found" for an object without a parent."""
     parent = target.obj.parent
     if parent is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import assoc
 from assoc.server.qix.handles import DocTarget, HandleTable, OpenDocument, add_object
@@ -11,9 +11,7 @@ from assoc.server.qix.library import Library
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.objects import GenericObject
 from assoc.server.qix.rpc import INVALID_PARAMETERS, NOT_IMPLEMENTED, RpcError
-
-if TYPE_CHECKING:
-    from assoc.server.qix.session import QixSession
+from assoc.server.qix.session_state import SessionState
 
 PERSIST_DOC_METHODS = MethodTable("Doc")
 _log = logging.getLogger("assoc.qix")
@@ -47,7 +45,7 @@ def _stored_object(
         _stored_object(handles, doc, child, obj)
 
 
-def open_stored(s: QixSession, doc: OpenDocument) -> None:
+def open_stored(s: SessionState, doc: OpenDocument) -> None:
     """Gives a stored app's document its library and objects (each with a handle)."""
     doc.library = Library.from_records(s.store.library(doc.app_id))
     for state in s.store.states(doc.app_id):
@@ -79,7 +77,7 @@ def object_records(doc: OpenDocument) -> list[dict[str, Any]]:
 
 
 @PERSIST_DOC_METHODS.method("DoSave")
-def do_save(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def do_save(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Stores the app objects, master items, variables (not session ones), bookmarks and
     alternate states (not session ones) as the app's new version (as durable as an import);
     session apps answer 20."""

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import assoc
 from assoc.script import (
@@ -31,25 +30,14 @@ from assoc.server.qix.scripts import (
     progress_data,
     syntax_errors,
 )
+from assoc.server.qix.session_state import LastReload, SessionState
 from assoc.server.store.imports import utc_now_iso
-
-if TYPE_CHECKING:
-    from assoc.server.qix.session import QixSession
 
 SCRIPT_GLOBAL_METHODS = MethodTable("Global")
 SCRIPT_DOC_METHODS = MethodTable("Doc")
 
 
-@dataclass
-class LastReload:
-    """The session's latest reload, for GetProgress."""
-
-    progress: Progress
-    script: str
-    millis: int = 0
-
-
-def _confinement(s: QixSession) -> FolderConfinement:
+def _confinement(s: SessionState) -> FolderConfinement:
     """FolderConfinement over AllowedFolders; the default folder is made when missing."""
     allowed = s.settings.allowed_folder_list(s.store.data_dir)
     if not s.settings.allowed_folders:
@@ -61,7 +49,7 @@ def _confinement(s: QixSession) -> FolderConfinement:
 
 
 @SCRIPT_GLOBAL_METHODS.method("CreateSessionApp")
-def create_session_app(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+def create_session_app(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Answer:
     """An empty app that lives with this session, open as its document."""
     if s.doc is not None:
         raise RpcError(APP_ALREADY_OPEN, "CreateSessionApp", "App already open")
@@ -76,7 +64,7 @@ def create_session_app(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> An
 
 
 @SCRIPT_GLOBAL_METHODS.method("GetProgress", engine=False, optional=("qRequestId",))
-def get_progress(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+def get_progress(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Answer:
     """ProgressData of the session's latest reload, with its error (line, column, message)."""
     last = s.last_reload
     if last is None:
@@ -89,7 +77,7 @@ def get_progress(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
     engine=False,
     optional=("qCancelOnScriptError", "qUseErrorData", "qInteractOnError"),
 )
-def configure_reload(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+def configure_reload(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Answer:
     """Accepted: a reload always stops at its first error and reports it in GetProgress."""
     return Answer({})
 
@@ -98,32 +86,32 @@ def configure_reload(s: QixSession, _: GlobalTarget, __: dict[str, Any]) -> Answ
 
 
 @SCRIPT_DOC_METHODS.method("GetLocaleInfo", engine=False)
-def get_locale_info(s: QixSession, _: DocTarget, __: dict[str, Any]) -> Answer:
+def get_locale_info(s: SessionState, _: DocTarget, __: dict[str, Any]) -> Answer:
     """The locale the script's interpretation variables default to (en-US)."""
     return Answer({"qReturn": locale_info()})
 
 
 @SCRIPT_DOC_METHODS.method("GetEmptyScript", engine=False)
-def get_empty_script(s: QixSession, _: DocTarget, __: dict[str, Any]) -> Answer:
+def get_empty_script(s: SessionState, _: DocTarget, __: dict[str, Any]) -> Answer:
     """The SET statements a new script starts with."""
     return Answer({"qReturn": empty_script()})
 
 
 @SCRIPT_DOC_METHODS.method("SetScript", engine=False, optional=("qScript",))
-def set_script(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def set_script(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Sets the document's script (a stored app keeps it when a reload commits)."""
     target.doc.script.text = args["qScript"]
     return Answer({})
 
 
 @SCRIPT_DOC_METHODS.method("GetScript", engine=False)
-def get_script(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
+def get_script(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Answer:
     """The document's script."""
     return Answer({"qScript": target.doc.script.text})
 
 
 @SCRIPT_DOC_METHODS.method("CheckScriptSyntax")
-def check_script_syntax(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
+def check_script_syntax(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Answer:
     """The script's syntax errors, each with its line, column and offset."""
     return Answer({"qErrors": syntax_errors(target.doc.script.text)})
 
@@ -132,7 +120,7 @@ def check_script_syntax(s: QixSession, target: DocTarget, _: dict[str, Any]) -> 
 
 
 @SCRIPT_DOC_METHODS.method("CreateConnection")
-def create_connection(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def create_connection(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A folder connection inside AllowedFolders (2000 when the name exists)."""
     raw = args["qConnection"]
     name, path, kind = raw.get("qName"), raw.get("qConnectionString"), raw.get("qType", "")
@@ -146,13 +134,13 @@ def create_connection(s: QixSession, target: DocTarget, args: dict[str, Any]) ->
 
 
 @SCRIPT_DOC_METHODS.method("GetConnections", engine=False)
-def get_connections(s: QixSession, target: DocTarget, _: dict[str, Any]) -> Answer:
+def get_connections(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Answer:
     """The document's connections."""
     return Answer({"qConnections": [c.record() for c in target.doc.script.connections]})
 
 
 @SCRIPT_DOC_METHODS.method("DeleteConnection")
-def delete_connection(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def delete_connection(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Deletes a connection by id (2001 when there is none)."""
     target.doc.script.remove(args["qConnectionId"])
     return Answer({})
@@ -167,7 +155,7 @@ def _failed(last: LastReload, error: ScriptError) -> bool:
     return False
 
 
-def _reload(s: QixSession, doc: OpenDocument) -> bool:
+def _reload(s: SessionState, doc: OpenDocument) -> bool:
     """Runs the document's script; on success serves (and, for a stored app, commits) the
     result. A failure keeps the app's data and leaves its error in GetProgress."""
     script = doc.script.text
@@ -208,14 +196,14 @@ def _reload(s: QixSession, doc: OpenDocument) -> bool:
         last.millis = round((time.perf_counter() - started) * 1000)
 
 
-def _reload_answer(s: QixSession, ok: bool, result: dict[str, Any]) -> Answer:
+def _reload_answer(s: SessionState, ok: bool, result: dict[str, Any]) -> Answer:
     """A reload's answer; after a good one every open handle of the session changed."""
     change = s.handles.open_handles() if ok else []
     return Answer(result, change=change)
 
 
 @SCRIPT_DOC_METHODS.method("DoReload")
-def do_reload(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def do_reload(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Reloads the document from its script: true, or false with the error in GetProgress."""
     if args["qPartial"]:
         raise RpcError(NOT_IMPLEMENTED, "qPartial", "partial reloads are not implemented")
@@ -224,7 +212,7 @@ def do_reload(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
 
 
 @SCRIPT_DOC_METHODS.method("DoReloadEx")
-def do_reload_ex(s: QixSession, target: DocTarget, args: dict[str, Any]) -> Answer:
+def do_reload_ex(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """DoReload answering {qResult: {qSuccess, qLogFile, qEndedWithMemoryConstraint}}."""
     if args["qParams"].get("qPartial"):
         raise RpcError(NOT_IMPLEMENTED, "qPartial", "partial reloads are not implemented")

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
 
 import assoc
 from assoc.server.qix.cube_api import CUBE_METHODS
 from assoc.server.qix.doc_api import DOC_METHODS
-from assoc.server.qix.expressions import EXPRESSION_DOC_METHODS
+from assoc.server.qix.expression_api import EXPRESSION_DOC_METHODS
 from assoc.server.qix.field_api import FIELD_METHODS
 from assoc.server.qix.global_api import GLOBAL_METHODS
-from assoc.server.qix.handles import DocTarget, HandleTable, OpenDocument, Target, object_interface
+from assoc.server.qix.handles import Target
 from assoc.server.qix.library_api import (
     BOOKMARK_METHODS,
     DIMENSION_METHODS,
@@ -34,9 +32,8 @@ from assoc.server.qix.rpc import (
     result_message,
 )
 from assoc.server.qix.schema import schema
-from assoc.server.qix.script_api import SCRIPT_DOC_METHODS, SCRIPT_GLOBAL_METHODS, LastReload
-from assoc.server.settings import Settings
-from assoc.server.store import AppStore
+from assoc.server.qix.script_api import SCRIPT_DOC_METHODS, SCRIPT_GLOBAL_METHODS
+from assoc.server.qix.session_state import SessionState
 
 INTERNAL_ERROR = -32603
 METHODS: dict[str, MethodTable] = {
@@ -59,25 +56,8 @@ METHODS: dict[str, MethodTable] = {
 _log = logging.getLogger("assoc.qix")
 
 
-class QixSession:
-    """The engine session of one socket: selections live in its open document."""
-
-    def __init__(
-        self, store: AppStore, settings: Settings, user: str = "", groups: Sequence[str] = ()
-    ) -> None:
-        self.store = store
-        self.settings = settings
-        self.user = user
-        self.groups = list(groups)  # the token's groups claim (section access GROUP rows)
-        self.handles = HandleTable(settings.qix_max_objects_per_session)
-        self.doc: OpenDocument | None = None
-        self.last_reload: LastReload | None = None  # for GetProgress
-        # The handles the last answer changed and closed, for the session's other sockets.
-        self.notice: tuple[list[int], list[int]] | None = None
-
-    def interface(self, handle: int) -> dict[str, Any]:
-        """ObjectInterface of one of this session's handles."""
-        return object_interface(handle, self.handles.get(handle))
+class QixSession(SessionState):
+    """A session that answers requests: the method tables dispatch on its handles."""
 
     def resolve(self, request: Request) -> tuple[Target, Method]:
         """The target and method a request names (-32602 unknown handle, -32601 / 20 method)."""
@@ -115,25 +95,3 @@ class QixSession:
             return error_message(
                 request.id, RpcError(INTERNAL_ERROR, method.name, "Internal error")
             )
-
-    def open_document(self, doc: OpenDocument) -> None:
-        """Makes `doc` the session's open document with a Doc handle (closed on failure)."""
-        try:
-            doc.handle = self.handles.add(DocTarget(doc))
-        except BaseException:
-            doc.close()
-            raise
-        self.doc = doc
-
-    def close_document(self) -> list[int]:
-        """Closes the open document and every handle in it; answers the handles closed."""
-        doc, self.doc = self.doc, None
-        if doc is None:
-            return []
-        closed = self.handles.clear()
-        doc.close()
-        return closed
-
-    def close(self) -> None:
-        """Ends the session (its document's selections and lease)."""
-        self.close_document()
