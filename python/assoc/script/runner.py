@@ -38,6 +38,7 @@ from assoc.script.lexer import (
 from assoc.script.loaded_tables import LoadedTables
 from assoc.script.numbers import DEFAULTS, Interpretation
 from assoc.script.parser import AGGREGATIONS, Parser, parse_statement
+from assoc.script.peeks import own_peeks
 from assoc.script.rewrites import (
     aggregations,
     field_name_arg,
@@ -255,7 +256,7 @@ class ScriptRunner(ControlFlow, LoadedTables):
 
         return parse_statement(Lexer(text, where), following)
 
-    # --- control statements
+    # --- values of expressions outside a LOAD
     def _constant(self, expr: ast.Expr) -> Values:
         return constant_value(expr, self.interpretation(), self, self.variables)
 
@@ -403,6 +404,14 @@ class ScriptRunner(ControlFlow, LoadedTables):
         ):
             frame = self._grouped(stmt, exprs, view, name, interp)
         else:
+            exprs = own_peeks(
+                [item.name for item in stmt.fields],
+                exprs,
+                name,
+                view,
+                lambda e, v: self._evaluate(e, v, interp),
+                lambda: self._check_cancelled(stmt.line, stmt.column),
+            )
             n = view.n
             columns: dict[str, Column] = {}
             for item, expr in zip(stmt.fields, exprs, strict=True):

@@ -197,6 +197,34 @@ def _class(args: list[Values], ctx: CallContext) -> Values:
     return Values.of_texts(texts, low)
 
 
+def _range(kind: str) -> Function:
+    """RangeSum (0 without numbers), RangeAvg, RangeMin, RangeMax (NULL without numbers) over
+    the arguments' numbers; RangeCount: the arguments that are not NULL."""
+
+    def call(args: list[Values], ctx: CallContext) -> Values:
+        n = ctx.n
+        if kind == "count":
+            counts = np.zeros(n)
+            for a in args:
+                counts += ~a.broadcast(n).is_null()
+            return Values(counts)
+        nums = np.stack([numbers_of(a.broadcast(n), ctx.interpretation) for a in args])
+        has = ~np.isnan(nums)
+        count = has.sum(axis=0)
+        with np.errstate(all="ignore"):
+            if kind == "sum":
+                return Values(np.nansum(nums, axis=0))
+            if kind == "avg":
+                out = np.nansum(nums, axis=0) / count
+            elif kind == "min":
+                out = np.min(np.where(has, nums, np.inf), axis=0)
+            else:
+                out = np.max(np.where(has, nums, -np.inf), axis=0)
+        return Values(np.where(count > 0, out, NAN))
+
+    return call
+
+
 _HASHES = {"HASH128": ("md5", 22), "HASH160": ("sha1", 27), "HASH256": ("sha256", 43)}
 
 
@@ -242,6 +270,11 @@ TEXT_FUNCTIONS: dict[str, tuple[Function, int, int]] = {
     "WILDMATCH": (_matcher("wild"), 2, 1000),
     "PICK": (_pick, 2, 1000),
     "CLASS": (_class, 2, 4),
+    "RANGESUM": (_range("sum"), 1, 1000),
+    "RANGEAVG": (_range("avg"), 1, 1000),
+    "RANGEMIN": (_range("min"), 1, 1000),
+    "RANGEMAX": (_range("max"), 1, 1000),
+    "RANGECOUNT": (_range("count"), 1, 1000),
     **{name: (_hash(name), 1, 1000) for name in _HASHES},
 }
 
