@@ -11,6 +11,7 @@ import numpy as np
 from assoc import _core
 from assoc.access import ACCESS_TABLE, DENIED, AccessTable, hidden_name, reduction_codes
 from assoc.arrow import ArrowExport, Duals, check_duals, is_arrow_stream, read_arrow
+from assoc.script.reshape import Annotations
 from assoc.session import Reduction, Session
 from assoc.sources import Source, SourceKind, TableSource, load_model
 
@@ -72,8 +73,10 @@ class Table:
 class App:
     """An app: linked tables held by the engine core."""
 
-    def __init__(self, model: _core.DataModel) -> None:
+    def __init__(self, model: _core.DataModel, annotations: Annotations | None = None) -> None:
         self._impl = model
+        # Tags and comments the app's script gave (TAG, UNTAG, COMMENT), shown in metadata.
+        self.annotations = annotations or Annotations()
         # One link graph and value look-up per app, shared by its sessions and the result cache.
         self._associative = _core.AssociativeModel(model)
         # Section access: the access table the app's script loaded (kept as a hidden table).
@@ -143,7 +146,8 @@ class App:
         """An app from a load script; `folders` maps connection names to folders (lib://name/…)."""
         from assoc.script import FolderConnections, ScriptRunner
 
-        return cls(ScriptRunner(text, FolderConnections(folders), variables).run().model)
+        result = ScriptRunner(text, FolderConnections(folders), variables).run()
+        return cls(result.model, result.annotations)
 
     @property
     def tables(self) -> list[str]:
@@ -221,7 +225,7 @@ class App:
 
     def metadata(self) -> dict[str, Any]:
         """DataModelMetadata: fields, tables, byte sizes and reload statistics."""
-        found = self._impl.metadata()
+        found = self.annotations.apply(self._impl.metadata())
         if self.access is not None:
             hidden = set(self._impl.source_fields(ACCESS_TABLE))
             found["tables"] = [t for t in found["tables"] if t["name"] != ACCESS_TABLE]

@@ -39,6 +39,7 @@ from assoc.script.loaded_tables import LoadedTables
 from assoc.script.numbers import DEFAULTS, Interpretation
 from assoc.script.parser import AGGREGATIONS, Parser, parse_statement
 from assoc.script.peeks import own_peeks
+from assoc.script.reshape import Annotations, Reshaping
 from assoc.script.rewrites import (
     aggregations,
     field_name_arg,
@@ -80,6 +81,7 @@ class ReloadResult:
     log: list[str] = field(default_factory=list)
     cpu_time_ms: float = 0.0
     statement_seconds: list[tuple[int, float]] = field(default_factory=list)  # (line, wall seconds)
+    annotations: Annotations = field(default_factory=Annotations)  # TAG, UNTAG, COMMENT
 
 
 @dataclass
@@ -108,7 +110,7 @@ class _Cursor:
     positions: Positions | None = None
 
 
-class ScriptRunner(ControlFlow, LoadedTables):
+class ScriptRunner(ControlFlow, Reshaping, LoadedTables):
     """One run of a script over folder connections, starting from the given variables."""
 
     def __init__(
@@ -135,6 +137,9 @@ class ScriptRunner(ControlFlow, LoadedTables):
         self.statement_seconds: list[tuple[int, float]] = []
         # Worker threads' CPU time; the runner's own thread is measured with thread_time.
         self.cpu = _core.CpuAccount()
+        self._null_as = []
+        self._annotations = []
+        self._ran_before = False  # a statement ran (BINARY must come first)
 
     def cancel(self) -> None:
         """Stops the run before its next statement (or loop round): it fails with a
@@ -205,9 +210,11 @@ class ScriptRunner(ControlFlow, LoadedTables):
             if stmt is None:
                 return 0
             self._run(stmt)
+            self._ran_before = True
             return stmt.line
         stmt = self._parse(prog.raw[i], no_following, prog)
         self._control(frames, frame, i, stmt)
+        self._ran_before = True
         return 0
 
     def _following(self, cursor: _Cursor) -> ast.Load:
@@ -300,6 +307,18 @@ class ScriptRunner(ControlFlow, LoadedTables):
             self._section(stmt.access)
         elif isinstance(stmt, ast.Trace):
             self.progress.log.append(stmt.text)
+        elif isinstance(stmt, ast.NullAs):
+            self._null_as.extend((p, stmt.as_value) for p in stmt.patterns)
+        elif isinstance(stmt, ast.AutoNumberFields):
+            self._autonumber_fields(stmt)
+        elif isinstance(stmt, ast.Annotate):
+            self._annotate(stmt)
+        elif isinstance(stmt, ast.BinaryLoad):
+            if self._ran_before or self.tables:
+                raise ScriptError(
+                    "BINARY must be the first statement of the script", stmt.line, stmt.column
+                )
+            self._binary(stmt)
         elif isinstance(stmt, ast.MapUsing):
             if stmt.map is not None and stmt.map not in self.maps:
                 raise ScriptError(f"no mapping table named {stmt.map}", stmt.line, stmt.column)
@@ -769,10 +788,23 @@ class ScriptRunner(ControlFlow, LoadedTables):
                     f"CROSSTABLE needs more than {qualifiers} fields", stmt.line, stmt.column
                 )
             frame = crosstable(frame, attribute, data, qualifiers)
+        if stmt.interval_match:
+            frame = self._interval_match(stmt, frame, self.interpretation())
         if stmt.mapping:
             self._mapping(stmt, name, frame)
             return
         frame = self._mapped(frame)
+        frame = self._null_as_value(frame)
+        if stmt.generic:
+            for part in self._generic(stmt, name, frame):
+                base, k = part.name, 0
+                while part.name in self.tables:
+                    k += 1
+                    part.name = f"{base}-{k}"
+                self.tables[part.name] = part.packed(self.cpu)
+                self._last_table = part.name
+                self.progress.log.append(f"{part.name} << {name} {part.rows} Lines fetched")
+            return
         frame = self._qualified(frame)
         if stmt.join is not None or stmt.keep is not None:
             self._join(stmt, frame)
@@ -1013,7 +1045,13 @@ class ScriptRunner(ControlFlow, LoadedTables):
             raise err from None
         self.progress.finished = True
         cpu_ms = model.metadata()["reload_meta"]["cpu_time_spent_ms"]
-        return ReloadResult(model, list(self.progress.log), cpu_ms, list(self.statement_seconds))
+        return ReloadResult(
+            model,
+            list(self.progress.log),
+            cpu_ms,
+            list(self.statement_seconds),
+            self.annotations(),
+        )
 
     def check(self) -> list[ScriptError]:
         """Syntax errors (at most the first, as parsing stops there); SET/LET are applied."""
