@@ -73,6 +73,19 @@ def test_peek_with_the_loads_own_table_name_and_rowno() -> None:
     assert app.table("Cal").column("Doubled") == [2, 4, 8, 16, 32, 64]
 
 
+def test_peek_of_a_field_star_loads() -> None:
+    app = assoc.App.from_script(
+        """T: LOAD *, Peek('X') AS PrevX, RangeSum(Peek('S'), X) AS S INLINE [
+X
+4
+5
+6
+];"""
+    )
+    assert app.table("T").column("PrevX") == [None, 4, 5]
+    assert app.table("T").column("S") == [4, 9, 15]
+
+
 def test_peek_of_other_tables_is_unchanged() -> None:
     app = assoc.App.from_script(
         """A: LOAD * INLINE [

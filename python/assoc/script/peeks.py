@@ -83,6 +83,8 @@ def own_peeks(
     """The LOAD's field expressions with the fields that peek at the LOAD's own rows computed
     into parts of the view (their expressions become references to those parts)."""
     outputs = {n for n, e in zip(names, exprs, strict=True) if e is not None}
+    if any(e is None for e in exprs):  # `*`: the source's fields are the LOAD's too
+        outputs |= set(view.source.fields)
     calls: dict[int, list[tuple[ast.Call, str, int, bool]]] = {}
     for k, expr in enumerate(exprs):
         if expr is None:
@@ -101,6 +103,9 @@ def own_peeks(
     part = 0
 
     def computed(field: str) -> Column:
+        if field not in done and field not in index:  # a field `*` loads
+            col, at = view.column(field)
+            done[field] = col if at is None else col.take(at)
         if field not in done:
             k = index[field]
             expr = exprs[k]
@@ -114,7 +119,7 @@ def own_peeks(
         progress = False
         for k, found in list(pending.items()):
             others = {f for _, f, _, _ in found if f != names[k]}
-            if any(index[f] in pending for f in others):
+            if any(f in index and index[f] in pending for f in others):
                 continue
             self_peeks = [c for c in found if c[1] == names[k]]
             replace: dict[int, ast.Expr] = {}
