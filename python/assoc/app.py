@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from assoc.arrow import ArrowExport, Duals, check_duals, is_arrow_stream, read_a
 from assoc.script.reshape import Annotations
 from assoc.session import Reduction, Session
 from assoc.sources import Source, SourceKind, TableSource, load_model
+
+if TYPE_CHECKING:
+    from assoc.script.reshape import Annotations
 
 _REDUCTIONS_KEPT = 1024  # users' section access reductions an app keeps computed
 
@@ -76,7 +79,7 @@ class App:
     def __init__(self, model: _core.DataModel, annotations: Annotations | None = None) -> None:
         self._impl = model
         # Tags and comments the app's script gave (TAG, UNTAG, COMMENT), shown in metadata.
-        self.annotations = annotations or Annotations()
+        self.annotations = annotations
         # One link graph and value look-up per app, shared by its sessions and the result cache.
         self._associative = _core.AssociativeModel(model)
         # Section access: the access table the app's script loaded (kept as a hidden table).
@@ -225,7 +228,9 @@ class App:
 
     def metadata(self) -> dict[str, Any]:
         """DataModelMetadata: fields, tables, byte sizes and reload statistics."""
-        found = self.annotations.apply(self._impl.metadata())
+        found = self._impl.metadata()
+        if self.annotations:
+            found = self.annotations.apply(found)
         if self.access is not None:
             hidden = set(self._impl.source_fields(ACCESS_TABLE))
             found["tables"] = [t for t in found["tables"] if t["name"] != ACCESS_TABLE]

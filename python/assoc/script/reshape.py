@@ -18,6 +18,7 @@ from assoc.script.numbers import Interpretation
 from assoc.script.tableops import group_rows, row_keys
 from assoc.script.tables import Column, Frame
 from assoc.script.values import Values
+from assoc.script.values import concatenate as concatenate_values
 
 
 def _matches(name: str, patterns: tuple[str, ...] | list[str]) -> bool:
@@ -291,9 +292,7 @@ def _stacked(parts: list[Column]) -> Column:
     """Columns one after the other (the symbols of each kept apart)."""
     if len(parts) == 1:
         return parts[0]
-    from assoc.script.values import concatenate
-
-    symbols = concatenate([p.symbols for p in parts])
+    symbols = concatenate_values([p.symbols for p in parts])
     offsets = np.cumsum([0] + [len(p.symbols) for p in parts[:-1]])
     codes = np.concatenate(
         [np.where(p.codes < 0, -1, p.codes + off) for p, off in zip(parts, offsets, strict=True)]
