@@ -175,6 +175,34 @@ Totals: LOAD Sum(Amount) AS Total RESIDENT Orders;""",
         assoc.App.from_script("Binary [lib://data/none.zip];", folders={"data": str(tmp_path)})
 
 
+def test_binary_keeps_the_stored_apps_section_access(tmp_path: Path) -> None:
+    source = assoc.App.from_script(
+        """Section Access;
+LOAD * INLINE [
+ACCESS, USERID, REGION
+USER, ann, EAST
+ADMIN, boss, *
+];
+Section Application;
+Sales: LOAD * INLINE [
+REGION, Amount
+EAST, 1
+WEST, 2
+EAST, 4
+];"""
+    )
+    out = io.BytesIO()
+    write_package(source.stored_tables, source.write_qvd, Manifest(tables=[]), None, out)
+    (tmp_path / "secured.zip").write_bytes(out.getvalue())
+    app = assoc.App.from_script("Binary [lib://data/secured.zip];", folders={"data": str(tmp_path)})
+    assert app.access is not None
+    assert app.tables == ["Sales"]
+    with app.session("ann") as s:
+        assert s.hypercube(["REGION"], ["Sum(Amount)"]).rows == [("EAST", 5.0)]
+    with pytest.raises(assoc.Error, match="Access denied"):
+        app.session("eve")
+
+
 @pytest.mark.parametrize(
     ("script", "line", "column", "message"),
     [

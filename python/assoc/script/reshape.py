@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from assoc import _core
+from assoc.access import _PREFIX as ACCESS_PREFIX
+from assoc.access import ACCESS_TABLE, hidden_name
 from assoc.script import syntax as ast
 from assoc.script.connections import FolderConnections
 from assoc.script.errors import ScriptError
@@ -60,6 +62,7 @@ class Reshaping:
     _autonumbers: dict[str, dict[object, int]]
     _null_as: list[tuple[str, bool]]
     _annotations: list[ast.Annotate]
+    access_tables: dict[str, Frame]
 
     # --- NullAsValue / NullAsNull
     def _null_as_value(self, frame: Frame) -> Frame:
@@ -162,7 +165,8 @@ class Reshaping:
 
     # --- BINARY
     def _binary(self, stmt: ast.BinaryLoad) -> None:
-        """The data tables of a stored app (an app package), as if loaded here."""
+        """The data tables of a stored app (an app package), as if loaded here, and its
+        section access."""
         from assoc.app import App
 
         path = self.connections.resolve(stmt.path, stmt.line, stmt.column)
@@ -179,6 +183,15 @@ class Reshaping:
                 self.tables[name] = Frame.of_native(
                     _core.ScriptTable.read_qvd(data, name, self.cpu)
                 )
+            if ACCESS_TABLE in app._impl.table_names():
+                # The stored app's section access comes along, as in Qlik: its rules hold.
+                data = app._impl.write_qvd(ACCESS_TABLE)
+                stored = Frame.of_native(_core.ScriptTable.read_qvd(data, ACCESS_TABLE, self.cpu))
+                rules = stored.with_fields(
+                    [(f, f[len(ACCESS_PREFIX) :]) for f in stored.fields if hidden_name(f)]
+                )
+                rules.name = ACCESS_TABLE
+                self.access_tables[ACCESS_TABLE] = rules
         except (_core.Error, OSError) as exc:
             raise ScriptError(
                 f"cannot read the app {stmt.path!r}: {exc}", stmt.line, stmt.column
