@@ -1,8 +1,9 @@
 """Script table operations side by side in one run: LEFT JOIN of a 100,000-row dimension onto
-a 10,000,000-row fact, and LOAD … GROUP BY of the fact into 100,000 groups with Sum and Count,
-against polars `join(how="left")` and `group_by().agg()` on the same data.
+a 10,000,000-row fact, LOAD … GROUP BY of the fact into 100,000 groups with Sum and Count, and
+ApplyMap of the fact's key through a 100,000-row mapping table, against polars
+`join(how="left")`, `group_by().agg()` and `replace_strict` on the same data.
 
-    python benchmarks/compare_script_ops.py [--repeat 3]
+    python benchmarks/compare_script_ops.py [--repeat 3] [--ops join,group,applymap]
 
 Rows: 10,000,000 x ASSOC_BENCH_SCALE fact rows (K: 100,000 keys, V: numbers); the dimension
 has one row per key (K, Name). The script's time is the statement's own wall time (its
@@ -36,6 +37,9 @@ def script_seconds(rows: int, op: str) -> float:
     )
     if op == "join":
         setup = setup.replace("Dim: NOCONCATENATE LOAD", "LEFT JOIN (Fact) LOAD")
+    elif op == "applymap":
+        setup = setup.replace("Dim: NOCONCATENATE LOAD", "Names: MAPPING LOAD")
+        setup += "M: LOAD K, ApplyMap('Names', K, 'none') AS Name RESIDENT Fact;\n"
     else:
         setup += "G: LOAD K, Sum(V) AS S, Count(V) AS N RESIDENT Fact GROUP BY K;\n"
     result = ScriptRunner(setup).run()
@@ -52,6 +56,16 @@ def polars_seconds(rows: int, op: str) -> float:
     started = time.perf_counter()
     if op == "join":
         out = fact.join(dim, on="K", how="left")
+    elif op == "applymap":
+        # polars' faster of its two ways: replace_strict, or a left join with a default.
+        names = fact["K"].replace_strict(dim["K"], dim["Name"], default="none")
+        out = fact.select("K").with_columns(names.alias("Name"))
+        replaced = time.perf_counter() - started
+        started = time.perf_counter()
+        joined = fact.select("K").join(dim, on="K", how="left", maintain_order="left")
+        joined = joined.with_columns(pl.col("Name").fill_null("none"))
+        assert joined.height == out.height
+        return min(replaced, time.perf_counter() - started)
     else:
         out = fact.group_by("K").agg(pl.col("V").sum().alias("S"), pl.col("V").count().alias("N"))
     assert out.height > 0
@@ -61,10 +75,15 @@ def polars_seconds(rows: int, op: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--ops", default="join,group,applymap")
     args = parser.parse_args()
+    ops = args.ops.split(",")
     rows = scaled(10_000_000)
     print(f"fact rows: {rows:,}, keys: {KEYS:,}")
-    for op, label in (("join", "LEFT JOIN"), ("group", "GROUP BY Sum, Count")):
+    labels = {"join": "LEFT JOIN", "group": "GROUP BY Sum, Count", "applymap": "ApplyMap"}
+    for op, label in labels.items():
+        if op not in ops:
+            continue
         ours, theirs = [], []
         for _ in range(args.repeat):
             ours.append(script_seconds(rows, op))

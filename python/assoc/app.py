@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from assoc import _core
 from assoc.access import ACCESS_TABLE, DENIED, AccessTable, hidden_name, reduction_codes
 from assoc.arrow import ArrowExport, Duals, check_duals, is_arrow_stream, read_arrow
+from assoc.script.reshape import Annotations
 from assoc.session import Reduction, Session
 from assoc.sources import Source, SourceKind, TableSource, load_model
+
+if TYPE_CHECKING:
+    from assoc.script.reshape import Annotations
 
 _REDUCTIONS_KEPT = 1024  # users' section access reductions an app keeps computed
 
@@ -72,8 +76,10 @@ class Table:
 class App:
     """An app: linked tables held by the engine core."""
 
-    def __init__(self, model: _core.DataModel) -> None:
+    def __init__(self, model: _core.DataModel, annotations: Annotations | None = None) -> None:
         self._impl = model
+        # Tags and comments the app's script gave (TAG, UNTAG, COMMENT), shown in metadata.
+        self.annotations = annotations
         # One link graph and value look-up per app, shared by its sessions and the result cache.
         self._associative = _core.AssociativeModel(model)
         # Section access: the access table the app's script loaded (kept as a hidden table).
@@ -143,7 +149,8 @@ class App:
         """An app from a load script; `folders` maps connection names to folders (lib://name/…)."""
         from assoc.script import FolderConnections, ScriptRunner
 
-        return cls(ScriptRunner(text, FolderConnections(folders), variables).run().model)
+        result = ScriptRunner(text, FolderConnections(folders), variables).run()
+        return cls(result.model, result.annotations)
 
     @property
     def tables(self) -> list[str]:
@@ -222,6 +229,8 @@ class App:
     def metadata(self) -> dict[str, Any]:
         """DataModelMetadata: fields, tables, byte sizes and reload statistics."""
         found = self._impl.metadata()
+        if self.annotations:
+            found = self.annotations.apply(found)
         if self.access is not None:
             hidden = set(self._impl.source_fields(ACCESS_TABLE))
             found["tables"] = [t for t in found["tables"] if t["name"] != ACCESS_TABLE]

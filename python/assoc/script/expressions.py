@@ -8,11 +8,16 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 
 from assoc.script import syntax as ast
+from assoc.script.date_functions import DATE_FUNCTIONS
 from assoc.script.errors import ScriptError
 from assoc.script.functions import FUNCTIONS, ROW_FUNCTIONS, CallContext, numbers_of
 from assoc.script.numbers import Interpretation
 from assoc.script.parser import AGGREGATIONS
+from assoc.script.text_functions import TEXT_FUNCTIONS
 from assoc.script.values import NAN, Values, booleans
+
+# Every script function: name → (function, fewest arguments, most arguments).
+_FUNCTIONS = {**FUNCTIONS, **TEXT_FUNCTIONS, **DATE_FUNCTIONS}
 
 
 def children(expr: ast.Expr) -> tuple[ast.Expr, ...]:
@@ -77,7 +82,7 @@ class Evaluator:
                 raise ScriptError(f"field not found: {expr.name}", expr.line, expr.column)
             return self.columns[expr.name]
         if isinstance(expr, ast.Call):
-            spec = FUNCTIONS.get(expr.name)
+            spec = _FUNCTIONS.get(expr.name)
             if spec is None and expr.name in AGGREGATIONS:
                 raise ScriptError(
                     f"{expr.name} is an aggregation: it is allowed in a LOAD's fields only",

@@ -73,6 +73,7 @@ class Interpretation:
         self.first_week_day = _setting(v["FirstWeekDay"], 6)
         self.broken_weeks = _setting(v["BrokenWeeks"], 1) != 0
         self.reference_day = _setting(v["ReferenceDay"], 0)
+        self.first_month_of_year = min(max(_setting(v["FirstMonthOfYear"], 1), 1), 12)
         self.month_names = v["MonthNames"].split(";")
         self.long_month_names = v["LongMonthNames"].split(";")
         self.day_names = v["DayNames"].split(";")

@@ -415,6 +415,12 @@ def parse_statement(lexer: Lexer, following: Callable[[], ast.Load] | None) -> a
             prefixes["mapping"] = True
         elif tok.is_word("CROSSTABLE") and "crosstable" not in prefixes:
             prefixes["crosstable"] = _crosstable(p)
+        elif tok.is_word("INTERVALMATCH") and "interval_match" not in prefixes:
+            p.expect_op("(")
+            prefixes["interval_match"] = p.name_list("a field name")
+            p.expect_op(")")
+        elif tok.is_word("GENERIC") and "generic" not in prefixes:
+            prefixes["generic"] = True
         elif (
             tok.is_word("LEFT", "RIGHT", "INNER", "OUTER", "JOIN", "KEEP")
             and "join" not in prefixes
@@ -496,6 +502,30 @@ def parse_statement(lexer: Lexer, following: Callable[[], ast.Load] | None) -> a
         part = p.expect_word("ACCESS", "APPLICATION")
         p.end()
         return ast.Section(line, col, part.text.upper() == "ACCESS")
+    if word in ("NULLASVALUE", "NULLASNULL"):
+        patterns = _patterns(p)
+        p.end()
+        return ast.NullAs(line, col, word == "NULLASVALUE", patterns)
+    if word == "AUTONUMBER":
+        patterns = _patterns(p)
+        namespace = None
+        if lexer.peek().is_word("USING"):
+            lexer.next()
+            namespace = p.name("a namespace name")
+        p.end()
+        return ast.AutoNumberFields(line, col, patterns, namespace)
+    if word in ("TAG", "UNTAG", "COMMENT"):
+        return _annotate(p, word, line, col)
+    if word == "BINARY":
+        nxt = lexer.peek()
+        if nxt.kind in (QNAME, STRING):
+            path = lexer.next().text
+        else:
+            path, at = lexer.raw_until(";")
+            if not path:
+                raise lexer.error("expected the stored app's file after BINARY", at)
+        p.end()
+        return ast.BinaryLoad(line, col, path)
     if word == "TRACE":
         raw, _ = lexer.rest()
         return ast.Trace(line, col, raw.strip())
@@ -516,6 +546,30 @@ def _patterns(p: Parser) -> tuple[str, ...]:
         if not p.lx.peek().is_op(","):
             return tuple(patterns)
         p.lx.next()
+
+
+def _annotate(p: Parser, word: str, line: int, col: int) -> ast.Annotate:
+    """TAG / UNTAG / COMMENT after their first word."""
+    what = "field"
+    if p.lx.peek().is_word("FIELD", "FIELDS", "TABLE", "TABLES"):
+        what = "table" if p.lx.next().text.upper().startswith("TABLE") else "field"
+    if word != "COMMENT" and what == "table":
+        raise p.error(f"{word} names fields, not tables", p.lx.peek())
+    names = _patterns(p)
+    how = p.expect_word("WITH", "USING")
+    text = map_name = None
+    if how.is_word("WITH"):
+        tok = p.lx.next()
+        if tok.kind not in (NAME, QNAME, STRING):
+            raise p.error(f"expected a text after WITH, found {describe(tok)}", tok)
+        text = tok.text
+    else:
+        map_name = p.name("a mapping table name")
+    if how.is_word("WITH") and len(names) > 1 and word == "COMMENT":
+        raise p.error("COMMENT … WITH names one field or table", how)
+    p.end()
+    kind = word.lower() if word != "COMMENT" else f"{what} comment"
+    return ast.Annotate(line, col, kind, names, text, map_name)
 
 
 def _crosstable(p: Parser) -> tuple[str, str, int]:

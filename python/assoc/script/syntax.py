@@ -130,6 +130,8 @@ class Load(Statement):
     while_: Expr | None = None
     group_by: tuple[str, ...] = ()
     order_by: tuple[tuple[str, bool], ...] = ()  # (field, descending)
+    interval_match: tuple[str, ...] = ()  # INTERVALMATCH (match field, key fields…)
+    generic: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,41 @@ class MapUsing(Statement):
 
     patterns: tuple[str, ...]
     map: str | None
+
+
+@dataclass(frozen=True)
+class NullAs(Statement):
+    """`NULLASVALUE f, …` (as_value) or `NULLASNULL f, …`; names may hold * and ?."""
+
+    as_value: bool
+    patterns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AutoNumberFields(Statement):
+    """`AUTONUMBER f, … [USING namespace]`; names may hold * and ?."""
+
+    patterns: tuple[str, ...]
+    namespace: str | None = None
+
+
+@dataclass(frozen=True)
+class Annotate(Statement):
+    """`TAG|UNTAG [FIELD|FIELDS] f, … WITH tag | USING map` (`what` "tag"/"untag") and
+    `COMMENT [FIELD|FIELDS|TABLE|TABLES] names WITH text | USING map` (`what` "field comment"
+    or "table comment")."""
+
+    what: str
+    names: tuple[str, ...]
+    text: str | None = None
+    map: str | None = None
+
+
+@dataclass(frozen=True)
+class BinaryLoad(Statement):
+    """`BINARY path` (the first statement): the tables of a stored app."""
+
+    path: str
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,7 @@ def _reload(s: SessionState, doc: OpenDocument) -> bool:
             result = runner.run()
         except ScriptError:
             return False
-        app = assoc.App(result.model)
+        app = assoc.App(result.model, result.annotations)
         # The variables the script left are the document's (GetVariableByName, lists).
         doc.library.set_script_variables(dict(runner.variables))
         if doc.lease is None:
