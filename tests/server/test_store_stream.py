@@ -17,7 +17,7 @@ import pytest
 
 import assoc
 from appfiles import ServerProcess, needs_qvd_reader
-from assoc.server.store import ObjectStore
+from assoc.server.store import AppStore, ObjectStore
 from assoc.server.store.s3 import APPS, POINTERS
 from seaweed import SeaweedFS, s3_env, start_seaweedfs
 
@@ -106,7 +106,7 @@ def _send_part(base_url: str, body: bytes, declared: int) -> socket.socket:
 
 
 def test_a_qvd_body_is_in_the_store_before_it_has_all_arrived(
-    node: tuple[ServerProcess, str], weed: SeaweedFS, big_qvd: bytes
+    node: tuple[ServerProcess, str], weed: SeaweedFS, big_qvd: bytes, tmp_path: Path
 ) -> None:
     server, url = node
     half = len(big_qvd) - 200_000
@@ -133,6 +133,17 @@ def test_a_qvd_body_is_in_the_store_before_it_has_all_arrived(
         metadata = client.get(f"/v1/apps/{app_id_text}/data/metadata")
         assert metadata.status_code == 200
         assert metadata.json()["tables"][0]["no_of_rows"] == 1_200_000
+    # Another node fetches it: the table as ranges at once, put together byte for byte.
+    other = AppStore(tmp_path / "other", objects=ObjectStore(url, weed.endpoint))
+    try:
+        with other.using(app_id_text) as app:
+            assert app.tables == ["Sales"]
+        (table,) = (tmp_path / "other" / "apps" / app_id_text).glob("*/tables/table.qvd")
+        assert table.read_bytes() == big_qvd
+        gets = other.shared.objects.stats.snapshot()["get"].count if other.shared else 0
+        assert gets >= 1 + 1 + 4  # the pointer, app.json, the table's four ranges
+    finally:
+        other.close()
 
 
 def test_a_client_that_hangs_up_mid_upload_leaves_nothing_in_the_store(

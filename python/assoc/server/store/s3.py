@@ -427,7 +427,11 @@ class ObjectStore:
             self._call("delete", functools.partial(obs.delete, self._store, batch))
 
     def _run_all(self, jobs: list[Callable[[], Any]]) -> None:
-        for future in [self._pool.submit(job) for job in jobs]:
+        # Every job ends before the first error is raised: a download's jobs write into
+        # files that are closed after this returns.
+        futures = [self._pool.submit(job) for job in jobs]
+        concurrent.futures.wait(futures)
+        for future in futures:
             future.result()
 
     # ---- the janitor ---------------------------------------------------------------
