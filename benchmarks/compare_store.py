@@ -12,6 +12,8 @@ SeaweedFS, three `assoc serve` nodes on it behind HAProxy, and one local node be
 3. Proxy: GET …/data/metadata of one app, `--requests` times one after the other through
    HAProxy and straight to the node HAProxy picks for it, interleaved; p50 and p99 of each
    (goal: p99 ≤ 1 ms above the direct one).
+4. The store itself: a bare PUT and GET of the same body (the S3 client alone, one request
+   each, median of `--runs`), the least the import and the first open can take on it.
 
 The machine is shared: times vary between runs; nothing here gates on them.
 """
@@ -115,6 +117,30 @@ def node_serving(cluster: Cluster, app_id: str) -> str:
     return cluster.nodes[moved[0]].base_url
 
 
+def bare_transfers(cluster: Cluster, body: bytes, runs: int) -> tuple[list[float], list[float]]:
+    """Seconds of a bare PUT and of a bare GET of `body` to the cluster's store, `runs` each."""
+    from obstore import get, put
+    from obstore.store import S3Store
+
+    bucket, _, prefix = cluster.weed.url()[len("s3://") :].partition("/")
+    store = S3Store(
+        bucket,
+        prefix=prefix,
+        endpoint=cluster.weed.endpoint,
+        virtual_hosted_style_request=False,
+        client_options={"allow_http": True},
+    )
+    puts, gets = [], []
+    for i in range(runs):
+        started = time.perf_counter()
+        put(store, f"bare-{i}", body)
+        puts.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        bytes(get(store, f"bare-{i}").bytes())
+        gets.append(time.perf_counter() - started)
+    return puts, gets
+
+
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q))
 
@@ -164,6 +190,8 @@ def main() -> None:
                 app_id = small.json()["attributes"]["id"]
             node = node_serving(cluster, app_id)
             times = metadata_requests(node, cluster.proxy, app_id, args.requests)
+            # 4. the store's own transfer times for the same body
+            bare_puts, bare_gets = bare_transfers(cluster, body, args.runs)
         finally:
             local.stop()
             cluster.stop()
@@ -181,6 +209,10 @@ def main() -> None:
         f"first open of {args.open_rows:,} rows on a node that never saw it: "
         f"{open_s * 1e3:.0f} ms, local cold open: {open_l * 1e3:.0f} ms "
         f"-> {open_s / open_l:.2f}x (goal <= 1.5x)"
+    )
+    print(
+        f"the store alone, the same body: PUT {statistics.median(bare_puts) * 1e3:.0f} ms, "
+        f"GET {statistics.median(bare_gets) * 1e3:.0f} ms"
     )
     print(
         f"metadata, {args.requests} requests: through HAProxy p50 {p50p * 1e3:.2f} ms "

@@ -66,10 +66,26 @@ class SeaweedFS:
     process: subprocess.Popen[bytes]
     endpoint: str
     log: Path
+    filer: str = ""  # the filer's base URL (what the S3 gateway keeps, seen from inside)
 
     def url(self) -> str:
         """A fresh `s3://bucket/prefix` in it (each test its own prefix)."""
         return f"s3://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
+
+    def pending_uploads(self) -> list[str]:
+        """The multipart uploads begun in the bucket and neither completed nor aborted (the
+        S3 gateway keeps them in the filer, under the bucket's `.uploads` folder)."""
+        import httpx
+
+        response = httpx.get(
+            f"{self.filer}/buckets/{BUCKET}/.uploads/",
+            headers={"Accept": "application/json"},
+            timeout=10,
+        )
+        if response.status_code == 404:  # no upload was ever begun
+            return []
+        response.raise_for_status()
+        return [entry["FullPath"] for entry in response.json().get("Entries") or []]
 
     def stop(self) -> None:
         """Stops the server (SIGTERM, then SIGKILL)."""
@@ -117,7 +133,7 @@ def start_seaweedfs(data_dir: Path) -> SeaweedFS:
     env = dict(os.environ, **s3_env())
     with open(log, "wb") as out:
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
-    weed = SeaweedFS(process, f"http://127.0.0.1:{s3}", log)
+    weed = SeaweedFS(process, f"http://127.0.0.1:{s3}", log, f"http://127.0.0.1:{filer}")
     if not _wait_until_writable(weed):
         weed.stop()
         tail = log.read_text(errors="replace")[-2000:]

@@ -47,6 +47,28 @@ class QvdTarget(Protocol):
         """Removes the file and what was made for it."""
         ...
 
+    def upload_copy(self, path: Path) -> Copy | None:
+        """Where else the file's bytes go as they arrive (an upload to an object store), if
+        anywhere."""
+        ...
+
+
+class Copy(Protocol):
+    """A second destination of a streamed file's bytes, that may fall behind."""
+
+    def feed(self, data: bytes) -> None:
+        """Takes the next bytes (never waits)."""
+        ...
+
+    @property
+    def full(self) -> bool:
+        """Whether it holds so much not yet sent on that the sender should wait."""
+        ...
+
+    def wait_for_room(self) -> None:
+        """Waits until it has sent enough on (blocking: call from a worker thread)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Upload:
@@ -175,6 +197,7 @@ class _FileSink:
         self.size = 0  # the file's expected size; 0 while unknown (no stream is started)
         self.received = 0
         self.qvd: QvdStream | None = None
+        self._copy: Copy | None = None
         self._spool: _SpoolFile | None = None
         self._target = target
         self._admission = admission
@@ -185,6 +208,8 @@ class _FileSink:
         self.received += len(data)
         if self.qvd is not None:
             self.qvd.feed(data)
+            if self._copy is not None:
+                self._copy.feed(data)
         elif self._spool is not None:
             self._spool.add(data)
         else:
@@ -199,6 +224,10 @@ class _FileSink:
             await self._choose()
         if self._spool is not None:
             await self._spool.flush()
+        # A copy that failed takes no more bytes: the import reports its error once the body
+        # has ended (a client still sending would not read an earlier answer).
+        if self._copy is not None and self._copy.full:
+            await run_in_threadpool(self._copy.wait_for_room)
 
     async def close(self) -> None:
         """The body has ended: the spool's file is complete (a stream's, once it finishes)."""
@@ -213,6 +242,7 @@ class _FileSink:
         if self.qvd is not None:
             assert self._target is not None
             self.qvd = None  # its threads stop, its file closes
+            self._copy = None
             self._target.discard_upload(self.path)
             return
         if self._spool is not None:
@@ -240,7 +270,7 @@ class _FileSink:
         size = self.size
         room = target.admit_upload(size)
 
-        def start() -> tuple[QvdStream, Path] | None:
+        def start() -> tuple[QvdStream, Path, Copy | None] | None:
             # Waiting for room, making folders and the file: one trip to a worker thread.
             with contextlib.ExitStack() as undo:
                 room.__enter__()
@@ -252,9 +282,9 @@ class _FileSink:
                 except Error:
                     return None  # larger than the memory: the import reports it
                 undo.pop_all()
-                return stream, path
+                return stream, path, target.upload_copy(path)
 
-        def abandon(started: tuple[QvdStream, Path] | None) -> None:
+        def abandon(started: tuple[QvdStream, Path, Copy | None] | None) -> None:
             if started is not None:
                 target.discard_upload(started[1])
                 room.__exit__(None, None, None)
@@ -262,9 +292,11 @@ class _FileSink:
         started = await _in_thread(start, abandon)
         if started is None:
             return None
-        stream, self.path = started
+        stream, self.path, self._copy = started
         self._admission.push(room)
         stream.feed(head)
+        if self._copy is not None:
+            self._copy.feed(head)
         return stream
 
 

@@ -12,6 +12,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -55,7 +56,7 @@ from assoc.server.store.imports import (
 )
 from assoc.server.store.media import MEDIA_DIR, ListForm
 from assoc.server.store.reloads import reload_manifest, stage_tables
-from assoc.server.store.s3 import ObjectStore, Pointer
+from assoc.server.store.s3 import ObjectStore, Pointer, StreamUpload
 from assoc.server.store.saves import saved_manifest, stage_unchanged
 from assoc.server.store.shared import SharedApps
 from assoc.server.store.versions import VersionDirs
@@ -107,8 +108,8 @@ class AppStore:
         self._cache = AppCache(memory_budget_bytes, self._load)
         self._app_locks: dict[str, threading.RLock] = {}
         self._listeners: list[Listener] = []
-        # Folders staged for uploads (stage_upload): (stage, version) by the upload's path.
-        self._staged: dict[Path, tuple[Path, Path]] = {}
+        # What is staged for uploads (stage_upload), by the upload's path.
+        self._staged: dict[Path, _Staged] = {}
         self._staged_lock = threading.Lock()
         try:
             self._dirs = VersionDirs(self.data_dir)
@@ -260,30 +261,49 @@ class AppStore:
                 path.unlink()
         with self._staged_lock:
             staged, self._staged = self._staged, {}
-        for stage_dir, _ in staged.values():
-            remove(stage_dir)
+        for upload in staged.values():
+            upload.discard()
 
     def stage_upload(self) -> Path:
         """Where a QVD file that streams into a NEW import is written: its table file in the
         folders of the version it is to become, made as the file starts to arrive, so that
         less is left to do once it has. `import_file` of that path, with the stream (which
-        must flush the file: `sync`), takes them over; `discard_upload` removes them."""
+        must flush the file: `sync`), takes them over; `discard_upload` removes them.
+
+        With an object store, the app's id is chosen now and the file is also uploaded to the
+        store as it arrives (`upload_copy`), to its key in the new version."""
         stage_dir, version_dir = self._dirs.new_stage(with_current=True)
         try:
             path = table_stage(version_dir, SourceKind.QVD)
+            staged = _Staged(stage_dir, version_dir)
+            if self.shared is not None:
+                staged.app_id = str(uuid.uuid4())
+                rel = path.relative_to(version_dir).as_posix()
+                key = ObjectStore.version_prefix(staged.app_id, version_dir.name) + rel
+                staged.copies[rel] = self.shared.objects.stream_upload(key)
         except BaseException:
             remove(stage_dir)
             raise
         with self._staged_lock:
-            self._staged[path] = (stage_dir, version_dir)
+            self._staged[path] = staged
         return path
 
+    def upload_copy(self, path: Path) -> StreamUpload | None:
+        """Where else the bytes of a file staged by `stage_upload` go as they arrive (the
+        object store's upload of it), or None."""
+        with self._staged_lock:
+            staged = self._staged.get(path)
+        if staged is None or not staged.copies:
+            return None
+        return next(iter(staged.copies.values()))
+
     def discard_upload(self, path: Path) -> None:
-        """Removes an upload's file, and the folders staged for it."""
+        """Removes an upload's file, and what was staged for it (an upload to the object
+        store is given up)."""
         with self._staged_lock:
             staged = self._staged.pop(path, None)
         if staged is not None:
-            remove(staged[0])
+            staged.discard()
         else:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
@@ -310,11 +330,12 @@ class AppStore:
         (committed in the folders staged for it), under `admission` (room that `admit_upload`
         made, released once the app is loaded)."""
         with self._staged_lock:
-            staged = self._staged.pop(source, None)
-        stage_dir, version_dir = staged if staged is not None else self._dirs.new_stage()
+            popped = self._staged.pop(source, None)
+        staged = popped if popped is not None else _Staged(*self._dirs.new_stage())
+        stage_dir, version_dir = staged.stage_dir, staged.version_dir
         early_flush = EarlyFlush()
         try:
-            if (qvd is None) != (staged is None):
+            if (qvd is None) != (popped is None):
                 raise ValueError("a QvdStream's file, and only one, comes from stage_upload")
             streamed = qvd is not None
             kind = SourceKind.QVD if streamed else source_kind(source)
@@ -327,7 +348,7 @@ class AppStore:
             with admission:
                 if qvd is not None:  # written into its stage and flushed by the stream
                     manifest, app, written = stage_stream(
-                        stage_dir, source, qvd, name, source_name, owner, early_flush
+                        stage_dir, source, qvd, name, source_name, owner, early_flush, staged.app_id
                     )
                     attrs = manifest.attributes
                 else:
@@ -344,11 +365,13 @@ class AppStore:
                     raise AppExists(f"app id {app_id!r} exists")  # a UUID clash: never in practice
                 carry_over(manifest, old.manifest if old is not None else None)
                 flushed = early_flush.join() | ({str(source)} if streamed else set())
-                self._publish(app_id, version_dir, manifest, app, old, flushed, written)
+                copies, staged.copies = staged.copies, {}  # the commit's from here on
+                self._publish(app_id, version_dir, manifest, app, old, flushed, written, copies)
             if old is not None:
                 self._notify(app_id, "replaced")
             return dict(attrs)
         finally:
+            staged.abandon_copies()
             early_flush.wait()
             remove(stage_dir)
             with contextlib.suppress(FileNotFoundError):
@@ -363,9 +386,11 @@ class AppStore:
         old: Entry | None,
         flushed: frozenset[str] = frozenset(),
         written: bytes = b"",
+        streamed: dict[str, StreamUpload] | None = None,
     ) -> None:
         """Commits a staged version and holds its loaded app (the app's lock held); the files
-        in `flushed` are on disk already, app.json too if it holds `written`."""
+        in `flushed` are on disk already, app.json too if it holds `written`; those in
+        `streamed` (by key in the version) are being uploaded to the object store already."""
         manifest_path = version_dir / MANIFEST_NAME
         data = manifest.to_json()
         if data != written:
@@ -373,7 +398,7 @@ class AppStore:
             flushed -= {str(manifest_path)}
         pointer: Pointer | None = None
         if self.shared is not None:  # the commit: the store's pointer swapped to it
-            pointer = self.shared.commit(app_id, version_dir, manifest, old)
+            pointer = self.shared.commit(app_id, version_dir, manifest, old, streamed)
         try:
             committed = self._dirs.commit(
                 app_id, version_dir, old.version_dir if old is not None else None, flushed
@@ -563,6 +588,28 @@ class AppStore:
                 return App(load_model(tables))
         except Error as exc:
             raise StoredAppUnreadable(f"app {entry.app_id!r} cannot be loaded: {exc}") from exc
+
+
+@dataclass
+class _Staged:
+    """What is staged for one import: its folders, and with an object store the app id it
+    was given and the uploads of its files to the store under way (by key in the version)."""
+
+    stage_dir: Path
+    version_dir: Path
+    app_id: str | None = None
+    copies: dict[str, StreamUpload] = field(default_factory=dict)
+
+    def abandon_copies(self) -> None:
+        """Gives up the uploads to the store (nothing of them stays there)."""
+        copies, self.copies = self.copies, {}
+        for copy in copies.values():
+            copy.abandon()
+
+    def discard(self) -> None:
+        """Gives up the uploads and removes the folders."""
+        self.abandon_copies()
+        remove(self.stage_dir)
 
 
 def _delete_media_in(root: Path, path: str) -> None:

@@ -125,19 +125,21 @@ def stage_stream(
     source_name: str | None,
     owner: str,
     early_flush: EarlyFlush,
+    app_id: str | None = None,
 ) -> tuple[Manifest, App, bytes]:
     """stage() and set_attributes() for a NEW import of a QVD file that its stream writes to
     `table_path` in a staged version (flushing it to disk itself). Once the stream has read
     the header, app.json is written and flushed with the folders (by `early_flush`, whose
     join raises a failed write) while the stream parses the rest of the file: returns the
     manifest, the app and the app.json bytes written (none if the header was not read in
-    time, or named the table otherwise than the load did)."""
+    time, or named the table otherwise than the load did). `app_id`: the id chosen for the
+    app already (else a new one)."""
     manifest_path = table_path.parent.parent / MANIFEST_NAME
     table_name = qvd.table_name  # the header names the table; `name` names the app
     written = b""
     if table_name:
         manifest = table_manifest(table_name, table_path, name, source_name)
-        set_attributes(manifest, ImportMode.NEW, name, owner)
+        set_attributes(manifest, ImportMode.NEW, name, owner, app_id)
         written = manifest.to_json()
         early_flush.start(
             stage_dir,
@@ -149,7 +151,7 @@ def stage_stream(
         app = App(load_model([(qvd.finish(), None)], SourceKind.QVD))
     if app.tables[0] != table_name:
         manifest = table_manifest(app.tables[0], table_path, name, source_name)
-        set_attributes(manifest, ImportMode.NEW, name, owner)
+        set_attributes(manifest, ImportMode.NEW, name, owner, app_id)
         written = b""
     return manifest, app, written
 
@@ -171,14 +173,15 @@ def stored_tables(version_dir: Path, manifest: Manifest) -> list[tuple[Path, str
 
 
 def set_attributes(
-    manifest: Manifest, mode: ImportMode, name: str | None, owner: str
+    manifest: Manifest, mode: ImportMode, name: str | None, owner: str, app_id: str | None = None
 ) -> dict[str, Any]:
-    """The new version's attributes as the mode calls for (before any old version is seen)."""
+    """The new version's attributes as the mode calls for (before any old version is seen);
+    a NEW app gets `app_id`, else a new id."""
     now = utc_now_iso()
     attrs = manifest.attributes
     if mode is ImportMode.NEW:
         attrs.update(
-            id=str(uuid.uuid4()),
+            id=app_id or str(uuid.uuid4()),
             createdDate=now,
             modifiedDate=now,
             lastReloadTime=now,

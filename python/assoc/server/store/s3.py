@@ -13,11 +13,13 @@ so equal ETags mean the same commit. The client is obstore (the `assoc[s3]` extr
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import datetime
 import functools
 import json
+import logging
 import os
 import threading
 import time
@@ -30,14 +32,24 @@ from urllib.parse import urlparse
 
 from assoc import Error
 from assoc.server.store.errors import StoreUnavailable, VersionConflict
+from assoc.server.store.files import start_writeback
 
 T = TypeVar("T")
+log = logging.getLogger("assoc.server.store")
 
 POINTERS = "pointers/"
 APPS = "apps/"
 PROBES = "probes/"
 _TRANSFER_THREADS = 8
 _CHUNK = 8 << 20
+# Streamed uploads: the part size (S3's least is 5 MiB), parts sent at once, and the bytes
+# held for the store before the sender waits for it.
+_PART = 5 << 20
+_PART_CONCURRENCY = 4
+_STREAM_HELD = 32 << 20
+# Downloads: a file of more than _RANGE bytes is fetched as up to _RANGES ranges at once.
+_RANGE = 4 << 20
+_RANGES = 4
 # Upper bounds (seconds) of the store-latency histogram buckets /metrics exports.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
@@ -181,6 +193,7 @@ class ObjectStore:
             self._exc.AlreadyExistsError,
             self._exc.NotModifiedError,
             VersionGone,
+            UploadAbandoned,
         ):
             raise
         except Exception as exc:
@@ -286,11 +299,17 @@ class ObjectStore:
         return f"{APPS}{app_id}/v/{version}/"
 
     def upload_version(
-        self, app_id: str, version: str, local: Path, reuse: tuple[str, Path] | None = None
+        self,
+        app_id: str,
+        version: str,
+        local: Path,
+        reuse: tuple[str, Path] | None = None,
+        uploaded: frozenset[str] = frozenset(),
     ) -> None:
-        """Uploads every file under `local` as the version's files. With `reuse` (an older
-        version and its local folder), files that are the same file on disk (hard links) are
-        copied inside the store instead."""
+        """Uploads every file under `local` as the version's files, but those in `uploaded`
+        (keys relative to the version, in the store already). With `reuse` (an older version
+        and its local folder), files that are the same file on disk (hard links) are copied
+        inside the store instead."""
         prefix = self.version_prefix(app_id, version)
         same: dict[str, str] = {}
         if reuse is not None:
@@ -301,6 +320,8 @@ class ObjectStore:
         obs = self._obs
         jobs: list[Callable[[], Any]] = []
         for rel, path in _files(local):
+            if rel in uploaded:
+                continue
             key = prefix + rel
             source = None if rel.endswith("/") else same.get(_inode(path))
             if rel.endswith("/"):
@@ -324,44 +345,76 @@ class ObjectStore:
         self._run_all(jobs)
 
     def _put_file(self, path: Path, key: str) -> object:
-        with open(path, "rb") as f:
-            return self._obs.put(self._store, key, f, chunk_size=_CHUNK)
+        # A path: the client reads the file itself, without the GIL.
+        return self._obs.put(self._store, key, path, chunk_size=_CHUNK)
+
+    def stream_upload(self, key: str) -> StreamUpload:
+        """An upload of the object `key` (relative to the store's prefix) that goes on while
+        its bytes are fed."""
+        return StreamUpload(self, key)
 
     def download_version(self, app_id: str, version: str, target: Path) -> None:
-        """Writes every file of the version under `target`; NotFoundError (obstore's) when
-        the version is gone (a janitor removed it after the pointer moved on)."""
+        """Writes every file of the version under `target`; VersionGone when the version is
+        gone (a janitor removed it after the pointer moved on). A large file comes as a few
+        ranges at once, each written where it belongs in the file (and handed to the disk
+        as it lands, so that the commit's flush has little left to do)."""
         prefix = self.version_prefix(app_id, version)
         entries = self._list(prefix)
         if not any(e["path"] == prefix + "app.json" for e in entries):
             raise VersionGone(f"version {version} of app {app_id!r} is not in the store")
         target.mkdir(parents=True, exist_ok=True)
+        files = []
+        jobs: list[Callable[[], Any]] = []
+        try:
+            for e in entries:
+                rel = e["path"][len(prefix) :]
+                path = target.joinpath(*rel.split("/"))
+                if rel.endswith("/"):  # an empty media folder, kept as a marker object
+                    path.mkdir(parents=True, exist_ok=True)
+                    continue
+                path.parent.mkdir(parents=True, exist_ok=True)
+                size = int(e["size"])
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                files.append(fd)
+                if size > _RANGE:
+                    os.ftruncate(fd, size)
+                for start, end in _ranges(size):
+                    jobs.append(
+                        functools.partial(
+                            self._call,
+                            "get",
+                            functools.partial(
+                                self._fetch_range, e["path"], fd, start, end, size, app_id, version
+                            ),
+                        )
+                    )
+            self._run_all(jobs)
+        finally:
+            for fd in files:
+                os.close(fd)
+
+    def _fetch_range(
+        self, key: str, fd: int, start: int, end: int, size: int, app_id: str, version: str
+    ) -> None:
+        """Bytes [start, end) of the object `key` (`size` bytes, all of it when it is no
+        larger than _RANGE) written at `start` in the open file `fd`."""
         obs = self._obs
-
-        def fetch(key: str) -> None:
-            rel = key[len(prefix) :]
-            path = target.joinpath(*rel.split("/"))
-            path.parent.mkdir(parents=True, exist_ok=True)
-            try:
+        try:
+            if end - start == size:
                 result = obs.get(self._store, key)
-            except (FileNotFoundError, self._exc.NotFoundError):
-                raise VersionGone(f"version {version} of app {app_id!r} is gone") from None
-            with open(path, "wb") as f:
+                offset = 0
                 for chunk in result.stream(min_chunk_size=_CHUNK):
-                    f.write(chunk)
-
-        self._run_all(
-            [
-                functools.partial(self._call, "get", functools.partial(fetch, e["path"]))
-                for e in entries
-                if not e["path"].endswith("/")
-            ]
-        )
-        # Empty media folders are kept as "<folder>/" marker objects.
-        for e in entries:
-            if e["path"].endswith("/"):
-                target.joinpath(*e["path"][len(prefix) :].split("/")).mkdir(
-                    parents=True, exist_ok=True
-                )
+                    offset += _pwrite_all(fd, memoryview(chunk), offset)
+                if offset != size:
+                    raise VersionGone(f"version {version} of app {app_id!r} changed size")
+                return
+            data = memoryview(obs.get_range(self._store, key, start=start, end=end))
+        except (FileNotFoundError, self._exc.NotFoundError):
+            raise VersionGone(f"version {version} of app {app_id!r} is gone") from None
+        if len(data) != end - start:
+            raise VersionGone(f"version {version} of app {app_id!r} changed size")
+        _pwrite_all(fd, data, start)
+        start_writeback(fd, start, end - start)
 
     def delete_version(self, app_id: str, version: str) -> None:
         """Removes every file of one version."""
@@ -374,7 +427,11 @@ class ObjectStore:
             self._call("delete", functools.partial(obs.delete, self._store, batch))
 
     def _run_all(self, jobs: list[Callable[[], Any]]) -> None:
-        for future in [self._pool.submit(job) for job in jobs]:
+        # Every job ends before the first error is raised: a download's jobs write into
+        # files that are closed after this returns.
+        futures = [self._pool.submit(job) for job in jobs]
+        concurrent.futures.wait(futures)
+        for future in futures:
             future.result()
 
     # ---- the janitor ---------------------------------------------------------------
@@ -407,6 +464,131 @@ class ObjectStore:
         return removed
 
 
+class UploadAbandoned(Exception):
+    """Raised into a streamed upload that is given up: the client drops what it sent."""
+
+
+class StreamUpload:
+    """One object uploaded while its bytes arrive: a multipart upload (parts of 5 MiB, a few
+    at once) in a thread of its own, fed from a queue.
+
+    `finish()` waits until the object is whole in the store (StoreUnavailable when the store
+    failed: the client has then aborted the multipart upload). `abandon()` gives it up at
+    any moment without waiting: an unfinished multipart upload is aborted (the store keeps
+    none of its parts), an object that was completed already is deleted. Nothing is named by
+    the key until the upload completes, and the key lies in a version folder that no pointer
+    names before the commit (the janitor's, should a delete fail)."""
+
+    def __init__(self, objects: ObjectStore, key: str) -> None:
+        self.key = key
+        self._objects = objects
+        self._cond = threading.Condition()
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._held = 0
+        self._ended = False
+        self._abandoned = False
+        self._completed = False
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="assoc-s3-stream", daemon=True)
+        self._thread.start()
+
+    def feed(self, data: bytes) -> None:
+        """Queues the object's next bytes (never waits: see `full`); dropped once the upload
+        has failed or was given up."""
+        if not data:
+            return
+        with self._cond:
+            if self._done.is_set() or self._abandoned:
+                return
+            self._chunks.append(data)
+            self._held += len(data)
+            self._cond.notify_all()
+
+    @property
+    def full(self) -> bool:
+        """Whether the bytes queued for the store have reached the bound (the sender should
+        `wait_for_room` before it sends more)."""
+        return self._held > _STREAM_HELD and not self._done.is_set()
+
+    def wait_for_room(self) -> None:
+        """Waits until the store has taken enough of the queued bytes (or the upload ended)."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._held <= _STREAM_HELD or self._done.is_set())
+
+    def finish(self) -> None:
+        """The bytes are all fed: waits until the object is stored; StoreUnavailable when
+        the store failed."""
+        with self._cond:
+            self._ended = True
+            self._cond.notify_all()
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+
+    def abandon(self) -> None:
+        """Gives the upload up (without waiting): nothing of it stays in the store."""
+        with self._cond:
+            self._abandoned = True
+            completed = self._completed
+            self._chunks.clear()
+            self._held = 0
+            self._cond.notify_all()
+        if completed:
+            self._delete()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Waits for the upload's thread to end; False on timeout."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _parts(self) -> Iterator[bytes]:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._chunks or self._ended or self._abandoned)
+                if self._abandoned:
+                    raise UploadAbandoned(self.key)
+                if not self._chunks:
+                    return
+                chunks = list(self._chunks)
+                self._chunks.clear()
+                self._held = 0
+                self._cond.notify_all()
+            yield from chunks
+
+    def _run(self) -> None:
+        objects = self._objects
+        try:
+            objects._call(
+                "put",
+                lambda: objects._obs.put(
+                    objects._store,
+                    self.key,
+                    self._parts(),
+                    chunk_size=_PART,
+                    max_concurrency=_PART_CONCURRENCY,
+                ),
+            )
+        except BaseException as exc:
+            self._error = exc
+        with self._cond:
+            self._completed = self._error is None
+            delete = self._completed and self._abandoned
+            self._chunks.clear()
+            self._held = 0
+            self._done.set()
+            self._cond.notify_all()
+        if delete:
+            self._delete()
+
+    def _delete(self) -> None:
+        objects = self._objects
+        try:
+            objects._call("delete", lambda: objects._obs.delete(objects._store, self.key))
+        except StoreUnavailable as exc:  # in a version no pointer names: the janitor's
+            log.warning("an abandoned upload %s was left for the janitor: %s", self.key, exc)
+
+
 class NotModified(Exception):
     """A conditional GET of a pointer that has not changed (304)."""
 
@@ -425,6 +607,24 @@ def _files(root: Path) -> Iterator[tuple[str, Path]]:
             yield rel_base + name, base / name
         if not dirs and not files and rel_base:
             yield rel_base, base
+
+
+def _ranges(size: int) -> list[tuple[int, int]]:
+    """[start, end) ranges a file of `size` bytes is fetched in: one up to _RANGE bytes, else
+    up to _RANGES of at least _RANGE/2 bytes each."""
+    if size <= _RANGE:
+        return [(0, size)]
+    count = min(_RANGES, -(-size // (_RANGE // 2)))
+    step = -(-size // count)
+    return [(start, min(start + step, size)) for start in range(0, size, step)]
+
+
+def _pwrite_all(fd: int, data: memoryview, offset: int) -> int:
+    """Writes all of `data` at `offset`; returns its length."""
+    done = 0
+    while done < len(data):
+        done += os.pwrite(fd, data[done:], offset + done)
+    return len(data)
 
 
 def _inode(path: Path) -> str:

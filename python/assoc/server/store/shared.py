@@ -21,7 +21,7 @@ from assoc.package import MANIFEST_NAME, Manifest
 from assoc.server.store.cache import Entry
 from assoc.server.store.errors import AppNotFound, StoreUnavailable
 from assoc.server.store.files import remove
-from assoc.server.store.s3 import NotModified, ObjectStore, Pointer, VersionGone
+from assoc.server.store.s3 import NotModified, ObjectStore, Pointer, StreamUpload, VersionGone
 
 if TYPE_CHECKING:
     from assoc.server.store import AppStore
@@ -141,17 +141,35 @@ class SharedApps:
     # ---- writing -------------------------------------------------------------------
 
     def commit(
-        self, app_id: str, version_dir: Path, manifest: Manifest, old: Entry | None
+        self,
+        app_id: str,
+        version_dir: Path,
+        manifest: Manifest,
+        old: Entry | None,
+        streamed: dict[str, StreamUpload] | None = None,
     ) -> Pointer:
         """Uploads a staged version and swaps the app's pointer to it (the app's lock held);
-        VersionConflict when the pointer is not the one this node last saw."""
-        base = self._known.get(app_id) if old is not None else None
-        if old is not None and base is None:
-            # A cached app whose pointer this node has not read since it started.
-            self.refresh(app_id)
-            base = self._known.get(app_id)
-        reuse = (old.version_dir.name, old.version_dir) if old is not None else None
-        self.objects.upload_version(app_id, version_dir.name, version_dir, reuse)
+        VersionConflict when the pointer is not the one this node last saw. `streamed`: files
+        of the version (by key relative to it) uploaded as they arrived, finished here before
+        the swap (given up, with the version, when the commit fails)."""
+        streamed = streamed or {}
+        try:
+            base = self._known.get(app_id) if old is not None else None
+            if old is not None and base is None:
+                # A cached app whose pointer this node has not read since it started.
+                self.refresh(app_id)
+                base = self._known.get(app_id)
+            reuse = (old.version_dir.name, old.version_dir) if old is not None else None
+            self.objects.upload_version(
+                app_id, version_dir.name, version_dir, reuse, frozenset(streamed)
+            )
+            for upload in streamed.values():
+                upload.finish()
+        except BaseException:
+            for upload in streamed.values():
+                upload.abandon()
+            self._discard_version(app_id, version_dir.name)
+            raise
         try:
             pointer = self.objects.swap_pointer(
                 app_id, version_dir.name, dict(manifest.attributes), base.etag if base else None
