@@ -414,7 +414,7 @@ def report(metadata: list[MetadataComparison], imported: ImportComparison | None
 def measures(repeat: int) -> list[Measure]:
     """Metadata under load and the HTTP import as measures for run_all.py: a metadata
     measure's times are seconds per request (1 / requests per second) of each run."""
-    duration = 0.5 if SCALE < 0.1 else 2.0
+    duration = 0.25 if SCALE < 0.1 else 2.0
     out = [
         Measure(
             f"http.metadata_{m.connections}_conn",

@@ -362,7 +362,7 @@ def measures(repeat: int) -> list[Measure]:
     """Round trips and the select + layouts step as measures for run_all.py: a round-trip
     measure's times are seconds per round trip (1 / round trips per second) of each run; a
     step measure's, each run's median step."""
-    seconds = 0.5 if SCALE < 0.1 else 2.0
+    seconds = 0.25 if SCALE < 0.1 else 2.0
     rows = scaled(10_000_000)
     with tempfile.TemporaryDirectory() as tmp:
         tmp_dir = Path(tmp)

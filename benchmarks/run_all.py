@@ -20,6 +20,7 @@ import argparse
 import datetime as dt
 import importlib
 import json
+import math
 import os
 import platform
 import subprocess
@@ -27,14 +28,17 @@ import sys
 import tempfile
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BENCHMARKS = sorted(p.stem for p in HERE.glob("compare_*.py"))
-# A ratio is flagged when it moved by more than NOISE_FACTOR x the larger run's noise (a
-# robust standard deviation of its per-round ratios), and by at least MIN_CHANGE.
+SERVICES = ("compare_store", "compare_http", "compare_qix")
+# A ratio is flagged when it moved by more than a factor 1 + NOISE_FACTOR x the larger run's
+# noise (a robust standard deviation of its per-round ratios, relative), either way, and by
+# at least 1 + MIN_CHANGE.
 NOISE_FACTOR = 2.0
 MIN_CHANGE = 0.05
 
@@ -95,6 +99,10 @@ def child(name: str, repeat: int, out: Path) -> None:
     """Runs one module's measures() and writes them (as JSON) to `out`."""
     sys.path.insert(0, str(HERE))
     module = importlib.import_module(name)
+    why = module.unavailable() if hasattr(module, "unavailable") else None
+    if why:
+        out.write_text(json.dumps({"skipped": why, "measures": []}))
+        return
     started = time.perf_counter()
     found = module.measures(repeat)
     result = {
@@ -152,7 +160,7 @@ def summary(result: dict[str, Any]) -> str:
     """The run as a Markdown table."""
     bw = result["bandwidth"]
     lines = [
-        f"scale {result['scale']}, repeat {result['repeat']}, "
+        f"scale {result['scale']}, repeat {result['repeat']}, jobs {result.get('jobs', 1)}, "
         f"load {result['load_before'][0]:.2f} -> {result['load_after'][0]:.2f}, "
         f"bandwidth {bw['bytes_per_s'] / 1e9:.1f} GB/s "
         f"(copy {bw['copy_bytes_per_s'] / 1e9:.1f}, triad {bw['triad_bytes_per_s'] / 1e9:.1f})",
@@ -209,7 +217,8 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, list[str]]:
             noise = max(NOISE_FACTOR * worst, MIN_CHANGE)
         change = rb / ra - 1
         flag = ""
-        if abs(change) > noise:
+        # Symmetric: twice as slow and twice as fast are the same distance from no change.
+        if abs(math.log(rb / ra)) > math.log1p(noise):
             flag = ("worse" if change > 0 else "better") + f" ({key})"
             flagged.append(name)
         old_text = fmt_x(ra) if key == "ratio" else fmt_s(ra)
@@ -234,6 +243,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", type=Path, help="an earlier run_all JSON file")
     parser.add_argument("--only", help="comma-separated benchmarks, e.g. csv,selection")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per benchmark")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="benchmarks run at once (> 1 only to check the harness: the times then contend)",
+    )
     parser.add_argument("--bandwidth-mib", type=int, default=256, help="MiB per STREAM array")
     parser.add_argument("new", nargs="?", type=Path, help="with --compare: a file to compare")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -274,11 +289,18 @@ def main(argv: list[str] | None = None) -> int:
         "load_before": list(os.getloadavg()),
     }
     result["bandwidth"] = bandwidth.measure(args.bandwidth_mib)
-    result["benchmarks"] = {}
-    for name in names:
+    result["jobs"] = args.jobs
+
+    def one(name: str) -> dict[str, Any]:
         print(f"{name} ...", file=sys.stderr, flush=True)
-        short = name.removeprefix("compare_")
-        result["benchmarks"][short] = run_one(name, args.repeat, args.scale, args.timeout)
+        return run_one(name, args.repeat, args.scale, args.timeout)
+
+    # The benchmarks that start servers take longest: they start first, so that the others
+    # run beside them.
+    order = sorted(names, key=lambda n: n not in SERVICES)
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        done = dict(zip(order, pool.map(one, order), strict=True))
+    result["benchmarks"] = {name.removeprefix("compare_"): done[name] for name in names}
     result["load_after"] = list(os.getloadavg())
     result["seconds"] = (dt.datetime.now(dt.UTC) - started).total_seconds()
     add_floors(result, result["bandwidth"]["bytes_per_s"])
