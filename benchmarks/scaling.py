@@ -316,14 +316,24 @@ def report(
         print(f"\n* more threads than the {os.cpu_count()} logical cores (oversubscribed)")
     print("\nAmdahl's estimate from the 1 -> 2 thread speedup:\n")
     print("\n".join(amdahl(results, counts)))
+    load = os.getloadavg()[0]
+    if load > (os.cpu_count() or 1) - 1:
+        print(
+            f"\nload average {load:.1f} on {os.cpu_count()} cores: no core was free for the second "
+            "thread, so these speedups and serial fractions measure the machine's other work"
+        )
 
 
 def plot(
     results: dict[tuple[str, int], dict[str, Any]], counts: list[int], over: set[int], path: Path
-) -> None:
+) -> bool:
     """Speedup vs threads, one panel per operation, one line per engine; a log2 thread axis
     (1 to 32 and beyond stay readable), oversubscribed points hollow."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        print('no plot: matplotlib is not installed (pip install ".[bench]")')
+        return False
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -356,6 +366,7 @@ def plot(
     axes[0].legend()
     figure.tight_layout()
     figure.savefig(path, dpi=110)
+    return True
 
 
 def main() -> int:
@@ -406,7 +417,7 @@ def main() -> int:
                 results[(engine, n)] = measure(engine, n, data, args.repeat)
     check_answers(results)
     report(results, counts, over)
-    plot(results, counts, over, Path(args.plot))
+    plotted = plot(results, counts, over, Path(args.plot))
     if args.json:
         args.json.write_text(
             json.dumps(
@@ -419,7 +430,10 @@ def main() -> int:
                 indent=1,
             )
         )
-    print(f"plot: {args.plot}; load average at the end {os.getloadavg()[0]:.2f}")
+    print(
+        (f"plot: {args.plot}; " if plotted else "")
+        + f"load average at the end {os.getloadavg()[0]:.2f}"
+    )
     return 0
 
 
