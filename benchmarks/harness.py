@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import assoc
-
 Run = tuple[Callable[[], Any], Callable[[], None] | None]  # timed call, untimed set-up
 
 
@@ -126,17 +124,3 @@ def model_bytes(app: Any) -> int:
     return sum(int(t["byte_size"]) for t in md["tables"] if not t["is_system"]) + sum(
         int(f["byte_size"]) for f in md["fields"] if not f["is_system"]
     )
-
-
-def uncached() -> Any:
-    """A context that turns the result cache off (every timed call computes) and back."""
-
-    class _Uncached:
-        def __enter__(self) -> None:
-            self.limit = assoc.cache_info()["limit"]
-            assoc.set_cache_limit(0)
-
-        def __exit__(self, *exc: object) -> None:
-            assoc.set_cache_limit(self.limit)
-
-    return _Uncached()

@@ -1,7 +1,7 @@
 """Every compare_* benchmark at one scale, recorded in one JSON file; or what changed since one.
 
     python benchmarks/run_all.py [--scale S] [--repeat N] [--out FILE] [--compare OLD.json]
-                                 [--only name,...]
+                                 [--only name,...] [--jobs N]
     python benchmarks/run_all.py --compare OLD.json NEW.json     (compare two files, no run)
 
 The scale defaults to ASSOC_BENCH_SCALE (else 1.0 = the sizes the targets name). Each
