@@ -4,7 +4,7 @@
 
 Orders has 10,000,000 rows (scaled by ASSOC_BENCH_SCALE): Customer (100,000 values), Month
 (120 values) and Amount; Customers maps each customer to one of 20 Regions. Measured, best of
-K runs, assoc with the result cache off so every timed cube computes:
+K alternating rounds, assoc with the result cache off so every timed cube computes:
 
 - `Avg(Aggr(Sum(Amount), Customer))` by Region against the peers' two-stage group by (sum per
   customer, join the region, mean per region; a customer without orders counts as 0, as the
@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,7 @@ import assoc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import scaled  # the benchmarks' shared scale knob
+from harness import Measure, column_bytes, interleaved_times, symbol_bytes
 
 CUSTOMERS = 100_000
 REGIONS = 20
@@ -57,13 +56,101 @@ def make_data(rows: int, seed: int = 11) -> tuple[pl.DataFrame, pl.DataFrame]:
     return orders, customers
 
 
-def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    times, out = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), out
+def run(rows: int, repeat: int) -> dict[str, Any]:
+    """Every time (seconds) of each contender over `repeat` alternating rounds, results checked,
+    and the bytes each assoc path reads."""
+    orders, customers = make_data(rows)
+    app = assoc.App.from_arrow({"Orders": orders, "Customers": customers})
+    session = app.session()
+    con = duckdb.connect()
+    con.register("orders", orders.to_arrow())
+    con.register("customers", customers.to_arrow())
+    sql = (
+        "select Region, avg(coalesce(s, 0)) from customers left join"
+        " (select Customer, sum(Amount) s from orders group by Customer) using (Customer)"
+        " group by Region order by Region"
+    )
+
+    def assoc_aggr() -> Any:
+        return session.hypercube(["Region"], ["Avg(Aggr(Sum(Amount), Customer))"])
+
+    def polars_aggr() -> pl.DataFrame:
+        return (
+            customers.join(
+                orders.group_by("Customer").agg(pl.col("Amount").sum()), on="Customer", how="left"
+            )
+            .fill_null(0)
+            .group_by("Region")
+            .agg(pl.col("Amount").mean())
+            .sort("Region")
+        )
+
+    def plain() -> Any:
+        return session.hypercube(["Month"], ["Sum(Amount)"])
+
+    def running() -> Any:
+        return session.hypercube(["Month"], ["RangeSum(Above(Sum(Amount), 0, 12))"])
+
+    limit = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)
+    try:
+        # Same answers first.
+        got = {r[0]: r[1] for r in assoc_aggr().rows}
+        rows_sql = con.execute(sql).fetchall()
+        for region, value in rows_sql:
+            assert math.isclose(got[region], value, rel_tol=1e-9), (region, got[region], value)
+        assert len(polars_aggr()) == len(rows_sql)
+        sums = [r[1] for r in plain().rows]
+        for i, row in enumerate(running().rows):
+            assert math.isclose(row[1], sum(sums[max(0, i - 11) : i + 1]), rel_tol=1e-9)
+        times = interleaved_times(
+            {
+                "assoc aggr": (assoc_aggr, None),
+                "polars aggr": (polars_aggr, None),
+                "duckdb aggr": (lambda: con.execute(sql).fetchall(), None),
+                "assoc plain": (plain, None),
+                "assoc running": (running, None),
+            },
+            repeat,
+        )
+    finally:
+        assoc.set_cache_limit(limit)
+        session.close()
+    amount = symbol_bytes(app, ["Amount"])
+    return {
+        "times": times,
+        "aggr_bytes": column_bytes(app, "Orders", ["Customer", "Amount"])
+        + amount
+        + column_bytes(app, "Customers", ["Customer", "Region"]),
+        "month_bytes": column_bytes(app, "Orders", ["Month", "Amount"]) + amount,
+    }
+
+
+def measures(repeat: int) -> list[Measure]:
+    """Aggr and the running total as measures for run_all.py."""
+    rows = scaled(10_000_000)
+    r = run(rows, repeat)
+    t = r["times"]
+    return [
+        Measure(
+            "aggr.avg_aggr",
+            f"{rows:,} rows: Avg(Aggr(Sum(Amount), Customer)) by Region (cache off)",
+            t["assoc aggr"],
+            {"polars": t["polars aggr"], "duckdb": t["duckdb aggr"]},
+            r["aggr_bytes"],
+            "packed Orders Customer, Amount and Customers Customer, Region; Amount's symbols",
+            "<= 0.5x best peer",
+        ),
+        Measure(
+            "aggr.range_sum_above",
+            f"{rows:,} rows: RangeSum(Above(Sum(Amount), 0, 12)) by Month vs Sum(Amount)",
+            t["assoc running"],
+            {"Sum(Amount) by Month": t["assoc plain"]},
+            r["month_bytes"],
+            "packed Orders Month, Amount; Amount's symbols",
+            "<= plain + 1 ms",
+        ),
+    ]
 
 
 def main() -> None:
@@ -71,67 +158,21 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=scaled(10_000_000))
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    orders, customers = make_data(args.rows)
-    app = assoc.App.from_arrow({"Orders": orders, "Customers": customers})
-    session = app.session()
-    con = duckdb.connect()
-    con.register("orders", orders.to_arrow())
-    con.register("customers", customers.to_arrow())
-    limit = assoc.cache_info()["limit"]
-    assoc.set_cache_limit(0)
-    try:
-        # 1. Avg(Aggr(Sum(Amount), Customer)) by Region.
-        t_assoc, cube = best(
-            lambda: session.hypercube(["Region"], ["Avg(Aggr(Sum(Amount), Customer))"]), args.repeat
-        )
-        t_polars, frame = best(
-            lambda: (
-                customers.join(
-                    orders.group_by("Customer").agg(pl.col("Amount").sum()),
-                    on="Customer",
-                    how="left",
-                )
-                .fill_null(0)
-                .group_by("Region")
-                .agg(pl.col("Amount").mean())
-                .sort("Region")
-            ),
-            args.repeat,
-        )
-        sql = (
-            "select Region, avg(coalesce(s, 0)) from customers left join"
-            " (select Customer, sum(Amount) s from orders group by Customer) using (Customer)"
-            " group by Region order by Region"
-        )
-        t_duck, rows = best(lambda: con.execute(sql).fetchall(), args.repeat)
-        got = {r[0]: r[1] for r in cube.rows}
-        for region, value in rows:
-            assert math.isclose(got[region], value, rel_tol=1e-9), (region, got[region], value)
-        assert len(frame) == len(rows)
-        peer = min(t_polars, t_duck)
-        print(
-            f"Avg(Aggr(Sum(Amount), Customer)) by Region, {args.rows:,} rows: "
-            f"assoc {t_assoc * 1e3:.1f} ms, polars {t_polars * 1e3:.1f} ms, "
-            f"duckdb {t_duck * 1e3:.1f} ms, ratio {t_assoc / peer:.2f}x (goal <= 0.5x)"
-        )
-
-        # 2. RangeSum(Above(Sum(Amount), 0, 12)) by Month on top of Sum(Amount) by Month.
-        t_plain, plain = best(lambda: session.hypercube(["Month"], ["Sum(Amount)"]), args.repeat)
-        t_range, running = best(
-            lambda: session.hypercube(["Month"], ["RangeSum(Above(Sum(Amount), 0, 12))"]),
-            args.repeat,
-        )
-        sums = [r[1] for r in plain.rows]
-        for i, row in enumerate(running.rows):
-            assert math.isclose(row[1], sum(sums[max(0, i - 11) : i + 1]), rel_tol=1e-9)
-        print(
-            f"RangeSum(Above(Sum(Amount), 0, 12)) by Month: {t_range * 1e3:.2f} ms against "
-            f"Sum(Amount) {t_plain * 1e3:.2f} ms: +{(t_range - t_plain) * 1e3:.2f} ms"
-            " (goal <= 1 ms)"
-        )
-    finally:
-        assoc.set_cache_limit(limit)
-        session.close()
+    r = run(args.rows, args.repeat)
+    t = {k: min(v) for k, v in r["times"].items()}
+    t_assoc, t_polars, t_duck = t["assoc aggr"], t["polars aggr"], t["duckdb aggr"]
+    peer = min(t_polars, t_duck)
+    print(
+        f"Avg(Aggr(Sum(Amount), Customer)) by Region, {args.rows:,} rows: "
+        f"assoc {t_assoc * 1e3:.1f} ms, polars {t_polars * 1e3:.1f} ms, "
+        f"duckdb {t_duck * 1e3:.1f} ms, ratio {t_assoc / peer:.2f}x (goal <= 0.5x)"
+    )
+    t_range, t_plain = t["assoc running"], t["assoc plain"]
+    print(
+        f"RangeSum(Above(Sum(Amount), 0, 12)) by Month: {t_range * 1e3:.2f} ms against "
+        f"Sum(Amount) {t_plain * 1e3:.2f} ms: +{(t_range - t_plain) * 1e3:.2f} ms"
+        " (goal <= 1 ms)"
+    )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     python benchmarks/compare_arrow.py [--rows N] [--repeat K]
 
 The table has 10,000,000 rows (scaled by ASSOC_BENCH_SCALE): Small (text, 1,000 values),
-Large (text, 100,000 values), Qty (int) and Price (float). Measured, best of K runs:
+Large (text, 100,000 values), Qty (int) and Price (float). Measured, best of K alternating rounds:
 
 - export: polars.DataFrame(app.table(...)) through the capsule, against pl.from_arrow of the
   same data as a pyarrow table with dictionary columns (goal <= 1.5x);
@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ import assoc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import scaled  # the benchmarks' shared scale knob
+from harness import Measure, interleaved_times, model_bytes
 
 
 def make_table(rows: int, seed: int = 7) -> pa.Table:
@@ -53,31 +52,10 @@ def make_table(rows: int, seed: int = 7) -> pa.Table:
     )
 
 
-def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """The best time of `repeat` runs, and the last result."""
-    times, out = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-        if _ != repeat - 1:
-            out = None
-    return min(times), out
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=scaled(10_000_000))
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-
-    source = make_table(args.rows)
-    print(
-        f"{args.rows:,} rows; assoc {assoc.__version__}, pyarrow {pa.__version__}, "
-        f"polars {pl.__version__}, {assoc.threads()} threads"
-    )
-
-    # Import: the pyarrow table against the same data as CSV.
+def run(rows: int, repeat: int) -> dict[str, Any]:
+    """Every time (seconds) of import and export and their references, over `repeat`
+    alternating rounds; results checked first; the bytes each path reads and writes."""
+    source = make_table(rows)
     with tempfile.TemporaryDirectory() as folder:
         csv_path = Path(folder) / "data.csv"
         plain = source.cast(
@@ -92,24 +70,84 @@ def main() -> None:
         )
         pyarrow.csv.write_csv(plain, csv_path, pyarrow.csv.WriteOptions(quoting_style="none"))
         del plain
-        t_csv, from_csv = best(lambda: assoc.App.from_csv(csv_path, "T"), args.repeat)
-    t_in, app = best(lambda: assoc.App.from_arrow({"T": source}), args.repeat)
-    assert app.table("T").num_rows == args.rows == from_csv.table("T").num_rows
-    for field in ("Small", "Large"):
-        assert sorted(app.symbols(field)) == sorted(from_csv.symbols(field))
-    assert app.table("T").column_indices("Qty")[:1000].tolist() == [
-        app.symbols("Qty").index(v) for v in source.column("Qty").to_pylist()[:1000]
-    ]
-    del from_csv
-
+        # Import: the pyarrow table against the same data as CSV. Same answers first.
+        app = assoc.App.from_arrow({"T": source})
+        from_csv = assoc.App.from_csv(csv_path, "T")
+        assert app.table("T").num_rows == rows == from_csv.table("T").num_rows
+        for field in ("Small", "Large"):
+            assert sorted(app.symbols(field)) == sorted(from_csv.symbols(field))
+        assert app.table("T").column_indices("Qty")[:1000].tolist() == [
+            app.symbols("Qty").index(v) for v in source.column("Qty").to_pylist()[:1000]
+        ]
+        del from_csv
+        imports = interleaved_times(
+            {
+                "App.from_arrow": (lambda: assoc.App.from_arrow({"T": source}), None),
+                "App.from_csv": (lambda: assoc.App.from_csv(csv_path, "T"), None),
+            },
+            repeat,
+        )
     # Export: the app's table to polars through the capsule, against pl.from_arrow.
     table = app.table("T")
-    t_out, frame = best(lambda: pl.DataFrame(table), args.repeat)
-    t_pl, reference = best(lambda: pl.from_arrow(source), args.repeat)
+    frame, reference = pl.DataFrame(table), pl.from_arrow(source)
+    assert isinstance(reference, pl.DataFrame)
     assert frame.shape == reference.shape
     for column in ("Small", "Large", "Qty", "Price"):
         assert frame[column].cast(reference[column].dtype).equals(reference[column]), column
+    exports = interleaved_times(
+        {
+            "capsule->polars": (lambda: pl.DataFrame(table), None),
+            "pl.from_arrow": (lambda: pl.from_arrow(source), None),
+        },
+        repeat,
+    )
+    return {
+        "times": {**imports, **exports},
+        "arrow_bytes": source.nbytes,
+        "model_bytes": model_bytes(app),
+        "frame_bytes": int(frame.estimated_size()),
+    }
 
+
+def measures(repeat: int) -> list[Measure]:
+    """Arrow in and out as measures for run_all.py."""
+    rows = scaled(10_000_000)
+    r = run(rows, repeat)
+    t = r["times"]
+    return [
+        Measure(
+            "arrow.import",
+            f"{rows:,} rows x 4: App.from_arrow vs App.from_csv of the same data",
+            t["App.from_arrow"],
+            {"App.from_csv": t["App.from_csv"]},
+            r["arrow_bytes"] + r["model_bytes"],
+            "the Arrow buffers, and the indexes and symbols written",
+            "<= 0.5x App.from_csv",
+        ),
+        Measure(
+            "arrow.export",
+            f"{rows:,} rows x 4: the table to polars through the capsule vs pl.from_arrow",
+            t["capsule->polars"],
+            {"pl.from_arrow": t["pl.from_arrow"]},
+            r["model_bytes"] + r["frame_bytes"],
+            "the indexes and symbols, and the frame written",
+            "<= 1.5x pl.from_arrow",
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=scaled(10_000_000))
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    print(
+        f"{args.rows:,} rows; assoc {assoc.__version__}, pyarrow {pa.__version__}, "
+        f"polars {pl.__version__}, {assoc.threads()} threads"
+    )
+    t = {k: min(v) for k, v in run(args.rows, args.repeat)["times"].items()}
+    t_in, t_csv = t["App.from_arrow"], t["App.from_csv"]
+    t_out, t_pl = t["capsule->polars"], t["pl.from_arrow"]
     print(
         f"import  App.from_arrow {t_in:8.3f} s   App.from_csv {t_csv:8.3f} s   "
         f"ratio {t_in / t_csv:5.2f}x (goal <= 0.5x)"

@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import assoc
 from assoc import App
 from conftest import scaled
+from harness import Measure, Run, interleaved_times, model_bytes
 
 ROWS_NOW = scaled(10_000_000)
 N_NAMES = 1000
@@ -76,15 +75,68 @@ def load_polars(path: Path) -> Any:
     return df
 
 
-def best_of(fn: Callable[[Path], Any], path: Path, repeat: int) -> float:
-    """Best wall time of `repeat` runs (the result is dropped before the next run)."""
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn(path)
-        times.append(time.perf_counter() - t0)
-        del result
-    return min(times)
+def run(path: Path, repeat: int) -> dict[str, Any]:
+    """Every time (seconds) of each contender over `repeat` rounds (each round runs them all,
+    in turn), the CPU time of one import, the file's bytes and the app's."""
+
+    def on_threads(threads: int) -> Run:
+        def load() -> None:
+            load_assoc(path)
+
+        return load, lambda: assoc.set_threads(threads)
+
+    try:
+        times = interleaved_times(
+            {
+                "assoc (all threads)": on_threads(0),
+                "assoc (1 thread)": on_threads(1),
+                "pyarrow read_csv + dictionary_encode": (lambda: load_pyarrow(path), None),
+                "polars read_csv, Categorical": (lambda: load_polars(path), None),
+            },
+            repeat,
+        )
+    finally:
+        assoc.set_threads(0)
+    app = App.from_csv(path, "T")
+    return {
+        "times": times,
+        "cpu_ms": app.metadata()["reload_meta"]["cpu_time_spent_ms"],
+        "file_bytes": path.stat().st_size,
+        "model_bytes": model_bytes(app),
+    }
+
+
+def measures(repeat: int) -> list[Measure]:
+    """The import as measures for run_all.py."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.csv"
+        write_csv(path, ROWS_NOW)
+        r = run(path, repeat)
+    times = r["times"]
+    peers = {k: v for k, v in times.items() if not k.startswith("assoc")}
+    floor = r["file_bytes"] + r["model_bytes"]
+    read = "the CSV file, and the indexes and symbols written"
+    what = f"{ROWS_NOW:,} rows x 4 columns, App.from_csv"
+    return [
+        Measure(
+            "csv.import",
+            what,
+            times["assoc (all threads)"],
+            peers,
+            floor,
+            read,
+            "<= 0.7x best peer",
+            {"cpu_ms": float(r["cpu_ms"])},
+        ),
+        Measure(
+            "csv.import_1_thread",
+            what + ", 1 thread",
+            times["assoc (1 thread)"],
+            peers,
+            floor,
+            read,
+        ),
+    ]
 
 
 def main() -> None:
@@ -101,17 +153,9 @@ def main() -> None:
         size_mb = path.stat().st_size / 1e6
         cores = assoc.logical_cores()
         print(f"{ROWS_NOW:,} rows x 4 columns, {size_mb:.0f} MB, {cores} logical cores")
-
-        results: dict[str, float] = {}
-        assoc.set_threads(0)
-        results["assoc (all threads)"] = best_of(load_assoc, path, args.repeat)
-        assoc.set_threads(1)
-        results["assoc (1 thread)"] = best_of(load_assoc, path, args.repeat)
-        assoc.set_threads(0)
-        results["pyarrow read_csv + dictionary_encode"] = best_of(load_pyarrow, path, args.repeat)
-        results["polars read_csv, Categorical"] = best_of(load_polars, path, args.repeat)
-
-        cpu_ms = App.from_csv(path, "T").metadata()["reload_meta"]["cpu_time_spent_ms"]
+        r = run(path, args.repeat)
+        results = {k: min(v) for k, v in r["times"].items()}
+        cpu_ms = r["cpu_ms"]
 
     for name, t in results.items():
         print(f"{name:40s} {t:8.3f} s   {size_mb / t:7.0f} MB/s")

@@ -38,6 +38,10 @@ import numpy as np
 
 import assoc
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import SCALE, scaled
+from harness import Measure, model_bytes
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -221,6 +225,8 @@ class MetadataComparison:
     ours: LoadResult
     bare: LoadResult
     body_bytes: int
+    ours_rps: tuple[float, ...] = ()  # requests/s of every run
+    bare_rps: tuple[float, ...] = ()
 
     @property
     def throughput_ratio(self) -> float:
@@ -270,7 +276,16 @@ def compare_metadata(
                 for _ in range(runs):
                     mine.append(run_load(ours.url + path, c, duration))
                     theirs.append(run_load(bare.url + path, c, duration))
-                out.append(MetadataComparison(c, _median(mine), _median(theirs), len(body)))
+                out.append(
+                    MetadataComparison(
+                        c,
+                        _median(mine),
+                        _median(theirs),
+                        len(body),
+                        tuple(r.requests_per_s for r in mine),
+                        tuple(r.requests_per_s for r in theirs),
+                    )
+                )
             return out
         finally:
             ours.close()
@@ -290,6 +305,9 @@ class ImportComparison:
     upload_ratio: float  # median over runs of HTTP import / bare upload (each pair adjacent)
     import_cpu_s: float  # the service's CPU per import, over all runs
     upload_cpu_s: float  # the bare endpoint's CPU per upload, over all runs
+    import_runs: tuple[float, ...] = ()  # seconds of every HTTP import
+    upload_runs: tuple[float, ...] = ()  # seconds of every bare upload
+    model_bytes: int = 0  # the imported app's indexes and symbols
 
     @property
     def speed_ratio(self) -> float:
@@ -306,6 +324,7 @@ def compare_import(rows: int, runs: int) -> ImportComparison:
         bare = Server([str(HERE / "bare_metadata_server.py"), str(Path(tmp) / "empty.json")], "/")
         server: Server | None = None
         local: list[float] = []
+        written = 0
         remote: list[float] = []
         upload: list[float] = []
         import_cpu = upload_cpu = 0.0
@@ -321,6 +340,7 @@ def compare_import(rows: int, runs: int) -> ImportComparison:
                     app = assoc.App.from_qvd(qvd)
                     local.append(time.perf_counter() - start)
                     assert app.table("Sales").num_rows == rows
+                    written = model_bytes(app)
                     del app
                     cpu = server.cpu_seconds()
                     start = time.perf_counter()
@@ -351,6 +371,9 @@ def compare_import(rows: int, runs: int) -> ImportComparison:
             statistics.median(r / u for r, u in zip(remote, upload, strict=True)),
             import_cpu / runs,
             upload_cpu / runs,
+            tuple(remote),
+            tuple(upload),
+            written,
         )
 
 
@@ -386,6 +409,38 @@ def report(metadata: list[MetadataComparison], imported: ImportComparison | None
             f"bare upload {imported.upload_cpu_s * 1000:.1f} ms.",
         ]
     return "\n".join(lines)
+
+
+def measures(repeat: int) -> list[Measure]:
+    """Metadata under load and the HTTP import as measures for run_all.py: a metadata
+    measure's times are seconds per request (1 / requests per second) of each run."""
+    duration = 0.25 if SCALE < 0.1 else 2.0
+    out = [
+        Measure(
+            f"http.metadata_{m.connections}_conn",
+            f"GET metadata of a 50-field app, {m.connections} connection(s), {duration} s runs"
+            " vs bare Starlette (time = 1 / requests per second)",
+            [1 / r for r in m.ours_rps],
+            {"bare Starlette": [1 / r for r in m.bare_rps]},
+            floor_what="a network round trip: no data read",
+            goal="<= 1.25x bare (>= 0.8x its requests/s)",
+        )
+        for m in compare_metadata(duration, repeat)
+    ]
+    rows = scaled(1_000_000)
+    imported = compare_import(rows, repeat)
+    out.append(
+        Measure(
+            "http.import",
+            f"POST /v1/apps/import of a {rows:,}-row QVD vs a bare upload of the same body",
+            list(imported.import_runs),
+            {"bare upload": list(imported.upload_runs)},
+            imported.file_bytes + imported.model_bytes,
+            "the QVD body, and the indexes and symbols written",
+            "<= 1.3x bare upload",
+        )
+    )
+    return out
 
 
 def main() -> None:

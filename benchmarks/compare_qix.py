@@ -36,6 +36,8 @@ import websockets
 
 import assoc
 from compare_http import Server, assoc_server
+from conftest import SCALE, scaled
+from harness import Measure, column_bytes, symbol_bytes
 
 HERE = Path(__file__).resolve().parent
 ENGINE_VERSION = '{"jsonrpc":"2.0","id":1,"method":"EngineVersion","handle":-1,"params":[]}'
@@ -225,12 +227,15 @@ async def _qix_steps(url: str, app_id: str, ks: list[int]) -> list[float]:
         return [sum(await qix.step(listbox, cube, k)) for k in ks]
 
 
-def compare_steps(server: Server, app_id: str, qvd: Path, runs: int) -> StepTimes:
-    """Select + layouts over QIX against the embedded API, alternating; fresh values per run."""
+def compare_steps(
+    server: Server, app_id: str, qvd: Path, runs: int, per_run: int | None = None
+) -> StepTimes:
+    """Select + layouts over QIX against the embedded API, alternating; fresh values per run
+    (`per_run` of them, default as many as the customers allow)."""
     app = assoc.App.from_qvd(qvd)
     order = list(range(CUSTOMERS))
     random.Random(3).shuffle(order)
-    per_run = CUSTOMERS // (runs + 1)
+    per_run = min(per_run or CUSTOMERS, CUSTOMERS // (runs + 1))
     out = StepTimes()
     url = server.url.replace("http", "ws") + f"/app/{app_id}"
     with app.session() as session:
@@ -351,6 +356,55 @@ def report(trips: RoundTrips | None, steps: StepTimes | None, soak: Soak | None)
         ]
     lines.append(f"load average after: {os.getloadavg()[0]:.2f}")
     return "\n".join(lines)
+
+
+def measures(repeat: int) -> list[Measure]:
+    """Round trips and the select + layouts step as measures for run_all.py: a round-trip
+    measure's times are seconds per round trip (1 / round trips per second) of each run; a
+    step measure's, each run's median step."""
+    seconds = 0.25 if SCALE < 0.1 else 2.0
+    rows = scaled(10_000_000)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_dir = Path(tmp)
+        trips = compare_round_trips(seconds, repeat, tmp_dir / "trips")
+        qvd = tmp_dir / "sales.qvd"
+        big_app_qvd(rows, qvd)
+        app = assoc.App.from_qvd(qvd)
+        # The step selects through Customer's index and cubes Region and Amount's (the list
+        # layout pages Customer's 1,000 symbols).
+        floor = column_bytes(app, "Sales", ["Customer", "Region", "Amount"])
+        floor += symbol_bytes(app, ["Customer", "Amount"])
+        del app
+        server = assoc_server(tmp_dir / "data")
+        try:
+            with httpx.Client(base_url=server.url, timeout=600) as client:
+                answer = client.post("/v1/apps/import", content=qvd.read_bytes())
+                answer.raise_for_status()
+                app_id = answer.json()["attributes"]["id"]
+            steps = compare_steps(server, app_id, qvd, repeat, 50 if SCALE < 0.1 else None)
+        finally:
+            server.close()
+    return [
+        Measure(
+            "qix.round_trip",
+            f"EngineVersion over one socket, {seconds} s runs, vs a bare Starlette WebSocket"
+            " (time = 1 / round trips per second)",
+            [1 / r for r in trips.assoc_rps],
+            {"bare WebSocket": [1 / r for r in trips.bare_rps]},
+            floor_what="a network round trip: no data read",
+            goal="<= 1.25x bare (>= 0.8x its round trips/s)",
+        ),
+        Measure(
+            "qix.select_layouts",
+            f"{rows:,} rows: SelectListObjectValues + list (1,000) and cube (20) layouts"
+            " vs the same through the embedded API (median step per run)",
+            steps.qix_s,
+            {"embedded": steps.embedded_s},
+            floor,
+            "packed Sales Customer, Region, Amount; Customer's and Amount's symbols",
+            "<= 1.2x embedded + 1 ms",
+        ),
+    ]
 
 
 def main() -> None:

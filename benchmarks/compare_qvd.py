@@ -32,6 +32,7 @@ from assoc import App
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import scaled  # the benchmarks' shared scale knob
+from harness import Measure, interleaved_times, model_bytes
 
 N_CATEGORIES = 1000
 
@@ -166,6 +167,48 @@ def assoc_bytes(app: App) -> tuple[int, int]:
     symbols = sum(f["byte_size"] for f in md["fields"] if not f["is_system"])
     indexes = sum(t["byte_size"] for t in md["tables"] if not t["is_system"])
     return symbols + indexes, indexes
+
+
+def measures(repeat: int, rows: int | None = None) -> list[Measure]:
+    """App.from_qvd against pyarrow reading the same table from an Arrow IPC file (into
+    memory, and memory-mapped), as measures for run_all.py; results checked first."""
+    rows = rows or scaled(1_000_000)
+    columns = make_columns(rows)
+    with tempfile.TemporaryDirectory(prefix="assoc-bench-qvd-") as tmp:
+        qvd, arrow = write_files(Path(tmp), columns)
+        app = App.from_qvd(qvd)
+        check_assoc(app, columns)
+        check_arrow(read_arrow(arrow), columns)
+        times = interleaved_times(
+            {
+                "assoc": (lambda: App.from_qvd(qvd), None),
+                "arrow IPC read": (lambda: read_arrow(arrow), None),
+                "arrow IPC mapped": (lambda: read_arrow_mapped(arrow), None),
+            },
+            repeat,
+        )
+        floor = qvd.stat().st_size + model_bytes(app)
+    what = f"{rows:,} rows x 3 fields, App.from_qvd"
+    read = "the QVD file, and the indexes and symbols written"
+    return [
+        Measure(
+            "qvd.read",
+            what,
+            times["assoc"],
+            {"arrow IPC read": times["arrow IPC read"]},
+            floor,
+            read,
+            "<= 0.8x Arrow IPC read",
+        ),
+        Measure(
+            "qvd.read_vs_mapped",
+            what + " vs a memory-mapped Arrow IPC file",
+            times["assoc"],
+            {"arrow IPC mapped": times["arrow IPC mapped"]},
+            floor,
+            read,
+        ),
+    ]
 
 
 def main() -> None:

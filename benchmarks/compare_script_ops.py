@@ -23,12 +23,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from assoc.script import ScriptRunner
 from conftest import scaled
+from harness import Measure, model_bytes
 
 KEYS = 100_000
 
 
-def script_seconds(rows: int, op: str) -> float:
-    """The wall time of the script's last statement (the operation) after loading the data."""
+def script_run(rows: int, op: str) -> tuple[float, int]:
+    """The wall time of the script's last statement (the operation) after loading the data,
+    and the bytes it reads and writes: the packed tables and symbols (of the inputs for the
+    GROUP BY, of the joined table for the join)."""
     setup = (
         f"Fact: LOAD Mod(RecNo() * 7919, {KEYS}) AS K, Mod(RecNo(), 1000) / 10 AS V "
         f"AUTOGENERATE {rows};\n"
@@ -43,7 +46,12 @@ def script_seconds(rows: int, op: str) -> float:
     else:
         setup += "G: LOAD K, Sum(V) AS S, Count(V) AS N RESIDENT Fact GROUP BY K;\n"
     result = ScriptRunner(setup).run()
-    return result.statement_seconds[-1][1]
+    return result.statement_seconds[-1][1], model_bytes(result.model)
+
+
+def script_seconds(rows: int, op: str) -> float:
+    """The wall time of the script's last statement (the operation) after loading the data."""
+    return script_run(rows, op)[0]
 
 
 def polars_seconds(rows: int, op: str) -> float:
@@ -70,6 +78,36 @@ def polars_seconds(rows: int, op: str) -> float:
         out = fact.group_by("K").agg(pl.col("V").sum().alias("S"), pl.col("V").count().alias("N"))
     assert out.height > 0
     return time.perf_counter() - started
+
+
+def run(rows: int, repeat: int) -> dict[str, dict[str, list[float]] | dict[str, int]]:
+    """Every time (seconds) of the script and polars per operation, alternating."""
+    times: dict[str, list[float]] = {}
+    sizes: dict[str, int] = {}
+    for _ in range(repeat):
+        for op in ("join", "group"):
+            t, sizes[op] = script_run(rows, op)
+            times.setdefault(f"script {op}", []).append(t)
+            times.setdefault(f"polars {op}", []).append(polars_seconds(rows, op))
+    return {"times": times, "bytes": sizes}
+
+
+def measures(repeat: int) -> list[Measure]:
+    """LEFT JOIN and GROUP BY as measures for run_all.py."""
+    rows = scaled(10_000_000)
+    r = run(rows, repeat)
+    t, b = r["times"], r["bytes"]
+    return [
+        Measure(
+            f"script_ops.{op}",
+            f"{rows:,} fact rows, {KEYS:,} keys: {label} vs polars",
+            t[f"script {op}"],
+            {"polars": t[f"polars {op}"]},
+            b[op],
+            "the app's packed tables and symbols after the statement",
+        )
+        for op, label in (("join", "LEFT JOIN"), ("group", "GROUP BY Sum, Count"))
+    ]
 
 
 def main() -> None:

@@ -32,6 +32,7 @@ from assoc.access import AccessTable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import scaled  # the benchmarks' shared scale knob
+from harness import Measure, column_bytes
 
 CUSTOMERS = 100_000
 REGIONS = 1_000
@@ -75,12 +76,10 @@ def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return min(times), result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=scaled(10_000_000))
-    parser.add_argument("--repeat", type=int, default=9)
-    args = parser.parse_args()
-    app, granted = make_app(args.rows, access=True)
+def run(rows: int, repeat: int) -> dict[str, Any]:
+    """Every time (seconds) of the open and the selection over `repeat` alternating rounds,
+    the first open, the answers (checked equal), and the bytes the answers read."""
+    app, granted = make_app(rows, access=True)
 
     def answers(s: assoc.Session) -> tuple[int, dict[str, int]]:
         with s:
@@ -99,18 +98,56 @@ def main() -> None:
     try:
         t_first, _ = best(opened, 1)  # the user's reduction computed (then kept by the app)
         # Interleaved, so that both see the same machine load.
-        t_open = t_select = float("inf")
-        for _ in range(args.repeat):
+        t_open: list[float] = []
+        t_select: list[float] = []
+        for _ in range(repeat):
             t, a_open = best(opened, 1)
-            t_open = min(t_open, t)
+            t_open.append(t)
             t, a_select = best(selected, 1)
-            t_select = min(t_select, t)
+            t_select.append(t)
     finally:
         assoc.set_cache_limit(limit)
     assert a_open[0] == a_select[0], (a_open, a_select)
     assert a_open[1]["possible"] == a_select[1]["possible"], (a_open, a_select)
+    return {
+        "open": t_open,
+        "select": t_select,
+        "first": t_first,
+        "kept_rows": a_open[0],
+        # REGION's index to find the rows, Customer's to find the possible customers.
+        "bytes": column_bytes(app, "Orders", ["REGION", "Customer"]),
+    }
+
+
+def measures(repeat: int) -> list[Measure]:
+    """The open under section access as a measure for run_all.py."""
+    rows = scaled(10_000_000)
+    r = run(rows, repeat)
+    return [
+        Measure(
+            "section_access.open",
+            f"{rows:,} rows: a session opened under section access ({GRANTED} of {REGIONS} "
+            "REGION values) vs one selection of the same values",
+            r["open"],
+            {"select": r["select"]},
+            r["bytes"],
+            "packed Orders REGION, Customer",
+            "<= 1.0x select",
+            {"first_open_s": r["first"]},
+        )
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=scaled(10_000_000))
+    parser.add_argument("--repeat", type=int, default=9)
+    args = parser.parse_args()
+    r = run(args.rows, args.repeat)
+    t_open, t_select, t_first = min(r["open"]), min(r["select"]), r["first"]
     print(
-        f"rows {args.rows:,}; ANN keeps {a_open[0]:,} Orders rows ({GRANTED} of {REGIONS} regions)"
+        f"rows {args.rows:,}; ANN keeps {r['kept_rows']:,} Orders rows "
+        f"({GRANTED} of {REGIONS} regions)"
     )
     print(f"open under section access  {t_open * 1000:9.1f} ms")
     print(f"first open (reduction made) {t_first * 1000:8.1f} ms")

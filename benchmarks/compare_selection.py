@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,26 +22,24 @@ import polars as pl
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import assoc
 import selection_data
+from harness import Measure, Run, column_bytes, interleaved_times
 from selection_data import possible_values
 
-Run = tuple[Callable[[], Any], Callable[[], None] | None]  # timed call, untimed set-up
+Times = dict[str, Any]  # a path's every time (list of seconds), or a figure (float)
 
 
 def best_interleaved(runs: dict[str, Run], repeat: int) -> dict[str, float]:
     """Best wall time (seconds) of each run over `repeat` rounds; each round runs every one
     once, in turn, so that all see the same load from other processes."""
-    best = dict.fromkeys(runs, float("inf"))
-    for _ in range(repeat):
-        for name, (fn, before) in runs.items():
-            if before is not None:
-                before()
-            t = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t)
-    return best
+    return {k: min(v) for k, v in interleaved_times(runs, repeat).items()}
 
 
-def one_table(repeat: int) -> dict[str, float]:
+def best(times: Times) -> dict[str, float]:
+    """The best of each path's times (figures as they are)."""
+    return {k: min(v) if isinstance(v, list) else v for k, v in times.items()}
+
+
+def one_table(repeat: int) -> Times:
     """10M rows: select 10 of 1,000 categories, get the possible values of a 100K-value field."""
     data = selection_data.one_table()
     n, app, df = data["n"], data["app"], data["df"]
@@ -71,7 +68,7 @@ def one_table(repeat: int) -> dict[str, float]:
     limit = assoc.cache_info()["limit"]
     assoc.set_cache_limit(0)  # every timed selection computes
     try:
-        out = best_interleaved(
+        out: Times = interleaved_times(
             {
                 "polars": (polars_query, None),
                 "assoc_1": (assoc_query, on_threads(1)),
@@ -94,12 +91,13 @@ def one_table(repeat: int) -> dict[str, float]:
             session.select("Cat", chosen)
             session.counts("Val")
 
-    out["cached"] = best_interleaved({"cached": (repeats, None)}, 5)["cached"] / k
+    out["cached"] = [t / k for t in interleaved_times({"cached": (repeats, None)}, 5)["cached"]]
+    out["bytes"] = column_bytes(app, "T", ["Cat", "Val"])
     session.close()
     return out
 
 
-def fact_dimension(repeat: int) -> dict[str, float]:
+def fact_dimension(repeat: int) -> Times:
     """10M fact rows linked to 100K dimension rows: select in the dimension, get a fact field's
     possible values; and back: select in the fact table, get a dimension field's."""
     data = selection_data.star()
@@ -150,7 +148,7 @@ def fact_dimension(repeat: int) -> dict[str, float]:
     limit = assoc.cache_info()["limit"]
     assoc.set_cache_limit(0)
     try:
-        out = best_interleaved(
+        out: Times = interleaved_times(
             {
                 "polars_forward": (polars_forward, None),
                 "duckdb_forward": (duckdb_forward, None),
@@ -165,8 +163,52 @@ def fact_dimension(repeat: int) -> dict[str, float]:
         assoc.set_cache_limit(limit)
     out["rows"] = float(n_fact)
     out["dim_rows"] = float(n_dim)
+    # Both directions read the key and the selected/asked field in both tables.
+    out["bytes"] = column_bytes(app, "Fact", ["DimKey", "Product"]) + column_bytes(
+        app, "Dim", ["DimKey", "Region"]
+    )
     session.close()
     con.close()
+    return out
+
+
+def measures(repeat: int) -> list[Measure]:
+    """The selections as measures for run_all.py."""
+    a = one_table(repeat)
+    read_ab = "packed indexes of Cat and Val (all rows)"
+    out = [
+        Measure(
+            "selection.one_table",
+            f"{int(a['rows']):,} rows: select 10 of 1,000 Cat, possible Val (cache off)",
+            a["assoc_2"],
+            {"polars": a["polars"]},
+            a["bytes"],
+            read_ab,
+            "<= 0.25x polars, <= 2.5x floor",
+        ),
+        Measure(
+            "selection.one_table_1_thread",
+            "the same on 1 thread",
+            a["assoc_1"],
+            {"polars": a["polars"]},
+            a["bytes"],
+            read_ab,
+        ),
+        Measure("selection.cached", "cached repeat: select + counts", a["cached"]),
+    ]
+    b = fact_dimension(repeat)
+    for d in ("forward", "back"):
+        out.append(
+            Measure(
+                f"selection.star_{d}",
+                f"{int(b['rows']):,} fact rows, {int(b['dim_rows']):,} dim rows, {d}",
+                b[f"assoc_{d}"],
+                {"polars": b[f"polars_{d}"], "duckdb": b[f"duckdb_{d}"]},
+                b["bytes"],
+                "packed indexes of Fact DimKey, Product and Dim DimKey, Region",
+                "<= 1.0x best peer",
+            )
+        )
     return out
 
 
@@ -190,7 +232,7 @@ def main() -> int:
     args = start(__doc__.splitlines()[0], 30)
     ms = 1000.0
 
-    a = one_table(args.repeat)
+    a = best(one_table(args.repeat))
     print(
         f"One table, {int(a['rows']):,} rows: select 10 of 1,000 categories, "
         "possible values of a 100K-value field\n"
@@ -207,7 +249,7 @@ def main() -> int:
         f"Cached repeat of the same selection state (select + counts): {a['cached'] * 1e6:.1f} us\n"
     )
 
-    b = fact_dimension(args.repeat)
+    b = best(fact_dimension(args.repeat))
     print(f"Fact {int(b['rows']):,} rows linked to a dimension of {int(b['dim_rows']):,} rows\n")
     print("| direction | polars ms | duckdb ms | assoc ms | assoc vs best |")
     print("|---|---:|---:|---:|---:|")

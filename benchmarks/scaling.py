@@ -1,8 +1,11 @@
 """How assoc scales with threads, beside polars and duckdb at the same thread counts.
 
-    python benchmarks/scaling.py [--scale 1] [--threads 1,2,4] [--repeat 3] [--plot scaling.png]
+    python benchmarks/scaling.py [--scale 1] [--threads 1,2,4,8,16,32] [--oversubscribe]
+                                 [--repeat 3] [--plot scaling.png] [--json FILE]
 
-Sweeps `Threads` from 1 to the machine's logical cores (powers of two and the core count) for
+Sweeps `Threads` from 1 to the machine's logical cores (powers of two and the core count), or
+the counts `--threads` names (those above the cores are skipped with a note, or run and
+marked oversubscribed with `--oversubscribe`), for
 four operations on generated data — loading the fact table from QVD (peers: the same table
 as Parquet, their own columnar file), loading it from CSV, a selection through a key (one
 country: how many products and fact rows stay possible), and a hypercube (Sum(Amount) by
@@ -10,7 +13,10 @@ country across the link). Every (engine, threads) pair runs in a fresh process, 
 engine's thread pool is sized once as its users would size it (POLARS_MAX_THREADS,
 `SET threads`, assoc.set_threads). The answers are compared across engines before any time is
 shown. It prints a table of times and speedups and writes a plot of speedup vs threads, one
-line per engine and operation. Scale 1 = 1,000,000 fact rows and 10,000 customers.
+line per engine and operation (log2 thread axis; oversubscribed points hollow), and for each
+engine and operation Amdahl's serial fraction s from the 1 -> 2 thread speedup S2
+(s = 2 / S2 - 1) with the speedups it predicts at 8, 16 and 32 threads.
+Scale 1 = 1,000,000 fact rows and 10,000 customers.
 """
 
 from __future__ import annotations
@@ -249,17 +255,50 @@ def check_answers(results: dict[tuple[str, int], dict[str, Any]]) -> None:
                 raise SystemExit(f"{op}: {key} answered {answer}, {first_key} answered {first}")
 
 
-def report(results: dict[tuple[str, int], dict[str, Any]], counts: list[int]) -> None:
-    """Prints times and speedups (rich table) and the same as Markdown."""
+def amdahl_serial_fraction(speedup_2: float) -> float:
+    """Amdahl's serial fraction s from the speedup on 2 threads: S2 = 1 / (s + (1 - s) / 2),
+    so s = 2 / S2 - 1 (clamped to [0, 1]: noise can give S2 above 2 or below 1)."""
+    return min(1.0, max(0.0, 2.0 / speedup_2 - 1.0))
+
+
+def amdahl_speedup(serial: float, threads: int) -> float:
+    """The speedup Amdahl's law predicts on `threads` threads for serial fraction `serial`."""
+    return 1.0 / (serial + (1.0 - serial) / threads)
+
+
+def amdahl(results: dict[tuple[str, int], dict[str, Any]], counts: list[int]) -> list[str]:
+    """Markdown: per engine and operation, S2, the serial fraction and predicted speedups."""
+    if 2 not in counts:
+        return ["(no Amdahl estimate: the sweep has no 2-thread run)"]
+    lines = [
+        "| operation | engine | 1 -> 2 threads | serial fraction | predicted 8 / 16 / 32 threads |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for op in OPERATIONS:
+        for engine in ENGINES:
+            s2 = results[(engine, 1)][op]["seconds"] / results[(engine, 2)][op]["seconds"]
+            serial = amdahl_serial_fraction(s2)
+            predicted = " / ".join(f"{amdahl_speedup(serial, n):.1f}\u00d7" for n in (8, 16, 32))
+            title = OPERATION_TITLES[op]
+            lines.append(f"| {title} | {engine} | {s2:.2f}\u00d7 | {serial:.2f} | {predicted} |")
+    return lines
+
+
+def report(
+    results: dict[tuple[str, int], dict[str, Any]], counts: list[int], over: set[int]
+) -> None:
+    """Prints times and speedups (rich table) and the same as Markdown; counts in `over` ran
+    on more threads than cores (marked *)."""
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title="time (ms) and speedup over 1 thread")
     table.add_column("operation")
     table.add_column("engine")
-    for n in counts:
-        table.add_column(f"{n} thr", justify="right")
-    markdown = ["| operation | engine | " + " | ".join(f"{n} threads" for n in counts) + " |"]
+    heads = [f"{n} threads{' *' if n in over else ''}" for n in counts]
+    for head in heads:
+        table.add_column(head, justify="right")
+    markdown = ["| operation | engine | " + " | ".join(heads) + " |"]
     markdown.append("|---|---|" + "---:|" * len(counts))
     for op in OPERATIONS:
         for engine in ENGINES:
@@ -273,11 +312,28 @@ def report(results: dict[tuple[str, int], dict[str, Any]], counts: list[int]) ->
         table.add_section()
     Console().print(table)
     print("\n".join(markdown))
+    if over:
+        print(f"\n* more threads than the {os.cpu_count()} logical cores (oversubscribed)")
+    print("\nAmdahl's estimate from the 1 -> 2 thread speedup:\n")
+    print("\n".join(amdahl(results, counts)))
+    load = os.getloadavg()[0]
+    if load > (os.cpu_count() or 1) - 1:
+        print(
+            f"\nload average {load:.1f} on {os.cpu_count()} cores: no core was free for the second "
+            "thread, so these speedups and serial fractions measure the machine's other work"
+        )
 
 
-def plot(results: dict[tuple[str, int], dict[str, Any]], counts: list[int], path: Path) -> None:
-    """Speedup vs threads, one panel per operation, one line per engine."""
-    import matplotlib
+def plot(
+    results: dict[tuple[str, int], dict[str, Any]], counts: list[int], over: set[int], path: Path
+) -> bool:
+    """Speedup vs threads, one panel per operation, one line per engine; a log2 thread axis
+    (1 to 32 and beyond stay readable), oversubscribed points hollow."""
+    try:
+        import matplotlib
+    except ImportError:
+        print('no plot: matplotlib is not installed (pip install ".[bench]")')
+        return False
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -288,15 +344,29 @@ def plot(results: dict[tuple[str, int], dict[str, Any]], counts: list[int], path
         for engine in ENGINES:
             base = results[(engine, 1)][op]["seconds"]
             speedups = [base / results[(engine, n)][op]["seconds"] for n in counts]
-            ax.plot(counts, speedups, marker="o", label=engine)
+            (line,) = ax.plot(counts, speedups, marker="o", label=engine)
+            hollow = [(n, x) for n, x in zip(counts, speedups, strict=True) if n in over]
+            if hollow:
+                ax.plot(
+                    *zip(*hollow, strict=True),
+                    linestyle="none",
+                    marker="o",
+                    markerfacecolor="white",
+                    color=line.get_color(),
+                )
         ax.set_title(OPERATION_TITLES[op])
-        ax.set_xlabel("threads")
+        ax.set_xlabel("threads" + (" (hollow: oversubscribed)" if over else ""))
+        if max(counts) > 4:
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log", base=2)
         ax.set_xticks(counts)
+        ax.set_xticklabels([str(n) for n in counts])
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("speedup over 1 thread")
     axes[0].legend()
     figure.tight_layout()
     figure.savefig(path, dpi=110)
+    return True
 
 
 def main() -> int:
@@ -306,6 +376,12 @@ def main() -> int:
     parser.add_argument("--threads", help="thread counts, e.g. 1,2,4 (default 1..cores)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measure; the best counts")
     parser.add_argument("--plot", default="scaling.png", help="the PNG to write")
+    parser.add_argument(
+        "--oversubscribe",
+        action="store_true",
+        help="run thread counts above the logical cores too (marked), instead of skipping them",
+    )
+    parser.add_argument("--json", type=Path, help="also write the times and answers here")
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--child-threads", type=int, help=argparse.SUPPRESS)
@@ -315,8 +391,17 @@ def main() -> int:
 
     cores = os.cpu_count() or 1
     counts = [int(n) for n in args.threads.split(",")] if args.threads else thread_counts(cores)
-    if 1 not in counts:
-        counts = [1, *counts]
+    if any(n < 1 for n in counts):
+        parser.error("--threads counts must be at least 1")
+    counts = sorted(set(counts) | {1})
+    above = [n for n in counts if n > cores]
+    if above and not args.oversubscribe:
+        print(
+            f"skipped {above}: more threads than the {cores} logical cores here "
+            "(--oversubscribe runs them, marked)"
+        )
+        counts = [n for n in counts if n <= cores]
+    over = set(above) if args.oversubscribe else set()
     with tempfile.TemporaryDirectory(prefix="assoc-scaling-") as tmp:
         data = Path(tmp)
         sizes = generate(data, args.scale)
@@ -331,9 +416,24 @@ def main() -> int:
             for engine in ENGINES:
                 results[(engine, n)] = measure(engine, n, data, args.repeat)
     check_answers(results)
-    report(results, counts)
-    plot(results, counts, Path(args.plot))
-    print(f"plot: {args.plot}; load average at the end {os.getloadavg()[0]:.2f}")
+    report(results, counts, over)
+    plotted = plot(results, counts, over, Path(args.plot))
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "cores": cores,
+                    "scale": args.scale,
+                    "oversubscribed": sorted(over),
+                    "results": [{"engine": e, "threads": n, **r} for (e, n), r in results.items()],
+                },
+                indent=1,
+            )
+        )
+    print(
+        (f"plot: {args.plot}; " if plotted else "")
+        + f"load average at the end {os.getloadavg()[0]:.2f}"
+    )
     return 0
 
 
