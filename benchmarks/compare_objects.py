@@ -39,6 +39,8 @@ import websockets
 import assoc
 from compare_http import assoc_server
 from compare_qix import CUSTOMERS, big_app_qvd
+from conftest import SCALE, scaled
+from harness import Measure, column_bytes, symbol_bytes
 
 
 def _cube(kind: str, dims: list[str], measures: list[str], **extra: Any) -> dict[str, Any]:
@@ -235,6 +237,61 @@ def compare_patches(url: str, app_id: str, app: assoc.App, runs: int, steps: int
     return out
 
 
+def _served(rows: int, runs: int, steps: int) -> tuple[Times, Times, int, int]:
+    """Both comparisons on an app of `rows` rows served by `assoc serve`; the bytes the page's
+    and a patched cube's engine work must read (their floors)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_dir = Path(tmp)
+        qvd = tmp_dir / "sales.qvd"
+        big_app_qvd(rows, qvd)
+        app = assoc.App.from_qvd(qvd)
+        floor = column_bytes(app, "Sales", ["Customer", "Region", "Amount"])
+        floor += symbol_bytes(app, ["Customer", "Region", "Amount"])
+        cube_floor = column_bytes(app, "Sales", ["Customer", "Amount"])
+        cube_floor += symbol_bytes(app, ["Customer", "Amount"])
+        server = assoc_server(tmp_dir / "data")
+        try:
+            with httpx.Client(base_url=server.url, timeout=600) as client:
+                answer = client.post("/v1/apps/import", content=qvd.read_bytes())
+                answer.raise_for_status()
+                app_id = answer.json()["attributes"]["id"]
+            url = server.url.replace("http", "ws") + f"/app/{app_id}"
+            page = compare_page(url, app_id, app, runs, steps)
+            patches = compare_patches(url, app_id, app, runs, steps)
+        finally:
+            server.close()
+    return page, patches, floor, cube_floor
+
+
+def measures(repeat: int) -> list[Measure]:
+    """The page and the patch steps as measures for run_all.py (each run's median step)."""
+    rows = scaled(10_000_000)
+    steps = 5 if SCALE < 0.1 else 20
+    page, patches, floor, cube_floor = _served(rows, repeat, steps)
+    return [
+        Measure(
+            "objects.page",
+            f"{rows:,} rows: a confirmed selection on a bar chart, then six charts' layouts"
+            " (bar, line, pie, table, pivot, filter pane) vs the same embedded work",
+            page.qix_s,
+            {"embedded": page.embedded_s},
+            floor,
+            "packed Sales Customer, Region, Amount and their symbols",
+            "<= 1.5x embedded + 5 ms",
+        ),
+        Measure(
+            "objects.apply_patches",
+            f"{rows:,} rows: ApplyPatches of a bar chart's measure + GetLayout vs a fresh"
+            " embedded cube of the patched definition",
+            patches.qix_s,
+            {"embedded": patches.embedded_s},
+            cube_floor,
+            "packed Sales Customer and Amount and their symbols",
+            "<= 1.2x a fresh cube",
+        ),
+    ]
+
+
 def _row(name: str, target: str, times: Times, extra_ms: float, factor: float) -> str:
     qix = statistics.median(times.qix_s) * 1000
     emb = statistics.median(times.embedded_s) * 1000
@@ -251,22 +308,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="alternating runs per comparison")
     parser.add_argument("--steps", type=int, default=20, help="steps per run")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp_dir = Path(tmp)
-        qvd = tmp_dir / "sales.qvd"
-        big_app_qvd(args.rows, qvd)
-        app = assoc.App.from_qvd(qvd)
-        server = assoc_server(tmp_dir / "data")
-        try:
-            with httpx.Client(base_url=server.url, timeout=600) as client:
-                answer = client.post("/v1/apps/import", content=qvd.read_bytes())
-                answer.raise_for_status()
-                app_id = answer.json()["attributes"]["id"]
-            url = server.url.replace("http", "ws") + f"/app/{app_id}"
-            page = compare_page(url, app_id, app, args.runs, args.steps)
-            patches = compare_patches(url, app_id, app, args.runs, args.steps)
-        finally:
-            server.close()
+    page, patches, _, _ = _served(args.rows, args.runs, args.steps)
     print(f"{args.rows:,} rows, {args.runs} alternating runs of {args.steps} steps (medians)\n")
     print("| path | QIX | embedded | ratio (per run) | target | |")
     print("|---|---:|---:|---|---|---|")
