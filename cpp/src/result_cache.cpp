@@ -84,11 +84,23 @@ void ResultCache::erase(Lru::iterator entry) {
   lru_.erase(entry);
 }
 
-std::size_t ResultCache::trim() {
+void ResultCache::sweep() {
+  stores_since_sweep_ = 0;
   for (auto it = lru_.begin(); it != lru_.end();) {
     auto next = std::next(it);
     if (it->owner.expired()) erase(it);
     it = next;
+  }
+}
+
+std::size_t ResultCache::trim(bool force_sweep) {
+  // Walking the whole list on every store made a store cost as much as the cache is long.
+  // Entries of a dropped model are garbage until swept: sweeping once per as many stores as
+  // there are entries keeps them at most about as many as the live ones.
+  constexpr std::size_t kMinStoresPerSweep = 64;
+  if (force_sweep || bytes_ > limit_ ||
+      ++stores_since_sweep_ >= std::max(kMinStoresPerSweep, lru_.size())) {
+    sweep();
   }
   std::size_t evicted = 0;
   while (bytes_ > limit_ && !lru_.empty()) {
@@ -101,11 +113,12 @@ std::size_t ResultCache::trim() {
 void ResultCache::set_limit(std::size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   limit_ = bytes;
-  trim();
+  trim(true);
 }
 
-CacheInfo ResultCache::info() const {
+CacheInfo ResultCache::info() {
   std::lock_guard<std::mutex> lock(mutex_);
+  sweep();
   return CacheInfo{lru_.size(), bytes_, limit_};
 }
 

@@ -42,7 +42,7 @@ class ResultCache {
 
   // Bytes of results the cache may hold (0 turns caching off).
   void set_limit(std::size_t bytes);
-  CacheInfo info() const;
+  CacheInfo info();  // entries of models that are gone are dropped first
   void clear();
 
  private:
@@ -56,15 +56,19 @@ class ResultCache {
   };
   using Lru = std::list<Entry>;  // most recently used first
   void erase(Lru::iterator it);
-  // Drops entries whose owner is gone, then the least recently used past the limit; returns
-  // how many live entries it evicted.
-  std::size_t trim();
+  // Drops the entries whose owner (model) is gone.
+  void sweep();
+  // Sweeps (on every call past the limit or with `sweep`, else once per as many stores as
+  // there are entries, so that a store costs O(1) amortized), then drops the least recently
+  // used entries past the limit; returns how many live entries it evicted.
+  std::size_t trim(bool force_sweep = false);
 
   mutable std::mutex mutex_;
   Lru lru_;
   std::unordered_multimap<std::uint64_t, Lru::iterator> index_;
   std::size_t bytes_ = 0;
   std::size_t limit_ = 0;
+  std::size_t stores_since_sweep_ = 0;
 };
 
 }  // namespace assoc
