@@ -73,6 +73,37 @@ ArrowExport table_export(std::shared_ptr<const void> owner, const DataModel& mod
   return out;
 }
 
+// Section access: every symbol column's dictionary cut to the values the mask's rows hold, its
+// codes mapped into it, so that no value the user does not see goes out. `field_of` names each
+// column's field (kNull: a column of numbers or of another symbol table, left as it is).
+void mask_columns(ArrowExport& e, const RowMask& mask, const std::vector<std::uint32_t>& field_of) {
+  struct Masked {
+    std::shared_ptr<const void> owner;
+    std::vector<std::unique_ptr<SymbolTable>> symbols;
+    std::vector<std::unique_ptr<std::vector<std::uint32_t>>> maps;
+  };
+  auto masked = std::make_shared<Masked>();
+  masked->owner = std::move(e.owner);
+  const auto& fields = mask.model().data().fields();
+  for (std::size_t c = 0; c < e.table.columns.size(); ++c) {
+    ArrowExportColumn& col = e.table.columns[c];
+    if (col.symbols == nullptr || field_of[c] == kNull) continue;
+    const SymbolTable& all = fields[field_of[c]].symbols;
+    const Bitset& shown = mask.values(field_of[c]);
+    if (shown.count() == all.size()) continue;
+    auto map = std::make_unique<std::vector<std::uint32_t>>(all.size(), kNull);
+    SymbolTableBuilder kept;
+    shown.for_each([&](std::size_t i) {
+      if (i < all.size()) (*map)[i] = kept.append(all.value(static_cast<std::uint32_t>(i)));
+    });
+    masked->symbols.push_back(std::make_unique<SymbolTable>(kept.finish()));
+    col.symbols = masked->symbols.back().get();
+    col.symbol_map = map.get();
+    masked->maps.push_back(std::move(map));
+  }
+  e.owner = std::move(masked);
+}
+
 std::size_t export_rows(const ArrowExport& e) {
   return e.table.row_filter != nullptr ? e.table.row_filter->count() : e.table.rows;
 }
@@ -80,7 +111,7 @@ std::size_t export_rows(const ArrowExport& e) {
 }  // namespace
 
 py::object hypercube_arrow(std::shared_ptr<const AssociativeModel> model, std::shared_ptr<const Hypercube> cube,
-                           const std::string& duals) {
+                           const std::string& duals, const std::shared_ptr<const RowMask>& mask) {
   ArrowExport out;
   out.duals = duals_named(duals);
   const auto& fields = model->data().fields();
@@ -108,7 +139,12 @@ py::object hypercube_arrow(std::shared_ptr<const AssociativeModel> model, std::s
     std::shared_ptr<const AssociativeModel> model;
     std::shared_ptr<const Hypercube> cube;
   };
+  const bool own_symbols = mask && &mask->model() == model.get();  // not a calculated dimension's
+  std::vector<std::uint32_t> field_of;
+  for (std::size_t d = 0; d < spec.dimensions.size(); ++d) field_of.push_back(cube->dimension_field(d));
+  for (std::size_t m = 0; m < spec.measures.size(); ++m) field_of.push_back(cube->only_field(m));
   out.owner = std::make_shared<Owner>(Owner{std::move(model), std::move(cube)});
+  if (own_symbols) mask_columns(out, *mask, field_of);
   return py::cast(std::move(out));
 }
 
@@ -172,7 +208,13 @@ void bind_arrow(py::module_& m) {
         }
         const Bitset* rows = t < owner->rows->rows.size() ? owner->rows->rows[t].get() : nullptr;
         const DataModel& data = owner->model->data();
-        return table_export(owner, data, table, rows, how);
+        ArrowExport out = table_export(owner, data, table, rows, how);
+        if (s.mask()) {
+          std::vector<std::uint32_t> field_of;
+          for (const Column& c : data.tables()[t].columns) field_of.push_back(c.field);
+          mask_columns(out, *s.mask(), field_of);
+        }
+        return out;
       },
       py::name("arrow_table"), py::is_method(session), py::arg("table"), py::arg("duals"),
       "A table's possible rows under the session's selections, for Arrow consumers.");
