@@ -7,7 +7,9 @@ Orders has 10,000,000 rows (scaled by ASSOC_BENCH_SCALE): Customer (100,000 valu
 100 of the regions. Measured, best of K interleaved runs, each a new session answering the same two
 questions (Orders' possible rows, Customer's value counts), with the result cache off:
 
-- open: `app.session("ann")`, the reduction applied as the session opens;
+- open: `app.session("ann")`, the user's row mask applied as the session opens (the app
+  keeps each user's mask once made);
+- first open: the same with the mask made first (the app's kept masks dropped before each);
 - select: the same app opened by ROOT (an ADMIN row: no reduction), then
   `select("REGION", <the same 100 values>)`.
 
@@ -89,6 +91,10 @@ def main() -> None:
     def opened() -> tuple[int, dict[str, int]]:
         return answers(app.session("ann"))
 
+    def first_opened() -> tuple[int, dict[str, int]]:
+        app._reductions.clear()  # the user's mask made again, as on the first open
+        return answers(app.session("ann"))
+
     def selected() -> tuple[int, dict[str, int]]:
         s = app.session("root")
         s.select("REGION", granted)
@@ -97,25 +103,28 @@ def main() -> None:
     limit = assoc.cache_info()["limit"]
     assoc.set_cache_limit(0)  # every timed session computes its answers
     try:
-        t_first, _ = best(opened, 1)  # the user's reduction computed (then kept by the app)
-        # Interleaved, so that both see the same machine load.
-        t_open = t_select = float("inf")
+        # Interleaved, so that all see the same machine load.
+        t_open = t_first = t_select = float("inf")
         for _ in range(args.repeat):
+            t, a_first = best(first_opened, 1)
+            t_first = min(t_first, t)
             t, a_open = best(opened, 1)
             t_open = min(t_open, t)
             t, a_select = best(selected, 1)
             t_select = min(t_select, t)
     finally:
         assoc.set_cache_limit(limit)
+    assert a_open == a_first, (a_open, a_first)
     assert a_open[0] == a_select[0], (a_open, a_select)
     assert a_open[1]["possible"] == a_select[1]["possible"], (a_open, a_select)
     print(
         f"rows {args.rows:,}; ANN keeps {a_open[0]:,} Orders rows ({GRANTED} of {REGIONS} regions)"
     )
     print(f"open under section access  {t_open * 1000:9.1f} ms")
-    print(f"first open (reduction made) {t_first * 1000:8.1f} ms")
+    print(f"first open (mask made)     {t_first * 1000:9.1f} ms")
     print(f"one selection of the same  {t_select * 1000:9.1f} ms")
     print(f"ratio open/select          {t_open / t_select:9.2f}x (goal <= 1.0x)")
+    print(f"ratio first open/select    {t_first / t_select:9.2f}x")
 
 
 if __name__ == "__main__":

@@ -298,6 +298,8 @@ def test_arrow_exports_hold_no_other_values(app: assoc.App) -> None:
     assert sales.column("Product").to_pylist() == ["A", "B"]
     assert cube.column("REGION").combine_chunks().dictionary.to_pylist() == ["EAST"]
     assert cube.column("Product").to_pylist() == ["A", "B"]
+    with app.session("bob") as s:
+        assert s.hypercube(["Product"], []).symbols("Product") == [None, None, "C", None]
 
 
 def test_reloaded_app_sets_reduced_the_same_way() -> None:

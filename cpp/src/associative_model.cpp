@@ -228,7 +228,9 @@ std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionStat
   } else {
     out->alternative = symbol_set(n);
   }
-  out->possible = values_under(rows);
+  // With no selection under a mask the possible values are the mask's own (made once).
+  const bool unselected = state.mask() && state.fields().empty();
+  out->possible = unselected ? state.mask()->values(field) : values_under(rows);
   out->selected_excluded = out->selected;
   out->selected_excluded.and_not(out->possible);
   out->possible.and_not(out->selected);

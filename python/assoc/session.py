@@ -455,7 +455,8 @@ class Session:
         impl = self._impl.hypercube(
             dims, meas, pairs, bool(suppress_zero), bool(suppress_missing), state
         )
-        return Hypercube(impl, given_dims, given_meas)
+        kept = self.kept_codes if self.reduced else None
+        return Hypercube(impl, given_dims, given_meas, kept)
 
     def expander(self, state: str = "$", variables: Mapping[str, Any] | None = None) -> Expander:
         """Expands `$(…)` in expressions (assoc.expansion) with `variables` (default: the
