@@ -246,6 +246,7 @@ class App:
         system = ["$$SysTable 1", "$$SysTable 2"] if has_system else []
         kept_rows.update({t: mask.rows(t) for t in system})
         keys = {f["name"] for f in found["fields"] if "$key" in f["tags"]}
+        full_rows = {t["name"]: t["no_of_rows"] for t in found["tables"]}
         for table in found["tables"]:
             columns = self._impl.table_fields(table["name"])
             table["no_of_rows"] = mask.possible_rows(table["name"])
@@ -259,6 +260,9 @@ class App:
             field["cardinal"] = mask.cardinal(name)
             total = 0
             held = field["src_tables"] or [t for t in system if name in self._impl.table_fields(t)]
+            if len(held) == 1 and field["total_count"] == full_rows.get(held[0]):
+                total = mask.possible_rows(held[0])  # no NULL in its one table: one per row
+                held = []
             for table in held:
                 codes = self._impl.column_indices(table, name)
                 rows = kept_rows.get(table)

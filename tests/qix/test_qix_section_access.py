@@ -235,3 +235,15 @@ def test_rest_metadata_is_the_token_users(server: tuple[ServerProcess, str]) -> 
     refused = metadata({"sub": "zed"})
     assert refused.status_code == 403
     assert refused.json()["errors"][0]["detail"] == "Access denied"
+
+
+def test_reloaded_session_app_reduced_the_same_way(server: tuple[ServerProcess, str]) -> None:
+    with _client(server, {"sub": "bob"}) as qix:
+        doc: int = qix.result("CreateSessionApp")["qReturn"]["qHandle"]
+        qix.result("SetScript", [SCRIPT], doc)
+        assert qix.result("DoReload", [], doc)["qReturn"] is True
+        assert _evaluate(qix, doc, "Sum({1} AMOUNT)") == "5"
+        assert _tables(qix, doc) == {
+            "Sales": (1, {"REGION": 1, "Product": 1, "AMOUNT": 1}),
+            "Prices": (1, {"Product": 1}),
+        }
