@@ -92,7 +92,7 @@ def main() -> None:
         return answers(app.session("ann"))
 
     def first_opened() -> tuple[int, dict[str, int]]:
-        app._reductions.clear()  # the user's mask made again, as on the first open
+        app._reductions.pop(("ANN", frozenset()), None)  # ANN's mask made again, as at first
         return answers(app.session("ann"))
 
     def selected() -> tuple[int, dict[str, int]]:
