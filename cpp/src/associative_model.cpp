@@ -1,6 +1,7 @@
 // The associative model: selection states, value look-ups, and the cached row and field
 // states of a selection state.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <unordered_map>
 
@@ -44,10 +45,10 @@ std::vector<std::uint32_t> SelectionState::encode() const {
     out.push_back(static_cast<std::uint32_t>(symbols.size()));
     out.insert(out.end(), symbols.begin(), symbols.end());
   }
-  if (mask_) {  // no field id is this large: the reduction's part cannot be read as selections
+  if (mask_) {  // no field id is this large: the mask's part cannot be read as selections
     out.push_back(0xFFFFFFFFU);
-    const std::vector<std::uint32_t> reduction = mask_->reduction().encode();
-    out.insert(out.end(), reduction.begin(), reduction.end());
+    out.push_back(static_cast<std::uint32_t>(mask_->serial()));
+    out.push_back(static_cast<std::uint32_t>(mask_->serial() >> 32));
   }
   return out;
 }
@@ -56,7 +57,9 @@ std::shared_ptr<const RowMask> RowMask::create(std::shared_ptr<const Associative
                                                const SelectionState& reduction) {
   if (!model) throw Error("internal: a row mask needs a model");
   if (reduction.mask()) throw Error("internal: a reduction is plain selections");
+  static std::atomic<std::uint64_t> serials{0};
   std::shared_ptr<RowMask> mask(new RowMask());
+  mask->serial_ = ++serials;
   mask->rows_ = detail::infer_rows(*model, reduction);
   mask->reduction_ = reduction;
   mask->values_.resize(model->data().fields().size());

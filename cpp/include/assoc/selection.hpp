@@ -50,7 +50,7 @@ class SelectionState {
   const std::map<std::uint32_t, std::vector<std::uint32_t>>& fields() const { return fields_; }
   // The same state without one field's selection.
   SelectionState without(std::uint32_t field) const;
-  // One flat encoding per state, the result cache's key (the mask's reduction included).
+  // One flat encoding per state, the result cache's key (the mask's serial included).
   std::vector<std::uint32_t> encode() const;
   // Section access: the rows the state may reach at all (null: every row).
   const std::shared_ptr<const RowMask>& mask() const { return mask_; }
@@ -175,9 +175,12 @@ class RowMask {
   const Bitset& values(std::uint32_t field) const;
   // How many of a field's symbols are on kept rows.
   std::uint64_t cardinal(std::uint32_t field) const { return values(field).count(); }
+  // Unique per mask made (the result cache's key for what is computed under it).
+  std::uint64_t serial() const { return serial_; }
 
  private:
   RowMask() = default;
+  std::uint64_t serial_ = 0;
   std::shared_ptr<const AssociativeModel> model_;
   SelectionState reduction_;
   std::shared_ptr<const RowStates> rows_;
