@@ -293,6 +293,9 @@ def test_arrow_exports_hold_no_other_values(app: assoc.App) -> None:
     with app.session("ann") as s:
         sales = pa.table(s.table("Sales"))
         cube = pa.table(s.hypercube(["REGION", "Product"], ["Sum(AMOUNT)"]).to_arrow())
+        calculated = pa.table(s.hypercube(["=Lower(Product)"], ["Only({1} Product)"]).to_arrow())
+    for column in calculated.columns:  # a calculated dimension's values, an Only()'s too
+        assert column.combine_chunks().dictionary.to_pylist() in (["a", "b"], ["A", "B"])
     assert sales.column("REGION").combine_chunks().dictionary.to_pylist() == ["EAST"]
     assert sales.column("Product").combine_chunks().dictionary.to_pylist() == ["A", "B"]
     assert sales.column("Product").to_pylist() == ["A", "B"]

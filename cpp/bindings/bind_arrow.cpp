@@ -104,6 +104,38 @@ void mask_columns(ArrowExport& e, const RowMask& mask, const std::vector<std::ui
   e.owner = std::move(masked);
 }
 
+// Every column of codes with its dictionary cut to the symbols its rows use (a cube's values,
+// its calculated dimensions' too, are then only those of the rows it has).
+void used_symbols_only(ArrowExport& e) {
+  struct Used {
+    std::shared_ptr<const void> owner;
+    std::vector<std::unique_ptr<SymbolTable>> symbols;
+    std::vector<std::unique_ptr<std::vector<std::uint32_t>>> codes;
+  };
+  auto used = std::make_shared<Used>();
+  used->owner = std::move(e.owner);
+  for (ArrowExportColumn& col : e.table.columns) {
+    if (col.symbols == nullptr || col.codes == nullptr) continue;
+    const SymbolTable& all = *col.symbols;
+    std::vector<std::uint32_t> map(all.size(), kNull);
+    for (const std::uint32_t c : *col.codes)
+      if (c < all.size()) map[c] = 0;
+    SymbolTableBuilder kept;
+    for (std::uint32_t i = 0; i < all.size(); ++i)
+      if (map[i] != kNull) map[i] = kept.append(all.value(i));
+    auto codes = std::make_unique<std::vector<std::uint32_t>>(col.codes->size());
+    for (std::size_t r = 0; r < codes->size(); ++r) {
+      const std::uint32_t c = (*col.codes)[r];
+      (*codes)[r] = c < all.size() ? map[c] : kNull;
+    }
+    used->symbols.push_back(std::make_unique<SymbolTable>(kept.finish()));
+    col.symbols = used->symbols.back().get();
+    col.codes = codes.get();
+    used->codes.push_back(std::move(codes));
+  }
+  e.owner = std::move(used);
+}
+
 std::size_t export_rows(const ArrowExport& e) {
   return e.table.row_filter != nullptr ? e.table.row_filter->count() : e.table.rows;
 }
@@ -139,12 +171,8 @@ py::object hypercube_arrow(std::shared_ptr<const AssociativeModel> model, std::s
     std::shared_ptr<const AssociativeModel> model;
     std::shared_ptr<const Hypercube> cube;
   };
-  const bool own_symbols = mask && &mask->model() == model.get();  // not a calculated dimension's
-  std::vector<std::uint32_t> field_of;
-  for (std::size_t d = 0; d < spec.dimensions.size(); ++d) field_of.push_back(cube->dimension_field(d));
-  for (std::size_t m = 0; m < spec.measures.size(); ++m) field_of.push_back(cube->only_field(m));
   out.owner = std::make_shared<Owner>(Owner{std::move(model), std::move(cube)});
-  if (own_symbols) mask_columns(out, *mask, field_of);
+  if (mask) used_symbols_only(out);  // section access: no dictionary holds a value the user lacks
   return py::cast(std::move(out));
 }
 
