@@ -303,6 +303,8 @@ def test_arrow_exports_hold_no_other_values(app: assoc.App) -> None:
     assert cube.column("Product").to_pylist() == ["A", "B"]
     with app.session("bob") as s:
         assert s.hypercube(["Product"], []).symbols("Product") == [None, None, "C", None]
+        calculated = s.hypercube(["=Lower(Product)"], []).symbols(0)
+        assert [v for v in calculated if v is not None] == ["c"]
 
 
 def test_reloaded_app_sets_reduced_the_same_way() -> None:

@@ -112,10 +112,12 @@ class Hypercube:
         Under section access a field's values the session does not see are None."""
         column = self._column(dimension, self.dimensions, "dimension")
         found: list[Any] = self._impl.dimension_symbols(column)
-        name = self.dimensions[column]
-        if self._kept is None or name.startswith("="):
+        if self._kept is None:
             return found
         field = self._impl.dimensions[column]
+        if field.startswith("="):  # a calculated dimension: the values of the cube's rows
+            used = set(self._impl.codes(column).tolist())
+            return [v if i in used else None for i, v in enumerate(found)]
         if field.startswith("[") and field.endswith("]"):
             field = field[1:-1]
         kept = set(self._kept(field, np.arange(len(found))).tolist())

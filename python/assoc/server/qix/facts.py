@@ -20,7 +20,10 @@ NULL_CELL_PREFIX = '{"qText":"-","qNum":"NaN","qElemNumber":-2,"qIsNull":true,"q
 
 
 def value_text(value: Any) -> str:
-    """A value's text as QIX shows it: a dual's text, a number in its shortest form."""
+    """A value's text as QIX shows it: a dual's text, a number in its shortest form (None,
+    a value section access hides: empty)."""
+    if value is None:
+        return ""
     kind = type(value)
     if kind is float:  # the common cases first, without the isinstance chain
         if value.is_integer() and abs(value) < 1e15:
@@ -41,8 +44,8 @@ def value_text(value: Any) -> str:
 
 
 def value_number(value: Any) -> float:
-    """A value's numeric part, NaN for a text."""
-    if isinstance(value, str):
+    """A value's numeric part, NaN for a text (and for None)."""
+    if value is None or isinstance(value, str):
         return float("nan")
     if isinstance(value, assoc.Dual):
         return float(value.number)
