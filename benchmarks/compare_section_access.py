@@ -7,7 +7,9 @@ Orders has 10,000,000 rows (scaled by ASSOC_BENCH_SCALE): Customer (100,000 valu
 100 of the regions. Measured, best of K interleaved runs, each a new session answering the same two
 questions (Orders' possible rows, Customer's value counts), with the result cache off:
 
-- open: `app.session("ann")`, the reduction applied as the session opens;
+- open: `app.session("ann")`, the user's row mask applied as the session opens (the app
+  keeps each user's mask once made);
+- first open: the same with the mask made first (the app's kept masks dropped before each);
 - select: the same app opened by ROOT (an ADMIN row: no reduction), then
   `select("REGION", <the same 100 values>)`.
 
@@ -88,6 +90,10 @@ def run(rows: int, repeat: int) -> dict[str, Any]:
     def opened() -> tuple[int, dict[str, int]]:
         return answers(app.session("ann"))
 
+    def first_opened() -> tuple[int, dict[str, int]]:
+        app._reductions.pop(("ANN", frozenset()), None)  # ANN's mask made again, as at first
+        return answers(app.session("ann"))
+
     def selected() -> tuple[int, dict[str, int]]:
         s = app.session("root")
         s.select("REGION", granted)
@@ -96,17 +102,20 @@ def run(rows: int, repeat: int) -> dict[str, Any]:
     limit = assoc.cache_info()["limit"]
     assoc.set_cache_limit(0)  # every timed session computes its answers
     try:
-        t_first, _ = best(opened, 1)  # the user's reduction computed (then kept by the app)
-        # Interleaved, so that both see the same machine load.
+        # Interleaved, so that all see the same machine load.
+        t_first: list[float] = []
         t_open: list[float] = []
         t_select: list[float] = []
         for _ in range(repeat):
+            t, a_first = best(first_opened, 1)
+            t_first.append(t)
             t, a_open = best(opened, 1)
             t_open.append(t)
             t, a_select = best(selected, 1)
             t_select.append(t)
     finally:
         assoc.set_cache_limit(limit)
+    assert a_open == a_first, (a_open, a_first)
     assert a_open[0] == a_select[0], (a_open, a_select)
     assert a_open[1]["possible"] == a_select[1]["possible"], (a_open, a_select)
     return {
@@ -133,7 +142,7 @@ def measures(repeat: int) -> list[Measure]:
             r["bytes"],
             "packed Orders REGION, Customer",
             "<= 1.0x select",
-            {"first_open_s": r["first"]},
+            {"first_open_s": min(r["first"])},
         )
     ]
 
@@ -144,15 +153,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
     r = run(args.rows, args.repeat)
-    t_open, t_select, t_first = min(r["open"]), min(r["select"]), r["first"]
+    t_open, t_select, t_first = min(r["open"]), min(r["select"]), min(r["first"])
     print(
         f"rows {args.rows:,}; ANN keeps {r['kept_rows']:,} Orders rows "
         f"({GRANTED} of {REGIONS} regions)"
     )
     print(f"open under section access  {t_open * 1000:9.1f} ms")
-    print(f"first open (reduction made) {t_first * 1000:8.1f} ms")
+    print(f"first open (mask made)     {t_first * 1000:9.1f} ms")
     print(f"one selection of the same  {t_select * 1000:9.1f} ms")
     print(f"ratio open/select          {t_open / t_select:9.2f}x (goal <= 1.0x)")
+    print(f"ratio first open/select    {t_first / t_select:9.2f}x")
 
 
 if __name__ == "__main__":

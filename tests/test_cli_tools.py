@@ -159,6 +159,25 @@ def test_query_prints_the_hypercube_under_selections(
     assert "1 rows" in out
 
 
+def test_query_as_a_user_exports_only_their_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from assoc.package import Manifest, write_package
+    from test_section_access import SCRIPT
+
+    app = assoc.App.from_script(SCRIPT)
+    package = tmp_path / "secured.zip"
+    with package.open("wb") as out:
+        write_package(app.stored_tables, app.write_qvd, Manifest(tables=[]), None, out)
+    argv = ["query", str(package), "--dimension", "Product", "--measure", "Sum({1} AMOUNT)"]
+    status, out, _ = run(capsys, *argv, "--user", "bob", "--csv")
+    assert (status, out.splitlines()) == (0, ["Product,Sum({1} AMOUNT)", "C,5"])
+    status, out, _ = run(capsys, *argv, "--user", "ann", "--select", "REGION=WEST", "--csv")
+    assert (status, out.splitlines()) == (0, ["Product,Sum({1} AMOUNT)", "A,10", "B,20"])
+    status, _, err = run(capsys, *argv, "--user", "zed")
+    assert (status, err) == (1, "assoc query: Access denied\n")
+
+
 def test_query_errors_are_one_line_with_a_non_zero_status(
     package: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -73,6 +73,69 @@ ArrowExport table_export(std::shared_ptr<const void> owner, const DataModel& mod
   return out;
 }
 
+// Section access: every symbol column's dictionary cut to the values the mask's rows hold, its
+// codes mapped into it, so that no value the user does not see goes out. `field_of` names each
+// column's field (kNull: a column of numbers or of another symbol table, left as it is).
+void mask_columns(ArrowExport& e, const RowMask& mask, const std::vector<std::uint32_t>& field_of) {
+  struct Masked {
+    std::shared_ptr<const void> owner;
+    std::vector<std::unique_ptr<SymbolTable>> symbols;
+    std::vector<std::unique_ptr<std::vector<std::uint32_t>>> maps;
+  };
+  auto masked = std::make_shared<Masked>();
+  masked->owner = std::move(e.owner);
+  const auto& fields = mask.model().data().fields();
+  for (std::size_t c = 0; c < e.table.columns.size(); ++c) {
+    ArrowExportColumn& col = e.table.columns[c];
+    if (col.symbols == nullptr || field_of[c] == kNull) continue;
+    const SymbolTable& all = fields[field_of[c]].symbols;
+    const Bitset& shown = mask.values(field_of[c]);
+    if (shown.count() == all.size()) continue;
+    auto map = std::make_unique<std::vector<std::uint32_t>>(all.size(), kNull);
+    SymbolTableBuilder kept;
+    shown.for_each([&](std::size_t i) {
+      if (i < all.size()) (*map)[i] = kept.append(all.value(static_cast<std::uint32_t>(i)));
+    });
+    masked->symbols.push_back(std::make_unique<SymbolTable>(kept.finish()));
+    col.symbols = masked->symbols.back().get();
+    col.symbol_map = map.get();
+    masked->maps.push_back(std::move(map));
+  }
+  e.owner = std::move(masked);
+}
+
+// Every column of codes with its dictionary cut to the symbols its rows use (a cube's values,
+// its calculated dimensions' too, are then only those of the rows it has).
+void used_symbols_only(ArrowExport& e) {
+  struct Used {
+    std::shared_ptr<const void> owner;
+    std::vector<std::unique_ptr<SymbolTable>> symbols;
+    std::vector<std::unique_ptr<std::vector<std::uint32_t>>> codes;
+  };
+  auto used = std::make_shared<Used>();
+  used->owner = std::move(e.owner);
+  for (ArrowExportColumn& col : e.table.columns) {
+    if (col.symbols == nullptr || col.codes == nullptr) continue;
+    const SymbolTable& all = *col.symbols;
+    std::vector<std::uint32_t> map(all.size(), kNull);
+    for (const std::uint32_t c : *col.codes)
+      if (c < all.size()) map[c] = 0;
+    SymbolTableBuilder kept;
+    for (std::uint32_t i = 0; i < all.size(); ++i)
+      if (map[i] != kNull) map[i] = kept.append(all.value(i));
+    auto codes = std::make_unique<std::vector<std::uint32_t>>(col.codes->size());
+    for (std::size_t r = 0; r < codes->size(); ++r) {
+      const std::uint32_t c = (*col.codes)[r];
+      (*codes)[r] = c < all.size() ? map[c] : kNull;
+    }
+    used->symbols.push_back(std::make_unique<SymbolTable>(kept.finish()));
+    col.symbols = used->symbols.back().get();
+    col.codes = codes.get();
+    used->codes.push_back(std::move(codes));
+  }
+  e.owner = std::move(used);
+}
+
 std::size_t export_rows(const ArrowExport& e) {
   return e.table.row_filter != nullptr ? e.table.row_filter->count() : e.table.rows;
 }
@@ -80,7 +143,7 @@ std::size_t export_rows(const ArrowExport& e) {
 }  // namespace
 
 py::object hypercube_arrow(std::shared_ptr<const AssociativeModel> model, std::shared_ptr<const Hypercube> cube,
-                           const std::string& duals) {
+                           const std::string& duals, const std::shared_ptr<const RowMask>& mask) {
   ArrowExport out;
   out.duals = duals_named(duals);
   const auto& fields = model->data().fields();
@@ -109,6 +172,7 @@ py::object hypercube_arrow(std::shared_ptr<const AssociativeModel> model, std::s
     std::shared_ptr<const Hypercube> cube;
   };
   out.owner = std::make_shared<Owner>(Owner{std::move(model), std::move(cube)});
+  if (mask) used_symbols_only(out);  // section access: no dictionary holds a value the user lacks
   return py::cast(std::move(out));
 }
 
@@ -172,7 +236,13 @@ void bind_arrow(py::module_& m) {
         }
         const Bitset* rows = t < owner->rows->rows.size() ? owner->rows->rows[t].get() : nullptr;
         const DataModel& data = owner->model->data();
-        return table_export(owner, data, table, rows, how);
+        ArrowExport out = table_export(owner, data, table, rows, how);
+        if (s.mask()) {
+          std::vector<std::uint32_t> field_of;
+          for (const Column& c : data.tables()[t].columns) field_of.push_back(c.field);
+          mask_columns(out, *s.mask(), field_of);
+        }
+        return out;
       },
       py::name("arrow_table"), py::is_method(session), py::arg("table"), py::arg("duals"),
       "A table's possible rows under the session's selections, for Arrow consumers.");

@@ -18,6 +18,7 @@ namespace {
 struct PyHypercube {
   std::shared_ptr<const AssociativeModel> model;
   std::shared_ptr<const Hypercube> cube;
+  std::shared_ptr<const RowMask> mask;  // the session's section access (Arrow exports)
 
   const SymbolTable& symbols(std::uint32_t field) const { return model->data().fields()[field].symbols; }
   std::size_t n_dims() const { return cube->spec().dimensions.size(); }
@@ -146,7 +147,7 @@ void bind_hypercube(py::module_& m) {
           py::arg("dimension"),
           "A calculated dimension's one field and its symbols' result codes (-1: NULL), or None.")
       .def(
-          "arrow", [](const PyHypercube& h, const std::string& duals) { return hypercube_arrow(h.model, h.cube, duals); },
+          "arrow", [](const PyHypercube& h, const std::string& duals) { return hypercube_arrow(h.model, h.cube, duals, h.mask); },
           py::arg("duals"), "The rows for Arrow consumers (an ArrowExport).");
 
   py::object session = m.attr("Session");
@@ -160,7 +161,7 @@ void bind_hypercube(py::module_& m) {
         spec.sort = std::move(sort);
         spec.suppress_zero = suppress_zero;
         spec.suppress_missing = suppress_missing;
-        PyHypercube out{s.model().shared_from_this(), nullptr};
+        PyHypercube out{s.model().shared_from_this(), nullptr, s.mask()};
         py::gil_scoped_release release;
         auto [state, rows] = s.snapshot(state_name);
         const NamedStates states = s.selections();

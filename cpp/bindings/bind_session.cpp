@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,11 +61,68 @@ void bind_session(py::module_& m) {
       .def(py::init([](const PyModel& model) { return PyAssociativeModel{AssociativeModel::create(model.model)}; }),
            py::arg("model"));
 
-  py::class_<Session>(m, "Session", "One user's selection state in an app.")
-      .def(py::init([](const PyAssociativeModel& model, std::string user) {
-             return std::make_unique<Session>(model.impl, std::move(user));
+  py::class_<RowMask, std::shared_ptr<RowMask>>(
+      m, "RowMask", "Section access: the rows one user's reduction leaves, shared by their sessions.")
+      .def(py::init([](const PyAssociativeModel& model, const std::map<std::string, std::vector<std::int64_t>>& reduction) {
+             SelectionState state;
+             for (const auto& [name, codes] : reduction) {
+               const std::uint32_t f = model.impl->field_id(name);
+               const std::uint64_t n = model.impl->data().fields()[f].symbols.size();
+               std::vector<std::uint32_t> symbols;
+               for (const std::int64_t c : codes)
+                 if (c >= 0 && static_cast<std::uint64_t>(c) < n) symbols.push_back(static_cast<std::uint32_t>(c));
+               if (symbols.empty()) {
+                 state.set_empty(f);
+               } else {
+                 state.set(f, std::move(symbols));
+               }
+             }
+             py::gil_scoped_release release;
+             return std::const_pointer_cast<RowMask>(RowMask::create(model.impl, state));
            }),
-           py::arg("model"), py::arg("user") = "")
+           py::arg("model"), py::arg("reduction"),
+           "The mask of a reduction: per field, the symbol indexes it keeps (a field absent is whole).")
+      .def(
+          "possible_rows",
+          [](const RowMask& mask, const std::string& table) {
+            return mask.rows()->possible.at(mask.model().table_id(table));
+          },
+          py::arg("table"), "How many rows of a table the mask keeps.")
+      .def(
+          "rows",
+          [](const RowMask& mask, const std::string& table) -> py::object {
+            const Bitset* rows = mask.rows()->rows.at(mask.model().table_id(table)).get();
+            if (rows == nullptr) return py::none();
+            return indices_of(*rows);
+          },
+          py::arg("table"), "The row positions of a table the mask keeps, in order (None: every row).")
+      .def(
+          "indices",
+          [](const RowMask& mask, const std::string& field) {
+            const std::uint32_t f = mask.model().field_id(field);
+            const Bitset* values = nullptr;
+            {
+              py::gil_scoped_release release;
+              values = &mask.values(f);
+            }
+            return indices_of(*values);
+          },
+          py::arg("field"), "The symbol indexes of a field on the rows the mask keeps, in order.")
+      .def(
+          "cardinal",
+          [](const RowMask& mask, const std::string& field) {
+            const std::uint32_t f = mask.model().field_id(field);
+            py::gil_scoped_release release;
+            return mask.cardinal(f);
+          },
+          py::arg("field"), "How many of a field's values are on the rows the mask keeps.");
+
+  py::class_<Session>(m, "Session", "One user's selection state in an app.")
+      .def(py::init([](const PyAssociativeModel& model, std::string user, std::shared_ptr<RowMask> mask) {
+             if (mask && &mask->model() != model.impl.get()) throw Error("the row mask is another app's");
+             return std::make_unique<Session>(model.impl, std::move(user), std::move(mask));
+           }),
+           py::arg("model"), py::arg("user") = "", py::arg("mask") = nullptr)
       .def_property_readonly("user", &Session::user)
       .def_property_readonly("closed", &Session::closed)
       .def("close", &Session::close, "Ends the session.")

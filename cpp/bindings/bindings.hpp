@@ -82,6 +82,6 @@ void bind_script(py::module_& m);
 void bind_arrow(py::module_& m);
 // An ArrowExport of a computed hypercube ("number", "text" or "struct" duals).
 py::object hypercube_arrow(std::shared_ptr<const AssociativeModel> model, std::shared_ptr<const Hypercube> cube,
-                           const std::string& duals);
+                           const std::string& duals, const std::shared_ptr<const RowMask>& mask = nullptr);
 
 }  // namespace assoc::py_bind

@@ -192,8 +192,26 @@ ColumnPlan plan_of(const ArrowExportColumn& c, ArrowDuals duals) {
   return p;
 }
 
-// Each output row's symbol (as int32, -1 for NULL) of a symbol column, the row filter applied.
+Bytes source_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std::size_t out_rows, CpuAccount* cpu);
+
+// Each output row's symbol (as int32, -1 for NULL) of a symbol column, the row filter and the
+// symbol map applied.
 Bytes symbol_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std::size_t out_rows, CpuAccount* cpu) {
+  Bytes out = source_codes(c, t, out_rows, cpu);
+  if (c.symbol_map == nullptr) return out;
+  auto* codes = reinterpret_cast<std::uint32_t*>(out.data());
+  const std::vector<std::uint32_t>& map = *c.symbol_map;
+  parallel_ranges(
+      out_rows, 64,
+      [&](std::size_t b, std::size_t e) {
+        for (std::size_t r = b; r < e; ++r) codes[r] = codes[r] < map.size() ? map[codes[r]] : kNull;
+      },
+      cpu);
+  return out;
+}
+
+// Each output row's code in the column's own symbols, the row filter applied.
+Bytes source_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std::size_t out_rows, CpuAccount* cpu) {
   Bytes out = make_bytes(out_rows * 4);
   auto* codes = reinterpret_cast<std::uint32_t*>(out.data());
   if (c.codes != nullptr) {
@@ -368,7 +386,7 @@ std::unique_ptr<ArrowArray> column_array(const ArrowExportColumn& c, const Colum
   }
   Bytes codes = symbol_codes(c, t, out_rows, cpu);
   // A packed index without a NULL code has no NULL row (a filter keeps a subset of them).
-  const bool may_be_null = c.codes != nullptr || c.index->has_null();
+  const bool may_be_null = c.codes != nullptr || c.symbol_map != nullptr || c.index->has_null();
   const auto* idx = reinterpret_cast<const std::uint32_t*>(codes.data());
   switch (plan.kind) {
     case OutKind::kInt64: return number_array<std::int64_t>(*c.symbols, idx, out_rows, cpu);

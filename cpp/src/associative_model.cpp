@@ -1,6 +1,7 @@
 // The associative model: selection states, value look-ups, and the cached row and field
 // states of a selection state.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <unordered_map>
 
@@ -44,7 +45,40 @@ std::vector<std::uint32_t> SelectionState::encode() const {
     out.push_back(static_cast<std::uint32_t>(symbols.size()));
     out.insert(out.end(), symbols.begin(), symbols.end());
   }
+  if (mask_) {  // no field id is this large: the mask's part cannot be read as selections
+    out.push_back(0xFFFFFFFFU);
+    out.push_back(static_cast<std::uint32_t>(mask_->serial()));
+    out.push_back(static_cast<std::uint32_t>(mask_->serial() >> 32));
+  }
   return out;
+}
+
+std::shared_ptr<const RowMask> RowMask::create(std::shared_ptr<const AssociativeModel> model,
+                                               const SelectionState& reduction) {
+  if (!model) throw Error("internal: a row mask needs a model");
+  if (reduction.mask()) throw Error("internal: a reduction is plain selections");
+  static std::atomic<std::uint64_t> serials{0};
+  std::shared_ptr<RowMask> mask(new RowMask());
+  mask->serial_ = ++serials;
+  mask->rows_ = detail::infer_rows(*model, reduction);
+  mask->reduction_ = reduction;
+  mask->values_.resize(model->data().fields().size());
+  mask->model_ = std::move(model);
+  return mask;
+}
+
+const Bitset& RowMask::values(std::uint32_t field) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = values_.at(field);
+  if (!slot) {
+    const std::uint32_t n = model_->data().fields()[field].symbols.size();
+    const auto& tables = model_->data().tables();
+    auto out = std::make_unique<Bitset>(symbol_set(n));
+    for (const auto& h : model_->all_holders(field))
+      out->or_with(values_on_rows(tables[h.table].columns[h.column].index, rows_->rows[h.table].get(), n));
+    slot = std::move(out);
+  }
+  return *slot;
 }
 
 // The bytes of the state vectors themselves (what the result cache accounts for).
@@ -167,6 +201,7 @@ std::shared_ptr<RowStates> AssociativeModel::compute_rows(const SelectionState& 
 }
 
 std::shared_ptr<const RowStates> AssociativeModel::rows(const SelectionState& state) const {
+  if (state.mask() && state.fields().empty()) return state.mask()->rows();  // the mask's own rows
   CacheKey key{this, kRowStates, 0, state.encode()};
   ResultCache& cache = ResultCache::instance();
   if (auto hit = cache.find(key)) return std::static_pointer_cast<const RowStates>(hit);
@@ -196,7 +231,9 @@ std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionStat
   } else {
     out->alternative = symbol_set(n);
   }
-  out->possible = values_under(rows);
+  // With no selection under a mask the possible values are the mask's own (made once).
+  const bool unselected = state.mask() && state.fields().empty();
+  out->possible = unselected ? state.mask()->values(field) : values_under(rows);
   out->selected_excluded = out->selected;
   out->selected_excluded.and_not(out->possible);
   out->possible.and_not(out->selected);
@@ -205,6 +242,11 @@ std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionStat
   out->excluded.and_not(out->selected);
   out->excluded.and_not(out->possible);
   out->excluded.and_not(out->alternative);
+  if (const auto& mask = state.mask()) {  // values off the mask's rows are in no state
+    const Bitset& shown = mask->values(field);
+    for (Bitset* b : {&out->selected, &out->possible, &out->alternative, &out->excluded, &out->selected_excluded})
+      b->and_with(shown);
+  }
   out->n_selected = out->selected.count();
   out->n_possible = out->possible.count();
   out->n_alternative = out->alternative.count();

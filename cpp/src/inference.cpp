@@ -22,6 +22,16 @@ class Evaluator {
       for (const std::uint32_t s : symbols) set->set(s);
       selected_[field] = std::move(set);
     }
+    // A row mask's reduction holds under every selection: a reduced field's rows agree with
+    // both its reduction and the state's selection.
+    if (const auto& mask = state.mask()) {
+      for (const auto& [field, symbols] : mask->reduction().fields()) {
+        auto set = std::make_shared<Bitset>(symbol_set(d_.fields()[field].symbols.size()));
+        for (const std::uint32_t s : symbols) set->set(s);
+        if (selected_[field]) set->and_with(*selected_[field]);
+        selected_[field] = std::move(set);
+      }
+    }
     const auto& tables = d_.tables();
     edge_base_.resize(tables.size() + 1, 0);
     for (std::size_t t = 0; t < tables.size(); ++t) edge_base_[t + 1] = edge_base_[t] + tables[t].columns.size();

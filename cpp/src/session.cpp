@@ -1,15 +1,20 @@
 // Sessions: one user's selection states in an app (the default and alternate ones),
 // serialised per session.
+#include <algorithm>
+
 #include "assoc/counters.hpp"
 #include "assoc/error.hpp"
 #include "assoc/selection.hpp"
 
 namespace assoc {
 
-Session::Session(std::shared_ptr<const AssociativeModel> model, std::string user)
-    : model_(std::move(model)), user_(std::move(user)) {
+Session::Session(std::shared_ptr<const AssociativeModel> model, std::string user, std::shared_ptr<const RowMask> mask)
+    : model_(std::move(model)), user_(std::move(user)), mask_(std::move(mask)) {
   if (!model_) throw Error("internal: a session needs a model");
-  states_.emplace("$", State{});
+  if (mask_ && &mask_->model() != model_.get()) throw Error("internal: a row mask of another model");
+  State first;
+  first.selection.set_mask(mask_);
+  states_.emplace("$", std::move(first));
   Counters::instance().session_opened(user_);
 }
 
@@ -51,7 +56,9 @@ void Session::add_state(const std::string& name) {
   require_open();
   if (name.empty() || name == "1" || name == "0")
     throw Error("a state's name must be non-empty and not '1' or '0' (set identifiers)");
-  states_.emplace(name, State{});
+  State added;
+  added.selection.set_mask(mask_);
+  states_.emplace(name, std::move(added));
 }
 
 void Session::remove_state(const std::string& name) {
@@ -87,6 +94,11 @@ void Session::select(std::uint32_t field, std::vector<std::uint32_t> symbols, co
   if (field >= fields.size()) throw Error("internal: field out of range");
   for (const std::uint32_t x : symbols)
     if (x >= fields[field].symbols.size()) throw Error("internal: symbol out of range");
+  if (mask_) {  // values the user does not see are not there to select
+    const Bitset& shown = mask_->values(field);
+    symbols.erase(std::remove_if(symbols.begin(), symbols.end(), [&](std::uint32_t x) { return !shown.test(x); }),
+                  symbols.end());
+  }
   Counters::instance().selection();
   s.selection.set(field, std::move(symbols));
   evaluate(s);

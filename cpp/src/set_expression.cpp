@@ -529,6 +529,11 @@ const SelectionState& SetEvaluator::state_named(const std::string& name, std::si
   return it->second;
 }
 
+SelectionState SetEvaluator::unselected() const {
+  // Every state of a session carries the session's row mask; identifier 1 keeps it too.
+  return states_.empty() ? SelectionState() : states_.begin()->second.unselected();
+}
+
 std::uint32_t SetEvaluator::field_named(const std::string& name, std::size_t position) const {
   const int f = model_.data().find_field(name);
   if (f < 0) fail(position, "unknown field '" + name + "' in the set expression");
@@ -545,6 +550,7 @@ std::shared_ptr<const RowStates> SetEvaluator::rows(const SetNode& set) {
     const auto& tables = model_.data().tables();
     auto a = rows(*set.a);
     std::shared_ptr<const RowStates> b = set.b ? rows(*set.b) : nullptr;
+    const std::shared_ptr<const RowStates> every = model_.rows(unselected());
     auto r = std::make_shared<RowStates>();
     r->rows.resize(tables.size());
     r->possible.resize(tables.size());
@@ -557,8 +563,7 @@ std::shared_ptr<const RowStates> SetEvaluator::rows(const SetNode& set) {
       };
       Bitset x = full(a->rows[t]);
       if (set.kind == SetNode::Kind::kNot) {
-        Bitset all(tables[t].rows);
-        all.set_first(tables[t].rows);
+        Bitset all = full(every->rows[t]);  // the complement within what the session sees
         all.and_not(x);
         x = std::move(all);
       } else {
@@ -594,7 +599,7 @@ std::shared_ptr<const RowStates> SetEvaluator::term_rows(const SetNode& term) {
     }
     return r;
   }
-  SelectionState state;
+  SelectionState state = unselected();
   if (term.ident.empty()) {
     state = state_named(object_state_, term.position);
   } else if (term.ident != "1") {
@@ -735,6 +740,8 @@ SetEvaluator::Values SetEvaluator::element_values(const ElementNode& e, std::uin
       if (e.kind == ElementNode::Kind::kE) {
         Bitset all = detail::symbol_set(m);
         all.set_first(m);
+        const SelectionState none = unselected();
+        if (none.mask()) all.and_with(none.mask()->values(of));  // a value off the mask is not excluded
         all.and_not(possible);
         possible = std::move(all);
       }

@@ -294,11 +294,40 @@ class AssociativeModel(metaclass=_pybind11_type):
     """
     def __init__(self, model: DataModel) -> None: ...
 
+class RowMask(metaclass=_pybind11_type):
+    """
+    Section access: the rows one user's reduction leaves, shared by their sessions.
+    """
+    def __init__(
+        self, model: AssociativeModel, reduction: typing.Mapping[str, typing.Sequence[int]]
+    ) -> None:
+        """
+        The mask of a reduction: per field, the symbol indexes it keeps (a field absent is whole).
+        """
+    def cardinal(self, field: str) -> int:
+        """
+        How many of a field's values are on the rows the mask keeps.
+        """
+    def indices(self, field: str) -> numpy.typing.NDArray[numpy.int64]:
+        """
+        The symbol indexes of a field on the rows the mask keeps, in order.
+        """
+    def possible_rows(self, table: str) -> int:
+        """
+        How many rows of a table the mask keeps.
+        """
+    def rows(self, table: str) -> numpy.typing.NDArray[numpy.int64] | None:
+        """
+        The row positions of a table the mask keeps, in order (None: every row).
+        """
+
 class Session(metaclass=_pybind11_type):
     """
     One user's selection state in an app.
     """
-    def __init__(self, model: AssociativeModel, user: str = "") -> None: ...
+    def __init__(
+        self, model: AssociativeModel, user: str = "", mask: RowMask | None = None
+    ) -> None: ...
     def add_state(self, name: str) -> None:
         """
         Adds an alternate state with no selection.

@@ -196,7 +196,8 @@ class App:
         return Session(self._associative, user, self.reduction(user, groups))
 
     def reduction(self, user: str, groups: Iterable[str] = ()) -> Reduction:
-        """What section access leaves `user`; assoc.Error("Access denied") when nothing."""
+        """What section access leaves `user`, with its row mask (made once per user and
+        groups, and shared by their sessions); assoc.Error("Access denied") when nothing."""
         if self.access is None:
             return Reduction({})
         if not isinstance(user, str):
@@ -210,24 +211,30 @@ class App:
         if any(not c.size for c in codes.values()):
             raise _core.Error(DENIED)  # strict exclusion: a reduction that reaches no data
         tables = {t: self._impl.source_fields(t) for t in self.tables} if grant.omit else {}
-        found = Reduction(codes, grant.omit, hide=self._hidden_system(), tables=tables)
+        hidden = self._hidden_system(grant.omit)
+        masked = {f: c.tolist() for f, c in {**codes, **hidden}.items()}
+        mask = _core.RowMask(self._associative, masked)
+        found = Reduction(codes, mask, grant.omit, tables=tables)
         if len(self._reductions) >= _REDUCTIONS_KEPT:
             self._reductions.pop(next(iter(self._reductions)))
         self._reductions[key] = found
         return found
 
-    def _hidden_system(self) -> dict[str, np.ndarray]:
-        """System fields' values that name the access table or its fields, left out: which
-        of their symbols sessions show (a mask per field)."""
+    def _hidden_system(self, omit: frozenset[str]) -> dict[str, np.ndarray]:
+        """The system fields' values that name neither the access table, its fields nor a
+        field the user is not given (the row mask keeps only their rows)."""
         out: dict[str, np.ndarray] = {}
         for name in ("$Table", "$Field"):
             if name in self._impl.field_names():
-                values = self._impl.symbols(name)
-                out[name] = np.array([not hidden_name(str(v)) for v in values], dtype=bool)
+                values = [str(v) for v in self._impl.symbols(name)]
+                gone = omit if name == "$Field" else frozenset()
+                out[name] = np.flatnonzero([not (hidden_name(v) or v in gone) for v in values])
         return out
 
-    def metadata(self) -> dict[str, Any]:
-        """DataModelMetadata: fields, tables, byte sizes and reload statistics."""
+    def metadata(self, reduction: Reduction | None = None) -> dict[str, Any]:
+        """DataModelMetadata: fields, tables, byte sizes and reload statistics. With a
+        section access `reduction` (App.reduction), of the app as that user opens it: the
+        rows, values and counts of the rows it keeps, the fields it omits left out."""
         found = self._impl.metadata()
         if self.annotations:
             found = self.annotations.apply(found)
@@ -235,7 +242,44 @@ class App:
             hidden = set(self._impl.source_fields(ACCESS_TABLE))
             found["tables"] = [t for t in found["tables"] if t["name"] != ACCESS_TABLE]
             found["fields"] = [f for f in found["fields"] if f["name"] not in hidden]
+        if reduction is not None and reduction.mask is not None:
+            self._reduce_metadata(found, reduction, reduction.mask)
         return found
+
+    def _reduce_metadata(
+        self, found: dict[str, Any], reduction: Reduction, mask: _core.RowMask
+    ) -> None:
+        omit = reduction.omit
+        kept_rows = {t["name"]: mask.rows(t["name"]) for t in found["tables"]}
+        has_system = "$Table" in self._impl.field_names()  # the system tables are there
+        system = ["$$SysTable 1", "$$SysTable 2"] if has_system else []
+        kept_rows.update({t: mask.rows(t) for t in system})
+        keys = {f["name"] for f in found["fields"] if "$key" in f["tags"]}
+        full_rows = {t["name"]: t["no_of_rows"] for t in found["tables"]}
+        for table in found["tables"]:
+            columns = self._impl.table_fields(table["name"])
+            table["no_of_rows"] = mask.possible_rows(table["name"])
+            table["no_of_fields"] = sum(1 for f in columns if f not in omit)
+            table["no_of_key_fields"] = sum(1 for f in columns if f in keys and f not in omit)
+        fields = []
+        for field in found["fields"]:
+            name = field["name"]
+            if name in omit:
+                continue
+            field["cardinal"] = mask.cardinal(name)
+            total = 0
+            held = field["src_tables"] or [t for t in system if name in self._impl.table_fields(t)]
+            if len(held) == 1 and field["total_count"] == full_rows.get(held[0]):
+                total = mask.possible_rows(held[0])  # no NULL in its one table: one per row
+                held = []
+            for table in held:
+                codes = self._impl.column_indices(table, name)
+                rows = kept_rows.get(table)
+                present = codes >= 0 if rows is None else codes[rows] >= 0
+                total = max(total, int(np.count_nonzero(present)))
+            field["total_count"] = total
+            fields.append(field)
+        found["fields"] = fields
 
     def __repr__(self) -> str:
         return f"<assoc.App: {len(self.tables)} tables, {len(self.fields)} fields>"

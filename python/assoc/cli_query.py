@@ -55,6 +55,14 @@ def add_parser(commands: Any) -> None:
         help='a measure such as "Sum(Sales)" or "Count(distinct Id)" (repeat)',
     )
     parser.add_argument("--csv", action="store_true", help="print CSV (no totals row)")
+    parser.add_argument(
+        "--user",
+        default="",
+        help="open a file's app as this user (section access; with --server the token's)",
+    )
+    parser.add_argument(
+        "--group", action="append", default=[], help="a group of --user (repeat for more)"
+    )
     parser.set_defaults(run=run)
 
 
@@ -92,11 +100,17 @@ def value_text(value: Any) -> str:
 
 
 def embedded_hypercube(
-    path: Path, selections: list[tuple[str, list[str]]], dimensions: list[str], measures: list[str]
+    path: Path,
+    selections: list[tuple[str, list[str]]],
+    dimensions: list[str],
+    measures: list[str],
+    user: str = "",
+    groups: Sequence[str] = (),
 ) -> tuple[list[str], list[tuple[Any, ...]], list[Any]]:
-    """(columns, rows, totals) of a file's app under selections."""
+    """(columns, rows, totals) of a file's app under selections, opened by `user` (of
+    `groups`): under section access only the rows the app's access table gives them."""
     app = load_file(path)
-    with app.session() as session:
+    with app.session(user, groups) as session:
         for field, texts in selections:
             if field not in app.fields:
                 raise CommandFailed(f"the app has no field {field!r}")
@@ -110,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.dimension and not args.measure:
         raise CommandFailed("give at least one --dimension or --measure")
     if args.server:
+        if args.user or args.group:
+            raise CommandFailed("--user and --group are for files: the service takes the token's")
         from assoc.cli_qix import hypercube_over_qix
 
         with ServiceClient(args.server) as client:
@@ -119,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         columns, rows, totals = embedded_hypercube(
-            Path(args.source), args.select, args.dimension, args.measure
+            Path(args.source), args.select, args.dimension, args.measure, args.user, args.group
         )
     if args.csv:
         writer = csv.writer(sys.stdout, lineterminator="\n")

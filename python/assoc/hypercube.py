@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,8 +52,10 @@ class Hypercube:
         impl: _core.Hypercube,
         dimensions: list[str] | None = None,
         measures: list[str] | None = None,
+        kept: Callable[[str, np.ndarray], np.ndarray] | None = None,
     ) -> None:
         self._impl = impl
+        self._kept = kept  # section access: the symbol indexes of a field the session sees
         # The columns' names as the caller gave them (before `$(…)` expansion).
         self.dimensions: list[str] = impl.dimensions if dimensions is None else dimensions
         self.measures: list[str] = impl.measures if measures is None else measures
@@ -106,8 +108,20 @@ class Hypercube:
         return self._impl.codes(self._column(dimension, self.dimensions, "dimension"))
 
     def symbols(self, dimension: str | int) -> list[Any]:
-        """The values codes() indexes: the field's symbols, or a calculated dimension's results."""
-        return self._impl.dimension_symbols(self._column(dimension, self.dimensions, "dimension"))
+        """The values codes() indexes: the field's symbols, or a calculated dimension's results.
+        Under section access a field's values the session does not see are None."""
+        column = self._column(dimension, self.dimensions, "dimension")
+        found: list[Any] = self._impl.dimension_symbols(column)
+        if self._kept is None:
+            return found
+        field = self._impl.dimensions[column]
+        if field.startswith("="):  # a calculated dimension: the values of the cube's rows
+            used = set(self._impl.codes(column).tolist())
+            return [v if i in used else None for i, v in enumerate(found)]
+        if field.startswith("[") and field.endswith("]"):
+            field = field[1:-1]
+        kept = set(self._kept(field, np.arange(len(found))).tolist())
+        return [v if i in kept else None for i, v in enumerate(found)]
 
     def calculated_source(self, dimension: str | int) -> tuple[str, np.ndarray] | None:
         """For a calculated dimension that reads one field (an Aggr: its one dimension): that

@@ -51,12 +51,14 @@ class SelectionState:
 
 @dataclass(frozen=True)
 class Reduction:
-    """What section access leaves a user: each reduced field's kept symbol indexes (sorted),
-    the fields omitted for them and each table's fields (to refuse what names those)."""
+    """What section access leaves a user: each reduced data field's kept symbol indexes
+    (sorted), the row mask they make (shared by the user's sessions; it also leaves out the
+    system fields' values that name the access table), the fields omitted for them and each
+    table's fields (to refuse what names those)."""
 
     codes: dict[str, np.ndarray]
+    mask: _core.RowMask | None = None
     omit: frozenset[str] = frozenset()
-    hide: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # masks of shown symbols
     tables: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
 
@@ -80,17 +82,11 @@ class Session:
     ) -> None:
         if not isinstance(user, str):
             raise _core.Error("a session's user must be a string")
-        self._impl = _core.Session(model, user)
-        # Section access: the fields' kept symbols (a selection every state starts from and
-        # no selection widens), the values each field still shows and the omitted fields.
+        # Section access: the engine applies the reduction's row mask under every selection,
+        # set expression and state; the omitted fields are refused here.
+        self._impl = _core.Session(model, user, reduction.mask if reduction else None)
         self._reduction = reduction
-        self._base: dict[str, np.ndarray] = dict(reduction.codes) if reduction else {}
-        self._visible: dict[str, np.ndarray] = {}
-        self._filtering = bool(self._base) or bool(reduction and reduction.hide)
-        self._model = model
-        self._base_impl: _core.Session | None = None  # the reduction alone, made when needed
-        for field, codes in self._base.items():
-            self._impl.select_indices(field, codes.tolist())
+        self._shown: dict[str, np.ndarray] = {}  # per field, which symbols the mask leaves
         self._touched: set[str] = set()  # fields that may have a selection
         self._locked: set[str] = set()
         # Back/Forward steps are recorded once `keep_history` is set (it reads the selections
@@ -117,110 +113,48 @@ class Session:
     def close(self) -> None:
         """Ends the session; later calls on it raise assoc.Error."""
         self._impl.close()
-        if self._base_impl is not None:
-            self._base_impl.close()
-            self._base_impl = None
 
     # ---- section access ----------------------------------------------------------------
 
     @property
     def reduced(self) -> bool:
         """True when section access reduces the data this session sees."""
-        return bool(self._base) or bool(self._reduction and self._reduction.omit)
+        r = self._reduction
+        return r is not None and (bool(r.codes) or bool(r.omit))
+
+    @property
+    def reduction(self) -> Reduction | None:
+        """What section access leaves this session's user (None: the app has no access
+        table)."""
+        return self._reduction
 
     def _field(self, field: str) -> str:
         if self._reduction is not None and field in self._reduction.omit:
             raise _core.Error(f"field not found: {field}")
         return field
 
-    def _narrows(self, field: str) -> bool:
-        """True when the reduction may hide some of a field's values."""
-        return bool(self._base) or (self._reduction is not None and field in self._reduction.hide)
-
-    def _pristine(self, state: str) -> bool:
-        """True while a state holds the reduction alone (no selection of the user's)."""
-        return state == "$" and not self._touched
-
-    def _shown(self, field: str) -> np.ndarray | None:
-        """Which of a field's symbols the reduction leaves (a mask), None when all."""
-        hide = self._reduction.hide.get(field) if self._reduction is not None else None
-        if not self._base:
-            return hide
-        mask = self._visible.get(field)
-        if mask is None:
-            # The values the reduction alone leaves possible: read in this session while it
-            # holds the reduction alone, else in a session of the reduction made for that.
-            source = self._impl
-            if not self._pristine("$"):
-                if self._base_impl is None:
-                    self._base_impl = _core.Session(self._model, self.user)
-                    for name, codes in self._base.items():
-                        self._base_impl.select_indices(name, codes.tolist())
-                source = self._base_impl
-            selected, possible = (
-                source.indices(field, "selected"),
-                source.indices(field, "possible"),
-            )
-            size = max(int(selected.max(initial=-1)), int(possible.max(initial=-1))) + 1
-            mask = np.zeros(size, dtype=bool)
-            mask[selected] = True
-            mask[possible] = True
-            if hide is not None:
-                n = min(size, hide.size)
-                mask = mask[:n] & hide[:n]
-            self._visible[field] = mask
-        return mask
-
-    def _keep(self, field: str, codes: np.ndarray) -> np.ndarray:
-        """The codes the reduction leaves."""
-        mask = self._shown(field)
-        if mask is None:
-            return codes
-        codes = codes[codes < mask.size]
-        kept: np.ndarray = codes[mask[codes]]
-        return kept
-
     def kept_codes(self, field: str, codes: np.ndarray) -> np.ndarray:
         """The symbol indexes (in their order) that section access leaves this session: the
-        values it shows; all of them when nothing is reduced."""
-        return self._keep(field, np.asarray(codes, dtype=np.int64))
+        values on the rows it sees; all of them when nothing is reduced."""
+        codes = np.asarray(codes, dtype=np.int64)
+        mask = self._reduction.mask if self._reduction is not None else None
+        if mask is None:
+            return codes
+        shown = self._shown.get(field)
+        if shown is None:
+            indices = mask.indices(field)
+            shown = np.zeros(int(indices.max(initial=-1)) + 1, dtype=bool)
+            shown[indices] = True
+            self._shown[field] = shown
+        inside = codes[(codes >= 0) & (codes < shown.size)]
+        kept: np.ndarray = inside[shown[inside]]
+        return kept
 
-    def kept_rows(self, table: Any, fields: Sequence[str]) -> np.ndarray | None:
+    def kept_rows(self, table: Any, fields: Sequence[str] = ()) -> np.ndarray | None:
         """The row positions of `table` (an assoc.Table) that section access leaves this
-        session, reading `fields` (a row stays when each of its values is still shown);
-        None when nothing is reduced."""
-        if not self._base:
-            return None
-        keep = np.ones(table.num_rows, dtype=bool)
-        for field in fields:
-            codes = table.column_indices(field)
-            mask = self._shown(field)
-            assert mask is not None
-            inside = (codes >= 0) & (codes < mask.size)
-            ok = codes < 0  # NULL is no value to hide
-            ok[inside] = mask[codes[inside]]
-            keep &= ok
-        found: np.ndarray = np.flatnonzero(keep)
-        return found
-
-    def _select_codes(self, field: str, codes: np.ndarray, state: str) -> None:
-        """Selects codes within the reduction (a reduced field left with none keeps its
-        reduction: the user's selection never widens it)."""
-        codes = self._keep(field, np.unique(np.asarray(codes, dtype=np.int64)))
-        if field in self._base and not codes.size:
-            codes = self._base[field]
-        self._impl.select_indices(field, codes.tolist(), state)
-
-    def _reapply(self, state: str, fields: Iterable[str] | None = None) -> None:
-        for field in self._base if fields is None else fields:
-            if field in self._base:
-                self._impl.select_indices(field, self._base[field].tolist(), state)
-
-    def _is_base(self, field: str, state: str = "$") -> bool:
-        base = self._base.get(field)
-        return base is not None and np.array_equal(
-            self._impl.indices(field, "selected", state), base
-        )
+        session; None when it keeps every row."""
+        mask = self._reduction.mask if self._reduction is not None else None
+        return None if mask is None else mask.rows(table.name)
 
     def __enter__(self) -> Session:
         return self
@@ -237,7 +171,6 @@ class Session:
         """Adds an alternate selection state `name` (no selection yet); set expressions name it
         as an identifier ({name}) and the `state=` argument of the calls below picks it."""
         self._impl.add_state(_state(name))
-        self._reapply(name)
 
     def remove_state(self, name: str) -> None:
         """Removes an alternate state (the default state "$" stays)."""
@@ -259,15 +192,10 @@ class Session:
         self._field(field)
         if state == "$" and field in self._locked:
             return False
-        narrowed = self._narrows(field)
         with self.step():
-            if narrowed:
-                self._shown(field)  # what the reduction shows, read before the selection
             self._impl.select(field, values, _state(state))
             if state == "$":
                 self._touched.add(field)
-            if narrowed:
-                self._select_codes(field, self._impl.indices(field, "selected", state), state)
         return True
 
     def select_indices(self, field: str, indices: Iterable[int], state: str = "$") -> bool:
@@ -278,10 +206,7 @@ class Session:
         if state == "$" and field in self._locked:
             return False
         with self.step():
-            if self._narrows(field):
-                self._select_codes(field, np.asarray(codes, dtype=np.int64), _state(state))
-            else:
-                self._impl.select_indices(field, codes, _state(state))
+            self._impl.select_indices(field, codes, _state(state))
             if state == "$":
                 self._touched.add(field)
         return True
@@ -321,18 +246,15 @@ class Session:
         those too. An alternate state (`state`) has no locks: all of its selections go."""
         if state != "$":
             self._impl.clear(_state(state))
-            self._reapply(state)
             return
         with self.step():
             if locked_also or not self._locked:
                 self._impl.clear()
-                self._reapply("$")
                 self._touched.clear()
                 self._locked.clear()
                 return
             for field in sorted(self._touched - self._locked):
                 self._impl.clear_field(field)
-                self._reapply("$", [field])
             self._touched &= self._locked
 
     def clear_field(self, field: str, state: str = "$") -> bool:
@@ -340,13 +262,11 @@ class Session:
         self._field(field)
         if state != "$":
             self._impl.clear_field(field, _state(state))
-            self._reapply(state, [field])
             return True
         if field in self._locked:
             return False
         with self.step():
             self._impl.clear_field(field)
-            self._reapply("$", [field])
             self._touched.discard(field)
         return True
 
@@ -413,7 +333,7 @@ class Session:
         selected = {}
         for field in sorted(self._touched):
             codes = self._impl.indices(field, "selected")
-            if codes.size and not self._is_base(field):
+            if codes.size:
                 selected[field] = _pack(codes)
         self._touched = set(selected)
         self._locked &= self._touched
@@ -429,7 +349,6 @@ class Session:
                 continue
             if want is None:
                 self._impl.clear_field(field)
-                self._reapply("$", [field])
             else:
                 self._impl.select_indices(field, _unpack(want))
             changed = True
@@ -476,43 +395,17 @@ class Session:
 
     def selections(self, state: str = "$") -> dict[str, list[Any]]:
         """The selected values of each field that has a selection, in symbol order."""
-        found = self._impl.selections(_state(state))
-        return {f: v for f, v in found.items() if not self._is_base(f, state)}
+        found: dict[str, list[Any]] = self._impl.selections(_state(state))
+        return found
 
     def state(self, field: str, state: str = "$") -> dict[str, list[Any]]:
         """A field's values by state: selected, possible, alternative, excluded (symbol order)."""
-        found = self._impl.state(self._field(field), _state(state))
-        if not self._narrows(field):
-            return found
-        hidden = self._reduction is not None and field in self._reduction.hide
-        for key in ("selected", "possible", "alternative", "excluded"):
-            if key in ("selected", "possible") and not hidden:
-                continue  # the reduction's possible values are all shown
-            if key not in ("selected", "possible") and self._pristine(state) and self._base:
-                found[key] = []  # every value shown is possible
-                continue
-            codes = self._impl.indices(field, key, state)
-            keep = np.isin(codes, self._keep(field, codes))
-            found[key] = [v for v, k in zip(found[key], keep.tolist(), strict=True) if k]
-        if self._is_base(field, state):  # the reduction is no selection of the user's
-            found["possible"], found["selected"] = found["selected"], []
+        found: dict[str, list[Any]] = self._impl.state(self._field(field), _state(state))
         return found
 
     def counts(self, field: str, state: str = "$") -> dict[str, int]:
         """How many of a field's values are selected, possible, alternative and excluded."""
-        found = self._impl.counts(self._field(field), _state(state))
-        if not self._narrows(field):
-            return found
-        hidden = self._reduction is not None and field in self._reduction.hide
-        for key in ("selected", "possible", "alternative", "excluded"):
-            if key in ("selected", "possible") and not hidden:
-                continue  # the reduction's possible values are all shown
-            if key not in ("selected", "possible") and self._pristine(state) and self._base:
-                found[key] = 0
-            else:
-                found[key] = int(self._keep(field, self._impl.indices(field, key, state)).size)
-        if self._is_base(field, state):
-            found["possible"], found["selected"] = found["selected"], 0
+        found: dict[str, int] = self._impl.counts(self._field(field), _state(state))
         return found
 
     def indices(self, field: str, state: str = "possible", in_state: str = "$") -> np.ndarray:
@@ -520,14 +413,7 @@ class Session:
         in the selection state `in_state`."""
         if state not in STATES:
             raise _core.Error(f"unknown state {state!r}: use one of {', '.join(STATES)}")
-        found = self._keep(field, self._impl.indices(self._field(field), state, _state(in_state)))
-        if state in ("selected", "selected_excluded", "possible") and self._is_base(
-            field, in_state
-        ):
-            # a reduced field's reduction is no selection of the user's: its values are possible
-            if state == "possible":
-                return self._keep(field, self._impl.indices(field, "selected", in_state))
-            return found[:0]
+        found: np.ndarray = self._impl.indices(self._field(field), state, _state(in_state))
         return found
 
     def possible_rows(self, table: str, state: str = "$") -> int:
@@ -569,7 +455,8 @@ class Session:
         impl = self._impl.hypercube(
             dims, meas, pairs, bool(suppress_zero), bool(suppress_missing), state
         )
-        return Hypercube(impl, given_dims, given_meas)
+        kept = self.kept_codes if self.reduced else None
+        return Hypercube(impl, given_dims, given_meas, kept)
 
     def expander(self, state: str = "$", variables: Mapping[str, Any] | None = None) -> Expander:
         """Expands `$(…)` in expressions (assoc.expansion) with `variables` (default: the
@@ -581,18 +468,14 @@ class Session:
         return Expander(found, lambda expression: self._value(expression, state))
 
     def _check_reduced(self, texts: list[str]) -> None:
-        """Under section access: an omitted field is unknown, and set expressions are refused
-        (a set such as {1}, <F=> or P() reads records outside the selection, and so outside
-        the reduction, which is a selection underneath, until the engine holds the reduction
-        as a row mask of its own)."""
+        """Under section access an omitted field is unknown (set expressions are allowed: the
+        engine keeps every set within the session's row mask)."""
         if self._reduction is None:
             return
         for text in texts:
             for omitted in self._reduction.omit:
                 if re.search(rf"(?<![\w.$]){re.escape(omitted)}(?![\w.])", text):
                     self._field(omitted)
-        if self._base and any(_has_set_expression(t) for t in texts):
-            raise _core.Error("set expressions are not available under section access")
 
     def _value(self, expression: str, state: str) -> Any:
         self._check_reduced([expression])
@@ -626,32 +509,6 @@ class Session:
     def __repr__(self) -> str:
         status = "closed" if self.closed else f"{len(self.selections())} fields selected"
         return f"<assoc.Session user={self.user!r}: {status}>"
-
-
-def _has_set_expression(text: str) -> bool:
-    """True when an expression holds a set expression: a `{` outside quoted texts, names in
-    brackets or quotes, and comments."""
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "{":
-            return True
-        if c in "'\"`[":
-            close = "]" if c == "[" else c
-            i = text.find(close, i + 1)
-            if i < 0:
-                return False
-        elif text.startswith("//", i):
-            i = text.find("\n", i)
-            if i < 0:
-                return False
-        elif text.startswith("/*", i):
-            i = text.find("*/", i + 2)
-            if i < 0:
-                return False
-            i += 1
-        i += 1
-    return False
 
 
 def _state(name: object) -> str:

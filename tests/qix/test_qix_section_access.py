@@ -20,10 +20,10 @@ SECRET = "a-secret-that-is-long-enough-for-sha256"
 SCRIPT = """
 Section Access;
 LOAD * INLINE [
-ACCESS, USERID, GROUP, REGION
-USER, ann, , EAST
-USER, bob, , WEST
-USER, , north team, NORTH
+ACCESS, USERID, GROUP, REGION, OMIT
+USER, ann, , EAST,
+USER, bob, , WEST, PRICE
+USER, , north team, NORTH,
 ];
 Section Application;
 Sales:
@@ -33,6 +33,14 @@ EAST, A, 10
 EAST, B, 20
 WEST, C, 5
 NORTH, D, 7
+];
+Prices:
+LOAD * INLINE [
+Product, PRICE
+A, 1
+B, 2
+C, 3
+D, 4
 ];
 """
 
@@ -124,3 +132,118 @@ def test_absent_user_refused(server: tuple[ServerProcess, str]) -> None:
         with _client(server, claims) as qix, pytest.raises(QixError) as refused:
             qix.open_doc(app_id)
         assert (refused.value.code, refused.value.message) == (5, "Access denied")
+
+
+def _evaluate(qix: QixClient, doc: int, expression: str) -> str:
+    return str(qix.result("Evaluate", {"qExpression": expression}, doc)["qReturn"])
+
+
+@pytest.mark.parametrize(
+    ("expression", "for_ann", "for_bob"),
+    [
+        ("Sum({1} AMOUNT)", "30", "5"),
+        ("Sum({<REGION=, Product=>} AMOUNT)", "30", "5"),
+        ("Sum({<REGION={'WEST'}>} AMOUNT)", "0", "5"),
+        ("Sum({1-$} AMOUNT)", "20", "0"),  # Product A (ann) / C (bob) selected
+        ("Count({1} DISTINCT Product)", "2", "1"),
+        ("Sum(Aggr(Sum({1} AMOUNT), Product))", "30", "5"),
+    ],
+)
+def test_sets_stay_inside_the_reduction(
+    server: tuple[ServerProcess, str], expression: str, for_ann: str, for_bob: str
+) -> None:
+    _, app_id = server
+    for user, picked, expected in (("ann", "A", for_ann), ("bob", "C", for_bob)):
+        with _client(server, {"sub": user}) as qix:
+            doc = qix.open_doc(app_id)
+            field = qix.handle_of("GetField", {"qFieldName": "Product"}, doc)
+            qix.result("SelectValues", [[{"qText": picked}]], field)
+            assert _evaluate(qix, doc, expression) == expected, user
+
+
+def _tables(qix: QixClient, doc: int) -> dict[str, Any]:
+    found = qix.result("GetTablesAndKeys", [{}, {}, 0, False, False], doc)
+    return {
+        t["qName"]: (t["qNoOfRows"], {f["qName"]: f["qnTotalDistinctValues"] for f in t["qFields"]})
+        for t in found["qtr"]
+    }
+
+
+def _field_list(qix: QixClient, doc: int) -> dict[str, int]:
+    props = {"qInfo": {"qType": "fields"}, "qFieldListDef": {"qShowSystem": False}}
+    obj = qix.handle_of("CreateSessionObject", [props], doc)
+    items = qix.result("GetLayout", [], obj)["qLayout"]["qFieldList"]["qItems"]
+    return {i["qName"]: i["qCardinal"] for i in items}
+
+
+def test_model_counts_are_the_users(server: tuple[ServerProcess, str]) -> None:
+    _, app_id = server
+    with _client(server, {"sub": "ann"}) as qix:
+        doc = qix.open_doc(app_id)
+        assert _tables(qix, doc) == {
+            "Sales": (2, {"REGION": 1, "Product": 2, "AMOUNT": 2}),
+            "Prices": (2, {"Product": 2, "PRICE": 2}),
+        }
+        assert _field_list(qix, doc) == {"REGION": 1, "Product": 2, "AMOUNT": 2, "PRICE": 2}
+        region = qix.result("GetFieldDescription", {"qFieldName": "REGION"}, doc)["qReturn"]
+        assert (region["qCardinal"], region["qTotalCount"]) == (1, 2)
+    with _client(server, {"sub": "bob"}) as qix:
+        doc = qix.open_doc(app_id)
+        # PRICE is omitted for bob: in no listing, and unknown when named
+        assert _tables(qix, doc) == {
+            "Sales": (1, {"REGION": 1, "Product": 1, "AMOUNT": 1}),
+            "Prices": (1, {"Product": 1}),
+        }
+        assert _field_list(qix, doc) == {"REGION": 1, "Product": 1, "AMOUNT": 1}
+        data = qix.result("GetTableData", [0, 10, False, "Prices"], doc)["qData"]
+        assert [[v["qText"] for v in row["qValue"]] for row in data] == [["C"]]
+        with pytest.raises(QixError) as unknown:
+            qix.result("GetField", {"qFieldName": "PRICE"}, doc)
+        assert unknown.value.code == 2
+        props = {
+            "qInfo": {"qType": "listbox"},
+            "qListObjectDef": {"qDef": {"qFieldDefs": ["PRICE"]}},
+        }
+        obj = qix.handle_of("CreateSessionObject", [props], doc)
+        listed = qix.result("GetLayout", [], obj)["qLayout"]["qListObject"]
+        error = listed["qDimensionInfo"]["qError"]
+        assert error["qExtendedMessage"] == "unknown field 'PRICE'"
+        assert listed["qDataPages"] == []
+        with pytest.raises(QixError, match="PRICE"):
+            _evaluate(qix, doc, "Sum(PRICE)")
+
+
+def test_rest_metadata_is_the_token_users(server: tuple[ServerProcess, str]) -> None:
+    process, app_id = server
+
+    def metadata(claims: dict[str, Any]) -> Any:
+        token = jwt.encode(claims, SECRET, algorithm="HS256")
+        with process.client() as client:
+            return client.get(
+                f"/v1/apps/{app_id}/data/metadata", headers={"Authorization": f"Bearer {token}"}
+            )
+
+    ann = metadata({"sub": "ann"})
+    assert ann.status_code == 200, ann.text
+    assert {t["name"]: t["no_of_rows"] for t in ann.json()["tables"]} == {"Sales": 2, "Prices": 2}
+    bob = metadata({"sub": "bob"}).json()
+    assert {f["name"]: f["cardinal"] for f in bob["fields"] if not f["is_system"]} == {
+        "REGION": 1,
+        "Product": 1,
+        "AMOUNT": 1,
+    }
+    refused = metadata({"sub": "zed"})
+    assert refused.status_code == 403
+    assert refused.json()["errors"][0]["detail"] == "Access denied"
+
+
+def test_reloaded_session_app_reduced_the_same_way(server: tuple[ServerProcess, str]) -> None:
+    with _client(server, {"sub": "bob"}) as qix:
+        doc: int = qix.result("CreateSessionApp")["qReturn"]["qHandle"]
+        qix.result("SetScript", [SCRIPT], doc)
+        assert qix.result("DoReload", [], doc)["qReturn"] is True
+        assert _evaluate(qix, doc, "Sum({1} AMOUNT)") == "5"
+        assert _tables(qix, doc) == {
+            "Sales": (1, {"REGION": 1, "Product": 1, "AMOUNT": 1}),
+            "Prices": (1, {"Product": 1}),
+        }

@@ -116,6 +116,8 @@ struct ArrowExportColumn {
   const PackedIndex* index = nullptr;
   const std::vector<std::uint32_t>* codes = nullptr;
   const std::vector<double>* numbers = nullptr;
+  // With `symbols` a subset of the codes' symbol table: each code's index in it (kNull: none).
+  const std::vector<std::uint32_t>* symbol_map = nullptr;
 };
 
 // Columns of `rows` rows; packed index columns keep only the rows set in `row_filter` when

@@ -32,8 +32,11 @@
 
 namespace assoc {
 
+class RowMask;
+
 // A session's selections: per field, the selected symbols (sorted, unique; empty only after
-// set_empty).
+// set_empty), and the session's row mask when section access reduces it (every state of the
+// session carries the same one; no selection clears it).
 class SelectionState {
  public:
   // Sets a field's selection; an empty list clears it.
@@ -47,11 +50,21 @@ class SelectionState {
   const std::map<std::uint32_t, std::vector<std::uint32_t>>& fields() const { return fields_; }
   // The same state without one field's selection.
   SelectionState without(std::uint32_t field) const;
-  // One flat encoding per state, the result cache's key.
+  // One flat encoding per state, the result cache's key (the mask's serial included).
   std::vector<std::uint32_t> encode() const;
+  // Section access: the rows the state may reach at all (null: every row).
+  const std::shared_ptr<const RowMask>& mask() const { return mask_; }
+  void set_mask(std::shared_ptr<const RowMask> mask) { mask_ = std::move(mask); }
+  // The state with no selection and the same mask (set identifier 1).
+  SelectionState unselected() const {
+    SelectionState s;
+    s.mask_ = mask_;
+    return s;
+  }
 
  private:
   std::map<std::uint32_t, std::vector<std::uint32_t>> fields_;
+  std::shared_ptr<const RowMask> mask_;
 };
 
 // The possible rows of every table under one selection state.
@@ -73,7 +86,8 @@ std::string_view name_of(ValueState state);
 ValueState value_state_named(std::string_view name);
 
 // One field's values under one selection state: bitsets over its symbols (each has one bit
-// more, for NULL, which is never set). Every symbol is in exactly one of the four.
+// more, for NULL, which is never set). Every symbol is in exactly one of the four, but under
+// a row mask a symbol off the mask's rows is in none.
 struct FieldStates {
   Bitset selected;
   Bitset possible;     // not selected, on a possible row
@@ -141,19 +155,55 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
   mutable std::vector<std::unique_ptr<Lookup>> lookups_;
 };
 
+// Section access (docs/scripts.md): the rows one user's reduction leaves, as if the others were
+// never loaded. It is the possible rows of the reduction (per field, the symbols it keeps)
+// taken as a selection, computed once and shared by every session of that reduction; a
+// session's states carry it, inference applies the reduction under every selection (so no
+// selection, set expression or alternate state reaches past it), and a field's values off the
+// mask's rows are in no value state at all. Per session over the shared model: no copy.
+class RowMask {
+ public:
+  // The mask of `reduction` (its fields' kept symbols; a field absent is whole).
+  static std::shared_ptr<const RowMask> create(std::shared_ptr<const AssociativeModel> model,
+                                               const SelectionState& reduction);
+  const AssociativeModel& model() const { return *model_; }
+  const SelectionState& reduction() const { return reduction_; }
+  // The rows kept, per table (null: every row).
+  const std::shared_ptr<const RowStates>& rows() const { return rows_; }
+  // The symbols of a field on kept rows (its values as the user sees the app; made on first
+  // use). The NULL bit is never set.
+  const Bitset& values(std::uint32_t field) const;
+  // How many of a field's symbols are on kept rows.
+  std::uint64_t cardinal(std::uint32_t field) const { return values(field).count(); }
+  // Unique per mask made (the result cache's key for what is computed under it).
+  std::uint64_t serial() const { return serial_; }
+
+ private:
+  RowMask() = default;
+  std::uint64_t serial_ = 0;
+  std::shared_ptr<const AssociativeModel> model_;
+  SelectionState reduction_;
+  std::shared_ptr<const RowStates> rows_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::unique_ptr<Bitset>> values_;  // per field, made on first use
+};
+
 // One user's selection states in an app: the default state "$" and any number of named
 // alternate states (DESIGN.md §2c), each an independent selection; any number of sessions per
 // app. Calls on one session are serialised; sessions are independent of each other. Every
 // call taking `state` names one of the session's states; an unknown name throws Error.
 class Session {
  public:
-  Session(std::shared_ptr<const AssociativeModel> model, std::string user);
+  // `mask`: the user's section access reduction (null: none).
+  Session(std::shared_ptr<const AssociativeModel> model, std::string user,
+          std::shared_ptr<const RowMask> mask = nullptr);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   const std::string& user() const { return user_; }
   const AssociativeModel& model() const { return *model_; }
+  const std::shared_ptr<const RowMask>& mask() const { return mask_; }
   bool closed() const;
   // Ends the session (once; later calls do nothing).
   void close();
@@ -169,7 +219,7 @@ class Session {
   std::map<std::string, SelectionState> selections() const;
 
   // Replaces a field's selection with `symbols` (an empty list clears it) and computes the
-  // new state.
+  // new state. Under a mask, symbols off its rows are dropped first (none left: cleared).
   void select(std::uint32_t field, std::vector<std::uint32_t> symbols, const std::string& state = "$");
   // Replaces a field's selection with the symbols of `values` (find_value); values the field
   // does not have, and NULLs, are ignored.
@@ -198,6 +248,7 @@ class Session {
 
   std::shared_ptr<const AssociativeModel> model_;
   std::string user_;
+  std::shared_ptr<const RowMask> mask_;
   mutable std::mutex mutex_;
   std::map<std::string, State> states_;  // "$" always
   bool closed_ = false;

@@ -5,6 +5,8 @@
 // modified state is inferred across the whole model as a selection would be. Terms combine
 // with + (union), - (difference, unary: complement), * (intersection), / (symmetric
 // difference) per table, rows by rows. docs/hypercubes.md "Set analysis" holds the details.
+// Under section access every set stays within the session's row mask: 1 is the mask's rows,
+// a complement is taken within them, and E() holds no value off them.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -83,6 +85,8 @@ class SetEvaluator {
  private:
   struct Values;
   const SelectionState& state_named(const std::string& name, std::size_t position) const;
+  // No selection, under the session's row mask (section access): identifier 1.
+  SelectionState unselected() const;
   std::shared_ptr<const RowStates> term_rows(const SetNode& term);
   Values element_values(const ElementNode& e, std::uint32_t field, const SelectionState& base);
   Values list_values(const ElementNode& e, std::uint32_t field);

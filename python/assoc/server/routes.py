@@ -15,6 +15,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+import assoc
+from assoc.access import DENIED
 from assoc.server.errors import ApiError, error_response
 from assoc.server.health import HealthMonitor
 from assoc.server.nxapp import nx_app
@@ -128,7 +130,13 @@ async def app_metadata(request: Request) -> Response:
     app_id = request.path_params["appId"]
     data = store.cached_metadata_json(app_id)
     if data is None:
-        data = await run_in_threadpool(store.metadata_json, app_id)
+        groups = list(getattr(request.state, "groups", []))
+        try:
+            data = await run_in_threadpool(store.metadata_json, app_id, _user(request), groups)
+        except assoc.Error as exc:
+            if str(exc) != DENIED:
+                raise
+            raise ApiError(403, "Forbidden", DENIED) from None
     return Response(data, media_type="application/json")
 
 

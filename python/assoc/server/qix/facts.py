@@ -12,6 +12,7 @@ import numpy as np
 
 import assoc
 from assoc.server.qix.rpc import GENERIC_NOT_FOUND, RpcError, encode_json, json_number
+from assoc.session import Reduction
 
 # Fields with more values make each page's cells as asked rather than keeping all of them.
 CACHED_PREFIXES_MAX = 100_000
@@ -19,7 +20,10 @@ NULL_CELL_PREFIX = '{"qText":"-","qNum":"NaN","qElemNumber":-2,"qIsNull":true,"q
 
 
 def value_text(value: Any) -> str:
-    """A value's text as QIX shows it: a dual's text, a number in its shortest form."""
+    """A value's text as QIX shows it: a dual's text, a number in its shortest form (None,
+    a value section access hides: empty)."""
+    if value is None:
+        return ""
     kind = type(value)
     if kind is float:  # the common cases first, without the isinstance chain
         if value.is_integer() and abs(value) < 1e15:
@@ -40,8 +44,8 @@ def value_text(value: Any) -> str:
 
 
 def value_number(value: Any) -> float:
-    """A value's numeric part, NaN for a text."""
-    if isinstance(value, str):
+    """A value's numeric part, NaN for a text (and for None)."""
+    if value is None or isinstance(value, str):
         return float("nan")
     if isinstance(value, assoc.Dual):
         return float(value.number)
@@ -165,11 +169,21 @@ class ColumnFacts:
 
 
 class AppFacts:
-    """Facts of one loaded app, each computed on first use (thread-safe)."""
+    """Facts of one loaded app, each computed on first use (thread-safe). With a section
+    access reduction, of the app as that user opens it: counts of the rows the reduction
+    keeps, the fields it omits unknown (the field values are the shared facts')."""
 
-    def __init__(self, app: assoc.App) -> None:
+    def __init__(
+        self,
+        app: assoc.App,
+        reduction: Reduction | None = None,
+        shared: AppFacts | None = None,
+    ) -> None:
         self.app = app
-        metadata = app.metadata()
+        self.reduction = reduction
+        self._shared = shared
+        self._reduced: dict[int, AppFacts] = {}  # by id of the reduction (kept by the facts)
+        metadata = app.metadata(reduction)
         self.fields: dict[str, dict[str, Any]] = {f["name"]: f for f in metadata["fields"]}
         self.field_numbers = {name: i for i, name in enumerate(self.fields)}
         self.tables: list[dict[str, Any]] = metadata["tables"]
@@ -194,6 +208,8 @@ class AppFacts:
         """The field's values as cells need them (made once: sessions asking for a field at
         the same time wait for the first to make it)."""
         self.field(name)
+        if self._shared is not None:
+            return self._shared.values(name)
         with self._lock:
             found = self._values.get(name)
             making = self._making.setdefault(name, threading.Lock()) if found is None else None
@@ -216,6 +232,10 @@ class AppFacts:
             found = self._columns.get(key)
         if found is None:
             codes = self.app.table(table).column_indices(field)
+            mask = self.reduction.mask if self.reduction is not None else None
+            kept = None if mask is None else mask.rows(table)
+            if kept is not None:
+                codes = codes[kept]
             present = codes[codes >= 0]
             distinct = int(np.unique(present).size)
             found = ColumnFacts(int(present.size), distinct, distinct < present.size)
@@ -226,6 +246,24 @@ class AppFacts:
     def table_names(self) -> list[str]:
         """Data table names in load order."""
         return [t["name"] for t in self.tables]
+
+    def for_session(self, session: assoc.Session) -> AppFacts:
+        """The facts as a session sees them: these, or under section access those of its
+        user's reduction (made once per reduction)."""
+        reduction = session.reduction
+        if reduction is None or not session.reduced or self._shared is not None:
+            return self
+        with self._lock:
+            found = self._reduced.get(id(reduction))
+        if found is None or found.reduction is not reduction:
+            made = AppFacts(self.app, reduction, self)
+            with self._lock:
+                if len(self._reduced) >= 1024:
+                    self._reduced.pop(next(iter(self._reduced)))
+                found = self._reduced.setdefault(id(reduction), made)
+                if found.reduction is not reduction:
+                    found = self._reduced[id(reduction)] = made
+        return found
 
 
 _FACTS: weakref.WeakKeyDictionary[assoc.App, AppFacts] = weakref.WeakKeyDictionary()
@@ -288,9 +326,9 @@ def tables_and_keys(facts: AppFacts, synthetic: bool = False) -> dict[str, Any]:
     for table in facts.tables:
         t = facts.app.table(table["name"])
         if synthetic:
-            view[t.name] = t.model_fields
+            view[t.name] = [f for f in t.model_fields if f in facts.fields]
         elif not t.is_synthetic:
-            view[t.name] = t.fields
+            view[t.name] = [f for f in t.fields if f in facts.fields]
     holders: dict[str, list[str]] = {}
     for name, names in view.items():
         for field_name in names:
@@ -364,7 +402,9 @@ def table_data(
         raise RpcError(GENERIC_NOT_FOUND, table, "Table not found")
     source = facts.app.table(table)
     fields = source.model_fields if synthetic else source.fields
-    # Section access: only the rows the session's reduction leaves, as if the rest were not.
+    # Section access: only the rows the session's reduction leaves, as if the rest were not,
+    # and not the fields it omits (the facts of a reduced session do not know them).
+    fields = [f for f in fields if f in facts.fields]
     kept = None if session is None else session.kept_rows(source, fields)
     end = min(source.num_rows if kept is None else kept.size, offset + rows)
     if offset >= end:

@@ -81,8 +81,8 @@ def open_doc(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Answer:
     except AppNotFound:
         raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found") from None
     try:
-        facts = app_facts(lease.app)
         selections = lease.app.session(s.user, s.groups)
+        facts = app_facts(lease.app).for_session(selections)
     except assoc.Error as exc:
         lease.release()
         if str(exc) == DENIED:  # section access: the app's access table does not list them

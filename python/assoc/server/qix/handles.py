@@ -62,7 +62,8 @@ class OpenDocument:
         self, app: assoc.App, lease: Lease | None, user: str, groups: Sequence[str] = ()
     ) -> None:
         """Serves a reloaded app: new facts and selections; the old ones are released."""
-        facts, selections = app_facts(app), app.session(user, groups)
+        selections = app.session(user, groups)
+        facts = app_facts(app).for_session(selections)
         selections.keep_history = True
         selections.variables = DocVariables(lambda: self.library)
         for state in self.selections.states[1:]:  # the states outlive the data they select in

@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -215,9 +215,13 @@ class AppStore:
         with self.lease(app_id) as app:
             yield app
 
-    def metadata_json(self, app_id: str) -> bytes:
-        """DataModelMetadata as JSON, made once per loaded app (the model is immutable)."""
+    def metadata_json(self, app_id: str, user: str = "", groups: Sequence[str] = ()) -> bytes:
+        """DataModelMetadata as JSON, made once per loaded app (the model is immutable). An
+        app with section access answers the app as `user` (of `groups`) opens it, reduced;
+        assoc.Error("Access denied") when its access table does not list them."""
         with self.lease(app_id) as app:
+            if app.access is not None:
+                return serialise(app.metadata(app.reduction(user, groups)))
             # Loading made it; only a replacement right after can have dropped it.
             return self._cache.cached_metadata_json(app_id) or serialise(app.metadata())
 

@@ -146,7 +146,8 @@ class AppCache:
     def hold(self, entry: Entry, app: App) -> None:
         """Keeps a loaded app in memory (and its serialised metadata), evicting others."""
         metadata = app.metadata()
-        metadata_json = serialise(metadata)
+        # Under section access the metadata is each user's (AppStore.metadata_json).
+        metadata_json = serialise(metadata) if app.access is None else None
         with self.lock:
             entry.app = app
             entry.app_ref = weakref.ref(app)
