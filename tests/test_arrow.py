@@ -268,6 +268,37 @@ def test_hypercube_goes_out(app):
         assert t.schema.field("Region").type == pa.dictionary(pa.int32(), pa.string())
 
 
+def test_many_rows_go_out_whole_with_nulls_duals_and_a_filter():
+    # More rows than one step of the export's pass and not a multiple of 8: every step, thread
+    # range and the last partial byte of each validity bitmap are checked against the source.
+    n = 100_003
+    ids = list(range(n))
+    qty = [None if i % 7 == 3 else i % 1000 for i in ids]
+    price = [None if i % 11 == 5 else (i % 977) / 4 for i in ids]
+    region = [None if i % 13 == 1 else f"r{i % 50}" for i in ids]
+    when = [None if i % 5 == 2 else assoc.Dual(45000 + i % 300, f"d{i % 300}") for i in ids]
+    app = assoc.App.from_tables(
+        {"T": {"Id": ids, "Qty": qty, "Price": price, "Region": region, "When": when}}
+    )
+    out = pa.table(app.table("T").to_arrow(duals="struct"))
+    assert out.column("Id").to_pylist() == ids
+    assert out.column("Qty").to_pylist() == qty
+    assert out.column("Price").to_pylist() == price
+    assert out.column("Region").to_pylist() == region
+    assert out.column("Region").null_count == sum(v is None for v in region)
+    assert out.column("When").to_pylist() == [
+        None if w is None else {"number": float(w.number), "text": w.text} for w in when
+    ]
+    with app.session() as s:
+        s.select("Region", ["r3", "r40"])
+        kept = [i for i in ids if region[i] in ("r3", "r40")]
+        t = pa.table(s.table("T"))
+        assert t.column("Id").to_pylist() == kept
+        assert t.column("Qty").to_pylist() == [qty[i] for i in kept]
+        numbers = [None if when[i] is None else when[i].number for i in kept]
+        assert t.column("When").to_pylist() == numbers
+
+
 def test_empty_tables_and_long_texts():
     long = "ü" * 500_000 + "end"
     app = assoc.App.from_arrow(

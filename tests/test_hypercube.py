@@ -632,3 +632,35 @@ def test_many_groups_and_values_match_plain_python(threads) -> None:
                 assert got == {k: float(len(v)) for k, v in want.items()}
                 assert [r[: len(dims)] for r in cube.rows] == sorted(want)
                 assert cube.totals[0] == len(np.unique(c[mask]))
+
+
+@pytest.mark.parametrize(("n_regions", "n_fact"), [(5, 3000), (300, 3000), (70_000, 1_200_000)])
+def test_star_lookups_of_every_width_keep_missing_partners_out(n_regions: int, n_fact: int) -> None:
+    # A link's look-up holds 8, 16 or 32 bits per value as the keys need (32 only where the
+    # key space exceeds 65,536, which the dense path allows with more than 1M rows); a fact
+    # row without a dimension row must come out as None, and reach nothing in a join of
+    # dimensions alone.
+    rng = np.random.default_rng(n_regions)
+    n_dim = n_regions + 50
+    dim_keys = np.arange(n_dim)
+    fact_keys = rng.integers(0, n_dim + 40, n_fact)  # some beyond the dimension
+    amounts = rng.integers(1, 10, n_fact).astype(float)
+    app = App.from_tables(
+        {
+            "Fact": {"DimKey": fact_keys, "Amount": amounts},
+            "Dim": {"DimKey": dim_keys, "Region": dim_keys % n_regions},
+        }
+    )
+    joined = fact_keys < n_dim
+    region = fact_keys[joined] % n_regions
+    sums = np.bincount(region, weights=amounts[joined], minlength=n_regions)
+    want: dict[Any, float] = {r: float(v) for r, v in enumerate(sums)}
+    want[None] = float(amounts[~joined].sum())
+    with app.session() as s:
+        cube = s.hypercube(["Region"], ["Sum(Amount)"])
+        assert dict(cube.rows) == want
+        # Walked from the fact table, Amount first: a key beyond the dimension reaches nothing.
+        pairs = s.hypercube(["Amount", "Region"])
+        assert {tuple(r) for r in pairs.rows} == set(
+            zip(amounts[joined].tolist(), region.tolist(), strict=True)
+        )

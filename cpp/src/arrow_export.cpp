@@ -1,6 +1,7 @@
 // Tables out through the Arrow C stream interface: a text field goes out as a dictionary array
 // whose dictionary is the field's symbol table and whose indices are the packed index decoded;
-// numbers as int64 or float64; NULL as validity bits. One batch holds every row.
+// numbers as int64 or float64; NULL as validity bits. One batch holds every row; each column is
+// written in one pass over its rows, a few thousand rows at a time.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "assoc/arrow_c.hpp"
+#include "assoc/big_blocks.hpp"
 #include "assoc/error.hpp"
 #include "assoc/number_text.hpp"
 
@@ -16,10 +18,17 @@ namespace assoc {
 
 namespace {
 
-// Memory of one buffer: zeroed, 16-byte aligned at least, never empty (so never null).
+// Memory of one buffer: 16-byte aligned at least, never empty (so never null).
 using Bytes = std::vector<std::uint8_t, CallocAllocator<std::uint8_t>>;
 
-Bytes make_bytes(std::size_t n) { return Bytes(std::max<std::size_t>(n, 8) + 8); }
+// A buffer of `n` bytes that its maker writes in full: a reused big block is not cleared
+// first (that would be a second pass over it); the padding after the `n` bytes is zeroed.
+Bytes make_bytes(std::size_t n) {
+  big_blocks::Uncleared every_byte_is_written;
+  Bytes b(std::max<std::size_t>(n, 8) + 8);
+  std::fill(b.begin() + static_cast<std::ptrdiff_t>(n), b.end(), std::uint8_t{0});
+  return b;
+}
 
 // What a column becomes.
 enum class OutKind : std::uint8_t { kInt64, kFloat64, kText, kDual };
@@ -192,44 +201,12 @@ ColumnPlan plan_of(const ArrowExportColumn& c, ArrowDuals duals) {
   return p;
 }
 
-Bytes source_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std::size_t out_rows, CpuAccount* cpu);
-
-// Each output row's symbol (as int32, -1 for NULL) of a symbol column, the row filter and the
-// symbol map applied.
-Bytes symbol_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std::size_t out_rows, CpuAccount* cpu) {
-  Bytes out = source_codes(c, t, out_rows, cpu);
-  if (c.symbol_map == nullptr) return out;
-  auto* codes = reinterpret_cast<std::uint32_t*>(out.data());
-  const std::vector<std::uint32_t>& map = *c.symbol_map;
-  parallel_ranges(
-      out_rows, 64,
-      [&](std::size_t b, std::size_t e) {
-        for (std::size_t r = b; r < e; ++r) codes[r] = codes[r] < map.size() ? map[codes[r]] : kNull;
-      },
-      cpu);
-  return out;
-}
-
-// Each output row's code in the column's own symbols, the row filter applied.
-Bytes source_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std::size_t out_rows, CpuAccount* cpu) {
+// The codes of the rows a filter keeps (as int32, -1 for NULL): chunks of whole words, each
+// written where the kept rows before it end.
+Bytes filtered_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std::size_t out_rows, CpuAccount* cpu) {
   Bytes out = make_bytes(out_rows * 4);
   auto* codes = reinterpret_cast<std::uint32_t*>(out.data());
-  if (c.codes != nullptr) {
-    const std::vector<std::uint32_t>& in = *c.codes;
-    if (in.size() != out_rows) throw Error("column '" + c.name + "': codes of " + std::to_string(in.size()) + " rows");
-    parallel_ranges(
-        out_rows, 64, [&](std::size_t b, std::size_t e) { std::copy(in.begin() + static_cast<std::ptrdiff_t>(b),
-                                                                     in.begin() + static_cast<std::ptrdiff_t>(e), codes + b); },
-        cpu);
-    return out;
-  }
   const PackedIndex& index = *c.index;
-  if (index.size() != t.rows) throw Error("column '" + c.name + "': an index of " + std::to_string(index.size()) + " rows");
-  if (t.row_filter == nullptr) {
-    parallel_ranges(out_rows, 64, [&](std::size_t b, std::size_t e) { index.decode(b, e - b, codes + b); }, cpu);
-    return out;
-  }
-  // Rows kept: chunks of whole words, each starting where the kept rows before it end.
   const Bitset& keep = *t.row_filter;
   constexpr std::size_t kChunkWords = 1024;
   const std::size_t n_words = keep.word_count();
@@ -263,87 +240,170 @@ Bytes source_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std::s
   return out;
 }
 
-// The validity bitmap of rows whose code is -1 (NULL), written with `fill`(b, e) over aligned
-// ranges; returns the NULL count.
-template <typename Fill>
-std::int64_t fill_rows(std::size_t n, Bytes& validity, const std::uint32_t* codes, CpuAccount* cpu, Fill&& fill) {
-  std::atomic<std::int64_t> nulls{0};
+// Rows per step of a column's one pass: a step's codes stay in the first-level cache while
+// its values and validity bits are written.
+constexpr std::size_t kStepRows = 4096;
+
+// One pass over a symbol column's output rows: per step of at most kStepRows rows [b, e)
+// (b a multiple of 64), step(b, e, codes) with those rows' codes (NULL as kNull) at codes[0..),
+// the column's symbol map applied. With `dst`, the codes are written to dst + b and stay
+// there; else they are decoded (or mapped) into a scratch buffer, or read where they are.
+template <typename Step>
+void for_each_step(const ArrowExportColumn& c, const ArrowExportTable& t, std::size_t out_rows, std::uint32_t* dst,
+                   CpuAccount* cpu, Step&& step) {
+  const std::uint32_t* source = nullptr;  // every output row's code, when already at hand
+  Bytes filtered;
+  if (c.codes != nullptr) {
+    if (c.codes->size() != out_rows)
+      throw Error("column '" + c.name + "': codes of " + std::to_string(c.codes->size()) + " rows");
+    source = c.codes->data();
+  } else if (c.index->size() != t.rows) {
+    throw Error("column '" + c.name + "': an index of " + std::to_string(c.index->size()) + " rows");
+  } else if (t.row_filter != nullptr) {
+    filtered = filtered_codes(c, t, out_rows, cpu);
+    source = reinterpret_cast<const std::uint32_t*>(filtered.data());
+  }
   parallel_ranges(
-      n, 64,
+      out_rows, 64,
       [&](std::size_t b, std::size_t e) {
-        std::int64_t k = 0;
-        for (std::size_t r = b; r < e; r += 8) {
-          std::uint8_t byte = 0;
-          const std::size_t stop = std::min(e, r + 8);
-          for (std::size_t j = r; j < stop; ++j) {
-            const bool valid = codes[j] != kNull;
-            byte = static_cast<std::uint8_t>(byte | (static_cast<unsigned>(valid) << (j - r)));
-            k += !valid;
+        const std::vector<std::uint32_t>* map = c.symbol_map;
+        const bool copy = source != nullptr && (dst != nullptr || map != nullptr);
+        std::vector<std::uint32_t> scratch(dst == nullptr && (source == nullptr || copy) ? kStepRows : 0);
+        for (std::size_t s = b; s < e; s += kStepRows) {
+          const std::size_t n = std::min(e, s + kStepRows) - s;
+          std::uint32_t* to = dst != nullptr ? dst + s : scratch.data();
+          const std::uint32_t* codes = to;
+          if (copy) {
+            std::copy(source + s, source + s + n, to);
+          } else if (source != nullptr) {
+            codes = source + s;
+          } else {
+            c.index->decode(s, n, to);
           }
-          validity[r >> 3] = byte;
+          if (map != nullptr) {
+            for (std::size_t i = 0; i < n; ++i) to[i] = to[i] < map->size() ? (*map)[to[i]] : kNull;
+          }
+          step(s, s + n, codes);
         }
-        fill(b, e);
-        nulls += k;
       },
       cpu);
-  return nulls.load();
 }
 
-// A dictionary array over a field: indices are the codes (NULL rows index 0, their bit clear).
-// Without `may_be_null` the codes hold no NULL and go out as they are, with no bitmap.
-std::unique_ptr<ArrowArray> text_array(const SymbolTable& symbols, bool large, Bytes codes, std::size_t n,
-                                       bool may_be_null, CpuAccount* cpu) {
-  auto d = std::make_unique<ArrayData>();
-  d->owned.push_back(make_bytes(may_be_null ? (n + 7) / 8 : 0));
-  auto* idx = reinterpret_cast<std::uint32_t*>(codes.data());
+// The validity bits of rows [b, e) (b a multiple of 8) from valid(j), which also writes row
+// j's value; returns the NULL count. Every array's bitmap is written by this one loop.
+template <typename Valid>
+std::int64_t write_validity(std::size_t b, std::size_t e, std::uint8_t* validity, Valid&& valid) {
   std::int64_t nulls = 0;
-  if (may_be_null) {
-    nulls = fill_rows(n, d->owned[0], idx, cpu, [&](std::size_t b, std::size_t e) {
-      for (std::size_t r = b; r < e; ++r) idx[r] = idx[r] == kNull ? 0 : idx[r];
-    });
+  for (std::size_t r = b; r < e; r += 8) {
+    unsigned byte = 0;
+    const std::size_t stop = std::min(e, r + 8);
+    for (std::size_t j = r; j < stop; ++j) {
+      const bool ok = valid(j);
+      byte |= static_cast<unsigned>(ok) << (j - r);
+      nulls += !ok;
+    }
+    validity[r >> 3] = static_cast<std::uint8_t>(byte);
   }
-  d->owned.push_back(std::move(codes));
-  d->dictionary = large ? text_dictionary<std::int64_t>(symbols) : text_dictionary<std::int32_t>(symbols);
-  return new_array(static_cast<std::int64_t>(n), nulls, std::move(d), {nulls == 0 ? -1 : 0, 1});
+  return nulls;
+}
+
+// Each symbol's number at code + 1 (kNull + 1 wraps to 0, NULL's entry), and whether it has
+// one: a row's value is a lookup, with no branch.
+template <typename T>
+struct NumberLookup {
+  std::vector<T> value;
+  std::vector<std::uint8_t> has;
+
+  explicit NumberLookup(const SymbolTable& symbols)
+      : value(std::size_t{symbols.size()} + 1), has(std::size_t{symbols.size()} + 1) {
+    for (std::uint32_t k = 0; k < symbols.size(); ++k) {
+      has[k + 1] = symbols.has_number(k);
+      value[k + 1] = has[k + 1] ? static_cast<T>(symbols.number(k)) : T{};
+    }
+  }
+  bool write(std::uint32_t code, T* out) const {
+    const std::uint32_t at = code + 1;
+    *out = value[at];
+    return has[at] != 0;
+  }
+};
+
+// A dictionary index: NULL indexes 0, its validity bit clear.
+inline bool text_index(std::uint32_t& code) {
+  const bool ok = code != kNull;
+  code = ok ? code : 0;
+  return ok;
 }
 
 // A numeric array: each row's symbol number (int64 or float64), NULL where a row has none.
 template <typename T>
-std::unique_ptr<ArrowArray> number_array(const SymbolTable& symbols, const std::uint32_t* codes, std::size_t n,
+std::unique_ptr<ArrowArray> number_array(const ArrowExportColumn& c, const ArrowExportTable& t, std::size_t n,
                                          CpuAccount* cpu) {
-  std::vector<T> lut(symbols.size());
-  std::vector<std::uint8_t> has(symbols.size());
-  for (std::uint32_t k = 0; k < symbols.size(); ++k) {
-    has[k] = symbols.has_number(k);
-    lut[k] = has[k] ? static_cast<T>(symbols.number(k)) : T{};
-  }
+  const NumberLookup<T> lookup(*c.symbols);
   auto d = std::make_unique<ArrayData>();
   d->owned.push_back(make_bytes((n + 7) / 8));
   d->owned.push_back(make_bytes(n * sizeof(T)));
+  std::uint8_t* validity = d->owned[0].data();
   T* values = reinterpret_cast<T*>(d->owned[1].data());
-  Bytes& validity = d->owned[0];
   std::atomic<std::int64_t> nulls{0};
-  parallel_ranges(
-      n, 64,
-      [&](std::size_t b, std::size_t e) {
-        std::int64_t k = 0;
-        for (std::size_t r = b; r < e; r += 8) {
-          std::uint8_t byte = 0;
-          const std::size_t stop = std::min(e, r + 8);
-          for (std::size_t j = r; j < stop; ++j) {
-            const std::uint32_t s = codes[j];
-            const bool valid = s != kNull && has[s];
-            values[j] = valid ? lut[s] : T{};
-            byte = static_cast<std::uint8_t>(byte | (static_cast<unsigned>(valid) << (j - r)));
-            k += !valid;
-          }
-          validity[r >> 3] = byte;
-        }
-        nulls += k;
-      },
-      cpu);
+  for_each_step(c, t, n, nullptr, cpu, [&](std::size_t b, std::size_t e, const std::uint32_t* codes) {
+    nulls += write_validity(b, e, validity, [&](std::size_t j) { return lookup.write(codes[j - b], values + j); });
+  });
   const std::int64_t nn = nulls.load();
   return new_array(static_cast<std::int64_t>(n), nn, std::move(d), {nn == 0 ? -1 : 0, 1});
+}
+
+// A dictionary array over a field: indices are the codes (NULL rows index 0, their bit clear).
+// A packed index without a NULL code has no NULL row (a filter keeps a subset of them): its
+// codes go out as they are, with no bitmap (a symbol map may make NULLs: it has one).
+std::unique_ptr<ArrowArray> text_array(const ArrowExportColumn& c, bool large, const ArrowExportTable& t, std::size_t n,
+                                       CpuAccount* cpu) {
+  const bool may_be_null = c.codes != nullptr || c.symbol_map != nullptr || c.index->has_null();
+  auto d = std::make_unique<ArrayData>();
+  d->owned.push_back(make_bytes(may_be_null ? (n + 7) / 8 : 0));
+  d->owned.push_back(make_bytes(n * 4));
+  std::uint8_t* validity = d->owned[0].data();
+  auto* idx = reinterpret_cast<std::uint32_t*>(d->owned[1].data());
+  std::atomic<std::int64_t> nulls{0};
+  for_each_step(c, t, n, idx, cpu, [&](std::size_t b, std::size_t e, const std::uint32_t*) {
+    if (may_be_null) nulls += write_validity(b, e, validity, [&](std::size_t j) { return text_index(idx[j]); });
+  });
+  d->dictionary = large ? text_dictionary<std::int64_t>(*c.symbols) : text_dictionary<std::int32_t>(*c.symbols);
+  const std::int64_t nn = nulls.load();
+  return new_array(static_cast<std::int64_t>(n), nn, std::move(d), {nn == 0 ? -1 : 0, 1});
+}
+
+// A dual as a struct of its number (float64) and its text (a dictionary array), NULL where the
+// row has no value: the three arrays written in one pass.
+std::unique_ptr<ArrowArray> dual_array(const ArrowExportColumn& c, bool large, const ArrowExportTable& t, std::size_t n,
+                                       CpuAccount* cpu) {
+  const bool may_be_null = c.codes != nullptr || c.symbol_map != nullptr || c.index->has_null();
+  const NumberLookup<double> lookup(*c.symbols);
+  auto number = std::make_unique<ArrayData>();
+  number->owned.push_back(make_bytes((n + 7) / 8));
+  number->owned.push_back(make_bytes(n * 8));
+  auto text = std::make_unique<ArrayData>();
+  text->owned.push_back(make_bytes(may_be_null ? (n + 7) / 8 : 0));
+  text->owned.push_back(make_bytes(n * 4));
+  auto dual = std::make_unique<ArrayData>();
+  dual->owned.push_back(make_bytes(may_be_null ? (n + 7) / 8 : 0));
+  std::uint8_t* number_validity = number->owned[0].data();
+  auto* values = reinterpret_cast<double*>(number->owned[1].data());
+  std::uint8_t* text_validity = text->owned[0].data();
+  auto* idx = reinterpret_cast<std::uint32_t*>(text->owned[1].data());
+  std::uint8_t* dual_validity = dual->owned[0].data();
+  std::atomic<std::int64_t> number_nulls{0}, nulls{0};
+  for_each_step(c, t, n, idx, cpu, [&](std::size_t b, std::size_t e, const std::uint32_t*) {
+    number_nulls += write_validity(b, e, number_validity, [&](std::size_t j) { return lookup.write(idx[j], values + j); });
+    if (!may_be_null) return;
+    nulls += write_validity(b, e, text_validity, [&](std::size_t j) { return text_index(idx[j]); });
+    std::copy(text_validity + b / 8, text_validity + (e + 7) / 8, dual_validity + b / 8);
+  });
+  text->dictionary = large ? text_dictionary<std::int64_t>(*c.symbols) : text_dictionary<std::int32_t>(*c.symbols);
+  const std::int64_t nn = number_nulls.load(), tn = nulls.load();
+  dual->children.push_back(new_array(static_cast<std::int64_t>(n), nn, std::move(number), {nn == 0 ? -1 : 0, 1}));
+  dual->children.push_back(new_array(static_cast<std::int64_t>(n), tn, std::move(text), {tn == 0 ? -1 : 0, 1}));
+  return new_array(static_cast<std::int64_t>(n), tn, std::move(dual), {tn == 0 ? -1 : 0});
 }
 
 // A float64 array of plain numbers, NaN as NULL.
@@ -352,25 +412,17 @@ std::unique_ptr<ArrowArray> measure_array(const std::vector<double>& in, CpuAcco
   auto d = std::make_unique<ArrayData>();
   d->owned.push_back(make_bytes((n + 7) / 8));
   d->owned.push_back(make_bytes(n * 8));
+  std::uint8_t* validity = d->owned[0].data();
   auto* values = reinterpret_cast<double*>(d->owned[1].data());
-  Bytes& validity = d->owned[0];
   std::atomic<std::int64_t> nulls{0};
   parallel_ranges(
       n, 64,
       [&](std::size_t b, std::size_t e) {
-        std::int64_t k = 0;
-        for (std::size_t r = b; r < e; r += 8) {
-          std::uint8_t byte = 0;
-          const std::size_t stop = std::min(e, r + 8);
-          for (std::size_t j = r; j < stop; ++j) {
-            const bool valid = !std::isnan(in[j]);
-            values[j] = valid ? in[j] : 0.0;
-            byte = static_cast<std::uint8_t>(byte | (static_cast<unsigned>(valid) << (j - r)));
-            k += !valid;
-          }
-          validity[r >> 3] = byte;
-        }
-        nulls += k;
+        nulls += write_validity(b, e, validity, [&](std::size_t j) {
+          const bool ok = !std::isnan(in[j]);
+          values[j] = ok ? in[j] : 0.0;
+          return ok;
+        });
       },
       cpu);
   const std::int64_t nn = nulls.load();
@@ -384,22 +436,11 @@ std::unique_ptr<ArrowArray> column_array(const ArrowExportColumn& c, const Colum
       throw Error("column '" + c.name + "': numbers of the wrong length");
     return measure_array(*c.numbers, cpu);
   }
-  Bytes codes = symbol_codes(c, t, out_rows, cpu);
-  // A packed index without a NULL code has no NULL row (a filter keeps a subset of them).
-  const bool may_be_null = c.codes != nullptr || c.symbol_map != nullptr || c.index->has_null();
-  const auto* idx = reinterpret_cast<const std::uint32_t*>(codes.data());
   switch (plan.kind) {
-    case OutKind::kInt64: return number_array<std::int64_t>(*c.symbols, idx, out_rows, cpu);
-    case OutKind::kFloat64: return number_array<double>(*c.symbols, idx, out_rows, cpu);
-    case OutKind::kText: return text_array(*c.symbols, plan.large_text, std::move(codes), out_rows, may_be_null, cpu);
-    case OutKind::kDual: {
-      auto d = std::make_unique<ArrayData>();
-      d->owned.push_back(make_bytes((out_rows + 7) / 8));
-      const std::int64_t nulls = fill_rows(out_rows, d->owned[0], idx, cpu, [](std::size_t, std::size_t) {});
-      d->children.push_back(number_array<double>(*c.symbols, idx, out_rows, cpu));
-      d->children.push_back(text_array(*c.symbols, plan.large_text, std::move(codes), out_rows, may_be_null, cpu));
-      return new_array(static_cast<std::int64_t>(out_rows), nulls, std::move(d), {nulls == 0 ? -1 : 0});
-    }
+    case OutKind::kInt64: return number_array<std::int64_t>(c, t, out_rows, cpu);
+    case OutKind::kFloat64: return number_array<double>(c, t, out_rows, cpu);
+    case OutKind::kText: return text_array(c, plan.large_text, t, out_rows, cpu);
+    case OutKind::kDual: return dual_array(c, plan.large_text, t, out_rows, cpu);
   }
   return nullptr;
 }

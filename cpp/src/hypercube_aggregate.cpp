@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 
+#include "assoc/big_blocks.hpp"
 #include "assoc/hypercube_aggregate.hpp"
 #include "assoc/thread_pool.hpp"
 
@@ -32,7 +33,7 @@ struct TermInput {
   // in cache. Threads gather marks per bucket and set them under the bucket's lock: no word
   // is written by two threads at once.
   std::size_t words_per_slot = 0;
-  std::vector<std::uint64_t> bits;
+  std::vector<std::uint64_t, CallocAllocator<std::uint64_t>> bits;
   std::uint32_t bucket_shift = 0;
   std::size_t n_buckets = 0, words_per_bucket = 0, slots = 0;
   std::unique_ptr<std::mutex[]> bucket_locks;
@@ -53,6 +54,15 @@ struct TermAcc {
 };
 
 constexpr std::size_t kFlush = 256;  // marks gathered per bucket before they are set
+
+// Calls fn(bucket) for every bucket of a Count(distinct) bitset, the buckets shared by the
+// threads (each bucket's part of the bitset is its own).
+template <class Fn>
+void for_buckets(const TermInput& t, Fn&& fn) {
+  parallel_ranges(t.n_buckets, 1, [&](std::size_t first, std::size_t end) {
+    for (std::size_t b = first; b < end; ++b) fn(b);
+  }, nullptr, 8);
+}
 
 // Sets one bucket's gathered marks in the shared bitset.
 void flush_bucket(TermInput& t, std::size_t bucket, std::vector<std::uint32_t>& marks) {
@@ -197,12 +207,19 @@ void merge_slot(const TermInput& t, TermAcc& dst, std::size_t ds, const TermAcc&
 std::vector<std::uint64_t> distinct_counts(TermInput& t, TermAcc& acc, std::size_t slots) {
   std::vector<std::uint64_t> out(slots, 0);
   if (t.words_per_slot != 0) {
-    for (std::size_t b = 0; b < t.n_buckets; ++b) {
-      for (std::size_t s = 0; s < slots; ++s) {
-        const std::uint64_t* w = t.words(b, s);
-        for (std::size_t i = 0; i < t.words_per_bucket; ++i) out[s] += popcount64(w[i]);
+    // Per range of buckets its own counts, added up after: both threads read the bitset.
+    std::mutex lock;
+    parallel_ranges(t.n_buckets, 1, [&](std::size_t first, std::size_t end) {
+      std::vector<std::uint64_t> counts(slots, 0);
+      for (std::size_t b = first; b < end; ++b) {
+        for (std::size_t s = 0; s < slots; ++s) {
+          const std::uint64_t* w = t.words(b, s);
+          for (std::size_t i = 0; i < t.words_per_bucket; ++i) counts[s] += popcount64(w[i]);
+        }
       }
-    }
+      std::lock_guard<std::mutex> hold(lock);
+      for (std::size_t s = 0; s < slots; ++s) out[s] += counts[s];
+    }, nullptr, 8);
     return out;
   }
   // Pairs grouped by slot (a counting sort), then each slot's symbols marked in one bitset
@@ -238,13 +255,13 @@ void totals_from_groups(std::vector<TermInput>& in, Accumulators& acc, std::size
     if (t.func != AggFunc::kCountDistinct) {
       for (std::size_t s = kFirstGroup; s < slots; ++s) merge_slot(t, acc.terms[k], kTotal, acc.terms[k], s);
     } else if (t.words_per_slot != 0) {
-      for (std::size_t b = 0; b < t.n_buckets; ++b) {
+      for_buckets(t, [&](std::size_t b) {
         std::uint64_t* total = t.words(b, kTotal);
         for (std::size_t s = kFirstGroup; s < slots; ++s) {
           const std::uint64_t* w = t.words(b, s);
           for (std::size_t i = 0; i < t.words_per_bucket; ++i) total[i] |= w[i];
         }
-      }
+      });
     } else {
       auto& pairs = acc.terms[k].pairs;
       const std::size_t n = pairs.size();
@@ -281,6 +298,72 @@ std::size_t distinct_words(std::uint32_t n_symbols, std::size_t slots, std::uint
   const std::uint64_t budget = std::max<std::uint64_t>(std::uint64_t{1} << 16, records * 12);
   return slots * words * 8 <= budget ? words : 0;
 }
+
+// A link's partial key per value (index symbol + 1), for a walk where each record reaches one
+// tuple. Direct keys are below the slot count, so the narrowest of 8, 16 or 32 bits that holds
+// them all and the marker of a value reaching nothing in an inner join (the width's largest
+// number) is used: a star's 100,000-row dimension by 20 regions looks up 100 KB, which stays
+// in the second-level cache, where 32-bit entries (400 KB) would not.
+class LinkLookup {
+ public:
+  std::size_t source = 0;  // the column of codes it reads
+
+  LinkLookup(const KeySets& sets, bool inner, std::size_t column) : source(column) {
+    std::uint64_t top = 0;
+    for (const std::uint64_t v : sets.one)
+      if (v != kMissing) top = std::max(top, v);
+    width_ = top < 0xFFU ? 1 : top < 0xFFFFU ? 2 : 4;
+    if (width_ == 1) fill(sets, inner, u8_);
+    if (width_ == 2) fill(sets, inner, u16_);
+    if (width_ == 4) fill(sets, inner, u32_);
+  }
+
+  // Adds each record's partial key to key[i]; whether any record reaches nothing.
+  bool add_keys(const std::uint32_t* codes, std::uint32_t* key, std::size_t n) const {
+    if (width_ == 1) return add(u8_, codes, key, n);
+    if (width_ == 2) return add(u16_, codes, key, n);
+    return add(u32_, codes, key, n);
+  }
+
+  // Sets the slot of each record that reaches nothing to `trash`.
+  void mark_missing(const std::uint32_t* codes, std::uint32_t* slot, std::size_t n, std::uint32_t trash) const {
+    if (width_ == 1) mark(u8_, codes, slot, n, trash);
+    if (width_ == 2) mark(u16_, codes, slot, n, trash);
+    if (width_ == 4) mark(u32_, codes, slot, n, trash);
+  }
+
+ private:
+  template <class T>
+  static void fill(const KeySets& sets, bool inner, std::vector<T>& lut) {
+    lut.resize(sets.one.size());
+    for (std::size_t i = 0; i < lut.size(); ++i) {
+      const std::uint64_t v = sets.one[i];
+      lut[i] = v != kMissing ? static_cast<T>(v) : inner ? std::numeric_limits<T>::max() : T{0};
+    }
+  }
+  template <class T>
+  static bool add(const std::vector<T>& lut, const std::uint32_t* codes, std::uint32_t* key, std::size_t n) {
+    const T* l = lut.data();
+    unsigned missing = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const T v = l[codes[i] + 1];
+      missing |= v == std::numeric_limits<T>::max() ? 1U : 0U;
+      key[i] += v;
+    }
+    return missing != 0;
+  }
+  template <class T>
+  static void mark(const std::vector<T>& lut, const std::uint32_t* codes, std::uint32_t* slot, std::size_t n,
+                   std::uint32_t trash) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (lut[codes[i] + 1] == std::numeric_limits<T>::max()) slot[i] = trash;
+  }
+
+  int width_ = 4;
+  std::vector<std::uint8_t> u8_;
+  std::vector<std::uint16_t> u16_;
+  std::vector<std::uint32_t> u32_;
+};
 
 }  // namespace
 
@@ -335,7 +418,13 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
         t.slots = slots;
         t.n_buckets = (t.n_symbols >> t.bucket_shift) + 1;
         t.words_per_bucket = (std::size_t{1} << t.bucket_shift) / 64;
-        t.bits.assign(t.n_buckets * slots * t.words_per_bucket, 0);
+        {
+          // Zeroed by both threads, bucket by bucket (a fresh block's pages are first touched
+          // by the thread that will mostly use them, a reused one is not cleared twice).
+          big_blocks::Uncleared zeroed_below;
+          t.bits.resize(t.n_buckets * slots * t.words_per_bucket);
+        }
+        for_buckets(t, [&](std::size_t b) { std::fill_n(t.words(b, 0), slots * t.words_per_bucket, std::uint64_t{0}); });
         t.bucket_locks = std::make_unique<std::mutex[]>(t.n_buckets);
       }
     }
@@ -360,21 +449,11 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
       columns.push_back(column);
       return columns.size() - 1;
     };
-    // Direct keys are below the slot count, so 32 bits hold them (and halve the look-ups'
-    // cache footprint); kMissing32 marks a value that reaches nothing in an inner join.
-    constexpr std::uint32_t kMissing32 = 0xFFFFFFFFU;
     std::vector<std::pair<std::size_t, std::uint32_t>> own;
     for (const DimPlace* d : walker.root_dims())
       own.emplace_back(source_of(d->column), static_cast<std::uint32_t>(d->stride));
-    std::vector<std::pair<std::size_t, std::vector<std::uint32_t>>> lookups;
-    for (const auto& l : links) {
-      std::vector<std::uint32_t> lut(l.sets->one.size());
-      for (std::size_t i = 0; i < lut.size(); ++i) {
-        const std::uint64_t v = l.sets->one[i];
-        lut[i] = v != kMissing ? static_cast<std::uint32_t>(v) : walker.inner() ? kMissing32 : 0;
-      }
-      lookups.emplace_back(source_of(l.column), std::move(lut));
-    }
+    std::vector<LinkLookup> lookups;
+    for (const auto& l : links) lookups.emplace_back(*l.sets, walker.inner(), source_of(l.column));
     std::vector<std::size_t> term_source;
     for (const auto& t : terms) term_source.push_back(source_of(t.column));
 
@@ -420,21 +499,11 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
           const std::uint32_t* cs = codes[s].data();
           for (std::size_t i = 0; i < n; ++i) key[i] += (cs[i] + 1) * stride;
         }
-        std::uint32_t missing = 0;
-        for (const auto& [s, lut] : lookups) {
-          const std::uint32_t* cs = codes[s].data();
-          const std::uint32_t* l = lut.data();
-          for (std::size_t i = 0; i < n; ++i) {
-            const std::uint32_t v = l[cs[i] + 1];
-            missing |= v == kMissing32 ? 1U : 0U;
-            key[i] += v;
-          }
-        }
+        bool missing = false;
+        for (const LinkLookup& l : lookups) missing |= l.add_keys(codes[l.source].data(), key.data(), n);
         std::uint32_t* slot = key.data();
-        if (missing != 0) {
-          for (const auto& [s, lut] : lookups)
-            for (std::size_t i = 0; i < n; ++i)
-              if (lut[codes[s][i] + 1] == kMissing32) slot[i] = kTrash;
+        if (missing) {
+          for (const LinkLookup& l : lookups) l.mark_missing(codes[l.source].data(), slot, n, kTrash);
         }
         for (std::size_t i = 0; i < n; ++i) a.hits[slot[i]] = 1;
         for (std::size_t k = 0; k < terms.size(); ++k)

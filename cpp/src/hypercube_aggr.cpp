@@ -1,0 +1,234 @@
+// Aggregations over Aggr results: planned as a nested cube over the Aggr dimensions, whose
+// rows are joined back to the chart rows.
+#include <algorithm>
+
+#include "assoc/error.hpp"
+#include "hypercube_builder.hpp"
+
+namespace assoc {
+
+std::int32_t HypercubeBuilder::plan_aggr_term(const std::string& text, const Expression& e, std::uint32_t agg,
+                                              std::uint32_t first_aggr) {
+  const ExprNode& a = e.nodes[agg];
+  AggrTerm t;
+  const ExprNode* aggr = nullptr;
+  std::vector<std::uint32_t> value_args;
+  if (is_aggr_call(a)) {
+    t.kind = AggKind::kOnly;
+    aggr = &a;
+  } else {
+    const AggregateFunction& fn = *find_aggregate_function(a.name);
+    t.kind = fn.kind;
+    t.distinct = a.distinct;
+    aggr = &e.nodes[first_aggr];
+    if (a.total) fail(text, a.position, "TOTAL on an aggregation over Aggr is not supported");
+  }
+  if (aggr->set >= 0) fail(text, e.nodes[static_cast<std::size_t>(aggr->set)].position, "a set expression inside Aggr is not yet supported");
+  t.nodistinct = aggr->nodistinct;
+  for (std::size_t i = 1; i < aggr->args.size(); ++i) {
+    const ExprNode& d = e.nodes[aggr->args[i]];
+    const int f = data_.find_field(d.name);
+    if (f < 0) fail(text, d.position, "unknown field '" + d.name + "' as an Aggr dimension");
+    t.dims.push_back(d.name);
+    t.dim_fields.push_back(static_cast<std::uint32_t>(f));
+    t.sorts.push_back(aggr_sort(text, d));
+  }
+  // Each leaf of the outer plans: an Aggr with the same dimensions, or one of its dimensions.
+  std::vector<std::pair<std::uint32_t, std::size_t>> fields;  // leaf node -> dimension
+  auto leaf = [&](std::uint32_t n) -> std::uint32_t {
+    const ExprNode& y = e.nodes[n];
+    if (is_aggr_call(y)) {
+      bool same = y.args.size() == aggr->args.size() && y.nodistinct == aggr->nodistinct;
+      for (std::size_t i = 1; same && i < y.args.size(); ++i)
+        same = e.nodes[y.args[i]].name == e.nodes[aggr->args[i]].name && e.nodes[y.args[i]].sort == e.nodes[aggr->args[i]].sort;
+      if (!same) fail(text, y.position, "the Aggr calls of one aggregation must have the same dimensions");
+      t.aggr_nodes.push_back(n);
+      return static_cast<std::uint32_t>(t.aggr_nodes.size() - 1);
+    }
+    if (y.kind == ExprNode::Kind::kField) {
+      const int f = data_.find_field(y.name);
+      const auto it = std::find(t.dim_fields.begin(), t.dim_fields.end(), static_cast<std::uint32_t>(f));
+      if (f < 0 || it == t.dim_fields.end())
+        fail(text, y.position,
+             "field '" + y.name + "' beside Aggr in " + a.name + ": an aggregation over Aggr reads only the Aggr values and its dimensions");
+      fields.emplace_back(n, static_cast<std::size_t>(it - t.dim_fields.begin()));
+      return kFieldInput + static_cast<std::uint32_t>(fields.size() - 1);
+    }
+    if (y.kind == ExprNode::Kind::kAgg)
+      fail(text, y.position, "an aggregation inside another aggregation (" + y.name + ") needs Aggr or TOTAL");
+    fail(text, y.position, "'" + y.name + "' cannot stand beside Aggr in an aggregation");
+  };
+  if (is_aggr_call(a)) {
+    t.aggr_nodes.push_back(agg);
+    Expression one;
+    ExprNode in;
+    in.kind = ExprNode::Kind::kField;  // bound to input 0 below
+    one.nodes.push_back(in);
+    t.value = Plan::bind(one, 0, [](std::uint32_t) -> std::uint32_t { return 0; });
+  } else {
+    const AggregateFunction& fn = *find_aggregate_function(a.name);
+    t.value = Plan::bind(e, a.args[0], leaf);
+    t.params.assign(a.args.size(), Value::null());
+    for (std::size_t i = 1; i < a.args.size(); ++i) {
+      if (static_cast<std::int8_t>(i) == fn.weight_arg) {
+        t.weight = Plan::bind(e, a.args[i], leaf);
+        t.has_weight = true;
+      } else {
+        t.params[i] = Value::number(constant_arg(text, e, a.args[i], std::string("argument ") + std::to_string(i + 1) + " of " + fn.name));
+      }
+    }
+  }
+  // Field inputs come after the Aggr values: renumber them now the count is known.
+  for (const auto& [node, d] : fields) t.field_dims.push_back(d);
+  const auto n_aggr = static_cast<std::uint32_t>(t.aggr_nodes.size());
+  t.value.shift_inputs(kFieldInput, n_aggr);
+  if (t.has_weight) t.weight.shift_inputs(kFieldInput, n_aggr);
+  aggr_terms_.push_back(std::move(t));
+  return static_cast<std::int32_t>(aggr_terms_.size() - 1);
+}
+
+std::int64_t HypercubeBuilder::find_aggr(const Expression& e, std::uint32_t agg) {
+  std::vector<std::uint32_t> todo(e.nodes[agg].args.rbegin(), e.nodes[agg].args.rend());
+  while (!todo.empty()) {
+    const std::uint32_t n = todo.back();
+    todo.pop_back();
+    const ExprNode& x = e.nodes[n];
+    if (is_aggr_call(x)) return n;
+    if (x.kind == ExprNode::Kind::kAgg) continue;
+    todo.insert(todo.end(), x.args.rbegin(), x.args.rend());
+  }
+  return -1;
+}
+
+std::string HypercubeBuilder::aggr_sort(const std::string& text, const ExprNode& d) const {
+  if (d.sort.empty()) return "";
+  const std::string w = lower(d.sort);
+  const bool desc = w.find("descending") != std::string::npos || w.find("reverse") != std::string::npos ||
+                    w.find("z2a") != std::string::npos;
+  if (w.find("frequency") != std::string::npos) fail(text, d.position, "FREQUENCY sorting of an Aggr dimension is not supported");
+  if (w.find("load_order") != std::string::npos) {
+    if (desc) fail(text, d.position, "LOAD_ORDER DESCENDING sorting of an Aggr dimension is not supported");
+    return "load";
+  }
+  if (w.find("numeric") == std::string::npos && w.find("text") == std::string::npos)
+    fail(text, d.position, "sort words '" + d.sort + "': use NUMERIC, TEXT or LOAD_ORDER with ASCENDING or DESCENDING");
+  return desc ? "desc" : "asc";
+}
+
+void HypercubeBuilder::compute_aggr(const AggrTerm& t, const std::vector<std::uint64_t>& keys) {
+  HypercubeSpec spec;
+  spec.dimensions = t.dims;
+  std::vector<std::pair<Expression, std::uint32_t>> exprs;
+  const Expression& outer = aggr_expression(t);
+  for (std::size_t i = 0; i < t.aggr_nodes.size(); ++i) {
+    std::string name = std::to_string(i + 1);
+    name.insert(name.begin(), '#');
+    spec.measures.push_back(std::move(name));
+    exprs.emplace_back(outer, outer.nodes[t.aggr_nodes[i]].args[0]);
+  }
+  for (std::size_t d = 0; d < t.dims.size(); ++d)
+    if (!t.sorts[d].empty()) spec.sort.emplace_back(t.dims[d], t.sorts[d]);
+  spec.suppress_missing = true;  // NULL is not a value of an Aggr dimension
+  const std::shared_ptr<Hypercube> v = HypercubeBuilder(model_, state_, spec, rows_, states_, state_name_, std::move(exprs)).run();
+  const std::size_t n = v->size();
+  // Per virtual row, the outer plans' value and weight.
+  std::vector<Value> values(n), weights(t.has_weight ? n : 0);
+  std::vector<Value> in(t.aggr_nodes.size() + t.field_dims.size());
+  for (std::size_t r = 0; r < n; ++r) {
+    for (std::size_t i = 0; i < t.aggr_nodes.size(); ++i) {
+      if (v->only_field(i) != kNull) {
+        in[i] = symbol_value(data_.fields()[v->only_field(i)].symbols, v->only_symbols(i)[r]);
+      } else if (const std::string* txt = v->text(i, r)) {
+        in[i] = Value::dual(v->values(i)[r], *txt);
+      } else {
+        in[i] = Value::number(v->values(i)[r]);
+      }
+    }
+    for (std::size_t j = 0; j < t.field_dims.size(); ++j)
+      in[t.aggr_nodes.size() + j] = symbol_value(data_.fields()[t.dim_fields[t.field_dims[j]]].symbols, v->codes(t.field_dims[j])[r]);
+    values[r] = t.value.eval(in.data());
+    if (t.has_weight) weights[r] = t.weight.eval(in.data());
+  }
+  auto enc = [](std::uint32_t code) { return code == kNull ? std::uint64_t{0} : std::uint64_t{code} + 1; };
+  // Each chart row's virtual rows.
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> members;
+  std::vector<std::int64_t> in_aggr(dims_.size(), -1);
+  bool covered = true;
+  for (std::size_t d = 0; d < dims_.size(); ++d) {
+    const auto it = std::find(t.dim_fields.begin(), t.dim_fields.end(), dims_[d].field);
+    if (it == t.dim_fields.end()) {
+      covered = false;
+    } else {
+      in_aggr[d] = it - t.dim_fields.begin();
+    }
+  }
+  if (covered) {
+    for (std::size_t r = 0; r < n; ++r) {
+      std::uint64_t key = 0;
+      for (std::size_t d = 0; d < dims_.size(); ++d)
+        key += enc(v->codes(static_cast<std::size_t>(in_aggr[d]))[r]) * dims_[d].stride;
+      members[key].push_back(static_cast<std::uint32_t>(r));
+    }
+  } else {
+    // The chart dimensions the Aggr lacks are linked to its rows through the data.
+    HypercubeSpec link;
+    link.dimensions = t.dims;
+    std::vector<std::size_t> link_col(dims_.size());
+    for (std::size_t d = 0; d < dims_.size(); ++d) {
+      if (in_aggr[d] >= 0) {
+        link_col[d] = static_cast<std::size_t>(in_aggr[d]);
+      } else {
+        link_col[d] = link.dimensions.size();
+        link.dimensions.push_back(cube_->spec_.dimensions[d]);
+      }
+    }
+    const std::shared_ptr<Hypercube> l = HypercubeBuilder(model_, state_, link, rows_, states_, state_name_).run();
+    std::vector<std::uint64_t> radix;
+    for (const std::uint32_t f : t.dim_fields) radix.push_back(std::uint64_t{data_.fields()[f].symbols.size()} + 1);
+    auto aggr_key = [&](const Hypercube& c, std::size_t r) {
+      std::uint64_t k = 0;
+      for (std::size_t j = 0; j < t.dim_fields.size(); ++j) k = k * radix[j] + enc(c.codes(j)[r]);
+      return k;
+    };
+    std::unordered_map<std::uint64_t, std::uint32_t> virtual_row;
+    virtual_row.reserve(n);
+    for (std::size_t r = 0; r < n; ++r) virtual_row.emplace(aggr_key(*v, r), static_cast<std::uint32_t>(r));
+    std::vector<std::uint8_t> placed(n, 0);
+    for (std::size_t r = 0; r < l->size(); ++r) {
+      const auto it = virtual_row.find(aggr_key(*l, r));
+      if (it == virtual_row.end()) continue;
+      if (!t.nodistinct && placed[it->second]) continue;  // DISTINCT: in its first chart row only
+      placed[it->second] = 1;
+      std::uint64_t key = 0;
+      for (std::size_t d = 0; d < dims_.size(); ++d) key += enc(l->codes(link_col[d])[r]) * dims_[d].stride;
+      members[key].push_back(it->second);
+    }
+  }
+  std::vector<Value> column(keys.size());
+  std::vector<Value> vs, ws;
+  for (std::size_t r = 0; r < keys.size(); ++r) {
+    const auto it = members.find(keys[r]);
+    if (it == members.end()) {
+      column[r] = empty_aggregate(t.kind);
+      continue;
+    }
+    vs.clear();
+    ws.clear();
+    for (const std::uint32_t i : it->second) {
+      vs.push_back(values[i]);
+      if (t.has_weight) ws.push_back(weights[i]);
+    }
+    column[r] = aggregate_values(t.kind, t.distinct, vs, ws, t.params);
+  }
+  aggr_columns_.push_back(std::move(column));
+  aggr_totals_.push_back(n == 0 ? empty_aggregate(t.kind) : aggregate_values(t.kind, t.distinct, values, weights, t.params));
+}
+
+const Expression& HypercubeBuilder::aggr_expression(const AggrTerm& t) const {
+  for (const MeasurePlan& m : measures_)
+    for (const MeasureInput& in : m.inputs)
+      if (in.aggr >= 0 && &aggr_terms_[static_cast<std::size_t>(in.aggr)] == &t) return m.expr;
+  return measures_.back().expr;
+}
+
+}  // namespace assoc
