@@ -572,3 +572,92 @@ def test_csv_tables_link_by_field_name() -> None:
     key = next(f for f in app.metadata()["fields"] if f["name"] == "CustomerId")
     assert "$key" in key["tags"]
     assert key["src_tables"] == ["Orders", "Customers"]
+
+
+# ----------------------------------------------------------------------------------------------
+# The field splitter classifies 64 bytes at a time: every byte that matters must be read the
+# same wherever a 16-, 32- or 64-byte boundary falls
+
+
+def _reference_texts(data: bytes) -> dict[str, list[str | None]]:
+    """What Python's csv module reads (blank lines skipped, empty cells None)."""
+    rows = [r for r in csv.reader(io.StringIO(data.decode(), newline="")) if r]
+    return {h: [r[i] or None for r in rows[1:]] for i, h in enumerate(rows[0])}
+
+
+def _texts(data: bytes) -> dict[str, list[str | None]]:
+    return {
+        f: [v.text if isinstance(v, Dual) else v for v in values]
+        for f, values in columns(data).items()
+    }
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"])
+def test_fields_read_alike_wherever_a_block_boundary_falls(line_end) -> None:
+    rows = [
+        ["p", '"q,""\nr"', "s\u00e9t"],
+        ['"a""b"', "", "c"],
+        ['""', "x'y\"z", "\u20ac" * 9],
+        ["w" * 40, '"' + "," * 20 + '"', "v"],
+        ["", "", ""],
+    ]
+    body = line_end.join(",".join(r) for r in rows)
+    for pad in range(130):
+        data = ("a,b,c" + line_end + "k" + "x" * pad + body + line_end).encode()
+        assert _texts(data) == _reference_texts(data), pad
+        # A quote closed and followed by text is an error at the line it is on.
+        bad = ("a,b,c" + line_end + "k" + "x" * pad + ',"ab"c,d' + line_end).encode()
+        with pytest.raises(assoc.Error, match="CSV line 2: text after the closing quote"):
+            App.from_csv(bad)
+        # A quote opened and never closed, whatever block it stands in.
+        with pytest.raises(assoc.Error, match="CSV line 2: a quoted field starts here"):
+            App.from_csv(("a,b\n" + "x" * pad + ',"open\n').encode())
+
+
+@pytest.mark.parametrize("size", [16, 31, 32, 63, 64, 65, 127, 128, 129])
+@pytest.mark.parametrize("final_newline", [False, True])
+def test_files_of_exactly_one_block_and_around_it(size, final_newline) -> None:
+    head = "id,name\n1,x"
+    end = "\n" if final_newline else ""
+    data = (head + "y" * (size - len(head) - len(end)) + end).encode()
+    assert len(data) == size
+    assert _texts(data)["name"] == ["x" + "y" * (size - len(head) - len(end))]
+    # The same size in many short records: the last one ends with the data.
+    lines = "id,name\n"
+    while size - len(lines) > 12:
+        lines += "abcdefghij"[len(lines) % 10] + ",v\n"
+    data = (lines + "q," + "z" * (size - len(lines) - 3) + end).encode()
+    if not final_newline:
+        data += b"z"
+    assert len(data) == size
+    assert _texts(data) == _reference_texts(data), data
+
+
+@pytest.mark.parametrize("shift", range(0, 64, 3))
+def test_invalid_utf8_at_the_start_of_a_row_block_is_found(shift) -> None:
+    # Rows are read 256 at a time and their bytes checked as UTF-8 when a byte >= 0x80 was seen.
+    # The first row of the second block shares its 64 bytes with the last row of the first.
+    lines = ["a,b"] + ["r,x"] * 300
+    lines[1] = "r," + "x" * (shift + 1)
+    lines[257] = "r,\udcff"
+    data = "\n".join(lines).encode("utf-8", "surrogateescape")
+    with pytest.raises(assoc.Error, match=re.escape("CSV line 258: invalid UTF-8")):
+        App.from_csv(data)
+
+
+def test_chunk_starts_inside_long_quoted_fields_read_like_one_chunk(threads) -> None:
+    # Quoted fields of ~100 KB with line ends, separators and doubled quotes: a chunk's nominal
+    # start falls inside one of them for any number of threads.
+    rng = random.Random(5)
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\r\n")
+    w.writerow(["id", "note", "tail"])
+    for i in range(40):
+        note = "".join(rng.choice(["a", ",", "\n", '""', '"', "b\r\n", " "]) for _ in range(30_000))
+        w.writerow([f"n{i}", note, f"t{i}"])
+    data = out.getvalue().encode()
+    assert len(data) > 1_000_000
+    expected = _reference_texts(data)
+    for n in (1, 2, 3, 5, 8):
+        assoc.set_threads(n)
+        assert _texts(data) == expected, n

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "assoc/big_blocks.hpp"
 #include "assoc/hash.hpp"
 #include "assoc/utf8.hpp"
 
@@ -12,11 +13,15 @@ namespace assoc::detail {
 std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t expected_rows) {
   // Reserving only claims address space: pages are touched as symbols arrive, and the large
   // columns never copy their symbols while growing.
-  for (auto& c : cols_) {
-    c.rows.reserve(expected_rows);
-    c.ints.reserve(expected_rows);
-    c.dense.expect_rows(expected_rows);
+  {
+    // The rows and symbols are written before they are read: a reused block needs no clearing.
+    const big_blocks::Uncleared uncleared;
+    for (auto& c : cols_) {
+      c.rows.reserve(expected_rows);
+      c.ints.reserve(expected_rows);
+    }
   }
+  for (auto& c : cols_) c.dense.expect_rows(expected_rows);
   const std::size_t n_cols = cols_.size();
   fields_.resize(n_cols * kBlockRows);
   std::size_t pos = begin;
@@ -27,8 +32,7 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
   std::size_t block_begin = pos;
   // The block's bytes are checked as UTF-8 only when a field of it had a byte >= 0x80 or quotes.
   auto utf8_ok = [&] {
-    if ((high_bits_ & 0x8080808080808080ULL) == 0) return true;
-    high_bits_ = 0;
+    if (high_bits_ == 0) return true;
     const std::size_t bad = find_invalid_utf8(data_ + block_begin, pos - block_begin);
     if (bad == pos - block_begin) return true;
     fail(block_begin + bad, CsvErrorKind::kInvalidUtf8);
@@ -38,7 +42,7 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
     std::size_t r = 0;
     block_scratch_.clear();
     block_begin = pos;
-    high_bits_ = 0;
+    restart_high_bits();
     while (r < kBlockRows && pos < end) {
       if (skip_blank_line(pos)) continue;
       const std::size_t record = pos;

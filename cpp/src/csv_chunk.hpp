@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "assoc/big_blocks.hpp"
 #include "assoc/number_text.hpp"
 #include "assoc/symbol_table.hpp"
 #include "csv_tokenizer.hpp"
@@ -39,17 +40,21 @@ class Arena {
   std::size_t left_ = 0;
 };
 
+// Each row's local symbol index. The big arrays of a chunk are big blocks: a repeated load
+// reuses memory whose pages are present, and a first one faults in huge pages.
+using RowArray = std::vector<std::uint32_t, CallocAllocator<std::uint32_t>>;
+
 // One column of one chunk: its local symbols in first-occurrence order and each row's local
 // symbol index.
 struct ChunkColumn {
   // Per symbol its number: as an int32 while every symbol is an int32 integer (the symbol
   // table's own form, 4 bytes a symbol), from the first other one on as a double (NaN: none).
   // The texts of the symbols that have one are listed apart, in symbol order.
-  std::vector<std::int32_t> ints;
-  std::vector<double> numbers;
+  IntArray ints;
+  NumberArray numbers;
   bool all_ints = true;
   std::vector<SymbolText> texts;
-  std::vector<std::uint32_t> rows;
+  RowArray rows;
   std::size_t nulls = 0;
   DenseNumbers dense;
   NumberMap number_map;
@@ -76,9 +81,12 @@ struct ChunkColumn {
   }
   [[gnu::noinline]] void add_double(double number) {
     if (all_ints) {
-      numbers.reserve(ints.capacity());
+      {
+        const big_blocks::Uncleared uncleared;  // written before it is read
+        numbers.reserve(ints.capacity());
+      }
       numbers.assign(ints.begin(), ints.end());
-      std::vector<std::int32_t>().swap(ints);
+      IntArray().swap(ints);
       all_ints = false;
     }
     numbers.push_back(number);
