@@ -170,7 +170,8 @@ inline bool CsvTokenizer::next_field(std::size_t& pos, const char*& field, std::
   const std::size_t e = next_stop(pos);
   field = d + pos;
   len = e - pos;
-  if (len > 0 && field[len - 1] == '\r' && (e == size || d[e] == '\n')) --len;  // CRLF
+  // CRLF: a CR before the line end (the separator, more often, comes first in the test).
+  if ((e == size || d[e] == '\n') && len > 0 && field[len - 1] == '\r') --len;
   pos = e;
   return true;
 }
