@@ -5,7 +5,6 @@
 #include <bit>
 #include <cmath>
 
-#include "assoc/big_blocks.hpp"
 #include "assoc/hash.hpp"
 #include "assoc/utf8.hpp"
 
@@ -37,8 +36,11 @@ inline bool digits_value(std::uint64_t w, std::size_t n, std::uint64_t& value) {
 
 // read_number for a field of at most eight digits (one of them may be a decimal point, after
 // an optional minus) whose bytes can be read eight at a time (`wide`: 16 bytes readable from p):
-// the same result, without a branch per digit. Anything else goes to read_number.
-inline bool read_field_number(const char* p, std::size_t n, bool wide, NumberText& out) {
+// the same result, without a branch per digit. Anything else goes to read_number. A decimal's
+// value is left unscaled (`scaled` set: divide it by 10^frac), as most of them are found in a
+// direct table by their mantissa and never need it.
+inline bool read_field_number(const char* p, std::size_t n, bool wide, NumberText& out, std::uint8_t& scaled) {
+  scaled = 0;
   const char c0 = p[0];
   if (!(is_digit(c0) || c0 == '-' || c0 == '.' || c0 == '+')) return false;
   const bool neg = c0 == '-';
@@ -75,8 +77,9 @@ inline bool read_field_number(const char* p, std::size_t n, bool wide, NumberTex
           } else {
             return read_number(p, n, out);  // 0.0…: the shortest text may be scientific
           }
-          const double x = static_cast<double>(m) / kPow10[frac];
-          out.value = neg ? -x : x;
+          const auto x = static_cast<double>(m);
+          out.value = neg ? -x : x;  // over 10^frac, which (-a)/b = -(a/b) allows to defer
+          scaled = 1;
           out.fixed = true;
           out.mantissa = neg ? -static_cast<std::int64_t>(m) : static_cast<std::int64_t>(m);
           out.frac = static_cast<unsigned>(frac);
@@ -93,15 +96,11 @@ inline bool read_field_number(const char* p, std::size_t n, bool wide, NumberTex
 std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t expected_rows) {
   // Reserving only claims address space: pages are touched as symbols arrive, and the large
   // columns never copy their symbols while growing.
-  {
-    // The rows and symbols are written before they are read: a reused block needs no clearing.
-    const big_blocks::Uncleared uncleared;
-    for (auto& c : cols_) {
-      c.rows.reserve(expected_rows);
-      c.ints.reserve(expected_rows);
-    }
+  for (auto& c : cols_) {
+    c.rows.reserve(expected_rows);
+    c.ints.reserve(expected_rows);
+    c.dense.expect_rows(expected_rows);
   }
-  for (auto& c : cols_) c.dense.expect_rows(expected_rows);
   const std::size_t n_cols = cols_.size();
   fields_.resize(n_cols * kBlockRows);
   std::size_t pos = begin;
@@ -189,7 +188,8 @@ void ChunkParser::intern_block(std::size_t n_rows) {
       if (f[r].in_scratch) f[r].p = block_scratch_.data() + f[r].scratch_at;
       if (f[r].len == 0) {
         kinds_[r] = kNullCell;
-      } else if (read_field_number(f[r].p, f[r].len, !f[r].in_scratch && data_end - f[r].p >= 16, numbers_[r])) {
+      } else if (read_field_number(f[r].p, f[r].len, !f[r].in_scratch && data_end - f[r].p >= 16, numbers_[r],
+                                   scaled_[r])) {
         kinds_[r] = kNumberCell;
         if (col.dense.active()) {
           if (keys_known && numbers_[r].fixed && col.dense.fixed_key(numbers_[r], keys_[r])) {
@@ -197,6 +197,7 @@ void ChunkParser::intern_block(std::size_t n_rows) {
             col.dense.prefetch(keys_[r]);
           }
         } else {
+          finish_number(r);
           hashes_[r] = mix64(number_key(numbers_[r].value));
           col.number_map.prefetch(hashes_[r]);
         }
@@ -214,13 +215,16 @@ void ChunkParser::intern_block(std::size_t n_rows) {
         if (slot != nullptr && *slot != 0) {
           index = *slot - 1;
         } else if (slot != nullptr) {
+          finish_number(r);
           index = add_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
           *slot = index + 1;
         } else {
           leave_dense(col);
+          finish_number(r);
           index = intern_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
         }
       } else if (kinds_[r] == kNumberCell || kinds_[r] == kKeyedCell) {
+        finish_number(r);
         index = intern_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
       } else if (kinds_[r] == kTextCell) {
         index = intern_text(col, f[r].p, f[r].len, f[r].in_scratch, hashes_[r]);

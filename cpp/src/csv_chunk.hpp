@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "assoc/big_blocks.hpp"
 #include "assoc/number_text.hpp"
 #include "assoc/symbol_table.hpp"
 #include "csv_tokenizer.hpp"
@@ -40,21 +39,17 @@ class Arena {
   std::size_t left_ = 0;
 };
 
-// Each row's local symbol index. The big arrays of a chunk are big blocks: a repeated load
-// reuses memory whose pages are present, and a first one faults in huge pages.
-using RowArray = std::vector<std::uint32_t, CallocAllocator<std::uint32_t>>;
-
 // One column of one chunk: its local symbols in first-occurrence order and each row's local
 // symbol index.
 struct ChunkColumn {
   // Per symbol its number: as an int32 while every symbol is an int32 integer (the symbol
   // table's own form, 4 bytes a symbol), from the first other one on as a double (NaN: none).
   // The texts of the symbols that have one are listed apart, in symbol order.
-  IntArray ints;
-  NumberArray numbers;
+  std::vector<std::int32_t> ints;
+  std::vector<double> numbers;
   bool all_ints = true;
   std::vector<SymbolText> texts;
-  RowArray rows;
+  std::vector<std::uint32_t> rows;
   std::size_t nulls = 0;
   DenseNumbers dense;
   NumberMap number_map;
@@ -81,12 +76,9 @@ struct ChunkColumn {
   }
   [[gnu::noinline]] void add_double(double number) {
     if (all_ints) {
-      {
-        const big_blocks::Uncleared uncleared;  // written before it is read
-        numbers.reserve(ints.capacity());
-      }
+      numbers.reserve(ints.capacity());
       numbers.assign(ints.begin(), ints.end());
-      IntArray().swap(ints);
+      std::vector<std::int32_t>().swap(ints);
       all_ints = false;
     }
     numbers.push_back(number);
@@ -137,6 +129,11 @@ class ChunkParser : public CsvTokenizer {
   std::vector<FieldRef> fields_;
   std::string block_scratch_;
   NumberText numbers_[kBlockRows];
+  std::uint8_t scaled_[kBlockRows];  // 1: numbers_[r].value is still to be divided by 10^frac
+  void finish_number(std::size_t r) {
+    if (scaled_[r] != 0) numbers_[r].value /= kPow10[numbers_[r].frac];
+    scaled_[r] = 0;
+  }
   std::uint64_t hashes_[kBlockRows];
   std::int64_t keys_[kBlockRows];
   std::uint8_t kinds_[kBlockRows];
