@@ -572,3 +572,158 @@ def test_csv_tables_link_by_field_name() -> None:
     key = next(f for f in app.metadata()["fields"] if f["name"] == "CustomerId")
     assert "$key" in key["tags"]
     assert key["src_tables"] == ["Orders", "Customers"]
+
+
+# ----------------------------------------------------------------------------------------------
+# The field splitter classifies 64 bytes at a time: every byte that matters must be read the
+# same wherever a 16-, 32- or 64-byte boundary falls
+
+
+def _reference_texts(data: bytes) -> dict[str, list[str | None]]:
+    """What Python's csv module reads (blank lines skipped, empty cells None)."""
+    rows = [r for r in csv.reader(io.StringIO(data.decode(), newline="")) if r]
+    return {h: [r[i] or None for r in rows[1:]] for i, h in enumerate(rows[0])}
+
+
+def _texts(data: bytes) -> dict[str, list[str | None]]:
+    return {
+        f: [v.text if isinstance(v, Dual) else v for v in values]
+        for f, values in columns(data).items()
+    }
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"])
+def test_fields_read_alike_wherever_a_block_boundary_falls(line_end) -> None:
+    rows = [
+        ["p", '"q,""\nr"', "s\u00e9t"],
+        ['"a""b"', "", "c"],
+        ['""', "x'y\"z", "\u20ac" * 9],
+        ["w" * 40, '"' + "," * 20 + '"', "v"],
+        ["", "", ""],
+    ]
+    body = line_end.join(",".join(r) for r in rows)
+    for pad in range(130):
+        data = ("a,b,c" + line_end + "k" + "x" * pad + body + line_end).encode()
+        assert _texts(data) == _reference_texts(data), pad
+        # A quote closed and followed by text is an error at the line it is on.
+        bad = ("a,b,c" + line_end + "k" + "x" * pad + ',"ab"c,d' + line_end).encode()
+        with pytest.raises(assoc.Error, match="CSV line 2: text after the closing quote"):
+            App.from_csv(bad)
+        # A quote opened and never closed, whatever block it stands in.
+        with pytest.raises(assoc.Error, match="CSV line 2: a quoted field starts here"):
+            App.from_csv(("a,b\n" + "x" * pad + ',"open\n').encode())
+
+
+@pytest.mark.parametrize("size", [16, 31, 32, 63, 64, 65, 127, 128, 129])
+@pytest.mark.parametrize("final_newline", [False, True])
+def test_files_of_exactly_one_block_and_around_it(size, final_newline) -> None:
+    head = "id,name\n1,x"
+    end = "\n" if final_newline else ""
+    data = (head + "y" * (size - len(head) - len(end)) + end).encode()
+    assert len(data) == size
+    assert _texts(data)["name"] == ["x" + "y" * (size - len(head) - len(end))]
+    # The same size in many short records: the last one ends with the data.
+    lines = "id,name\n"
+    while size - len(lines) > 12:
+        lines += "abcdefghij"[len(lines) % 10] + ",v\n"
+    data = (lines + "q," + "z" * (size - len(lines) - 3) + end).encode()
+    if not final_newline:
+        data += b"z"
+    assert len(data) == size
+    assert _texts(data) == _reference_texts(data), data
+
+
+@pytest.mark.parametrize("shift", range(0, 64, 3))
+def test_invalid_utf8_at_the_start_of_a_row_block_is_found(shift) -> None:
+    # Rows are read 256 at a time and their bytes checked as UTF-8 when a byte >= 0x80 was seen.
+    # The first row of the second block shares its 64 bytes with the last row of the first.
+    lines = ["a,b"] + ["r,x"] * 300
+    lines[1] = "r," + "x" * (shift + 1)
+    lines[257] = "r,\udcff"
+    data = "\n".join(lines).encode("utf-8", "surrogateescape")
+    with pytest.raises(assoc.Error, match=re.escape("CSV line 258: invalid UTF-8")):
+        App.from_csv(data)
+
+
+def test_chunk_starts_inside_long_quoted_fields_read_like_one_chunk(threads) -> None:
+    # Quoted fields of ~100 KB with line ends, separators and doubled quotes: a chunk's nominal
+    # start falls inside one of them for any number of threads.
+    rng = random.Random(5)
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\r\n")
+    w.writerow(["id", "note", "tail"])
+    for i in range(40):
+        note = "".join(rng.choice(["a", ",", "\n", '""', '"', "b\r\n", " "]) for _ in range(30_000))
+        w.writerow([f"n{i}", note, f"t{i}"])
+    data = out.getvalue().encode()
+    assert len(data) > 1_000_000
+    expected = _reference_texts(data)
+    for n in (1, 2, 3, 5, 8):
+        assoc.set_threads(n)
+        assert _texts(data) == expected, n
+
+
+def _cell(app: App, field: str) -> list[Any]:
+    return [(v.number, v.text) if isinstance(v, Dual) else v for v in app.table("T").column(field)]
+
+
+def test_short_numbers_read_alike_in_the_middle_and_at_the_end_of_the_data() -> None:
+    # Fields of up to eight digits are read eight bytes at a time where the data goes on for
+    # sixteen more; at its very end the byte-by-byte reader takes them. Both must agree.
+    rng = random.Random(3)
+    fixed = [
+        "0",
+        "-0",
+        "00",
+        "007",
+        "1.50",
+        "1.5",
+        "0.5",
+        "0.05",
+        "0.0001",
+        "0.00001",
+        "-0.0",
+        "12345678",
+        "-12345678",
+        "99999999",
+        "1234567.8",
+        "1.2.3",
+        "1-2",
+        "12a",
+        "1;5",
+        "10",
+        "100.00",
+        ".5",
+        "5.",
+        "-",
+        "-.5",
+        "+5",
+        "1e5",
+        "0.1",
+        "01.5",
+        "-01",
+        "0.10",
+        "9.99",
+        "1 2",
+        "1/2",
+        "١٢",
+        "0x10",
+        "3:4",
+        "12345.678",
+        "-9.9",
+        "8.",
+        "-8",
+    ]
+    randoms = []
+    for _ in range(400):
+        k = rng.randrange(1, 9)
+        digits = "".join(rng.choice("0123456789") for _ in range(k))
+        if rng.random() < 0.5 and k > 1:
+            at = rng.randrange(0, k + 1)
+            digits = digits[:at] + rng.choice(".-x/") + digits[at:]
+        randoms.append(("-" if rng.random() < 0.3 else "") + digits)
+    for text in fixed + randoms:
+        middle = App.from_csv(f"a,b\n{text},x\n{'z' * 40},y\n".encode(), "T")
+        end = App.from_csv(f"a\n{text}".encode(), "T")
+        assert _cell(middle, "a")[0] == _cell(end, "a")[0], text
+        assert middle.symbols("a")[0] == end.symbols("a")[0], text

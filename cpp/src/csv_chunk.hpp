@@ -129,6 +129,11 @@ class ChunkParser : public CsvTokenizer {
   std::vector<FieldRef> fields_;
   std::string block_scratch_;
   NumberText numbers_[kBlockRows];
+  std::uint8_t scaled_[kBlockRows];  // 1: numbers_[r].value is still to be divided by 10^frac
+  void finish_number(std::size_t r) {
+    if (scaled_[r] != 0) numbers_[r].value /= kPow10[numbers_[r].frac];
+    scaled_[r] = 0;
+  }
   std::uint64_t hashes_[kBlockRows];
   std::int64_t keys_[kBlockRows];
   std::uint8_t kinds_[kBlockRows];

@@ -13,6 +13,10 @@
 #include "assoc/hash.hpp"
 #include "assoc/thread_pool.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace assoc::detail {
 
 inline constexpr std::size_t kNoError = SIZE_MAX;
@@ -26,10 +30,30 @@ struct CsvParseError {
   std::size_t fields = 0;
 };
 
-// Byte mask with 0x80 in each byte of `w` equal to `c`; the lowest set bit is always exact.
-inline std::uint64_t match_byte(std::uint64_t w, char c) {
-  const std::uint64_t x = w ^ (0x0101010101010101ULL * static_cast<unsigned char>(c));
-  return (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL;
+// The stops of the 64 bytes at `p` (all readable): bit i set where p[i] is `sep` or LF. `high`
+// gets a bit set for each byte >= 0x80. SSE2 (the x86-64 baseline) compares 16 bytes a step;
+// elsewhere a portable loop does the same.
+inline std::uint64_t stop_mask64(const char* p, char sep, std::uint64_t& high) {
+#if defined(__SSE2__)
+  const __m128i vsep = _mm_set1_epi8(sep), vlf = _mm_set1_epi8('\n');
+  std::uint64_t stops = 0, hi = 0;
+  for (int i = 0; i < 4; ++i) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
+    const __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(x, vsep), _mm_cmpeq_epi8(x, vlf));
+    stops |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(hit))) << (16 * i);
+    hi |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(x))) << (16 * i);
+  }
+  high = hi;
+  return stops;
+#else
+  std::uint64_t stops = 0, hi = 0;
+  for (unsigned i = 0; i < 64; ++i) {
+    stops |= static_cast<std::uint64_t>(p[i] == sep || p[i] == '\n') << i;
+    hi |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i]) >> 7) << i;
+  }
+  high = hi;
+  return stops;
+#endif
 }
 
 // Reads fields from the input; the first error found (by offset) is kept.
@@ -46,6 +70,9 @@ class CsvTokenizer {
   // Reads the record at `pos` as field names; returns false (with error() set) when malformed.
   bool parse_names(std::size_t& pos, std::vector<std::string>& names);
 
+  // Where the first separator or LF at or after `pos` is (the end of the data when none is).
+  std::size_t next_stop(std::size_t pos);
+
   const CsvParseError& error() const { return error_; }
   void fail(std::size_t offset, CsvErrorKind kind, std::size_t fields = 0) {
     if (offset < error_.offset) error_ = CsvParseError{offset, kind, fields};
@@ -56,13 +83,22 @@ class CsvTokenizer {
   // same quote, blanks, then the separator or the line end); false leaves it unquoted.
   bool standard_quoted(std::size_t& pos, const char*& field, std::size_t& len, bool& in_scratch);
   bool is_blank(char c) const { return (c == ' ' || c == '\t') && c != sep_; }
+  // Classifies the 64-byte block at offset `b` (fewer bytes at the end of the data).
+  void load_stops(std::size_t b);
+  // Starts a new span of bytes to check as UTF-8: only the block held may have shown a high byte
+  // in it so far.
+  void restart_high_bits() { high_bits_ = stops_high_ ? 0x80 : 0; }
 
   const char* data_;
   std::size_t size_;
   char sep_;
   CsvQuoting quoting_;
   CsvParseError error_;
-  std::uint64_t high_bits_ = 0;  // or of the bytes scanned since the block began; 0x80 for a quoted field
+  std::uint64_t high_bits_ = 0;  // 0x80 once a byte >= 0x80 or a quoted field was seen since the restart
+  // The stops of one 64-byte block of the input (offsets from data_), found 64 bytes at a time.
+  std::size_t stops_at_ = SIZE_MAX;
+  std::uint64_t stops_ = 0;
+  bool stops_high_ = false;  // the block holds a byte >= 0x80
   std::string scratch_;
 };
 
@@ -130,28 +166,45 @@ inline bool CsvTokenizer::next_field(std::size_t& pos, const char*& field, std::
     }
     return true;
   }
-  // Unquoted: up to the separator or LF, eight bytes a step while eight are left.
-  std::size_t e = pos;
-  for (;;) {
-    if (e + 8 <= size) {
-      const std::uint64_t w = load64(d + e);
-      high_bits_ |= w;
-      const std::uint64_t m = match_byte(w, sep_) | match_byte(w, '\n');
-      if (m != 0) {
-        e += static_cast<std::size_t>(std::countr_zero(m)) >> 3;
-        break;
-      }
-      e += 8;
-    } else {
-      for (; e < size && d[e] != sep_ && d[e] != '\n'; ++e) high_bits_ |= static_cast<unsigned char>(d[e]);
-      break;
-    }
-  }
+  // Unquoted: up to the separator or LF.
+  const std::size_t e = next_stop(pos);
   field = d + pos;
   len = e - pos;
-  if (len > 0 && field[len - 1] == '\r' && (e == size || d[e] == '\n')) --len;  // CRLF
+  // CRLF: a CR before the line end (the separator, more often, comes first in the test).
+  if ((e == size || d[e] == '\n') && len > 0 && field[len - 1] == '\r') --len;
   pos = e;
   return true;
+}
+
+inline void CsvTokenizer::load_stops(std::size_t b) {
+  std::uint64_t high = 0;
+  if (size_ - b >= 64) {
+    stops_ = stop_mask64(data_ + b, sep_, high);
+  } else {
+    stops_ = 0;
+    for (std::size_t i = 0; i < size_ - b; ++i) {
+      const char c = data_[b + i];
+      stops_ |= static_cast<std::uint64_t>(c == sep_ || c == '\n') << i;
+      high |= static_cast<unsigned char>(c) >> 7;
+    }
+  }
+  stops_at_ = b;
+  stops_high_ = high != 0;
+  if (stops_high_) high_bits_ |= 0x80;
+}
+
+inline std::size_t CsvTokenizer::next_stop(std::size_t pos) {
+  if (pos >= size_) return size_;
+  std::size_t b = pos & ~std::size_t{63};
+  if (b != stops_at_) load_stops(b);
+  std::uint64_t m = stops_ & (~std::uint64_t{0} << (pos - b));
+  while (m == 0) {
+    b += 64;
+    if (b >= size_) return size_;
+    load_stops(b);
+    m = stops_;
+  }
+  return b + static_cast<std::size_t>(std::countr_zero(m));
 }
 
 // Where the first NUL byte in [begin, end) is, or kNoError. A NUL can be held by no text (QVD
