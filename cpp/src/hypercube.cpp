@@ -40,7 +40,7 @@ std::vector<std::uint32_t> HypercubeSpec::encode() const {
     encode_string(column, out);
     encode_string(order, out);
   }
-  out.push_back((suppress_zero ? 1U : 0U) | (suppress_missing ? 2U : 0U));
+  out.push_back((suppress_zero ? 1U : 0U) | (suppress_missing ? 2U : 0U) | (unordered ? 4U : 0U));
   return out;
 }
 
@@ -159,7 +159,8 @@ std::shared_ptr<Hypercube> HypercubeBuilder::run() {
     for (const std::uint64_t k : keys)
       cube_->codes_[d].push_back(static_cast<std::uint32_t>((k / dims_[d].stride) % radix) - 1);  // 0 -> kNull
   }
-  sort_rows(order);
+  const bool windows = std::any_of(measures_.begin(), measures_.end(), [](const MeasurePlan& p) { return !p.windows.empty(); });
+  if (!spec.unordered || windows) sort_rows(order);
   for (Deferred& d : deferred) window_measure(d.m, d.columns, d.totals, order);
   apply_order(order);
   return cube_;
@@ -327,10 +328,23 @@ void HypercubeBuilder::sort_rows(std::vector<std::size_t>& order) const {
 
 std::vector<double> HypercubeBuilder::value_ranks(std::uint32_t field, const std::vector<std::uint32_t>& codes) const {
   const SymbolTable& symbols = data_.fields()[field].symbols;
-  std::vector<std::uint32_t> present(codes);
-  std::sort(present.begin(), present.end());
-  present.erase(std::unique(present.begin(), present.end()), present.end());
-  if (!present.empty() && present.back() == kNull) present.pop_back();
+  const std::size_t n_symbols = symbols.size();
+  // The symbols present: marked in one pass when the field has not many more symbols than
+  // there are rows, else the rows' codes sorted.
+  const bool marked = n_symbols <= 4 * codes.size() + 1024;
+  std::vector<std::uint32_t> present;
+  if (marked) {
+    std::vector<std::uint8_t> seen(n_symbols, 0);
+    for (const std::uint32_t code : codes)
+      if (code < n_symbols) seen[code] = 1;
+    for (std::uint32_t k = 0; k < n_symbols; ++k)
+      if (seen[k]) present.push_back(k);
+  } else {
+    present = codes;
+    std::sort(present.begin(), present.end());
+    present.erase(std::unique(present.begin(), present.end()), present.end());
+    if (!present.empty() && present.back() == kNull) present.pop_back();
+  }
   std::vector<std::uint32_t> by_value(present);
   std::sort(by_value.begin(), by_value.end(), [&](std::uint32_t a, std::uint32_t b) {
     const bool an = symbols.has_number(a), bn = symbols.has_number(b);
@@ -343,13 +357,19 @@ std::vector<double> HypercubeBuilder::value_ranks(std::uint32_t field, const std
     const std::string_view x = symbols.text(a), y = symbols.text(b);
     return x != y ? x < y : a < b;
   });
+  std::vector<double> out;
+  out.reserve(codes.size());
+  if (marked) {
+    std::vector<double> rank_of(n_symbols, 0.0);
+    for (std::size_t i = 0; i < by_value.size(); ++i) rank_of[by_value[i]] = static_cast<double>(i);
+    for (const std::uint32_t code : codes) out.push_back(code < n_symbols ? rank_of[code] : std::nan(""));
+    return out;
+  }
   std::vector<double> rank_of_present(present.size());
   for (std::size_t i = 0; i < by_value.size(); ++i) {
     const auto at = std::lower_bound(present.begin(), present.end(), by_value[i]) - present.begin();
     rank_of_present[static_cast<std::size_t>(at)] = static_cast<double>(i);
   }
-  std::vector<double> out;
-  out.reserve(codes.size());
   for (const std::uint32_t code : codes) {
     if (code == kNull) {
       out.push_back(std::nan(""));

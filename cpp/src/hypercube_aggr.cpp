@@ -1,6 +1,8 @@
 // Aggregations over Aggr results: planned as a nested cube over the Aggr dimensions, whose
 // rows are joined back to the chart rows.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "assoc/error.hpp"
 #include "hypercube_builder.hpp"
@@ -115,6 +117,22 @@ std::string HypercubeBuilder::aggr_sort(const std::string& text, const ExprNode&
   return desc ? "desc" : "asc";
 }
 
+namespace {
+
+// An aggregation whose result does not depend on the order of its values.
+bool order_free_aggregation(AggKind kind) {
+  switch (kind) {
+    case AggKind::kConcat:
+    case AggKind::kFirstSortedValue:
+    case AggKind::kMode:
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
 void HypercubeBuilder::compute_aggr(const AggrTerm& t, const std::vector<std::uint64_t>& keys) {
   HypercubeSpec spec;
   spec.dimensions = t.dims;
@@ -129,6 +147,10 @@ void HypercubeBuilder::compute_aggr(const AggrTerm& t, const std::vector<std::ui
   for (std::size_t d = 0; d < t.dims.size(); ++d)
     if (!t.sorts[d].empty()) spec.sort.emplace_back(t.dims[d], t.sorts[d]);
   spec.suppress_missing = true;  // NULL is not a value of an Aggr dimension
+  // The virtual rows' order reaches the result only through an order-bound aggregation
+  // (Concat, FirstSortedValue, Mode's ties) or a sort the Aggr names: else it is not made.
+  const bool order_free = spec.sort.empty() && order_free_aggregation(t.kind);
+  spec.unordered = order_free;
   const std::shared_ptr<Hypercube> v = HypercubeBuilder(model_, state_, spec, rows_, states_, state_name_, std::move(exprs)).run();
   const std::size_t n = v->size();
   // Per virtual row, the outer plans' value and weight.
@@ -182,6 +204,7 @@ void HypercubeBuilder::compute_aggr(const AggrTerm& t, const std::vector<std::ui
         link.dimensions.push_back(cube_->spec_.dimensions[d]);
       }
     }
+    link.unordered = order_free;
     const std::shared_ptr<Hypercube> l = HypercubeBuilder(model_, state_, link, rows_, states_, state_name_).run();
     std::vector<std::uint64_t> radix;
     for (const std::uint32_t f : t.dim_fields) radix.push_back(std::uint64_t{data_.fields()[f].symbols.size()} + 1);
@@ -190,19 +213,58 @@ void HypercubeBuilder::compute_aggr(const AggrTerm& t, const std::vector<std::ui
       for (std::size_t j = 0; j < t.dim_fields.size(); ++j) k = k * radix[j] + enc(c.codes(j)[r]);
       return k;
     };
-    std::unordered_map<std::uint64_t, std::uint32_t> virtual_row;
-    virtual_row.reserve(n);
-    for (std::size_t r = 0; r < n; ++r) virtual_row.emplace(aggr_key(*v, r), static_cast<std::uint32_t>(r));
-    std::vector<std::uint8_t> placed(n, 0);
-    for (std::size_t r = 0; r < l->size(); ++r) {
-      const auto it = virtual_row.find(aggr_key(*l, r));
-      if (it == virtual_row.end()) continue;
-      if (!t.nodistinct && placed[it->second]) continue;  // DISTINCT: in its first chart row only
-      placed[it->second] = 1;
+    // Each Aggr key's virtual row: a table indexed by the key when the key space is not much
+    // larger than the rows, else a hash map.
+    constexpr std::uint32_t kNoRow = std::numeric_limits<std::uint32_t>::max();
+    std::uint64_t key_space = 1;
+    for (const std::uint64_t r : radix) key_space = key_space > (std::uint64_t{1} << 40) / r ? std::uint64_t{1} << 40 : key_space * r;
+    const bool direct = key_space <= 4 * (std::uint64_t{n} + l->size()) + (std::uint64_t{1} << 20);
+    std::vector<std::uint32_t> row_of_key(direct ? key_space : 0, kNoRow);
+    std::unordered_map<std::uint64_t, std::uint32_t> row_of_hashed;
+    if (direct) {
+      for (std::size_t r = 0; r < n; ++r) row_of_key[aggr_key(*v, r)] = static_cast<std::uint32_t>(r);
+    } else {
+      row_of_hashed.reserve(n);
+      for (std::size_t r = 0; r < n; ++r) row_of_hashed.emplace(aggr_key(*v, r), static_cast<std::uint32_t>(r));
+    }
+    auto virtual_row = [&](std::uint64_t key) {
+      if (direct) return row_of_key[key];
+      const auto it = row_of_hashed.find(key);
+      return it == row_of_hashed.end() ? kNoRow : it->second;
+    };
+    // DISTINCT: a virtual row counts in its first chart row only, first in the order of the
+    // chart dimensions the Aggr lacks (ascending by value, NULL last), as a sorted link cube
+    // lists them; unsorted, that row is found by comparing their value ranks.
+    std::vector<std::vector<double>> rank;  // per chart dimension the Aggr lacks: per link row
+    if (!t.nodistinct && link.unordered)
+      for (std::size_t j = t.dims.size(); j < link.dimensions.size(); ++j)
+        rank.push_back(value_ranks(l->dimension_field(j), l->codes(j)));
+    auto before = [&](std::size_t a, std::size_t b) {  // link row a comes before link row b
+      for (const std::vector<double>& k : rank) {
+        const bool an = std::isnan(k[a]), bn = std::isnan(k[b]);
+        if (an != bn) return bn;
+        if (!an && k[a] != k[b]) return k[a] < k[b];
+      }
+      return a < b;
+    };
+    constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+    std::vector<std::size_t> first(t.nodistinct ? 0 : n, kNone);  // per virtual row: its link row
+    auto add = [&](std::size_t r, std::uint32_t virtual_r) {
       std::uint64_t key = 0;
       for (std::size_t d = 0; d < dims_.size(); ++d) key += enc(l->codes(link_col[d])[r]) * dims_[d].stride;
-      members[key].push_back(it->second);
+      members[key].push_back(virtual_r);
+    };
+    for (std::size_t r = 0; r < l->size(); ++r) {
+      const std::uint32_t v_r = virtual_row(aggr_key(*l, r));
+      if (v_r == kNoRow) continue;
+      if (t.nodistinct) {
+        add(r, v_r);
+      } else if (first[v_r] == kNone || before(r, first[v_r])) {
+        first[v_r] = r;
+      }
     }
+    for (std::size_t v_r = 0; v_r < first.size(); ++v_r)
+      if (first[v_r] != kNone) add(first[v_r], static_cast<std::uint32_t>(v_r));
   }
   std::vector<Value> column(keys.size());
   std::vector<Value> vs, ws;

@@ -23,6 +23,10 @@ struct HypercubeSpec {
   std::vector<std::pair<std::string, std::string>> sort;
   bool suppress_zero = false;
   bool suppress_missing = false;
+  // Rows left in key order, not sorted: for the engine's own cubes whose order nobody reads
+  // (an Aggr's virtual table under an order-free aggregation). Cubes with inter-record
+  // functions are sorted all the same.
+  bool unordered = false;
 
   // One flat encoding per spec, for the result cache's key.
   std::vector<std::uint32_t> encode() const;
