@@ -249,7 +249,7 @@ def test_alternate_states(shop: App) -> None:
         ("Sum({<Yr={2020}>} Amount)", "unknown field 'Yr' in the set expression at position 6"),
         (
             "Sum({BM01} Amount)",
-            "unknown set identifier 'BM01'.*bookmarks are not supported.* at position 5",
+            "unknown set identifier 'BM01': no alternate state or bookmark .* at position 5",
         ),
         ("Sum({$1} Amount)", "selection history .* at position 5"),
         ("Sum({<Year={New Zealand}>} Amount)", "a value with blanks needs quotes.* at position 16"),

@@ -525,7 +525,7 @@ void SetEvaluator::fail(std::size_t position, const std::string& what) const {
 const SelectionState& SetEvaluator::state_named(const std::string& name, std::size_t position) const {
   auto it = states_.find(name);
   if (it == states_.end())
-    fail(position, "unknown set identifier '" + name + "': no alternate state of that name (bookmarks are not supported yet)");
+    fail(position, "unknown set identifier '" + name + "': no alternate state or bookmark of that name");
   return it->second;
 }
 

@@ -45,7 +45,7 @@ def get_app_layout(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Ans
         "qLastReloadTime": a.get("lastReloadTime", ""),
         "qModified": False,
         "qHasScript": bool(target.doc.script.text),
-        "qStateNames": target.doc.selections.states[1:],
+        "qStateNames": target.doc.user_states(),
         "qMeta": {},
         "qLocaleInfo": locale_info(),
         "qHasData": bool(target.doc.facts.app.tables),
@@ -220,6 +220,9 @@ def _new_state(target: DocTarget, name: str) -> None:
     session = target.doc.selections
     if not name or name == DEFAULT_STATE:
         raise RpcError(INVALID_PARAMETERS, "qStateName", "an alternate state needs a name")
+    if name in target.doc.bookmark_states:  # an alternate state's name comes before a bookmark's
+        session.remove_state(name)
+        del target.doc.bookmark_states[name]
     if name in session.states:
         raise RpcError(GENERIC_ALREADY_EXISTS, name, f"alternate state {name!r} exists")
     session.add_state(name)

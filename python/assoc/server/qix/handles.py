@@ -9,7 +9,7 @@ from typing import Any
 
 import assoc
 from assoc.server.qix.facts import AppFacts, app_facts
-from assoc.server.qix.library import QIX_TYPES, DocVariables, Library, LibraryItem
+from assoc.server.qix.library import BOOKMARK, QIX_TYPES, DocVariables, Library, LibraryItem
 from assoc.server.qix.objects import GenericObject, LayoutContext
 from assoc.server.qix.rpc import GLOBAL_HANDLE, INVALID_PARAMETERS, INVALID_PARAMS, RpcError
 from assoc.server.qix.scripts import DocScript
@@ -36,10 +36,53 @@ class OpenDocument:
     library: Library = field(default_factory=Library)  # master items, variables, bookmarks
     approved: dict[str, bool] = field(default_factory=dict)  # stored objects' approved flags
     app_states: list[str] = field(default_factory=list)  # AddAlternateState's, kept by DoSave
+    # The states that stand for bookmarks in set expressions ({BM01}), by name: their
+    # selections, and the library (and its version) they were made from.
+    bookmark_states: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    _bookmarks_of: tuple[int, int] = (0, -1)
 
     def __post_init__(self) -> None:
         self.selections.keep_history = True  # for Back / Forward
         self.selections.variables = DocVariables(lambda: self.library)  # `$(name)`
+
+    def sync_bookmark_states(self) -> None:
+        """Makes each bookmark a set identifier: a hidden alternate state named by its id (and
+        by its title, when no state or other bookmark has it) that holds its selections. Only
+        when the library changed since the last call."""
+        if self._bookmarks_of == (id(self.library), self.library.version):
+            return
+        wanted: dict[str, dict[str, list[Any]]] = {}
+        for item in self.library.of_kind(BOOKMARK):
+            wanted.setdefault(item.item_id, item.selections)
+        for item in self.library.of_kind(BOOKMARK):
+            meta = item.properties.get("qMetaDef")
+            title = meta.get("title") if isinstance(meta, dict) else None
+            if isinstance(title, str) and title and title != "$":
+                wanted.setdefault(title, item.selections)
+        session = self.selections
+        for name in list(self.bookmark_states):
+            if name not in wanted and name in session.states:
+                session.remove_state(name)
+        made: dict[str, dict[str, list[Any]]] = {}
+        for name, selections in wanted.items():
+            if name in session.states and name not in self.bookmark_states:
+                continue  # an alternate state of that name comes first
+            if name in self.bookmark_states and self.bookmark_states[name] == selections:
+                made[name] = self.bookmark_states[name]
+                continue
+            if name not in session.states:
+                session.add_state(name)
+            session.clear(state=name)
+            for field_name, values in selections.items():
+                if field_name in self.facts.fields:
+                    session.select(field_name, values, state=name)
+            made[name] = {k: list(v) for k, v in selections.items()}
+        self.bookmark_states = made
+        self._bookmarks_of = (id(self.library), self.library.version)
+
+    def user_states(self) -> list[str]:
+        """The alternate states, without those that stand for bookmarks."""
+        return [s for s in self.selections.states[1:] if s not in self.bookmark_states]
 
     def layout_context(self) -> LayoutContext:
         """What this document's layouts are computed for."""
@@ -66,8 +109,9 @@ class OpenDocument:
         facts = app_facts(app).for_session(selections)
         selections.keep_history = True
         selections.variables = DocVariables(lambda: self.library)
-        for state in self.selections.states[1:]:  # the states outlive the data they select in
+        for state in self.user_states():  # the states outlive the data they select in
             selections.add_state(state)
+        self.bookmark_states, self._bookmarks_of = {}, (0, -1)  # made again on the new data
         old_selections, old_lease = self.selections, self.lease
         self.facts, self.selections, self.lease = facts, selections, lease
         self.modal = None

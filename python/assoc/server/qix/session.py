@@ -73,6 +73,8 @@ class QixSession(SessionState):
         """Runs a resolved request; its answer (or error) as a JSON text."""
         try:
             args = bind_params(method.name, method.params, request.params)
+            if self.doc is not None:
+                self.doc.sync_bookmark_states()  # {BM01} in this request's expressions
             answer = method.run(self, target, args)
         except RpcError as exc:
             return error_message(request.id, exc)
