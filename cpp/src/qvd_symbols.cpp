@@ -63,7 +63,7 @@ std::optional<SymbolTable> read_fixed_symbols(const std::uint8_t* p, std::size_t
       cpu, kMinChunk);
   if (other.load()) return std::nullopt;
   if constexpr (std::is_floating_point_v<T>) {
-    return SymbolTable::of_numbers(std::move(values));
+    return SymbolTable::of_numbers(std::move(values), /*all_finite=*/true);  // checked above
   } else {
     return SymbolTable::of_ints(std::move(values));
   }
@@ -126,7 +126,7 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
         }
       }
       if (!ok || q != end) return std::nullopt;
-      return SymbolTable::of_numbers(std::move(numbers));
+      return SymbolTable::of_numbers(std::move(numbers), /*all_finite=*/true);  // checked above
     }
     case 4: {
       // Type bytes and NULs are ASCII, so the section is valid UTF-8 exactly when every text is.
