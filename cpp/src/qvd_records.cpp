@@ -142,18 +142,22 @@ std::uint64_t decode_coded(const std::uint8_t* rec, std::size_t record_bytes, st
 // shift is a constant), which stores 64 codes in W words without holding them anywhere.
 using Lanes = std::uint64_t __attribute__((vector_size(32)));
 using SignedLanes = std::int64_t __attribute__((vector_size(32)));
+using HalfLanes = std::uint32_t __attribute__((vector_size(32)));
 
 // Rows of the four blocks, decoded and packed: word k of lane l's block is stored at
-// dst[l] + 8 * k; max4 and zeros4 get each lane's largest code and, for a nullable field, its
-// count of NULLs (code 0). A field without NULLs skips both the clamp to 0 and the count.
-template <unsigned W, bool Nullable>
+// dst[l] + 8 * k; max4 and zeros4 get each lane's largest code and its count of code 0. With
+// `Coded`, the code is max(value + add, 0) (NULL is 0); without, the value itself (add is 0).
+template <unsigned W, bool Coded>
 ASSOC_AVX2_CLONE void pack_lanes(const std::uint64_t* words, std::uint32_t shift, std::uint64_t mask,
                                  std::int64_t add, std::uint8_t* const* dst, std::int64_t* max4,
                                  std::int64_t* zeros4) {
   const Lanes m = {mask, mask, mask, mask};
-  const SignedLanes a = {add, add, add, add};
+  [[maybe_unused]] const SignedLanes a = {add, add, add, add};
   const SignedLanes zero = {0, 0, 0, 0};
-  SignedLanes top = zero, zeros = zero;
+  // Codes are below 2^32, so their maximum is taken over 32-bit halves (one instruction;
+  // the high halves stay 0).
+  HalfLanes top = {0, 0, 0, 0, 0, 0, 0, 0};
+  SignedLanes zeros = zero;
   [[maybe_unused]] Lanes acc = {0, 0, 0, 0};
   [[maybe_unused]] unsigned bits = 0, k = 0;
   std::uint8_t* const d0 = dst[0];
@@ -164,14 +168,16 @@ ASSOC_AVX2_CLONE void pack_lanes(const std::uint64_t* words, std::uint32_t shift
   for (unsigned j = 0; j < 64; ++j) {
     Lanes x;
     std::memcpy(&x, words + 4 * j, sizeof x);
-    SignedLanes c = reinterpret_cast<SignedLanes>((x >> shift) & m) + a;
-    if constexpr (Nullable) {
+    Lanes u = (x >> shift) & m;
+    if constexpr (Coded) {
+      SignedLanes c = reinterpret_cast<SignedLanes>(u) + a;
       c = c > zero ? c : zero;  // a NULL (value + add below 0) is code 0
       zeros -= c == zero;       // a true comparison is -1
+      u = reinterpret_cast<Lanes>(c);
     }
-    top = c > top ? c : top;
+    const HalfLanes h = reinterpret_cast<HalfLanes>(u);
+    top = h > top ? h : top;
     if constexpr (W > 0) {
-      const Lanes u = reinterpret_cast<Lanes>(c);
       acc |= u << bits;
       bits += W;
       if (bits >= 64) {
@@ -186,22 +192,22 @@ ASSOC_AVX2_CLONE void pack_lanes(const std::uint64_t* words, std::uint32_t shift
       }
     }
   }
-  std::memcpy(max4, &top, sizeof top);
+  for (unsigned l = 0; l < 4; ++l) max4[l] = std::int64_t{std::max(top[2 * l], top[2 * l + 1])};
   std::memcpy(zeros4, &zeros, sizeof zeros);
 }
 
 using LanePacker = void (*)(const std::uint64_t*, std::uint32_t, std::uint64_t, std::int64_t, std::uint8_t* const*,
                             std::int64_t*, std::int64_t*);
 
-template <bool Nullable, unsigned... Ws>
+template <bool Coded, unsigned... Ws>
 constexpr auto lane_packers(std::integer_sequence<unsigned, Ws...>) {
-  return std::array<LanePacker, sizeof...(Ws)>{&pack_lanes<Ws, Nullable>...};
+  return std::array<LanePacker, sizeof...(Ws)>{&pack_lanes<Ws, Coded>...};
 }
 
 // Indexed by the column's bit width, 0 to 32.
 constexpr std::size_t kMaxLaneWidth = 32;
 const auto kLanePackers = lane_packers<false>(std::make_integer_sequence<unsigned, kMaxLaneWidth + 1>{});
-const auto kNullableLanePackers = lane_packers<true>(std::make_integer_sequence<unsigned, kMaxLaneWidth + 1>{});
+const auto kCodedLanePackers = lane_packers<true>(std::make_integer_sequence<unsigned, kMaxLaneWidth + 1>{});
 
 // The load groups for pack_rows: each field's value lies in one 8-byte load, so fields are
 // grouped by the byte their load starts at, as few loads a record as the layout allows (one
@@ -364,7 +370,9 @@ void QvdRecordReader::pack_rows(std::size_t begin, std::size_t count, std::uint3
       std::uint8_t* dst[4];
       for (std::size_t l = 0; l < 4; ++l)
         dst[l] = l < lanes ? data + 8 * width * l : reinterpret_cast<std::uint8_t*>(scratch);
-      (fw.nullable ? kNullableLanePackers : kLanePackers)[width](words.data() + fw.group * 256, fw.shift, fw.mask,
+      // A field without NULLs has Bias 0 (the header allows no positive one): its codes are
+      // its values, unless it is constant.
+      (fw.add != 0 || fw.nullable ? kCodedLanePackers : kLanePackers)[width](words.data() + fw.group * 256, fw.shift, fw.mask,
                                                                  fw.add, dst, max4, zeros4);
       for (std::size_t l = 0; l < lanes; ++l) {
         top[f] = std::max(top[f], max4[l]);
