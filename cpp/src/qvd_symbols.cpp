@@ -47,7 +47,7 @@ inline void prefetch_ahead(const std::uint8_t* p, std::size_t n) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define ASSOC_SSE41_INT32
+#define ASSOC_X86_SIMD
 // `n` int32 symbols (type byte 1, then 4 bytes) from q into out, four (20 bytes) a step: one
 // 16-byte load holds the first three and the fourth's type byte, one shuffle gathers their
 // values and another their type bytes. Returns non-zero when a type byte is not 1.
@@ -72,6 +72,43 @@ __attribute__((target("sse4.1"))) unsigned int32_symbols_sse41(const std::uint8_
   return bad;
 }
 const bool kHasSse41 = __builtin_cpu_supports("sse4.1");
+
+// Runs of eight float64 symbols (72 bytes) from q, symbol i on, into out while a run fits in
+// the `end` and `n` left and all its type bytes are 2; q moves past them, `ok` turns false
+// at a number that is not finite, and the next symbol's index is returned. Per run: two
+// 32-byte loads and a byte compare check the eight type bytes at once; the numbers are
+// gathered four to a vector, checked finite as a vector and stored whole.
+__attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t*& q, const std::uint8_t* end,
+                                                             double* out, std::size_t i, std::size_t n, bool& ok) {
+  const __m256i two = _mm256_set1_epi8(2);
+  const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFF));
+  const __m256d largest = _mm256_set1_pd(std::numeric_limits<double>::max());
+  const std::uint8_t* r = q;
+  int finite = 0xF;
+  while (end - r >= 72 && n - i >= 8) {
+    prefetch_ahead(r, 128);
+    const auto lo = static_cast<unsigned>(
+        _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r)), two)));
+    const auto hi = static_cast<unsigned>(
+        _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 32)), two)));
+    // Type bytes at 0, 9, 18, 27 of the first 32 bytes, 36, 45, 54, 63 (4, 13, 22, 31) of the next.
+    if ((lo & 0x08040201U) != 0x08040201U || (hi & 0x80402010U) != 0x80402010U) break;
+    double d[8];
+    for (int k = 0; k < 8; ++k) std::memcpy(&d[k], r + 9 * k + 1, 8);
+    const __m256d a = _mm256_setr_pd(d[0], d[1], d[2], d[3]);
+    const __m256d b = _mm256_setr_pd(d[4], d[5], d[6], d[7]);
+    _mm256_storeu_pd(out + i, a);
+    _mm256_storeu_pd(out + i + 4, b);
+    finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(a, magnitude), largest, _CMP_LE_OQ));
+    finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(b, magnitude), largest, _CMP_LE_OQ));
+    r += 72;
+    i += 8;
+  }
+  q = r;
+  if (finite != 0xF) ok = false;
+  return i;
+}
+const bool kHasAvx2 = __builtin_cpu_supports("avx2");
 #endif
 
 // A section of symbols that all have type `Type` (1: int32, 2: float64) at a fixed stride,
@@ -93,7 +130,7 @@ std::optional<SymbolTable> read_fixed_symbols(const std::uint8_t* p, std::size_t
         const std::uint8_t* q = p + kStride * begin;
         T* out = values.data();
         unsigned bad = 0;  // a loop without an exit: no branch per symbol
-#ifdef ASSOC_SSE41_INT32
+#ifdef ASSOC_X86_SIMD
         if constexpr (std::is_same_v<T, std::int32_t>) {
           if (kHasSse41) {
             if (int32_symbols_sse41(q, end - begin, out + begin)) other.store(true, std::memory_order_relaxed);
@@ -148,6 +185,9 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
       // Runs of eight float64 symbols are checked with one branch (the common case).
       const auto run_fits = [&] { return end - q >= 72 && n - i >= 8; };
       for (; i < n; ++i) {
+#ifdef ASSOC_X86_SIMD
+        if (kHasAvx2) i = float64_runs_avx2(q, end, out, i, n, ok);
+#endif
         while (run_fits()) {
           prefetch_ahead(q, 128);  // the 72 bytes of a run, a few pages ahead
           unsigned types = 0;
