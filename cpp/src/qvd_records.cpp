@@ -1,5 +1,5 @@
-// QVD records: each field's bits read from every record into a packed index, in parallel
-// blocks with every field decoded from the same block while it is in cache.
+// QVD records: each field's bits read from every record into a packed index in one pass, in
+// parallel blocks, four 64-row blocks side by side in vector lanes.
 #include "qvd_records.hpp"
 
 #include <algorithm>
@@ -60,9 +60,8 @@ inline std::uint32_t code_of(std::uint64_t v, std::int64_t bias, std::uint64_t& 
   }
 }
 
-// On x86-64 Linux the decoding loops are compiled twice and the CPU picks at load time: with
-// AVX2 the shift, mask and maximum run four values at a time (strided loads stay scalar),
-// which took 17 % off a single-threaded load of a 6-field, 1M-row file.
+// On x86-64 Linux the packing loop is compiled twice and the CPU picks at load time: with AVX2
+// its four lanes are one register each step (without, two halves).
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
 #define ASSOC_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
 #else
@@ -87,8 +86,8 @@ inline std::uint64_t decode_values(std::size_t count, ValueOf value_of, std::int
 
 // Decodes `count` records starting at `rec`: the field's 8-byte load from each.
 template <Coding K>
-ASSOC_AVX2_CLONE std::uint64_t decode_field(const std::uint8_t* rec, std::size_t record_bytes, std::size_t count,
-                                            const FieldDecoder& d, std::uint32_t* out, std::uint64_t& nulls) {
+std::uint64_t decode_field(const std::uint8_t* rec, std::size_t record_bytes, std::size_t count,
+                           const FieldDecoder& d, std::uint32_t* out, std::uint64_t& nulls) {
   const std::uint8_t* p = rec + d.byte;
   const std::uint32_t shift = d.shift;
   const std::uint64_t mask = d.mask;
@@ -98,34 +97,6 @@ ASSOC_AVX2_CLONE std::uint64_t decode_field(const std::uint8_t* rec, std::size_t
     return (x >> shift) & mask;
   };
   return decode_values<K>(count, value_of, d.bias, out, nulls);
-}
-
-// The value at bit `off` of each row's words, in the one of three places it can lie: the low
-// word, the high word, or across both.
-enum class Place { kLow, kHigh, kAcross };
-
-template <Coding K, Place P>
-ASSOC_AVX2_CLONE std::uint64_t decode_words(RowWords rows, std::size_t count, unsigned off, const FieldDecoder& d,
-                                            std::uint32_t* out, std::uint64_t& nulls) {
-  const std::uint64_t mask = d.mask;
-  const auto value_of = [&](std::size_t i) {
-    if constexpr (P == Place::kLow) {
-      return (rows.lo[i] >> off) & mask;
-    } else if constexpr (P == Place::kHigh) {
-      return (rows.hi[i] >> (off - 64)) & mask;
-    } else {
-      return ((rows.lo[i] >> off) | (rows.hi[i] << (64 - off))) & mask;
-    }
-  };
-  return decode_values<K>(count, value_of, d.bias, out, nulls);
-}
-
-template <Coding K>
-std::uint64_t decode_words_at(RowWords rows, std::size_t count, unsigned off, unsigned width, const FieldDecoder& d,
-                              std::uint32_t* out, std::uint64_t& nulls) {
-  if (off >= 64) return decode_words<K, Place::kHigh>(rows, count, off, d, out, nulls);
-  if (off + width <= 64) return decode_words<K, Place::kLow>(rows, count, off, d, out, nulls);
-  return decode_words<K, Place::kAcross>(rows, count, off, d, out, nulls);
 }
 
 // decode_field for the coding the field's Bias calls for.
@@ -271,24 +242,6 @@ void QvdRecordReader::record_runs(std::size_t begin, std::size_t count, Fn&& fn)
   if (end > safe_end) fn(tail_.data() + (safe_end - safe_rows_) * record_bytes_, safe_end - begin, end - safe_end);
 }
 
-// Each record of at most 16 bytes as two words, loaded once for all fields: each field then
-// reads contiguous words with shifts that vectorise, instead of a strided load per field and
-// row. For a 6-field, 10-byte record this took about a fifth off the decoding.
-void QvdRecordReader::load_words(std::size_t begin, std::size_t count, std::uint64_t* lo, std::uint64_t* hi) const {
-  const std::size_t rb = record_bytes_;
-  // Loads pass a short record's end by up to 7 bytes: into the next rows, or the tail's padding.
-  record_runs(begin, count, [&](const std::uint8_t* rec, std::size_t at, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i, rec += rb) {
-      std::memcpy(&lo[at + i], rec, 8);
-      if (rb > 8) {
-        std::memcpy(&hi[at + i], rec + 8, 8);
-      } else {
-        hi[at + i] = 0;
-      }
-    }
-  });
-}
-
 std::vector<PackedIndex> read_qvd_records(const TableHeader& h, const std::uint8_t* body, CpuAccount* cpu) {
   QvdRecordReader reader(h, body);
   reader.decode(reader.rows(), cpu);
@@ -425,7 +378,7 @@ void QvdRecordReader::pack_rows(std::size_t begin, std::size_t count, std::uint3
 }
 
 void QvdRecordReader::decode_block(std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out,
-                                   std::uint32_t& max_code, std::uint64_t& nulls, const RowWords* words) {
+                                   std::uint32_t& max_code, std::uint64_t& nulls) {
   const FieldDecoder& d = decoders_[f];
   std::int64_t block_max;
   nulls = 0;
@@ -438,21 +391,9 @@ void QvdRecordReader::decode_block(std::size_t f, std::size_t begin, std::size_t
     block_max = null ? -1 : std::int64_t{d.constant_symbol};
   } else {
     std::uint64_t m = 0;
-    if (words != nullptr) {
-      const auto off = static_cast<unsigned>(d.byte * 8 + d.shift);
-      const auto width = static_cast<unsigned>(h_.fields[f].bit_width);
-      if (d.bias < 0) {
-        m = decode_words_at<Coding::kNullable>(*words, count, off, width, d, out, nulls);
-      } else if (d.bias > 0) {
-        m = decode_words_at<Coding::kRaised>(*words, count, off, width, d, out, nulls);
-      } else {
-        m = decode_words_at<Coding::kPlain>(*words, count, off, width, d, out, nulls);
-      }
-    } else {
-      record_runs(begin, count, [&](const std::uint8_t* rec, std::size_t at, std::size_t n) {
-        m = std::max(m, decode_coded(rec, record_bytes_, n, d, out + at, nulls));
-      });
-    }
+    record_runs(begin, count, [&](const std::uint8_t* rec, std::size_t at, std::size_t n) {
+      m = std::max(m, decode_coded(rec, record_bytes_, n, d, out + at, nulls));
+    });
     block_max = static_cast<std::int64_t>(m) + d.bias;
     if (block_max >= static_cast<std::int64_t>(d.n_symbols)) {
       // The row's symbol index from its code (a nullable field's codes are index + 1).
@@ -492,20 +433,12 @@ void QvdRecordReader::decode(std::size_t end, CpuAccount* cpu) {
     decoded_ = end;
     return;
   }
+  // A column too wide for pack_rows (2^32 symbols or more): each field's codes from the records.
   packer_.pack_codes(
       decoded_, end,
       [&](std::size_t begin, std::size_t count, std::uint32_t* const* codes, std::uint32_t* max_codes,
           std::uint64_t* nulls) {
-        if (record_bytes_ > 16 || n_fields < 2) {
-          for (std::size_t f = 0; f < n_fields; ++f) decode_block(f, begin, count, codes[f], max_codes[f], nulls[f]);
-          return;
-        }
-        thread_local std::vector<std::uint64_t> words;
-        words.resize(2 * count);
-        const RowWords rows{words.data(), words.data() + count};
-        load_words(begin, count, words.data(), words.data() + count);
-        for (std::size_t f = 0; f < n_fields; ++f)
-          decode_block(f, begin, count, codes[f], max_codes[f], nulls[f], &rows);
+        for (std::size_t f = 0; f < n_fields; ++f) decode_block(f, begin, count, codes[f], max_codes[f], nulls[f]);
       },
       cpu);
   decoded_ = end;

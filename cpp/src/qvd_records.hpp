@@ -40,12 +40,6 @@ struct FieldWords {
   bool nullable = false;
 };
 
-// A block's records of at most 16 bytes each as two little-endian words per row.
-struct RowWords {
-  const std::uint64_t* lo;
-  const std::uint64_t* hi;
-};
-
 // read_qvd_records in steps, for records still arriving: rows are decoded range by range once
 // their bytes are present, then finish() gives the indexes.
 class QvdRecordReader {
@@ -68,11 +62,9 @@ class QvdRecordReader {
 
  private:
   // Rows [begin, begin+count) of field f as packed-index codes, their largest code and NULLs;
-  // from `words` (those rows' load_words) when given, else from the records.
+  // throws naming the first row whose symbol index is past the field's symbols.
   void decode_block(std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out, std::uint32_t& max_code,
-                    std::uint64_t& nulls, const RowWords* words = nullptr);
-  // Rows [begin, begin+count) as words (records of at most 16 bytes).
-  void load_words(std::size_t begin, std::size_t count, std::uint64_t* lo, std::uint64_t* hi) const;
+                    std::uint64_t& nulls);
   // Rows [begin, begin+count) as at most two runs of whole records: fn(first record, the run's
   // first row counted from `begin`, rows), the rows before the padded tail read from the file,
   // those in it from the copy.
