@@ -272,20 +272,23 @@ QvdRecordReader::QvdRecordReader(const TableHeader& h, const std::uint8_t* body)
 void QvdRecordReader::load_lanes(std::size_t r, std::size_t lanes, std::uint64_t* words) const {
   const std::size_t rb = record_bytes_;
   const std::size_t groups = group_bytes_.size();
-  if (lanes == 4 && groups == 1 && r + 256 <= safe_rows_) {
-    // The common case: whole blocks in the file, one load a record.
-    const std::uint8_t* p = records_ + r * rb + group_bytes_[0];
+  if (lanes == 4 && r + 256 <= safe_rows_) {
+    // The common case: whole blocks in the file.
     const std::size_t lane = 64 * rb;
     // The lanes run ahead of one another, so the hardware prefetcher, which follows one
     // stream and stops at each page, leaves the later lanes waiting on memory: fetch the rows
     // two steps ahead now (a prefetch past the end of the file is dropped, never faults).
-    const auto ahead = reinterpret_cast<std::uintptr_t>(p) + 8 * lane;
+    const auto ahead = reinterpret_cast<std::uintptr_t>(records_ + r * rb) + 8 * lane;
     for (std::size_t b = 0; b < 4 * lane; b += 64) __builtin_prefetch(reinterpret_cast<const void*>(ahead + b));
-    for (std::size_t j = 0; j < 64; ++j, p += rb) {
-      std::memcpy(&words[4 * j], p, 8);
-      std::memcpy(&words[4 * j + 1], p + lane, 8);
-      std::memcpy(&words[4 * j + 2], p + 2 * lane, 8);
-      std::memcpy(&words[4 * j + 3], p + 3 * lane, 8);
+    for (std::size_t g = 0; g < groups; ++g) {
+      const std::uint8_t* p = records_ + r * rb + group_bytes_[g];
+      std::uint64_t* w = words + g * 256;
+      for (std::size_t j = 0; j < 64; ++j, p += rb) {
+        std::memcpy(&w[4 * j], p, 8);
+        std::memcpy(&w[4 * j + 1], p + lane, 8);
+        std::memcpy(&w[4 * j + 2], p + 2 * lane, 8);
+        std::memcpy(&w[4 * j + 3], p + 3 * lane, 8);
+      }
     }
     return;
   }
