@@ -71,7 +71,8 @@ __attribute__((target("sse4.1"))) unsigned int32_symbols_sse41(const std::uint8_
   }
   return bad;
 }
-const bool kHasSse41 = __builtin_cpu_supports("sse4.1");
+// Read while the library loads, after the CPU model (whatever the order of initialisers).
+const bool kHasSse41 = (__builtin_cpu_init(), __builtin_cpu_supports("sse4.1"));
 
 // Runs of eight float64 symbols (72 bytes) from q, symbol i on, into out while a run fits in
 // the `end` and `n` left and all its type bytes are 2; q moves past them, `ok` turns false
@@ -108,7 +109,7 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
   if (finite != 0xF) ok = false;
   return i;
 }
-const bool kHasAvx2 = __builtin_cpu_supports("avx2");
+const bool kHasAvx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
 #endif
 
 // A section of symbols that all have type `Type` (1: int32, 2: float64) at a fixed stride,
