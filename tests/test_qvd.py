@@ -903,6 +903,26 @@ def test_bad_symbol_deep_in_a_large_section_is_named() -> None:
         App.from_qvd(bytes(bad))
 
 
+def test_bad_symbol_deep_in_a_mixed_number_section_is_named() -> None:
+    # float64 symbols with an int32 every 100th: read in runs of eight float64 at a time.
+    n = 150_000
+    values = np.arange(n) + np.where(np.arange(n) % 100 == 0, 0.0, 0.5)
+    data = App.from_tables({"T": {"M": values}})._impl.write_qvd("T")
+    start, _ = _field_span(data, "M")
+    assert set(symbol_types(data, "M")) == {1, 2}
+    at = 123_457  # float64 symbols 123,401 to 123,499: deep inside a run
+    offset = start + 9 * at - 4 * (at // 100 + 1)  # each int32 before it is 4 bytes shorter
+    assert data[offset] == 2
+    inf = bytearray(data)
+    inf[offset + 1 : offset + 9] = struct.pack("<d", -math.inf)
+    with pytest.raises(assoc.Error, match=f"field 'M': symbol {at} is not a finite number"):
+        App.from_qvd(bytes(inf))
+    bad = bytearray(data)
+    bad[offset] = 9
+    with pytest.raises(assoc.Error, match=f"field 'M': symbol {at} has the unknown type byte 9"):
+        App.from_qvd(bytes(bad))
+
+
 def test_freed_arrays_are_reused_for_the_next_load() -> None:
     rng = np.random.default_rng(5)
     n = 600_037  # 20-bit indexes, 4-byte symbols (arrays of a MiB and more), a partial last block

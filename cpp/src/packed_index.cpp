@@ -168,6 +168,35 @@ void PackedIndex::ColumnPacker::pack_codes(std::size_t begin, std::size_t end, c
   }, cpu);
 }
 
+void PackedIndex::ColumnPacker::pack_words(std::size_t begin, std::size_t end, const WordSource& source,
+                                           CpuAccount* cpu) {
+  const std::size_t n_columns = layouts_.size();
+  std::mutex totals;
+  parallel_ranges(end - begin, block_, [&](std::size_t b0, std::size_t e0) {
+    std::vector<std::uint32_t> max_codes(n_columns);
+    std::vector<std::uint64_t> block_nulls(n_columns);
+    std::vector<std::uint64_t> local_nulls(n_columns, 0);
+    std::vector<std::uint8_t> bad(n_columns, 0);
+    bool any_bad = false;
+    for (std::size_t r = begin + b0; r < begin + e0 && !any_bad; r += block_) {
+      const std::size_t k = std::min(block_, begin + e0 - r);
+      source(r, k, max_codes.data(), block_nulls.data());
+      for (std::size_t c = 0; c < n_columns; ++c) {
+        if (max_codes[c] >= layouts_[c].n_symbols + out_[c].bias_) {
+          bad[c] = 1;
+          any_bad = true;
+        }
+        local_nulls[c] += block_nulls[c];
+      }
+    }
+    std::lock_guard<std::mutex> lock(totals);
+    for (std::size_t c = 0; c < n_columns; ++c) {
+      nulls_[c] += local_nulls[c];
+      if (bad[c]) out_of_range_[c] = true;
+    }
+  }, cpu);
+}
+
 std::vector<PackedIndex> PackedIndex::ColumnPacker::finish() {
   for (std::size_t c = 0; c < layouts_.size(); ++c) {
     if (out_of_range_[c])

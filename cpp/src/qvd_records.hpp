@@ -29,10 +29,15 @@ struct FieldDecoder {
   std::uint32_t constant_symbol = kNull;
 };
 
-// A block's records of at most 16 bytes each as two little-endian words per row.
-struct RowWords {
-  const std::uint64_t* lo;
-  const std::uint64_t* hi;
+// How the packing decoder reads one field: the stored value is (word >> shift) & mask, where
+// `word` is the 8-byte load at byte bytes[group] of the record; its code is max(value + add, 0),
+// which is 0 for NULL when `nullable`. A constant field has mask 0 and its code in `add`.
+struct FieldWords {
+  std::size_t group = 0;
+  std::uint32_t shift = 0;
+  std::uint64_t mask = 0;
+  std::int64_t add = 0;
+  bool nullable = false;
 };
 
 // read_qvd_records in steps, for records still arriving: rows are decoded range by range once
@@ -57,21 +62,33 @@ class QvdRecordReader {
 
  private:
   // Rows [begin, begin+count) of field f as packed-index codes, their largest code and NULLs;
-  // from `words` (those rows' load_words) when given, else from the records.
+  // throws naming the first row whose symbol index is past the field's symbols.
   void decode_block(std::size_t f, std::size_t begin, std::size_t count, std::uint32_t* out, std::uint32_t& max_code,
-                    std::uint64_t& nulls, const RowWords* words = nullptr);
-  // Rows [begin, begin+count) as words (records of at most 16 bytes).
-  void load_words(std::size_t begin, std::size_t count, std::uint64_t* lo, std::uint64_t* hi) const;
+                    std::uint64_t& nulls);
   // Rows [begin, begin+count) as at most two runs of whole records: fn(first record, the run's
   // first row counted from `begin`, rows), the rows before the padded tail read from the file,
   // those in it from the copy.
   template <class Fn>
   void record_runs(std::size_t begin, std::size_t count, Fn&& fn) const;
+  // The first byte of row r's record: in the file, or in the padded copy of the last rows.
+  const std::uint8_t* record(std::size_t r) const {
+    return r < safe_rows_ ? records_ + r * record_bytes_ : tail_.data() + (r - safe_rows_) * record_bytes_;
+  }
+  // Rows [begin, begin+count) decoded and packed in one pass (pack_words' source), four
+  // 64-row blocks at a time, one block per vector lane.
+  void pack_rows(std::size_t begin, std::size_t count, std::uint32_t* max_codes, std::uint64_t* nulls);
+  // Loads the 8-byte words of the four blocks from row r (the last `4 - lanes` blocks absent:
+  // zero) into words[g * 256 + 4 * j + lane], for each load group g.
+  void load_lanes(std::size_t r, std::size_t lanes, std::uint64_t* words) const;
 
   const TableHeader& h_;
   const std::uint8_t* records_;
   std::size_t rows_, record_bytes_, safe_rows_, decoded_ = 0;
   std::vector<FieldDecoder> decoders_;
+  // For pack_rows: the byte of each load group, and each field's place in them; empty when
+  // a column is too wide for it (then decode packs through codes).
+  std::vector<std::size_t> group_bytes_;
+  std::vector<FieldWords> field_words_;
   std::vector<PackedIndex::Layout> layouts_;
   std::vector<std::uint8_t> tail_;
   std::vector<std::atomic<std::int64_t>> max_symbol_;

@@ -45,7 +45,7 @@ SymbolTable SymbolTable::of_texts(std::vector<char> text, std::vector<std::uint3
   return t;
 }
 
-void SymbolTable::finish() {
+void SymbolTable::finish(bool numbers_finite) {
   any_numeric_ = false;
   all_numeric_ = size_ > 0;
   all_integer_ = size_ > 0;
@@ -66,7 +66,8 @@ void SymbolTable::finish() {
     }
     if (i < size_) {
       std::size_t nans = 0;  // a count without an exit vectorises
-      for (std::uint32_t j = numbers_.empty() ? size_ : i; j < size_; ++j) nans += numbers_[j] != numbers_[j];
+      if (!numbers_finite)
+        for (std::uint32_t j = numbers_.empty() ? size_ : i; j < size_; ++j) nans += numbers_[j] != numbers_[j];
       if (numbers_.empty() || nans > 0) all_numeric_ = false;
       if (!numbers_.empty() && nans < size_ - i) any_numeric_ = true;
     }
@@ -98,12 +99,12 @@ void SymbolTable::finish() {
   text_.shrink_to_fit();
 }
 
-SymbolTable SymbolTable::of_numbers(NumberArray&& numbers) {
+SymbolTable SymbolTable::of_numbers(NumberArray&& numbers, bool all_finite) {
   if (numbers.size() > 0xFFFFFFFEULL) throw Error("too many distinct values in one field");
   SymbolTable t;
   t.size_ = static_cast<std::uint32_t>(numbers.size());
   t.numbers_ = std::move(numbers);
-  t.finish();
+  t.finish(all_finite);
   if (t.size_ > 0 && !t.all_numeric_) throw Error("a NULL value cannot be a symbol");  // a NaN among them
   return t;
 }

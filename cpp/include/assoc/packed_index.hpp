@@ -122,6 +122,17 @@ class PackedIndex::ColumnPacker {
   void pack(std::size_t begin, std::size_t end, const BlockSource& source, CpuAccount* cpu = nullptr);
   // The same from a source that gives the codes themselves (no pass over them to add the bias).
   void pack_codes(std::size_t begin, std::size_t end, const CodeSource& source, CpuAccount* cpu = nullptr);
+  // Column c's bytes and bit width, for a source that stores the packed bits itself.
+  std::uint8_t* column_bytes(std::size_t c) { return out_[c].bytes_.data(); }
+  std::uint32_t column_width(std::size_t c) const { return out_[c].width_; }
+  // Writes rows [begin, begin+count) of every column c itself: row r's code at bit
+  // r * column_width(c) of column_bytes(c), each word of a whole 64-row block stored whole, the
+  // bits of the rows after the last whole block or-ed in; gives each column's largest code and
+  // its count of NULLs (codes 0 where the layout gives NULL a code).
+  using WordSource =
+      std::function<void(std::size_t begin, std::size_t count, std::uint32_t* max_codes, std::uint64_t* nulls)>;
+  // pack_codes for such a source: no codes are held between decoding and packing.
+  void pack_words(std::size_t begin, std::size_t end, const WordSource& source, CpuAccount* cpu = nullptr);
   // The packed columns once every row is packed; an index outside its column's layout throws Error.
   std::vector<PackedIndex> finish();
 

@@ -70,8 +70,9 @@ class SymbolTable {
   static bool same_symbol(const DualView& a, const DualView& b);
 
   // A table of numbers without text that the caller knows to be distinct, taken over without a
-  // copy (for loaders that deduplicate on their own).
-  static SymbolTable of_numbers(NumberArray&& numbers);
+  // copy (for loaders that deduplicate on their own). `all_finite`: the caller has checked that
+  // no number is NaN or infinite, which spares a pass over them.
+  static SymbolTable of_numbers(NumberArray&& numbers, bool all_finite = false);
   // The same for int32 integers (kept as int32: no pass through doubles).
   static SymbolTable of_ints(IntArray&& ints);
   // The text of one symbol, for of_symbols.
@@ -87,7 +88,8 @@ class SymbolTable {
 
  private:
   friend class SymbolTableBuilder;
-  void finish();
+  // `numbers_finite`: no number is NaN (known to the caller).
+  void finish(bool numbers_finite = false);
 
   std::uint32_t size_ = 0;
   // Numbers: one of ints_ (every symbol an int32 integer) or numbers_ (NaN where a symbol has
