@@ -145,6 +145,30 @@ def test_shop_total_of_section_4(shop: App) -> None:
     assert by(shop, ["Customer"], ["Sum(TOTAL <Year> Amount)"])[0] == ("Alice", 180)
 
 
+def test_total_inside_an_aggregation_is_computed_once_for_the_chart(shop: App) -> None:
+    # §1.4's legal example: the latest year over all the data, then the sum of its orders.
+    assert one(shop, "Sum(If(Year = Max(TOTAL Year), Amount))") == 140
+    # Per chart row, the inner TOTAL still reads every record of the selection.
+    rows = by(shop, ["Customer"], ["Sum(If(Amount > Avg(TOTAL Amount), Amount))"])
+    average = sum(SHOP["Orders"]["Amount"]) / len(SHOP["Orders"]["Amount"])
+    above: dict[str, int] = {}
+    for customer, amount in zip(SHOP["Orders"]["Customer"], SHOP["Orders"]["Amount"], strict=True):
+        if amount > average:
+            above[customer] = above.get(customer, 0) + amount
+    assert {r[0]: r[1] for r in rows if r[1]} == above
+    # Under a selection, TOTAL is over the possible records (Sweden: Alice, Carol).
+    assert one(shop, "Sum(If(Year = Min(TOTAL Year), Amount))", SWEDEN) == 10
+    # With its own set, inside Aggr, and in a text comparison.
+    assert one(shop, "Sum(If(Year = Max({1} TOTAL Year), Amount))", SWEDEN) == 75
+    assert one(shop, "Sum(Aggr(Sum(If(Year = Max(TOTAL Year), Amount)), Customer))") == 140
+    assert one(shop, "Count(If(Product = MaxString(TOTAL Product), OrderID))") == 1
+    # What stays refused: TOTAL <fields> inside, and under an outer set.
+    with pytest.raises(assoc.Error, match="TOTAL <fields> inside another aggregation"):
+        one(shop, "Sum(If(Year = Max(TOTAL <Customer> Year), Amount))")
+    with pytest.raises(assoc.Error, match="under an outer set expression"):
+        one(shop, "{<Year={2020}>} Sum(If(Amount > Avg(TOTAL Amount), Amount))")
+
+
 def test_total_doc_table_month_by_group() -> None:
     app = App.from_tables(
         {"T": {"Month": [1, 1, 2, 2, 3, 3], "Group": ["A", "B"] * 3, "Value": [1, 2, 3, 4, 5, 6]}}

@@ -117,6 +117,16 @@ std::string HypercubeBuilder::aggr_sort(const std::string& text, const ExprNode&
   return desc ? "desc" : "asc";
 }
 
+namespace detail {
+
+Value cube_value(const DataModel& data, const Hypercube& cube, std::size_t m, std::size_t r) {
+  if (cube.only_field(m) != kNull) return symbol_value(data.fields()[cube.only_field(m)].symbols, cube.only_symbols(m)[r]);
+  if (const std::string* txt = cube.text(m, r)) return Value::dual(cube.values(m)[r], *txt);
+  return Value::number(cube.values(m)[r]);
+}
+
+}  // namespace detail
+
 namespace {
 
 // An aggregation whose result does not depend on the order of its values.
@@ -157,15 +167,7 @@ void HypercubeBuilder::compute_aggr(const AggrTerm& t, const std::vector<std::ui
   std::vector<Value> values(n), weights(t.has_weight ? n : 0);
   std::vector<Value> in(t.aggr_nodes.size() + t.field_dims.size());
   for (std::size_t r = 0; r < n; ++r) {
-    for (std::size_t i = 0; i < t.aggr_nodes.size(); ++i) {
-      if (v->only_field(i) != kNull) {
-        in[i] = symbol_value(data_.fields()[v->only_field(i)].symbols, v->only_symbols(i)[r]);
-      } else if (const std::string* txt = v->text(i, r)) {
-        in[i] = Value::dual(v->values(i)[r], *txt);
-      } else {
-        in[i] = Value::number(v->values(i)[r]);
-      }
-    }
+    for (std::size_t i = 0; i < t.aggr_nodes.size(); ++i) in[i] = cube_value(data_, *v, i, r);
     for (std::size_t j = 0; j < t.field_dims.size(); ++j)
       in[t.aggr_nodes.size() + j] = symbol_value(data_.fields()[t.dim_fields[t.field_dims[j]]].symbols, v->codes(t.field_dims[j])[r]);
     values[r] = t.value.eval(in.data());

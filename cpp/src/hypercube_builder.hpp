@@ -125,6 +125,10 @@ inline Value symbol_value(const SymbolTable& symbols, std::uint32_t code) {
   return v;
 }
 
+// Row r's value of measure m of a computed cube: an Only measure's symbol, a text with its
+// number, or the number.
+Value cube_value(const DataModel& data, const Hypercube& cube, std::size_t m, std::size_t r);
+
 }  // namespace detail
 
 using detail::AggFunc;
@@ -140,6 +144,7 @@ using detail::MeasurePlan;
 using detail::NodeAggregates;
 using detail::RootedTree;
 using detail::Slot;
+using detail::cube_value;
 using detail::symbol_value;
 using detail::Term;
 using detail::Window;
@@ -245,6 +250,10 @@ class HypercubeBuilder {
                          const std::vector<std::pair<std::uint32_t, std::size_t>>& fields) const;
   MeasureInput plan_aggregation(const std::string& text, const Expression& e, std::uint32_t n);
   void plan_measures();
+  // TOTAL (without fields) inside another aggregation: computed first, over all the records
+  // of its set under the selections, by a cube of no dimensions; it then stands in the
+  // expression as a constant.
+  void fold_inner_totals(Expression& e, std::uint32_t n, bool inside_aggregation);
 
   // Per node, the outer set of its scope (§2.8): a scope's set inherits its enclosing one.
   void mark_scopes(const std::string& text, const Expression& e, std::uint32_t n,

@@ -41,7 +41,7 @@ void HypercubeBuilder::check_argument(const std::string& text, const Expression&
   if (x.kind == ExprNode::Kind::kAgg)
     fail(text, x.position,
          "an aggregation inside another aggregation (" + x.name +
-             ") needs Aggr: write e.g. Sum(Aggr(Sum(X), Dim)); TOTAL inside an aggregation is not yet supported");
+             ") needs Aggr or TOTAL: write e.g. Sum(Aggr(Sum(X), Dim)) or Sum(If(X = Max(TOTAL X), Y))");
   if (x.kind == ExprNode::Kind::kCall && find_inter_record_function(x.name) != nullptr)
     fail(text, x.position, "an inter-record function (" + x.name + ") inside an aggregation; it reads chart rows, not records");
   if (x.kind == ExprNode::Kind::kSet || x.kind == ExprNode::Kind::kScoped)
@@ -194,12 +194,38 @@ void HypercubeBuilder::plan_measures() {
       plan.expr = nested_exprs_[m].first;
       root = nested_exprs_[m].second;
     }
+    scope_.assign(plan.expr.nodes.size(), nullptr);
+    mark_scopes(plan.expr.text, plan.expr, root, nullptr);
+    fold_inner_totals(plan.expr, root, false);
     const Expression& e = plan.expr;
-    scope_.assign(e.nodes.size(), nullptr);
-    mark_scopes(e.text, e, root, nullptr);
     plan.plan = bind_measure(e.text, e, root, plan, false);
     measures_.push_back(std::move(plan));
   }
+}
+
+void HypercubeBuilder::fold_inner_totals(Expression& e, std::uint32_t n, bool inside_aggregation) {
+  const ExprNode& x = e.nodes[n];
+  const bool aggregation = x.kind == ExprNode::Kind::kAgg;
+  if (!(aggregation && inside_aggregation && x.total)) {
+    for (const std::uint32_t a : x.args) fold_inner_totals(e, a, inside_aggregation || aggregation);
+    return;
+  }
+  const std::string& text = e.text;
+  if (!x.total_fields.empty())
+    fail(text, x.position, "TOTAL <fields> inside another aggregation is not supported; TOTAL alone is");
+  if (scope_[n]) fail(text, x.position, "TOTAL inside an aggregation under an outer set expression is not supported");
+  HypercubeSpec spec;
+  spec.measures.emplace_back("#total");
+  std::vector<std::pair<Expression, std::uint32_t>> exprs;
+  exprs.emplace_back(e, n);
+  const std::shared_ptr<Hypercube> v =
+      HypercubeBuilder(model_, state_, spec, rows_, states_, state_name_, std::move(exprs)).run();
+  ExprNode& folded = e.nodes[n];
+  folded.value = v->size() > 0 ? cube_value(data_, *v, 0, 0) : Value::null();
+  folded.kind = ExprNode::Kind::kConst;
+  folded.args.clear();
+  folded.set = -1;
+  folded.total = false;
 }
 
 void HypercubeBuilder::mark_scopes(const std::string& text, const Expression& e, std::uint32_t n,
