@@ -222,17 +222,16 @@ void HypercubeBuilder::compute_aggr(const AggrTerm& t, const std::vector<std::ui
     for (const std::uint64_t r : radix) key_space = key_space > (std::uint64_t{1} << 40) / r ? std::uint64_t{1} << 40 : key_space * r;
     const bool direct = key_space <= 4 * (std::uint64_t{n} + l->size()) + (std::uint64_t{1} << 20);
     std::vector<std::uint32_t> row_of_key(direct ? key_space : 0, kNoRow);
-    std::unordered_map<std::uint64_t, std::uint32_t> row_of_hashed;
+    KeyIndex row_of_hashed(direct ? 0 : n);
     if (direct) {
       for (std::size_t r = 0; r < n; ++r) row_of_key[aggr_key(*v, r)] = static_cast<std::uint32_t>(r);
     } else {
-      row_of_hashed.reserve(n);
       for (std::size_t r = 0; r < n; ++r) row_of_hashed.emplace(aggr_key(*v, r), static_cast<std::uint32_t>(r));
     }
     auto virtual_row = [&](std::uint64_t key) {
       if (direct) return row_of_key[key];
-      const auto it = row_of_hashed.find(key);
-      return it == row_of_hashed.end() ? kNoRow : it->second;
+      const std::uint32_t r = row_of_hashed.find(key);
+      return r == KeyIndex::kAbsent ? kNoRow : r;
     };
     // DISTINCT: a virtual row counts in its first chart row only, first in the order of the
     // chart dimensions the Aggr lacks (ascending by value, NULL last), as a sorted link cube

@@ -527,7 +527,7 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
     // Any shape: records one by one, each into the slots of every tuple it reaches and once
     // into the totals.
     acc.resize(in, slots);
-    std::unordered_map<std::uint64_t, std::uint32_t> slot_map;
+    KeyIndex slot_map;
     std::vector<std::uint32_t> columns;
     for (const auto& t : terms) columns.push_back(t.column);
     std::vector<std::uint32_t> entry_slot, entry_record, entry_code;
@@ -543,12 +543,12 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
           if (direct) {
             s = static_cast<std::uint32_t>(key + kFirstGroup);
           } else {
-            auto [it, added] = slot_map.emplace(key, static_cast<std::uint32_t>(slots));
+            const auto [at, added] = slot_map.emplace(key, static_cast<std::uint32_t>(slots));
             if (added) {
               key_of_slot.push_back(key);
               acc.resize(in, ++slots);
             }
-            s = it->second;
+            s = at;
           }
           entry_slot.push_back(s);
           entry_record.push_back(static_cast<std::uint32_t>(i));
@@ -570,6 +570,7 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
   out.values.resize(terms.size());
   out.symbols.resize(terms.size());
   std::vector<std::uint32_t> group_slots;
+  out.group_of = KeyIndex(slots);
   for (std::size_t s = kFirstGroup; s < slots; ++s) {
     if (acc.hits[s] == 0) continue;
     const std::uint64_t key = direct ? s - kFirstGroup : key_of_slot[s - kFirstGroup];

@@ -137,6 +137,7 @@ using detail::DimPlace;
 using detail::GenericResults;
 using detail::GenericTerm;
 using detail::JoinWalker;
+using detail::KeyIndex;
 using detail::LinkGraph;
 using detail::lower;
 using detail::MeasureInput;

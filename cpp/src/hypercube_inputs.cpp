@@ -145,12 +145,12 @@ void HypercubeBuilder::fast_measure(std::size_t m, const MeasureInput& input,
   }
   const std::size_t p = part_of_node(input.node);
   for (std::size_t r = 0; r < keys.size(); ++r) {
-    auto it = agg.group_of.find(part_key(keys[r], p));
-    if (it == agg.group_of.end()) {
+    const std::uint32_t g = agg.group_of.find(part_key(keys[r], p));
+    if (g == detail::KeyIndex::kAbsent) {
       values[r] = detail::empty_value(term.func);
     } else {
-      values[r] = agg.values[input.term][it->second];
-      if (only) cube_->only_symbols_[m][r] = agg.symbols[input.term][it->second];
+      values[r] = agg.values[input.term][g];
+      if (only) cube_->only_symbols_[m][r] = agg.symbols[input.term][g];
     }
   }
   cube_->totals_[m] = agg.totals[input.term];
@@ -193,13 +193,13 @@ Value HypercubeBuilder::input_column(const MeasureInput& input, const std::map<S
   const SymbolTable& symbols = data_.fields()[term.field].symbols;
   const bool only = term.func == AggFunc::kOnly;
   for (std::size_t r = 0; r < keys.size(); ++r) {
-    auto it = agg.group_of.find(part_key(keys[r], p));
-    if (it == agg.group_of.end()) {
+    const std::uint32_t g = agg.group_of.find(part_key(keys[r], p));
+    if (g == detail::KeyIndex::kAbsent) {
       out[r] = Value::number(detail::empty_value(term.func));
     } else if (only) {
-      out[r] = symbol_value(symbols, agg.symbols[input.term][it->second]);
+      out[r] = symbol_value(symbols, agg.symbols[input.term][g]);
     } else {
-      out[r] = Value::number(agg.values[input.term][it->second]);
+      out[r] = Value::number(agg.values[input.term][g]);
     }
   }
   return only ? symbol_value(symbols, agg.total_symbols[input.term]) : Value::number(agg.totals[input.term]);
