@@ -60,17 +60,6 @@ std::size_t call_end(const std::string& s, std::size_t pos) {
   return s.size();
 }
 
-Value symbol_value(const SymbolTable& symbols, std::uint32_t code) {
-  if (code == kNull || code >= symbols.size()) return Value::null();
-  Value v;
-  v.num = symbols.number(code);
-  if (symbols.has_text(code)) {
-    v.text = std::string(symbols.text(code));
-    v.has_text = true;
-  }
-  return v;
-}
-
 std::uint32_t intern(SymbolTableBuilder& out, const Value& v) {
   if (v.is_null()) return kNull;
   if (v.has_text && v.has_number()) return out.intern(DualView::of_dual(v.num, v.text));
@@ -268,15 +257,7 @@ class Calculator {
         key += (std::uint64_t{cube->codes(d)[r]} + 1) * stride;
         stride *= a.radix[d];
       }
-      Value v;
-      if (cube->only_field(0) != kNull) {
-        v = symbol_value(data_.fields()[cube->only_field(0)].symbols, cube->only_symbols(0)[r]);
-      } else if (const std::string* t = cube->text(0, r)) {
-        v = Value::dual(cube->values(0)[r], *t);
-      } else {
-        v = Value::number(cube->values(0)[r]);
-      }
-      a.values.emplace(key, std::move(v));
+      a.values.emplace(key, cube_value(data_, *cube, 0, r));
     }
   }
 

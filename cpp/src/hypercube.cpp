@@ -44,6 +44,12 @@ std::vector<std::uint32_t> HypercubeSpec::encode() const {
   return out;
 }
 
+Value cube_value(const DataModel& data, const Hypercube& cube, std::size_t m, std::size_t r) {
+  if (cube.only_field(m) != kNull) return symbol_value(data.fields()[cube.only_field(m)].symbols, cube.only_symbols(m)[r]);
+  if (const std::string* txt = cube.text(m, r)) return Value::dual(cube.values(m)[r], *txt);
+  return Value::number(cube.values(m)[r]);
+}
+
 std::size_t Hypercube::byte_size() const {
   std::size_t n = sizeof(*this);
   for (const auto& c : codes_) n += c.capacity() * sizeof(std::uint32_t);

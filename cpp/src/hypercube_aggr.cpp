@@ -117,16 +117,6 @@ std::string HypercubeBuilder::aggr_sort(const std::string& text, const ExprNode&
   return desc ? "desc" : "asc";
 }
 
-namespace detail {
-
-Value cube_value(const DataModel& data, const Hypercube& cube, std::size_t m, std::size_t r) {
-  if (cube.only_field(m) != kNull) return symbol_value(data.fields()[cube.only_field(m)].symbols, cube.only_symbols(m)[r]);
-  if (const std::string* txt = cube.text(m, r)) return Value::dual(cube.values(m)[r], *txt);
-  return Value::number(cube.values(m)[r]);
-}
-
-}  // namespace detail
-
 namespace {
 
 // An aggregation whose result does not depend on the order of its values.

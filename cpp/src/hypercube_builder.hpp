@@ -114,20 +114,6 @@ struct MeasurePlan {
   std::vector<Window> windows;
 };
 
-inline Value symbol_value(const SymbolTable& symbols, std::uint32_t code) {
-  if (code == kNull || code >= symbols.size()) return Value::null();
-  Value v;
-  v.num = symbols.number(code);
-  if (symbols.has_text(code)) {
-    v.text = std::string(symbols.text(code));
-    v.has_text = true;
-  }
-  return v;
-}
-
-// Row r's value of measure m of a computed cube: an Only measure's symbol, a text with its
-// number, or the number.
-Value cube_value(const DataModel& data, const Hypercube& cube, std::size_t m, std::size_t r);
 
 }  // namespace detail
 
@@ -145,8 +131,6 @@ using detail::MeasurePlan;
 using detail::NodeAggregates;
 using detail::RootedTree;
 using detail::Slot;
-using detail::cube_value;
-using detail::symbol_value;
 using detail::Term;
 using detail::Window;
 

@@ -32,6 +32,23 @@ struct HypercubeSpec {
   std::vector<std::uint32_t> encode() const;
 };
 
+class Hypercube;
+
+// A symbol's value (its number and text); NULL for kNull or a code past the table.
+inline Value symbol_value(const SymbolTable& symbols, std::uint32_t code) {
+  if (code == kNull || code >= symbols.size()) return Value::null();
+  Value v;
+  v.num = symbols.number(code);
+  if (symbols.has_text(code)) {
+    v.text = std::string(symbols.text(code));
+    v.has_text = true;
+  }
+  return v;
+}
+// Row r's value of measure m of a computed cube: an Only measure's symbol, a text with its
+// number, or the number.
+Value cube_value(const DataModel& data, const Hypercube& cube, std::size_t m, std::size_t r);
+
 // A computed hypercube: rows sorted, dimension values as symbol indexes, measure values as numbers.
 class Hypercube {
  public:
