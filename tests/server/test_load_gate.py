@@ -60,3 +60,28 @@ def test_capacity_is_half_the_budget_with_a_floor() -> None:
     assert load_capacity(200 << 20) == 100 << 20
     assert load_capacity(1) == 64 << 20
     assert load_capacity(0) >= 64 << 20
+
+
+def test_free_memory_goes_back_once_the_gate_stays_idle() -> None:
+    gate = LoadGate(100, trim_delay_s=0.3)
+    # A stream of work with short gaps: nothing is handed back in between.
+    for _ in range(10):
+        with gate.admit(10):
+            pass
+        time.sleep(0.02)
+    assert gate.trims == 0
+    # Idle for longer than the delay: handed back once.
+    deadline = time.monotonic() + 5
+    while gate.trims == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gate.trims == 1
+    time.sleep(0.5)
+    assert gate.trims == 1  # once per idle period, not again and again
+    # Work that is still running holds the trim back.
+    with gate.admit(10):
+        time.sleep(0.5)
+        assert gate.trims == 1
+    deadline = time.monotonic() + 5
+    while gate.trims == 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gate.trims == 2

@@ -9,6 +9,7 @@ import ctypes
 import ctypes.util
 import os
 import threading
+import time
 import zipfile
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -56,6 +57,7 @@ def _libc_malloc_trim() -> Callable[[int], int] | None:
 
 
 _MALLOC_TRIM = _libc_malloc_trim()
+TRIM_DELAY_S = 1.0  # idle time after which the gate hands free memory back
 
 
 def release_free_memory() -> None:
@@ -70,13 +72,17 @@ class LoadGate:
     larger than the capacity runs alone. Urgent loads (an app a request is waiting for) go
     before queued imports."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, trim_delay_s: float = TRIM_DELAY_S) -> None:
         self.capacity = capacity
         self._used = 0
         self._urgent: deque[object] = deque()
         self._queued: deque[object] = deque()
         self._cond = threading.Condition()
         self.waited = 0  # loads that had to wait
+        self.trims = 0  # times free memory was handed back
+        self._trim_delay_s = trim_delay_s
+        self._trim_at: float | None = None  # when free memory goes back, if still idle
+        self._trimmer: threading.Thread | None = None
 
     def _next(self) -> object | None:
         return (self._urgent or self._queued or [None])[0]
@@ -95,13 +101,38 @@ class LoadGate:
                 self._cond.wait()
             queue.popleft()
             self._used += need
+            self._trim_at = None  # work again: the pages it frees are about to be used
             self._cond.notify_all()  # the next in line may fit too
         try:
             yield
         finally:
             with self._cond:
                 self._used -= need
-                idle = self._used == 0
+                if self._used == 0:
+                    self._trim_at = time.monotonic() + self._trim_delay_s
+                    if self._trimmer is None:
+                        self._trimmer = threading.Thread(
+                            target=self._trim_when_idle, name="assoc-trim", daemon=True
+                        )
+                        self._trimmer.start()
                 self._cond.notify_all()
-            if idle:
-                release_free_memory()
+
+    def _trim_when_idle(self) -> None:
+        """Hands free memory back once the gate has stayed idle for the delay: after a big
+        import, the process's RSS drops; a stream of requests keeps its pages (trimming after
+        each made the next one fault its working memory in again)."""
+        while True:
+            with self._cond:
+                while True:
+                    if self._trim_at is None:
+                        self._cond.wait()
+                        continue
+                    wait = self._trim_at - time.monotonic()
+                    if wait <= 0:
+                        break
+                    self._cond.wait(wait)
+                self._trim_at = None
+                if self._used:
+                    continue
+                self.trims += 1
+            release_free_memory()
