@@ -87,7 +87,7 @@ class EngineWork:
     @contextlib.contextmanager
     def admitted(self, need: int, method: str) -> Any:
         """Holds `need` bytes of the load gate's capacity for the block (the gate hands freed
-        memory back to the system when the last work it admitted ends); RpcError 19 when the
+        memory back to the system once it has stayed idle a moment); RpcError 19 when the
         work could never fit (the budget, not the moment, is too small)."""
         if need <= 0:
             yield
