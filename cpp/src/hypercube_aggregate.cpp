@@ -570,13 +570,14 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
   out.values.resize(terms.size());
   out.symbols.resize(terms.size());
   std::vector<std::uint32_t> group_slots;
-  out.group_of = KeyIndex(slots);
-  for (std::size_t s = kFirstGroup; s < slots; ++s) {
-    if (acc.hits[s] == 0) continue;
+  for (std::size_t s = kFirstGroup; s < slots; ++s)
+    if (acc.hits[s] != 0) group_slots.push_back(static_cast<std::uint32_t>(s));
+  out.group_of = KeyIndex(group_slots.size());  // sized by the groups reached, not the slots
+  out.keys.reserve(group_slots.size());
+  for (const std::uint32_t s : group_slots) {
     const std::uint64_t key = direct ? s - kFirstGroup : key_of_slot[s - kFirstGroup];
     out.group_of.emplace(key, static_cast<std::uint32_t>(out.keys.size()));
     out.keys.push_back(key);
-    group_slots.push_back(static_cast<std::uint32_t>(s));
   }
   for (std::size_t k = 0; k < terms.size(); ++k) {
     std::vector<std::uint64_t> distinct;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ from assoc.server.qix.scripts import DocScript
 from assoc.server.qix.states import Saved, restore_alternates
 from assoc.server.store import Lease
 from assoc.session import Checkpoint
+
+_log = logging.getLogger("assoc.qix")
 
 
 @dataclass(eq=False)
@@ -70,12 +73,18 @@ class OpenDocument:
             if name in self.bookmark_states and self.bookmark_states[name] == selections:
                 made[name] = self.bookmark_states[name]
                 continue
-            if name not in session.states:
-                session.add_state(name)
-            session.clear(state=name)
-            for field_name, values in selections.items():
-                if field_name in self.facts.fields:
-                    session.select(field_name, values, state=name)
+            try:
+                if name not in session.states:
+                    session.add_state(name)
+                session.clear(state=name)
+                for field_name, values in selections.items():
+                    if field_name in self.facts.fields:
+                        session.select(field_name, values, state=name)
+            except assoc.Error as exc:  # a bookmark that no longer fits names no set
+                _log.info("QIX: bookmark %r is no set identifier: %s", name, exc)
+                if name in session.states:
+                    session.remove_state(name)
+                continue
             made[name] = {k: list(v) for k, v in selections.items()}
         self.bookmark_states = made
         self._bookmarks_of = (id(self.library), self.library.version)
