@@ -20,7 +20,7 @@ from assoc.script.values import NAN, Values
 from assoc.script.values import concatenate as concatenate_values
 
 if TYPE_CHECKING:
-    from assoc.script.runner import _Rows
+    from assoc.script.rows import _Rows
 
 _PEEK = "\0peek"
 
