@@ -234,3 +234,26 @@ def run_node(script: Path, *args: str) -> Any:
     )
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)
+
+
+# The application part of the section access tests' scripts (their access tables differ):
+# Sales by REGION, and Prices linked by Product.
+SECURED_SALES = """
+Section Application;
+Sales:
+LOAD * INLINE [
+REGION, Product, AMOUNT
+EAST, A, 10
+EAST, B, 20
+WEST, C, 5
+NORTH, D, 7
+];
+Prices:
+LOAD * INLINE [
+Product, PRICE
+A, 1
+B, 2
+C, 3
+D, 4
+];
+"""

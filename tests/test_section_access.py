@@ -8,10 +8,12 @@ import io
 import pytest
 
 import assoc
+from appfiles import SECURED_SALES
 from assoc.package import Manifest, write_package
 from assoc.script import ScriptError
 
-SCRIPT = """
+SCRIPT = (
+    """
 Section Access;
 LOAD * INLINE [
 ACCESS, USERID, REGION, OMIT
@@ -20,24 +22,9 @@ USER, BOB, WEST, PRICE
 ADMIN, BOSS, *,
 ADMIN, ROOT, ,
 ];
-Section Application;
-Sales:
-LOAD * INLINE [
-REGION, Product, AMOUNT
-EAST, A, 10
-EAST, B, 20
-WEST, C, 5
-NORTH, D, 7
-];
-Prices:
-LOAD * INLINE [
-Product, PRICE
-A, 1
-B, 2
-C, 3
-D, 4
-];
 """
+    + SECURED_SALES
+)
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,12 @@ import pytest
 from qixclient import QixClient, QixError
 
 import assoc
-from appfiles import ServerProcess
+from appfiles import SECURED_SALES, ServerProcess
 from assoc.package import Manifest, write_package
 
 SECRET = "a-secret-that-is-long-enough-for-sha256"
-SCRIPT = """
+SCRIPT = (
+    """
 Section Access;
 LOAD * INLINE [
 ACCESS, USERID, GROUP, REGION, OMIT
@@ -25,24 +26,9 @@ USER, ann, , EAST,
 USER, bob, , WEST, PRICE
 USER, , north team, NORTH,
 ];
-Section Application;
-Sales:
-LOAD * INLINE [
-REGION, Product, AMOUNT
-EAST, A, 10
-EAST, B, 20
-WEST, C, 5
-NORTH, D, 7
-];
-Prices:
-LOAD * INLINE [
-Product, PRICE
-A, 1
-B, 2
-C, 3
-D, 4
-];
 """
+    + SECURED_SALES
+)
 
 
 @pytest.fixture(scope="module")
