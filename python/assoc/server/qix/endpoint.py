@@ -265,21 +265,21 @@ class QixEndpoint:
         groups = list(state.get("groups", []))
         key = session_key(user, websocket.headers, target)
         await websocket.accept()
-        kept, attached = connections.sessions.attach(
-            key, lambda: QixSession(state["store"], settings, user, groups)
+        connection, attached = connections.sessions.attach(
+            key,
+            lambda: QixSession(state["store"], settings, user, groups),
+            lambda kept: QixConnection(
+                websocket,
+                send,
+                kept.session,
+                state["monitor"],
+                websocket.app.state.metrics,
+                connections.engine,
+                kept,
+            ),
         )
-        session = kept.session
-        connection = QixConnection(
-            websocket,
-            send,
-            session,
-            state["monitor"],
-            websocket.app.state.metrics,
-            connections.engine,
-            kept,
-        )
+        session = connection.session
         connections.add(connection)
-        kept.peers.add(connection)
         limit = settings.qix_max_message_bytes
         state_name = "SESSION_ATTACHED" if attached else "SESSION_CREATED"
         try:
@@ -306,9 +306,8 @@ class QixEndpoint:
             # Stopping: going_away gave up this socket's request (logged there).
         finally:
             connections.discard(connection)
-            kept.peers.discard(connection)
             # Stopping, the session ends with the process: a request given up may still use it.
-            ends = connections.sessions.detach(kept, target.ttl_seconds)
+            ends = connections.sessions.detach(connection, target.ttl_seconds)
             if ends and not connections.stopping:
                 async with connection.lock:
                     await run_in_threadpool(session.close)

@@ -41,7 +41,6 @@ class KeptSession:
     key: SessionKey | None
     session: QixSession
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    sockets: int = 0
     peers: set[QixConnection] = field(default_factory=set)  # its open sockets
     expiry: asyncio.TimerHandle | None = None
 
@@ -57,27 +56,35 @@ class SessionRegistry:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def attach(
-        self, key: SessionKey | None, make: Callable[[], QixSession]
-    ) -> tuple[KeptSession, bool]:
-        """The session a new socket works in, and whether it existed (SESSION_ATTACHED)."""
+        self,
+        key: SessionKey | None,
+        make: Callable[[], QixSession],
+        connect: Callable[[KeptSession], QixConnection],
+    ) -> tuple[QixConnection, bool]:
+        """A new socket's connection (made by `connect`) on the session it works in, and
+        whether that session existed (SESSION_ATTACHED)."""
         found = self._sessions.get(key) if key is not None else None
+        attached = found is not None
         if found is not None:
             if found.expiry is not None:
                 found.expiry.cancel()
                 found.expiry = None
             self._kept.pop(key, None)  # type: ignore[arg-type]
-            found.sockets += 1
-            return found, True
-        kept = KeptSession(key, make(), sockets=1)
-        if key is not None:
-            self._sessions[key] = kept
-        return kept, False
+            kept = found
+        else:
+            kept = KeptSession(key, make())
+            if key is not None:
+                self._sessions[key] = kept
+        connection = connect(kept)
+        kept.peers.add(connection)
+        return connection, attached
 
-    def detach(self, kept: KeptSession, ttl: int | None) -> bool:
+    def detach(self, connection: QixConnection, ttl: int | None) -> bool:
         """A socket of the session closed: True when the session ends now (the caller closes
         it); else it stays for other sockets, or `ttl` seconds for a new one."""
-        kept.sockets -= 1
-        if kept.sockets > 0:
+        kept = connection.kept
+        kept.peers.discard(connection)
+        if kept.peers:
             return False
         if kept.key is None or not ttl or self.max_kept <= 0:
             self._forget(kept)
@@ -98,7 +105,7 @@ class SessionRegistry:
 
     def _expire(self, kept: KeptSession) -> None:
         """The session's time is up (or the kept ones are too many): it ends."""
-        if kept.sockets > 0:
+        if kept.peers:
             return
         if kept.expiry is not None:
             kept.expiry.cancel()
