@@ -117,6 +117,19 @@ void bind_model(py::module_& m) {
   py::class_<ModelBuilder>(m, "ModelBuilder", "Collects tables and builds a model.")
       .def(py::init<>())
       .def(
+          "set_interpretation",
+          [](ModelBuilder& b, const py::dict& variables) {
+            std::vector<std::pair<std::string, std::string>> vars;
+            for (auto item : variables) {
+              if (!py::isinstance<py::str>(item.first) || !py::isinstance<py::str>(item.second))
+                throw Error("interpretation variables must be names and texts");
+              vars.emplace_back(item.first.cast<std::string>(), item.second.cast<std::string>());
+            }
+            b.set_interpretation(std::move(vars));
+          },
+          py::arg("variables"),
+          "The number interpretation variables (DateFormat, FirstWeekDay, …) the model keeps for its charts.")
+      .def(
           "add_columns",
           [](ModelBuilder& b, const std::string& name, const py::dict& columns) {
             LoadedTable t;
@@ -165,6 +178,14 @@ void bind_model(py::module_& m) {
           "Finishes the model.");
 
   py::class_<PyModel>(m, "DataModel", "An app's loaded data: fields and tables.")
+      .def_property_readonly(
+          "interpretation_variables",
+          [](const PyModel& p) {
+            py::dict out;
+            for (const auto& [name, text] : p.model->interpretation_variables()) out[py::str(name)] = text;
+            return out;
+          },
+          "The number interpretation variables the model keeps (those its script set).")
       .def(
           "metadata",
           [](const PyModel& p) { return metadata_dict(*p.model); },

@@ -67,6 +67,7 @@ const char* contiguous_bytes(const py::buffer_info& info, const char* what);
 
 // assoc.Dual; first, as the other areas convert values to it.
 void bind_values(py::module_& m);
+void bind_functions(py::module_& m);
 void bind_model(py::module_& m);
 void bind_session(py::module_& m);
 // Adds ModelBuilder.add_csv; needs bind_model first.

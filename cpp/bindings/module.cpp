@@ -18,6 +18,7 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   assoc::py_bind::bind_values(m);
+  assoc::py_bind::bind_functions(m);
   assoc::py_bind::bind_model(m);
   assoc::py_bind::bind_session(m);
   assoc::py_bind::bind_csv(m);

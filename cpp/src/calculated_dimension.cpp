@@ -102,6 +102,7 @@ class Calculator {
     blanked[0] = ' ';
     try {
       expr_ = parse_expression(blanked);
+      expr_.interpretation = &data_.interpretation();
     } catch (const Error& e) {
       const std::string what = e.what();
       const std::string prefix = "expression '";

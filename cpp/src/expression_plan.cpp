@@ -18,7 +18,7 @@ Value Plan::eval_node(std::uint32_t n, const Value* inputs) const {
         args.push_back(eval_node(a, inputs));
         if (p.fn->null_in_null_out && args.back().is_null()) return Value::null();
       }
-      return p.fn->body(args);
+      return p.fn->body(args, *ix_);
     }
   }
   return Value::null();
@@ -73,6 +73,7 @@ std::uint32_t Plan::bind_node(const Expression& e, std::uint32_t n,
 
 Plan Plan::bind(const Expression& e, std::uint32_t root, const std::function<std::uint32_t(std::uint32_t node)>& leaf) {
   Plan plan;
+  if (e.interpretation != nullptr) plan.ix_ = e.interpretation;
   plan.root_ = plan.bind_node(e, root, leaf);
   return plan;
 }
@@ -80,6 +81,7 @@ Plan Plan::bind(const Expression& e, std::uint32_t root, const std::function<std
 Plan Plan::bind(const Expression& e, std::uint32_t root, const std::function<std::uint32_t(std::uint32_t node)>& leaf,
                 const std::function<bool(std::uint32_t node)>& as_leaf) {
   Plan plan;
+  if (e.interpretation != nullptr) plan.ix_ = e.interpretation;
   plan.as_leaf_ = as_leaf;
   plan.root_ = plan.bind_node(e, root, leaf);
   plan.as_leaf_ = nullptr;

@@ -11,8 +11,10 @@
 #include <map>
 #include <numeric>
 
+#include "assoc/interpretation.hpp"
 #include "assoc/number_text.hpp"
 #include "assoc/utf8.hpp"
+#include "function_library.hpp"
 
 namespace assoc {
 
@@ -47,11 +49,6 @@ std::string ascii_lower(std::string_view s) {
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
-std::string ascii_upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // UTF-8 text as code points and back (positions of the text functions count characters).
 std::vector<char32_t> code_points(std::string_view s) {
@@ -70,6 +67,51 @@ std::string from_code_points(const std::vector<char32_t>& cps, std::size_t begin
   std::string out;
   for (std::size_t i = begin; i < end && i < cps.size(); ++i) append_utf8(out, cps[i]);
   return out;
+}
+
+// Case of a code point for the scripts of Europe: Latin (ASCII, Latin-1, Extended-A), Greek
+// and Cyrillic; others stay as they are.
+char32_t upper_cp(char32_t c) {
+  if (c < 0x80) return c >= 'a' && c <= 'z' ? c - 32 : c;
+  if ((c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 32;
+  if (c == 0xFF) return 0x178;
+  if (c >= 0x100 && c <= 0x17F) {
+    if (c == 0x131) return 'I';
+    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 0) ? c - 1 : c;
+    if (c != 0x138 && c != 0x149 && c != 0x17F && (c < 0x139 || c > 0x148) && c % 2 == 1) return c - 1;
+    return c;
+  }
+  if (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) return c - 32;
+  if (c >= 0x430 && c <= 0x44F) return c - 32;
+  if (c >= 0x450 && c <= 0x45F) return c - 80;
+  return c;
+}
+char32_t lower_cp(char32_t c) {
+  if (c < 0x80) return c >= 'A' && c <= 'Z' ? c + 32 : c;
+  if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;
+  if (c == 0x178) return 0xFF;
+  if (c >= 0x100 && c <= 0x17F) {
+    if (c == 0x130) return 'i';
+    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 1) ? c + 1 : c;
+    if (c != 0x138 && c != 0x149 && c != 0x17F && c % 2 == 0) return c + 1;
+    return c;
+  }
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
+  if (c >= 0x410 && c <= 0x42F) return c + 32;
+  if (c >= 0x400 && c <= 0x40F) return c + 80;
+  return c;
+}
+std::string map_case(std::string_view s, char32_t (*f)(char32_t)) {
+  bool ascii = true;
+  for (const char ch : s) ascii = ascii && static_cast<unsigned char>(ch) < 0x80;
+  if (ascii) {
+    std::string out(s);
+    for (char& ch : out) ch = static_cast<char>(f(static_cast<unsigned char>(ch)));
+    return out;
+  }
+  std::vector<char32_t> cps = code_points(s);
+  for (char32_t& c : cps) c = f(c);
+  return from_code_points(cps, 0, cps.size());
 }
 
 bool wild(std::string_view t, std::string_view p) {
@@ -97,167 +139,15 @@ double num(const Value& v) { return numeric_of(v); }
 Value number(double v) { return Value::number(v); }
 bool integral(double x) { return std::isfinite(x) && x == std::floor(x); }
 
-// ---- dates: day numbers counted from 1899-12-30, as Qlik's -----------------------------------
-
-constexpr std::int64_t kUnixEpochSerial = 25569;  // 1970-01-01
-constexpr std::array<const char*, 12> kMonthNames = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-constexpr const char* kDefaultDateFormat = "M/D/YYYY";
-
-struct Civil {
-  std::int64_t y;
-  unsigned m, d;
-};
-Civil civil_from_serial(double serial) {
-  std::int64_t z = static_cast<std::int64_t>(std::floor(serial)) - kUnixEpochSerial + 719468;
-  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  return {y + (m <= 2 ? 1 : 0), m, d};
-}
-double serial_from_civil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2 ? 1 : 0;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return static_cast<double>(era * 146097 + static_cast<std::int64_t>(doe) - 719468 + kUnixEpochSerial);
-}
-bool valid_serial(double x) { return std::isfinite(x) && std::fabs(x) < 3e6; }
-
-std::string pad(std::int64_t v, int width) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%0*lld", width, static_cast<long long>(v));
-  return buf;
-}
-
-// Formats a day number with the tokens YYYY YY MMMM MMM MM M DD D; other characters stay.
-std::string format_date(double serial, std::string_view fmt) {
-  const Civil c = civil_from_serial(serial);
-  std::string out;
-  for (std::size_t i = 0; i < fmt.size();) {
-    auto run = [&](char ch) {
-      std::size_t n = 0;
-      while (i + n < fmt.size() && std::toupper(static_cast<unsigned char>(fmt[i + n])) == ch) ++n;
-      return n;
-    };
-    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(fmt[i])));
-    if (u == 'Y') {
-      const std::size_t n = run('Y');
-      out += n >= 4 ? std::to_string(c.y) : pad(((c.y % 100) + 100) % 100, 2);
-      i += n;
-    } else if (u == 'M') {
-      const std::size_t n = run('M');
-      out += n >= 3 ? std::string(kMonthNames[c.m - 1]) : n == 2 ? pad(c.m, 2) : std::to_string(c.m);
-      i += n;
-    } else if (u == 'D') {
-      const std::size_t n = run('D');
-      out += n >= 2 ? pad(c.d, 2) : std::to_string(c.d);
-      i += n;
-    } else {
-      out += fmt[i++];
-    }
-  }
-  return out;
-}
-
-// Reads a date in a format of the same tokens; NaN when the text does not fit.
-double read_date(std::string_view text, std::string_view fmt) {
-  std::int64_t y = -1;
-  unsigned m = 0, d = 0;
-  std::size_t t = 0;
-  auto digits = [&](std::size_t max_n, std::int64_t& out) {
-    std::size_t n = 0;
-    out = 0;
-    while (t < text.size() && n < max_n && is_digit(text[t])) out = out * 10 + (text[t++] - '0'), ++n;
-    return n > 0;
-  };
-  for (std::size_t i = 0; i < fmt.size();) {
-    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(fmt[i])));
-    std::size_t n = 0;
-    while (i + n < fmt.size() && std::toupper(static_cast<unsigned char>(fmt[i + n])) == u) ++n;
-    std::int64_t v = 0;
-    if (u == 'Y') {
-      if (!digits(n >= 4 ? 4 : 2, v)) return kNaN;
-      y = n >= 4 ? v : 2000 + v;
-    } else if (u == 'M' && n >= 3) {
-      bool found = false;
-      for (unsigned k = 0; k < 12 && !found; ++k) {
-        if (ascii_lower(text.substr(t, 3)) == ascii_lower(kMonthNames[k])) {
-          m = k + 1;
-          t += 3;
-          found = true;
-        }
-      }
-      if (!found) return kNaN;
-    } else if (u == 'M') {
-      if (!digits(2, v)) return kNaN;
-      m = static_cast<unsigned>(v);
-    } else if (u == 'D') {
-      if (!digits(2, v)) return kNaN;
-      d = static_cast<unsigned>(v);
-    } else {
-      for (std::size_t k = 0; k < n; ++k, ++t)
-        if (t >= text.size() || text[t] != fmt[i + k]) return kNaN;
-    }
-    i += n;
-  }
-  if (t != text.size() || y < 0 || m < 1 || m > 12 || d < 1 || d > 31) return kNaN;
-  const double serial = serial_from_civil(y, m, d);
-  const Civil back = civil_from_serial(serial);
-  if (back.m != m || back.d != d) return kNaN;  // 2/30 and the like
-  return serial;
-}
-
-// ---- number formats: a subset of Qlik's (# 0 , . % and literal text around) --------------------
-
-std::string format_with(double x, std::string_view fmt, std::string_view dec_sep, std::string_view thou_sep) {
-  std::size_t first = fmt.find_first_of("#0"), last = fmt.find_last_of("#0");
-  if (first == std::string_view::npos) return std::string(fmt);
-  std::size_t core_end = last + 1;
-  const std::string_view core = fmt.substr(first, core_end - first);
-  std::string prefix(fmt.substr(0, first)), suffix(fmt.substr(core_end));
-  const bool percent = fmt.find('%') != std::string_view::npos;
-  if (percent) x *= 100;
-  const std::size_t point = core.find('.');
-  int decimals = 0;
-  if (point != std::string_view::npos)
-    for (std::size_t i = point + 1; i < core.size(); ++i) decimals += (core[i] == '0' || core[i] == '#') ? 1 : 0;
-  const bool grouping = core.find(',') != std::string_view::npos && core.find(',') < point;
-  const double scale = std::pow(10.0, decimals);
-  const double rounded = std::floor(std::fabs(x) * scale + 0.5) / scale;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, rounded);
-  std::string digits = buf;
-  std::string int_part = digits.substr(0, digits.find('.'));
-  std::string frac = decimals > 0 ? digits.substr(digits.find('.') + 1) : "";
-  std::string grouped;
-  if (grouping) {
-    for (std::size_t i = 0; i < int_part.size(); ++i) {
-      if (i > 0 && (int_part.size() - i) % 3 == 0) grouped += thou_sep;
-      grouped += int_part[i];
-    }
-  } else {
-    grouped = int_part;
-  }
-  std::string out = prefix + (x < 0 && rounded != 0 ? "-" : "") + grouped;
-  if (decimals > 0) out += std::string(dec_sep) + frac;
-  return out + suffix;
-}
-
 // ---- scalar function bodies --------------------------------------------------------------------
 
 using Args = std::span<const Value>;
+using Ix = Interpretation;
 
-Value fn_if(Args a) { return is_true(a[0]) ? a[1] : a.size() > 2 ? a[2] : Value::null(); }
-Value fn_alt(Args a) {
+Value fn_if(Args a, const Ix&) { return is_true(a[0]) ? a[1] : a.size() > 2 ? a[2] : Value::null(); }
+Value fn_alt(Args a, const Ix& ix) {
   for (std::size_t i = 0; i + 1 < a.size(); ++i)
-    if (!std::isnan(num(a[i]))) return a[i];
+    if (!std::isnan(ix.number(a[i]))) return a[i];
   return a.back();
 }
 Value match_with(Args a, int mode) {  // 0 exact, 1 case-insensitive, 2 wildcards
@@ -270,66 +160,69 @@ Value match_with(Args a, int mode) {  // 0 exact, 1 case-insensitive, 2 wildcard
   }
   return number(0);
 }
-Value fn_match(Args a) { return match_with(a, 0); }
-Value fn_mixmatch(Args a) { return match_with(a, 1); }
-Value fn_wildmatch(Args a) { return match_with(a, 2); }
-Value fn_pick(Args a) {
-  const double n = num(a[0]);
+Value fn_match(Args a, const Ix&) { return match_with(a, 0); }
+Value fn_mixmatch(Args a, const Ix&) { return match_with(a, 1); }
+Value fn_wildmatch(Args a, const Ix&) { return match_with(a, 2); }
+Value fn_pick(Args a, const Ix& ix) {
+  const double n = ix.number(a[0]);
   if (!integral(n) || n < 1 || n > static_cast<double>(a.size() - 1)) return Value::null();
   return a[static_cast<std::size_t>(n)];
 }
-Value fn_class(Args a) {
-  const double x = num(a[0]), w = num(a[1]);
+Value fn_class(Args a, const Ix& ix) {
+  const double x = ix.number(a[0]), w = ix.number(a[1]);
   if (std::isnan(x) || std::isnan(w) || w <= 0) return Value::null();
   const std::string label = a.size() > 2 && !a[2].is_null() ? shown_text(a[2]) : "x";
-  const double offset = a.size() > 3 ? num(a[3]) : 0;
+  const double offset = a.size() > 3 ? ix.number(a[3]) : 0;
   if (std::isnan(offset)) return Value::null();
   const double low = std::floor((x - offset) / w) * w + offset;
   return Value::dual(low, format_number(low) + " <= " + label + " < " + format_number(low + w));
 }
-Value fn_dual(Args a) {
-  const double n = num(a[1]);
+Value fn_dual(Args a, const Ix& ix) {
+  const double n = ix.number(a[1]);
   return Value::dual(n, shown_text(a[0]));
 }
-Value fn_num(Args a) {
-  const double x = num(a[0]);
+Value fn_num(Args a, const Ix& ix) {
+  const double x = ix.number(a[0]);
   if (std::isnan(x)) return Value::null();
   if (a.size() < 2 || a[1].is_null()) return number(x);
-  const std::string dec = a.size() > 2 && !a[2].is_null() ? shown_text(a[2]) : ".";
-  const std::string thou = a.size() > 3 && !a[3].is_null() ? shown_text(a[3]) : ",";
-  return Value::dual(x, format_with(x, shown_text(a[1]), dec, thou));
+  const std::string dec = a.size() > 2 && !a[2].is_null() ? shown_text(a[2]) : "";
+  const std::string thou = a.size() > 3 && !a[3].is_null() ? shown_text(a[3]) : "";
+  return Value::dual(x, ix.format_number(x, shown_text(a[1]), dec, thou));
 }
-Value fn_num_hash(Args a) {
-  std::string t = shown_text(a[0]);
-  std::string s = t;
-  const std::string fmt = a.size() > 1 && !a[1].is_null() ? shown_text(a[1]) : "";
-  const std::string dec = a.size() > 2 && !a[2].is_null() ? shown_text(a[2]) : ".";
-  const std::string thou = a.size() > 3 && !a[3].is_null() ? shown_text(a[3]) : ",";
-  const bool percent = !fmt.empty() && fmt.find('%') != std::string::npos && !s.empty() && s.back() == '%';
-  if (percent) s.pop_back();
-  std::string clean;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (!thou.empty() && s.compare(i, thou.size(), thou) == 0 && thou != dec) {
-      i += thou.size() - 1;
-      continue;
-    }
-    if (s.compare(i, dec.size(), dec) == 0) {
-      clean += '.';
-      i += dec.size() - 1;
-      continue;
-    }
-    if (s[i] != ' ') clean += s[i];
-  }
-  double x;
-  if (clean.empty() || !parse_number(clean, x)) return Value::of_text(t);
-  return Value::dual(percent ? x / 100 : x, t);
+// Num#(text [, fmt [, dec [, thou]]]): the text read as a number, the format's literal text
+// around the digits (and a % after them) allowed; NULL when it is no number.
+Value fn_num_hash(Args a, const Ix& ix) {
+  const std::string t = shown_text(a[0]);
+  const bool has_fmt = a.size() > 1 && !a[1].is_null();
+  const std::string fmt = has_fmt ? shown_text(a[1]) : "";
+  std::string dec = a.size() > 2 && !a[2].is_null() ? shown_text(a[2]) : "";
+  if (dec.empty()) dec = ix.decimal;
+  const std::string thou = a.size() > 3 && !a[3].is_null()
+                               ? shown_text(a[3])
+                               : (!has_fmt || fmt.find(',') != std::string::npos ? ix.thousand : std::string());
+  const std::string_view core = std::string_view(fmt).substr(0, fmt.find(';'));
+  const std::size_t first = core.find_first_of("#0"), last = core.find_last_of("#0");
+  const auto strip = [](std::string_view v) {
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+    return v;
+  };
+  const std::string_view prefix = strip(core.substr(0, first == std::string_view::npos ? core.size() : first));
+  const std::string_view suffix = last == std::string_view::npos ? std::string_view{} : strip(core.substr(last + 1));
+  std::string_view s = strip(t);
+  if (!prefix.empty() && s.substr(0, prefix.size()) == prefix) s = strip(s.substr(prefix.size()));
+  if (!suffix.empty() && s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix)
+    s = strip(s.substr(0, s.size() - suffix.size()));
+  const double x = read_plain(s, dec, thou);
+  if (std::isnan(x)) return Value::null();
+  return Value::dual(suffix == "%" ? x / 100 : x, t);
 }
-Value fn_text(Args a) { return a[0].is_null() ? Value::null() : Value::of_text(shown_text(a[0])); }
+Value fn_text(Args a, const Ix&) { return a[0].is_null() ? Value::null() : Value::of_text(shown_text(a[0])); }
 
 template <double (*R)(double)>
-Value stepped(Args a) {
-  const double x = num(a[0]);
-  const double step = a.size() > 1 ? num(a[1]) : 1, offset = a.size() > 2 ? num(a[2]) : 0;
+Value stepped(Args a, const Ix& ix) {
+  const double x = ix.number(a[0]);
+  const double step = a.size() > 1 ? ix.number(a[1]) : 1, offset = a.size() > 2 ? ix.number(a[2]) : 0;
   if (std::isnan(x) || std::isnan(step) || std::isnan(offset)) return Value::null();
   if (step == 0) return number(x);
   return number(R((x - offset) / step) * step + offset);
@@ -339,8 +232,8 @@ double floor_d(double x) { return std::floor(x); }
 double ceil_d(double x) { return std::ceil(x); }
 
 template <double (*F)(double), bool (*Domain)(double)>
-Value math1(Args a) {
-  const double x = num(a[0]);
+Value math1(Args a, const Ix& ix) {
+  const double x = ix.number(a[0]);
   if (std::isnan(x) || !Domain(x)) return Value::null();
   return number(F(x));
 }
@@ -354,56 +247,56 @@ double log10_d(double x) { return std::log10(x); }
 double sqrt_d(double x) { return std::sqrt(x); }
 double fabs_d(double x) { return std::fabs(x); }
 
-Value fn_pow(Args a) { return number(std::pow(num(a[0]), num(a[1]))); }
-Value fn_mod(Args a) {
-  const double x = num(a[0]), y = num(a[1]);
+Value fn_pow(Args a, const Ix& ix) { return number(std::pow(ix.number(a[0]), ix.number(a[1]))); }
+Value fn_mod(Args a, const Ix& ix) {
+  const double x = ix.number(a[0]), y = ix.number(a[1]);
   if (!integral(x) || !integral(y) || y <= 0) return Value::null();
   return number(x - y * std::floor(x / y));
 }
-Value fn_fmod(Args a) {
-  const double x = num(a[0]), y = num(a[1]);
+Value fn_fmod(Args a, const Ix& ix) {
+  const double x = ix.number(a[0]), y = ix.number(a[1]);
   if (std::isnan(x) || std::isnan(y) || y == 0) return Value::null();
   return number(std::fmod(x, y));
 }
-Value fn_div(Args a) {
-  const double x = num(a[0]), y = num(a[1]);
+Value fn_div(Args a, const Ix& ix) {
+  const double x = ix.number(a[0]), y = ix.number(a[1]);
   if (std::isnan(x) || std::isnan(y) || y == 0) return Value::null();
   return number(std::trunc(x / y));
 }
 
 // Text functions count characters (code points) and take 1-based positions.
-double count_arg(const Value& v) {
-  const double n = num(v);
+double count_arg(const Value& v, const Ix& ix) {
+  const double n = ix.number(v);
   return std::isnan(n) ? n : std::floor(n);
 }
-Value fn_len(Args a) { return number(static_cast<double>(code_points(shown_text(a[0])).size())); }
-Value fn_upper(Args a) { return Value::of_text(ascii_upper(shown_text(a[0]))); }
-Value fn_lower(Args a) { return Value::of_text(ascii_lower(shown_text(a[0]))); }
-Value fn_left(Args a) {
+Value fn_len(Args a, const Ix&) { return number(static_cast<double>(code_points(shown_text(a[0])).size())); }
+Value fn_upper(Args a, const Ix&) { return Value::of_text(map_case(shown_text(a[0]), upper_cp)); }
+Value fn_lower(Args a, const Ix&) { return Value::of_text(map_case(shown_text(a[0]), lower_cp)); }
+Value fn_left(Args a, const Ix& ix) {
   const auto cps = code_points(shown_text(a[0]));
-  const double n = count_arg(a[1]);
+  const double n = count_arg(a[1], ix);
   if (std::isnan(n)) return Value::null();
   return Value::of_text(from_code_points(cps, 0, static_cast<std::size_t>(std::clamp(n, 0.0, 1e9))));
 }
-Value fn_right(Args a) {
+Value fn_right(Args a, const Ix& ix) {
   const auto cps = code_points(shown_text(a[0]));
-  const double n = count_arg(a[1]);
+  const double n = count_arg(a[1], ix);
   if (std::isnan(n)) return Value::null();
   const std::size_t k = std::min(cps.size(), static_cast<std::size_t>(std::clamp(n, 0.0, 1e9)));
   return Value::of_text(from_code_points(cps, cps.size() - k, cps.size()));
 }
-Value fn_mid(Args a) {
+Value fn_mid(Args a, const Ix& ix) {
   const auto cps = code_points(shown_text(a[0]));
-  const double start = count_arg(a[1]);
-  const double n = a.size() > 2 ? count_arg(a[2]) : 1e9;
+  const double start = count_arg(a[1], ix);
+  const double n = a.size() > 2 ? count_arg(a[2], ix) : 1e9;
   if (std::isnan(start) || std::isnan(n) || start < 1) return Value::null();
   const auto b = static_cast<std::size_t>(std::min(start - 1, 1e9));
   const auto e = b + static_cast<std::size_t>(std::clamp(n, 0.0, 1e9));
   return Value::of_text(from_code_points(cps, b, e));
 }
-Value fn_index(Args a) {
+Value fn_index(Args a, const Ix& ix) {
   const auto s = code_points(shown_text(a[0])), sub = code_points(shown_text(a[1]));
-  const double nth = a.size() > 2 ? count_arg(a[2]) : 1;
+  const double nth = a.size() > 2 ? count_arg(a[2], ix) : 1;
   if (std::isnan(nth) || nth == 0 || sub.empty() || sub.size() > s.size()) return number(0);
   std::vector<std::size_t> hits;
   for (std::size_t i = 0; i + sub.size() <= s.size(); ++i)
@@ -421,10 +314,10 @@ Value trim_with(Args a, bool left, bool right) {
     while (e > b && s[e - 1] == ' ') --e;
   return Value::of_text(s.substr(b, e - b));
 }
-Value fn_trim(Args a) { return trim_with(a, true, true); }
-Value fn_ltrim(Args a) { return trim_with(a, true, false); }
-Value fn_rtrim(Args a) { return trim_with(a, false, true); }
-Value fn_replace(Args a) {
+Value fn_trim(Args a, const Ix&) { return trim_with(a, true, true); }
+Value fn_ltrim(Args a, const Ix&) { return trim_with(a, true, false); }
+Value fn_rtrim(Args a, const Ix&) { return trim_with(a, false, true); }
+Value fn_replace(Args a, const Ix&) {
   const std::string s = shown_text(a[0]), from = shown_text(a[1]), to = shown_text(a[2]);
   if (from.empty()) return Value::of_text(s);
   std::string out;
@@ -438,16 +331,16 @@ Value fn_replace(Args a) {
   }
   return Value::of_text(out);
 }
-Value fn_substringcount(Args a) {
+Value fn_substringcount(Args a, const Ix&) {
   const std::string s = shown_text(a[0]), sub = shown_text(a[1]);
   if (sub.empty()) return number(0);
   double n = 0;
   for (std::size_t i = s.find(sub); i != std::string::npos; i = s.find(sub, i + sub.size())) ++n;
   return number(n);
 }
-Value fn_repeat(Args a) {
+Value fn_repeat(Args a, const Ix& ix) {
   const std::string s = shown_text(a[0]);
-  const double n = a.size() > 1 ? count_arg(a[1]) : 1;
+  const double n = a.size() > 1 ? count_arg(a[1], ix) : 1;
   if (std::isnan(n)) return Value::null();
   if (n <= 0) return Value::of_text("");
   if (n * static_cast<double>(s.size()) > 1e8) return Value::null();  // beyond any sensible text
@@ -455,35 +348,35 @@ Value fn_repeat(Args a) {
   for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) out += s;
   return Value::of_text(out);
 }
-Value fn_chr(Args a) {
-  const double n = num(a[0]);
+Value fn_chr(Args a, const Ix& ix) {
+  const double n = ix.number(a[0]);
   if (!integral(n) || n < 0 || n > 0x10FFFF || (n >= 0xD800 && n <= 0xDFFF)) return Value::null();
   std::string out;
   append_utf8(out, static_cast<char32_t>(n));
   return Value::of_text(out);
 }
-Value fn_ord(Args a) {
+Value fn_ord(Args a, const Ix&) {
   const auto cps = code_points(shown_text(a[0]));
   return cps.empty() ? Value::null() : number(static_cast<double>(cps[0]));
 }
-Value fn_isnull(Args a) { return Value::boolean(a[0].is_null()); }
-Value fn_null(Args) { return Value::null(); }
-Value fn_isnum(Args a) { return Value::boolean(!std::isnan(num(a[0]))); }
-Value fn_istext(Args a) { return Value::boolean(a[0].has_text && std::isnan(num(a[0]))); }
-Value fn_coalesce(Args a) {
+Value fn_isnull(Args a, const Ix&) { return Value::boolean(a[0].is_null()); }
+Value fn_null(Args, const Ix&) { return Value::null(); }
+Value fn_isnum(Args a, const Ix& ix) { return Value::boolean(!std::isnan(ix.number(a[0]))); }
+Value fn_istext(Args a, const Ix& ix) { return Value::boolean(a[0].has_text && std::isnan(ix.number(a[0]))); }
+Value fn_coalesce(Args a, const Ix&) {
   for (const Value& v : a)
     if (!v.is_null()) return v;
   return Value::null();
 }
 // Range functions (§5): over their arguments, which an inter-record function may widen to
 // several rows (RangeSum(Above(Sum(X), 0, 12))).
-Value fn_rangesum(Args a) {
+Value fn_rangesum(Args a, const Ix&) {
   double s = 0;
   for (const Value& v : a)
     if (v.has_number()) s += v.num;
   return number(s);
 }
-Value fn_rangeavg(Args a) {
+Value fn_rangeavg(Args a, const Ix&) {
   double s = 0, n = 0;
   for (const Value& v : a)
     if (v.has_number()) s += v.num, n += 1;
@@ -495,8 +388,8 @@ Value range_extreme(Args a, bool max) {
     if (v.has_number() && (best == nullptr || (max ? v.num > best->num : v.num < best->num))) best = &v;
   return best == nullptr ? Value::null() : number(best->num);
 }
-Value fn_rangemin(Args a) { return range_extreme(a, false); }
-Value fn_rangemax(Args a) { return range_extreme(a, true); }
+Value fn_rangemin(Args a, const Ix&) { return range_extreme(a, false); }
+Value fn_rangemax(Args a, const Ix&) { return range_extreme(a, true); }
 template <typename Pred>
 Value range_count(Args a, Pred pred) {
   double n = 0;
@@ -504,14 +397,14 @@ Value range_count(Args a, Pred pred) {
     if (pred(v)) n += 1;
   return number(n);
 }
-Value fn_rangecount(Args a) { return range_count(a, [](const Value& v) { return !v.is_null(); }); }
-Value fn_rangenullcount(Args a) { return range_count(a, [](const Value& v) { return v.is_null(); }); }
-Value fn_rangenumericcount(Args a) { return range_count(a, [](const Value& v) { return v.has_number(); }); }
-Value fn_rangetextcount(Args a) {
+Value fn_rangecount(Args a, const Ix&) { return range_count(a, [](const Value& v) { return !v.is_null(); }); }
+Value fn_rangenullcount(Args a, const Ix&) { return range_count(a, [](const Value& v) { return v.is_null(); }); }
+Value fn_rangenumericcount(Args a, const Ix&) { return range_count(a, [](const Value& v) { return v.has_number(); }); }
+Value fn_rangetextcount(Args a, const Ix&) {
   return range_count(a, [](const Value& v) { return !v.is_null() && !v.has_number(); });
 }
-Value fn_rangemissingcount(Args a) { return range_count(a, [](const Value& v) { return !v.has_number(); }); }
-Value fn_rangeonly(Args a) {
+Value fn_rangemissingcount(Args a, const Ix&) { return range_count(a, [](const Value& v) { return !v.has_number(); }); }
+Value fn_rangeonly(Args a, const Ix&) {
   const Value* one = nullptr;
   for (const Value& v : a) {
     if (v.is_null()) continue;
@@ -535,9 +428,9 @@ Value range_string(Args a, bool max) {
     if (!v.is_null() && (best == nullptr || (max ? text_order_before(*best, v) : text_order_before(v, *best)))) best = &v;
   return best == nullptr ? Value::null() : *best;
 }
-Value fn_rangeminstring(Args a) { return range_string(a, false); }
-Value fn_rangemaxstring(Args a) { return range_string(a, true); }
-Value fn_rangemode(Args a) {
+Value fn_rangeminstring(Args a, const Ix&) { return range_string(a, false); }
+Value fn_rangemaxstring(Args a, const Ix&) { return range_string(a, true); }
+Value fn_rangemode(Args a, const Ix&) {
   std::vector<std::pair<const Value*, std::size_t>> seen;
   for (const Value& v : a) {
     if (v.is_null()) continue;
@@ -560,33 +453,80 @@ Value fn_rangemode(Args a) {
   }
   return best == nullptr || tie ? Value::null() : *best;
 }
-Value fn_year(Args a) {
-  const double x = num(a[0]);
-  if (!valid_serial(x)) return Value::null();
-  return number(static_cast<double>(civil_from_serial(x).y));
+// Capitalize: each word's first letter upper case, its others lower case (words: runs
+// without white space).
+Value fn_capitalize(Args a, const Ix&) {
+  std::vector<char32_t> cps = code_points(shown_text(a[0]));
+  bool start = true;
+  for (char32_t& c : cps) {
+    const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+    c = space ? c : start ? upper_cp(c) : lower_cp(c);
+    start = space;
+  }
+  return Value::of_text(from_code_points(cps, 0, cps.size()));
 }
-Value fn_month(Args a) {
-  const double x = num(a[0]);
-  if (!valid_serial(x)) return Value::null();
-  const unsigned m = civil_from_serial(x).m;
-  return Value::dual(m, kMonthNames[m - 1]);
+// PurgeChar(s, chars) drops, KeepChar(s, chars) keeps, the characters of s that are in chars.
+template <bool Keep>
+Value fn_filter_chars(Args a, const Ix&) {
+  const auto cps = code_points(shown_text(a[0])), set = code_points(shown_text(a[1]));
+  std::vector<char32_t> out;
+  for (const char32_t c : cps)
+    if ((std::find(set.begin(), set.end(), c) != set.end()) == Keep) out.push_back(c);
+  return Value::of_text(from_code_points(out, 0, out.size()));
 }
-Value fn_day(Args a) {
-  const double x = num(a[0]);
-  if (!valid_serial(x)) return Value::null();
-  return number(civil_from_serial(x).d);
+// TextBetween(s, before, after [, n]): the text between the n-th `before` and the `after`
+// that follows it; NULL when either is missing.
+Value fn_text_between(Args a, const Ix& ix) {
+  const std::string s = shown_text(a[0]), first = shown_text(a[1]), second = shown_text(a[2]);
+  const double n = a.size() > 3 ? std::floor(ix.number(a[3])) : 1;
+  if (std::isnan(n) || n < 1 || first.empty() || second.empty()) return Value::null();
+  std::size_t end = 0;
+  std::string result;
+  for (double k = 0; k < n; ++k) {
+    const std::size_t at = s.find(first, end);
+    if (at == std::string::npos) return Value::null();
+    const std::size_t stop = s.find(second, at + first.size());
+    if (stop == std::string::npos) return Value::null();
+    result = s.substr(at + first.size(), stop - at - first.size());
+    end = stop + second.size();
+  }
+  return Value::of_text(result);
 }
-Value fn_date(Args a) {
-  const double x = num(a[0]);
-  if (!valid_serial(x)) return Value::null();
-  const std::string fmt = a.size() > 1 && !a[1].is_null() ? shown_text(a[1]) : kDefaultDateFormat;
-  return Value::dual(x, format_date(x, fmt));
+// FindOneOf(s, chars [, n]): the position (from 1) of the n-th character of s that is in
+// chars; 0 when there is none.
+Value fn_find_one_of(Args a, const Ix& ix) {
+  const auto cps = code_points(shown_text(a[0])), set = code_points(shown_text(a[1]));
+  const double n = a.size() > 2 ? std::floor(ix.number(a[2])) : 1;
+  if (std::isnan(n) || n < 1) return number(0);
+  double seen = 0;
+  for (std::size_t i = 0; i < cps.size(); ++i)
+    if (std::find(set.begin(), set.end(), cps[i]) != set.end() && ++seen == n) return number(static_cast<double>(i + 1));
+  return number(0);
 }
-Value fn_date_hash(Args a) {
-  const std::string t = shown_text(a[0]);
-  const std::string fmt = a.size() > 1 && !a[1].is_null() ? shown_text(a[1]) : kDefaultDateFormat;
-  const double x = read_date(t, fmt);
-  return std::isnan(x) ? Value::of_text(t) : Value::dual(x, t);
+// SubField(s, sep [, n]): the n-th part of s between seps (negative n: from the end); without
+// n the first part (in a LOAD's fields the script makes one row per part instead).
+Value fn_subfield(Args a, const Ix& ix) {
+  if (a[1].is_null()) return Value::null();
+  const std::string s = shown_text(a[0]), sep = shown_text(a[1]);
+  std::vector<std::string> parts;
+  if (sep.empty()) {
+    parts.push_back(s);
+  } else {
+    std::size_t b = 0;
+    for (std::size_t at = s.find(sep); at != std::string::npos; at = s.find(sep, b)) {
+      parts.push_back(s.substr(b, at - b));
+      b = at + sep.size();
+    }
+    parts.push_back(s.substr(b));
+  }
+  if (a.size() < 3) return Value::of_text(parts[0]);
+  const double k = ix.number(a[2]);
+  if (std::isnan(k)) return Value::null();
+  const double count = static_cast<double>(parts.size());
+  const double i = std::trunc(k);
+  if (i >= 1 && i <= count) return Value::of_text(parts[static_cast<std::size_t>(i) - 1]);
+  if (i <= -1 && -i <= count) return Value::of_text(parts[static_cast<std::size_t>(count + i)]);
+  return Value::null();
 }
 
 constexpr std::uint8_t kAny = 255;
@@ -649,11 +589,12 @@ const ScalarFunction kScalars[] = {
     {"RangeMinString", 1, kAny, false, fn_rangeminstring},
     {"RangeMaxString", 1, kAny, false, fn_rangemaxstring},
     {"RangeMode", 1, kAny, false, fn_rangemode},
-    {"Year", 1, 1, true, fn_year},
-    {"Month", 1, 1, true, fn_month},
-    {"Day", 1, 1, true, fn_day},
-    {"Date", 1, 2, true, fn_date},
-    {"Date#", 1, 2, true, fn_date_hash},
+    {"Capitalize", 1, 1, true, fn_capitalize},
+    {"PurgeChar", 2, 2, true, fn_filter_chars<false>},
+    {"KeepChar", 2, 2, true, fn_filter_chars<true>},
+    {"TextBetween", 3, 4, true, fn_text_between},
+    {"FindOneOf", 2, 3, true, fn_find_one_of},
+    {"SubField", 2, 3, false, fn_subfield},
 };
 
 const AggregateFunction kAggregates[] = {
@@ -681,7 +622,7 @@ const AggregateFunction kAggregates[] = {
 constexpr const char* kPlanned[] = {
     "hrank",    "fractileexc", "skew",
     "kurtosis", "getselectedcount", "getpossiblecount", "getfieldselections", "valuelist", "valueloop",
-    "week",     "weekday",  "monthname",   "quartername", "subfield",  "dimensionality",
+    "dimensionality",
 };
 
 }  // namespace
@@ -690,11 +631,29 @@ bool wildcard_match(std::string_view text, std::string_view pattern) {
   return wild(ascii_lower(text), ascii_lower(pattern));
 }
 
+std::vector<const ScalarFunction*> scalar_functions() {
+  std::vector<const ScalarFunction*> out;
+  for (const ScalarFunction& f : kScalars) out.push_back(&f);
+  for (const ScalarFunction& f : calendar_functions()) out.push_back(&f);
+  for (const ScalarFunction& f : hash_functions()) out.push_back(&f);
+  return out;
+}
+
 const ScalarFunction* find_scalar_function(std::string_view name) {
-  const std::string n = ascii_lower(name);
-  for (const ScalarFunction& f : kScalars)
-    if (ascii_lower(f.name) == n) return &f;
-  return nullptr;
+  static const std::map<std::string, const ScalarFunction*, std::less<>> by_name = [] {
+    std::map<std::string, const ScalarFunction*, std::less<>> m;
+    for (const ScalarFunction* f : scalar_functions()) m.emplace(ascii_lower(f->name), f);
+    return m;
+  }();
+  const auto it = by_name.find(ascii_lower(name));
+  return it == by_name.end() ? nullptr : it->second;
+}
+
+Value call_scalar(const ScalarFunction& f, std::span<const Value> args, const Interpretation& ix) {
+  if (f.null_in_null_out)
+    for (const Value& v : args)
+      if (v.is_null()) return Value::null();
+  return f.body(args, ix);
 }
 
 const AggregateFunction* find_aggregate_function(std::string_view name) {

@@ -194,6 +194,7 @@ void HypercubeBuilder::plan_measures() {
       plan.expr = nested_exprs_[m].first;
       root = nested_exprs_[m].second;
     }
+    plan.expr.interpretation = &data_.interpretation();
     scope_.assign(plan.expr.nodes.size(), nullptr);
     mark_scopes(plan.expr.text, plan.expr, root, nullptr);
     fold_inner_totals(plan.expr, root, false);

@@ -116,7 +116,7 @@ void HypercubeBuilder::window_measure(std::size_t m, std::vector<std::vector<Val
           for (std::int64_t c = 0; c < count; ++c)
             args.push_back(shifted(part, part_args[static_cast<std::size_t>(a)], order, pos, c, seg_first, seg_last));
         }
-        out[order[pos]] = w.range->body(args);
+        out[order[pos]] = call_scalar(*w.range, args, data_.interpretation());
       }
       continue;
     }

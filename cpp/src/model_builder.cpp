@@ -41,6 +41,12 @@ void ColumnBuilder::add_numbers(const double* values, std::size_t n) {
 
 ModelBuilder::ModelBuilder() : model_(std::make_unique<DataModel>()) {}
 
+void ModelBuilder::set_interpretation(std::vector<std::pair<std::string, std::string>> variables) {
+  auto ix = std::make_shared<const Interpretation>(Interpretation::from_variables(variables));
+  model_->interpretation_ = std::move(ix);
+  model_->interpretation_variables_ = std::move(variables);
+}
+
 namespace {
 
 // Re-maps a column's symbol indexes from its own symbol table to the shared one.

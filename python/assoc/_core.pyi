@@ -42,6 +42,11 @@ class ModelBuilder(metaclass=_pybind11_type):
     Collects tables and builds a model.
     """
     def __init__(self) -> None: ...
+    def set_interpretation(self, variables: dict[str, str]) -> None:
+        """
+        The number interpretation variables (DateFormat, FirstWeekDay, …) the model keeps
+        for its charts.
+        """
     def add_columns(self, name: str, columns: dict[str, typing.Any]) -> None:
         """
         Adds a table from a dict of field name to values.
@@ -241,6 +246,11 @@ class DataModel(metaclass=_pybind11_type):
     """
     An app's loaded data: fields and tables.
     """
+    @property
+    def interpretation_variables(self) -> dict[str, str]:
+        """
+        The number interpretation variables the model keeps (those its script set).
+        """
     def arrow(self, table: str, duals: str) -> ArrowExport:
         """
         A table's rows for Arrow consumers.
@@ -457,6 +467,86 @@ class Hypercube(metaclass=_pybind11_type):
     def dimensions(self) -> list[str]: ...
     @property
     def measures(self) -> list[str]: ...
+
+class Interpretation(metaclass=_pybind11_type):
+    """
+    An app's number interpretation variables: how texts read as numbers and dates, and
+    how numbers and dates are written.
+    """
+    def __init__(self, variables: dict[str, str]) -> None: ...
+    @property
+    def thousand(self) -> str: ...
+    @property
+    def decimal(self) -> str: ...
+    @property
+    def money_thousand(self) -> str: ...
+    @property
+    def money_decimal(self) -> str: ...
+    @property
+    def money_format(self) -> str: ...
+    @property
+    def currency(self) -> str: ...
+    @property
+    def date_format(self) -> str: ...
+    @property
+    def time_format(self) -> str: ...
+    @property
+    def timestamp_format(self) -> str: ...
+    @property
+    def first_week_day(self) -> int: ...
+    @property
+    def broken_weeks(self) -> bool: ...
+    @property
+    def reference_day(self) -> int: ...
+    @property
+    def first_month_of_year(self) -> int: ...
+    @property
+    def month_names(self) -> list[str]: ...
+    @property
+    def long_month_names(self) -> list[str]: ...
+    @property
+    def day_names(self) -> list[str]: ...
+    @property
+    def long_day_names(self) -> list[str]: ...
+    def read(self, text: str) -> float | None:
+        """
+        The number a text stands for (number, money, date, time), or None.
+        """
+    def read_date(self, text: str, format: str) -> float | None:
+        """
+        A date/time text in a format as a day number, or None.
+        """
+    def format_number(
+        self, value: typing.SupportsFloat, format: str = "", decimal: str = "", thousand: str = ""
+    ) -> str:
+        """
+        A number in a #,##0.00-style format (its plain text without one).
+        """
+    def format_date(self, serial: typing.SupportsFloat, format: str = "") -> str:
+        """
+        A day number in a date/time format (DateFormat without one).
+        """
+
+def read_plain(text: str, decimal: str = ".", thousand: str = "") -> float | None:
+    """
+    A number written with a decimal separator and optional thousand groups, or None.
+    """
+
+def scalar_functions() -> list[tuple[str, int, int]]:
+    """
+    Every scalar function of the engine: (name, fewest arguments, most arguments; 255: any).
+    """
+
+def call_function(
+    name: str,
+    args: list[typing.Any],
+    n: typing.SupportsInt | typing.SupportsIndex,
+    interpretation: Interpretation,
+) -> tuple[numpy.typing.NDArray[numpy.float64], list[str | None] | None]:
+    """
+    Calls a scalar function over n rows: each argument a (numbers, texts or None) pair
+    of n values or of one; answers (numbers, texts or None).
+    """
 
 def cache_info() -> dict[str, typing.Any]:
     """

@@ -6,8 +6,10 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "assoc/interpretation.hpp"
 #include "assoc/packed_index.hpp"
 #include "assoc/symbol_table.hpp"
 #include "assoc/thread_pool.hpp"
@@ -98,6 +100,15 @@ class DataModel {
   // Total static bytes: symbol tables, indexes, and the model's own bookkeeping.
   std::size_t static_byte_size() const;
 
+  // The number interpretation variables the app was loaded with (DateFormat, FirstWeekDay,
+  // …), as the script left them; its chart functions use them.
+  const Interpretation& interpretation() const {
+    return interpretation_ ? *interpretation_ : Interpretation::defaults();
+  }
+  const std::vector<std::pair<std::string, std::string>>& interpretation_variables() const {
+    return interpretation_variables_;
+  }
+
  private:
   // source_codes() of one table into `out` (its rows); false when it does not reach the field.
   bool read_source(const Table& table, std::uint32_t field, std::uint32_t* out, std::size_t depth) const;
@@ -109,6 +120,8 @@ class DataModel {
   std::unordered_map<std::string, std::uint32_t> field_ids_;
   std::unordered_map<std::string, std::uint32_t> table_ids_;
   ReloadMeta reload_meta_;
+  std::shared_ptr<const Interpretation> interpretation_;
+  std::vector<std::pair<std::string, std::string>> interpretation_variables_;
 };
 
 // Write access to a model under construction, for the passes that link tables.
@@ -169,6 +182,8 @@ class ModelBuilder {
   // CPU time spent loading so far (loaders add theirs here).
   CpuAccount& cpu() { return cpu_; }
   std::size_t table_count() const { return model_->tables_.size(); }
+  // The interpretation variables (name, text) the model keeps; others are ignored.
+  void set_interpretation(std::vector<std::pair<std::string, std::string>> variables);
   // Finishes the model; the builder is empty afterwards.
   std::shared_ptr<const DataModel> build();
 

@@ -60,8 +60,12 @@ struct ExprNode {
 };
 
 // A parsed expression: nodes in a flat list, children before their parents.
+class Interpretation;
+
 struct Expression {
   std::string text;
+  // The app's number interpretation its functions use (the defaults when null).
+  const Interpretation* interpretation = nullptr;
   std::vector<ExprNode> nodes;
   std::uint32_t root = 0;
 };

@@ -26,6 +26,8 @@ class Plan {
  public:
   // The value with inputs[i] for input i. Never throws for any input values.
   Value eval(const Value* inputs) const { return eval_node(root_, inputs); }
+  // The number interpretation its functions use (the expression's).
+  const Interpretation& interpretation() const { return *ix_; }
   bool is_constant() const { return nodes_[root_].kind == PlanNode::Kind::kConst; }
   const Value& constant() const { return nodes_[root_].value; }
   // The input the whole plan is, or -1 when it is more than one input.
@@ -53,6 +55,7 @@ class Plan {
   std::uint32_t bind_node(const Expression& e, std::uint32_t n,
                           const std::function<std::uint32_t(std::uint32_t node)>& leaf);
   std::function<bool(std::uint32_t node)> as_leaf_;
+  const Interpretation* ix_ = &Interpretation::defaults();
   std::vector<PlanNode> nodes_;
   std::uint32_t root_ = 0;
 };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "assoc/expression.hpp"
+#include "assoc/interpretation.hpp"
 #include "assoc/value.hpp"
 
 namespace assoc {
@@ -19,8 +20,14 @@ struct ScalarFunction {
   std::uint8_t max_args;  // 255: any number
   // When true, a NULL argument gives NULL without calling the body.
   bool null_in_null_out;
-  Value (*body)(std::span<const Value> args);
+  // The app's interpretation variables steer reading texts as numbers and dates, and the
+  // default formats (DateFormat, FirstWeekDay, …).
+  Value (*body)(std::span<const Value> args, const Interpretation& ix);
 };
+
+// Calls `f` as the evaluation does: NULL without calling it when `null_in_null_out` and an
+// argument is NULL.
+Value call_scalar(const ScalarFunction& f, std::span<const Value> args, const Interpretation& ix);
 
 enum class AggKind : std::uint8_t {
   kSum, kCount, kAvg, kMin, kMax, kOnly, kMinString, kMaxString, kMode, kMedian, kFractile,
@@ -42,7 +49,9 @@ struct AggregateFunction {
 // Registered functions by name, case-insensitively; nullptr when there is none.
 const ScalarFunction* find_scalar_function(std::string_view name);
 const AggregateFunction* find_aggregate_function(std::string_view name);
-// Names of Qlik functions recognised but not computed yet (Aggr, Rank, Above, …).
+// Every registered scalar function, in the order they are listed.
+std::vector<const ScalarFunction*> scalar_functions();
+// Names of Qlik functions recognised but not computed yet.
 bool is_planned_function(std::string_view name);
 
 // A unary or binary operator on values, with Qlik's NULL rules (§6).

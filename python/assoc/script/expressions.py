@@ -7,17 +7,20 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
+from assoc import _core
 from assoc.script import syntax as ast
-from assoc.script.date_functions import DATE_FUNCTIONS
 from assoc.script.errors import ScriptError
-from assoc.script.functions import FUNCTIONS, ROW_FUNCTIONS, CallContext, numbers_of
+from assoc.script.functions import (
+    ENGINE_FUNCTIONS,
+    FUNCTIONS,
+    ROW_FUNCTIONS,
+    CallContext,
+    call_engine,
+    numbers_of,
+)
 from assoc.script.numbers import Interpretation
 from assoc.script.parser import AGGREGATIONS
-from assoc.script.text_functions import TEXT_FUNCTIONS
 from assoc.script.values import NAN, Values, booleans
-
-# Every script function: name → (function, fewest arguments, most arguments).
-_FUNCTIONS = {**FUNCTIONS, **TEXT_FUNCTIONS, **DATE_FUNCTIONS}
 
 
 def children(expr: ast.Expr) -> tuple[ast.Expr, ...]:
@@ -82,16 +85,17 @@ class Evaluator:
                 raise ScriptError(f"field not found: {expr.name}", expr.line, expr.column)
             return self.columns[expr.name]
         if isinstance(expr, ast.Call):
-            spec = _FUNCTIONS.get(expr.name)
-            if spec is None and expr.name in AGGREGATIONS:
+            own = FUNCTIONS.get(expr.name)
+            engine = ENGINE_FUNCTIONS.get(expr.name)
+            if own is None and engine is None and expr.name in AGGREGATIONS:
                 raise ScriptError(
                     f"{expr.name} is an aggregation: it is allowed in a LOAD's fields only",
                     expr.line,
                     expr.column,
                 )
-            if spec is None:
+            if own is None and engine is None:
                 raise ScriptError(f"unknown function {expr.name}", expr.line, expr.column)
-            fn, least, most = spec
+            _, least, most = own or engine  # type: ignore[misc]
             if not least <= len(expr.args) <= most:
                 raise ScriptError(
                     f"{expr.name} takes {least}..{most} arguments, not {len(expr.args)}",
@@ -100,8 +104,10 @@ class Evaluator:
                 )
             args = [self(a) for a in expr.args]
             try:
-                return fn(args, self.ctx)
-            except (ValueError, IndexError) as exc:
+                if own is not None:
+                    return own[0](args, self.ctx)
+                return call_engine(engine[0], args, self.ctx)  # type: ignore[index]
+            except (ValueError, IndexError, _core.Error) as exc:
                 raise ScriptError(f"{expr.name}: {exc}", expr.line, expr.column) from None
         if isinstance(expr, ast.Unary):
             v = self(expr.operand)

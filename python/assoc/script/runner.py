@@ -31,7 +31,7 @@ from assoc.script.lexer import (
     split_statements,
 )
 from assoc.script.loaded_tables import LoadedTables
-from assoc.script.numbers import DEFAULTS, Interpretation
+from assoc.script.numbers import DEFAULTS, Interpretation, interpretation_variables
 from assoc.script.parser import Parser, parse_statement
 from assoc.script.reshape import Annotations, Reshaping
 from assoc.script.rows import LoadRows
@@ -573,6 +573,8 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
             self._section(False)
             access = self.access_table()
             builder = _core.ModelBuilder()
+            # The charts read and write numbers and dates as the script left them.
+            builder.set_interpretation(interpretation_variables(self.variables))
             tables = [frame.take_native(self.cpu) for frame in self.tables.values() if frame.fields]
             # The model's reload time: this thread's and the workers' time so far, then the
             # builder's own (it counts what it does itself).

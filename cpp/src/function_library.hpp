@@ -1,0 +1,12 @@
+#pragma once
+// The parts of the function library kept in files of their own; functions.cpp registers them.
+#include <span>
+
+#include "assoc/functions.hpp"
+
+namespace assoc {
+
+std::span<const ScalarFunction> calendar_functions();  // functions_calendar.cpp
+std::span<const ScalarFunction> hash_functions();      // functions_hash.cpp
+
+}  // namespace assoc
