@@ -4,6 +4,9 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -33,35 +36,114 @@ py::object number_or_none(double x) { return std::isnan(x) ? py::none() : py::ob
 
 // One argument: `count` values (1: the same for every row), read while the GIL is held.
 struct Column {
-  std::vector<Value> values;
-  const Value& at(std::size_t row) const { return values.size() == 1 ? values[0] : values[row]; }
+  Numbers array;  // keeps `nums` alive
+  const double* nums = nullptr;
+  std::size_t count = 0;
+  std::vector<std::string> texts;  // empty when no value has a text
+  std::vector<std::uint8_t> has_text;
+
+  std::size_t index(std::size_t row) const { return count == 1 ? 0 : row; }
+  void fill(std::size_t row, Value& v) const {
+    const std::size_t i = index(row);
+    const double x = nums[i];
+    v.num = std::isfinite(x) ? x : std::nan("");
+    v.has_text = !has_text.empty() && has_text[i] != 0;
+    if (v.has_text) {
+      v.text = texts[i];
+    } else {
+      v.text.clear();
+    }
+  }
 };
 
 Column column_of(const py::handle& arg, std::size_t n, std::size_t position) {
   const auto pair = arg.cast<py::tuple>();
   if (pair.size() != 2) throw Error("argument " + std::to_string(position) + ": (numbers, texts) expected");
-  const Numbers nums = Numbers::ensure(pair[0]);
-  if (!nums || nums.ndim() != 1) throw Error("argument " + std::to_string(position) + ": numbers must be a vector");
-  const auto count = static_cast<std::size_t>(nums.shape(0));
-  if (count != 1 && count != n)
-    throw Error("argument " + std::to_string(position) + " has " + std::to_string(count) + " values, not 1 or " +
-                std::to_string(n));
   Column c;
-  c.values.resize(count);
-  const double* x = nums.data();
-  for (std::size_t i = 0; i < count; ++i) c.values[i].num = std::isfinite(x[i]) ? x[i] : std::nan("");
+  c.array = Numbers::ensure(pair[0]);
+  if (!c.array || c.array.ndim() != 1)
+    throw Error("argument " + std::to_string(position) + ": numbers must be a vector");
+  c.count = static_cast<std::size_t>(c.array.shape(0));
+  if (c.count != 1 && c.count != n)
+    throw Error("argument " + std::to_string(position) + " has " + std::to_string(c.count) + " values, not 1 or " +
+                std::to_string(n));
+  c.nums = c.array.data();
   if (!pair[1].is_none()) {
     const auto texts = pair[1].cast<py::sequence>();
-    if (static_cast<std::size_t>(py::len(texts)) != count)
+    if (static_cast<std::size_t>(py::len(texts)) != c.count)
       throw Error("argument " + std::to_string(position) + ": texts and numbers differ in length");
-    for (std::size_t i = 0; i < count; ++i) {
+    c.texts.resize(c.count);
+    c.has_text.assign(c.count, 0);
+    for (std::size_t i = 0; i < c.count; ++i) {
       const py::handle t = texts[i];
       if (t.is_none()) continue;
-      c.values[i].text = t.cast<std::string>();
-      c.values[i].has_text = true;
+      c.texts[i] = t.cast<std::string>();
+      c.has_text[i] = 1;
     }
   }
   return c;
+}
+
+// The distinct combinations of argument values over n rows (values equal in number and text
+// are one). `at` empty means every row is its own combination (no value repeats enough).
+void distinct_rows(const std::vector<Column>& columns, std::size_t n, std::vector<std::uint32_t>& at,
+                   std::vector<std::size_t>& rows) {
+  std::vector<const Column*> varying;
+  for (const Column& c : columns)
+    if (c.count != 1) varying.push_back(&c);
+  if (varying.empty() || n < 64) {
+    at.clear();
+    rows.resize(n);
+    for (std::size_t r = 0; r < n; ++r) rows[r] = r;
+    return;
+  }
+  
+  // Each varying column's rows coded by value, then the codes combined in one 64-bit key.
+  struct Key {
+    std::uint64_t bits;
+    bool has_text;
+    std::string_view text;
+    bool operator==(const Key& o) const { return bits == o.bits && has_text == o.has_text && text == o.text; }
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      return std::hash<std::uint64_t>{}(k.bits) ^ (k.has_text ? std::hash<std::string_view>{}(k.text) * 31 : 0);
+    }
+  };
+  auto every_row = [&] {
+    at.clear();
+    rows.resize(n);
+    for (std::size_t r = 0; r < n; ++r) rows[r] = r;
+  };
+  std::vector<std::uint64_t> combined(n, 0);
+  std::uint64_t radix = 1;
+  for (const Column* c : varying) {
+    std::unordered_map<Key, std::uint32_t, KeyHash> codes;
+    for (std::size_t r = 0; r < n; ++r) {
+      // A column whose first rows barely repeat (an id) is not worth numbering.
+      if (r == 4096 && codes.size() * 4 > r * 3) return every_row();
+      const double x = c->nums[r];
+      std::uint64_t bits;
+      std::memcpy(&bits, &x, sizeof bits);
+      if (!std::isfinite(x)) bits = 0x7FF8000000000000ULL;
+      const bool text = !c->has_text.empty() && c->has_text[r] != 0;
+      const auto [it, fresh] = codes.try_emplace(Key{bits, text, text ? std::string_view(c->texts[r]) : std::string_view()},
+                                                 static_cast<std::uint32_t>(codes.size()));
+      combined[r] += radix * it->second;
+    }
+    // Mostly distinct, or too many combinations to number: every row once.
+    if (codes.size() * 2 > n || radix > (std::uint64_t{1} << 62) / std::max<std::size_t>(codes.size(), 1))
+      return every_row();
+    radix *= codes.size();
+  }
+  std::unordered_map<std::uint64_t, std::uint32_t> seen;
+  at.resize(n);
+  rows.clear();
+  for (std::size_t r = 0; r < n; ++r) {
+    const auto [it, fresh] = seen.try_emplace(combined[r], static_cast<std::uint32_t>(rows.size()));
+    if (fresh) rows.push_back(r);
+    at[r] = it->second;
+  }
 }
 
 }  // namespace
@@ -146,38 +228,47 @@ void bind_functions(py::module_& m) {
         std::vector<Column> columns;
         columns.reserve(args.size());
         for (std::size_t i = 0; i < args.size(); ++i) columns.push_back(column_of(args[i], n, i + 1));
-        std::vector<Value> out(n);
+        // Each distinct combination of argument values is computed once (a calendar over a
+        // date column, a label per amount band): rows[k] is combination k's first row, at[r]
+        // row r's combination.
+        std::vector<std::uint32_t> at;
+        std::vector<std::size_t> rows;
+        // The values computed, one per combination: numbers, and texts once one has a text.
+        std::vector<double> result_num;
+        std::vector<std::uint8_t> result_has_text;
+        std::vector<std::string> result_text;
         {
           py::gil_scoped_release release;
-          parallel_ranges(n, 1024, [&](std::size_t b, std::size_t e) {
+          distinct_rows(columns, n, at, rows);
+          const std::size_t m = rows.size();
+          result_num.resize(m);
+          result_has_text.assign(m, 0);
+          std::once_flag texts_made;
+          parallel_ranges(m, 64, [&](std::size_t b, std::size_t e) {
             std::vector<Value> row(columns.size());
-            for (std::size_t r = b; r < e; ++r) {
-              for (std::size_t i = 0; i < columns.size(); ++i) row[i] = columns[i].at(r);
-              out[r] = call_scalar(*f, row, ix);
+            for (std::size_t k = b; k < e; ++k) {
+              for (std::size_t i = 0; i < columns.size(); ++i) columns[i].fill(rows[k], row[i]);
+              Value v = call_scalar(*f, row, ix);
+              result_num[k] = v.num;
+              if (v.has_text) {
+                std::call_once(texts_made, [&] { result_text.resize(m); });
+                result_text[k] = std::move(v.text);
+                result_has_text[k] = 1;
+              }
             }
-          });
+          }, nullptr, 256);
         }
+        const auto combination = [&](std::size_t r) { return at.empty() ? r : at[r]; };
         Numbers nums(static_cast<py::ssize_t>(n));
         double* x = nums.mutable_data();
-        bool any_text = false;
-        for (std::size_t r = 0; r < n; ++r) {
-          x[r] = out[r].num;
-          any_text = any_text || out[r].has_text;
-        }
-        if (!any_text) return py::tuple(py::make_tuple(nums, py::none()));
-        // One Python text per distinct text: a column of few values shares them.
+        for (std::size_t r = 0; r < n; ++r) x[r] = result_num[combination(r)];
+        if (result_text.empty()) return py::tuple(py::make_tuple(nums, py::none()));
+        // One Python text per computed value, shared by the rows that have it.
+        std::vector<py::object> made(result_num.size());
+        for (std::size_t k = 0; k < made.size(); ++k)
+          made[k] = result_has_text[k] ? py::object(py::str(result_text[k])) : py::object(py::none());
         py::list texts(n);
-        std::unordered_map<std::string, py::object> made;
-        for (std::size_t r = 0; r < n; ++r) {
-          if (!out[r].has_text) {
-            texts[r] = py::none();
-            continue;
-          }
-          auto [it, fresh] = made.try_emplace(out[r].text);
-          if (fresh) it->second = py::str(out[r].text);
-          texts[r] = it->second;
-          if (made.size() > 65536) made.clear();
-        }
+        for (std::size_t r = 0; r < n; ++r) texts[r] = made[combination(r)];
         return py::tuple(py::make_tuple(nums, texts));
       },
       py::arg("name"), py::arg("args"), py::arg("n"), py::arg("interpretation"),

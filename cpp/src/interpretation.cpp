@@ -473,10 +473,24 @@ double Interpretation::read_tokens(std::string_view text, const std::vector<Date
   return value_of(c);
 }
 
+const std::vector<DateToken>& Interpretation::tokens_of(std::string_view fmt) const {
+  // read_patterns_ holds DateFormat, TimestampFormat and TimeFormat first.
+  if (fmt == date_format) return read_patterns_[0];
+  if (fmt == timestamp_format) return read_patterns_[1];
+  if (fmt == time_format) return read_patterns_[2];
+  thread_local std::string last_format;
+  thread_local std::vector<DateToken> last_tokens;
+  if (fmt != last_format || last_format.empty()) {
+    last_tokens = date_tokens(fmt);
+    last_format.assign(fmt);
+  }
+  return last_tokens;
+}
+
 double Interpretation::read_date(std::string_view text, std::string_view fmt) const {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
-  return read_tokens(text, date_tokens(fmt));
+  return read_tokens(text, tokens_of(fmt));
 }
 
 std::string Interpretation::format_number(double v, std::string_view fmt, std::string_view dec,
@@ -505,7 +519,7 @@ std::string Interpretation::format_date(double serial, std::string_view fmt) con
   const double second = rest - static_cast<double>(minute) * 60;
   // Monday 0: 1899-12-30 was a Saturday.
   const auto weekday = static_cast<std::size_t>(((static_cast<std::int64_t>(std::floor(serial)) + 5) % 7 + 7) % 7);
-  const std::vector<DateToken> tokens = date_tokens(fmt);
+  const std::vector<DateToken>& tokens = tokens_of(fmt);
   bool twelve = false;
   const auto find_am_pm = [&](const auto& self, const std::vector<DateToken>& ts) -> void {
     for (const DateToken& t : ts) {

@@ -75,6 +75,9 @@ class Interpretation {
 
  private:
   double read_tokens(std::string_view text, const std::vector<DateToken>& tokens) const;
+  // The tokens of `fmt`: those of the interpretation's own formats are kept, others are cut
+  // on each call (a thread's last one is kept too).
+  const std::vector<DateToken>& tokens_of(std::string_view fmt) const;
   void refresh();  // derived members after the variables change
   std::vector<std::vector<DateToken>> read_patterns_;
 };
