@@ -141,6 +141,136 @@ def test_aggr_misuse_errors(shop: App) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# §2.9 sets in and around Aggr, §4 TOTAL <fields> inside an aggregation
+
+
+def test_section_2_9_condition_inside_and_outside_aggr(shop: App) -> None:
+    assert one(shop, "Max({<Year={2021}>} Aggr(Sum({<Year={2021}>} Amount), Customer))") == 55
+
+
+@pytest.mark.parametrize(
+    ("measure", "everything", "sweden"),
+    [
+        # The Aggr's set makes the virtual rows (Alice, Bob in 2020); Sum inside reads all years.
+        ("Sum(Aggr({<Year={2020}>} Sum(Amount), Customer))", 100, 30),
+        # The outer set keeps the virtual rows its records reach: the same customers.
+        ("Sum({<Year={2020}>} Aggr(Sum(Amount), Customer))", 100, 30),
+        (
+            "Sum({<Year={2020}>} Aggr({<Year={2020}>} Sum({<Year={2020}>} Amount), Customer))",
+            40,
+            10,
+        ),
+        # A virtual row with no record under the selection counts as 0 (Bob, Dave, Eve).
+        ("Count(Aggr({1} Sum(Amount), Customer))", 5, 5),
+        ("Sum(Aggr({1} Sum(Amount), Customer))", 180, 85),
+        # Identifiers 1 in the Aggr's set and inside ignore the selection.
+        ("Sum(Aggr({1<Year={2020}>} Sum({1} Amount), Customer))", 100, 100),
+    ],
+)
+def test_which_set_applies_to_what_around_aggr(
+    shop: App, measure: str, everything: float, sweden: float
+) -> None:
+    assert one(shop, measure) == everything
+    assert one(shop, measure, SWEDEN) == sweden
+
+
+def test_outer_scope_set_reaches_inside_aggr(shop: App) -> None:
+    # §2.8: a set before the expression applies to every aggregation in its scope, Aggr's too.
+    assert one(shop, "{<Year={2020}>} Sum(Aggr(Sum(Amount), Customer))") == 40
+    assert one(shop, "{<Year={2021}>} Avg(Aggr(Sum(Amount), Customer))") == 35
+    # An Aggr set with an identifier replaces the scope's for the virtual rows only.
+    assert one(shop, "{<Year={2020}>} Count(Aggr({1} Sum(Amount), Customer))") == 2
+
+
+def test_outer_set_around_aggr_per_chart_row(shop: App) -> None:
+    # Chart by Country, which the Aggr lacks: the virtual rows reach it through the outer
+    # set's records.
+    rows = cube(
+        shop,
+        ["Country"],
+        [
+            "Sum({<Year={2020}>} Aggr(Sum(Amount), Customer))",
+            "Sum(Aggr({<Year={2020}>} Sum(Amount), Customer))",
+            "Sum(Aggr(Sum({<Year={2020}>} Amount), Customer))",
+        ],
+    )
+    by_country = {r[0]: tuple(r[1:]) for r in rows.rows}
+    assert by_country["Sweden"] == (30, 30, 10)
+    assert by_country["Norway"] == (70, 70, 30)
+    assert by_country["Denmark"] == (0, 0, 0)
+    assert rows.totals == [100, 100, 40]
+    # Chart by Customer, one of the Aggr's dimensions.
+    rows = cube(shop, ["Customer"], ["Sum({<Year={2021}>} Aggr(Sum(Amount), Customer))"])
+    assert dict(rows.rows) == {"Alice": 30, "Bob": 70, "Carol": 55, "Dave": 0, "Eve": 25}
+
+
+def test_bare_aggr_under_an_outer_scope_set(shop: App) -> None:
+    rows = cube(shop, ["Customer"], ["{<Year={2020}>} Aggr(Sum(Amount), Customer)"]).rows
+    assert {k: v for k, v in rows if v is not None} == {"Alice": 10, "Bob": 30}
+
+
+def test_total_with_fields_inside_an_aggregation(shop: App) -> None:
+    # Per Year row, the orders that are the largest of their year (2020: 30; 2021: 50).
+    largest = "Sum(If(Amount = Max(TOTAL <Year> Amount), Amount))"
+    rows = cube(shop, ["Year", "Customer"], [largest]).rows
+    assert [r[2] for r in rows] == [0, 30, 0, 0, 50, 0]
+    # A listed field that is no dimension does not restrict: the largest of all, 50.
+    assert dict(cube(shop, ["Customer"], [largest]).rows) == {
+        "Alice": 0,
+        "Bob": 0,
+        "Carol": 50,
+        "Dave": 0,
+        "Eve": 0,
+    }
+    # By Country (another table than Amount's): the largest per country, NULL country too.
+    rows = cube(shop, ["Country"], ["Sum(If(Amount = Max(TOTAL <Country> Amount), Amount))"])
+    assert dict(rows.rows) == {"Denmark": 0, "Norway": 40, "Sweden": 50, None: 25}
+    # The totals row has no dimension: TOTAL <Country> there is TOTAL alone.
+    assert rows.totals == [50]
+    # The doc table of §4 inside Aggr: each (Month, Group) row holds its month's total.
+    app = App.from_tables(
+        {"T": {"Month": [1, 1, 2, 2, 3, 3], "Group": ["A", "B"] * 3, "Value": [1, 2, 3, 4, 5, 6]}}
+    )
+    assert one(app, "Sum(Aggr(Sum(TOTAL <Month> Value), Month, Group))") == 3 + 3 + 7 + 7 + 11 + 11
+    assert one(app, "Sum(Aggr(Sum(TOTAL Value), Month))") == 3 * 21
+    assert one(app, "Avg(Aggr(Sum(TOTAL <Group> Value), Month, Group))") == (9 + 12) / 2
+
+
+def test_total_with_fields_under_sets(shop: App) -> None:
+    # The inner TOTAL <Year> reads its own set: 2021's largest is 50; 2020 has no 2021 record.
+    rows = cube(
+        shop, ["Year"], ["Sum(If(Amount = Max({<Year={2021}>} TOTAL <Year> Amount), Amount))"]
+    )
+    assert dict(rows.rows) == {2020: 0, 2021: 50}
+    # Under a scope set, with a selection: Sweden's largest 2021 order is Carol's 50.
+    scoped = "{<Year={2021}>} Sum(If(Amount = Max(TOTAL <Customer> Amount), Amount))"
+    assert dict(cube(shop, ["Customer"], [scoped], SWEDEN).rows) == {"Alice": 20, "Carol": 50}
+
+
+def test_sets_and_totals_around_aggr_misuse_errors(shop: App) -> None:
+    msg = error_of(
+        shop, "Sum(Aggr({<Year={2020}>} Sum(Amount), Customer) + Aggr(Sum(Amount), Customer))"
+    )
+    assert "same set expression at position 50" in msg
+    msg = error_of(shop, "Sum(Aggr({<Year=={2020}>} Sum(Amount), Customer))")
+    assert "position 16" in msg
+    msg = error_of(shop, "Sum({<Yr={2020}>} Aggr(Sum(Amount), Customer))")
+    assert "unknown field 'Yr'" in msg
+    with pytest.raises(assoc.Error, match="TOTAL itself is not supported at position 22"):
+        cube(shop, ["Year"], ["Sum(TOTAL If(Amount = Max(TOTAL <Year> Amount), Amount))"])
+    with pytest.raises(assoc.Error, match="beside Aggr in Sum is not supported at position 30"):
+        cube(shop, ["Year"], ["Sum(Aggr(Sum(Amount), Year) - Max(TOTAL <Year> Amount))"])
+    with pytest.raises(assoc.Error, match="unknown field 'Yr' in TOTAL <…> at position 27"):
+        cube(shop, ["Year"], ["Sum(If(Amount = Max(TOTAL <Yr> Amount), Amount))"])
+
+
+def test_total_with_fields_of_an_unlinked_dimension_is_an_error() -> None:
+    app = App.from_tables({"A": {"X": [1, 2], "V": [1, 2]}, "B": {"Y": [1, 2], "W": [3, 4]}})
+    with pytest.raises(assoc.Error, match="'Y' is not linked to the records Sum reads at position"):
+        cube(app, ["X", "Y"], ["Sum(If(V < Max(TOTAL <Y> W), V))"])
+
+
+# ---------------------------------------------------------------------------------------------
 # §5 ranks, rows and ranges: the table of the spec (no selection, dims Year, Customer)
 
 SECTION5 = [
