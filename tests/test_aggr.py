@@ -543,6 +543,161 @@ def test_random_models_against_reference(seed: int) -> None:
         assert [tuple(r) for r in two] == ref["by_region_month"]
 
 
+# Sets around Aggr and TOTAL <fields> inside an aggregation, on the same random models: a
+# set is an identifier ("" for $, or "1") and modifiers (field -> values, or None to clear).
+RandomSet = tuple[str, dict[str, list[Any] | None]]
+
+
+def random_set(rng: random.Random, model: dict[str, dict[str, list[Any]]]) -> RandomSet | None:
+    if rng.random() < 0.3:
+        return None
+    ident = rng.choice(["", "1"])
+    mods: dict[str, list[Any] | None] = {}
+    for field, values in (
+        ("Month", sorted(set(model["Facts"]["Month"]))),
+        ("Region", sorted(set(model["Customers"]["Region"]))),
+    ):
+        roll = rng.random()
+        if values and roll < 0.4:
+            mods[field] = rng.sample(values, rng.randint(1, len(values)))
+        elif roll < 0.5:
+            mods[field] = None
+    if not ident and not mods:
+        ident = "1"
+    return ident, mods
+
+
+def render_set(s: RandomSet | None) -> str:
+    if s is None:
+        return ""
+    ident, mods = s
+    parts = []
+    for field, values in mods.items():
+        if values is None:
+            parts.append(f"{field}=")
+        else:
+            texts = ", ".join(repr(v) if isinstance(v, str) else str(v) for v in values)
+            parts.append(f"{field}={{{texts}}}")
+    return "{" + ident + (f"<{', '.join(parts)}>" if parts else "") + "} "
+
+
+class SetReference:
+    """Facts rows under a selection or a set, scanned row by row."""
+
+    def __init__(self, model: dict[str, dict[str, list[Any]]], select: dict[str, list[Any]]):
+        f, c = model["Facts"], model["Customers"]
+        self.region_of = dict(zip(c["Customer"], c["Region"], strict=True))
+        self.facts = list(zip(f["Customer"], f["Month"], f["Amount"], strict=True))
+        self.select = select
+
+    def rows(self, s: RandomSet | None) -> list[tuple[Any, Any, Any]]:
+        sel = dict(self.select)
+        if s is not None:
+            ident, mods = s
+            if ident == "1":
+                sel = {}
+            for field, values in mods.items():
+                if values is None:
+                    sel.pop(field, None)
+                else:
+                    sel[field] = values
+        out = []
+        for cust, month, amount in self.facts:
+            if "Month" in sel and month not in sel["Month"]:
+                continue
+            if "Region" in sel and self.region_of.get(cust) not in sel["Region"]:
+                continue
+            out.append((cust, month, amount))
+        return out
+
+    def customers(self, s: RandomSet | None) -> set[Any]:
+        return {r[0] for r in self.rows(s)}
+
+
+def fold(func: str, values: list[float]) -> float | None:
+    if func == "Sum":
+        return float(sum(values))
+    if func == "Count":
+        return float(len(values))
+    if not values:
+        return None
+    return sum(values) / len(values) if func == "Avg" else max(values)
+
+
+def numbers(rows: list[tuple[Any, Any, Any]]) -> list[float]:
+    return [r[2] for r in rows if r[2] is not None]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_sets_around_aggr_against_reference(seed: int) -> None:
+    rng = random.Random(1000 + seed)
+    model = random_model(rng)
+    app = App.from_tables(model)
+    select: dict[str, list[Any]] = {}
+    if rng.random() < 0.5:
+        months = sorted(set(model["Facts"]["Month"]))
+        select["Month"] = rng.sample(months, rng.randint(1, len(months)))
+    regions = sorted(set(model["Customers"]["Region"]))
+    if regions and rng.random() < 0.4:
+        select["Region"] = rng.sample(regions, rng.randint(1, len(regions)))
+    ref = SetReference(model, select)
+    func = rng.choice(["Sum", "Avg", "Count", "Max"])
+    s_out, s_aggr, s_in = (random_set(rng, model) for _ in range(3))
+    inside = f"Aggr({render_set(s_aggr)}Sum({render_set(s_in)}Amount), Customer)"
+    measure = f"{func}({render_set(s_out)}{inside})"
+    # The virtual rows: the customers of the Aggr's set, else those of the selection and of
+    # the inner set; the outer set keeps those its records reach and links them to regions.
+    inner = ref.rows(s_in)
+    if s_aggr is not None:
+        virtual = ref.customers(s_aggr)
+    else:
+        virtual = ref.customers(None) | {r[0] for r in inner}
+    if s_out is not None:
+        virtual &= ref.customers(s_out)
+    value = {c: float(sum(numbers([r for r in inner if r[0] == c]))) for c in virtual}
+    linked = ref.customers(s_out)
+    # TOTAL <…> inside an aggregation, by Region and Month, with its own set.
+    s_total = random_set(rng, model)
+    largest = f"Sum(If(Amount = Max({render_set(s_total)}TOTAL <Region> Amount), Amount))"
+    above = "Sum(If(Amount >= Avg(TOTAL <Month> Amount), Amount))"
+    state = ref.rows(None)
+    total_rows = ref.rows(s_total)
+
+    def largest_of(rows: list[tuple[Any, Any, Any]], region: Any, by_region: bool) -> float:
+        pool = [r for r in total_rows if not by_region or ref.region_of.get(r[0]) == region]
+        top = max(numbers(pool), default=None)
+        return float(sum(a for a in numbers(rows) if a == top))
+
+    def above_of(rows: list[tuple[Any, Any, Any]], month: Any, by_month: bool) -> float:
+        pool = numbers([r for r in state if not by_month or r[1] == month])
+        mean = sum(pool) / len(pool) if pool else None
+        return float(sum(a for a in numbers(rows) if mean is not None and a >= mean))
+
+    with app.session() as s:
+        for field, values in select.items():
+            s.select(field, values)
+        got = s.hypercube(["Region"], [measure])
+        for region, v in got.rows:
+            if region is None:
+                continue
+            members = [value[c] for c in virtual if ref.region_of.get(c) == region and c in linked]
+            assert close(v, fold(func, members)), (measure, region)
+        assert close(got.totals[0], fold(func, list(value.values()))), measure
+        two = s.hypercube(["Region", "Month"], [largest, above])
+        for region, month, v_largest, v_above in two.rows:
+            rows = [r for r in state if ref.region_of.get(r[0]) == region and r[1] == month]
+            assert v_largest == largest_of(rows, region, True), (largest, region, month)
+            assert v_above == above_of(rows, month, True), (above, region, month)
+        assert two.totals == [largest_of(state, None, False), above_of(state, None, False)]
+        # Inside Aggr, TOTAL <Region> groups the virtual rows by their region.
+        pairs = {(r[0], ref.region_of[r[0]]) for r in state if ref.region_of.get(r[0]) is not None}
+        region_sums = [
+            sum(numbers([r for r in state if ref.region_of.get(r[0]) == g])) for _, g in pairs
+        ]
+        [[avg]] = s.hypercube([], ["Avg(Aggr(Sum(TOTAL <Region> Amount), Customer, Region))"]).rows
+        assert close(avg, sum(region_sums) / len(region_sums) if pairs else None)
+
+
 def close(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is b
