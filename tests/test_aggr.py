@@ -406,6 +406,52 @@ def test_inter_record_misuse_errors(shop: App) -> None:
         cube(shop, ["Customer"], ["Rank(Sum(Amount))"], sort=[("Rank(Sum(Amount))", "asc")])
 
 
+def test_hrank_across_the_columns_of_a_pivot(shop: App) -> None:
+    """§5: HRank is Rank across a pivot's columns (its top dimensions), per row."""
+    measures = ["Sum(Amount)", "HRank(Sum(Amount))", "HRank(Sum(Amount), 1, 1)"]
+    # Customer on the left, Year on top: each customer's years ranked against each other.
+    rows = cube(shop, ["Customer", "Year"], measures, pivot_top=[1]).rows
+    assert [r[3] for r in rows] == [2, 1, 2, 1, 1, 1]
+    # Year on the left, Customer on top (the top dimension need not be the last given).
+    rows = cube(shop, ["Customer", "Year"], measures, pivot_top=[0]).rows
+    by_cell = {(r[0], r[1]): r[3] for r in rows}
+    assert by_cell == {
+        ("Alice", 2020): 2,
+        ("Bob", 2020): 1,
+        ("Alice", 2021): 4,
+        ("Bob", 2021): 2,
+        ("Carol", 2021): 1,
+        ("Eve", 2021): 3,
+    }
+    # Two top dimensions: the row segment is the columns sharing the outer one; with TOTAL,
+    # every column of the row.
+    app = App.from_tables(
+        {"T": {"R": ["x"] * 4, "A": [1, 1, 2, 2], "B": [1, 2, 1, 2], "V": [10, 40, 30, 20]}}
+    )
+    got = cube(app, ["R", "A", "B"], ["HRank(Sum(V))", "HRank(TOTAL Sum(V))"], pivot_top=[1, 2])
+    assert [tuple(r[3:]) for r in got.rows] == [(2, 4), (1, 1), (1, 2), (2, 3)]
+    # Ties and their text as Rank's; NULL on the totals row.
+    tied = App.from_tables({"T": {"R": ["x"] * 3, "C": [1, 2, 3], "V": [5, 5, 1]}})
+    got = cube(tied, ["R", "C"], ["HRank(Sum(V))"], pivot_top=[1])
+    first, second, third = (r[2] for r in got.rows)
+    assert (first.number, first.text, second.text, third) == (1, "1 - 2", "1 - 2", 3)
+    assert got.totals == [None]
+
+
+def test_hrank_outside_a_pivot_is_null(shop: App) -> None:
+    rows = cube(shop, ["Customer", "Year"], ["HRank(Sum(Amount))"]).rows
+    assert all(r[2] is None for r in rows)
+
+
+def test_hrank_misuse_errors(shop: App) -> None:
+    assert "mode of HRank is 0 to 4 at position 19" in error_of(shop, "HRank(Sum(Amount), 7)")
+    assert "inter-record function (HRank) inside an aggregation" in error_of(
+        shop, "Sum(HRank(Amount))"
+    )
+    with pytest.raises(assoc.Error, match="pivot_top: positions of the 2 dimensions"):
+        cube(shop, ["Customer", "Year"], ["HRank(Sum(Amount))"], pivot_top=[2])
+
+
 # ---------------------------------------------------------------------------------------------
 # Random models against a brute-force reference
 

@@ -40,7 +40,9 @@ std::vector<std::uint32_t> HypercubeSpec::encode() const {
     encode_string(column, out);
     encode_string(order, out);
   }
-  out.push_back((suppress_zero ? 1U : 0U) | (suppress_missing ? 2U : 0U) | (unordered ? 4U : 0U));
+  out.push_back((suppress_zero ? 1U : 0U) | (suppress_missing ? 2U : 0U) | (unordered ? 4U : 0U) | (pivot ? 8U : 0U));
+  out.push_back(static_cast<std::uint32_t>(pivot_top.size()));
+  out.insert(out.end(), pivot_top.begin(), pivot_top.end());
   return out;
 }
 
@@ -67,6 +69,10 @@ std::shared_ptr<Hypercube> HypercubeBuilder::run() {
   const HypercubeSpec& spec = cube_->spec_;
   if (spec.dimensions.empty() && spec.measures.empty())
     throw Error("a hypercube needs at least one dimension or measure");
+  for (const std::uint32_t t : spec.pivot_top)
+    if (t >= spec.dimensions.size() || std::count(spec.pivot_top.begin(), spec.pivot_top.end(), t) > 1)
+      throw Error("pivot_top: " + std::to_string(t) + " is not one of the " + std::to_string(spec.dimensions.size()) +
+                  " dimensions, or is listed twice");
   place_dimensions();
   plan_measures();
   if (!rows_) rows_ = model_.rows(state_);

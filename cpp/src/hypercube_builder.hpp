@@ -360,6 +360,10 @@ class HypercubeBuilder {
   static Value shifted(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order, std::size_t pos,
                        std::int64_t c, const std::vector<std::size_t>& seg_first, const std::vector<std::size_t>& seg_last);
 
+  // HRank (§5): ranks across a pivot's columns, per row segment; NULL outside a pivot.
+  void hrank(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order,
+             std::vector<Value>& out) const;
+
   // Whether two rows (key order) share every dimension value but the last.
   bool same_segment(std::size_t a, std::size_t b) const;
 
