@@ -270,11 +270,11 @@ class HypercubeBuilder {
                          const std::vector<std::pair<std::uint32_t, std::size_t>>& fields) const;
   MeasureInput plan_aggregation(const std::string& text, const Expression& e, std::uint32_t n);
   void plan_measures();
-  // TOTAL (without fields) inside another aggregation: computed first, over all the records
-  // of its set under the selections, by a cube of no dimensions; it then stands in the
-  // expression as a constant.
-  // TOTAL <fields> naming dimensions of the cube is computed per combination of those
-  // dimensions by a cube over them, and read per row (lookups_).
+  // TOTAL inside another aggregation (not inside Aggr, whose own cube folds its): computed
+  // first, over all the records of its set (and its scope's) under the selections. Alone,
+  // or when TOTAL <…> names no dimension of the cube, by a cube of no dimensions; it then
+  // stands in the expression as a constant. TOTAL <…> naming dimensions of the cube: by a
+  // cube over those dimensions, each row reading its combination's value (lookups_).
   void fold_inner_totals(Expression& e, std::uint32_t n, bool inside_aggregation);
 
   // Per node, the outer set of its scope (§2.8): a scope's set inherits its enclosing one.
