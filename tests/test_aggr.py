@@ -141,6 +141,136 @@ def test_aggr_misuse_errors(shop: App) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# §2.9 sets in and around Aggr, §4 TOTAL <fields> inside an aggregation
+
+
+def test_section_2_9_condition_inside_and_outside_aggr(shop: App) -> None:
+    assert one(shop, "Max({<Year={2021}>} Aggr(Sum({<Year={2021}>} Amount), Customer))") == 55
+
+
+@pytest.mark.parametrize(
+    ("measure", "everything", "sweden"),
+    [
+        # The Aggr's set makes the virtual rows (Alice, Bob in 2020); Sum inside reads all years.
+        ("Sum(Aggr({<Year={2020}>} Sum(Amount), Customer))", 100, 30),
+        # The outer set keeps the virtual rows its records reach: the same customers.
+        ("Sum({<Year={2020}>} Aggr(Sum(Amount), Customer))", 100, 30),
+        (
+            "Sum({<Year={2020}>} Aggr({<Year={2020}>} Sum({<Year={2020}>} Amount), Customer))",
+            40,
+            10,
+        ),
+        # A virtual row with no record under the selection counts as 0 (Bob, Dave, Eve).
+        ("Count(Aggr({1} Sum(Amount), Customer))", 5, 5),
+        ("Sum(Aggr({1} Sum(Amount), Customer))", 180, 85),
+        # Identifiers 1 in the Aggr's set and inside ignore the selection.
+        ("Sum(Aggr({1<Year={2020}>} Sum({1} Amount), Customer))", 100, 100),
+    ],
+)
+def test_which_set_applies_to_what_around_aggr(
+    shop: App, measure: str, everything: float, sweden: float
+) -> None:
+    assert one(shop, measure) == everything
+    assert one(shop, measure, SWEDEN) == sweden
+
+
+def test_outer_scope_set_reaches_inside_aggr(shop: App) -> None:
+    # §2.8: a set before the expression applies to every aggregation in its scope, Aggr's too.
+    assert one(shop, "{<Year={2020}>} Sum(Aggr(Sum(Amount), Customer))") == 40
+    assert one(shop, "{<Year={2021}>} Avg(Aggr(Sum(Amount), Customer))") == 35
+    # An Aggr set with an identifier replaces the scope's for the virtual rows only.
+    assert one(shop, "{<Year={2020}>} Count(Aggr({1} Sum(Amount), Customer))") == 2
+
+
+def test_outer_set_around_aggr_per_chart_row(shop: App) -> None:
+    # Chart by Country, which the Aggr lacks: the virtual rows reach it through the outer
+    # set's records.
+    rows = cube(
+        shop,
+        ["Country"],
+        [
+            "Sum({<Year={2020}>} Aggr(Sum(Amount), Customer))",
+            "Sum(Aggr({<Year={2020}>} Sum(Amount), Customer))",
+            "Sum(Aggr(Sum({<Year={2020}>} Amount), Customer))",
+        ],
+    )
+    by_country = {r[0]: tuple(r[1:]) for r in rows.rows}
+    assert by_country["Sweden"] == (30, 30, 10)
+    assert by_country["Norway"] == (70, 70, 30)
+    assert by_country["Denmark"] == (0, 0, 0)
+    assert rows.totals == [100, 100, 40]
+    # Chart by Customer, one of the Aggr's dimensions.
+    rows = cube(shop, ["Customer"], ["Sum({<Year={2021}>} Aggr(Sum(Amount), Customer))"])
+    assert dict(rows.rows) == {"Alice": 30, "Bob": 70, "Carol": 55, "Dave": 0, "Eve": 25}
+
+
+def test_bare_aggr_under_an_outer_scope_set(shop: App) -> None:
+    rows = cube(shop, ["Customer"], ["{<Year={2020}>} Aggr(Sum(Amount), Customer)"]).rows
+    assert {k: v for k, v in rows if v is not None} == {"Alice": 10, "Bob": 30}
+
+
+def test_total_with_fields_inside_an_aggregation(shop: App) -> None:
+    # Per Year row, the orders that are the largest of their year (2020: 30; 2021: 50).
+    largest = "Sum(If(Amount = Max(TOTAL <Year> Amount), Amount))"
+    rows = cube(shop, ["Year", "Customer"], [largest]).rows
+    assert [r[2] for r in rows] == [0, 30, 0, 0, 50, 0]
+    # A listed field that is no dimension does not restrict: the largest of all, 50.
+    assert dict(cube(shop, ["Customer"], [largest]).rows) == {
+        "Alice": 0,
+        "Bob": 0,
+        "Carol": 50,
+        "Dave": 0,
+        "Eve": 0,
+    }
+    # By Country (another table than Amount's): the largest per country, NULL country too.
+    rows = cube(shop, ["Country"], ["Sum(If(Amount = Max(TOTAL <Country> Amount), Amount))"])
+    assert dict(rows.rows) == {"Denmark": 0, "Norway": 40, "Sweden": 50, None: 25}
+    # The totals row has no dimension: TOTAL <Country> there is TOTAL alone.
+    assert rows.totals == [50]
+    # The doc table of §4 inside Aggr: each (Month, Group) row holds its month's total.
+    app = App.from_tables(
+        {"T": {"Month": [1, 1, 2, 2, 3, 3], "Group": ["A", "B"] * 3, "Value": [1, 2, 3, 4, 5, 6]}}
+    )
+    assert one(app, "Sum(Aggr(Sum(TOTAL <Month> Value), Month, Group))") == 3 + 3 + 7 + 7 + 11 + 11
+    assert one(app, "Sum(Aggr(Sum(TOTAL Value), Month))") == 3 * 21
+    assert one(app, "Avg(Aggr(Sum(TOTAL <Group> Value), Month, Group))") == (9 + 12) / 2
+
+
+def test_total_with_fields_under_sets(shop: App) -> None:
+    # The inner TOTAL <Year> reads its own set: 2021's largest is 50; 2020 has no 2021 record.
+    rows = cube(
+        shop, ["Year"], ["Sum(If(Amount = Max({<Year={2021}>} TOTAL <Year> Amount), Amount))"]
+    )
+    assert dict(rows.rows) == {2020: 0, 2021: 50}
+    # Under a scope set, with a selection: Sweden's largest 2021 order is Carol's 50.
+    scoped = "{<Year={2021}>} Sum(If(Amount = Max(TOTAL <Customer> Amount), Amount))"
+    assert dict(cube(shop, ["Customer"], [scoped], SWEDEN).rows) == {"Alice": 20, "Carol": 50}
+
+
+def test_sets_and_totals_around_aggr_misuse_errors(shop: App) -> None:
+    msg = error_of(
+        shop, "Sum(Aggr({<Year={2020}>} Sum(Amount), Customer) + Aggr(Sum(Amount), Customer))"
+    )
+    assert "same set expression at position 50" in msg
+    msg = error_of(shop, "Sum(Aggr({<Year=={2020}>} Sum(Amount), Customer))")
+    assert "position 16" in msg
+    msg = error_of(shop, "Sum({<Yr={2020}>} Aggr(Sum(Amount), Customer))")
+    assert "unknown field 'Yr'" in msg
+    with pytest.raises(assoc.Error, match="TOTAL itself is not supported at position 22"):
+        cube(shop, ["Year"], ["Sum(TOTAL If(Amount = Max(TOTAL <Year> Amount), Amount))"])
+    with pytest.raises(assoc.Error, match="beside Aggr in Sum is not supported at position 30"):
+        cube(shop, ["Year"], ["Sum(Aggr(Sum(Amount), Year) - Max(TOTAL <Year> Amount))"])
+    with pytest.raises(assoc.Error, match="unknown field 'Yr' in TOTAL <…> at position 27"):
+        cube(shop, ["Year"], ["Sum(If(Amount = Max(TOTAL <Yr> Amount), Amount))"])
+
+
+def test_total_with_fields_of_an_unlinked_dimension_is_an_error() -> None:
+    app = App.from_tables({"A": {"X": [1, 2], "V": [1, 2]}, "B": {"Y": [1, 2], "W": [3, 4]}})
+    with pytest.raises(assoc.Error, match="'Y' is not linked to the records Sum reads at position"):
+        cube(app, ["X", "Y"], ["Sum(If(V < Max(TOTAL <Y> W), V))"])
+
+
+# ---------------------------------------------------------------------------------------------
 # §5 ranks, rows and ranges: the table of the spec (no selection, dims Year, Customer)
 
 SECTION5 = [
@@ -274,6 +404,52 @@ def test_inter_record_misuse_errors(shop: App) -> None:
     assert "mode of Rank" in error_of(shop, "Rank(Sum(Amount), 7)")
     with pytest.raises(assoc.Error, match="inter-record"):
         cube(shop, ["Customer"], ["Rank(Sum(Amount))"], sort=[("Rank(Sum(Amount))", "asc")])
+
+
+def test_hrank_across_the_columns_of_a_pivot(shop: App) -> None:
+    """§5: HRank is Rank across a pivot's columns (its top dimensions), per row."""
+    measures = ["Sum(Amount)", "HRank(Sum(Amount))", "HRank(Sum(Amount), 1, 1)"]
+    # Customer on the left, Year on top: each customer's years ranked against each other.
+    rows = cube(shop, ["Customer", "Year"], measures, pivot_top=[1]).rows
+    assert [r[3] for r in rows] == [2, 1, 2, 1, 1, 1]
+    # Year on the left, Customer on top (the top dimension need not be the last given).
+    rows = cube(shop, ["Customer", "Year"], measures, pivot_top=[0]).rows
+    by_cell = {(r[0], r[1]): r[3] for r in rows}
+    assert by_cell == {
+        ("Alice", 2020): 2,
+        ("Bob", 2020): 1,
+        ("Alice", 2021): 4,
+        ("Bob", 2021): 2,
+        ("Carol", 2021): 1,
+        ("Eve", 2021): 3,
+    }
+    # Two top dimensions: the row segment is the columns sharing the outer one; with TOTAL,
+    # every column of the row.
+    app = App.from_tables(
+        {"T": {"R": ["x"] * 4, "A": [1, 1, 2, 2], "B": [1, 2, 1, 2], "V": [10, 40, 30, 20]}}
+    )
+    got = cube(app, ["R", "A", "B"], ["HRank(Sum(V))", "HRank(TOTAL Sum(V))"], pivot_top=[1, 2])
+    assert [tuple(r[3:]) for r in got.rows] == [(2, 4), (1, 1), (1, 2), (2, 3)]
+    # Ties and their text as Rank's; NULL on the totals row.
+    tied = App.from_tables({"T": {"R": ["x"] * 3, "C": [1, 2, 3], "V": [5, 5, 1]}})
+    got = cube(tied, ["R", "C"], ["HRank(Sum(V))"], pivot_top=[1])
+    first, second, third = (r[2] for r in got.rows)
+    assert (first.number, first.text, second.text, third) == (1, "1 - 2", "1 - 2", 3)
+    assert got.totals == [None]
+
+
+def test_hrank_outside_a_pivot_is_null(shop: App) -> None:
+    rows = cube(shop, ["Customer", "Year"], ["HRank(Sum(Amount))"]).rows
+    assert all(r[2] is None for r in rows)
+
+
+def test_hrank_misuse_errors(shop: App) -> None:
+    assert "mode of HRank is 0 to 4 at position 19" in error_of(shop, "HRank(Sum(Amount), 7)")
+    assert "inter-record function (HRank) inside an aggregation" in error_of(
+        shop, "Sum(HRank(Amount))"
+    )
+    with pytest.raises(assoc.Error, match="pivot_top: positions of the 2 dimensions"):
+        cube(shop, ["Customer", "Year"], ["HRank(Sum(Amount))"], pivot_top=[2])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,6 +587,161 @@ def test_random_models_against_reference(seed: int) -> None:
             ["Region", "Month"], ["Sum(Amount)", "Above(Sum(Amount))", "RowNo()", "RowNo(TOTAL)"]
         ).rows
         assert [tuple(r) for r in two] == ref["by_region_month"]
+
+
+# Sets around Aggr and TOTAL <fields> inside an aggregation, on the same random models: a
+# set is an identifier ("" for $, or "1") and modifiers (field -> values, or None to clear).
+RandomSet = tuple[str, dict[str, list[Any] | None]]
+
+
+def random_set(rng: random.Random, model: dict[str, dict[str, list[Any]]]) -> RandomSet | None:
+    if rng.random() < 0.3:
+        return None
+    ident = rng.choice(["", "1"])
+    mods: dict[str, list[Any] | None] = {}
+    for field, values in (
+        ("Month", sorted(set(model["Facts"]["Month"]))),
+        ("Region", sorted(set(model["Customers"]["Region"]))),
+    ):
+        roll = rng.random()
+        if values and roll < 0.4:
+            mods[field] = rng.sample(values, rng.randint(1, len(values)))
+        elif roll < 0.5:
+            mods[field] = None
+    if not ident and not mods:
+        ident = "1"
+    return ident, mods
+
+
+def render_set(s: RandomSet | None) -> str:
+    if s is None:
+        return ""
+    ident, mods = s
+    parts = []
+    for field, values in mods.items():
+        if values is None:
+            parts.append(f"{field}=")
+        else:
+            texts = ", ".join(repr(v) if isinstance(v, str) else str(v) for v in values)
+            parts.append(f"{field}={{{texts}}}")
+    return "{" + ident + (f"<{', '.join(parts)}>" if parts else "") + "} "
+
+
+class SetReference:
+    """Facts rows under a selection or a set, scanned row by row."""
+
+    def __init__(self, model: dict[str, dict[str, list[Any]]], select: dict[str, list[Any]]):
+        f, c = model["Facts"], model["Customers"]
+        self.region_of = dict(zip(c["Customer"], c["Region"], strict=True))
+        self.facts = list(zip(f["Customer"], f["Month"], f["Amount"], strict=True))
+        self.select = select
+
+    def rows(self, s: RandomSet | None) -> list[tuple[Any, Any, Any]]:
+        sel = dict(self.select)
+        if s is not None:
+            ident, mods = s
+            if ident == "1":
+                sel = {}
+            for field, values in mods.items():
+                if values is None:
+                    sel.pop(field, None)
+                else:
+                    sel[field] = values
+        out = []
+        for cust, month, amount in self.facts:
+            if "Month" in sel and month not in sel["Month"]:
+                continue
+            if "Region" in sel and self.region_of.get(cust) not in sel["Region"]:
+                continue
+            out.append((cust, month, amount))
+        return out
+
+    def customers(self, s: RandomSet | None) -> set[Any]:
+        return {r[0] for r in self.rows(s)}
+
+
+def fold(func: str, values: list[float]) -> float | None:
+    if func == "Sum":
+        return float(sum(values))
+    if func == "Count":
+        return float(len(values))
+    if not values:
+        return None
+    return sum(values) / len(values) if func == "Avg" else max(values)
+
+
+def numbers(rows: list[tuple[Any, Any, Any]]) -> list[float]:
+    return [r[2] for r in rows if r[2] is not None]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_sets_around_aggr_against_reference(seed: int) -> None:
+    rng = random.Random(1000 + seed)
+    model = random_model(rng)
+    app = App.from_tables(model)
+    select: dict[str, list[Any]] = {}
+    if rng.random() < 0.5:
+        months = sorted(set(model["Facts"]["Month"]))
+        select["Month"] = rng.sample(months, rng.randint(1, len(months)))
+    regions = sorted(set(model["Customers"]["Region"]))
+    if regions and rng.random() < 0.4:
+        select["Region"] = rng.sample(regions, rng.randint(1, len(regions)))
+    ref = SetReference(model, select)
+    func = rng.choice(["Sum", "Avg", "Count", "Max"])
+    s_out, s_aggr, s_in = (random_set(rng, model) for _ in range(3))
+    inside = f"Aggr({render_set(s_aggr)}Sum({render_set(s_in)}Amount), Customer)"
+    measure = f"{func}({render_set(s_out)}{inside})"
+    # The virtual rows: the customers of the Aggr's set, else those of the selection and of
+    # the inner set; the outer set keeps those its records reach and links them to regions.
+    inner = ref.rows(s_in)
+    if s_aggr is not None:
+        virtual = ref.customers(s_aggr)
+    else:
+        virtual = ref.customers(None) | {r[0] for r in inner}
+    if s_out is not None:
+        virtual &= ref.customers(s_out)
+    value = {c: float(sum(numbers([r for r in inner if r[0] == c]))) for c in virtual}
+    linked = ref.customers(s_out)
+    # TOTAL <…> inside an aggregation, by Region and Month, with its own set.
+    s_total = random_set(rng, model)
+    largest = f"Sum(If(Amount = Max({render_set(s_total)}TOTAL <Region> Amount), Amount))"
+    above = "Sum(If(Amount >= Avg(TOTAL <Month> Amount), Amount))"
+    state = ref.rows(None)
+    total_rows = ref.rows(s_total)
+
+    def largest_of(rows: list[tuple[Any, Any, Any]], region: Any, by_region: bool) -> float:
+        pool = [r for r in total_rows if not by_region or ref.region_of.get(r[0]) == region]
+        top = max(numbers(pool), default=None)
+        return float(sum(a for a in numbers(rows) if a == top))
+
+    def above_of(rows: list[tuple[Any, Any, Any]], month: Any, by_month: bool) -> float:
+        pool = numbers([r for r in state if not by_month or r[1] == month])
+        mean = sum(pool) / len(pool) if pool else None
+        return float(sum(a for a in numbers(rows) if mean is not None and a >= mean))
+
+    with app.session() as s:
+        for field, values in select.items():
+            s.select(field, values)
+        got = s.hypercube(["Region"], [measure])
+        for region, v in got.rows:
+            if region is None:
+                continue
+            members = [value[c] for c in virtual if ref.region_of.get(c) == region and c in linked]
+            assert close(v, fold(func, members)), (measure, region)
+        assert close(got.totals[0], fold(func, list(value.values()))), measure
+        two = s.hypercube(["Region", "Month"], [largest, above])
+        for region, month, v_largest, v_above in two.rows:
+            rows = [r for r in state if ref.region_of.get(r[0]) == region and r[1] == month]
+            assert v_largest == largest_of(rows, region, True), (largest, region, month)
+            assert v_above == above_of(rows, month, True), (above, region, month)
+        assert two.totals == [largest_of(state, None, False), above_of(state, None, False)]
+        # Inside Aggr, TOTAL <Region> groups the virtual rows by their region.
+        pairs = {(r[0], ref.region_of[r[0]]) for r in state if ref.region_of.get(r[0]) is not None}
+        region_sums = [
+            sum(numbers([r for r in state if ref.region_of.get(r[0]) == g])) for _, g in pairs
+        ]
+        [[avg]] = s.hypercube([], ["Avg(Aggr(Sum(TOTAL <Region> Amount), Customer, Region))"]).rows
+        assert close(avg, sum(region_sums) / len(region_sums) if pairs else None)
 
 
 def close(a: float | None, b: float | None) -> bool:

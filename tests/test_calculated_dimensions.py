@@ -76,6 +76,13 @@ def test_shop_aggr_follows_the_selection(shop: App) -> None:
     ]
 
 
+def test_shop_aggr_with_its_own_set(shop: App) -> None:
+    # §2.9: the Aggr's set makes its virtual rows (2020: Alice 30, Bob 70, all years summed);
+    # Carol's and Eve's orders have no virtual row and land in the NULL value.
+    dim = "=Aggr({<Year={2020}>} If(Sum(Amount)>50,'Big','Other'), Customer)"
+    assert rows(shop, [dim], ["Sum(Amount)"]) == [("Big", 70.0), ("Other", 30.0), (None, 80.0)]
+
+
 def test_null_result_is_a_null_dimension_value(shop: App) -> None:
     # Eve has no Customers row: Upper(Country) has no record for her order, and the
     # expression's NULL results land in the `None` row, which suppress_missing drops.

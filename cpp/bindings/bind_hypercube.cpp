@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -154,8 +155,10 @@ void bind_hypercube(py::module_& m) {
   session.attr("hypercube") = py::cpp_function(
       [](const Session& s, std::vector<std::string> dimensions, std::vector<std::string> measures,
          std::vector<std::pair<std::string, std::string>> sort, bool suppress_zero, bool suppress_missing,
-         const std::string& state_name) {
+         const std::string& state_name, std::optional<std::vector<std::uint32_t>> pivot_top) {
         HypercubeSpec spec;
+        spec.pivot = pivot_top.has_value();
+        if (pivot_top) spec.pivot_top = std::move(*pivot_top);
         spec.dimensions = std::move(dimensions);
         spec.measures = std::move(measures);
         spec.sort = std::move(sort);
@@ -170,8 +173,9 @@ void bind_hypercube(py::module_& m) {
         return out;
       },
       py::name("hypercube"), py::is_method(session), py::arg("dimensions"), py::arg("measures"), py::arg("sort"),
-      py::arg("suppress_zero"), py::arg("suppress_missing"), py::arg("state") = "$",
-      "The hypercube of dimensions and measures under one state's selections.");
+      py::arg("suppress_zero"), py::arg("suppress_missing"), py::arg("state") = "$", py::arg("pivot_top") = py::none(),
+      "The hypercube of dimensions and measures under one state's selections; `pivot_top`: a pivot\n"
+      "table's dimensions on top, by position (HRank ranks across them), None for other tables.");
 }
 
 }  // namespace assoc::py_bind

@@ -40,7 +40,9 @@ std::vector<std::uint32_t> HypercubeSpec::encode() const {
     encode_string(column, out);
     encode_string(order, out);
   }
-  out.push_back((suppress_zero ? 1U : 0U) | (suppress_missing ? 2U : 0U) | (unordered ? 4U : 0U));
+  out.push_back((suppress_zero ? 1U : 0U) | (suppress_missing ? 2U : 0U) | (unordered ? 4U : 0U) | (pivot ? 8U : 0U));
+  out.push_back(static_cast<std::uint32_t>(pivot_top.size()));
+  out.insert(out.end(), pivot_top.begin(), pivot_top.end());
   return out;
 }
 
@@ -67,6 +69,10 @@ std::shared_ptr<Hypercube> HypercubeBuilder::run() {
   const HypercubeSpec& spec = cube_->spec_;
   if (spec.dimensions.empty() && spec.measures.empty())
     throw Error("a hypercube needs at least one dimension or measure");
+  for (const std::uint32_t t : spec.pivot_top)
+    if (t >= spec.dimensions.size() || std::count(spec.pivot_top.begin(), spec.pivot_top.end(), t) > 1)
+      throw Error("pivot_top: " + std::to_string(t) + " is not one of the " + std::to_string(spec.dimensions.size()) +
+                  " dimensions, or is listed twice");
   place_dimensions();
   plan_measures();
   if (!rows_) rows_ = model_.rows(state_);
@@ -92,6 +98,12 @@ std::shared_ptr<Hypercube> HypercubeBuilder::run() {
     if (grouped) reached[slot.first].insert(reached[slot.first].end(), res.keys.begin(), res.keys.end());
   }
   std::vector<std::uint64_t> keys = row_keys(reached);
+  // An Aggr's set makes its virtual rows; the outer aggregation's set keeps those it reaches.
+  if (nested_.tuples) keys = tuple_keys(*nested_.tuples);
+  if (nested_.within) {
+    const std::vector<std::uint64_t> reach = tuple_keys(*nested_.within);
+    std::erase_if(keys, [&](std::uint64_t k) { return !std::binary_search(reach.begin(), reach.end(), k); });
+  }
   if (spec.suppress_missing) std::erase_if(keys, [&](std::uint64_t k) { return has_none(k); });
   for (const AggrTerm& t : aggr_terms_) compute_aggr(t, keys);
 
@@ -264,13 +276,40 @@ std::vector<std::uint64_t> HypercubeBuilder::part_keys(
     reached_by_measure = reached_by_measure || (!graph_.is_field(node) && tree.contains(node));
   }
   if (!reached_by_measure) {
-    JoinWalker walker(model_, *rows_, graph_, tree, part.dims, true);
-    const std::vector<std::uint64_t> inner = detail::aggregate_node(model_, *rows_, walker, {}, part.space).keys;
+    const std::vector<std::uint64_t> inner = inner_keys(p, *rows_);
     keys.insert(keys.end(), inner.begin(), inner.end());
   }
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   return keys;
+}
+
+std::vector<std::uint64_t> HypercubeBuilder::inner_keys(std::size_t p, const RowStates& rows) const {
+  const Part& part = parts_[p];
+  std::uint32_t root = detail::kNoNode;
+  for (std::size_t d = 0; d < dims_.size() && root == detail::kNoNode; ++d)
+    if (part.reached[dims_[d].node]) root = dims_[d].node;
+  RootedTree tree(graph_, root, dim_nodes_);
+  if (graph_.is_field(root) && !tree.children[root].empty()) tree = RootedTree(graph_, tree.children[root][0], dim_nodes_);
+  JoinWalker walker(model_, rows, graph_, tree, part.dims, true);
+  std::vector<std::uint64_t> keys = detail::aggregate_node(model_, rows, walker, {}, part.space).keys;
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
+std::vector<std::uint64_t> HypercubeBuilder::tuple_keys(const RowStates& rows) const {
+  std::vector<std::uint64_t> out{0};
+  for (std::size_t p = 0; p < parts_.size(); ++p) {
+    const std::vector<std::uint64_t> keys = inner_keys(p, rows);
+    std::vector<std::uint64_t> next;
+    next.reserve(out.size() * keys.size());
+    for (const std::uint64_t b : keys)
+      for (const std::uint64_t a : out) next.push_back(a + b * parts_[p].base);
+    out.swap(next);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void HypercubeBuilder::sort_rows(std::vector<std::size_t>& order) const {

@@ -10,7 +10,7 @@
 namespace assoc {
 
 std::int32_t HypercubeBuilder::plan_aggr_term(const std::string& text, const Expression& e, std::uint32_t agg,
-                                              std::uint32_t first_aggr) {
+                                              std::uint32_t first_aggr, std::uint32_t outer_set) {
   const ExprNode& a = e.nodes[agg];
   AggrTerm t;
   const ExprNode* aggr = nullptr;
@@ -25,7 +25,17 @@ std::int32_t HypercubeBuilder::plan_aggr_term(const std::string& text, const Exp
     aggr = &e.nodes[first_aggr];
     if (a.total) fail(text, a.position, "TOTAL on an aggregation over Aggr is not supported");
   }
-  if (aggr->set >= 0) fail(text, e.nodes[static_cast<std::size_t>(aggr->set)].position, "a set expression inside Aggr is not yet supported");
+  // The Aggr's own set, inheriting the outer scope's; the outer aggregation's set (§2.9).
+  const std::uint32_t aggr_node = is_aggr_call(a) ? agg : first_aggr;
+  std::shared_ptr<const SetNode> own;
+  if (aggr->set >= 0) {
+    const ExprNode& sn = e.nodes[static_cast<std::size_t>(aggr->set)];
+    own = parse_set_expression(text, sn.name, sn.position + 1);
+  }
+  t.aggr_set = intern_set(inherit_set(scope_[aggr_node], own));
+  t.outer_set = outer_set;
+  t.scope = scope_[aggr->args[0]];
+  auto set_text = [&](const ExprNode& y) { return y.set < 0 ? std::string() : e.nodes[static_cast<std::size_t>(y.set)].name; };
   t.nodistinct = aggr->nodistinct;
   for (std::size_t i = 1; i < aggr->args.size(); ++i) {
     const ExprNode& d = e.nodes[aggr->args[i]];
@@ -44,6 +54,8 @@ std::int32_t HypercubeBuilder::plan_aggr_term(const std::string& text, const Exp
       for (std::size_t i = 1; same && i < y.args.size(); ++i)
         same = e.nodes[y.args[i]].name == e.nodes[aggr->args[i]].name && e.nodes[y.args[i]].sort == e.nodes[aggr->args[i]].sort;
       if (!same) fail(text, y.position, "the Aggr calls of one aggregation must have the same dimensions");
+      if (set_text(y) != set_text(*aggr) || scope_[y.args[0]] != t.scope)
+        fail(text, y.position, "the Aggr calls of one aggregation must have the same set expression");
       t.aggr_nodes.push_back(n);
       return static_cast<std::uint32_t>(t.aggr_nodes.size() - 1);
     }
@@ -56,6 +68,8 @@ std::int32_t HypercubeBuilder::plan_aggr_term(const std::string& text, const Exp
       fields.emplace_back(n, static_cast<std::size_t>(it - t.dim_fields.begin()));
       return kFieldInput + static_cast<std::uint32_t>(fields.size() - 1);
     }
+    if (lookups_.contains(n))
+      fail(text, y.position, "TOTAL <…> naming a chart dimension beside Aggr in " + a.name + " is not supported");
     if (y.kind == ExprNode::Kind::kAgg)
       fail(text, y.position, "an aggregation inside another aggregation (" + y.name + ") needs Aggr or TOTAL");
     fail(text, y.position, "'" + y.name + "' cannot stand beside Aggr in an aggregation");
@@ -136,14 +150,17 @@ bool order_free_aggregation(AggKind kind) {
 void HypercubeBuilder::compute_aggr(const AggrTerm& t, const std::vector<std::uint64_t>& keys) {
   HypercubeSpec spec;
   spec.dimensions = t.dims;
-  std::vector<std::pair<Expression, std::uint32_t>> exprs;
+  Nested nested;
   const Expression& outer = aggr_expression(t);
   for (std::size_t i = 0; i < t.aggr_nodes.size(); ++i) {
     std::string name = std::to_string(i + 1);
     name.insert(name.begin(), '#');
     spec.measures.push_back(std::move(name));
-    exprs.emplace_back(outer, outer.nodes[t.aggr_nodes[i]].args[0]);
+    nested.exprs.emplace_back(outer, outer.nodes[t.aggr_nodes[i]].args[0]);
+    nested.scopes.push_back(t.scope);
   }
+  if (t.aggr_set != 0) nested.tuples = set_rows_[t.aggr_set];
+  if (t.outer_set != 0 && t.outer_set != t.aggr_set) nested.within = set_rows_[t.outer_set];
   for (std::size_t d = 0; d < t.dims.size(); ++d)
     if (!t.sorts[d].empty()) spec.sort.emplace_back(t.dims[d], t.sorts[d]);
   spec.suppress_missing = true;  // NULL is not a value of an Aggr dimension
@@ -151,7 +168,7 @@ void HypercubeBuilder::compute_aggr(const AggrTerm& t, const std::vector<std::ui
   // (Concat, FirstSortedValue, Mode's ties) or a sort the Aggr names: else it is not made.
   const bool order_free = spec.sort.empty() && order_free_aggregation(t.kind);
   spec.unordered = order_free;
-  const std::shared_ptr<Hypercube> v = HypercubeBuilder(model_, state_, spec, rows_, states_, state_name_, std::move(exprs)).run();
+  const std::shared_ptr<Hypercube> v = HypercubeBuilder(model_, state_, spec, rows_, states_, state_name_, std::move(nested)).run();
   const std::size_t n = v->size();
   // Per virtual row, the outer plans' value and weight.
   std::vector<Value> values(n), weights(t.has_weight ? n : 0);
@@ -197,7 +214,9 @@ void HypercubeBuilder::compute_aggr(const AggrTerm& t, const std::vector<std::ui
       }
     }
     link.unordered = order_free;
-    const std::shared_ptr<Hypercube> l = HypercubeBuilder(model_, state_, link, rows_, states_, state_name_).run();
+    // Through the records of the outer aggregation's set.
+    const std::shared_ptr<Hypercube> l =
+        HypercubeBuilder(model_, state_, link, set_rows_[t.outer_set], states_, state_name_).run();
     std::vector<std::uint64_t> radix;
     for (const std::uint32_t f : t.dim_fields) radix.push_back(std::uint64_t{data_.fields()[f].symbols.size()} + 1);
     auto aggr_key = [&](const Hypercube& c, std::size_t r) {

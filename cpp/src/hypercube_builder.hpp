@@ -34,6 +34,16 @@ inline std::string lower(std::string s) {
   return s;
 }
 
+// A TOTAL <…> aggregation inside another aggregation whose list names dimensions of the
+// chart: its value per combination of those dimensions (keys projected onto them in the key
+// space of the outer aggregation's part), and over every record for the totals row.
+struct RowLookup {
+  std::vector<std::uint8_t> keep;  // per chart dimension
+  std::unordered_map<std::uint64_t, Value> values;
+  Value empty;  // where a combination has no record
+  Value all;
+};
+
 // An aggregation the per-node accumulators cannot compute (an expression argument, TOTAL, a
 // function beyond Sum/Count/Avg/Min/Max/Only): its arguments are evaluated per record of its
 // node (once per distinct value when they read one field) and reduced by the registry.
@@ -47,6 +57,9 @@ struct GenericTerm {
   Plan weight;
   bool has_weight = false;
   std::vector<Value> params;  // constant arguments by position (NULL for the record ones)
+  // TOTAL <…> aggregations inside the argument (§4): each a value per row of the dimensions
+  // it keeps, read by the plans after the record inputs.
+  std::vector<RowLookup> lookups;
 };
 
 // Per generic term, its value per group key and over every record once.
@@ -74,6 +87,13 @@ struct MeasureInput {
 // NODISTINCT). Its plans read the Aggr values, then the Aggr dimensions' values, per virtual row.
 struct AggrTerm {
   AggKind kind = AggKind::kOnly;
+  // Set analysis (§2.9): the Aggr's own set makes its virtual rows (0: none, the rows follow
+  // its aggregations); the outer aggregation's set keeps the virtual rows its records reach
+  // (0: the object's state, which keeps them all) and links them to the chart rows; the
+  // outer scope's set is inherited by the aggregations inside Aggr.
+  std::uint32_t aggr_set = 0;
+  std::uint32_t outer_set = 0;
+  std::shared_ptr<const SetNode> scope;
   bool distinct = false;
   bool nodistinct = false;
   std::vector<std::string> dims;
@@ -128,6 +148,7 @@ using detail::LinkGraph;
 using detail::lower;
 using detail::MeasureInput;
 using detail::MeasurePlan;
+using detail::RowLookup;
 using detail::NodeAggregates;
 using detail::RootedTree;
 using detail::Slot;
@@ -146,13 +167,21 @@ class HypercubeBuilder {
       states_ = &own_states_;
     }
   }
-  // A nested cube (an Aggr's virtual table): its measures are subtrees of parsed expressions.
-  // It reads the states of the cube that holds it.
+  // A nested cube (an Aggr's virtual table): its measures are subtrees of parsed expressions,
+  // each under the outer set of its scope. It reads the states of the cube that holds it.
+  // `tuples`: its rows are the dimension combinations these records reach; `within`: it
+  // keeps the rows these records reach.
+  struct Nested {
+    std::vector<std::pair<Expression, std::uint32_t>> exprs;
+    std::vector<std::shared_ptr<const SetNode>> scopes;
+    std::shared_ptr<const RowStates> tuples;
+    std::shared_ptr<const RowStates> within;
+  };
   HypercubeBuilder(const AssociativeModel& model, const SelectionState& state, const HypercubeSpec& spec,
                    std::shared_ptr<const RowStates> rows, const NamedStates* states, std::string state_name,
-                   std::vector<std::pair<Expression, std::uint32_t>> exprs)
+                   Nested nested)
       : HypercubeBuilder(model, state, spec, std::move(rows), states, std::move(state_name)) {
-    nested_exprs_ = std::move(exprs);
+    nested_ = std::move(nested);
   }
 
   std::shared_ptr<Hypercube> run();
@@ -207,6 +236,12 @@ class HypercubeBuilder {
   std::vector<std::uint64_t> part_keys(std::size_t p,
                                        const std::map<std::uint32_t, std::vector<std::uint64_t>>& by_node) const;
 
+  // A part's combinations of the inner join of these records (the walk of part_keys).
+  std::vector<std::uint64_t> inner_keys(std::size_t p, const RowStates& rows) const;
+
+  // The tuple keys these records reach, sorted: the cross product of each part's inner keys.
+  std::vector<std::uint64_t> tuple_keys(const RowStates& rows) const;
+
   // Orders rows as the spec says, then by each dimension in turn.
   void sort_rows(std::vector<std::size_t>& order) const;
 
@@ -235,9 +270,11 @@ class HypercubeBuilder {
                          const std::vector<std::pair<std::uint32_t, std::size_t>>& fields) const;
   MeasureInput plan_aggregation(const std::string& text, const Expression& e, std::uint32_t n);
   void plan_measures();
-  // TOTAL (without fields) inside another aggregation: computed first, over all the records
-  // of its set under the selections, by a cube of no dimensions; it then stands in the
-  // expression as a constant.
+  // TOTAL inside another aggregation (not inside Aggr, whose own cube folds its): computed
+  // first, over all the records of its set (and its scope's) under the selections. Alone,
+  // or when TOTAL <…> names no dimension of the cube, by a cube of no dimensions; it then
+  // stands in the expression as a constant. TOTAL <…> naming dimensions of the cube: by a
+  // cube over those dimensions, each row reading its combination's value (lookups_).
   void fold_inner_totals(Expression& e, std::uint32_t n, bool inside_aggregation);
 
   // Per node, the outer set of its scope (§2.8): a scope's set inherits its enclosing one.
@@ -266,7 +303,8 @@ class HypercubeBuilder {
 
   // --- hypercube_aggr.cpp: aggregations over Aggr (nested cubes)
   // An aggregation over Aggr results (`agg` its node), or a bare Aggr (agg == aggr node).
-  std::int32_t plan_aggr_term(const std::string& text, const Expression& e, std::uint32_t agg, std::uint32_t first_aggr);
+  std::int32_t plan_aggr_term(const std::string& text, const Expression& e, std::uint32_t agg, std::uint32_t first_aggr,
+                              std::uint32_t outer_set);
   static constexpr std::uint32_t kFieldInput = 1U << 30;
 
   // The first Aggr call in an aggregation's arguments (not inside another aggregation), or -1.
@@ -322,6 +360,10 @@ class HypercubeBuilder {
   static Value shifted(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order, std::size_t pos,
                        std::int64_t c, const std::vector<std::size_t>& seg_first, const std::vector<std::size_t>& seg_last);
 
+  // HRank (§5): ranks across a pivot's columns, per row segment; NULL outside a pivot.
+  void hrank(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order,
+             std::vector<Value>& out) const;
+
   // Whether two rows (key order) share every dimension value but the last.
   bool same_segment(std::size_t a, std::size_t b) const;
 
@@ -360,7 +402,9 @@ class HypercubeBuilder {
   std::string set_text_;  // the text of the measure that wrote each set, for errors
   std::vector<std::string> set_texts_{""};
   std::vector<MeasurePlan> measures_;
-  std::vector<std::pair<Expression, std::uint32_t>> nested_exprs_;
+  Nested nested_;
+  // The current measure's TOTAL <…> aggregations inside another: node -> its lookup.
+  std::unordered_map<std::uint32_t, RowLookup> lookups_;
   std::vector<AggrTerm> aggr_terms_;
   std::vector<std::vector<Value>> aggr_columns_;  // per Aggr term, per row (in key order)
   std::vector<Value> aggr_totals_;

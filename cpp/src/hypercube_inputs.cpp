@@ -49,10 +49,13 @@ GenericResults HypercubeBuilder::run_generic(Slot slot, const std::vector<Generi
     // A plan over one field: its value per symbol (+1; 0 for NULL), computed once.
     std::vector<std::uint8_t> done_value, done_weight;
     std::vector<Value> by_symbol_value, by_symbol_weight;
+    // With TOTAL <…> lookups a record's value depends on its row: per record, its value
+    // for the totals row (values then hold one per record and row).
+    std::vector<Value> all_values, all_weights;
   };
   std::vector<Gathered> g(terms.size());
   for (std::size_t t = 0; t < terms.size(); ++t) {
-    if (terms[t].fields.size() != 1) continue;
+    if (terms[t].fields.size() != 1 || !terms[t].lookups.empty()) continue;
     const std::size_t n = std::size_t{data_.fields()[terms[t].fields[0]].symbols.size()} + 1;
     g[t].done_value.assign(n, 0);
     g[t].by_symbol_value.resize(n);
@@ -72,6 +75,26 @@ GenericResults HypercubeBuilder::run_generic(Slot slot, const std::vector<Generi
       for (std::size_t t = 0; t < terms.size(); ++t) {
         const GenericTerm& term = terms[t];
         Gathered& gt = g[t];
+        if (!term.lookups.empty()) {
+          inputs.clear();
+          for (std::size_t j = 0; j < term.fields.size(); ++j)
+            inputs.push_back(symbol_value(data_.fields()[term.fields[j]].symbols, b.extra[sources[t][j]][i]));
+          const std::size_t nf = inputs.size();
+          for (const detail::RowLookup& l : term.lookups) inputs.push_back(l.all);
+          gt.all_values.push_back(term.value.eval(inputs.data()));
+          if (term.has_weight) gt.all_weights.push_back(term.weight.eval(inputs.data()));
+          for (const std::uint64_t k : record_keys) {
+            for (std::size_t j = 0; j < term.lookups.size(); ++j) {
+              const detail::RowLookup& l = term.lookups[j];
+              const auto it = l.values.find(project(k, p, l.keep));
+              inputs[nf + j] = it == l.values.end() ? l.empty : it->second;
+            }
+            gt.values.push_back(term.value.eval(inputs.data()));
+            if (term.has_weight) gt.weights.push_back(term.weight.eval(inputs.data()));
+            gt.members[k].push_back(static_cast<std::uint32_t>(gt.values.size() - 1));
+          }
+          continue;
+        }
         if (term.fields.size() == 1) {
           const std::uint32_t code = b.extra[sources[t][0]][i];
           const std::size_t at = code == kNull ? 0 : std::size_t{code} + 1;
@@ -124,9 +147,10 @@ GenericResults HypercubeBuilder::run_generic(Slot slot, const std::vector<Generi
       }
       out.values[t].emplace(key, aggregate_values(term.fn->kind, term.distinct, vs, ws, term.params));
     }
-    out.totals.push_back(gt.values.empty() ? empty_aggregate(term.fn->kind)
-                                           : aggregate_values(term.fn->kind, term.distinct, gt.values, gt.weights,
-                                                              term.params));
+    const std::vector<Value>& all = term.lookups.empty() ? gt.values : gt.all_values;
+    const std::vector<Value>& all_weights = term.lookups.empty() ? gt.weights : gt.all_weights;
+    out.totals.push_back(all.empty() ? empty_aggregate(term.fn->kind)
+                                     : aggregate_values(term.fn->kind, term.distinct, all, all_weights, term.params));
   }
   return out;
 }

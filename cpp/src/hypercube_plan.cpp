@@ -38,6 +38,7 @@ MeasureInput HypercubeBuilder::fast_input(AggFunc func, std::uint32_t field, std
 
 void HypercubeBuilder::check_argument(const std::string& text, const Expression& e, std::uint32_t n) const {
   const ExprNode& x = e.nodes[n];
+  if (lookups_.contains(n)) return;  // TOTAL <…> over the chart's dimensions: read per row
   if (x.kind == ExprNode::Kind::kAgg)
     fail(text, x.position,
          "an aggregation inside another aggregation (" + x.name +
@@ -52,6 +53,7 @@ void HypercubeBuilder::check_argument(const std::string& text, const Expression&
 void HypercubeBuilder::collect_fields(const std::string& text, const Expression& e, std::uint32_t n,
                                       std::vector<std::pair<std::uint32_t, std::size_t>>& out) const {
   const ExprNode& x = e.nodes[n];
+  if (lookups_.contains(n)) return;  // its fields are read by its own cube
   if (x.kind == ExprNode::Kind::kField) {
     const std::uint32_t f = field_index(text, x);
     if (std::none_of(out.begin(), out.end(), [&](const auto& p) { return p.first == f; })) out.emplace_back(f, x.position);
@@ -101,9 +103,8 @@ MeasureInput HypercubeBuilder::plan_aggregation(const std::string& text, const E
   const std::uint32_t set = intern_set(inherit_set(scope_[n], own));
   if (x.nodistinct) fail(text, x.position, "NODISTINCT belongs to Aggr, not to " + x.name);
   if (const std::int64_t first = find_aggr(e, n); first >= 0) {
-    if (set != 0) fail(text, x.position, "a set expression on an aggregation over Aggr is not yet supported");
     MeasureInput in;
-    in.aggr = plan_aggr_term(text, e, n, static_cast<std::uint32_t>(first));
+    in.aggr = plan_aggr_term(text, e, n, static_cast<std::uint32_t>(first), set);
     return in;
   }
   for (const std::uint32_t a : x.args) check_argument(text, e, a);
@@ -149,9 +150,15 @@ MeasureInput HypercubeBuilder::plan_aggregation(const std::string& text, const E
                 ": a key field's records are its distinct values, so it allows only DISTINCT aggregations, "
                 "Only, Min, Max, MinString and MaxString");
   for (const auto& [f, pos] : fields) term.fields.push_back(f);
+  std::vector<std::uint32_t> lookup_nodes;
   auto record_input = [&](std::uint32_t leaf) -> std::uint32_t {
     const ExprNode& y = e.nodes[leaf];
     if (y.kind == ExprNode::Kind::kStar) return 0;  // Count(*): a constant per record, below
+    if (lookups_.contains(leaf)) {
+      auto at = std::find(lookup_nodes.begin(), lookup_nodes.end(), leaf);
+      if (at == lookup_nodes.end()) at = lookup_nodes.insert(at, leaf);
+      return static_cast<std::uint32_t>(term.fields.size() + static_cast<std::size_t>(at - lookup_nodes.begin()));
+    }
     const std::uint32_t f = field_index(text, y);
     return static_cast<std::uint32_t>(std::find(term.fields.begin(), term.fields.end(), f) - term.fields.begin());
   };
@@ -177,6 +184,33 @@ MeasureInput HypercubeBuilder::plan_aggregation(const std::string& text, const E
     });
     term.params[i] = p.constant();
   }
+  // Each TOTAL <…> inside, keyed by the combinations of its dimensions in this node's part.
+  const std::size_t p = part_of_node(node);
+  for (const std::uint32_t ln : lookup_nodes) {
+    const RowLookup& global = lookups_.at(ln);
+    if (x.total)
+      fail(text, e.nodes[ln].position,
+           "TOTAL <…> naming a chart dimension inside an aggregation that has TOTAL itself is not supported");
+    RowLookup local;
+    local.keep = global.keep;
+    local.empty = global.empty;
+    local.all = global.all;
+    for (std::size_t d = 0; d < dims_.size(); ++d)
+      if (global.keep[d] && (p == kNoPart || parts_[p].dims[d].stride == 0))
+        fail(text, e.nodes[ln].position,
+             "TOTAL <" + cube_->spec_.dimensions[d] + "> inside " + x.name + ": the dimension '" +
+                 cube_->spec_.dimensions[d] + "' is not linked to the records " + x.name + " reads");
+    for (const auto& [key, value] : global.values) {
+      std::uint64_t k = 0;
+      for (std::size_t d = 0; d < dims_.size(); ++d) {
+        if (!global.keep[d]) continue;
+        const std::uint64_t radix = std::uint64_t{data_.fields()[dims_[d].field].symbols.size()} + 1;
+        k += key / dims_[d].stride % radix * parts_[p].dims[d].stride;
+      }
+      local.values.emplace(k, value);
+    }
+    term.lookups.push_back(std::move(local));
+  }
   auto& terms = generic_[Slot{node, set}];
   terms.push_back(std::move(term));
   return MeasureInput{node, terms.size() - 1, true, set};
@@ -187,16 +221,19 @@ void HypercubeBuilder::plan_measures() {
   for (std::size_t m = 0; m < texts.size(); ++m) {
     MeasurePlan plan;
     std::uint32_t root = 0;
-    if (nested_exprs_.empty()) {
+    std::shared_ptr<const SetNode> outer;
+    if (nested_.exprs.empty()) {
       plan.expr = parse_expression(texts[m]);
       root = plan.expr.root;
     } else {
-      plan.expr = nested_exprs_[m].first;
-      root = nested_exprs_[m].second;
+      plan.expr = nested_.exprs[m].first;
+      root = nested_.exprs[m].second;
+      if (m < nested_.scopes.size()) outer = nested_.scopes[m];
     }
     plan.expr.interpretation = &data_.interpretation();
     scope_.assign(plan.expr.nodes.size(), nullptr);
-    mark_scopes(plan.expr.text, plan.expr, root, nullptr);
+    lookups_.clear();
+    mark_scopes(plan.expr.text, plan.expr, root, outer);
     fold_inner_totals(plan.expr, root, false);
     const Expression& e = plan.expr;
     plan.plan = bind_measure(e.text, e, root, plan, false);
@@ -206,21 +243,53 @@ void HypercubeBuilder::plan_measures() {
 
 void HypercubeBuilder::fold_inner_totals(Expression& e, std::uint32_t n, bool inside_aggregation) {
   const ExprNode& x = e.nodes[n];
+  if (is_aggr_call(x)) return;  // its virtual table's cube folds its own
   const bool aggregation = x.kind == ExprNode::Kind::kAgg;
   if (!(aggregation && inside_aggregation && x.total)) {
     for (const std::uint32_t a : x.args) fold_inner_totals(e, a, inside_aggregation || aggregation);
     return;
   }
   const std::string& text = e.text;
-  if (!x.total_fields.empty())
-    fail(text, x.position, "TOTAL <fields> inside another aggregation is not supported; TOTAL alone is");
-  if (scope_[n]) fail(text, x.position, "TOTAL inside an aggregation under an outer set expression is not supported");
+  // The listed fields that are dimensions here keep grouping; the others do not restrict (§4).
+  std::vector<std::uint8_t> keep(dims_.size(), 0);
   HypercubeSpec spec;
+  for (std::size_t i = 0; i < x.total_fields.size(); ++i) {
+    if (data_.find_field(x.total_fields[i]) < 0)
+      fail(text, x.total_positions[i], "unknown field '" + x.total_fields[i] + "' in TOTAL <…>");
+    for (std::size_t d = 0; d < dims_.size(); ++d)
+      if (cube_->spec_.dimensions[d] == x.total_fields[i] && !keep[d]) keep[d] = 1;
+  }
+  for (std::size_t d = 0; d < dims_.size(); ++d)
+    if (keep[d]) spec.dimensions.push_back(cube_->spec_.dimensions[d]);
   spec.measures.emplace_back("#total");
   std::vector<std::pair<Expression, std::uint32_t>> exprs;
   exprs.emplace_back(e, n);
+  exprs.back().first.nodes[n].total = false;
+  exprs.back().first.nodes[n].total_fields.clear();
+  Nested nested;
+  nested.exprs = std::move(exprs);
+  nested.scopes.push_back(scope_[n]);
   const std::shared_ptr<Hypercube> v =
-      HypercubeBuilder(model_, state_, spec, rows_, states_, state_name_, std::move(exprs)).run();
+      HypercubeBuilder(model_, state_, spec, rows_, states_, state_name_, std::move(nested)).run();
+  if (!spec.dimensions.empty()) {
+    // A value per combination of the kept dimensions, read per chart row.
+    RowLookup lookup;
+    lookup.keep = std::move(keep);
+    lookup.empty = empty_aggregate(find_aggregate_function(x.name)->kind);
+    lookup.all = v->total_value(0);
+    for (std::size_t r = 0; r < v->size(); ++r) {
+      std::uint64_t key = 0;
+      std::size_t j = 0;
+      for (std::size_t d = 0; d < dims_.size(); ++d) {
+        if (!lookup.keep[d]) continue;
+        const std::uint32_t code = v->codes(j++)[r];
+        key += (code == kNull ? 0 : std::uint64_t{code} + 1) * dims_[d].stride;
+      }
+      lookup.values.emplace(key, cube_value(data_, *v, 0, r));
+    }
+    lookups_.emplace(n, std::move(lookup));
+    return;
+  }
   ExprNode& folded = e.nodes[n];
   folded.value = v->size() > 0 ? cube_value(data_, *v, 0, 0) : Value::null();
   folded.kind = ExprNode::Kind::kConst;
@@ -252,7 +321,8 @@ std::uint32_t HypercubeBuilder::intern_set(const std::shared_ptr<const SetNode>&
   auto [it, added] = set_index_.emplace(key, static_cast<std::uint32_t>(sets_.size()));
   if (added) {
     sets_.push_back(set);
-    set_texts_.push_back(cube_->spec_.measures[measures_.size()]);
+    set_texts_.push_back(nested_.exprs.empty() ? cube_->spec_.measures[measures_.size()]
+                                               : nested_.exprs[measures_.size()].first.text);
   }
   return it->second;
 }
@@ -292,7 +362,7 @@ Plan HypercubeBuilder::bind_measure(const std::string& text, const Expression& e
           // A field outside any aggregation reads as Only(field) for the row (§1.3).
           in = fast_input(AggFunc::kOnly, field_index(text, x), intern_set(scope_[n]));
         } else if (is_aggr_call(x)) {
-          in.aggr = plan_aggr_term(text, e, n, n);
+          in.aggr = plan_aggr_term(text, e, n, n, intern_set(scope_[n]));
         } else if (x.kind == ExprNode::Kind::kCall) {
           if (in_window)
             fail(text, x.position, "an inter-record function (" + x.name + ") inside the argument of another is not supported");

@@ -1,7 +1,8 @@
-// Inter-record functions (Above, Below, Top, Bottom, RowNo, NoOfRows, Rank, Column and the
+// Inter-record functions (Above, Below, Top, Bottom, RowNo, NoOfRows, Rank, HRank, Column and the
 // Range functions over them): planned with the measure, computed on the sorted rows.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "assoc/error.hpp"
 #include "hypercube_builder.hpp"
@@ -49,11 +50,12 @@ Window HypercubeBuilder::plan_window(const std::string& text, const Expression& 
         fail(text, x.position, name + " with a count gives several values: use it inside a Range function (RangeSum, …)");
       break;
     case InterRecordKind::kRank:
+    case InterRecordKind::kHRank:
       w.arg = bind_measure(text, e, x.args[0], plan, true);
-      if (x.args.size() > 1) w.mode = static_cast<int>(constant_arg(text, e, x.args[1], "the mode of Rank"));
-      if (x.args.size() > 2) w.fmt = static_cast<int>(constant_arg(text, e, x.args[2], "the format of Rank"));
-      if (w.mode < 0 || w.mode > 4) fail(text, e.nodes[x.args[1]].position, "the mode of Rank is 0 to 4");
-      if (w.fmt < 0 || w.fmt > 2) fail(text, e.nodes[x.args[2]].position, "the format of Rank is 0 to 2");
+      if (x.args.size() > 1) w.mode = static_cast<int>(constant_arg(text, e, x.args[1], "the mode of " + name));
+      if (x.args.size() > 2) w.fmt = static_cast<int>(constant_arg(text, e, x.args[2], "the format of " + name));
+      if (w.mode < 0 || w.mode > 4) fail(text, e.nodes[x.args[1]].position, "the mode of " + name + " is 0 to 4");
+      if (w.fmt < 0 || w.fmt > 2) fail(text, e.nodes[x.args[2]].position, "the format of " + name + " is 0 to 2");
       break;
     case InterRecordKind::kColumn: {
       const double c = constant_arg(text, e, x.args[0], "the column of Column");
@@ -151,6 +153,9 @@ void HypercubeBuilder::window_measure(std::size_t m, std::vector<std::vector<Val
           out[order[pos]] = has[pos] ? Value::dual(ranks[pos], texts[pos]) : Value::number(ranks[pos]);
         break;
       }
+      case InterRecordKind::kHRank:
+        hrank(w, arg_column(w, eval_at, order), order, out);
+        break;
       default: {
         const std::vector<Value> a = arg_column(w, eval_at, order);
         for (std::size_t pos = 0; pos < n; ++pos) out[order[pos]] = shifted(w, a, order, pos, 0, seg_first, seg_last);
@@ -185,6 +190,43 @@ Value HypercubeBuilder::shifted(const Window& w, const std::vector<Value>& a, co
   }
   if (at < first || at >= last) return Value::null();
   return a[order[static_cast<std::size_t>(at)]];
+}
+
+void HypercubeBuilder::hrank(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order,
+                             std::vector<Value>& out) const {
+  const HypercubeSpec& spec = cube_->spec_;
+  if (!spec.pivot) {
+    for (const std::size_t r : order) out[r] = Value::null();
+    return;
+  }
+  // A row segment: the cells sharing the left dimensions and every top one but the last (with
+  // TOTAL, the left ones alone), in the order of the pivot's columns.
+  std::vector<std::uint8_t> in_key(dims_.size(), 1);
+  for (const std::uint32_t t : spec.pivot_top) in_key[t] = 0;
+  if (!w.total && !spec.pivot_top.empty())
+    for (std::size_t i = 0; i + 1 < spec.pivot_top.size(); ++i) in_key[spec.pivot_top[i]] = 1;
+  std::map<std::vector<std::uint32_t>, std::vector<std::size_t>> segments;
+  std::vector<std::uint32_t> key;
+  for (const std::size_t r : order) {
+    key.clear();
+    for (std::size_t d = 0; d < dims_.size(); ++d)
+      if (in_key[d]) key.push_back(cube_->codes_[d][r]);
+    segments[key].push_back(r);
+  }
+  std::vector<double> xs, ranks;
+  std::vector<std::string> texts;
+  std::vector<std::uint8_t> has;
+  for (const auto& [k, rows] : segments) {
+    const std::size_t n = rows.size();
+    xs.resize(n);
+    ranks.assign(n, 0);
+    texts.assign(n, std::string());
+    has.assign(n, 0);
+    for (std::size_t i = 0; i < n; ++i) xs[i] = a[rows[i]].num;
+    rank_segment(xs.data(), n, w.mode, w.fmt, ranks.data(), texts.data(), has.data());
+    for (std::size_t i = 0; i < n; ++i)
+      out[rows[i]] = has[i] ? Value::dual(ranks[i], texts[i]) : Value::number(ranks[i]);
+  }
 }
 
 bool HypercubeBuilder::same_segment(std::size_t a, std::size_t b) const {

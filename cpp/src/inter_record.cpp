@@ -17,6 +17,7 @@ const InterRecordFunction kFunctions[] = {
     {"Top", InterRecordKind::kTop, 1, 3, true},           {"Bottom", InterRecordKind::kBottom, 1, 3, true},
     {"RowNo", InterRecordKind::kRowNo, 0, 0, true},       {"NoOfRows", InterRecordKind::kNoOfRows, 0, 0, true},
     {"Column", InterRecordKind::kColumn, 1, 1, false},    {"Rank", InterRecordKind::kRank, 1, 3, true},
+    {"HRank", InterRecordKind::kHRank, 1, 3, true},
 };
 
 std::string number_text(double x) {

@@ -366,9 +366,11 @@ class Session(metaclass=_pybind11_type):
         suppress_zero: bool,
         suppress_missing: bool,
         state: str = "$",
+        pivot_top: list[int] | None = None,
     ) -> Hypercube:
         """
-        The hypercube of dimensions and measures under one state's selections.
+        The hypercube of dimensions and measures under one state's selections; `pivot_top`: a pivot
+        table's dimensions on top, by position (HRank ranks across them), None for other tables.
         """
     def indices(
         self, field: str, state: str, in_state: str = "$"

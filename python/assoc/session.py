@@ -437,9 +437,12 @@ class Session:
         suppress_missing: bool = False,
         state: str = "$",
         variables: Mapping[str, Any] | None = None,
+        pivot_top: Sequence[int] | None = None,
     ) -> Hypercube:
         """Dimension tuples associated under the selections, with measures (DESIGN.md §2b);
         `state` is the object's selection state (aggregations without a set identifier).
+        `pivot_top` makes it a pivot table's cube: its dimensions on top, by position, outer
+        first (HRank ranks across them; it is NULL in other cubes).
         `$(…)` in dimensions and measures is expanded first with `variables` (default: the
         session's `variables`); the cube's columns keep the names as given."""
         dims, meas = names(dimensions, "dimensions"), names(measures, "measures")
@@ -452,8 +455,15 @@ class Session:
             renamed = dict(zip(given_dims + given_meas, dims + meas, strict=True))
             pairs = [(renamed.get(column, column), direction) for column, direction in pairs]
         self._check_reduced([*dims, *meas])
+        top = None
+        if pivot_top is not None:
+            top = list(pivot_top)
+            if not all(isinstance(t, int) and not isinstance(t, bool) for t in top) or any(
+                not 0 <= t < len(dims) for t in top
+            ):
+                raise _core.Error(f"pivot_top: positions of the {len(dims)} dimensions, 0 first")
         impl = self._impl.hypercube(
-            dims, meas, pairs, bool(suppress_zero), bool(suppress_missing), state
+            dims, meas, pairs, bool(suppress_zero), bool(suppress_missing), state, top
         )
         kept = self.kept_codes if self.reduced else None
         return Hypercube(impl, given_dims, given_meas, kept)

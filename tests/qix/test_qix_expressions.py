@@ -207,6 +207,35 @@ def test_variables_in_cube_measures_and_dimensions(shop: tuple[QixClient, int]) 
     assert "nested deeper than" in cube["qError"]["qExtendedMessage"]
 
 
+def test_sets_around_aggr_and_total_fields_in_cube_measures(shop: tuple[QixClient, int]) -> None:
+    """Spec §2.9 and §4 in a chart's measures: the Aggr's set makes its virtual rows, the
+    outer set keeps those its records reach, a set inside filters the records; TOTAL <Country>
+    inside an aggregation is the largest order of the row's country."""
+    qix, doc = shop
+    measures = [
+        "Sum(Aggr({<Year={2020}>} Sum(Amount), Customer))",
+        "Sum({<Year={2020}>} Aggr(Sum(Amount), Customer))",
+        "Sum(Aggr(Sum({<Year={2020}>} Amount), Customer))",
+        "Sum(If(Amount = Max(TOTAL <Country> Amount), Amount))",
+    ]
+    chart = qix.handle_of("CreateSessionObject", [_cube(["Country"], measures)], doc)
+    assert _rows(qix, chart) == [
+        ["Denmark", "0", "0", "0", "0"],
+        ["Norway", "70", "70", "30", "40"],
+        ["Sweden", "30", "30", "10", "50"],
+        ["-", "0", "0", "0", "25"],
+    ]
+    cube = qix.result("GetLayout", [], chart)["qLayout"]["qHyperCube"]
+    assert [c["qNum"] for c in cube["qGrandTotalRow"]] == [100, 100, 40, 50]
+    _select(qix, doc, "Country", ["Sweden"])
+    assert _rows(qix, chart) == [["Sweden", "30", "30", "10", "50"]]
+    # A measure whose Aggr calls differ in their sets is the cube's error, with its position.
+    bad = "Sum(Aggr({1} Sum(Amount), Customer) - Aggr(Sum(Amount), Customer))"
+    wrong = qix.handle_of("CreateSessionObject", [_cube(["Country"], [bad])], doc)
+    error = qix.result("GetLayout", [], wrong)["qLayout"]["qHyperCube"]["qError"]
+    assert "must have the same set expression at position 38" in error["qExtendedMessage"]
+
+
 def test_calculated_variable_layout_shows_its_value(shop: tuple[QixClient, int]) -> None:
     qix, doc = shop
     var = qix.handle_of("GetVariableByName", ["vMaxYear"], doc)

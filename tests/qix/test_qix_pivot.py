@@ -217,6 +217,36 @@ def test_dimension_on_top(qix: QixClient) -> None:
     assert cube["qNoOfLeftDims"] == 1
 
 
+def test_hrank_ranks_across_the_columns_of_a_row(qix: QixClient) -> None:
+    """Spec §5: HRank is Rank across a pivot's columns, per row; NULL in a straight table."""
+    props = pivot(["Customer", "OrderId"], ["HRank(Sum(Amount))"], qNoOfLeftDims=1)
+    obj = qix.handle_of("CreateSessionObject", [props], 1)
+    page = hypercube(qix, obj)["qPivotDataPages"][0]
+    customers = sorted(set(ORDERS["Customer"]) | set(CUSTOMERS["Customer"]))  # e: no orders
+    order_ids = sorted(ORDERS["OrderId"])
+    assert [n["qText"] for n in page["qTop"]] == [str(o) for o in order_ids]
+    expected = []
+    for customer in customers:
+        mine = orders(customer=customer)
+        amounts = sorted((ORDERS["Amount"][i] for i in mine), reverse=True)
+        row: list[Any] = ["NaN"] * len(order_ids)
+        for i in mine:
+            row[order_ids.index(ORDERS["OrderId"][i])] = amounts.index(ORDERS["Amount"][i]) + 1
+        expected.append(row)
+    assert numbers(page) == expected
+    straight = {
+        "qInfo": {"qType": "table"},
+        "qHyperCubeDef": {
+            "qDimensions": [{"qDef": {"qFieldDefs": ["Customer"]}}],
+            "qMeasures": [{"qDef": {"qDef": "HRank(Sum(Amount))"}}],
+            "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 2, "qHeight": 10}],
+        },
+    }
+    table = qix.handle_of("CreateSessionObject", [straight], 1)
+    matrix = hypercube(qix, table)["qDataPages"][0]["qMatrix"]
+    assert [row[1]["qText"] for row in matrix] == ["-"] * len(customers)
+
+
 def test_pages_cut_nodes_with_up_and_down(qix: QixClient) -> None:
     props = pivot(["Region", "Customer"], ["Sum(Amount)", "Count(OrderId)"])
     props["qHyperCubeDef"]["qAlwaysFullyExpanded"] = True

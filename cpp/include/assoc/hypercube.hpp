@@ -27,6 +27,10 @@ struct HypercubeSpec {
   // (an Aggr's virtual table under an order-free aggregation). Cubes with inter-record
   // functions are sorted all the same.
   bool unordered = false;
+  // A pivot table's cube: its dimensions on top, by position in `dimensions`, outer first (the
+  // others are on the left). HRank ranks across them; in other tables it is NULL (§5).
+  bool pivot = false;
+  std::vector<std::uint32_t> pivot_top;
 
   // One flat encoding per spec, for the result cache's key.
   std::vector<std::uint32_t> encode() const;

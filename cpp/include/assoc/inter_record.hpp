@@ -1,8 +1,9 @@
 #pragma once
 // Chart functions that read other rows of the sorted hypercube (spec chart-expressions §5):
-// Above, Below, Top, Bottom, RowNo, NoOfRows, Column, Rank. They are computed after the rows
-// are sorted, per column segment (the rows sharing every dimension value but the last) or,
-// with TOTAL, over the whole column; over every row, not only a requested page.
+// Above, Below, Top, Bottom, RowNo, NoOfRows, Column, Rank, HRank. They are computed after the
+// rows are sorted, per column segment (the rows sharing every dimension value but the last) or,
+// with TOTAL, over the whole column; over every row, not only a requested page. HRank ranks
+// across the columns of a pivot table (its row segment), and is NULL in other tables.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,7 +11,7 @@
 
 namespace assoc {
 
-enum class InterRecordKind : std::uint8_t { kAbove, kBelow, kTop, kBottom, kRowNo, kNoOfRows, kColumn, kRank };
+enum class InterRecordKind : std::uint8_t { kAbove, kBelow, kTop, kBottom, kRowNo, kNoOfRows, kColumn, kRank, kHRank };
 
 struct InterRecordFunction {
   const char* name;

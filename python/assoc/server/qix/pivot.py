@@ -138,7 +138,8 @@ class PivotView:
 
     # ---- trees -------------------------------------------------------------------------
 
-    def _cube(self, dims: list[int]) -> assoc.Hypercube:
+    def _cube(self, dims: list[int], top: int = 0) -> assoc.Hypercube:
+        """A cube over these dimensions, the last `top` of them on top (HRank's columns)."""
         d = self.definition
         fields = [d.dimensions[c].field for c in dims]
         sort = [s for s in (d.dimensions[c].sort() for c in dims) if s is not None]
@@ -148,6 +149,7 @@ class PivotView:
             sort=sort or None,
             suppress_zero=d.suppress_zero,
             suppress_missing=d.suppress_missing,
+            pivot_top=list(range(len(dims) - top, len(dims))),
         )
 
     def _side(self, levels: tuple[int, ...], dims: list[int], state: SideState) -> list[Node]:
@@ -254,7 +256,7 @@ class PivotView:
         """The cube of the first `a` left and `b` top dimensions: row by codes, measures."""
         found = self._cubes.get((a, b))
         if found is None:
-            cube = self._cube(self.left_dims[:a] + self.top_dims[:b])
+            cube = self._cube(self.left_dims[:a] + self.top_dims[:b], top=b)
             width = a + b
             codes = [cube.codes(i) for i in range(width)]
             keys = zip(*(c.tolist() for c in codes), strict=True) if width else iter([()])

@@ -69,10 +69,17 @@ class InState:
         sort: Any = None,
         suppress_zero: bool = False,
         suppress_missing: bool = False,
+        pivot_top: Sequence[int] | None = None,
     ) -> Hypercube:
         """The session's hypercube computed in this state."""
         return self.session.hypercube(
-            dimensions, measures, sort, suppress_zero, suppress_missing, state=self.state
+            dimensions,
+            measures,
+            sort,
+            suppress_zero,
+            suppress_missing,
+            state=self.state,
+            pivot_top=pivot_top,
         )
 
     def is_locked(self, field: str) -> bool:
