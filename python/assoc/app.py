@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from assoc import _core
 from assoc.access import ACCESS_TABLE, DENIED, AccessTable, hidden_name, reduction_codes
+from assoc.annotations import Annotations
 from assoc.arrow import ArrowExport, Duals, check_duals, is_arrow_stream, read_arrow
-from assoc.script.reshape import Annotations
 from assoc.session import Reduction, Session
 from assoc.sources import Source, SourceKind, TableSource, load_model
-
-if TYPE_CHECKING:
-    from assoc.script.reshape import Annotations
 
 _REDUCTIONS_KEPT = 1024  # users' section access reductions an app keeps computed
 
@@ -133,11 +130,12 @@ class App:
 
     @classmethod
     def from_package(cls, source: Source) -> App:
-        """An app from an app package: a ZIP with app.json, its tables and media (path or bytes)."""
+        """An app from an app package: a ZIP with app.json, its tables and media (path or
+        bytes), with the tags and comments app.json keeps."""
         from assoc.package import AppPackage
 
         with AppPackage.open(source) as package:
-            return cls(package.build_model())
+            return cls(package.build_model(), package.manifest.annotations)
 
     @classmethod
     def from_script(

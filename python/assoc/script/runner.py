@@ -112,6 +112,7 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
         self.cpu = _core.CpuAccount()
         self._null_as = []
         self._annotations = []
+        self._binary_annotations = Annotations()
         self._ran_before = False  # a statement ran (BINARY must come first)
 
     def cancel(self) -> None:
