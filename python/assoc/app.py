@@ -212,7 +212,8 @@ class App:
         hidden = self._hidden_system(grant.omit)
         masked = {f: c.tolist() for f, c in {**codes, **hidden}.items()}
         mask = _core.RowMask(self._associative, masked)
-        found = Reduction(codes, mask, grant.omit, tables=tables)
+        omit = grant.omit | self._counting_system(grant.omit, mask)
+        found = Reduction(codes, mask, omit, tables=tables)
         if len(self._reductions) >= _REDUCTIONS_KEPT:
             self._reductions.pop(next(iter(self._reductions)))
         self._reductions[key] = found
@@ -228,6 +229,21 @@ class App:
                 gone = omit if name == "$Field" else frozenset()
                 out[name] = np.flatnonzero([not (hidden_name(v) or v in gone) for v in values])
         return out
+
+    def _counting_system(self, omit: frozenset[str], mask: _core.RowMask) -> frozenset[str]:
+        """The system fields that would count what the user does not see, left out like
+        OMIT fields: $Rows (each table's rows in the shared model) when the reduction drops
+        rows, $Fields and $FieldNo (each table's columns, their positions) when it omits a
+        data field."""
+        names = set(self._impl.field_names())
+        out: set[str] = set()
+        if "$Rows" in names and any(
+            mask.possible_rows(t) < self._impl.table_rows(t) for t in self.tables
+        ):
+            out.add("$Rows")
+        if "$Fields" in names and omit & set(self.fields):
+            out |= {"$Fields", "$FieldNo"}
+        return frozenset(out)
 
     def metadata(self, reduction: Reduction | None = None) -> dict[str, Any]:
         """DataModelMetadata: fields, tables, byte sizes and reload statistics. With a
