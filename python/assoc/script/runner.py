@@ -390,7 +390,7 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
             )
         existing = self.tables[target]
         if stmt.join is not None:
-            joined = join_frames(existing, frame, stmt.join)
+            joined = join_frames(existing, frame, stmt.join, self.cpu)
             joined.name = target
             self.tables[target] = joined.packed(self.cpu)
             self._last_table = target
