@@ -378,3 +378,19 @@ def test_value_keys_number_the_values_as_sorted(numbers: list[float]) -> None:
     uniq, inverse = np.unique(np.array(numbers), return_inverse=True)
     assert count == len(uniq)
     assert np.concatenate([a, b]).tolist() == inverse.tolist()
+
+
+def test_group_by_aggregates_skip_nulls_and_texts() -> None:
+    """Sum, Avg, Min and Max take the numbers only, Count every value that is not NULL."""
+    rows = [("a", 1), ("a", None), ("a", "t"), ("b", 4), ("b", 6), ("c", None), ("c", "u")]
+    script = f"""
+    Fact: LOAD * {inline(["k", "v"], rows)};
+    G: LOAD k, Sum(v) AS s, Avg(v) AS a, Count(v) AS n, Min(v) AS lo, Max(v) AS hi
+    RESIDENT Fact GROUP BY k;
+    """
+    app = assoc.App.from_script(script)
+    assert rows_of(app, "G") == [
+        ("a", 1, 1, 2, 1, 1),
+        ("b", 10, 5, 2, 4, 6),
+        ("c", 0, None, 1, None, None),
+    ]

@@ -312,10 +312,14 @@ def _group_by_symbols(col: Column) -> tuple[Groups, list[np.ndarray]]:
     (ids,), count = value_keys([col.symbols])
     key_of = np.where(ids < 0, count, ids)  # a NULL symbol is in the NULL group, key `count`
     codes = col.codes
-    per_symbol = np.bincount(codes.astype(np.int64) + 1, minlength=len(ids) + 1)
+    if len(codes) and codes.min() >= 0:  # no NULL row
+        used, null_rows = np.bincount(codes, minlength=len(ids)) > 0, False
+    else:
+        per_symbol = np.bincount(codes.astype(np.int64) + 1, minlength=len(ids) + 1)
+        used, null_rows = per_symbol[1:] > 0, bool(per_symbol[0])
     present = np.zeros(count + 1, dtype=bool)
-    present[key_of[per_symbol[1:] > 0]] = True
-    present[count] |= bool(per_symbol[0])
+    present[key_of[used]] = True
+    present[count] |= null_rows
     group_of_key = np.cumsum(present) - 1
     groups = int(present.sum())
     group_of = np.append(group_of_key[key_of], group_of_key[count])
@@ -397,8 +401,9 @@ def aggregate(
         pairs = ids[valid] * max(count, 1) + keys[valid]
         _, first = np.unique(pairs, return_index=True)
         rows = np.flatnonzero(valid)[np.sort(first)]
+    every_row = rows is None and bool(valid.all())
     if name == "COUNT":
-        at = ids[rows] if rows is not None else (ids if valid.all() else ids[valid])
+        at = ids[rows] if rows is not None else (ids if every_row else ids[valid])
         return Values(np.bincount(at, minlength=g).astype(np.float64))
     if name in ("SUM", "AVG", "MIN", "MAX"):
         x = _row_numbers(col, numbers)
@@ -406,15 +411,18 @@ def aggregate(
             x, at = x[rows], ids[rows]
         else:
             at = ids
-        has = ~np.isnan(x)
+        # Every row a value whose symbol has a number: no row to test for NaN.
+        numbered = every_row and not np.isnan(numbers).any()
         if name in ("SUM", "AVG"):
-            weights = x if has.all() else np.where(has, x, 0.0)
+            has = None if numbered else ~np.isnan(x)
+            weights = x if has is None else np.where(has, x, 0.0)
             total = np.bincount(at, weights=weights, minlength=g)
             if name == "SUM":
                 return Values(total)
-            n_has = np.bincount(at[has], minlength=g)
+            n_has = np.bincount(at if has is None else at[has], minlength=g)
             with np.errstate(all="ignore"):
                 return Values(np.where(n_has > 0, total / np.maximum(n_has, 1), NAN))
+        has = ~np.isnan(x)
         out = np.full(g, NAN)
         if has.any():
             sel = np.flatnonzero(has)
