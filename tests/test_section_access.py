@@ -316,6 +316,30 @@ def test_system_fields_count_only_what_the_user_sees(app: assoc.App) -> None:
         assert s.hypercube(["$Table"], ["Sum($Rows)"]).rows == [("Prices", 4.0), ("Sales", 4.0)]
 
 
+@pytest.mark.parametrize("user", ["ann", "bob", "root"])
+def test_no_user_reads_the_access_table(app: assoc.App, user: str) -> None:
+    """Its fields, rows and users are nobody's data, not even an ADMIN's with every row."""
+    with app.session(user) as s:
+        for call in (
+            lambda: s.state("$SA.USERID"),
+            lambda: s.select("$SA.USERID", ["BOB"]),
+            lambda: s.hypercube(["$SA.USERID", "$SA.OMIT"], []),
+            lambda: s.evaluate("Concat($SA.USERID, ',')"),
+            lambda: s.hypercube(["Product"], ["Count({1} $SA.REGION)"]),
+        ):
+            with pytest.raises(assoc.Error, match=r"field not found: \$SA\."):
+                call()
+        for call in (lambda: s.table("$SectionAccess"), lambda: s.possible_rows("$SectionAccess")):
+            with pytest.raises(assoc.Error, match="no table named '\\$SectionAccess'"):
+                call()
+        if user != "root":  # the system tables count what the user does not see
+            with pytest.raises(assoc.Error, match=r"field not found: \$Rows"):
+                s.table("$$SysTable 2")
+    with app.session("root") as s:
+        system = assoc.App.from_arrow({"t": s.table("$$SysTable 2")}).table("t")
+        assert system.column("$Rows") == [4, 4]
+
+
 def test_arrow_exports_hold_no_other_values(app: assoc.App) -> None:
     import pyarrow as pa
 

@@ -16,6 +16,7 @@ from assoc.session import Reduction, Session
 from assoc.sources import Source, SourceKind, TableSource, load_model
 
 _REDUCTIONS_KEPT = 1024  # users' section access reductions an app keeps computed
+_SYSTEM_TABLES = ("$$SysTable 1", "$$SysTable 2")
 
 
 class Table:
@@ -208,12 +209,17 @@ class App:
         codes = reduction_codes(grant, self.fields, self._impl.symbols)
         if any(not c.size for c in codes.values()):
             raise _core.Error(DENIED)  # strict exclusion: a reduction that reaches no data
-        tables = {t: self._impl.source_fields(t) for t in self.tables} if grant.omit else {}
         hidden = self._hidden_system(grant.omit)
         masked = {f: c.tolist() for f, c in {**codes, **hidden}.items()}
         mask = _core.RowMask(self._associative, masked)
-        omit = grant.omit | self._counting_system(grant.omit, mask)
-        found = Reduction(codes, mask, omit, tables=tables)
+        # The access table is nobody's data: its fields are unknown to every user, and so are
+        # the system fields that would count what this one does not see.
+        access_fields = frozenset(self._impl.source_fields(ACCESS_TABLE))
+        omit = grant.omit | access_fields | self._counting_system(grant.omit, mask)
+        names = self._impl.table_names()
+        names += [t for t in _SYSTEM_TABLES if "$Table" in self._impl.field_names()]
+        tables = {t: self._impl.source_fields(t) for t in names}
+        found = Reduction(codes, mask, omit, tables=tables, hidden=frozenset({ACCESS_TABLE}))
         if len(self._reductions) >= _REDUCTIONS_KEPT:
             self._reductions.pop(next(iter(self._reductions)))
         self._reductions[key] = found
@@ -266,7 +272,7 @@ class App:
         omit = reduction.omit
         kept_rows = {t["name"]: mask.rows(t["name"]) for t in found["tables"]}
         has_system = "$Table" in self._impl.field_names()  # the system tables are there
-        system = ["$$SysTable 1", "$$SysTable 2"] if has_system else []
+        system = list(_SYSTEM_TABLES) if has_system else []
         kept_rows.update({t: mask.rows(t) for t in system})
         keys = {f["name"] for f in found["fields"] if "$key" in f["tags"]}
         full_rows = {t["name"]: t["no_of_rows"] for t in found["tables"]}

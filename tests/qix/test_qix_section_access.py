@@ -252,6 +252,32 @@ def test_system_fields_are_the_users(server: tuple[ServerProcess, str]) -> None:
             _evaluate(qix, doc, "Sum($Rows)")
 
 
+def test_the_access_table_is_nobodys(server: tuple[ServerProcess, str]) -> None:
+    _, app_id = server
+    with _client(server, {"sub": "ann"}) as qix:
+        doc = qix.open_doc(app_id)
+        with pytest.raises(QixError) as unknown:
+            qix.result("GetField", {"qFieldName": "$SA.USERID"}, doc)
+        assert unknown.value.code == 2
+        props = {
+            "qInfo": {"qType": "listbox"},
+            "qListObjectDef": {
+                "qDef": {"qFieldDefs": ["$SA.USERID"]},
+                "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 1, "qHeight": 20}],
+            },
+        }
+        obj = qix.handle_of("CreateSessionObject", [props], doc)
+        listed = qix.result("GetLayout", [], obj)["qLayout"]["qListObject"]
+        assert [page["qMatrix"] for page in listed["qDataPages"]] in ([], [[]])
+        assert listed["qDimensionInfo"]["qError"]["qExtendedMessage"] == (
+            "unknown field '$SA.USERID'"
+        )
+        with pytest.raises(QixError, match=r"\$SA\.USERID"):
+            _evaluate(qix, doc, "Concat($SA.USERID, ',')")
+        with pytest.raises(QixError):
+            qix.result("GetTableData", [0, 10, False, "$SectionAccess"], doc)
+
+
 def test_reloaded_session_app_reduced_the_same_way(server: tuple[ServerProcess, str]) -> None:
     with _client(server, {"sub": "bob"}) as qix:
         doc: int = qix.result("CreateSessionApp")["qReturn"]["qHandle"]
