@@ -217,7 +217,8 @@ class App:
         access_fields = frozenset(self._impl.source_fields(ACCESS_TABLE))
         omit = grant.omit | access_fields | self._counting_system(grant.omit, mask)
         names = self._impl.table_names()
-        names += [t for t in _SYSTEM_TABLES if "$Table" in self._impl.field_names()]
+        if "$Table" in self._impl.field_names():  # the system tables are there
+            names += _SYSTEM_TABLES
         tables = {t: self._impl.source_fields(t) for t in names}
         found = Reduction(codes, mask, omit, tables=tables, hidden=frozenset({ACCESS_TABLE}))
         if len(self._reductions) >= _REDUCTIONS_KEPT:

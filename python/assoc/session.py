@@ -53,8 +53,9 @@ class SelectionState:
 class Reduction:
     """What section access leaves a user: each reduced data field's kept symbol indexes
     (sorted), the row mask they make (shared by the user's sessions; it also leaves out the
-    system fields' values that name the access table), the fields omitted for them and each
-    table's fields (to refuse what names those)."""
+    system fields' values that name the access table), the fields omitted for them (OMIT,
+    the access table's, the system fields that would count what they do not see), each
+    table's fields (to refuse what names those) and the tables no user reads."""
 
     codes: dict[str, np.ndarray]
     mask: _core.RowMask | None = None
