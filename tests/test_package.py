@@ -153,6 +153,13 @@ def test_encrypted_entry_is_refused() -> None:
         ({**MANIFEST, "attributes": {"thumbnail": "../secret"}}, "entry name"),
         ({**MANIFEST, "objects": [{"type": "sheet"}]}, "id"),
         ({**MANIFEST, "objects": [{"id": "a"}, {"id": "a"}]}, "twice"),
+        ({**MANIFEST, "annotations": []}, "annotations must be an object"),
+        ({**MANIFEST, "annotations": {"tags": {}}}, "unknown member 'tags'"),
+        ({**MANIFEST, "annotations": {"fieldTags": []}}, r"annotations\.fieldTags must be"),
+        ({**MANIFEST, "annotations": {"fieldTags": {"A": "kpi"}}}, "array of strings"),
+        ({**MANIFEST, "annotations": {"fieldTags": {"A": [1]}}}, "array of strings"),
+        ({**MANIFEST, "annotations": {"fieldComments": {"A": 1}}}, "must be a string"),
+        ({**MANIFEST, "annotations": {"tableComments": {"": "x"}}}, "must not be empty"),
     ],
 )
 def test_bad_manifest_is_refused(manifest: dict[str, object], message: str) -> None:
@@ -175,6 +182,32 @@ def test_manifest_defaults() -> None:
     assert manifest.attributes["published"] is False
     assert manifest.attributes["custom"] == {}
     assert Manifest.parse(manifest.to_json()) == manifest
+    assert "annotations" not in json.loads(manifest.to_json())
+
+
+@needs_qvd_reader
+def test_a_packages_tags_and_comments_reach_the_apps_metadata() -> None:
+    annotations = {
+        "fieldTags": {"Amount": ["kpi", "$measure", "kpi"], "Gone": ["x"]},
+        "fieldComments": {"Customer": "who bought"},
+        "tableComments": {"Orders": "the facts"},
+    }
+    manifest = {
+        "format": "assoc-app",
+        "formatVersion": 1,
+        "tables": [{"name": "Orders", "file": "tables/Orders.qvd"}],
+        "annotations": annotations,
+    }
+    data = package_bytes({"Orders": ORDERS}, manifest=manifest)
+    with _open(data) as package:
+        assert package.manifest.annotations.field_tags["Amount"] == ["kpi", "$measure"]
+        assert Manifest.parse(package.manifest.to_json()) == package.manifest
+    meta = assoc.App.from_package(data).metadata()
+    fields = {f["name"]: f for f in meta["fields"]}
+    assert fields["Amount"]["tags"][-2:] == ["kpi", "$measure"]
+    assert fields["Customer"]["comment"] == "who bought"
+    assert meta["tables"][0]["comment"] == "the facts"
+    assert "Gone" not in fields
 
 
 @needs_qvd_reader

@@ -274,6 +274,72 @@ def test_metadata_counts_are_the_users(app: assoc.App) -> None:
     assert fields["REGION"] == (3, 4)
 
 
+def test_system_fields_count_only_what_the_user_sees(app: assoc.App) -> None:
+    """$Table and $Field name only the user's tables and fields; $Rows, $Fields and $FieldNo
+    (counts of the shared model) are unknown to a user they would tell more."""
+    counting = ("$Rows", "$Fields", "$FieldNo")
+
+    def system(user: str) -> dict[str, object]:
+        listed = {f["name"] for f in app.metadata(app.reduction(user))["fields"]}
+        out: dict[str, object] = {}
+        with app.session(user) as s:
+            for field in ("$Table", "$Field", *counting):
+                if field in listed:
+                    out[field] = s.state(field)["possible"]
+                    continue
+                with pytest.raises(assoc.Error, match=rf"field not found: \{field}"):
+                    s.state(field)
+                out[field] = None
+        return out
+
+    bob = system("bob")  # WEST rows only, PRICE omitted
+    assert bob["$Table"] == ["Sales", "Prices"]
+    assert bob["$Field"] == ["REGION", "Product", "AMOUNT"]
+    assert [bob[f] for f in counting] == [None, None, None]
+    ann = system("ann")  # EAST rows only, every field
+    assert ann["$Field"] == ["REGION", "Product", "AMOUNT", "PRICE"]
+    assert ann["$Rows"] is None
+    assert (ann["$Fields"], ann["$FieldNo"]) == ([3, 2], [1, 2, 3])
+    root = system("root")  # every row and field: the model's own counts
+    assert root["$Rows"] == [4]
+    with app.session("ann") as s:
+        for call in (
+            lambda: s.hypercube(["$Table"], ["Sum($Rows)"]),
+            lambda: s.evaluate("Max($Rows)"),
+            lambda: s.select("$Rows", [4]),
+        ):
+            with pytest.raises(assoc.Error, match=r"field not found: \$Rows"):
+                call()
+    with app.session("bob") as s, pytest.raises(assoc.Error, match=r"field not found: \$Fields"):
+        s.hypercube(["$Table"], ["Only($Fields)"])
+    with app.session("root") as s:
+        assert s.hypercube(["$Table"], ["Sum($Rows)"]).rows == [("Prices", 4.0), ("Sales", 4.0)]
+
+
+@pytest.mark.parametrize("user", ["ann", "bob", "root"])
+def test_no_user_reads_the_access_table(app: assoc.App, user: str) -> None:
+    """Its fields, rows and users are nobody's data, not even an ADMIN's with every row."""
+    with app.session(user) as s:
+        for call in (
+            lambda: s.state("$SA.USERID"),
+            lambda: s.select("$SA.USERID", ["BOB"]),
+            lambda: s.hypercube(["$SA.USERID", "$SA.OMIT"], []),
+            lambda: s.evaluate("Concat($SA.USERID, ',')"),
+            lambda: s.hypercube(["Product"], ["Count({1} $SA.REGION)"]),
+        ):
+            with pytest.raises(assoc.Error, match=r"field not found: \$SA\."):
+                call()
+        for call in (lambda: s.table("$SectionAccess"), lambda: s.possible_rows("$SectionAccess")):
+            with pytest.raises(assoc.Error, match="no table named '\\$SectionAccess'"):
+                call()
+        if user != "root":  # the system tables count what the user does not see
+            with pytest.raises(assoc.Error, match=r"field not found: \$Rows"):
+                s.table("$$SysTable 2")
+    with app.session("root") as s:
+        system = assoc.App.from_arrow({"t": s.table("$$SysTable 2")}).table("t")
+        assert system.column("$Rows") == [4, 4]
+
+
 def test_arrow_exports_hold_no_other_values(app: assoc.App) -> None:
     import pyarrow as pa
 

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from assoc import _core
 from assoc.access import ACCESS_TABLE, DENIED, AccessTable, hidden_name, reduction_codes
+from assoc.annotations import Annotations
 from assoc.arrow import ArrowExport, Duals, check_duals, is_arrow_stream, read_arrow
-from assoc.script.reshape import Annotations
 from assoc.session import Reduction, Session
 from assoc.sources import Source, SourceKind, TableSource, load_model
 
-if TYPE_CHECKING:
-    from assoc.script.reshape import Annotations
-
 _REDUCTIONS_KEPT = 1024  # users' section access reductions an app keeps computed
+_SYSTEM_TABLES = ("$$SysTable 1", "$$SysTable 2")
 
 
 class Table:
@@ -133,11 +131,12 @@ class App:
 
     @classmethod
     def from_package(cls, source: Source) -> App:
-        """An app from an app package: a ZIP with app.json, its tables and media (path or bytes)."""
+        """An app from an app package: a ZIP with app.json, its tables and media (path or
+        bytes), with the tags and comments app.json keeps."""
         from assoc.package import AppPackage
 
         with AppPackage.open(source) as package:
-            return cls(package.build_model())
+            return cls(package.build_model(), package.manifest.annotations)
 
     @classmethod
     def from_script(
@@ -210,11 +209,18 @@ class App:
         codes = reduction_codes(grant, self.fields, self._impl.symbols)
         if any(not c.size for c in codes.values()):
             raise _core.Error(DENIED)  # strict exclusion: a reduction that reaches no data
-        tables = {t: self._impl.source_fields(t) for t in self.tables} if grant.omit else {}
         hidden = self._hidden_system(grant.omit)
         masked = {f: c.tolist() for f, c in {**codes, **hidden}.items()}
         mask = _core.RowMask(self._associative, masked)
-        found = Reduction(codes, mask, grant.omit, tables=tables)
+        # The access table is nobody's data: its fields are unknown to every user, and so are
+        # the system fields that would count what this one does not see.
+        access_fields = frozenset(self._impl.source_fields(ACCESS_TABLE))
+        omit = grant.omit | access_fields | self._counting_system(grant.omit, mask)
+        names = self._impl.table_names()
+        if "$Table" in self._impl.field_names():  # the system tables are there
+            names += _SYSTEM_TABLES
+        tables = {t: self._impl.source_fields(t) for t in names}
+        found = Reduction(codes, mask, omit, tables=tables, hidden=frozenset({ACCESS_TABLE}))
         if len(self._reductions) >= _REDUCTIONS_KEPT:
             self._reductions.pop(next(iter(self._reductions)))
         self._reductions[key] = found
@@ -230,6 +236,21 @@ class App:
                 gone = omit if name == "$Field" else frozenset()
                 out[name] = np.flatnonzero([not (hidden_name(v) or v in gone) for v in values])
         return out
+
+    def _counting_system(self, omit: frozenset[str], mask: _core.RowMask) -> frozenset[str]:
+        """The system fields that would count what the user does not see, left out like
+        OMIT fields: $Rows (each table's rows in the shared model) when the reduction drops
+        rows, $Fields and $FieldNo (each table's columns, their positions) when it omits a
+        data field."""
+        names = set(self._impl.field_names())
+        out: set[str] = set()
+        if "$Rows" in names and any(
+            mask.possible_rows(t) < self._impl.table_rows(t) for t in self.tables
+        ):
+            out.add("$Rows")
+        if "$Fields" in names and omit & set(self.fields):
+            out |= {"$Fields", "$FieldNo"}
+        return frozenset(out)
 
     def metadata(self, reduction: Reduction | None = None) -> dict[str, Any]:
         """DataModelMetadata: fields, tables, byte sizes and reload statistics. With a
@@ -252,7 +273,7 @@ class App:
         omit = reduction.omit
         kept_rows = {t["name"]: mask.rows(t["name"]) for t in found["tables"]}
         has_system = "$Table" in self._impl.field_names()  # the system tables are there
-        system = ["$$SysTable 1", "$$SysTable 2"] if has_system else []
+        system = list(_SYSTEM_TABLES) if has_system else []
         kept_rows.update({t: mask.rows(t) for t in system})
         keys = {f["name"] for f in found["fields"] if "$key" in f["tags"]}
         full_rows = {t["name"]: t["no_of_rows"] for t in found["tables"]}

@@ -18,6 +18,7 @@ from typing import IO, Any, BinaryIO
 
 from assoc import _core, attributes
 from assoc._core import Error
+from assoc.annotations import Annotations
 from assoc.sources import load_model
 
 PACKAGE_FORMAT = "assoc-app"
@@ -69,6 +70,8 @@ class Manifest:
     # {id, properties, …} (keys left out when empty).
     library: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     states: list[str] = field(default_factory=list)  # the app's alternate states (QIX)
+    # Tags and comments of fields and tables (the load script's TAG, UNTAG, COMMENT).
+    annotations: Annotations = field(default_factory=Annotations)
 
     @classmethod
     def parse(cls, data: bytes) -> Manifest:
@@ -106,6 +109,9 @@ class Manifest:
                 key: _parse_items(doc.get(key, []), key) for key in LIBRARY_KEYS if doc.get(key)
             },
             states=_parse_states(doc.get("states", [])),
+            annotations=Annotations.from_json(
+                doc.get("annotations", {}), f"{MANIFEST_NAME}: annotations"
+            ),
         )
 
     def to_json(self) -> bytes:
@@ -126,6 +132,8 @@ class Manifest:
                 doc[key] = self.library[key]
         if self.states:
             doc["states"] = self.states
+        if self.annotations:
+            doc["annotations"] = self.annotations.to_json()
         return json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8")
 
 
@@ -496,6 +504,7 @@ def write_package(
         connections=manifest.connections,
         library=manifest.library,
         states=manifest.states,
+        annotations=manifest.annotations,
     )
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         archive.writestr(MANIFEST_NAME, manifest.to_json())

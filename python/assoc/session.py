@@ -53,13 +53,15 @@ class SelectionState:
 class Reduction:
     """What section access leaves a user: each reduced data field's kept symbol indexes
     (sorted), the row mask they make (shared by the user's sessions; it also leaves out the
-    system fields' values that name the access table), the fields omitted for them and each
-    table's fields (to refuse what names those)."""
+    system fields' values that name the access table), the fields omitted for them (OMIT,
+    the access table's, the system fields that would count what they do not see), each
+    table's fields (to refuse what names those) and the tables no user reads."""
 
     codes: dict[str, np.ndarray]
     mask: _core.RowMask | None = None
     omit: frozenset[str] = frozenset()
     tables: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    hidden: frozenset[str] = frozenset()  # tables no user may read (the access table)
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,11 @@ class Session:
         if self._reduction is not None and field in self._reduction.omit:
             raise _core.Error(f"field not found: {field}")
         return field
+
+    def _table(self, name: str) -> str:
+        if self._reduction is not None and name in self._reduction.hidden:
+            raise _core.Error(f"no table named {name!r}")
+        return name
 
     def kept_codes(self, field: str, codes: np.ndarray) -> np.ndarray:
         """The symbol indexes (in their order) that section access leaves this session: the
@@ -418,12 +425,13 @@ class Session:
 
     def possible_rows(self, table: str, state: str = "$") -> int:
         """How many rows of a table are possible."""
-        return self._impl.possible_rows(table, _state(state))
+        return self._impl.possible_rows(self._table(table), _state(state))
 
     def table(self, name: str, duals: Duals = "number") -> ArrowExport:
         """A table's possible rows under the selections now, for Arrow consumers
         (pyarrow.table, polars.DataFrame, DuckDB); `duals` as in Table.to_arrow."""
-        if self._reduction is not None and self._reduction.omit:
+        if self._reduction is not None:
+            self._table(name)
             for field in self._reduction.tables.get(name, []):
                 self._field(field)
         return self._impl.arrow_table(name, check_duals(duals))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from qixclient import QixClient
 
+from appfiles import package_bytes
 from conftest import QixServer
 
 pytestmark = pytest.mark.server
@@ -27,3 +28,41 @@ Comment Table T With 'the facts';"""
         assert table["qComment"] == "the facts"
         assert "kpi" in fields["Amount"]["qTags"]
         assert fields["Note"]["qComment"] == "free text"
+
+
+def test_a_stored_apps_tags_and_comments_go_with_its_export(qix_server: QixServer) -> None:
+    script = """T: LOAD * INLINE [
+Amount, Note
+1, a
+];
+Tag Field Amount With 'kpi';
+Comment Field Note With 'free text';
+Comment Table T With 'the facts';"""
+    manifest = {
+        "format": "assoc-app",
+        "formatVersion": 1,
+        "tables": [{"name": "Old", "file": "tables/Old.qvd"}],
+        "script": script,
+    }
+    with qix_server.process.client() as client:
+        body = package_bytes({"Old": {"A": [1]}}, manifest=manifest)
+        app_id = client.post("/v1/apps/import", content=body).json()["attributes"]["id"]
+    with QixClient(qix_server.ws_base + "/app/") as qix:
+        doc = qix.open_doc(app_id)
+        assert qix.result("DoReload", [], doc)["qReturn"] is True
+    with qix_server.process.client() as client:
+        exported = client.get(f"/v1/apps/{app_id}/export")
+        assert exported.status_code == 200
+        copy = client.post("/v1/apps/import", content=exported.content).json()["attributes"]["id"]
+        metadata = client.get(f"/v1/apps/{copy}/data/metadata").json()
+    fields = {f["name"]: f for f in metadata["fields"]}
+    assert fields["Amount"]["tags"][-1] == "kpi"
+    assert fields["Note"]["comment"] == "free text"
+    assert metadata["tables"][0]["comment"] == "the facts"
+    with QixClient(qix_server.ws_base + "/app/") as qix:
+        doc = qix.open_doc(copy)
+        description = qix.result("GetFieldDescription", ["Amount"], doc)["qReturn"]
+        assert description["qTags"][-1] == "kpi"
+        (table,) = qix.result("GetTablesAndKeys", [{}, {}, 0, False, False], doc)["qtr"]
+        assert table["qComment"] == "the facts"
+        assert {f["qName"]: f["qComment"] for f in table["qFields"]}["Note"] == "free text"

@@ -223,6 +223,61 @@ def test_rest_metadata_is_the_token_users(server: tuple[ServerProcess, str]) -> 
     assert refused.json()["errors"][0]["detail"] == "Access denied"
 
 
+def test_system_fields_are_the_users(server: tuple[ServerProcess, str]) -> None:
+    _, app_id = server
+    with _client(server, {"sub": "bob"}) as qix:
+        doc = qix.open_doc(app_id)
+        props = {
+            "qInfo": {"qType": "fields"},
+            "qFieldListDef": {"qShowSystem": True, "qShowHidden": True},
+        }
+        obj = qix.handle_of("CreateSessionObject", [props], doc)
+        items = qix.result("GetLayout", [], obj)["qLayout"]["qFieldList"]["qItems"]
+        system = {i["qName"]: i["qCardinal"] for i in items if i["qIsSystem"]}
+        assert system == {"$Table": 2, "$Field": 3}  # no PRICE, no counts of hidden rows
+        fields = {"qInfo": {"qType": "listbox"}, "qListObjectDef": {"qDef": {"qFieldDefs": []}}}
+        shown = {}
+        for field in ("$Field", "$Rows"):
+            fields["qListObjectDef"]["qDef"]["qFieldDefs"] = [field]  # type: ignore[index]
+            fields["qListObjectDef"]["qInitialDataFetch"] = [  # type: ignore[index]
+                {"qTop": 0, "qLeft": 0, "qWidth": 1, "qHeight": 20}
+            ]
+            listed = qix.handle_of("CreateSessionObject", [fields], doc)
+            shown[field] = qix.result("GetLayout", [], listed)["qLayout"]["qListObject"]
+        page = shown["$Field"]["qDataPages"][0]["qMatrix"]
+        assert sorted(row[0]["qText"] for row in page) == ["AMOUNT", "Product", "REGION"]
+        error = shown["$Rows"]["qDimensionInfo"]["qError"]
+        assert error["qExtendedMessage"] == "unknown field '$Rows'"
+        with pytest.raises(QixError, match=r"\$Rows"):
+            _evaluate(qix, doc, "Sum($Rows)")
+
+
+def test_the_access_table_is_nobodys(server: tuple[ServerProcess, str]) -> None:
+    _, app_id = server
+    with _client(server, {"sub": "ann"}) as qix:
+        doc = qix.open_doc(app_id)
+        with pytest.raises(QixError) as unknown:
+            qix.result("GetField", {"qFieldName": "$SA.USERID"}, doc)
+        assert unknown.value.code == 2
+        props = {
+            "qInfo": {"qType": "listbox"},
+            "qListObjectDef": {
+                "qDef": {"qFieldDefs": ["$SA.USERID"]},
+                "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 1, "qHeight": 20}],
+            },
+        }
+        obj = qix.handle_of("CreateSessionObject", [props], doc)
+        listed = qix.result("GetLayout", [], obj)["qLayout"]["qListObject"]
+        assert [page["qMatrix"] for page in listed["qDataPages"]] in ([], [[]])
+        assert listed["qDimensionInfo"]["qError"]["qExtendedMessage"] == (
+            "unknown field '$SA.USERID'"
+        )
+        with pytest.raises(QixError, match=r"\$SA\.USERID"):
+            _evaluate(qix, doc, "Concat($SA.USERID, ',')")
+        with pytest.raises(QixError):
+            qix.result("GetTableData", [0, 10, False, "$SectionAccess"], doc)
+
+
 def test_reloaded_session_app_reduced_the_same_way(server: tuple[ServerProcess, str]) -> None:
     with _client(server, {"sub": "bob"}) as qix:
         doc: int = qix.result("CreateSessionApp")["qReturn"]["qHandle"]

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import assoc
+from assoc.annotations import Annotations
 from assoc.package import Manifest, write_package
 from assoc.script import ScriptError, check_syntax
 
@@ -173,6 +174,40 @@ Totals: LOAD Sum(Amount) AS Total RESIDENT Orders;""",
     assert "first statement" in err.value.message
     with pytest.raises(ScriptError, match="no such file"):
         assoc.App.from_script("Binary [lib://data/none.zip];", folders={"data": str(tmp_path)})
+
+
+def test_binary_keeps_the_stored_apps_tags_and_comments(tmp_path: Path) -> None:
+    source = assoc.App.from_script(
+        """T: LOAD * INLINE [
+Amount, Region, Note
+1, n, a
+];
+Tag Fields Amount, Region With 'kpi';
+Comment Field Note With 'free text';
+Comment Table T With 'the facts';"""
+    )
+    out = io.BytesIO()
+    manifest = Manifest(tables=[], annotations=source.annotations or Annotations())
+    write_package(source.stored_tables, source.write_qvd, manifest, None, out)
+    (tmp_path / "tagged.zip").write_bytes(out.getvalue())
+    app = assoc.App.from_script(
+        """Binary [lib://data/tagged.zip];
+Untag Field Region With 'kpi';
+Comment Field Amount With 'euros';
+Drop Field Note;""",
+        folders={"data": str(tmp_path)},
+    )
+    meta = app.metadata()
+    fields = {f["name"]: f for f in meta["fields"]}
+    assert fields["Amount"]["tags"][-1] == "kpi"
+    assert fields["Amount"]["comment"] == "euros"
+    assert "kpi" not in fields["Region"]["tags"]
+    assert meta["tables"][0]["comment"] == "the facts"
+    assert app.annotations is not None
+    assert "Note" not in app.annotations.field_comments
+    # The app the statement loaded keeps its own tags (UNTAG changed the new app's only).
+    assert source.annotations is not None
+    assert "kpi" in source.annotations.field_tags["Region"]
 
 
 def test_binary_keeps_the_stored_apps_section_access(tmp_path: Path) -> None:

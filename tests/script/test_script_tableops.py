@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
+import numpy as np
 import pytest
 
 import assoc
@@ -270,3 +271,126 @@ def test_new_constructs_report_syntax_errors_with_line_and_column() -> None:
         errors = check_syntax(script)
         assert len(errors) == 1, script
         assert (errors[0].line, errors[0].column) == place, (script, errors[0])
+
+
+KEYED = [(3, "a"), (1, "b"), ("x", "c"), (None, "d"), (2.5, "e"), (-4, "f"), (3, "g"), (7, "h")]
+KEYED += [(1_000_000_000, "i"), ("y", "j"), (1, "k")]
+ONE_PER_KEY = [(1, "one", 10), (3, None, 30), ("x", "ex", None), (2.5, "half", 25)]
+ONE_PER_KEY += [
+    (-4, "neg", -40),
+    (99, "unused", 0),
+    (None, "null key", 1),
+    (1_000_000_000, "big", 9),
+]
+
+
+def _left_join_one_per_key() -> list[tuple]:
+    by_k = {k: (n, m) for k, n, m in ONE_PER_KEY if k is not None}
+    return [(k, c, *by_k.get(k, (None, None))) for k, c in KEYED]
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_left_join_with_one_row_per_key_keeps_the_left_rows_in_place(twice: bool) -> None:
+    """Each key on at most one right row: every left row once, in order, and the new fields'
+    values in the order the rows first hold them. With a key twice on the right (one no left
+    row holds) the general join runs: the same rows and values."""
+    dim = ONE_PER_KEY + ([(99, "again", 1)] if twice else [])
+    script = f"""
+    Fact: LOAD * {inline(["k", "c"], KEYED)};
+    LEFT JOIN (Fact) LOAD * {inline(["k", "n", "m"], dim)};
+    """
+    app = assoc.App.from_script(script)
+    expected = _left_join_one_per_key()
+    assert app.table("Fact").fields == ["k", "c", "n", "m"]
+    assert rows_of(app, "Fact") == expected
+    for i, field in ((2, "n"), (3, "m")):
+        first_met = list(dict.fromkeys(r[i] for r in expected if r[i] is not None))
+        assert app.symbols(field) == first_met
+
+
+def test_left_join_with_one_row_per_key_on_text_keys_and_an_empty_right_side() -> None:
+    script = """
+    Fact: LOAD * INLINE [
+    k, v
+    b, 1
+    a, 2
+    B, 3
+    b, 4
+    ];
+    LEFT JOIN (Fact) LOAD * INLINE [
+    k, w
+    a, A
+    b, Bee
+    ];
+    Other: LOAD * INLINE [
+    z, v
+    1, 1
+    ];
+    LEFT JOIN (Other) LOAD 'q' AS z, 1 AS u AUTOGENERATE 0;
+    """
+    app = assoc.App.from_script(script)
+    assert rows_of(app, "Fact") == [("b", 1, "Bee"), ("a", 2, "A"), ("B", 3, None), ("b", 4, "Bee")]
+    assert rows_of(app, "Other") == [(1, 1, None)]
+
+
+def test_group_by_one_field_of_all_kinds_of_values() -> None:
+    """Numbers (whole, fractions, negative, far apart), texts and NULL as group keys: groups
+    in ascending numbers, then texts as first met, then NULL; the same as grouping by that
+    field and a field of one value."""
+    rows = [(k, i) for i, (k, _) in enumerate(KEYED)] + [(2.5, 100), (None, 200), ("x", 300)]
+    script = f"""
+    Fact: LOAD *, 1 AS one {inline(["k", "v"], rows)};
+    G: LOAD k, Sum(v) AS s, Count(v) AS n, Avg(v) AS a RESIDENT Fact GROUP BY k;
+    H: LOAD k AS hk, one, Sum(v) AS hs, Count(v) AS hn, Avg(v) AS ha RESIDENT Fact
+       GROUP BY k, one;
+    """
+    app = assoc.App.from_script(script)
+    sums: dict[object, list[int]] = defaultdict(list)
+    for k, v in rows:
+        sums[k].append(v)
+    numbers = sorted(k for k in sums if isinstance(k, int | float))
+    texts = [k for k in sums if isinstance(k, str)]
+    order = [*numbers, *texts, None]
+    expected = [(k, sum(sums[k]), len(sums[k]), sum(sums[k]) / len(sums[k])) for k in order]
+    assert rows_of(app, "G") == expected
+    assert [(k, s, n, a) for k, _, s, n, a in rows_of(app, "H")] == expected
+
+
+@pytest.mark.parametrize(
+    "numbers",
+    [
+        [3.0, 1.0, 3.0, -4.0, 0.0, -0.0, 7.0],
+        [0.5, 1.5, 2.5, 0.5],  # fractions a whole step apart
+        [1e-20, 5.0, 5.000000000000001, 6.0],
+        [1e17, 1e17 + 16, 1e17 + 32, 1e17],
+        [1.0, 2.0, 1e9],  # far apart
+        [-1e308, 1e308, 0.0],
+        [*range(1000, 0, -3), 2.0, 2.0],
+    ],
+)
+def test_value_keys_number_the_values_as_sorted(numbers: list[float]) -> None:
+    from assoc.script.tableops import value_keys
+    from assoc.script.values import Values
+
+    half = len(numbers) // 2
+    parts = [Values(np.array(numbers[:half])), Values(np.array(numbers[half:]))]
+    (a, b), count = value_keys(parts)
+    uniq, inverse = np.unique(np.array(numbers), return_inverse=True)
+    assert count == len(uniq)
+    assert np.concatenate([a, b]).tolist() == inverse.tolist()
+
+
+def test_group_by_aggregates_skip_nulls_and_texts() -> None:
+    """Sum, Avg, Min and Max take the numbers only, Count every value that is not NULL."""
+    rows = [("a", 1), ("a", None), ("a", "t"), ("b", 4), ("b", 6), ("c", None), ("c", "u")]
+    script = f"""
+    Fact: LOAD * {inline(["k", "v"], rows)};
+    G: LOAD k, Sum(v) AS s, Avg(v) AS a, Count(v) AS n, Min(v) AS lo, Max(v) AS hi
+    RESIDENT Fact GROUP BY k;
+    """
+    app = assoc.App.from_script(script)
+    assert rows_of(app, "G") == [
+        ("a", 1, 1, 2, 1, 1),
+        ("b", 10, 5, 2, 4, 6),
+        ("c", 0, None, 1, None, None),
+    ]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,3 +66,58 @@ def test_a_reload_without_tables_is_refused_and_changes_nothing(tmp_path: Path) 
         with store.using(app_id) as app:
             assert app.tables == ["Old"]
         assert list(store.tmp_dir.iterdir()) == []
+
+
+ANNOTATED = """T: LOAD * INLINE [
+Amount, Note
+1, a
+2, b
+];
+Tag Field Amount With 'kpi';
+Comment Field Note With 'free text';
+Comment Table T With 'the facts';"""
+
+
+def _annotations(metadata: dict[str, Any]) -> tuple[list[str], str, str]:
+    fields = {f["name"]: f for f in metadata["fields"]}
+    (table,) = metadata["tables"]
+    return fields["Amount"]["tags"], fields["Note"]["comment"], table["comment"]
+
+
+def _assert_annotated(metadata: dict[str, Any]) -> None:
+    tags, note, table = _annotations(metadata)
+    assert tags[-1] == "kpi"
+    assert (note, table) == ("free text", "the facts")
+
+
+def test_a_reloads_tags_and_comments_survive_restart_save_export_and_import(
+    tmp_path: Path,
+) -> None:
+    with AppStore(tmp_path / "a") as store:
+        app_id = _stored_app(store)
+        store.commit_reload(app_id, assoc.App.from_script(ANNOTATED), ANNOTATED, [])
+        _assert_annotated(json.loads(store.metadata_json(app_id)))
+    with AppStore(tmp_path / "a") as reopened:  # loaded from its files again
+        _assert_annotated(json.loads(reopened.metadata_json(app_id)))
+        with reopened.using(app_id) as app:
+            reopened.commit_save(app_id, app, [], {}, [])
+    with AppStore(tmp_path / "a") as saved:
+        _assert_annotated(json.loads(saved.metadata_json(app_id)))
+        out = io.BytesIO()
+        saved.export(app_id, out)
+    assert assoc.App.from_package(out.getvalue()).annotations
+    _assert_annotated(assoc.App.from_package(out.getvalue()).metadata())
+    with AppStore(tmp_path / "b") as other:
+        path = other.new_upload_path()
+        path.write_bytes(out.getvalue())
+        imported = str(other.import_file(path)["id"])
+        _assert_annotated(json.loads(other.metadata_json(imported)))
+    with AppStore(tmp_path / "b") as other:
+        _assert_annotated(json.loads(other.metadata_json(imported)))
+        # A reload whose script gives no tags or comments leaves none behind.
+        plain = assoc.App.from_script("T: LOAD * INLINE [\nAmount, Note\n1, a\n];")
+        other.commit_reload(imported, plain, "", [])
+    with AppStore(tmp_path / "b") as other:
+        tags, note, table = _annotations(json.loads(other.metadata_json(imported)))
+        assert "kpi" not in tags
+        assert (note, table) == ("", "")

@@ -4,14 +4,13 @@ NullAsNull, AUTONUMBER, TAG / UNTAG / COMMENT, BINARY, INTERVALMATCH and GENERIC
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from assoc import _core
 from assoc.access import _PREFIX as ACCESS_PREFIX
 from assoc.access import ACCESS_TABLE, hidden_name
+from assoc.annotations import Annotations
 from assoc.script import syntax as ast
 from assoc.script.connections import FolderConnections
 from assoc.script.errors import ScriptError
@@ -27,30 +26,6 @@ def _matches(name: str, patterns: tuple[str, ...] | list[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-@dataclass
-class Annotations:
-    """Tags and comments a script gave its fields and tables (TAG, UNTAG, COMMENT), by name."""
-
-    field_tags: dict[str, list[str]] = field(default_factory=dict)
-    field_comments: dict[str, str] = field(default_factory=dict)
-    table_comments: dict[str, str] = field(default_factory=dict)
-
-    def apply(self, metadata: dict[str, Any]) -> dict[str, Any]:
-        """DataModelMetadata with the tags (after the engine's own) and comments added."""
-        for f in metadata.get("fields", []):
-            extra = [t for t in self.field_tags.get(f["name"], []) if t not in f["tags"]]
-            f["tags"] = [*f["tags"], *extra]
-            if f["name"] in self.field_comments:
-                f["comment"] = self.field_comments[f["name"]]
-        for t in metadata.get("tables", []):
-            if t["name"] in self.table_comments:
-                t["comment"] = self.table_comments[t["name"]]
-        return metadata
-
-    def __bool__(self) -> bool:
-        return bool(self.field_tags or self.field_comments or self.table_comments)
-
-
 class Reshaping:
     """The statements of this module, mixed into the script runner."""
 
@@ -62,6 +37,7 @@ class Reshaping:
     _autonumbers: dict[str, dict[object, int]]
     _null_as: list[tuple[str, bool]]
     _annotations: list[ast.Annotate]
+    _binary_annotations: Annotations  # those of the app a BINARY statement loaded
     access_tables: dict[str, Frame]
 
     # --- NullAsValue / NullAsNull
@@ -134,9 +110,9 @@ class Reshaping:
 
     def annotations(self) -> Annotations:
         """The tags and comments of the script's TAG / UNTAG / COMMENT statements, in order,
-        over the fields and tables the script ends with."""
-        out = Annotations()
+        over the fields and tables the script ends with (after those of a BINARY app)."""
         fields = list(dict.fromkeys(f for t in self.tables.values() for f in t.fields))
+        out = self._binary_annotations.only(set(fields), set(self.tables))
         for stmt in self._annotations:
             names = list(self.tables) if stmt.what == "table comment" else fields
             mapping: dict[str, str] = {}
@@ -165,8 +141,8 @@ class Reshaping:
 
     # --- BINARY
     def _binary(self, stmt: ast.BinaryLoad) -> None:
-        """The data tables of a stored app (an app package), as if loaded here, and its
-        section access."""
+        """The data tables of a stored app (an app package), as if loaded here, its section
+        access and its fields' and tables' tags and comments."""
         from assoc.app import App
 
         path = self.connections.resolve(stmt.path, stmt.line, stmt.column)
@@ -183,6 +159,8 @@ class Reshaping:
                 self.tables[name] = Frame.of_native(
                     _core.ScriptTable.read_qvd(data, name, self.cpu)
                 )
+            if app.annotations:
+                self._binary_annotations = app.annotations
             if ACCESS_TABLE in app._impl.table_names():
                 # The stored app's section access comes along, as in Qlik: its rules hold.
                 data = app._impl.write_qvd(ACCESS_TABLE)

@@ -112,6 +112,7 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
         self.cpu = _core.CpuAccount()
         self._null_as = []
         self._annotations = []
+        self._binary_annotations = Annotations()
         self._ran_before = False  # a statement ran (BINARY must come first)
 
     def cancel(self) -> None:
@@ -389,7 +390,7 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
             )
         existing = self.tables[target]
         if stmt.join is not None:
-            joined = join_frames(existing, frame, stmt.join)
+            joined = join_frames(existing, frame, stmt.join, self.cpu)
             joined.name = target
             self.tables[target] = joined.packed(self.cpu)
             self._last_table = target

@@ -7,8 +7,27 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from assoc import _core
 from assoc.script.tables import Column, Frame
 from assoc.script.values import NAN, Values, concatenate
+
+
+def _dense_ranks(nums: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """np.unique's inverse and count for whole numbers in a range not much wider than their
+    number (keys, codes, years: the common case), by a table over the range instead of a
+    sort; None for other numbers."""
+    if not len(nums):
+        return None
+    low, high = float(nums.min()), float(nums.max())
+    if high - low > 4 * len(nums) + 1024 or not np.isfinite(low) or not np.isfinite(high):
+        return None
+    at = (nums - low).astype(np.int64)
+    if not np.array_equal(at + low, nums):
+        return None  # a fraction: positions would not tell values apart
+    seen = np.zeros(int(high - low) + 1, dtype=bool)
+    seen[at] = True
+    rank = np.cumsum(seen) - 1
+    return rank[at], int(rank[-1]) + 1
 
 
 def value_keys(parts: Sequence[Values]) -> tuple[list[np.ndarray], int]:
@@ -19,9 +38,14 @@ def value_keys(parts: Sequence[Values]) -> tuple[list[np.ndarray], int]:
     nums = np.concatenate([p.nums for p in parts]) if parts else np.empty(0)
     ids = np.full(len(nums), -1, dtype=np.int64)
     numeric = ~np.isnan(nums)
-    uniq, inverse = np.unique(nums[numeric], return_inverse=True)
-    ids[numeric] = inverse
-    count = len(uniq)
+    present = nums[numeric]
+    dense = _dense_ranks(present)
+    if dense is not None:
+        ids[numeric], count = dense
+    else:
+        uniq, inverse = np.unique(present, return_inverse=True)
+        ids[numeric] = inverse
+        count = len(uniq)
     if not numeric.all():
         texts: dict[str, int] = {}
         at = 0
@@ -154,10 +178,52 @@ def take_or_null(col: Column, rows: np.ndarray) -> Column:
     return Column(col.symbols, np.where(rows < 0, -1, out).astype(np.int32))
 
 
-def join_frames(left: Frame, right: Frame, how: str) -> Frame:
+def _left_join_by_symbols(
+    left: Frame, right: Frame, key: str, cpu: _core.CpuAccount | None
+) -> Frame | None:
+    """LEFT JOIN on one field of a table the engine holds, when each key value is on at most
+    one right row: every left row stays, in place, and each right field's value follows from
+    the left row's key value. So the right fields are made per key value and mapped through
+    the key column in the engine, without a pass over the rows here. None when a key value
+    is on several right rows (the rows multiply: the general join)."""
+    native = left.native
+    if native is None:
+        return None
+    lcol, rcol = left.column(key), right.column(key)
+    (ids_l, ids_r), size = value_keys([lcol.symbols, rcol.symbols])
+    codes_r = rcol.codes
+    kr = np.where(codes_r < 0, -1, ids_r[np.maximum(codes_r, 0)] if len(ids_r) else -1)
+    valid = kr >= 0
+    if size and np.bincount(kr[valid], minlength=size).max(initial=0) > 1:
+        return None
+    first_r = np.full(max(size, 1), -1, dtype=np.int64)
+    first_r[kr[valid]] = np.flatnonzero(valid)
+    row_of = np.where(ids_l >= 0, first_r[np.maximum(ids_l, 0)], -1)  # per left key value
+    # A key value no left row holds maps to NULL: the new fields get no value from it.
+    codes_l = lcol.codes
+    used = np.bincount(codes_l[codes_l >= 0], minlength=len(row_of)) > 0
+    row_of = np.where(used, row_of, -1)
+    out = native.select([(i, f) for i, f in enumerate(left.fields)])
+    at = left.fields.index(key)
+    for f in right.fields:
+        if f == key:
+            continue
+        col = right.column(f)
+        picked = col.codes[np.maximum(row_of, 0)] if len(col.codes) else np.zeros(0, np.int32)
+        per_key = col.symbols.with_null().take(np.where(row_of >= 0, picked, -1))
+        Column(per_key, origin=(native, at)).add_to(out, f, cpu)
+    out.name = left.name
+    return Frame.of_native(out)
+
+
+def join_frames(left: Frame, right: Frame, how: str, cpu: _core.CpuAccount | None = None) -> Frame:
     """`how JOIN`: rows of `left` and `right` matched on the fields they share (all pairs when
     they share none), `left`'s fields then `right`'s others."""
     shared = [f for f in left.fields if f in right.fields]
+    if how == "left" and len(shared) == 1 and right.rows:
+        joined = _left_join_by_symbols(left, right, shared[0], cpu)
+        if joined is not None:
+            return joined
     kl, kr, size = shared_keys(left, right, shared)
     li, ri = join_rows(kl, kr, size, how)
     n = left.rows if li is None else len(li)
@@ -240,11 +306,37 @@ class Groups:
         return self._order
 
 
+def _group_by_symbols(col: Column) -> tuple[Groups, list[np.ndarray]]:
+    """group_rows of one column, worked out per symbol: each symbol's group, then one look-up
+    per row (code -1, NULL, reads the extra last entry: the NULL group)."""
+    (ids,), count = value_keys([col.symbols])
+    key_of = np.where(ids < 0, count, ids)  # a NULL symbol is in the NULL group, key `count`
+    codes = col.codes
+    if len(codes) and codes.min() >= 0:  # no NULL row
+        used, null_rows = np.bincount(codes, minlength=len(ids)) > 0, False
+    else:
+        per_symbol = np.bincount(codes.astype(np.int64) + 1, minlength=len(ids) + 1)
+        used, null_rows = per_symbol[1:] > 0, bool(per_symbol[0])
+    present = np.zeros(count + 1, dtype=bool)
+    present[key_of[used]] = True
+    present[count] |= null_rows
+    group_of_key = np.cumsum(present) - 1
+    groups = int(present.sum())
+    group_of = np.append(group_of_key[key_of], group_of_key[count])
+    rep = np.full(count + 1, -1, dtype=np.int64)
+    valid = ids >= 0
+    rep[ids[valid]] = np.flatnonzero(valid)
+    keys = np.flatnonzero(present)  # each group's key, in group order
+    return Groups(group_of[codes], groups), [rep[keys]]
+
+
 def group_rows(columns: Sequence[Column]) -> tuple[Groups, list[np.ndarray]]:
     """Groups of equal values over the columns (NULL a value of its own), in the order of the
     values' keys; and for each column the symbol each group has there (-1: NULL)."""
     if not columns:
         return Groups(np.zeros(0, dtype=np.int64), 1), []
+    if len(columns) == 1:
+        return _group_by_symbols(columns[0])
     n = len(columns[0].codes)
     per_field, counts, reps = [], [], []
     for col in columns:
@@ -282,8 +374,8 @@ def _row_numbers(col: Column, numbers: np.ndarray) -> np.ndarray:
     codes = col.codes
     if not len(numbers):
         return np.full(len(codes), NAN)
-    out = numbers[np.maximum(codes, 0)]
-    return np.where(codes < 0, NAN, out)
+    out: np.ndarray = np.append(numbers, NAN)[codes]  # code -1 reads the NaN after them
+    return out
 
 
 def aggregate(
@@ -300,9 +392,8 @@ def aggregate(
     codes = col.codes
     null_symbol = col.symbols.is_null()
     keys = None
-    valid = codes >= 0
-    if len(null_symbol):
-        valid &= ~null_symbol[np.maximum(codes, 0)]
+    # Code -1 (NULL) reads the False after the symbols'.
+    valid = np.append(~null_symbol, False)[codes] if null_symbol.any() else codes >= 0
     rows = None  # rows taking part (None: all valid ones, found below)
     if distinct:
         (sym_keys,), count = value_keys([col.symbols])
@@ -310,8 +401,9 @@ def aggregate(
         pairs = ids[valid] * max(count, 1) + keys[valid]
         _, first = np.unique(pairs, return_index=True)
         rows = np.flatnonzero(valid)[np.sort(first)]
+    every_row = rows is None and bool(valid.all())
     if name == "COUNT":
-        at = ids[valid] if rows is None else ids[rows]
+        at = ids[rows] if rows is not None else (ids if every_row else ids[valid])
         return Values(np.bincount(at, minlength=g).astype(np.float64))
     if name in ("SUM", "AVG", "MIN", "MAX"):
         x = _row_numbers(col, numbers)
@@ -319,14 +411,18 @@ def aggregate(
             x, at = x[rows], ids[rows]
         else:
             at = ids
-        has = ~np.isnan(x)
+        # Every row a value whose symbol has a number: no row to test for NaN.
+        numbered = every_row and not np.isnan(numbers).any()
         if name in ("SUM", "AVG"):
-            total = np.bincount(at, weights=np.where(has, x, 0.0), minlength=g)
+            has = None if numbered else ~np.isnan(x)
+            weights = x if has is None else np.where(has, x, 0.0)
+            total = np.bincount(at, weights=weights, minlength=g)
             if name == "SUM":
                 return Values(total)
-            n_has = np.bincount(at[has], minlength=g)
+            n_has = np.bincount(at if has is None else at[has], minlength=g)
             with np.errstate(all="ignore"):
                 return Values(np.where(n_has > 0, total / np.maximum(n_has, 1), NAN))
+        has = ~np.isnan(x)
         out = np.full(g, NAN)
         if has.any():
             sel = np.flatnonzero(has)

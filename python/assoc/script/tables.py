@@ -97,6 +97,11 @@ class Frame:
         return list(self._fields)
 
     @property
+    def native(self) -> _core.ScriptTable | None:
+        """The engine's table while the frame is only in that form (else None)."""
+        return self._native
+
+    @property
     def is_native(self) -> bool:
         """True while the table is only in the engine's form."""
         return self._native is not None

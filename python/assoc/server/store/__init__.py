@@ -476,7 +476,9 @@ class AppStore:
             tables = stage_tables(app, version_dir)
             with self._app_lock(app_id):
                 old = self._cache.entry(app_id)
-                manifest = reload_manifest(old, version_dir, tables, script, connections)
+                manifest = reload_manifest(
+                    old, version_dir, tables, script, connections, app.annotations
+                )
                 if variables is not None:
                     manifest.library["variables"] = variables
                 self._publish(app_id, version_dir, manifest, app, old)
@@ -589,7 +591,7 @@ class AppStore:
         try:
             need = load_work_bytes([path for path, _ in tables])
             with self.load_gate.admit(need, urgent=True):
-                return App(load_model(tables))
+                return App(load_model(tables), entry.manifest.annotations)
         except Error as exc:
             raise StoredAppUnreadable(f"app {entry.app_id!r} cannot be loaded: {exc}") from exc
 

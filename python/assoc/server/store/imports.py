@@ -104,7 +104,7 @@ def stage(
                     package.copy_entry(table.file, target)
                 package.extract_media(version_dir)
             early_flush.start(version_dir)
-            app = App(load_model(stored_tables(version_dir, manifest)))
+            app = App(load_model(stored_tables(version_dir, manifest)), manifest.annotations)
             if not manifest.attributes["name"]:
                 manifest.attributes["name"] = name or _stem(source_name) or app.tables[0]
             return manifest, app

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from assoc import Error
+from assoc.annotations import Annotations
 from assoc.app import App
 from assoc.package import Manifest, TableEntry, table_file_names
 from assoc.server.store.cache import Entry
@@ -31,8 +32,10 @@ def reload_manifest(
     tables: list[TableEntry],
     script: str,
     connections: list[dict[str, str]],
+    annotations: Annotations | None = None,
 ) -> Manifest:
-    """The new version's manifest (old attributes and objects, reload times now) and media."""
+    """The new version's manifest (old attributes and objects, reload times now, the tags
+    and comments of the reload's script) and media."""
     if old.media_root.is_dir():
         shutil.copytree(old.media_root, version_dir / MEDIA_DIR, symlinks=True)
     else:
@@ -47,4 +50,5 @@ def reload_manifest(
         connections=[dict(c) for c in connections],
         library={k: list(v) for k, v in old.manifest.library.items()},
         states=list(old.manifest.states),
+        annotations=annotations or Annotations(),
     )

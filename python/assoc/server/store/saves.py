@@ -51,4 +51,5 @@ def saved_manifest(
         connections=[dict(c) for c in old.manifest.connections],
         library={k: v for k, v in library.items() if v},
         states=list(states),
+        annotations=old.manifest.annotations,
     )
