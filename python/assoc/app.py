@@ -152,6 +152,12 @@ class App:
         return cls(result.model, result.annotations)
 
     @property
+    def interpretation(self) -> dict[str, str]:
+        """The number interpretation variables the app's script left (DateFormat, …), by
+        which its charts read and write numbers and dates; empty: en-US."""
+        return dict(self._impl.interpretation_variables)
+
+    @property
     def tables(self) -> list[str]:
         """Table names in load order (the hidden section access table left out)."""
         return [t for t in self._impl.table_names() if t != ACCESS_TABLE]

@@ -19,6 +19,7 @@ from typing import IO, Any, BinaryIO
 from assoc import _core, attributes
 from assoc._core import Error
 from assoc.annotations import Annotations
+from assoc.script.numbers import DEFAULTS
 from assoc.sources import load_model
 
 PACKAGE_FORMAT = "assoc-app"
@@ -72,6 +73,9 @@ class Manifest:
     states: list[str] = field(default_factory=list)  # the app's alternate states (QIX)
     # Tags and comments of fields and tables (the load script's TAG, UNTAG, COMMENT).
     annotations: Annotations = field(default_factory=Annotations)
+    # The number interpretation variables the app's script left (DateFormat, …): its charts
+    # read and write numbers and dates by them.
+    interpretation: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, data: bytes) -> Manifest:
@@ -109,6 +113,7 @@ class Manifest:
                 key: _parse_items(doc.get(key, []), key) for key in LIBRARY_KEYS if doc.get(key)
             },
             states=_parse_states(doc.get("states", [])),
+            interpretation=_parse_interpretation(doc.get("interpretation", {})),
             annotations=Annotations.from_json(
                 doc.get("annotations", {}), f"{MANIFEST_NAME}: annotations"
             ),
@@ -134,6 +139,8 @@ class Manifest:
             doc["states"] = self.states
         if self.annotations:
             doc["annotations"] = self.annotations.to_json()
+        if self.interpretation:
+            doc["interpretation"] = self.interpretation
         return json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8")
 
 
@@ -234,6 +241,20 @@ def _parse_script(raw: Any) -> str:
     if not isinstance(raw, str):
         raise Error(f'{MANIFEST_NAME}: "script" must be a string')
     return raw
+
+
+def _parse_interpretation(raw: Any) -> dict[str, str]:
+    """The interpretation variables: names among the ones an app keeps, texts as values."""
+    if not isinstance(raw, dict):
+        raise Error(f'{MANIFEST_NAME}: "interpretation" must be an object')
+    for name, value in raw.items():
+        if name not in DEFAULTS:
+            raise Error(f'{MANIFEST_NAME}: interpretation has no variable "{name[:64]}"')
+        if not isinstance(value, str) or len(value.encode("utf-8")) > 4096:
+            raise Error(
+                f'{MANIFEST_NAME}: interpretation "{name}" must be a text of at most 4096 bytes'
+            )
+    return dict(raw)
 
 
 def _parse_states(raw: Any) -> list[str]:
@@ -440,7 +461,10 @@ class AppPackage:
 
     def build_model(self) -> _core.DataModel:
         """The engine model of the package's tables, each read as QVD or CSV by its content."""
-        return load_model((self.read(t.file), t.name) for t in self.manifest.tables)
+        return load_model(
+            ((self.read(t.file), t.name) for t in self.manifest.tables),
+            interpretation=self.manifest.interpretation,
+        )
 
     def extract_media(self, root: Path) -> None:
         """Writes media/** under root/media (checked names only); the caller flushes them."""
@@ -505,6 +529,7 @@ def write_package(
         library=manifest.library,
         states=manifest.states,
         annotations=manifest.annotations,
+        interpretation=manifest.interpretation,
     )
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         archive.writestr(MANIFEST_NAME, manifest.to_json())

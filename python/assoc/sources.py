@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 from typing import BinaryIO
 
@@ -116,10 +116,15 @@ def add_table(
 
 
 def load_model(
-    tables: Iterable[tuple[TableSource, str | None]], kind: SourceKind | None = None
+    tables: Iterable[tuple[TableSource, str | None]],
+    kind: SourceKind | None = None,
+    interpretation: Mapping[str, str] | None = None,
 ) -> _core.DataModel:
-    """A model of (source, table name) pairs, linked; each source must hold one table."""
+    """A model of (source, table name) pairs, linked; each source must hold one table. The
+    model keeps `interpretation`, the number interpretation variables of its app."""
     builder = _core.ModelBuilder()
+    if interpretation:
+        builder.set_interpretation(dict(interpretation))
     listed: list[str | None] = []
     for source, name in tables:
         add_table(builder, source, name, kind)

@@ -121,3 +121,77 @@ def test_a_reloads_tags_and_comments_survive_restart_save_export_and_import(
         tags, note, table = _annotations(json.loads(other.metadata_json(imported)))
         assert "kpi" not in tags
         assert (note, table) == ("", "")
+
+
+EUROPEAN = """SET DateFormat='DD.MM.YYYY'; SET DecimalSep=','; SET ThousandSep='.';
+SET FirstWeekDay=0; SET BrokenWeeks=0; SET ReferenceDay=4;
+T: LOAD * INLINE [
+D, Amount
+44199, 1234
+];"""
+
+
+def _chart(app: assoc.App) -> tuple[Any, ...]:
+    """A chart of the app's dates and amounts: formats and weeks by its variables."""
+    with app.session() as s:
+        [row] = s.hypercube(
+            [], ["Date(Only(D))", "Week(Only(D))", "Num(Sum(Amount), '#,##0.00')"]
+        ).rows
+    return row
+
+
+def test_the_scripts_number_interpretation_survives_restart_save_export_and_import(
+    tmp_path: Path,
+) -> None:
+    expected = (
+        assoc.Dual(44199, "03.01.2021"),  # DateFormat
+        53,  # ISO week: FirstWeekDay 0, unbroken, reference day 4
+        assoc.Dual(1234, "1.234,00"),  # DecimalSep, ThousandSep
+    )
+    with AppStore(tmp_path / "a") as store:
+        app_id = _stored_app(store)
+        store.commit_reload(app_id, assoc.App.from_script(EUROPEAN), EUROPEAN, [])
+        with store.using(app_id) as app:
+            assert _chart(app) == expected
+    with AppStore(tmp_path / "a") as reopened, reopened.using(app_id) as app:
+        assert _chart(app) == expected  # loaded from its files again
+        reopened.commit_save(app_id, app, [], {}, [])
+    with AppStore(tmp_path / "a") as saved:
+        with saved.using(app_id) as app:
+            assert _chart(app) == expected
+        out = io.BytesIO()
+        saved.export(app_id, out)
+    assert _chart(assoc.App.from_package(out.getvalue())) == expected
+    with AppStore(tmp_path / "b") as other:
+        path = other.new_upload_path()
+        path.write_bytes(out.getvalue())
+        imported = str(other.import_file(path)["id"])
+    with AppStore(tmp_path / "b") as other:
+        with other.using(imported) as app:
+            assert _chart(app) == expected
+        # A reload under the defaults leaves none of it behind.
+        plain = "T: LOAD * INLINE [\nD, Amount\n44199, 1234\n];"
+        other.commit_reload(imported, assoc.App.from_script(plain), plain, [])
+    with AppStore(tmp_path / "b") as other, other.using(imported) as app:
+        assert _chart(app) == (assoc.Dual(44199, "1/3/2021"), 2, assoc.Dual(1234, "1,234.00"))
+
+
+@pytest.mark.parametrize(
+    ("interpretation", "problem"),
+    [
+        ([], '"interpretation" must be an object'),
+        ({"Nonsense": "x"}, 'interpretation has no variable "Nonsense"'),
+        ({"DateFormat": 5}, 'interpretation "DateFormat" must be a text'),
+        ({"DateFormat": "Y" * 5000}, 'interpretation "DateFormat" must be a text'),
+    ],
+)
+def test_a_package_with_a_bad_interpretation_is_refused(interpretation: Any, problem: str) -> None:
+    manifest = {
+        "format": "assoc-app",
+        "formatVersion": 1,
+        "tables": [{"name": "T", "file": "tables/T.qvd"}],
+        "interpretation": interpretation,
+    }
+    body = package_bytes({"T": {"A": [1]}}, manifest=manifest)
+    with pytest.raises(assoc.Error, match=problem):
+        assoc.App.from_package(body)

@@ -479,6 +479,7 @@ class AppStore:
                 manifest = reload_manifest(
                     old, version_dir, tables, script, connections, app.annotations
                 )
+                manifest.interpretation = app.interpretation
                 if variables is not None:
                     manifest.library["variables"] = variables
                 self._publish(app_id, version_dir, manifest, app, old)
@@ -591,7 +592,8 @@ class AppStore:
         try:
             need = load_work_bytes([path for path, _ in tables])
             with self.load_gate.admit(need, urgent=True):
-                return App(load_model(tables), entry.manifest.annotations)
+                model = load_model(tables, interpretation=entry.manifest.interpretation)
+                return App(model, entry.manifest.annotations)
         except Error as exc:
             raise StoredAppUnreadable(f"app {entry.app_id!r} cannot be loaded: {exc}") from exc
 

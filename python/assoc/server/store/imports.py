@@ -104,7 +104,10 @@ def stage(
                     package.copy_entry(table.file, target)
                 package.extract_media(version_dir)
             early_flush.start(version_dir)
-            app = App(load_model(stored_tables(version_dir, manifest)), manifest.annotations)
+            model = load_model(
+                stored_tables(version_dir, manifest), interpretation=manifest.interpretation
+            )
+            app = App(model, manifest.annotations)
             if not manifest.attributes["name"]:
                 manifest.attributes["name"] = name or _stem(source_name) or app.tables[0]
             return manifest, app

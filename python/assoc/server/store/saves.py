@@ -52,4 +52,5 @@ def saved_manifest(
         library={k: v for k, v in library.items() if v},
         states=list(states),
         annotations=old.manifest.annotations,
+        interpretation=dict(old.manifest.interpretation),
     )
