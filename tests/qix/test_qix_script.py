@@ -340,3 +340,34 @@ def test_allowed_folders_setting(tmp_path: Path) -> None:
     assert settings.allowed_folder_list("/ignored") == [f"{tmp_path}/a", f"{tmp_path}/b"]
     with pytest.raises(assoc.Error, match=r"AllowedFolders.*not an absolute path"):
         Settings.from_sources(["AllowedFolders=/srv/a;relative/b"])
+
+
+def test_the_locale_is_the_one_the_script_left(server: ScriptServer) -> None:
+    script = (
+        "SET DateFormat='DD.MM.YYYY'; SET DecimalSep=','; SET ThousandSep='.';\n"
+        "SET FirstWeekDay=0; SET BrokenWeeks=0; SET ReferenceDay=4; SET FirstWeekDay=x;\n"
+        "SET MonthNames='jan;feb;mar;apr;mai;jun;jul;aug;sep;okt;nov;des';\n"
+        "T: LOAD 44199 + RecNo() AS D AUTOGENERATE 3;"
+    )
+    with QixClient(server.ws_base + "/app/") as qix:
+        doc = qix.result("CreateSessionApp")["qReturn"]["qHandle"]
+        qix.result("SetScript", [script], doc)
+        assert qix.result("DoReloadEx", [{}], doc)["qResult"]["qSuccess"] is True
+        locale = qix.result("GetLocaleInfo", [], doc)["qReturn"]
+        layout = qix.result("GetAppLayout", [], doc)["qLayout"]["qLocaleInfo"]
+        for answer in (locale, layout):
+            assert (answer["qDateFmt"], answer["qDecimalSep"], answer["qThousandSep"]) == (
+                "DD.MM.YYYY",
+                ",",
+                ".",
+            )
+            # The last FirstWeekDay (x) is no number: the default (6, Sunday) stays.
+            assert (answer["qFirstWeekDay"], answer["qBrokenWeeks"], answer["qReferenceDay"]) == (
+                6,
+                False,
+                4,
+            )
+            assert answer["qCalendarStrings"]["qMonthNames"][4] == "mai"
+        # The app's charts write dates and months the same way.
+        value = qix.result("Evaluate", ["Date(Min(D)) & ' ' & Month(Max(D))"], doc)
+        assert value == {"qReturn": "04.01.2021 jan"}

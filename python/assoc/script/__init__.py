@@ -7,7 +7,7 @@ from typing import Any
 
 from assoc.script.connections import FolderConfinement, FolderConnections
 from assoc.script.errors import ScriptError
-from assoc.script.numbers import DEFAULTS
+from assoc.script.numbers import DEFAULTS, Interpretation
 from assoc.script.runner import Progress, ReloadResult, ScriptRunner
 
 
@@ -26,32 +26,34 @@ def empty_script() -> str:
     )
 
 
-def locale_info() -> dict[str, Any]:
-    """GetLocaleInfo's answer: the en-US interpretation defaults."""
+def locale_info(variables: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """GetLocaleInfo's answer: the interpretation variables an app's script left (`variables`),
+    the en-US defaults for the others; settings that are no number keep their defaults."""
     import datetime as dt
 
-    d = DEFAULTS
+    d = {**DEFAULTS, **(variables or {})}
+    ix = Interpretation(d)
     return {
-        "qDecimalSep": d["DecimalSep"],
-        "qThousandSep": d["ThousandSep"],
+        "qDecimalSep": ix.decimal,
+        "qThousandSep": ix.thousand,
         "qListSep": ",",
-        "qMoneyDecimalSep": d["MoneyDecimalSep"],
-        "qMoneyThousandSep": d["MoneyThousandSep"],
+        "qMoneyDecimalSep": ix.money_decimal,
+        "qMoneyThousandSep": ix.money_thousand,
         "qCurrentYear": dt.date.today().year,
-        "qMoneyFmt": d["MoneyFormat"],
-        "qTimeFmt": d["TimeFormat"],
-        "qDateFmt": d["DateFormat"],
-        "qTimestampFmt": d["TimestampFormat"],
+        "qMoneyFmt": ix.money_format,
+        "qTimeFmt": ix.time_format,
+        "qDateFmt": ix.date_format,
+        "qTimestampFmt": ix.timestamp_format,
         "qCalendarStrings": {
-            "qDayNames": d["DayNames"].split(";"),
-            "qMonthNames": d["MonthNames"].split(";"),
-            "qLongDayNames": d["LongDayNames"].split(";"),
-            "qLongMonthNames": d["LongMonthNames"].split(";"),
+            "qDayNames": ix.day_names,
+            "qMonthNames": ix.month_names,
+            "qLongDayNames": ix.long_day_names,
+            "qLongMonthNames": ix.long_month_names,
         },
-        "qFirstWeekDay": int(d["FirstWeekDay"]),
-        "qBrokenWeeks": d["BrokenWeeks"] == "1",
-        "qReferenceDay": int(d["ReferenceDay"]),
-        "qFirstMonthOfYear": int(d["FirstMonthOfYear"]),
+        "qFirstWeekDay": ix.first_week_day,
+        "qBrokenWeeks": ix.broken_weeks,
+        "qReferenceDay": ix.reference_day,
+        "qFirstMonthOfYear": ix.first_month_of_year,
         "qCollation": d["CollationLocale"],
         "qNumericalAbbreviation": d["NumericalAbbreviation"],
     }

@@ -47,7 +47,7 @@ def get_app_layout(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Ans
         "qHasScript": bool(target.doc.script.text),
         "qStateNames": target.doc.user_states(),
         "qMeta": {},
-        "qLocaleInfo": locale_info(),
+        "qLocaleInfo": locale_info(target.doc.facts.app.interpretation),
         "qHasData": bool(target.doc.facts.app.tables),
         "qReadOnly": False,
         "qIsOpenedWithoutData": False,

@@ -86,9 +86,9 @@ def configure_reload(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> An
 
 
 @SCRIPT_DOC_METHODS.method("GetLocaleInfo", engine=False)
-def get_locale_info(s: SessionState, _: DocTarget, __: dict[str, Any]) -> Answer:
-    """The locale the script's interpretation variables default to (en-US)."""
-    return Answer({"qReturn": locale_info()})
+def get_locale_info(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Answer:
+    """The app's locale: the interpretation variables its script left (en-US by default)."""
+    return Answer({"qReturn": locale_info(target.doc.facts.app.interpretation)})
 
 
 @SCRIPT_DOC_METHODS.method("GetEmptyScript", engine=False)
