@@ -109,6 +109,15 @@ class AccessTable:
         omit = frozenset(omit_col[i] for i in rows if omit_col and omit_col[i])
         return Grant(reduction, omit)
 
+    def sees_everything(self, user: str, groups: Iterable[str] = ()) -> bool:
+        """True when an ADMIN row names the user and the grant reduces and omits nothing: only
+        such a user may take the whole app (its package, access table included)."""
+        rows = self._rows_for(user, groups)
+        if not any(self.columns["ACCESS"][i] == "ADMIN" for i in rows):
+            return False
+        grant = self.grant(user, groups)
+        return not grant.reduction and not grant.omit
+
     def add_to(self, builder: _core.ModelBuilder) -> None:
         """Adds the access table to a model being built, as the hidden ACCESS_TABLE."""
         builder.add_columns(ACCESS_TABLE, {_PREFIX + k: list(v) for k, v in self.columns.items()})

@@ -15,6 +15,7 @@ from qixclient import QixClient, QixError
 import assoc
 from appfiles import SECURED_SALES, ServerProcess
 from assoc.package import Manifest, write_package
+from assoc.server.store import AppStore
 
 SECRET = "a-secret-that-is-long-enough-for-sha256"
 SCRIPT = (
@@ -288,3 +289,38 @@ def test_reloaded_session_app_reduced_the_same_way(server: tuple[ServerProcess, 
             "Sales": (1, {"REGION": 1, "Product": 1, "AMOUNT": 1}),
             "Prices": (1, {"Product": 1}),
         }
+
+
+def test_only_a_user_who_sees_everything_may_export(server: tuple[ServerProcess, str]) -> None:
+    """The package holds every row and the access table: a reduced user may not take it."""
+    process, app_id = server
+    token = jwt.encode({"sub": "ann"}, SECRET, algorithm="HS256")
+    with process.client() as client:
+        refused = client.get(
+            f"/v1/apps/{app_id}/export", headers={"Authorization": f"Bearer {token}"}
+        )
+    assert refused.status_code == 403
+    assert refused.json()["errors"][0]["detail"] == "Access denied"
+
+
+def test_export_of_a_secured_app_in_the_store(tmp_path: Path) -> None:
+    script = SCRIPT.replace(
+        "USER, ann, , EAST,", "USER, ann, , EAST,\nADMIN, root, , ,\nADMIN, half, , WEST,"
+    )
+    with AppStore(tmp_path) as store:
+        path = store.new_upload_path()
+        app = assoc.App.from_script(script)
+        out = io.BytesIO()
+        write_package(app.stored_tables, app.write_qvd, Manifest(tables=[]), None, out)
+        path.write_bytes(out.getvalue())
+        app_id = str(store.import_file(path)["id"])
+        for user in ("ann", "half", "zed", ""):  # reduced, an ADMIN reduced, absent, no token
+            with pytest.raises(assoc.Error, match="Access denied"):
+                store.export(app_id, io.BytesIO(), user)
+        package = io.BytesIO()
+        store.export(app_id, package, "root")
+    copy = assoc.App.from_package(package.getvalue())
+    with copy.session("root") as s:
+        assert s.possible_rows("Sales") == 4
+    with copy.session("ann") as s:
+        assert s.possible_rows("Sales") == 2

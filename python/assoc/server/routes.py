@@ -146,15 +146,22 @@ async def export_app(request: Request) -> Response:
     app_id = request.path_params["appId"]
     path = store.new_upload_path()
 
+    user, groups = _user(request), list(getattr(request.state, "groups", []))
+
     def write() -> None:
         try:
             with open(path, "xb") as out:
-                store.export(app_id, out)
+                store.export(app_id, out, user, groups)
         except BaseException:
             _unlink(path)
             raise
 
-    await run_in_threadpool(write)
+    try:
+        await run_in_threadpool(write)
+    except assoc.Error as exc:
+        if str(exc) != DENIED:
+            raise
+        raise ApiError(403, "Forbidden", DENIED) from None
     return FileResponse(
         path,
         media_type="application/zip",

@@ -11,12 +11,13 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from assoc import Error
+from assoc.access import DENIED
 from assoc.app import App
 from assoc.package import MANIFEST_NAME, Manifest, PackageLimits
 from assoc.qvd_stream import QvdStream
@@ -580,10 +581,16 @@ class AppStore:
 
     # ---- export ----------------------------------------------------------------------
 
-    def export(self, app_id: str, out: BinaryIO) -> None:
-        """Writes the app as a package that imports back to the same data, attributes and media."""
+    def export(
+        self, app_id: str, out: BinaryIO, user: str = "", groups: Iterable[str] = ()
+    ) -> None:
+        """Writes the app as a package that imports back to the same data, attributes and media.
+        An app with section access goes only to a user its access table gives everything (an
+        ADMIN row without reduction or OMIT); others get assoc.Error("Access denied")."""
         self._fresh(app_id)
         with self.lease(app_id) as app, self._app_lock(app_id):
+            if app.access is not None and not app.access.sees_everything(user, groups):
+                raise Error(DENIED)
             export_app(app, self._cache.entry(app_id), out, self.tmp_dir)
 
     def _load(self, entry: Entry) -> App:
