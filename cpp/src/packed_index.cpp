@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -348,13 +349,8 @@ constexpr auto block_decoders(std::integer_sequence<unsigned, Ws...>) {
 
 constexpr auto kBlockDecoders = block_decoders(std::make_integer_sequence<unsigned, 32>{});
 
-// Set membership of a symbol index as a 0/1 byte; indexes past the last symbol (NULL) clamp
-// to the set's extra entry, so no value needs a branch.
-struct ByteSet {
-  const std::uint8_t* bytes;
-  std::uint32_t limit;
-  std::uint8_t operator()(std::uint32_t x) const { return bytes[std::min(x, limit)]; }
-};
+// Set membership of a symbol index as a bit; indexes past the last symbol (NULL) clamp to the
+// set's extra entry, so no value needs a branch.
 struct BitSet {
   const std::uint64_t* bits;
   std::uint32_t limit;
@@ -409,11 +405,91 @@ void match_blocks_with(const PackedIndex& index, std::size_t first, std::size_t 
   kMatchers[index.bit_width() - 1](index.data(), first, n, bias, set, out);
 }
 
+// Code j of a 64-row block of width W read straight from the block's bytes (each word loaded
+// where it is used, so that the W words need not stay in registers).
+template <unsigned W>
+inline std::uint32_t code_at(const std::uint8_t* block, unsigned j) {
+  constexpr std::uint64_t kMask = (std::uint64_t{1} << W) - 1;
+  const unsigned bit = j * W;
+  const unsigned k = bit >> 6;
+  const unsigned shift = bit & 63;
+  std::uint64_t lo;
+  std::memcpy(&lo, block + 8 * k, sizeof lo);
+  std::uint64_t v = lo >> shift;
+  if (shift + W > 64) {
+    std::uint64_t hi;
+    std::memcpy(&hi, block + 8 * (k + 1), sizeof hi);
+    v |= hi << ((64 - shift) & 63);
+  }
+  return static_cast<std::uint32_t>(v & kMask);
+}
+
+// match_codes for width W: one look-up of the stored code per row, no bias and no clamp. Widths
+// that divide a byte (1, 2, 4) look up a whole byte's codes at once in a table of 256 masks.
+template <unsigned W>
+void match_codes_of_width(const std::uint8_t* data, std::size_t first, std::size_t n, const std::uint8_t* code_set,
+                          std::uint64_t* out) {
+  if constexpr (W == 1 || W == 2 || W == 4) {
+    constexpr unsigned kPerByte = 8 / W;
+    std::uint8_t by_byte[256];
+    for (unsigned x = 0; x < 256; ++x) {
+      unsigned m = 0;
+      for (unsigned k = 0; k < kPerByte; ++k) m |= unsigned{code_set[(x >> (k * W)) & ((1U << W) - 1)]} << k;
+      by_byte[x] = static_cast<std::uint8_t>(m);
+    }
+    for (std::size_t b = 0; b < n; ++b) {
+      const std::uint8_t* block = data + (first + b) * 8 * W;
+      std::uint64_t word = 0;
+#pragma GCC unroll 32
+      for (unsigned k = 0; k < 8 * W; ++k) word |= std::uint64_t{by_byte[block[k]]} << (k * kPerByte);
+      out[b] = word;
+    }
+  } else {
+    for (std::size_t b = 0; b < n; ++b) {
+      const std::uint8_t* block = data + (first + b) * 8 * W;
+      std::uint64_t lo = 0, hi = 0;
+#pragma GCC unroll 32
+      for (unsigned j = 0; j < 32; ++j) lo |= std::uint64_t{code_set[code_at<W>(block, j)]} << j;
+#pragma GCC unroll 32
+      for (unsigned j = 32; j < 64; ++j) hi |= std::uint64_t{code_set[code_at<W>(block, j)]} << j;
+      out[b] = lo | hi;
+    }
+  }
+}
+
+using CodeMatcher = void (*)(const std::uint8_t*, std::size_t, std::size_t, const std::uint8_t*, std::uint64_t*);
+
+template <unsigned... Ws>
+constexpr auto code_matchers(std::integer_sequence<unsigned, Ws...>) {
+  return std::array<CodeMatcher, sizeof...(Ws)>{&match_codes_of_width<Ws + 1>...};
+}
+
+constexpr auto kCodeMatchers = code_matchers(std::make_integer_sequence<unsigned, PackedIndex::kMaxCodeSetWidth>{});
+
 }  // namespace
 
-void PackedIndex::match_blocks(std::size_t first, std::size_t n, const std::uint8_t* set_bytes,
-                               std::uint32_t n_symbols, std::uint64_t* out) const {
-  match_blocks_with(*this, first, n, ByteSet{set_bytes, n_symbols}, out);
+std::vector<std::uint8_t> PackedIndex::code_set(const std::uint64_t* symbol_bits, std::uint32_t n_symbols) const {
+  if (width_ > kMaxCodeSetWidth) throw Error("internal: code_set of a column too wide for one");
+  std::vector<std::uint8_t> out(std::size_t{1} << width_, 0);
+  const std::size_t words = (std::size_t{n_symbols} + 63) / 64;
+  for (std::size_t w = 0; w < words; ++w) {
+    for (std::uint64_t x = symbol_bits[w]; x != 0; x &= x - 1) {
+      const std::size_t s = w * 64 + static_cast<std::size_t>(std::countr_zero(x));
+      const std::size_t code = s + bias_;
+      if (s < n_symbols && code < out.size()) out[code] = 1;
+    }
+  }
+  return out;
+}
+
+void PackedIndex::match_codes(std::size_t first, std::size_t n, const std::uint8_t* code_set, std::uint64_t* out) const {
+  if (n == 0) return;
+  if ((first + n) * 64 > rows_) throw Error("internal: match_codes past the last whole block");
+  if (width_ == 0) {
+    std::fill(out, out + n, code_set[0] != 0 ? ~std::uint64_t{0} : 0);
+    return;
+  }
+  kCodeMatchers[width_ - 1](bytes_.data(), first, n, code_set, out);
 }
 
 void PackedIndex::match_blocks(std::size_t first, std::size_t n, const std::uint64_t* set_bits,
