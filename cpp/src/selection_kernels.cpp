@@ -17,12 +17,40 @@ constexpr std::size_t kAhead = 32;
 // A block with at most this many rows of a row set is read row by row, not decoded whole.
 constexpr unsigned kFewRows = 8;
 
-// Asks for the cache line of the first row of block w in `m` (if any) to be loaded.
-inline void prefetch_first_row(const PackedIndex& index, const std::uint64_t* m, std::size_t w) {
-  if (m[w] == 0) return;
-  const std::size_t row = w * 64 + static_cast<std::size_t>(std::countr_zero(m[w]));
-  __builtin_prefetch(index.data() + row * index.bit_width() / 8);
-}
+// Read-ahead for a scan of a column over the blocks [first, last) of a row set. When at least
+// one block in 8 holds rows, every line of the blocks ahead is asked for: a stream, which
+// memory serves far faster than the same lines missed one by one. When fewer do, only the
+// line of the first row of each block ahead that holds one.
+class ReadAhead {
+ public:
+  ReadAhead(const PackedIndex& index, const std::uint64_t* rows, std::size_t first, std::size_t last)
+      : data_(index.data()), block_bytes_(std::size_t{8} * index.bit_width()), width_(index.bit_width()),
+        rows_(rows), last_(last) {
+    std::size_t holding = 0;
+    for (std::size_t w = first; w < last; ++w) holding += rows[w] != 0;
+    stream_ = holding * 8 >= last - first;
+  }
+  // Called at block w, in increasing order.
+  void at(std::size_t w) const {
+    const std::size_t ahead = w + kAhead;
+    if (ahead >= last_) return;
+    if (stream_) {
+      const std::uint8_t* p = data_ + ahead * block_bytes_;
+      for (std::size_t k = 0; k < block_bytes_; k += 64) __builtin_prefetch(p + k);
+    } else if (rows_[ahead] != 0) {
+      const std::size_t row = ahead * 64 + static_cast<std::size_t>(std::countr_zero(rows_[ahead]));
+      __builtin_prefetch(data_ + row * width_ / 8);
+    }
+  }
+
+ private:
+  const std::uint8_t* data_;
+  std::size_t block_bytes_;
+  std::size_t width_;
+  const std::uint64_t* rows_;
+  std::size_t last_;
+  bool stream_ = false;
+};
 
 // Adds the symbols on rows of blocks [first, last) (all rows when `rows` is null) to `acc`.
 void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t first, std::size_t last,
@@ -43,8 +71,9 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
     return;
   }
   const std::uint64_t* m = rows->words();
+  const ReadAhead read_ahead(index, m, first, last);
   for (std::size_t w = first; w < last; ++w) {
-    if (w + kAhead < last) prefetch_first_row(index, m, w + kAhead);
+    read_ahead.at(w);
     std::uint64_t bits = m[w];
     if (bits == 0) continue;
     // Few rows in a block: read them one by one; many: decode the block.
@@ -97,8 +126,9 @@ Bitset match_rows(const PackedIndex& index, const Bitset& set, const Bitset* wit
           return;
         }
         const std::uint64_t* m = within->words();
+        const ReadAhead read_ahead(index, m, begin, end);
         for (std::size_t w = begin; w < end;) {
-          if (w + kAhead < end) prefetch_first_row(index, m, w + kAhead);
+          read_ahead.at(w);
           const std::uint64_t bits = m[w];
           if (bits == 0) {
             ++w;
