@@ -579,7 +579,7 @@ def test_fields_selected_in_one_table_agree_with_numpy(share, wide) -> None:
 
 
 def test_the_portable_match_kernel_agrees_with_numpy_too() -> None:
-    # Where the CPU has AVX-512 (VBMI), columns of widths 3 and 5 to 16 are matched by a vector
+    # Where the CPU has AVX-512 (VBMI), columns of widths 3 and 5 to 17 are matched by a vector
     # kernel; ASSOC_SIMD=0 turns it off. The width and one-table checks above, again without it.
     here = os.path.dirname(os.path.abspath(__file__))
     done = subprocess.run(

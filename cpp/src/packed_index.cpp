@@ -478,10 +478,11 @@ constexpr auto kCodeMatchers = code_matchers(std::make_integer_sequence<unsigned
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// match_codes for width W on AVX-512 (VBMI): 16 rows at a time. A block's bytes sit in two
-// registers; a byte permutation gives each row's lane the 4 bytes from the one holding its
-// first bit, a shift and a mask its code. The code set, as bits, answers in registers for
-// widths up to 10 (1,024 codes: 32 words in two registers), by a gather above.
+// match_codes for width W on AVX-512 (VBMI): 16 rows at a time. 16 rows are 2W whole bytes;
+// a byte permutation gives each row's lane the 4 bytes from the one holding its first bit
+// (the same for every such group), a shift and a mask its code. The code set, as bits,
+// answers in registers for widths up to 10 (1,024 codes: 32 words in two registers), by a
+// gather above.
 template <unsigned W>
 ASSOC_AVX512 void match_codes_avx512(const std::uint8_t* data, std::size_t first, std::size_t n,
                                      const std::uint8_t* code_set, std::uint64_t* out) {
@@ -497,34 +498,27 @@ ASSOC_AVX512 void match_codes_avx512(const std::uint8_t* data, std::size_t first
       std::memcpy(bits + c / 32, &m, sizeof m);
     }
   }
-  // Lane i of group g (rows 16g+i): bytes from (16g+i)*W/8 on, shifted right by (16g+i)*W%8.
-  alignas(64) std::uint8_t index[4][64];
+  alignas(64) std::uint8_t index[64];
   alignas(64) std::uint32_t shift[16];
-  for (unsigned g = 0; g < 4; ++g) {
-    for (unsigned i = 0; i < 16; ++i) {
-      const unsigned bit = (16 * g + i) * W;
-      for (unsigned k = 0; k < 4; ++k) index[g][4 * i + k] = static_cast<std::uint8_t>(std::min(bit / 8 + k, 127U));
-      shift[i] = bit % 8;  // the same in every group: a group is 2W whole bytes
-    }
+  for (unsigned i = 0; i < 16; ++i) {
+    for (unsigned k = 0; k < 4; ++k) index[4 * i + k] = static_cast<std::uint8_t>(i * W / 8 + k);
+    shift[i] = i * W % 8;
   }
+  const __m512i idx = _mm512_load_si512(index);
   const __m512i shifts = _mm512_load_si512(shift);
   const __m512i code_mask = _mm512_set1_epi32(static_cast<int>(kCodes - 1));
   const __m512i low5 = _mm512_set1_epi32(31);
   const __m512i one = _mm512_set1_epi32(1);
   const __m512i table_lo = _mm512_load_si512(bits);
   const __m512i table_hi = _mm512_load_si512(bits + 16);
-  __m512i idx[4];
-  for (unsigned g = 0; g < 4; ++g) idx[g] = _mm512_load_si512(index[g]);
-  constexpr std::uint64_t kLoMask = W >= 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * W)) - 1;
-  constexpr std::uint64_t kHiMask = W <= 8 ? 0 : W == 16 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * W - 64)) - 1;
+  constexpr __mmask64 kGroupBytes = (__mmask64{1} << (2 * W)) - 1;  // 2W <= 34 bytes
   for (std::size_t b = 0; b < n; ++b) {
     const std::uint8_t* block = data + (first + b) * 8 * W;
-    const __m512i lo = _mm512_maskz_loadu_epi8(kLoMask, block);
-    const __m512i hi = kHiMask == 0 ? _mm512_setzero_si512() : _mm512_maskz_loadu_epi8(kHiMask, block + 64);
     std::uint64_t word = 0;
 #pragma GCC unroll 4
     for (unsigned g = 0; g < 4; ++g) {
-      const __m512i raw = _mm512_permutex2var_epi8(lo, idx[g], hi);
+      const __m512i bytes = _mm512_maskz_loadu_epi8(kGroupBytes, block + 2 * W * g);
+      const __m512i raw = _mm512_permutexvar_epi8(idx, bytes);
       const __m512i code = _mm512_and_si512(_mm512_srlv_epi32(raw, shifts), code_mask);
       const __m512i at = _mm512_srli_epi32(code, 5);
       __m512i w32;

@@ -90,8 +90,8 @@ class PackedIndex {
   // no row's index is stored on the way.
   void match_blocks(std::size_t first, std::size_t n, const std::uint64_t* set_bits, std::uint32_t n_symbols,
                     std::uint64_t* out) const;
-  // Widest column whose codes a code set (below) covers: 2^16 bytes, one per code.
-  static constexpr std::uint32_t kMaxCodeSetWidth = 16;
+  // Widest column whose codes a code set (below) covers: 2^17 bytes, one per code.
+  static constexpr std::uint32_t kMaxCodeSetWidth = 17;
   // A set of symbols (bits for indexes below `n_symbols`) as one 0/1 byte per stored code,
   // 2^bit_width() of them: the code of NULL and codes no symbol has are 0. Only for columns of
   // bit_width() <= kMaxCodeSetWidth.
