@@ -196,16 +196,23 @@ std::uint32_t AssociativeModel::find_value(std::uint32_t field, const DualView& 
   return value.has_text ? find_text(field, value.text) : kNull;
 }
 
-std::shared_ptr<RowStates> AssociativeModel::compute_rows(const SelectionState& state) const {
-  return detail::infer_rows(*this, state);
+std::shared_ptr<RowStates> AssociativeModel::compute_rows(const SelectionState& state, const SelectionState* wider,
+                                                          const RowStates* wider_rows) const {
+  return detail::infer_rows(*this, state, wider, wider_rows);
 }
 
 std::shared_ptr<const RowStates> AssociativeModel::rows(const SelectionState& state) const {
+  return rows(state, state, nullptr);
+}
+
+std::shared_ptr<const RowStates> AssociativeModel::rows(const SelectionState& state, const SelectionState& wider,
+                                                        const std::shared_ptr<const RowStates>& wider_rows) const {
   if (state.mask() && state.fields().empty()) return state.mask()->rows();  // the mask's own rows
   CacheKey key{this, kRowStates, 0, state.encode()};
   ResultCache& cache = ResultCache::instance();
   if (auto hit = cache.find(key)) return std::static_pointer_cast<const RowStates>(hit);
-  std::shared_ptr<const RowStates> computed = compute_rows(state);
+  std::shared_ptr<const RowStates> computed =
+      wider_rows ? compute_rows(state, &wider, wider_rows.get()) : compute_rows(state);
   const std::size_t bytes = computed->byte_size();
   cache.insert(std::move(key), weak_from_this(), computed, bytes);
   return computed;

@@ -330,7 +330,7 @@ std::uint32_t HypercubeBuilder::intern_set(const std::shared_ptr<const SetNode>&
 void HypercubeBuilder::evaluate_sets() {
   set_rows_.assign(sets_.size(), rows_);
   for (std::size_t i = 1; i < sets_.size(); ++i) {
-    SetEvaluator ev(model_, *states_, state_name_, set_texts_[i]);
+    SetEvaluator ev(model_, *states_, state_name_, set_texts_[i], &state_, rows_);
     set_rows_[i] = ev.rows(*sets_[i]);
   }
 }

@@ -2,6 +2,9 @@
 // computed at most once, and only on the sides that hold a selection.
 #include "inference.hpp"
 
+#include <algorithm>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "selection_kernels.hpp"
@@ -15,8 +18,15 @@ namespace {
 // computed at most once.
 class Evaluator {
  public:
-  Evaluator(const AssociativeModel& model, const SelectionState& state)
+  Evaluator(const AssociativeModel& model, const SelectionState& state, const SelectionState* wider,
+            const RowStates* wider_rows)
       : m_(model), d_(model.data()), selected_(d_.fields().size()) {
+    if (wider != nullptr && wider_rows != nullptr && narrows(state, *wider) &&
+        wider_rows->rows.size() == d_.tables().size()) {
+      wider_ = wider;
+      wider_rows_ = wider_rows;
+      state_fields_ = &state.fields();
+    }
     for (const auto& [field, symbols] : state.fields()) {
       auto set = std::make_shared<Bitset>(symbol_set(d_.fields()[field].symbols.size()));
       for (const std::uint32_t s : symbols) set->set(s);
@@ -52,15 +62,29 @@ class Evaluator {
     out->possible.resize(tables.size());
     for (std::uint32_t t = 0; t < tables.size(); ++t) {
       const Table& table = tables[t];
+      // A table no message leaves (loose, or linked to no other) matches its columns here
+      // only, the most selective first and each later one only within the rows left: the
+      // others' matches are shared with the messages they make.
+      const bool alone = table.is_loose || !linked_to_others(t);
       std::shared_ptr<const Bitset> rows;  // shared as it is while one constraint applies
       std::shared_ptr<Bitset> combined;
+      std::vector<std::pair<double, std::pair<std::uint32_t, std::shared_ptr<const Bitset>>>> here;
+      // Such a table's rows under a wider state hold all but the fields selected otherwise.
+      const bool from_wider = wider_ != nullptr && !table.is_loose && alone;
+      if (from_wider) rows = wider_rows_->rows[t];
       for (std::uint32_t c = 0; c < table.columns.size(); ++c) {
+        const std::uint32_t f = table.columns[c].field;
         std::shared_ptr<const Bitset> matched;
+        if (from_wider && same_selection(f)) continue;
         if (table.is_loose) {
-          if (auto constraint = field_constraint(table.columns[c].field))
-            matched = std::make_shared<Bitset>(match_rows(table.columns[c].index, *constraint));
+          if (auto constraint = field_constraint(f)) here.push_back({share(*constraint, f), {c, std::move(constraint)}});
         } else if (side_to_table(t, c)) {
-          matched = match(t, c);
+          if (alone) {
+            auto constraint = to_table(t, c);
+            here.push_back({share(*constraint, f), {c, std::move(constraint)}});
+          } else {
+            matched = match(t, c);
+          }
         }
         if (!matched) continue;
         if (!rows) {
@@ -73,6 +97,11 @@ class Evaluator {
           combined->and_with(*matched);
         }
       }
+      std::stable_sort(here.begin(), here.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& item : here) {
+        const auto& [c, allowed] = item.second;
+        rows = std::make_shared<const Bitset>(match_rows(table.columns[c].index, *allowed, rows.get()));
+      }
       out->possible[t] = rows ? rows->count() : table.rows;
       out->rows[t] = std::move(rows);
     }
@@ -81,6 +110,42 @@ class Evaluator {
 
  private:
   std::size_t edge(std::uint32_t t, std::uint32_t c) const { return edge_base_[t] + c; }
+
+  // Whether `state` narrows `wider`: the same mask, and every field `wider` selects selected
+  // in `state` too, with no values more (selections are sorted).
+  static bool narrows(const SelectionState& state, const SelectionState& wider) {
+    if (state.mask() != wider.mask()) return false;
+    for (const auto& [field, symbols] : wider.fields()) {
+      auto it = state.fields().find(field);
+      if (it == state.fields().end() ||
+          !std::includes(symbols.begin(), symbols.end(), it->second.begin(), it->second.end()))
+        return false;
+    }
+    return true;
+  }
+
+  // Whether field f is selected alike in the state and the wider one (not at all in both, or
+  // the same values).
+  bool same_selection(std::uint32_t f) const {
+    const auto& mine = state_fields_;
+    auto a = mine->find(f);
+    auto b = wider_->fields().find(f);
+    if (a == mine->end() || b == wider_->fields().end()) return a == mine->end() && b == wider_->fields().end();
+    return a->second == b->second;
+  }
+
+  // Whether a field of table t links it to another table.
+  bool linked_to_others(std::uint32_t t) const {
+    for (const Column& col : d_.tables()[t].columns)
+      for (const auto& h : m_.linked_holders(col.field))
+        if (h.table != t) return true;
+    return false;
+  }
+
+  // The share of field f's values a constraint allows: about the share of rows it keeps.
+  double share(const Bitset& allowed, std::uint32_t f) const {
+    return static_cast<double>(allowed.count()) / static_cast<double>(d_.fields()[f].symbols.size() + 1);
+  }
 
   // Whether the side of the field behind column c (away from table t) holds a selection.
   bool side_to_table(std::uint32_t t, std::uint32_t c) {
@@ -183,6 +248,9 @@ class Evaluator {
 
   const AssociativeModel& m_;
   const DataModel& d_;
+  const SelectionState* wider_ = nullptr;  // a wider state whose rows are known, when one is
+  const RowStates* wider_rows_ = nullptr;
+  const std::map<std::uint32_t, std::vector<std::uint32_t>>* state_fields_ = nullptr;
   std::vector<std::shared_ptr<const Bitset>> selected_;  // per field
   std::vector<std::size_t> edge_base_;                   // edges: one per table column
   std::vector<int8_t> side_to_table_, side_to_field_;
@@ -193,8 +261,9 @@ class Evaluator {
 
 }  // namespace
 
-std::shared_ptr<RowStates> infer_rows(const AssociativeModel& model, const SelectionState& state) {
-  return Evaluator(model, state).run();
+std::shared_ptr<RowStates> infer_rows(const AssociativeModel& model, const SelectionState& state,
+                                      const SelectionState* wider, const RowStates* wider_rows) {
+  return Evaluator(model, state, wider, wider_rows).run();
 }
 
 }  // namespace assoc::detail

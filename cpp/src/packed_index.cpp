@@ -3,12 +3,18 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
+#include <bit>
 #include <mutex>
 #include <string>
 #include <utility>
 
 #include "assoc/error.hpp"
 #include "assoc/thread_pool.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 namespace assoc {
 namespace {
@@ -348,13 +354,8 @@ constexpr auto block_decoders(std::integer_sequence<unsigned, Ws...>) {
 
 constexpr auto kBlockDecoders = block_decoders(std::make_integer_sequence<unsigned, 32>{});
 
-// Set membership of a symbol index as a 0/1 byte; indexes past the last symbol (NULL) clamp
-// to the set's extra entry, so no value needs a branch.
-struct ByteSet {
-  const std::uint8_t* bytes;
-  std::uint32_t limit;
-  std::uint8_t operator()(std::uint32_t x) const { return bytes[std::min(x, limit)]; }
-};
+// Set membership of a symbol index as a bit; indexes past the last symbol (NULL) clamp to the
+// set's extra entry, so no value needs a branch.
 struct BitSet {
   const std::uint64_t* bits;
   std::uint32_t limit;
@@ -409,11 +410,183 @@ void match_blocks_with(const PackedIndex& index, std::size_t first, std::size_t 
   kMatchers[index.bit_width() - 1](index.data(), first, n, bias, set, out);
 }
 
+// Code j of a 64-row block of width W read straight from the block's bytes (each word loaded
+// where it is used, so that the W words need not stay in registers).
+template <unsigned W>
+inline std::uint32_t code_at(const std::uint8_t* block, unsigned j) {
+  constexpr std::uint64_t kMask = (std::uint64_t{1} << W) - 1;
+  const unsigned bit = j * W;
+  const unsigned k = bit >> 6;
+  const unsigned shift = bit & 63;
+  std::uint64_t lo;
+  std::memcpy(&lo, block + 8 * k, sizeof lo);
+  std::uint64_t v = lo >> shift;
+  if (shift + W > 64) {
+    std::uint64_t hi;
+    std::memcpy(&hi, block + 8 * (k + 1), sizeof hi);
+    v |= hi << ((64 - shift) & 63);
+  }
+  return static_cast<std::uint32_t>(v & kMask);
+}
+
+// match_codes for width W: one look-up of the stored code per row, no bias and no clamp. Widths
+// that divide a byte (1, 2, 4) look up a whole byte's codes at once in a table of 256 masks.
+template <unsigned W>
+void match_codes_of_width(const std::uint8_t* data, std::size_t first, std::size_t n, const std::uint8_t* code_set,
+                          std::uint64_t* out) {
+  if constexpr (W == 1 || W == 2 || W == 4) {
+    constexpr unsigned kPerByte = 8 / W;
+    std::uint8_t by_byte[256];
+    for (unsigned x = 0; x < 256; ++x) {
+      unsigned m = 0;
+      for (unsigned k = 0; k < kPerByte; ++k) m |= unsigned{code_set[(x >> (k * W)) & ((1U << W) - 1)]} << k;
+      by_byte[x] = static_cast<std::uint8_t>(m);
+    }
+    for (std::size_t b = 0; b < n; ++b) {
+      const std::uint8_t* block = data + (first + b) * 8 * W;
+      std::uint64_t word = 0;
+#pragma GCC unroll 32
+      for (unsigned k = 0; k < 8 * W; ++k) word |= std::uint64_t{by_byte[block[k]]} << (k * kPerByte);
+      out[b] = word;
+    }
+  } else {
+    for (std::size_t b = 0; b < n; ++b) {
+      const std::uint8_t* block = data + (first + b) * 8 * W;
+      std::uint64_t lo = 0, hi = 0;
+#pragma GCC unroll 32
+      for (unsigned j = 0; j < 32; ++j) lo |= std::uint64_t{code_set[code_at<W>(block, j)]} << j;
+#pragma GCC unroll 32
+      for (unsigned j = 32; j < 64; ++j) hi |= std::uint64_t{code_set[code_at<W>(block, j)]} << j;
+      out[b] = lo | hi;
+    }
+  }
+}
+
+using CodeMatcher = void (*)(const std::uint8_t*, std::size_t, std::size_t, const std::uint8_t*, std::uint64_t*);
+
+template <unsigned... Ws>
+constexpr auto code_matchers(std::integer_sequence<unsigned, Ws...>) {
+  return std::array<CodeMatcher, sizeof...(Ws)>{&match_codes_of_width<Ws + 1>...};
+}
+
+constexpr auto kCodeMatchers = code_matchers(std::make_integer_sequence<unsigned, PackedIndex::kMaxCodeSetWidth>{});
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ASSOC_MATCH_AVX512 1
+#define ASSOC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+// GCC 12's intrinsics headers start some results from a deliberately undefined register.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// match_codes for width W on AVX-512 (VBMI): 16 rows at a time. 16 rows are 2W whole bytes;
+// a byte permutation gives each row's lane the 4 bytes from the one holding its first bit
+// (the same for every such group), a shift and a mask its code. The code set, as bits,
+// answers in registers for widths up to 10 (1,024 codes: 32 words in two registers), by a
+// gather above.
+template <unsigned W>
+ASSOC_AVX512 void match_codes_avx512(const std::uint8_t* data, std::size_t first, std::size_t n,
+                                     const std::uint8_t* code_set, std::uint64_t* out) {
+  constexpr std::size_t kCodes = std::size_t{1} << W;
+  constexpr std::size_t kWords = kCodes < 1024 ? 32 : kCodes / 32;  // 32-bit words of the bit set
+  alignas(64) std::uint32_t bits[kWords] = {};
+  if constexpr (kCodes < 64) {
+    for (std::size_t c = 0; c < kCodes; ++c) bits[c >> 5] |= std::uint32_t{code_set[c] != 0} << (c & 31);
+  } else {
+    for (std::size_t c = 0; c < kCodes; c += 64) {
+      const __m512i v = _mm512_loadu_si512(code_set + c);
+      const std::uint64_t m = _mm512_test_epi8_mask(v, v);
+      std::memcpy(bits + c / 32, &m, sizeof m);
+    }
+  }
+  alignas(64) std::uint8_t index[64];
+  alignas(64) std::uint32_t shift[16];
+  for (unsigned i = 0; i < 16; ++i) {
+    for (unsigned k = 0; k < 4; ++k) index[4 * i + k] = static_cast<std::uint8_t>(i * W / 8 + k);
+    shift[i] = i * W % 8;
+  }
+  const __m512i idx = _mm512_load_si512(index);
+  const __m512i shifts = _mm512_load_si512(shift);
+  const __m512i code_mask = _mm512_set1_epi32(static_cast<int>(kCodes - 1));
+  const __m512i low5 = _mm512_set1_epi32(31);
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i table_lo = _mm512_load_si512(bits);
+  const __m512i table_hi = _mm512_load_si512(bits + 16);
+  constexpr __mmask64 kGroupBytes = (__mmask64{1} << (2 * W)) - 1;  // 2W <= 34 bytes
+  for (std::size_t b = 0; b < n; ++b) {
+    const std::uint8_t* block = data + (first + b) * 8 * W;
+    std::uint64_t word = 0;
+#pragma GCC unroll 4
+    for (unsigned g = 0; g < 4; ++g) {
+      const __m512i bytes = _mm512_maskz_loadu_epi8(kGroupBytes, block + 2 * W * g);
+      const __m512i raw = _mm512_permutexvar_epi8(idx, bytes);
+      const __m512i code = _mm512_and_si512(_mm512_srlv_epi32(raw, shifts), code_mask);
+      const __m512i at = _mm512_srli_epi32(code, 5);
+      __m512i w32;
+      if constexpr (W <= 10) {
+        w32 = _mm512_permutex2var_epi32(table_lo, at, table_hi);
+      } else {
+        w32 = _mm512_i32gather_epi32(at, bits, 4);
+      }
+      const __m512i bit = _mm512_srlv_epi32(w32, _mm512_and_si512(code, low5));
+      word |= std::uint64_t{_mm512_test_epi32_mask(bit, one)} << (16 * g);
+    }
+    out[b] = word;
+  }
+}
+
+template <unsigned... Ws>
+constexpr auto avx512_code_matchers(std::integer_sequence<unsigned, Ws...>) {
+  return std::array<CodeMatcher, sizeof...(Ws)>{&match_codes_avx512<Ws + 1>...};
+}
+
+constexpr auto kAvx512CodeMatchers =
+    avx512_code_matchers(std::make_integer_sequence<unsigned, PackedIndex::kMaxCodeSetWidth>{});
+
+// Whether this CPU (and its OS) runs AVX-512 with VBMI; ASSOC_SIMD=0 in the environment says no.
+bool avx512_matching() {
+  static const bool on = [] {
+    const char* env = std::getenv("ASSOC_SIMD");
+    if (env != nullptr && std::string(env) == "0") return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vbmi");
+  }();
+  return on;
+}
+#pragma GCC diagnostic pop
+#endif
+
 }  // namespace
 
-void PackedIndex::match_blocks(std::size_t first, std::size_t n, const std::uint8_t* set_bytes,
-                               std::uint32_t n_symbols, std::uint64_t* out) const {
-  match_blocks_with(*this, first, n, ByteSet{set_bytes, n_symbols}, out);
+std::vector<std::uint8_t> PackedIndex::code_set(const std::uint64_t* symbol_bits, std::uint32_t n_symbols) const {
+  if (width_ > kMaxCodeSetWidth) throw Error("internal: code_set of a column too wide for one");
+  std::vector<std::uint8_t> out(std::size_t{1} << width_, 0);
+  const std::size_t words = (std::size_t{n_symbols} + 63) / 64;
+  for (std::size_t w = 0; w < words; ++w) {
+    for (std::uint64_t x = symbol_bits[w]; x != 0; x &= x - 1) {
+      const std::size_t s = w * 64 + static_cast<std::size_t>(std::countr_zero(x));
+      const std::size_t code = s + bias_;
+      if (s < n_symbols && code < out.size()) out[code] = 1;
+    }
+  }
+  return out;
+}
+
+void PackedIndex::match_codes(std::size_t first, std::size_t n, const std::uint8_t* code_set, std::uint64_t* out) const {
+  if (n == 0) return;
+  if ((first + n) * 64 > rows_) throw Error("internal: match_codes past the last whole block");
+  if (width_ == 0) {
+    std::fill(out, out + n, code_set[0] != 0 ? ~std::uint64_t{0} : 0);
+    return;
+  }
+#ifdef ASSOC_MATCH_AVX512
+  // Widths 1, 2 and 4 look up whole bytes already.
+  if (width_ != 1 && width_ != 2 && width_ != 4 && avx512_matching()) {
+    kAvx512CodeMatchers[width_ - 1](bytes_.data(), first, n, code_set, out);
+    return;
+  }
+#endif
+  kCodeMatchers[width_ - 1](bytes_.data(), first, n, code_set, out);
 }
 
 void PackedIndex::match_blocks(std::size_t first, std::size_t n, const std::uint64_t* set_bits,

@@ -11,6 +11,46 @@ namespace assoc::detail {
 namespace {
 
 constexpr std::size_t kBatch = 1024;  // rows decoded at a time (16 whole blocks)
+// Blocks a scan of few rows per block looks ahead: their rows are far apart, so each read
+// misses the cache unless asked for early.
+constexpr std::size_t kAhead = 32;
+// A block with at most this many rows of a row set is read row by row, not decoded whole.
+constexpr unsigned kFewRows = 8;
+
+// Read-ahead for a scan of a column over the blocks [first, last) of a row set. When at least
+// one block in 8 holds rows, every line of the blocks ahead is asked for: a stream, which
+// memory serves far faster than the same lines missed one by one. When fewer do, only the
+// line of the first row of each block ahead that holds one.
+class ReadAhead {
+ public:
+  ReadAhead(const PackedIndex& index, const std::uint64_t* rows, std::size_t first, std::size_t last)
+      : data_(index.data()), block_bytes_(std::size_t{8} * index.bit_width()), width_(index.bit_width()),
+        rows_(rows), last_(last) {
+    std::size_t holding = 0;
+    for (std::size_t w = first; w < last; ++w) holding += rows[w] != 0;
+    stream_ = holding * 8 >= last - first;
+  }
+  // Called at block w, in increasing order.
+  void at(std::size_t w) const {
+    const std::size_t ahead = w + kAhead;
+    if (ahead >= last_) return;
+    if (stream_) {
+      const std::uint8_t* p = data_ + ahead * block_bytes_;
+      for (std::size_t k = 0; k < block_bytes_; k += 64) __builtin_prefetch(p + k);
+    } else if (rows_[ahead] != 0) {
+      const std::size_t row = ahead * 64 + static_cast<std::size_t>(std::countr_zero(rows_[ahead]));
+      __builtin_prefetch(data_ + row * width_ / 8);
+    }
+  }
+
+ private:
+  const std::uint8_t* data_;
+  std::size_t block_bytes_;
+  std::size_t width_;
+  const std::uint64_t* rows_;
+  std::size_t last_;
+  bool stream_ = false;
+};
 
 // Adds the symbols on rows of blocks [first, last) (all rows when `rows` is null) to `acc`.
 void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t first, std::size_t last,
@@ -31,11 +71,13 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
     return;
   }
   const std::uint64_t* m = rows->words();
+  const ReadAhead read_ahead(index, m, first, last);
   for (std::size_t w = first; w < last; ++w) {
+    read_ahead.at(w);
     std::uint64_t bits = m[w];
     if (bits == 0) continue;
     // Few rows in a block: read them one by one; many: decode the block.
-    if (popcount64(bits) <= 8) {
+    if (popcount64(bits) <= kFewRows) {
       for (; bits != 0; bits &= bits - 1) {
         const std::uint32_t x = std::min(index.get(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))), limit);
         a[x >> 6] |= std::uint64_t{1} << (x & 63);
@@ -53,32 +95,63 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
 
 }  // namespace
 
-// Rows of a column whose symbol is in `set`. Membership is looked up in a byte per symbol
-// while the field is small enough for that table to stay in cache, in the bitset otherwise.
-Bitset match_rows(const PackedIndex& index, const Bitset& set) {
+// Rows of a column (within `within` when given) whose symbol is in `set`. Membership is looked
+// up per stored code in a byte per code while the column is narrow enough for that table to
+// stay in cache, in the bitset otherwise. Within a row set, blocks without its rows are
+// skipped and blocks with few of them are read row by row.
+Bitset match_rows(const PackedIndex& index, const Bitset& set, const Bitset* within) {
   const std::size_t n = index.size();
   Bitset out(n);
   const auto limit = static_cast<std::uint32_t>(set.size() - 1);
-  std::vector<std::uint8_t> bytes;
-  if (limit <= (1U << 17)) {
-    bytes.assign(std::size_t{limit} + 1, 0);
-    set.for_each([&](std::size_t i) { bytes[i] = 1; });
-  }
+  const std::uint32_t bias = index.has_null() ? 1U : 0U;
+  std::vector<std::uint8_t> codes;
+  if (index.bit_width() <= PackedIndex::kMaxCodeSetWidth) codes = index.code_set(set.words(), limit);
+  auto member = [&](std::size_t r) {
+    return codes.empty() ? set.test(std::min(index.get(r), limit)) : codes[index.get(r) + bias] != 0;
+  };
+  auto match_blocks = [&](std::size_t first, std::size_t count, std::uint64_t* o) {
+    if (codes.empty()) {
+      index.match_blocks(first, count, set.words(), limit, o);
+    } else {
+      index.match_codes(first, count, codes.data(), o);
+    }
+  };
   std::uint64_t* o = out.words();
   const std::size_t whole = n / 64;
   parallel_ranges(
       whole, 16,
       [&](std::size_t begin, std::size_t end) {
-        if (bytes.empty()) {
-          index.match_blocks(begin, end - begin, set.words(), limit, o + begin);
-        } else {
-          index.match_blocks(begin, end - begin, bytes.data(), limit, o + begin);
+        if (within == nullptr) {
+          match_blocks(begin, end - begin, o + begin);
+          return;
+        }
+        const std::uint64_t* m = within->words();
+        const ReadAhead read_ahead(index, m, begin, end);
+        for (std::size_t w = begin; w < end;) {
+          read_ahead.at(w);
+          const std::uint64_t bits = m[w];
+          if (bits == 0) {
+            ++w;
+          } else if (popcount64(bits) <= kFewRows) {
+            std::uint64_t hit = 0;
+            for (std::uint64_t b = bits; b != 0; b &= b - 1) {
+              const auto j = static_cast<unsigned>(std::countr_zero(b));
+              hit |= std::uint64_t{member(w * 64 + j)} << j;
+            }
+            o[w++] = hit;
+          } else {
+            // A run of blocks with many rows each: matched whole, then kept within.
+            std::size_t e = w + 1;
+            while (e < end && popcount64(m[e]) > kFewRows) ++e;
+            match_blocks(w, e - w, o + w);
+            for (; w < e; ++w) o[w] &= m[w];
+          }
         }
       },
       nullptr, std::size_t{1} << 10);
   // The last, partial block.
   for (std::size_t r = whole * 64; r < n; ++r)
-    if (set.test(std::min(index.get(r), limit))) out.set(r);
+    if ((within == nullptr || within->test(r)) && member(r)) out.set(r);
   return out;
 }
 

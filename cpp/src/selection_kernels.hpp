@@ -12,8 +12,9 @@ namespace assoc::detail {
 // An empty set over a field's symbols (and the NULL bit).
 inline Bitset symbol_set(std::uint32_t n_symbols) { return Bitset(std::size_t{n_symbols} + 1); }
 
-// Rows of a column whose symbol is in `set`, in parallel over blocks of rows.
-Bitset match_rows(const PackedIndex& index, const Bitset& set);
+// Rows of a column whose symbol is in `set`, in parallel over blocks of rows; only rows of
+// `within` when given (the result is then a subset of it).
+Bitset match_rows(const PackedIndex& index, const Bitset& set, const Bitset* within = nullptr);
 
 // Symbols that occur on `rows` (null: every row) of a column, in parallel over blocks of rows.
 Bitset values_on_rows(const PackedIndex& index, const Bitset* rows, std::uint32_t n_symbols);

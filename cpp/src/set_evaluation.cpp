@@ -110,8 +110,13 @@ struct SetEvaluator::Values {
 };
 
 SetEvaluator::SetEvaluator(const AssociativeModel& model, const NamedStates& states, std::string object_state,
-                           std::string expr)
-    : model_(model), states_(states), object_state_(std::move(object_state)), expr_(std::move(expr)) {}
+                           std::string expr, const SelectionState* known, std::shared_ptr<const RowStates> known_rows)
+    : model_(model),
+      states_(states),
+      object_state_(std::move(object_state)),
+      expr_(std::move(expr)),
+      known_(known_rows ? known : nullptr),
+      known_rows_(std::move(known_rows)) {}
 
 void SetEvaluator::fail(std::size_t position, const std::string& what) const {
   const std::string shown = expr_.size() > 60 ? expr_.substr(0, 57) + "..." : expr_;
@@ -267,6 +272,9 @@ std::shared_ptr<const RowStates> SetEvaluator::term_rows(const SetNode& term) {
       state.set(f, std::move(symbols));
     }
   }
+  // A term on the state whose rows are known (the object's, mostly) narrows it, typically: its
+  // tables linked to no other then match only the fields the modifiers change.
+  if (known_ != nullptr && base.encode() == known_->encode()) return model_.rows(state, *known_, known_rows_);
   return model_.rows(state);
 }
 

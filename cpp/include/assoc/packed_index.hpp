@@ -85,13 +85,20 @@ class PackedIndex {
   // size(): a block of width w is w whole 64-bit words, read with shifts fixed per width.
   void decode_blocks(std::size_t first, std::size_t n, std::uint32_t* out) const;
   // Which rows of the whole 64-row blocks [first, first+n) hold a symbol of a set, one word
-  // per block (bit j: row j of the block). The set is either one 0/1 byte per symbol or a
-  // bitset, each with an entry for index `n_symbols` (where NULL lands) that must be 0.
-  // Decoding and look-up are fused per width, so no row's index is stored on the way.
-  void match_blocks(std::size_t first, std::size_t n, const std::uint8_t* set_bytes, std::uint32_t n_symbols,
-                    std::uint64_t* out) const;
+  // per block (bit j: row j of the block). The set is a bitset with an entry for index
+  // `n_symbols` (where NULL lands) that must be 0. Decoding and look-up are fused per width, so
+  // no row's index is stored on the way.
   void match_blocks(std::size_t first, std::size_t n, const std::uint64_t* set_bits, std::uint32_t n_symbols,
                     std::uint64_t* out) const;
+  // Widest column whose codes a code set (below) covers: 2^17 bytes, one per code.
+  static constexpr std::uint32_t kMaxCodeSetWidth = 17;
+  // A set of symbols (bits for indexes below `n_symbols`) as one 0/1 byte per stored code,
+  // 2^bit_width() of them: the code of NULL and codes no symbol has are 0. Only for columns of
+  // bit_width() <= kMaxCodeSetWidth.
+  std::vector<std::uint8_t> code_set(const std::uint64_t* symbol_bits, std::uint32_t n_symbols) const;
+  // match_blocks with a code set: one look-up per row of the code as stored (no bias, no
+  // clamp); widths 1, 2 and 4 look up a whole byte's rows at once.
+  void match_codes(std::size_t first, std::size_t n, const std::uint8_t* code_set, std::uint64_t* out) const;
 
   // Bytes of the packed data (allocated capacity).
   std::size_t byte_size() const { return bytes_.capacity(); }

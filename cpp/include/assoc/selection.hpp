@@ -127,6 +127,12 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
 
   // Possible rows of every table (computed, or found in the result cache).
   std::shared_ptr<const RowStates> rows(const SelectionState& state) const;
+  // The same given the rows of a wider state that `state` narrows (the same mask; every field
+  // `wider` selects is selected in `state` too, with no values more): a table linked to no
+  // other starts from the wider state's rows and matches only the fields whose selection
+  // differs. Any other `wider` is not used.
+  std::shared_ptr<const RowStates> rows(const SelectionState& state, const SelectionState& wider,
+                                        const std::shared_ptr<const RowStates>& wider_rows) const;
   // One field's value states (found in the result cache, or computed from `rows`, the row
   // states of `state` when the caller has them).
   std::shared_ptr<const FieldStates> field_states(const SelectionState& state, std::uint32_t field,
@@ -144,7 +150,8 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
   struct Lookup;
   explicit AssociativeModel(std::shared_ptr<const DataModel> model);
   const Lookup& lookup(std::uint32_t field) const;
-  std::shared_ptr<RowStates> compute_rows(const SelectionState& state) const;
+  std::shared_ptr<RowStates> compute_rows(const SelectionState& state, const SelectionState* wider = nullptr,
+                                          const RowStates* wider_rows = nullptr) const;
   std::shared_ptr<FieldStates> compute_field(const SelectionState& state, std::uint32_t field,
                                              const RowStates& rows) const;
 

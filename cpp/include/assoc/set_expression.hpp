@@ -78,8 +78,10 @@ std::string canonical_set(const SetNode& set);
 class SetEvaluator {
  public:
   // `states` holds "$" and the alternate states; `object_state` is the state of terms with no
-  // identifier. `expr` is the text errors name.
-  SetEvaluator(const AssociativeModel& model, const NamedStates& states, std::string object_state, std::string expr);
+  // identifier. `expr` is the text errors name. `known`, when given, is a state whose possible
+  // rows `known_rows` the caller holds (the object's): a term that narrows it starts from them.
+  SetEvaluator(const AssociativeModel& model, const NamedStates& states, std::string object_state, std::string expr,
+               const SelectionState* known = nullptr, std::shared_ptr<const RowStates> known_rows = nullptr);
   std::shared_ptr<const RowStates> rows(const SetNode& set);
 
  private:
@@ -99,6 +101,8 @@ class SetEvaluator {
   const NamedStates& states_;
   std::string object_state_;
   std::string expr_;
+  const SelectionState* known_;
+  std::shared_ptr<const RowStates> known_rows_;
   std::map<std::string, std::shared_ptr<const RowStates>> cache_;  // by canonical text
 };
 
