@@ -91,7 +91,8 @@ std::shared_ptr<Hypercube> HypercubeBuilder::run() {
   std::map<Slot, GenericResults> generic_by_node;
   for (auto& [slot, terms] : generic_) generic_by_node.emplace(slot, run_generic(slot, terms));
   std::map<std::uint32_t, std::vector<std::uint64_t>> reached;
-  for (const auto& [slot, agg] : by_node) reached[slot.first].insert(reached[slot.first].end(), agg.keys.begin(), agg.keys.end());
+  for (const auto& [slot, agg] : by_node)
+    if (grouped_slots_.contains(slot)) reached[slot.first].insert(reached[slot.first].end(), agg.keys.begin(), agg.keys.end());
   for (const auto& [slot, res] : generic_by_node) {
     const bool grouped = std::any_of(generic_.at(slot).begin(), generic_.at(slot).end(),
                                      [](const GenericTerm& t) { return !t.total; });
@@ -127,7 +128,8 @@ std::shared_ptr<Hypercube> HypercubeBuilder::run() {
     const MeasurePlan& plan = measures_[m];
     const std::int64_t single = plan.plan.single_input();
     if (single >= 0 && !plan.inputs[static_cast<std::size_t>(single)].generic &&
-        plan.inputs[static_cast<std::size_t>(single)].aggr < 0 && plan.inputs[static_cast<std::size_t>(single)].window < 0) {
+        plan.inputs[static_cast<std::size_t>(single)].aggr < 0 && plan.inputs[static_cast<std::size_t>(single)].window < 0 &&
+        !plan.inputs[static_cast<std::size_t>(single)].whole) {
       fast_measure(m, plan.inputs[static_cast<std::size_t>(single)], by_node, keys);
       continue;
     }

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -78,6 +79,8 @@ struct MeasureInput {
   std::uint32_t set = 0;  // the record set it reads: 0 the object's state, else a set expression
   std::int32_t aggr = -1;
   std::int32_t window = -1;
+  // A TOTAL aggregation that keeps no chart dimension: every row reads the term's total.
+  bool whole = false;
 };
 
 // An aggregation over Aggr results, or a bare Aggr (read as Only): its virtual table is a
@@ -389,6 +392,8 @@ class HypercubeBuilder {
   std::uint64_t key_space_ = 1;
   // Per node and record set, the aggregations it computes, and the other aggregations.
   std::map<Slot, std::vector<Term>> terms_;
+  // The slots of terms read per row (not only as a TOTAL): their records bring chart rows.
+  std::set<Slot> grouped_slots_;
   std::map<Slot, std::vector<GenericTerm>> generic_;
   // Set analysis: the states sets name, the record sets the aggregations read (0: the object's
   // state, rows_), each distinct set once, and per expression node the set of its scope.

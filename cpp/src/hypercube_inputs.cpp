@@ -216,6 +216,11 @@ Value HypercubeBuilder::input_column(const MeasureInput& input, const std::map<S
   const Term& term = terms_.at(Slot{input.node, input.set})[input.term];
   const SymbolTable& symbols = data_.fields()[term.field].symbols;
   const bool only = term.func == AggFunc::kOnly;
+  const Value total = only ? symbol_value(symbols, agg.total_symbols[input.term]) : Value::number(agg.totals[input.term]);
+  if (input.whole) {
+    out.assign(keys.size(), total);
+    return total;
+  }
   for (std::size_t r = 0; r < keys.size(); ++r) {
     const std::uint32_t g = agg.group_of.find(part_key(keys[r], p));
     if (g == detail::KeyIndex::kAbsent) {
@@ -226,7 +231,7 @@ Value HypercubeBuilder::input_column(const MeasureInput& input, const std::map<S
       out[r] = Value::number(agg.values[input.term][g]);
     }
   }
-  return only ? symbol_value(symbols, agg.total_symbols[input.term]) : Value::number(agg.totals[input.term]);
+  return total;
 }
 
 }  // namespace assoc

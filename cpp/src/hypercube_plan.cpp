@@ -30,6 +30,7 @@ MeasureInput HypercubeBuilder::fast_input(AggFunc func, std::uint32_t field, std
   term.field = field;
   term.column = column_at(node, field);
   auto& terms = terms_[Slot{node, set}];
+  grouped_slots_.insert(Slot{node, set});
   std::size_t index = 0;
   while (index < terms.size() && !(terms[index].func == term.func && terms[index].field == term.field)) ++index;
   if (index == terms.size()) terms.push_back(term);
@@ -110,8 +111,14 @@ MeasureInput HypercubeBuilder::plan_aggregation(const std::string& text, const E
   for (const std::uint32_t a : x.args) check_argument(text, e, a);
   const ExprNode& arg = e.nodes[x.args[0]];
   const bool star = arg.kind == ExprNode::Kind::kStar;
-  // The accumulators' own functions over a plain field.
-  if (!x.total && !star && arg.kind == ExprNode::Kind::kField && x.args.size() == 1) {
+  // The accumulators' own functions over a plain field; a TOTAL that keeps none of the
+  // chart's dimensions reads the same accumulators' total (the totals row's value).
+  const bool whole_total =
+      x.total && std::none_of(x.total_fields.begin(), x.total_fields.end(), [&](const std::string& f) {
+        return std::find(cube_->spec_.dimensions.begin(), cube_->spec_.dimensions.end(), f) !=
+               cube_->spec_.dimensions.end();
+      });
+  if ((!x.total || whole_total) && !star && arg.kind == ExprNode::Kind::kField && x.args.size() == 1) {
     std::optional<AggFunc> func;
     switch (fn.kind) {
       case AggKind::kSum: func = x.distinct ? std::nullopt : std::optional(AggFunc::kSum); break;
@@ -124,8 +131,20 @@ MeasureInput HypercubeBuilder::plan_aggregation(const std::string& text, const E
     }
     const std::uint32_t field = field_index(text, arg);
     const bool key = graph_.is_field(graph_.node_of_field(field));
-    if (func && (!key || *func == AggFunc::kCountDistinct || *func == AggFunc::kOnly))
-      return fast_input(*func, field, set);
+    if (func && (!key || *func == AggFunc::kCountDistinct || *func == AggFunc::kOnly)) {
+      if (x.total) {
+        // An unknown field named in TOTAL <…> is still an error.
+        for (std::size_t i = 0; i < x.total_fields.size(); ++i)
+          if (data_.find_field(x.total_fields[i]) < 0)
+            fail(text, x.total_positions[i], "unknown field '" + x.total_fields[i] + "' in TOTAL <…>");
+      }
+      const bool grouped = grouped_slots_.contains(Slot{graph_.node_of_field(field), set});
+      MeasureInput in = fast_input(*func, field, set);
+      in.whole = x.total;
+      // A TOTAL brings no chart rows of its own (its records' values are one total).
+      if (x.total && !grouped) grouped_slots_.erase(Slot{in.node, in.set});
+      return in;
+    }
   }
   GenericTerm term;
   term.fn = &fn;
