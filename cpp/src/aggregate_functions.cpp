@@ -38,6 +38,34 @@ Value fractile(std::span<const Value> values, double f) {
   return number(xs[lo] + (r - static_cast<double>(lo)) * (xs[hi] - xs[lo]));
 }
 
+// Excel PERCENTILE.EXC: rank r = f·(N+1) from 1, linear interpolation; NULL outside [1, N].
+Value fractile_exc(std::span<const Value> values, double f) {
+  if (std::isnan(f)) return Value::null();
+  const std::vector<double> xs = numbers_sorted(values);
+  const double r = f * static_cast<double>(xs.size() + 1);
+  if (xs.empty() || r < 1 || r > static_cast<double>(xs.size())) return Value::null();
+  const auto lo = static_cast<std::size_t>(std::floor(r));  // 1-based
+  const std::size_t hi = std::min(lo + 1, xs.size());
+  return number(xs[lo - 1] + (r - static_cast<double>(lo)) * (xs[hi - 1] - xs[lo - 1]));
+}
+
+// Excel SKEW (adjusted Fisher-Pearson) and KURT (excess, sample-adjusted) of the numbers:
+// NULL with too few values (3 and 4) or no spread.
+Value moment(std::span<const Value> values, bool kurtosis) {
+  const std::vector<double> xs = numbers_sorted(values);
+  const double n = static_cast<double>(xs.size());
+  if (n < (kurtosis ? 4 : 3)) return Value::null();
+  const double mean = std::accumulate(xs.begin(), xs.end(), 0.0) / n;
+  double ss = 0;
+  for (const double x : xs) ss += (x - mean) * (x - mean);
+  const double s = std::sqrt(ss / (n - 1));
+  if (!(s > 0)) return Value::null();
+  double sum = 0;
+  for (const double x : xs) sum += std::pow((x - mean) / s, kurtosis ? 4 : 3);
+  if (!kurtosis) return number(n / ((n - 1) * (n - 2)) * sum);
+  return number(n * (n + 1) / ((n - 1) * (n - 2) * (n - 3)) * sum - 3 * (n - 1) * (n - 1) / ((n - 2) * (n - 3)));
+}
+
 // Values as distinct ones, first occurrence kept, in load order.
 std::vector<Value> distinct_of(std::span<const Value> values) {
   std::vector<Value> out;
@@ -142,6 +170,9 @@ Value aggregate_values(AggKind kind, bool distinct, std::span<const Value> value
     }
     case AggKind::kMedian: return fractile(values, 0.5);
     case AggKind::kFractile: return fractile(values, p1);
+    case AggKind::kFractileExc: return fractile_exc(values, p1);
+    case AggKind::kSkew: return moment(values, false);
+    case AggKind::kKurtosis: return moment(values, true);
     case AggKind::kStdev:
     case AggKind::kVar: {
       const std::vector<double> xs = numbers_sorted(values);

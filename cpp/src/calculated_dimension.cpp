@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "assoc/error.hpp"
+#include "assoc/state_functions.hpp"
 #include "assoc/expression.hpp"
 #include "assoc/expression_plan.hpp"
 #include "assoc/hypercube.hpp"
@@ -103,6 +104,11 @@ class Calculator {
     try {
       expr_ = parse_expression(blanked);
       expr_.interpretation = &data_.interpretation();
+      if (states_ != nullptr) {
+        fold_state_functions(expr_, model_, *states_, state_name_);
+      } else {
+        fold_state_functions(expr_, model_, NamedStates{{"$", state_}}, "$");
+      }
     } catch (const Error& e) {
       const std::string what = e.what();
       const std::string prefix = "expression '";

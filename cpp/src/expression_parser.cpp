@@ -6,6 +6,7 @@
 #include "assoc/error.hpp"
 #include "assoc/expression.hpp"
 #include "assoc/functions.hpp"
+#include "assoc/state_functions.hpp"
 #include "assoc/inter_record.hpp"
 #include "assoc/number_text.hpp"
 
@@ -288,6 +289,22 @@ class Parser {
     if (lower(name) == "aggr") return parse_aggr(name, start);
     if (const InterRecordFunction* ir = find_inter_record_function(name)) return parse_inter_record(*ir, name, start);
     const ScalarFunction* fn = find_scalar_function(name);
+    if (const StateFunction* sf = fn == nullptr ? find_state_function(name) : nullptr) {
+      // Read by the object, which folds the call into a constant under its states.
+      ExprNode n;
+      n.kind = ExprNode::Kind::kCall;
+      n.name = name;
+      n.position = start;
+      if (!accept(')')) {
+        do {
+          n.args.push_back(parse_scope());
+        } while (accept(','));
+        expect(')');
+      }
+      if (n.args.size() < sf->min_args || n.args.size() > sf->max_args)
+        fail(start, arity_text(sf->name, sf->min_args, sf->max_args, n.args.size()));
+      return add(std::move(n));
+    }
     if (fn == nullptr) {
       if (is_planned_function(name)) fail(start, "function '" + name + "' is not yet supported");
       fail(start, "unknown function '" + name + "'");

@@ -361,6 +361,8 @@ Value fn_ord(Args a, const Ix&) {
 }
 Value fn_isnull(Args a, const Ix&) { return Value::boolean(a[0].is_null()); }
 Value fn_null(Args, const Ix&) { return Value::null(); }
+Value fn_true(Args, const Ix&) { return Value::boolean(true); }
+Value fn_false(Args, const Ix&) { return Value::boolean(false); }
 Value fn_isnum(Args a, const Ix& ix) { return Value::boolean(!std::isnan(ix.number(a[0]))); }
 Value fn_istext(Args a, const Ix& ix) { return Value::boolean(a[0].has_text && std::isnan(ix.number(a[0]))); }
 Value fn_coalesce(Args a, const Ix&) {
@@ -573,6 +575,8 @@ const ScalarFunction kScalars[] = {
     {"Ord", 1, 1, true, fn_ord},
     {"IsNull", 1, 1, false, fn_isnull},
     {"Null", 0, 0, false, fn_null},
+    {"True", 0, 0, false, fn_true},
+    {"False", 0, 0, false, fn_false},
     {"IsNum", 1, 1, false, fn_isnum},
     {"IsText", 1, 1, false, fn_istext},
     {"Coalesce", 1, kAny, false, fn_coalesce},
@@ -609,6 +613,9 @@ const AggregateFunction kAggregates[] = {
     {"Mode", AggKind::kMode, 1, 1, false, false, -1},
     {"Median", AggKind::kMedian, 1, 1, false, false, -1},
     {"Fractile", AggKind::kFractile, 2, 2, true, false, -1},
+    {"FractileExc", AggKind::kFractileExc, 2, 2, true, false, -1},
+    {"Skew", AggKind::kSkew, 1, 1, true, false, -1},
+    {"Kurtosis", AggKind::kKurtosis, 1, 1, true, false, -1},
     {"Stdev", AggKind::kStdev, 1, 1, true, false, -1},
     {"Var", AggKind::kVar, 1, 1, true, false, -1},
     {"NullCount", AggKind::kNullCount, 1, 1, true, false, -1},
@@ -620,9 +627,7 @@ const AggregateFunction kAggregates[] = {
 };
 
 constexpr const char* kPlanned[] = {
-    "hrank",    "fractileexc", "skew",
-    "kurtosis", "getselectedcount", "getpossiblecount", "getfieldselections", "valuelist", "valueloop",
-    "dimensionality",
+    "valuelist", "valueloop", "dimensionality",
 };
 
 }  // namespace

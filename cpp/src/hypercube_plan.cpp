@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "assoc/error.hpp"
+#include "assoc/state_functions.hpp"
 #include "hypercube_builder.hpp"
 
 namespace assoc {
@@ -250,6 +251,7 @@ void HypercubeBuilder::plan_measures() {
       if (m < nested_.scopes.size()) outer = nested_.scopes[m];
     }
     plan.expr.interpretation = &data_.interpretation();
+    fold_state_functions(plan.expr, model_, *states_, state_name_);
     scope_.assign(plan.expr.nodes.size(), nullptr);
     lookups_.clear();
     mark_scopes(plan.expr.text, plan.expr, root, outer);

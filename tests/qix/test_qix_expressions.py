@@ -98,6 +98,27 @@ def test_evaluate_and_evaluate_ex(shop: tuple[QixClient, int]) -> None:
     assert missing.value.code == -32602
 
 
+def test_selection_state_functions_over_qix(shop: tuple[QixClient, int]) -> None:
+    qix, doc = shop
+    assert qix.result("Evaluate", ["GetFieldSelections(Country)"], doc) == {"qReturn": "-"}
+    _select(qix, doc, "Country", ["Sweden", "Norway"])
+    assert qix.result("Evaluate", ["GetFieldSelections(Country)"], doc) == {
+        "qReturn": "Sweden, Norway"
+    }
+    assert qix.result("Evaluate", ["GetSelectedCount(Country)"], doc) == {"qReturn": "2"}
+    assert qix.result("Evaluate", ["GetPossibleCount(Customer)"], doc) == {"qReturn": "3"}
+    obj = qix.handle_of(
+        "CreateSessionObject",
+        [_cube(["Customer"], ["Sum(Amount) / GetPossibleCount(Customer)"])],
+        doc,
+    )
+    assert _rows(qix, obj) == [
+        ["Alice", "10"],
+        ["Bob", "23.3333333333333"],
+        ["Carol", "18.3333333333333"],
+    ]
+
+
 def test_check_expression_names_bad_fields_with_positions(shop: tuple[QixClient, int]) -> None:
     qix, doc = shop
     assert qix.result("CheckExpression", ["Sum(Amount)"], doc) == {

@@ -32,6 +32,7 @@ Value call_scalar(const ScalarFunction& f, std::span<const Value> args, const In
 enum class AggKind : std::uint8_t {
   kSum, kCount, kAvg, kMin, kMax, kOnly, kMinString, kMaxString, kMode, kMedian, kFractile,
   kStdev, kVar, kNullCount, kMissingCount, kNumericCount, kTextCount, kConcat, kFirstSortedValue,
+  kFractileExc, kSkew, kKurtosis,
 };
 
 struct AggregateFunction {
