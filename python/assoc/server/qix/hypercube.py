@@ -19,7 +19,7 @@ from assoc.server.qix.cubeextras import (
     string_expr,
 )
 from assoc.server.qix.expressions import expand_dimensions
-from assoc.server.qix.facts import AppFacts, FieldValues, value_text
+from assoc.server.qix.facts import AppFacts, FieldValues, longest_text, value_text
 from assoc.server.qix.listobject import (
     EXCLUDED,
     OPTION,
@@ -744,9 +744,7 @@ class HyperCubeView:
             layout["qMeasureInfo"].append(
                 {
                     "qFallbackTitle": m.label,
-                    "qApprMaxGlyphCount": max(
-                        (len(value_text(v)) for v in finite[:1000].tolist()), default=1
-                    ),
+                    "qApprMaxGlyphCount": longest_text(finite[:1000]) or 1,
                     "qCardinal": 0,
                     "qSortIndicator": "A"
                     if m.sort_numeric > 0
