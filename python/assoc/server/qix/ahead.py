@@ -106,7 +106,8 @@ class LayoutsAhead:
             return
         self._stop = True
         self._made = {}
-        await asyncio.wait({job})
+        if not job.done():
+            await asyncio.wait({job})
         self._job = None
 
 
