@@ -100,11 +100,14 @@ class LayoutsAhead:
 
     async def settle(self) -> None:
         """Stops making layouts ahead (the one being made finishes) and drops those made: call
-        it before anything else uses the session."""
+        it before anything else uses the session. Objects whose layouts were not asked after
+        the change are made ahead no more until they are asked again."""
         job = self._job
         if job is None:
             return
         self._stop = True
+        for handle in self._made:
+            self.laid_out.pop(handle, None)
         self._made = {}
         if not job.done():
             await asyncio.wait({job})
