@@ -128,3 +128,15 @@ def test_each_socket_of_a_shared_session_gets_the_layouts(
         assert rows(first.result("GetLayout", [], cube)) == [("b", 21)]
         assert selected(first.result("GetLayout", [], listbox)) == ["b"]
         assert selected(second.result("GetLayout", [], listbox)) == ["b"]
+
+
+def test_a_destroyed_object_s_layout_made_ahead_is_not_answered(qix: QixClient) -> None:
+    listbox, cube = laid_out(qix)
+    select(qix, listbox, "c")
+    info = qix.result("GetLayout", [], listbox)["qLayout"]["qInfo"]
+    select(qix, listbox, "a")
+    destroyed = qix.call("DestroySessionObject", [info["qId"]], 1)
+    assert destroyed["result"] == {"qSuccess": True}
+    assert destroyed["close"] == [listbox]
+    assert qix.call("GetLayout", [], listbox)["error"]["code"] == -32602
+    assert rows(qix.result("GetLayout", [], cube)) == [("a", 15)]
