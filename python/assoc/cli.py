@@ -84,11 +84,12 @@ def server_config(
     import uvicorn
 
     from assoc.server.protocol import bounded_protocol
+    from assoc.server.qix.wire import QixWebSocketProtocol
 
     return uvicorn.Config(
         app,
         http=bounded_protocol(header_read_timeout, max_incomplete_per_address),
-        ws="websockets-sansio",
+        ws=QixWebSocketProtocol,
         ws_max_size=ws_max_size,
         host=host,
         port=port,

@@ -115,6 +115,23 @@ def test_sort_by_a_measure_first(qix: QixClient) -> None:
     assert cube["qEffectiveInterColumnSortOrder"] == [1, 0, 2]
 
 
+def test_measure_glyph_count_is_its_longest_text(qix: QixClient) -> None:
+    # Negative whole numbers (the most negative is the longest), decimals, and both mixed.
+    measures = ["Sum(Amount)*-1000", "Sum(Amount)/3", "If(Sum(Amount)>10, Sum(Amount)/7, -1e6)"]
+    props = cube_props(
+        qMeasures=[{"qDef": {"qDef": m}} for m in measures],
+        qDimensions=[{"qDef": {"qFieldDefs": ["Customer"]}}],
+        qInitialDataFetch=[{"qHeight": 50, "qWidth": 4}],
+        qSuppressMissing=True,
+    )
+    cube = layout_of(qix, props)
+    rows = cube["qDataPages"][0]["qMatrix"]
+    glyphs = [info["qApprMaxGlyphCount"] for info in cube["qMeasureInfo"]]
+    longest = [max(len(row[1 + m]["qText"]) for row in rows) for m in range(len(measures))]
+    assert glyphs == longest
+    assert [row[1]["qText"] for row in rows] == ["-15000", "-21000", "-7000", "-3000", "0"]
+
+
 def test_pages_and_selections_through_the_cube(qix: QixClient) -> None:
     obj = qix.handle_of("CreateSessionObject", [cube_props(qSuppressMissing=True)], 1)
     regions = sorted(set(CUSTOMERS["Region"]))

@@ -6,10 +6,18 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from qixclient import QixClient, QixError
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.extensions.base import Extension
+from websockets.extensions.permessage_deflate import (
+    ClientPerMessageDeflateFactory,
+    PerMessageDeflate,
+)
+from websockets.frames import Frame, Opcode
 from websockets.sync.client import connect
 
 from appfiles import ServerProcess, package_bytes
@@ -17,6 +25,9 @@ from conftest import MAX_MESSAGE_BYTES, MAX_OBJECTS, QixServer, symbols
 
 pytestmark = pytest.mark.server
 
+CONNECTED_TEXT = (
+    '{"jsonrpc":"2.0","method":"OnConnected","params":{"qSessionState":"SESSION_CREATED"}}'
+)
 SECRET = "a-secret-that-is-long-enough-for-sha256"
 
 LIST_PROPS = {
@@ -137,6 +148,64 @@ def test_binary_frames_are_read_as_utf8_json(qix_server: QixServer) -> None:
         request = {"jsonrpc": "2.0", "id": 1, "method": "EngineVersion", "handle": -1}
         assert "result" in qix.send_raw(json.dumps(request).encode())
         assert qix.send_raw(b"\xff\xfe")["error"]["code"] == -32700
+
+
+class FramesSeen(ClientPerMessageDeflateFactory):
+    """permessage-deflate that records each data frame's RSV1 bit (compressed) and size on the
+    wire before decoding it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frames: list[tuple[bool, int]] = []
+
+    def process_response_params(
+        self, params: Any, accepted_extensions: Sequence[Extension]
+    ) -> PerMessageDeflate:
+        extension = super().process_response_params(params, accepted_extensions)
+        decode = extension.decode
+
+        def recording(frame: Frame, *, max_size: int | None = None) -> Frame:
+            if frame.opcode in (Opcode.TEXT, Opcode.BINARY):
+                self.frames.append((frame.rsv1, len(frame.data)))
+            return decode(frame, max_size=max_size)
+
+        extension.decode = recording  # type: ignore[method-assign]
+        return extension
+
+
+def test_large_answers_are_deflated_and_small_ones_sent_plain(
+    qix_server: QixServer, app_id: str
+) -> None:
+    seen = FramesSeen()
+    with connect(qix_server.ws_base + "/app", extensions=[seen], max_size=None) as ws:
+        assert json.loads(ws.recv(timeout=10))["method"] == "OnConnected"
+
+        def answer(method: str, params: list[Any], handle: int) -> tuple[dict[str, Any], int]:
+            request = {"jsonrpc": "2.0", "id": 1, "method": method, "handle": handle}
+            ws.send(json.dumps({**request, "params": params}))
+            text = str(ws.recv(timeout=10))
+            return json.loads(text)["result"], len(text.encode())
+
+        version, version_bytes = answer("EngineVersion", [], -1)
+        assert version == {"qVersion": {"qComponentVersion": "12.792.0"}}
+        doc = answer("OpenDoc", [app_id], -1)[0]["qReturn"]["qHandle"]
+        listbox = answer("CreateSessionObject", [LIST_PROPS], doc)[0]["qReturn"]["qHandle"]
+        first, layout_bytes = answer("GetLayout", [], listbox)
+        again, _ = answer("GetLayout", [], listbox)
+    cells = first["qLayout"]["qListObject"]["qDataPages"][0]["qMatrix"]
+    assert [row[0]["qText"] for row in cells] == symbols("Customer")
+    assert again == first
+    assert layout_bytes > 512 > version_bytes
+    # OnConnected, EngineVersion, OpenDoc and CreateSessionObject are small: sent as they are.
+    assert [compressed for compressed, _ in seen.frames[:4]] == [False] * 4
+    assert seen.frames[0][1] == len(CONNECTED_TEXT)
+    # The layouts are deflated; the second, the same text again, mostly refers to the first.
+    assert len(seen.frames) == 6, seen.frames
+    (first_compressed, first_size), (again_compressed, again_size) = seen.frames[4:]
+    assert first_compressed
+    assert again_compressed
+    assert first_size < layout_bytes
+    assert again_size < first_size / 4
 
 
 def test_oversized_message_closes_the_socket_only(qix_server: QixServer) -> None:

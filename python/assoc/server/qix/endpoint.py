@@ -18,7 +18,7 @@ from assoc.server.auth import refuse
 from assoc.server.errors import ApiError
 from assoc.server.health import HealthMonitor
 from assoc.server.metrics import Metrics
-from assoc.server.qix.handles import Target
+from assoc.server.qix.handles import ObjectTarget, Target
 from assoc.server.qix.methods import Method
 from assoc.server.qix.rpc import (
     InvalidRequest,
@@ -87,9 +87,17 @@ class QixConnection:
         except RpcError as exc:
             await self.send(error_message(request.id, exc))
             return
-        session.notice = None
         # Metrics: QIX requests per implemented method (a bounded set of label values).
         self.metrics.count_qix(method.name)
+        ahead = self.kept.ahead
+        if method.name == "GetLayout" and isinstance(target, ObjectTarget):
+            ahead.asked(request.handle)
+        made = await ahead.serve(request)
+        if made is not None:
+            await self.send(made)
+            return
+        await ahead.settle()
+        session.notice = None
         if not method.engine:
             await self.send(session.answer(request, target, method))
         elif method.name not in RELOAD_METHODS:
@@ -101,6 +109,8 @@ class QixConnection:
             if last is not None and last is not before:
                 self.metrics.observe_reload(last.progress.error is None, last.millis / 1000)
             await self.send(answer)
+        if session.notice is not None and session.notice[0]:
+            ahead.start(self.engine, session, session.notice[0])
         await self._tell_peers()
 
     async def _tell_peers(self) -> None:
@@ -142,6 +152,7 @@ class QixConnection:
     async def app_changed(self, app_id: str) -> None:
         """Closes the session's document if it is `app_id`; tells the client the closed handles."""
         async with self.lock:
+            await self.kept.ahead.settle()
             doc = self.session.doc
             if doc is None or doc.app_id != app_id:
                 return
@@ -221,6 +232,7 @@ class QixConnections:
 async def _close_kept_document(kept: KeptSession, app_id: str) -> None:
     """Closes a kept session's document when its app was deleted or replaced."""
     async with kept.lock:
+        await kept.ahead.settle()
         doc = kept.session.doc
         if doc is None or doc.app_id != app_id:
             return
@@ -308,9 +320,11 @@ class QixEndpoint:
             connections.discard(connection)
             # Stopping, the session ends with the process: a request given up may still use it.
             ends = connections.sessions.detach(connection, target.ttl_seconds)
-            if ends and not connections.stopping:
+            if not connections.stopping:
                 async with connection.lock:
-                    await run_in_threadpool(session.close)
+                    await connection.kept.ahead.settle()  # a session kept is used later
+                    if ends:
+                        await run_in_threadpool(session.close)
 
 
 def qix_routes() -> list[WebSocketRoute]:

@@ -43,6 +43,27 @@ def value_text(value: Any) -> str:
     return format(number, ".15g")
 
 
+_INTEGRAL_TEXT_LIMIT = 1e15  # below it an integral number shows as an integer (value_text)
+
+
+def longest_text(numbers: np.ndarray) -> int:
+    """max(len(value_text(v))) over float numbers (NaN excluded by the caller; 0 for none),
+    without each one's text: an integral number's text grows with its magnitude, so the
+    largest and the smallest of them stand for all; the others are measured one by one."""
+    if not numbers.size:
+        return 0
+    integral = (numbers == np.floor(numbers)) & (np.abs(numbers) < _INTEGRAL_TEXT_LIMIT)
+    whole = numbers[integral]
+    longest = 0
+    if whole.size:
+        ends = (float(whole.max()), float(whole.min()))
+        longest = max(len(value_text(v)) for v in ends)
+    if whole.size < numbers.size:
+        rest = numbers[~integral].tolist()
+        longest = max(longest, max(len(value_text(v)) for v in rest))
+    return longest
+
+
 def value_number(value: Any) -> float:
     """A value's numeric part, NaN for a text (and for None)."""
     if value is None or isinstance(value, str):
@@ -76,6 +97,7 @@ class FieldValues:
         self.minimum = float(numeric.min()) if numeric.size else float("nan")
         self.maximum = float(numeric.max()) if numeric.size else float("nan")
         self._cell_prefixes: list[str] | None = None
+        self._orders: dict[tuple[int, int, int], np.ndarray] = {}
         self._by_text: dict[str, int] | None = None
         self._by_number: dict[float, int] | None = None
 
@@ -94,6 +116,28 @@ class FieldValues:
             rank[order] = np.arange(len(order), dtype=np.int64)
             self._text_rank = rank
         return rank
+
+    def sort_order(self, numeric_ascii: tuple[int, int], load: int) -> np.ndarray:
+        """Symbol indexes sorted by number (numbers before texts), then text, then load order,
+        each direction 1, -1 or 0 (not a key); read-only. Kept for fields of at most
+        CACHED_PREFIXES_MAX values (a list object asks for the same order on every layout)."""
+        key = (*numeric_ascii, load)
+        order = self._orders.get(key)
+        if order is not None:
+            return order
+        numeric, ascii_ = numeric_ascii
+        keys: list[np.ndarray] = []  # most significant first
+        if numeric:
+            keys.append(~self.is_numeric)
+            keys.append(np.nan_to_num(self.numbers, nan=0.0) * numeric)
+        if ascii_:
+            keys.append(self.text_rank * ascii_)
+        keys.append(np.arange(len(self), dtype=np.int64) * load)
+        order = np.lexsort(tuple(reversed(keys)))
+        order.flags.writeable = False
+        if len(self) <= CACHED_PREFIXES_MAX:
+            self._orders[key] = order
+        return order
 
     def _prefix(self, code: int) -> str:
         """The JSON of symbol `code`'s NxCell up to the state's text."""

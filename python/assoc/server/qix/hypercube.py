@@ -19,7 +19,7 @@ from assoc.server.qix.cubeextras import (
     string_expr,
 )
 from assoc.server.qix.expressions import expand_dimensions
-from assoc.server.qix.facts import AppFacts, FieldValues, value_text
+from assoc.server.qix.facts import AppFacts, FieldValues, longest_text, value_text
 from assoc.server.qix.listobject import (
     EXCLUDED,
     OPTION,
@@ -315,6 +315,27 @@ def measure_cell(value: float, state: str = "L") -> dict[str, Any]:
     }
 
 
+_NULL_MEASURE_CELL = encode_json(measure_cell(float("nan")))
+
+
+def measure_cells_json(values: list[float]) -> list[str]:
+    """encode_json(measure_cell(v)) of each value, made as text: a page has thousands."""
+    out = []
+    for value in values:
+        if value != value:  # NaN: NULL
+            out.append(_NULL_MEASURE_CELL)
+        elif math.isfinite(value):
+            text = (
+                str(int(value))
+                if value.is_integer() and abs(value) < 1e15
+                else format(value, ".15g")
+            )  # value_text's; such texts need no escaping
+            out.append(f'{{"qText":"{text}","qNum":{value!r},"qElemNumber":0,"qState":"L"}}')
+        else:
+            out.append(encode_json(measure_cell(value)))
+    return out
+
+
 def _distinct(codes: np.ndarray, size: int) -> int:
     """How many distinct codes (-1, NULL, counts as one) a column holds: a count per symbol
     rather than a sort or a hash of the whole column (seconds on millions of rows)."""
@@ -467,7 +488,7 @@ class HyperCubeView:
             else:
                 measure = self.definition.measures[c - n_dims]
                 values = self.arrays[c - n_dims][index].tolist()
-                cells = [encode_json(measure_cell(v)) for v in values]
+                cells = measure_cells_json(values)
                 cells = self._with_attributes(measure.attr_exprs, index, cells)
                 columns.append(self._with_attr_dims(measure.attr_dims, index, cells))
         row_texts = ["[" + ",".join(row) + "]" for row in zip(*columns, strict=True)]
@@ -744,9 +765,7 @@ class HyperCubeView:
             layout["qMeasureInfo"].append(
                 {
                     "qFallbackTitle": m.label,
-                    "qApprMaxGlyphCount": max(
-                        (len(value_text(v)) for v in finite[:1000].tolist()), default=1
-                    ),
+                    "qApprMaxGlyphCount": longest_text(finite[:1000]) or 1,
                     "qCardinal": 0,
                     "qSortIndicator": "A"
                     if m.sort_numeric > 0

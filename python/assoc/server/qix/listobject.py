@@ -71,19 +71,17 @@ def value_states(
 
 
 def sort_order(values: FieldValues, states: np.ndarray, criteria: dict[str, int]) -> np.ndarray:
-    """Symbol indexes in display order: state, numeric (numbers before texts), ascii, load."""
-    n = len(values)
-    load = np.arange(n, dtype=np.int64)
-    keys: list[np.ndarray] = []  # most significant first
-    if criteria.get("qSortByState"):
-        keys.append(states.astype(np.int64) * criteria["qSortByState"])
-    if criteria.get("qSortByNumeric"):
-        keys.append(~values.is_numeric)
-        keys.append(np.nan_to_num(values.numbers, nan=0.0) * criteria["qSortByNumeric"])
-    if criteria.get("qSortByAscii"):
-        keys.append(values.text_rank * criteria["qSortByAscii"])
-    keys.append(load * (criteria.get("qSortByLoadOrder") or 1))
-    return np.lexsort(tuple(reversed(keys)))
+    """Symbol indexes in display order: state, numeric (numbers before texts), ascii, load.
+    The order without the states is the field's own (kept with its values); the states then
+    reorder it, stably."""
+    order = values.sort_order(
+        (criteria.get("qSortByNumeric", 0), criteria.get("qSortByAscii", 0)),
+        criteria.get("qSortByLoadOrder") or 1,
+    )
+    by_state = criteria.get("qSortByState")
+    if not by_state:
+        return order
+    return order[np.argsort(states[order] * np.int8(by_state), kind="stable")]
 
 
 def unknown_state(state: str) -> dict[str, Any]:

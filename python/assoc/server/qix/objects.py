@@ -22,7 +22,7 @@ from assoc.server.qix.lists import (
     item_data,
     selection_object,
 )
-from assoc.server.qix.patches import patched
+from assoc.server.qix.patches import patched, tree_copy
 from assoc.server.qix.rpc import (
     GENERIC_NOT_FOUND,
     INVALID_PARAMETERS,
@@ -149,7 +149,7 @@ def parse_properties(
     if not isinstance(properties, dict):
         raise RpcError(INVALID_PARAMS, name, "Invalid Params: properties must be an object")
     check_tree(properties, name, MAX_PROPERTY_DEPTH)
-    props = copy.deepcopy(properties)
+    props = tree_copy(properties)
     info = props.get("qInfo")
     if info is None:
         info = props["qInfo"] = {}

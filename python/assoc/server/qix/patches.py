@@ -91,10 +91,26 @@ def apply_patch(tree: dict[str, Any], patch: Any) -> None:
         raise _bad(path, "the parent is not an object or an array")
 
 
+def tree_copy(value: Any) -> Any:
+    """A copy of a JSON tree (dicts, lists and scalars): what copy.deepcopy makes of one, in a
+    fraction of its time (it keeps no memo of shared parts: a JSON tree has none)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: tree_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [tree_copy(item) for item in value]
+    if kind in _SCALARS:
+        return value
+    return copy.deepcopy(value)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def patched(tree: dict[str, Any], patches: list[Any]) -> dict[str, Any]:
     """A copy of `tree` with every patch applied in order (all or none: -32602 on the first
     that does not fit); the result is checked as properties are (depth, finite numbers)."""
-    out = copy.deepcopy(tree)
+    out: dict[str, Any] = tree_copy(tree)
     for patch in patches:
         apply_patch(out, patch)
     check_tree(out, "qPatches", MAX_PROPERTY_DEPTH)

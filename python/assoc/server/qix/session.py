@@ -69,6 +69,11 @@ class QixSession(SessionState):
             raise RpcError(METHOD_NOT_FOUND, request.method, "Method not found")
         return target, method
 
+    @staticmethod
+    def method_of(target: Target, name: str) -> Method:
+        """One of the methods of a target's type (KeyError when it has none of that name)."""
+        return METHODS[target.qix_type][name]
+
     def answer(self, request: Request, target: Target, method: Method) -> str:
         """Runs a resolved request; its answer (or error) as a JSON text."""
         try:

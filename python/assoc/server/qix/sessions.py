@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from starlette.concurrency import run_in_threadpool
 
+from assoc.server.qix.ahead import LayoutsAhead
 from assoc.server.qix.session import QixSession
 from assoc.server.qix.urls import QixTarget
 
@@ -43,6 +44,7 @@ class KeptSession:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     peers: set[QixConnection] = field(default_factory=set)  # its open sockets
     expiry: asyncio.TimerHandle | None = None
+    ahead: LayoutsAhead = field(default_factory=LayoutsAhead)  # its layouts made ahead
 
 
 class SessionRegistry:
@@ -118,6 +120,7 @@ class SessionRegistry:
     @staticmethod
     async def _close(kept: KeptSession) -> None:
         async with kept.lock:
+            await kept.ahead.settle()
             try:
                 await run_in_threadpool(kept.session.close)
             except Exception:

@@ -77,7 +77,10 @@ class LoadGate:
         self._used = 0
         self._urgent: deque[object] = deque()
         self._queued: deque[object] = deque()
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)  # loads waiting for capacity
+        self._idle = threading.Condition(self._lock)  # the trimmer waiting for a deadline
+        self._trimmer_waits = False  # the trimmer waits without a deadline
         self.waited = 0  # loads that had to wait
         self.trims = 0  # times free memory was handed back
         self._trim_delay_s = trim_delay_s
@@ -115,6 +118,11 @@ class LoadGate:
                             target=self._trim_when_idle, name="assoc-trim", daemon=True
                         )
                         self._trimmer.start()
+                    elif self._trimmer_waits:
+                        # It waits without a deadline: this is its new one. A trimmer that
+                        # waits for an earlier one wakes then and finds this later one (a
+                        # stream of requests wakes it once per delay, not once per request).
+                        self._idle.notify()
                 self._cond.notify_all()
 
     def _trim_when_idle(self) -> None:
@@ -122,15 +130,17 @@ class LoadGate:
         import, the process's RSS drops; a stream of requests keeps its pages (trimming after
         each made the next one fault its working memory in again)."""
         while True:
-            with self._cond:
+            with self._lock:
                 while True:
                     if self._trim_at is None:
-                        self._cond.wait()
+                        self._trimmer_waits = True
+                        self._idle.wait()
+                        self._trimmer_waits = False
                         continue
                     wait = self._trim_at - time.monotonic()
                     if wait <= 0:
                         break
-                    self._cond.wait(wait)
+                    self._idle.wait(wait)
                 self._trim_at = None
                 if self._used:
                     continue

@@ -1,0 +1,142 @@
+"""Layouts made ahead. An answer that changes objects the client lays out (a selection, a patch)
+is followed by their GetLayout requests, one round trip each (enigma.js asks on `change`). The
+session starts making those layouts in an engine thread as soon as the answer is sent, while it
+travels and while the client reads the layouts before them; each GetLayout that follows takes
+its layout as made. Any other request (or a GetLayout asked again) first waits for that work to
+stop and drops what it made, so a layout made ahead is always the one its own GetLayout would
+have made at that point: nothing can change the session in between."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from assoc.server.qix.handles import ObjectTarget
+from assoc.server.qix.rpc import Request, RpcError, encode_json
+from assoc.server.qix.session import QixSession
+from assoc.server.qix.workload import EngineWork, work_bytes
+
+# At most this many objects' layouts are made ahead after one change (the oldest asked first).
+AHEAD_MAX = 16
+# The answer text of a GetLayout made with id null, up to its result.
+_NULL_ID = '{"jsonrpc":"2.0","id":null,'
+_RESULT = _NULL_ID + '"result":'
+_log = logging.getLogger("assoc.qix")
+
+Made = dict[int, "asyncio.Future[str | None]"]
+
+
+def _with_id(text: str, request_id: int | str | None) -> str:
+    """An answer made with id null, given the request's id."""
+    if request_id is None:
+        return text
+    return '{"jsonrpc":"2.0","id":' + encode_json(request_id) + "," + text[len(_NULL_ID) :]
+
+
+class LayoutsAhead:
+    """One session's layouts made ahead, and the objects its clients lay out."""
+
+    def __init__(self) -> None:
+        # Object handles by their latest GetLayout, oldest first: the order of making.
+        self.laid_out: OrderedDict[int, None] = OrderedDict()
+        self._made: Made = {}
+        self._job: asyncio.Future[None] | None = None
+        self._stop = False  # read by the engine thread between layouts
+
+    def asked(self, handle: int) -> None:
+        """A GetLayout of an object handle was asked."""
+        self.laid_out[handle] = None
+        self.laid_out.move_to_end(handle)
+
+    def start(self, engine: EngineWork, session: QixSession, changed: Sequence[int]) -> None:
+        """Starts making the layouts of the changed objects that were laid out before (none
+        while an object is in selection mode: its selections come one request after another).
+        Call it with nothing made ahead (after `settle`)."""
+        doc = session.doc
+        if self._job is not None or doc is None or doc.modal is not None:
+            return
+        changed_set = set(changed)
+        open_now = set(session.handles.open_handles())
+        for handle in [h for h in self.laid_out if h not in open_now]:
+            del self.laid_out[handle]  # closed
+        plan = [h for h in self.laid_out if h in changed_set][:AHEAD_MAX]
+        if not plan:
+            return
+        loop = asyncio.get_running_loop()
+        made: Made = {handle: loop.create_future() for handle in plan}
+        self._made, self._stop = dict(made), False  # served ones leave this copy only
+        job = asyncio.ensure_future(engine.run(self._make, engine, session, plan, made, loop))
+        job.add_done_callback(lambda done: _ended(done, made))
+        self._job = job
+
+    def _make(
+        self,
+        engine: EngineWork,
+        session: QixSession,
+        plan: list[int],
+        made: Made,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        """In an engine thread: each layout in turn, handed to the loop as soon as it is made."""
+        for handle in plan:
+            if self._stop:
+                return
+            text = _layout(engine, session, handle)
+            loop.call_soon_threadsafe(_deliver, made[handle], text)
+
+    async def serve(self, request: Request) -> str | None:
+        """The answer to a GetLayout whose layout is made ahead (waiting for it when it is being
+        made); None for any other request, or when it could not be made (the request then
+        runs as usual, after `settle`)."""
+        if request.method != "GetLayout" or request.params:
+            return None
+        future = self._made.pop(request.handle, None)
+        if future is None:
+            return None
+        text = await future
+        return None if text is None else _with_id(text, request.id)
+
+    async def settle(self) -> None:
+        """Stops making layouts ahead (the one being made finishes) and drops those made: call
+        it before anything else uses the session. Objects whose layouts were not asked after
+        the change are made ahead no more until they are asked again."""
+        job = self._job
+        if job is None:
+            return
+        self._stop = True
+        for handle in self._made:
+            self.laid_out.pop(handle, None)
+        self._made = {}
+        if not job.done():
+            await asyncio.wait({job})
+        self._job = None
+
+
+def _layout(engine: EngineWork, session: QixSession, handle: int) -> str | None:
+    """GetLayout's answer for an object handle with id null, made as the request would make it
+    (admitted against the memory budget); None when it would answer an error."""
+    try:
+        target = session.handles.get(handle)
+        if not isinstance(target, ObjectTarget):
+            return None
+        method = session.method_of(target, "GetLayout")
+        with engine.admitted(work_bytes(target, "GetLayout"), "GetLayout"):
+            text = session.answer(Request(None, handle, "GetLayout", None), target, method)
+    except RpcError:
+        return None
+    return text if text.startswith(_RESULT) else None
+
+
+def _deliver(future: asyncio.Future[str | None], text: str | None) -> None:
+    if not future.done():
+        future.set_result(text)
+
+
+def _ended(job: asyncio.Future[None], made: Made) -> None:
+    """The work ended: the layouts it did not make are not made."""
+    for future in made.values():
+        _deliver(future, None)
+    if not job.cancelled() and job.exception() is not None:
+        _log.error("QIX: making layouts ahead failed", exc_info=job.exception())

@@ -1,0 +1,142 @@
+"""Layouts made ahead after a change: the GetLayout requests that follow answer what they would
+have computed, whatever comes between (another selection, a patch, pipelined requests, a second
+socket of the session)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from qixclient import QixClient
+
+from conftest import QixServer, symbols
+
+pytestmark = pytest.mark.server
+
+LIST = {
+    "qInfo": {"qType": "listbox"},
+    "qListObjectDef": {
+        "qDef": {"qFieldDefs": ["Customer"], "qSortCriterias": [{"qSortByLoadOrder": 1}]},
+        "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 1, "qHeight": 20}],
+    },
+}
+CUBE = {
+    "qInfo": {"qType": "table"},
+    "qHyperCubeDef": {
+        "qDimensions": [{"qDef": {"qFieldDefs": ["Customer"]}}],
+        "qMeasures": [{"qDef": {"qDef": "Sum(Amount)"}}],
+        "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 2, "qHeight": 20}],
+        "qSuppressMissing": True,
+    },
+}
+
+
+@pytest.fixture
+def qix(qix_server: QixServer, app_id: str) -> Iterator[QixClient]:
+    with QixClient(qix_server.ws_base + f"/app/{app_id}") as client:
+        client.open_doc(app_id)
+        yield client
+
+
+def laid_out(qix: QixClient) -> tuple[int, int]:
+    """The list object and the cube, each laid out once (so a change makes them ahead)."""
+    listbox = qix.handle_of("CreateSessionObject", [LIST], 1)
+    cube = qix.handle_of("CreateSessionObject", [CUBE], 1)
+    qix.result("GetLayout", [], listbox)
+    qix.result("GetLayout", [], cube)
+    return listbox, cube
+
+
+def selected(layout: dict[str, Any]) -> list[str]:
+    """The selected values of a list object's layout."""
+    matrix = layout["qLayout"]["qListObject"]["qDataPages"][0]["qMatrix"]
+    return [row[0]["qText"] for row in matrix if row[0]["qState"] == "S"]
+
+
+def rows(layout: dict[str, Any]) -> list[tuple[str, float]]:
+    """A cube layout's (customer, amount) rows."""
+    matrix = layout["qLayout"]["qHyperCube"]["qDataPages"][0]["qMatrix"]
+    return [(row[0]["qText"], row[1]["qNum"]) for row in matrix]
+
+
+def select(qix: QixClient, listbox: int, customer: str) -> None:
+    code = symbols("Customer").index(customer)
+    answer = qix.call("SelectListObjectValues", ["/qListObjectDef", [code], False], listbox)
+    assert answer["result"] == {"qSuccess": True}
+    assert listbox in answer["change"]
+
+
+def test_layouts_after_a_selection_are_the_selection_s(qix: QixClient) -> None:
+    listbox, cube = laid_out(qix)
+    select(qix, listbox, "b")
+    assert selected(qix.result("GetLayout", [], listbox)) == ["b"]
+    assert rows(qix.result("GetLayout", [], cube)) == [("b", 21)]
+    # Asked again without a change, they are computed again: the same.
+    assert selected(qix.result("GetLayout", [], listbox)) == ["b"]
+    assert rows(qix.result("GetLayout", [], cube)) == [("b", 21)]
+
+
+def test_a_change_before_the_layouts_are_asked_is_in_them(qix: QixClient) -> None:
+    listbox, cube = laid_out(qix)
+    select(qix, listbox, "a")
+    select(qix, listbox, "c")  # the layouts made for "a" are dropped
+    assert rows(qix.result("GetLayout", [], cube)) == [("c", 7)]
+    assert selected(qix.result("GetLayout", [], listbox)) == ["c"]
+    select(qix, listbox, "d")
+    patch = {
+        "qOp": "replace",
+        "qPath": "/qHyperCubeDef/qMeasures/0/qDef/qDef",
+        "qValue": '"Sum(Amount)*10"',
+    }
+    qix.result("ApplyPatches", [[patch], False], cube)  # the cube's layout made for "d" is dropped
+    assert rows(qix.result("GetLayout", [], cube)) == [("d", 30)]
+    # After the patch, the cube alone is made ahead; the list object is computed as asked.
+    assert selected(qix.result("GetLayout", [], listbox)) == ["d"]
+    assert rows(qix.result("GetLayout", [], cube)) == [("d", 30)]
+
+
+def test_pipelined_layouts_answer_their_own_ids(qix: QixClient) -> None:
+    listbox, cube = laid_out(qix)
+    select(qix, listbox, "a")
+    for request_id, handle in (("cube", cube), (7001, listbox), ("cube again", cube)):
+        qix.ws.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": request_id, "method": "GetLayout", "handle": handle}
+            )
+        )
+    answers = [qix.receive_answer() for _ in range(3)]
+    assert [a["id"] for a in answers] == ["cube", 7001, "cube again"]
+    assert rows(answers[0]["result"]) == rows(answers[2]["result"]) == [("a", 15)]
+    assert selected(answers[1]["result"]) == ["a"]
+
+
+def test_each_socket_of_a_shared_session_gets_the_layouts(
+    qix_server: QixServer, app_id: str
+) -> None:
+    url = qix_server.ws_base + f"/app/{app_id}"
+    with (
+        QixClient(url, {"X-Qlik-Session": "ahead-1"}) as first,
+        QixClient(url, {"X-Qlik-Session": "ahead-1"}) as second,
+    ):
+        first.open_doc(app_id)
+        listbox, cube = laid_out(first)
+        select(first, listbox, "b")
+        # Both sockets ask the changed objects' layouts: both answers are the selection's.
+        assert rows(second.result("GetLayout", [], cube)) == [("b", 21)]
+        assert rows(first.result("GetLayout", [], cube)) == [("b", 21)]
+        assert selected(first.result("GetLayout", [], listbox)) == ["b"]
+        assert selected(second.result("GetLayout", [], listbox)) == ["b"]
+
+
+def test_a_destroyed_object_s_layout_made_ahead_is_not_answered(qix: QixClient) -> None:
+    listbox, cube = laid_out(qix)
+    select(qix, listbox, "c")
+    info = qix.result("GetLayout", [], listbox)["qLayout"]["qInfo"]
+    select(qix, listbox, "a")
+    destroyed = qix.call("DestroySessionObject", [info["qId"]], 1)
+    assert destroyed["result"] == {"qSuccess": True}
+    assert destroyed["close"] == [listbox]
+    assert qix.call("GetLayout", [], listbox)["error"]["code"] == -32602
+    assert rows(qix.result("GetLayout", [], cube)) == [("a", 15)]
