@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -57,6 +59,29 @@ def _facts() -> tuple[pl.DataFrame, list[int], int]:
     return df, chosen, n
 
 
+def _timed(
+    assoc_query: Callable[[], Any],
+    polars_query: Callable[[], Any],
+    duckdb_query: Callable[[], Any],
+    repeat: int,
+) -> Times:
+    """The three queries' times, alternating, with assoc's result cache off."""
+    limit = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)
+    try:
+        out: Times = interleaved_times(
+            {
+                "assoc": (assoc_query, None),
+                "polars": (polars_query, None),
+                "duckdb": (duckdb_query, None),
+            },
+            repeat,
+        )
+    finally:
+        assoc.set_cache_limit(limit)
+    return out
+
+
 def set_analysis(repeat: int) -> Times:
     df, chosen, n = _facts()
     app = assoc.App.from_arrow({"Facts": df.to_arrow()})
@@ -86,19 +111,7 @@ def set_analysis(repeat: int) -> Times:
     got = {k: int(v) for k, v in assoc_query() if v}
     assert got == want, "assoc and polars disagree"
     assert {str(k): int(v) for k, v in duckdb_query()} == want, "duckdb and polars disagree"
-    limit = assoc.cache_info()["limit"]
-    assoc.set_cache_limit(0)
-    try:
-        out: Times = interleaved_times(
-            {
-                "assoc": (assoc_query, None),
-                "polars": (polars_query, None),
-                "duckdb": (duckdb_query, None),
-            },
-            repeat,
-        )
-    finally:
-        assoc.set_cache_limit(limit)
+    out = _timed(assoc_query, polars_query, duckdb_query, repeat)
     # The set reads Sel and Year; the cube Category and Amount, and Amount's numbers.
     out["bytes"] = column_bytes(app, "Facts", ["Sel", "Year", "Category", "Amount"])
     out["bytes"] += symbol_bytes(app, ["Amount"])
@@ -131,19 +144,7 @@ def total_share(repeat: int) -> Times:
     assert got.keys() == want.keys(), "assoc and polars disagree"
     assert all(abs(got[k] - want[k]) < 1e-12 for k in want), "assoc and polars disagree"
     assert all(abs(float(v) - want[str(k)]) < 1e-12 for k, v in duckdb_query()), "duckdb differs"
-    limit = assoc.cache_info()["limit"]
-    assoc.set_cache_limit(0)
-    try:
-        out: Times = interleaved_times(
-            {
-                "assoc": (assoc_query, None),
-                "polars": (polars_query, None),
-                "duckdb": (duckdb_query, None),
-            },
-            repeat,
-        )
-    finally:
-        assoc.set_cache_limit(limit)
+    out = _timed(assoc_query, polars_query, duckdb_query, repeat)
     out["bytes"] = column_bytes(app, "Facts", ["Category", "Amount"]) + symbol_bytes(
         app, ["Amount"]
     )

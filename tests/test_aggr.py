@@ -546,9 +546,8 @@ def rank(values: list[float], i: int, mode: int) -> float:
     return (low + high) / 2
 
 
-@pytest.mark.parametrize("seed", range(60))
-def test_random_models_against_reference(seed: int) -> None:
-    rng = random.Random(seed)
+def random_case(rng: random.Random) -> tuple[dict[str, Any], App, dict[str, list[Any]]]:
+    """A random model, its app, and random selections of Month and Region."""
     model = random_model(rng)
     app = App.from_tables(model)
     select: dict[str, list[Any]] = {}
@@ -558,6 +557,13 @@ def test_random_models_against_reference(seed: int) -> None:
     regions = sorted(set(model["Customers"]["Region"]))
     if regions and rng.random() < 0.4:
         select["Region"] = rng.sample(regions, rng.randint(1, len(regions)))
+    return model, app, select
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_models_against_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    model, app, select = random_case(rng)
     ref = reference(model, select)
     with app.session() as s:
         for field, values in select.items():
@@ -677,15 +683,7 @@ def numbers(rows: list[tuple[Any, Any, Any]]) -> list[float]:
 @pytest.mark.parametrize("seed", range(60))
 def test_random_sets_around_aggr_against_reference(seed: int) -> None:
     rng = random.Random(1000 + seed)
-    model = random_model(rng)
-    app = App.from_tables(model)
-    select: dict[str, list[Any]] = {}
-    if rng.random() < 0.5:
-        months = sorted(set(model["Facts"]["Month"]))
-        select["Month"] = rng.sample(months, rng.randint(1, len(months)))
-    regions = sorted(set(model["Customers"]["Region"]))
-    if regions and rng.random() < 0.4:
-        select["Region"] = rng.sample(regions, rng.randint(1, len(regions)))
+    model, app, select = random_case(rng)
     ref = SetReference(model, select)
     func = rng.choice(["Sum", "Avg", "Count", "Max"])
     s_out, s_aggr, s_in = (random_set(rng, model) for _ in range(3))

@@ -289,23 +289,9 @@ class Parser {
     if (lower(name) == "aggr") return parse_aggr(name, start);
     if (const InterRecordFunction* ir = find_inter_record_function(name)) return parse_inter_record(*ir, name, start);
     const ScalarFunction* fn = find_scalar_function(name);
-    if (const StateFunction* sf = fn == nullptr ? find_state_function(name) : nullptr) {
-      // Read by the object, which folds the call into a constant under its states.
-      ExprNode n;
-      n.kind = ExprNode::Kind::kCall;
-      n.name = name;
-      n.position = start;
-      if (!accept(')')) {
-        do {
-          n.args.push_back(parse_scope());
-        } while (accept(','));
-        expect(')');
-      }
-      if (n.args.size() < sf->min_args || n.args.size() > sf->max_args)
-        fail(start, arity_text(sf->name, sf->min_args, sf->max_args, n.args.size()));
-      return add(std::move(n));
-    }
-    if (fn == nullptr) {
+    // A state function is read by the object, which folds the call into a constant.
+    const StateFunction* sf = fn == nullptr ? find_state_function(name) : nullptr;
+    if (fn == nullptr && sf == nullptr) {
       if (is_planned_function(name)) fail(start, "function '" + name + "' is not yet supported");
       fail(start, "unknown function '" + name + "'");
     }
@@ -319,8 +305,9 @@ class Parser {
       } while (accept(','));
       expect(')');
     }
-    if (n.args.size() < fn->min_args || (fn->max_args != 255 && n.args.size() > fn->max_args))
-      fail(start, arity_text(fn->name, fn->min_args, fn->max_args, n.args.size()));
+    const std::size_t lo = fn ? fn->min_args : sf->min_args, hi = fn ? fn->max_args : sf->max_args;
+    if (n.args.size() < lo || (hi != 255 && n.args.size() > hi))
+      fail(start, arity_text(fn ? fn->name : sf->name, lo, hi, n.args.size()));
     return add(std::move(n));
   }
 

@@ -10,15 +10,17 @@ from conftest import QixServer
 
 pytestmark = pytest.mark.server
 
-
-def test_tags_and_comments_in_get_tables_and_keys(qix_server: QixServer) -> None:
-    script = """T: LOAD * INLINE [
+ANNOTATED = """T: LOAD * INLINE [
 Amount, Note
 1, a
 ];
 Tag Field Amount With 'kpi';
 Comment Field Note With 'free text';
 Comment Table T With 'the facts';"""
+
+
+def test_tags_and_comments_in_get_tables_and_keys(qix_server: QixServer) -> None:
+    script = ANNOTATED
     with QixClient(qix_server.ws_base + "/app/engineData") as qix:
         doc = qix.handle_of("CreateSessionApp")
         qix.result("SetScript", [script], doc)
@@ -31,13 +33,7 @@ Comment Table T With 'the facts';"""
 
 
 def test_a_stored_apps_tags_and_comments_go_with_its_export(qix_server: QixServer) -> None:
-    script = """T: LOAD * INLINE [
-Amount, Note
-1, a
-];
-Tag Field Amount With 'kpi';
-Comment Field Note With 'free text';
-Comment Table T With 'the facts';"""
+    script = ANNOTATED
     manifest = {
         "format": "assoc-app",
         "formatVersion": 1,
