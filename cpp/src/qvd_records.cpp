@@ -8,9 +8,22 @@
 #include <utility>
 #include <cstring>
 #include <string>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 namespace assoc::detail {
 namespace {
+
+// One output word of a packed index, streamed past the caches where the CPU can: the index is
+// written whole and read much later, and a plain store would first read each line it fills.
+inline void put_word(std::uint8_t* at, std::uint64_t w) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  _mm_stream_si64(reinterpret_cast<long long*>(at), static_cast<long long>(w));
+#else
+  std::memcpy(at, &w, 8);
+#endif
+}
 
 // Records. A field's value is (record >> BitOffset) & mask, read as one 8-byte load at a
 // fixed byte of the record; symbol = value + Bias, and a negative symbol is NULL.
@@ -153,10 +166,10 @@ ASSOC_AVX2_CLONE void pack_lanes(const std::uint64_t* words, std::uint32_t shift
       bits += W;
       if (bits >= 64) {
         const std::uint64_t w0 = acc[0], w1 = acc[1], w2 = acc[2], w3 = acc[3];
-        std::memcpy(d0 + 8 * k, &w0, 8);
-        std::memcpy(d1 + 8 * k, &w1, 8);
-        std::memcpy(d2 + 8 * k, &w2, 8);
-        std::memcpy(d3 + 8 * k, &w3, 8);
+        put_word(d0 + 8 * k, w0);
+        put_word(d1 + 8 * k, w1);
+        put_word(d2 + 8 * k, w2);
+        put_word(d3 + 8 * k, w3);
         ++k;
         bits -= 64;
         acc = bits == 0 ? Lanes{0, 0, 0, 0} : u >> (W - bits);  // the code's bits that did not fit
@@ -337,6 +350,9 @@ void QvdRecordReader::pack_rows(std::size_t begin, std::size_t count, std::uint3
     }
     r += 64 * lanes;
   }
+#if defined(__x86_64__) && defined(__GNUC__)
+  _mm_sfence();  // the streamed words are seen before the tail's plain stores and the end of the block
+#endif
   if (whole_end < end) {
     // The last rows of the table, fewer than a block: one by one into a block of words, whose
     // bytes that hold them are then stored (nothing else writes that block).

@@ -57,19 +57,43 @@ __attribute__((target("sse4.1"))) unsigned int32_symbols_sse41(const std::uint8_
   const __m128i types = _mm_setr_epi8(0, 5, 10, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   unsigned bad = 0;
   std::size_t i = 0;
+  // One by one up to a 16-byte boundary of `out`, where the streaming stores can start.
+  for (; i < n && (reinterpret_cast<std::uintptr_t>(out + i) & 15) != 0; ++i, q += 5) {
+    bad |= q[0] ^ 1U;
+    std::memcpy(&out[i], q + 1, 4);
+  }
   for (; i + 4 <= n; i += 4, q += 20) {
     if ((i & 63) == 0) prefetch_ahead(q, 320);  // the hardware prefetcher stops at each page
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
     std::int32_t fourth;
     std::memcpy(&fourth, q + 16, 4);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_insert_epi32(_mm_shuffle_epi8(a, values), fourth, 3));
+    // Streamed past the caches: the array is written whole and read much later, and a
+    // plain store would first read each line it fills.
+    _mm_stream_si128(reinterpret_cast<__m128i*>(out + i), _mm_insert_epi32(_mm_shuffle_epi8(a, values), fourth, 3));
     bad |= static_cast<unsigned>(_mm_cvtsi128_si32(_mm_shuffle_epi8(a, types))) ^ 0x01010101U;
   }
   for (; i < n; ++i, q += 5) {
     bad |= q[0] ^ 1U;
     std::memcpy(&out[i], q + 1, 4);
   }
+  _mm_sfence();  // the streamed stores are seen before the task is done
   return bad;
+}
+
+// Orders the streamed stores before whatever follows (the array handed over, or freed).
+struct StreamFence {
+  StreamFence() = default;
+  StreamFence(const StreamFence&) = delete;
+  StreamFence& operator=(const StreamFence&) = delete;
+  ~StreamFence() { _mm_sfence(); }
+};
+
+// A number stored past the caches (see int32_symbols_sse41); an _mm_sfence must follow the
+// last one before the array is handed over.
+inline void stream_number(double* at, double v) {
+  long long bits;
+  std::memcpy(&bits, &v, 8);
+  _mm_stream_si64(reinterpret_cast<long long*>(at), bits);
 }
 // Read while the library loads, after the CPU model (whatever the order of initialisers).
 const bool kHasSse41 = (__builtin_cpu_init(), __builtin_cpu_supports("sse4.1"));
@@ -98,8 +122,7 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
     for (int k = 0; k < 8; ++k) std::memcpy(&d[k], r + 9 * k + 1, 8);
     const __m256d a = _mm256_setr_pd(d[0], d[1], d[2], d[3]);
     const __m256d b = _mm256_setr_pd(d[4], d[5], d[6], d[7]);
-    _mm256_storeu_pd(out + i, a);
-    _mm256_storeu_pd(out + i + 4, b);
+    for (int k = 0; k < 8; ++k) stream_number(out + i + k, d[k]);
     finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(a, magnitude), largest, _CMP_LE_OQ));
     finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(b, magnitude), largest, _CMP_LE_OQ));
     r += 72;
@@ -179,6 +202,14 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
         numbers.resize(n);
       }
       double* out = numbers.data();
+#ifdef ASSOC_X86_SIMD
+      // Numbers are streamed past the caches (the runs, and the single ones beside them, so
+      // that no line mixes both kinds of store); fenced on every way out.
+      const StreamFence fence;
+      const auto put = [](double* at, double v) { stream_number(at, v); };
+#else
+      const auto put = [](double* at, double v) { *at = v; };
+#endif
       const std::uint8_t* q = p;
       const std::uint8_t* const end = p + length;
       bool ok = true;
@@ -203,13 +234,15 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
         }
         if (i == n) break;
         if (end - q >= 9 && *q == 2) {
-          std::memcpy(&out[i], q + 1, 8);
-          ok &= std::isfinite(out[i]);
+          double v;
+          std::memcpy(&v, q + 1, 8);
+          ok &= std::isfinite(v);
+          put(&out[i], v);
           q += 9;
         } else if (end - q >= 5 && *q == 1) {
           std::int32_t v;
           std::memcpy(&v, q + 1, 4);
-          out[i] = v;
+          put(&out[i], v);
           q += 5;
         } else {
           return std::nullopt;
