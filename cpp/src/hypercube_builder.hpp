@@ -368,9 +368,11 @@ class HypercubeBuilder {
   void window_measure(std::size_t m, std::vector<std::vector<Value>>& columns, std::vector<Value>& totals,
                       const std::vector<std::size_t>& order);
 
-  // A window's argument per row (key order).
+  // A window's argument per row (key order): the input's column when the argument is one
+  // input (`columns`, the measure's inputs), else evaluated per row into `storage`.
   template <typename Eval>
-  static std::vector<Value> arg_column(const Window& w, Eval& eval_at, const std::vector<std::size_t>& order);
+  static const std::vector<Value>& arg_column(const Window& w, Eval& eval_at, const std::vector<std::size_t>& order,
+                                              const std::vector<std::vector<Value>>& columns, std::vector<Value>& storage);
 
   // The segments an inter-record function reads (§5), over the display positions of `order`:
   // down a column (`horizontal` false) or across a pivot's columns; with TOTAL, the whole
@@ -378,9 +380,9 @@ class HypercubeBuilder {
   Segments segments(bool horizontal, bool total, const std::vector<std::size_t>& order) const;
 
   // Above/Below/Top/Bottom/Before/After/First/Last at display position `pos`: the c-th value
-  // of its range.
-  static Value shifted(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order,
-                       const Segments& s, std::size_t pos, std::int64_t c);
+  // of its range, nullptr for NULL (outside the segment).
+  static const Value* shifted(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order,
+                              const Segments& s, std::size_t pos, std::int64_t c);
 
   // Whether two rows (key order) share every dimension value but the last.
   bool same_segment(std::size_t a, std::size_t b) const;

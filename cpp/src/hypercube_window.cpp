@@ -5,11 +5,50 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <span>
 
 #include "assoc/error.hpp"
 #include "hypercube_builder.hpp"
 
 namespace assoc {
+namespace {
+
+const Value kNullValue;
+
+// Where a shift reads its first value in segment order (Segments::rows), and which way its
+// further values lie: Above/Before upward from offset rows up, Below/After downward, Top/First
+// downward from the first row, Bottom/Last upward from the last.
+std::int64_t shift_start(const Window& w, const Segments& s, std::size_t pos) {
+  const auto p = static_cast<std::int64_t>(s.at[pos]);
+  switch (w.kind) {
+    case InterRecordKind::kAbove:
+    case InterRecordKind::kBefore: return p - w.offset;
+    case InterRecordKind::kBelow:
+    case InterRecordKind::kAfter: return p + w.offset;
+    case InterRecordKind::kTop:
+    case InterRecordKind::kFirst: return static_cast<std::int64_t>(s.first[pos]) + std::max<std::int64_t>(w.offset, 1) - 1;
+    default: return static_cast<std::int64_t>(s.last[pos]) - std::max<std::int64_t>(w.offset, 1);
+  }
+}
+
+std::int64_t shift_step(InterRecordKind kind) {
+  return kind == InterRecordKind::kAbove || kind == InterRecordKind::kBefore || kind == InterRecordKind::kBottom ||
+                 kind == InterRecordKind::kLast
+             ? -1
+             : 1;
+}
+
+// dst = src, reusing dst's text buffer (most values have no text).
+void copy_value(Value& dst, const Value& src) {
+  dst.num = src.num;
+  dst.has_text = src.has_text;
+  if (src.has_text)
+    dst.text = src.text;
+  else
+    dst.text.clear();
+}
+
+}  // namespace
 
 Window HypercubeBuilder::plan_window(const std::string& text, const Expression& e, std::uint32_t n, MeasurePlan& plan,
                                      bool in_range) {
@@ -86,6 +125,14 @@ Value HypercubeBuilder::measure_value(std::size_t m, std::size_t r) const {
   return Value::number(cube_->values_[m][r]);
 }
 
+const Value* HypercubeBuilder::shifted(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order,
+                                       const Segments& s, std::size_t pos, std::int64_t c) {
+  if (s.none) return nullptr;
+  const std::int64_t at = shift_start(w, s, pos) + shift_step(w.kind) * c;
+  if (at < static_cast<std::int64_t>(s.first[pos]) || at >= static_cast<std::int64_t>(s.last[pos])) return nullptr;
+  return &a[order[s.rows[static_cast<std::size_t>(at)]]];
+}
+
 void HypercubeBuilder::window_measure(std::size_t m, std::vector<std::vector<Value>>& columns,
                                       std::vector<Value>& totals, const std::vector<std::size_t>& order) {
   const MeasurePlan& plan = measures_[m];
@@ -101,7 +148,7 @@ void HypercubeBuilder::window_measure(std::size_t m, std::vector<std::vector<Val
   };
   std::vector<Value> row(plan.inputs.size());
   auto eval_at = [&](const Plan& p, std::size_t r) {
-    for (std::size_t i = 0; i < row.size(); ++i) row[i] = columns[i][r];
+    for (std::size_t i = 0; i < row.size(); ++i) copy_value(row[i], columns[i][r]);
     return p.eval(row.data());
   };
   for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
@@ -109,18 +156,26 @@ void HypercubeBuilder::window_measure(std::size_t m, std::vector<std::vector<Val
     const Window& w = plan.windows[static_cast<std::size_t>(plan.inputs[i].window)];
     std::vector<Value>& out = columns[i];
     if (w.range != nullptr) {
-      std::vector<std::vector<Value>> part_args(w.parts.size());
+      // Each part's argument once per row, then per row the Range function over the values
+      // its parts read (in a reused argument list: no allocation per row).
+      std::vector<std::vector<Value>> storage(w.parts.size());
+      std::vector<const std::vector<Value>*> part_args(w.parts.size());
       std::vector<const Segments*> part_segments(w.parts.size());
       for (std::size_t k = 0; k < w.parts.size(); ++k) {
-        part_args[k] = arg_column(w.parts[k], eval_at, order);
+        part_args[k] = &arg_column(w.parts[k], eval_at, order, columns, storage[k]);
         part_segments[k] = &segments_of(w.parts[k]);
       }
       std::vector<Value> args;
+      std::size_t n_args = 0;
+      auto next_arg = [&]() -> Value& {
+        if (n_args == args.size()) args.emplace_back();
+        return args[n_args++];
+      };
       for (std::size_t pos = 0; pos < n; ++pos) {
-        args.clear();
+        n_args = 0;
         for (const std::int32_t a : w.range_windows) {
           if (a < 0) {
-            args.push_back(eval_at(w.range_plans[static_cast<std::size_t>(-1 - a)], order[pos]));
+            next_arg() = eval_at(w.range_plans[static_cast<std::size_t>(-1 - a)], order[pos]);
             continue;
           }
           const auto k = static_cast<std::size_t>(a);
@@ -130,9 +185,19 @@ void HypercubeBuilder::window_measure(std::size_t m, std::vector<std::vector<Val
             const double c = numeric_of(eval_at(part.count_plan, order[pos]));
             count = std::isnan(c) ? 0 : static_cast<std::int64_t>(std::clamp(c, 0.0, 1e6));
           }
-          for (std::int64_t c = 0; c < count; ++c) args.push_back(shifted(part, part_args[k], order, *part_segments[k], pos, c));
+          const Segments& seg = *part_segments[k];
+          const std::vector<Value>& values = *part_args[k];
+          if (seg.none) {
+            for (std::int64_t c = 0; c < count; ++c) copy_value(next_arg(), kNullValue);
+            continue;
+          }
+          const auto first = static_cast<std::int64_t>(seg.first[pos]), last = static_cast<std::int64_t>(seg.last[pos]);
+          const std::int64_t step = shift_step(part.kind);
+          std::int64_t at = shift_start(part, seg, pos);
+          for (std::int64_t c = 0; c < count; ++c, at += step)
+            copy_value(next_arg(), at >= first && at < last ? values[order[seg.rows[static_cast<std::size_t>(at)]]] : kNullValue);
         }
-        out[order[pos]] = call_scalar(*w.range, args, data_.interpretation());
+        out[order[pos]] = call_scalar(*w.range, std::span<const Value>(args.data(), n_args), data_.interpretation());
       }
       continue;
     }
@@ -161,7 +226,8 @@ void HypercubeBuilder::window_measure(std::size_t m, std::vector<std::vector<Val
         break;
       case InterRecordKind::kRank:
       case InterRecordKind::kHRank: {
-        const std::vector<Value> a = arg_column(w, eval_at, order);
+        std::vector<Value> storage;
+        const std::vector<Value>& a = arg_column(w, eval_at, order, columns, storage);
         // Values in segment order (seg.rows), ranked segment by segment.
         std::vector<double> xs(n), ranks(n);
         std::vector<std::string> texts(n);
@@ -178,8 +244,12 @@ void HypercubeBuilder::window_measure(std::size_t m, std::vector<std::vector<Val
         break;
       }
       default: {
-        const std::vector<Value> a = arg_column(w, eval_at, order);
-        for (std::size_t pos = 0; pos < n; ++pos) out[order[pos]] = shifted(w, a, order, seg, pos, 0);
+        std::vector<Value> storage;
+        const std::vector<Value>& a = arg_column(w, eval_at, order, columns, storage);
+        for (std::size_t pos = 0; pos < n; ++pos) {
+          const Value* v = shifted(w, a, order, seg, pos, 0);
+          out[order[pos]] = v != nullptr ? *v : Value::null();
+        }
         break;
       }
     }
@@ -190,10 +260,15 @@ void HypercubeBuilder::window_measure(std::size_t m, std::vector<std::vector<Val
 }
 
 template <typename Eval>
-std::vector<Value> HypercubeBuilder::arg_column(const Window& w, Eval& eval_at, const std::vector<std::size_t>& order) {
-  std::vector<Value> a(order.empty() ? 0 : *std::max_element(order.begin(), order.end()) + 1);
-  for (const std::size_t r : order) a[r] = eval_at(w.arg, r);
-  return a;
+const std::vector<Value>& HypercubeBuilder::arg_column(const Window& w, Eval& eval_at, const std::vector<std::size_t>& order,
+                                                       const std::vector<std::vector<Value>>& columns,
+                                                       std::vector<Value>& storage) {
+  // An argument that is one input (Above(Sum(X))) is that input's column, as computed.
+  const std::int64_t single = w.arg.single_input();
+  if (single >= 0) return columns[static_cast<std::size_t>(single)];
+  storage.assign(order.empty() ? 0 : *std::max_element(order.begin(), order.end()) + 1, Value::null());
+  for (const std::size_t r : order) storage[r] = eval_at(w.arg, r);
+  return storage;
 }
 
 Segments HypercubeBuilder::segments(bool horizontal, bool total, const std::vector<std::size_t>& order) const {
@@ -267,26 +342,6 @@ Segments HypercubeBuilder::segments(bool horizontal, bool total, const std::vect
     j = end;
   }
   return s;
-}
-
-Value HypercubeBuilder::shifted(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order,
-                                const Segments& s, std::size_t pos, std::int64_t c) {
-  if (s.none) return Value::null();
-  const auto first = static_cast<std::int64_t>(s.first[pos]);
-  const auto last = static_cast<std::int64_t>(s.last[pos]);
-  const auto p = static_cast<std::int64_t>(s.at[pos]);
-  std::int64_t at = 0;
-  switch (w.kind) {
-    case InterRecordKind::kAbove:
-    case InterRecordKind::kBefore: at = p - w.offset - c; break;
-    case InterRecordKind::kBelow:
-    case InterRecordKind::kAfter: at = p + w.offset + c; break;
-    case InterRecordKind::kTop:
-    case InterRecordKind::kFirst: at = first + std::max<std::int64_t>(w.offset, 1) - 1 + c; break;
-    default: at = last - std::max<std::int64_t>(w.offset, 1) - c; break;
-  }
-  if (at < first || at >= last) return Value::null();
-  return a[order[s.rows[static_cast<std::size_t>(at)]]];
 }
 
 bool HypercubeBuilder::same_segment(std::size_t a, std::size_t b) const {
