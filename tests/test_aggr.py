@@ -452,6 +452,218 @@ def test_hrank_misuse_errors(shop: App) -> None:
         cube(shop, ["Customer", "Year"], ["HRank(Sum(Amount))"], pivot_top=[2])
 
 
+def number(v: Any) -> Any:
+    """A cell's number (a dual rank's too), None for NULL."""
+    return getattr(v, "number", v)
+
+
+def test_pivot_column_segments(shop: App) -> None:
+    """§5 in a pivot: the vertical functions read one column of the top dimensions (the rows
+    sharing every left dimension but the last); the straight table reads each customer."""
+    measures = [
+        "Sum(Amount)",
+        "Above(Sum(Amount))",
+        "Below(Sum(Amount))",
+        "Top(Sum(Amount))",
+        "Bottom(Sum(Amount))",
+        "RowNo()",
+        "NoOfRows()",
+        "Rank(Sum(Amount))",
+        "RangeSum(Above(Sum(Amount), 0, 2))",
+        "Column(1) + RowNo(TOTAL)",
+    ]
+    # Customer on the left, Year on top: the 2020 column holds Alice and Bob, 2021 four rows.
+    rows = cube(shop, ["Customer", "Year"], measures, pivot_top=[1]).rows
+    assert [tuple(number(v) for v in r) for r in rows] == [
+        ("Alice", 2020, 10, None, 30, 10, 30, 1, 2, 2, 10, 11),
+        ("Alice", 2021, 20, None, 40, 20, 25, 1, 4, 4, 20, 21),
+        ("Bob", 2020, 30, 10, None, 10, 30, 2, 2, 1, 40, 32),
+        ("Bob", 2021, 40, 20, 55, 20, 25, 2, 4, 2, 60, 42),
+        ("Carol", 2021, 55, 40, 25, 20, 25, 3, 4, 1, 95, 58),
+        ("Eve", 2021, 25, 55, None, 20, 25, 4, 4, 3, 80, 29),
+    ]
+    straight = cube(shop, ["Customer", "Year"], ["RowNo()", "Above(Sum(Amount))"]).rows
+    assert [r[2:] for r in straight] == [
+        (1, None),
+        (2, 10),
+        (1, None),
+        (2, 30),
+        (1, None),
+        (1, None),
+    ]
+
+
+def test_pivot_row_segments(shop: App) -> None:
+    """§5 across a pivot's columns: Before, After, First, Last, ColumnNo, NoOfColumns read the
+    cells of a row (every left dimension, the top ones but the last); NULL outside a pivot."""
+    measures = [
+        "Before(Sum(Amount))",
+        "After(Sum(Amount))",
+        "First(Sum(Amount))",
+        "Last(Sum(Amount))",
+        "ColumnNo()",
+        "NoOfColumns()",
+        "RangeSum(Before(Sum(Amount), 0, 2))",
+    ]
+    rows = cube(shop, ["Customer", "Year"], measures, pivot_top=[1]).rows
+    assert [r[2:] for r in rows] == [
+        (None, 20, 10, 20, 1, 2, 10),
+        (10, None, 10, 20, 2, 2, 30),
+        (None, 40, 30, 40, 1, 2, 30),
+        (30, None, 30, 40, 2, 2, 70),
+        (None, None, 55, 55, 1, 1, 55),
+        (None, None, 25, 25, 1, 1, 25),
+    ]
+    straight = cube(shop, ["Customer", "Year"], measures).rows
+    assert all(r[2:8] == (None,) * 6 for r in straight)
+    assert [r[8] for r in straight] == [0] * 6  # RangeSum of NULLs
+    assert cube(shop, ["Customer", "Year"], ["ColumnNo()"], pivot_top=[1]).totals == [None]
+
+
+def test_pivot_functions_misuse_errors(shop: App) -> None:
+    assert "inside a Range function" in error_of(shop, "Before(Sum(Amount), 0, 3)")
+    assert "inside an aggregation" in error_of(shop, "Sum(After(Amount))")
+    assert "ColumnNo takes 0 arguments, not 1" in error_of(shop, "ColumnNo(1)")
+    assert "the offset of Last must be a constant" in error_of(shop, "Last(Sum(Amount), Amount)")
+
+
+def pivot_model(rng: random.Random) -> dict[str, dict[str, list[Any]]]:
+    n = rng.randint(1, 25)
+    return {
+        "T": {
+            "A": [rng.randint(1, 3) for _ in range(n)],
+            "B": [rng.choice(["x", "y", "z"]) for _ in range(n)],
+            "C": [rng.randint(1, 3) for _ in range(n)],
+            "V": [rng.choice([None, rng.randint(-5, 30)]) for _ in range(n)],
+        }
+    }
+
+
+PIVOT_MEASURES = [
+    "Sum(V)",
+    "Above(Sum(V))",
+    "Below(TOTAL Sum(V))",
+    "Top(Sum(V))",
+    "Bottom(TOTAL Sum(V), 2)",
+    "RowNo()",
+    "RowNo(TOTAL)",
+    "NoOfRows()",
+    "Rank(Sum(V))",
+    "RangeSum(Above(Sum(V), 0, 2))",
+    "Before(Sum(V))",
+    "After(TOTAL Sum(V))",
+    "First(Sum(V))",
+    "Last(TOTAL Sum(V))",
+    "ColumnNo()",
+    "ColumnNo(TOTAL)",
+    "NoOfColumns()",
+    "HRank(Sum(V))",
+    "RangeSum(Before(Sum(V), 0, 2), Below(Sum(V)))",
+]
+
+
+def pivot_reference(
+    model: dict[str, dict[str, list[Any]]],
+    top: list[int] | None,
+    directions: dict[int, int],
+    sort_first: list[int],
+) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    """Each cell's PIVOT_MEASURES, scanned here: a segment's cells are listed and ordered as a
+    pivot shows them (left dimensions outer first down a column, top ones outer first across
+    a row, each dimension by its own direction); `top` None is a straight table (rows in the
+    sort order, its dimensions first); `directions` 1 ascending, -1 descending."""
+    t = model["T"]
+    sums: dict[tuple[Any, ...], float] = {}
+    for a, b, c, v in zip(t["A"], t["B"], t["C"], t["V"], strict=True):
+        sums[(a, b, c)] = sums.get((a, b, c), 0.0) + (v or 0)
+    cells = list(sums)
+
+    def key(cell: tuple[Any, ...], dims: list[int]) -> tuple[Any, ...]:
+        # B's texts sort by code point: descending by the negated rank of the value.
+        out = []
+        for d in dims:
+            rank = sorted({x[d] for x in cells}).index(cell[d])
+            out.append(directions.get(d, 1) * rank)
+        return tuple(out)
+
+    left = [d for d in range(3) if top is None or d not in top]
+    tops = top or []
+
+    def segment(cell: tuple[Any, ...], horizontal: bool, total: bool) -> tuple[list[Any], int]:
+        along = tops if horizontal else left
+        if top is None:  # a straight table: the display order, every dimension but the last
+            along = sort_first + [d for d in range(3) if d not in sort_first]
+            kept = [] if total else [0, 1]
+        else:
+            kept = (left if horizontal else tops) + ([] if total else along[:-1])
+        members = [x for x in cells if all(x[d] == cell[d] for d in kept)]
+        members.sort(key=lambda x: key(x, along))
+        return members, members.index(cell)
+
+    def at(members: list[Any], i: int) -> float | None:
+        return sums[members[i]] if 0 <= i < len(members) else None
+
+    out = {}
+    for cell in cells:
+        col, i = segment(cell, False, False)
+        col_t, i_t = segment(cell, False, True)
+        values = [sums[x] for x in col]
+        row = [
+            sums[cell],
+            at(col, i - 1),
+            at(col_t, i_t + 1),
+            at(col, 0),
+            at(col_t, len(col_t) - 2),
+            i + 1,
+            i_t + 1,
+            len(col),
+            rank(values, i, 0),
+            sums[cell] + (at(col, i - 1) or 0),
+        ]
+        if top is None:
+            row += [None] * 8 + [at(col, i + 1) or 0]
+        else:
+            line, j = segment(cell, True, False)
+            line_t, j_t = segment(cell, True, True)
+            row += [
+                at(line, j - 1),
+                at(line_t, j_t + 1),
+                at(line, 0),
+                at(line_t, len(line_t) - 1),
+                j + 1,
+                j_t + 1,
+                len(line),
+                rank([sums[x] for x in line], j, 0),
+                sums[cell] + (at(line, j - 1) or 0) + (at(col, i + 1) or 0),
+            ]
+        out[cell] = tuple(row)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_random_pivots_against_reference(seed: int) -> None:
+    rng = random.Random(5000 + seed)
+    model = pivot_model(rng)
+    app = App.from_tables(model)
+    dims = ["A", "B", "C"]
+    top: list[int] | None = None
+    if rng.random() < 0.8:
+        top = rng.sample(range(3), rng.randint(0, 3))
+    directions = {d: rng.choice([1, -1]) for d in range(3) if rng.random() < 0.4}
+    # A pivot's segments follow its dimensions whatever the sort order between them; a
+    # straight table's follow the sort order (kept here in the dimensions' order: a prefix).
+    if top is not None:
+        sort_first = [d for d in rng.sample(range(3), 3) if d in directions]
+    else:
+        sort_first = list(range(rng.randint(0, 3)))
+        directions = {d: directions.get(d, 1) for d in sort_first}
+    sort = [(dims[d], "asc" if directions[d] == 1 else "desc") for d in sort_first]
+    expected = pivot_reference(model, top, directions, sort_first)
+    got = cube(app, dims, PIVOT_MEASURES, pivot_top=top, sort=sort or None)
+    cells = {tuple(r[:3]): tuple(number(v) for v in r[3:]) for r in got.rows}
+    assert cells == expected, (top, sort)
+
+
 # ---------------------------------------------------------------------------------------------
 # Random models against a brute-force reference
 

@@ -175,7 +175,8 @@ void bind_hypercube(py::module_& m) {
       py::name("hypercube"), py::is_method(session), py::arg("dimensions"), py::arg("measures"), py::arg("sort"),
       py::arg("suppress_zero"), py::arg("suppress_missing"), py::arg("state") = "$", py::arg("pivot_top") = py::none(),
       "The hypercube of dimensions and measures under one state's selections; `pivot_top`: a pivot\n"
-      "table's dimensions on top, by position (HRank ranks across them), None for other tables.");
+      "table's dimensions on top, by position (the inter-record functions read its columns and\n"
+      "rows), None for other tables.");
 }
 
 }  // namespace assoc::py_bind

@@ -324,13 +324,7 @@ void HypercubeBuilder::sort_rows(std::vector<std::size_t>& order) const {
   std::vector<std::uint8_t> dim_sorted(dims_.size(), 0);
   auto dim_column = [&](std::size_t d, const std::string& direction) {
     SortColumn c;
-    c.desc = direction == "desc";
-    const std::vector<std::uint32_t>& codes = cube_->codes_[d];
-    if (direction == "load") {
-      for (const std::uint32_t code : codes) c.key.push_back(code == kNull ? std::nan("") : code);
-    } else {
-      c.key = value_ranks(dims_[d].field, codes);
-    }
+    c.key = dim_sort_key(d, direction);
     dim_sorted[d] = 1;
     return c;
   };
@@ -371,6 +365,26 @@ void HypercubeBuilder::sort_rows(std::vector<std::size_t>& order) const {
     }
     return false;
   });
+}
+
+std::vector<double> HypercubeBuilder::dim_sort_key(std::size_t d, const std::string& direction) const {
+  const std::vector<std::uint32_t>& codes = cube_->codes_[d];
+  std::vector<double> key;
+  if (direction == "load") {
+    key.reserve(codes.size());
+    for (const std::uint32_t code : codes) key.push_back(code == kNull ? std::nan("") : code);
+    return key;
+  }
+  key = value_ranks(dims_[d].field, codes);
+  if (direction == "desc")
+    for (double& k : key) k = -k;
+  return key;
+}
+
+std::string HypercubeBuilder::dim_direction(std::size_t d) const {
+  for (const auto& [name, direction] : cube_->spec_.sort)
+    if (name == cube_->spec_.dimensions[d]) return lower(direction);
+  return "asc";
 }
 
 std::vector<double> HypercubeBuilder::value_ranks(std::uint32_t field, const std::vector<std::uint32_t>& codes) const {

@@ -129,6 +129,14 @@ struct Window {
   std::vector<Window> parts;
 };
 
+// The segments of the sorted rows an inter-record function reads: `rows` lists the display
+// positions segment by segment, each segment in display order; per display position, `at` is
+// its index in `rows` and [first, last) its segment's range there.
+struct Segments {
+  bool none = false;
+  std::vector<std::size_t> rows, at, first, last;
+};
+
 // A measure: its syntax tree, its plan over aggregation results, and where each input is computed.
 struct MeasurePlan {
   Expression expr;
@@ -152,6 +160,7 @@ using detail::lower;
 using detail::MeasureInput;
 using detail::MeasurePlan;
 using detail::RowLookup;
+using detail::Segments;
 using detail::NodeAggregates;
 using detail::RootedTree;
 using detail::Slot;
@@ -248,6 +257,13 @@ class HypercubeBuilder {
   // Orders rows as the spec says, then by each dimension in turn.
   void sort_rows(std::vector<std::size_t>& order) const;
 
+  // Dimension d's sort key per row (key order) under its direction (asc, desc, load): rows
+  // show by ascending key; NaN (None) last.
+  std::vector<double> dim_sort_key(std::size_t d, const std::string& direction) const;
+
+  // Dimension d's direction in the spec's sort ("asc" when it names none).
+  std::string dim_direction(std::size_t d) const;
+
   // Each row's rank of its value among the values shown: numbers ascending, then texts in
   // code-point order; NaN for None.
   std::vector<double> value_ranks(std::uint32_t field, const std::vector<std::uint32_t>& codes) const;
@@ -292,7 +308,7 @@ class HypercubeBuilder {
 
   static bool is_aggr_call(const ExprNode& x) { return x.kind == ExprNode::Kind::kCall && lower(x.name) == "aggr"; }
 
-  // An inter-record function that reads other rows (Above, Below, Top, Bottom).
+  // An inter-record function that reads other rows (Above, Below, Top, Bottom, Before, …).
   static bool is_shift_call(const ExprNode& x);
 
   // A Range function with an Above/Below/Top/Bottom argument: it reads several rows.
@@ -355,17 +371,21 @@ class HypercubeBuilder {
   void window_measure(std::size_t m, std::vector<std::vector<Value>>& columns, std::vector<Value>& totals,
                       const std::vector<std::size_t>& order);
 
-  // A window's argument per row (key order).
+  // A window's argument per row (key order): the input's column when the argument is one
+  // input (`columns`, the measure's inputs), else evaluated per row into `storage`.
   template <typename Eval>
-  static std::vector<Value> arg_column(const Window& w, Eval& eval_at, const std::vector<std::size_t>& order);
+  static const std::vector<Value>& arg_column(const Window& w, Eval& eval_at, const std::vector<std::size_t>& order,
+                                              const std::vector<std::vector<Value>>& columns, std::vector<Value>& storage);
 
-  // Above/Below/Top/Bottom at display position `pos`: the c-th value of its range.
-  static Value shifted(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order, std::size_t pos,
-                       std::int64_t c, const std::vector<std::size_t>& seg_first, const std::vector<std::size_t>& seg_last);
+  // The segments an inter-record function reads (§5), over the display positions of `order`:
+  // down a column (`horizontal` false) or across a pivot's columns; with TOTAL, the whole
+  // column or row. `none` when the function has no segment there (across columns outside a pivot).
+  Segments segments(bool horizontal, bool total, const std::vector<std::size_t>& order) const;
 
-  // HRank (§5): ranks across a pivot's columns, per row segment; NULL outside a pivot.
-  void hrank(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order,
-             std::vector<Value>& out) const;
+  // Above/Below/Top/Bottom/Before/After/First/Last at display position `pos`: the c-th value
+  // of its range, nullptr for NULL (outside the segment).
+  static const Value* shifted(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order,
+                              const Segments& s, std::size_t pos, std::int64_t c);
 
   // Whether two rows (key order) share every dimension value but the last.
   bool same_segment(std::size_t a, std::size_t b) const;

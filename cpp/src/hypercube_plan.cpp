@@ -359,8 +359,7 @@ void HypercubeBuilder::evaluate_sets() {
 bool HypercubeBuilder::is_shift_call(const ExprNode& x) {
   if (x.kind != ExprNode::Kind::kCall) return false;
   const InterRecordFunction* f = find_inter_record_function(x.name);
-  return f != nullptr && (f->kind == InterRecordKind::kAbove || f->kind == InterRecordKind::kBelow ||
-                          f->kind == InterRecordKind::kTop || f->kind == InterRecordKind::kBottom);
+  return f != nullptr && is_shift(f->kind);
 }
 
 bool HypercubeBuilder::is_range_over_rows(const Expression& e, std::uint32_t n) {

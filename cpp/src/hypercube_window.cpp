@@ -1,13 +1,54 @@
-// Inter-record functions (Above, Below, Top, Bottom, RowNo, NoOfRows, Rank, HRank, Column and the
-// Range functions over them): planned with the measure, computed on the sorted rows.
+// Inter-record functions (Above, Below, Top, Bottom, RowNo, NoOfRows, Rank, Column; across a
+// pivot's columns Before, After, First, Last, ColumnNo, NoOfColumns, HRank; and the Range
+// functions over them): planned with the measure, computed on the sorted rows per segment.
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
+#include <span>
 
 #include "assoc/error.hpp"
 #include "hypercube_builder.hpp"
 
 namespace assoc {
+namespace {
+
+const Value kNullValue;
+
+// Where a shift reads its first value in segment order (Segments::rows), and which way its
+// further values lie: Above/Before upward from offset rows up, Below/After downward, Top/First
+// downward from the first row, Bottom/Last upward from the last.
+std::int64_t shift_start(const Window& w, const Segments& s, std::size_t pos) {
+  const auto p = static_cast<std::int64_t>(s.at[pos]);
+  switch (w.kind) {
+    case InterRecordKind::kAbove:
+    case InterRecordKind::kBefore: return p - w.offset;
+    case InterRecordKind::kBelow:
+    case InterRecordKind::kAfter: return p + w.offset;
+    case InterRecordKind::kTop:
+    case InterRecordKind::kFirst: return static_cast<std::int64_t>(s.first[pos]) + std::max<std::int64_t>(w.offset, 1) - 1;
+    default: return static_cast<std::int64_t>(s.last[pos]) - std::max<std::int64_t>(w.offset, 1);
+  }
+}
+
+std::int64_t shift_step(InterRecordKind kind) {
+  return kind == InterRecordKind::kAbove || kind == InterRecordKind::kBefore || kind == InterRecordKind::kBottom ||
+                 kind == InterRecordKind::kLast
+             ? -1
+             : 1;
+}
+
+// dst = src, reusing dst's text buffer (most values have no text).
+void copy_value(Value& dst, const Value& src) {
+  dst.num = src.num;
+  dst.has_text = src.has_text;
+  if (src.has_text)
+    dst.text = src.text;
+  else
+    dst.text.clear();
+}
+
+}  // namespace
 
 Window HypercubeBuilder::plan_window(const std::string& text, const Expression& e, std::uint32_t n, MeasurePlan& plan,
                                      bool in_range) {
@@ -35,8 +76,15 @@ Window HypercubeBuilder::plan_window(const std::string& text, const Expression& 
     case InterRecordKind::kBelow:
     case InterRecordKind::kTop:
     case InterRecordKind::kBottom:
+    case InterRecordKind::kBefore:
+    case InterRecordKind::kAfter:
+    case InterRecordKind::kFirst:
+    case InterRecordKind::kLast:
       w.arg = bind_measure(text, e, x.args[0], plan, true);
-      w.offset = w.kind == InterRecordKind::kAbove || w.kind == InterRecordKind::kBelow ? 1 : 0;
+      w.offset = w.kind == InterRecordKind::kAbove || w.kind == InterRecordKind::kBelow ||
+                         w.kind == InterRecordKind::kBefore || w.kind == InterRecordKind::kAfter
+                     ? 1
+                     : 0;
       if (x.args.size() > 1) w.offset = static_cast<std::int64_t>(constant_arg(text, e, x.args[1], "the offset of " + name));
       if (x.args.size() > 2 && in_range && !is_constant(e, x.args[2])) {
         // A count per row (RangeSum(Above(Sum(X), 0, RowNo()))): a plan over the measure's inputs.
@@ -77,21 +125,30 @@ Value HypercubeBuilder::measure_value(std::size_t m, std::size_t r) const {
   return Value::number(cube_->values_[m][r]);
 }
 
+const Value* HypercubeBuilder::shifted(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order,
+                                       const Segments& s, std::size_t pos, std::int64_t c) {
+  if (s.none) return nullptr;
+  const std::int64_t at = shift_start(w, s, pos) + shift_step(w.kind) * c;
+  if (at < static_cast<std::int64_t>(s.first[pos]) || at >= static_cast<std::int64_t>(s.last[pos])) return nullptr;
+  return &a[order[s.rows[static_cast<std::size_t>(at)]]];
+}
+
 void HypercubeBuilder::window_measure(std::size_t m, std::vector<std::vector<Value>>& columns,
                                       std::vector<Value>& totals, const std::vector<std::size_t>& order) {
   const MeasurePlan& plan = measures_[m];
   const std::size_t n = order.size();
-  // Each position's segment [first, last): the rows sharing every dimension but the last.
-  std::vector<std::size_t> seg_first(n), seg_last(n);
-  for (std::size_t i = 0; i < n;) {
-    std::size_t end = i + 1;
-    while (end < n && same_segment(order[i], order[end])) ++end;
-    for (std::size_t j = i; j < end; ++j) seg_first[j] = i, seg_last[j] = end;
-    i = end;
-  }
+  // The segments each function reads, by direction and TOTAL, computed once per measure.
+  std::map<int, Segments> cache;
+  auto segments_of = [&](const Window& w) -> const Segments& {
+    const bool horizontal = is_horizontal(w.kind);
+    const int k = (horizontal ? 2 : 0) + (w.total ? 1 : 0);
+    auto it = cache.find(k);
+    if (it == cache.end()) it = cache.emplace(k, segments(horizontal, w.total, order)).first;
+    return it->second;
+  };
   std::vector<Value> row(plan.inputs.size());
   auto eval_at = [&](const Plan& p, std::size_t r) {
-    for (std::size_t i = 0; i < row.size(); ++i) row[i] = columns[i][r];
+    for (std::size_t i = 0; i < row.size(); ++i) copy_value(row[i], columns[i][r]);
     return p.eval(row.data());
   };
   for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
@@ -99,66 +156,100 @@ void HypercubeBuilder::window_measure(std::size_t m, std::vector<std::vector<Val
     const Window& w = plan.windows[static_cast<std::size_t>(plan.inputs[i].window)];
     std::vector<Value>& out = columns[i];
     if (w.range != nullptr) {
-      std::vector<std::vector<Value>> part_args(w.parts.size());
-      for (std::size_t k = 0; k < w.parts.size(); ++k) part_args[k] = arg_column(w.parts[k], eval_at, order);
+      // Each part's argument once per row, then per row the Range function over the values
+      // its parts read (in a reused argument list: no allocation per row).
+      std::vector<std::vector<Value>> storage(w.parts.size());
+      std::vector<const std::vector<Value>*> part_args(w.parts.size());
+      std::vector<const Segments*> part_segments(w.parts.size());
+      for (std::size_t k = 0; k < w.parts.size(); ++k) {
+        part_args[k] = &arg_column(w.parts[k], eval_at, order, columns, storage[k]);
+        part_segments[k] = &segments_of(w.parts[k]);
+      }
       std::vector<Value> args;
+      std::size_t n_args = 0;
+      auto next_arg = [&]() -> Value& {
+        if (n_args == args.size()) args.emplace_back();
+        return args[n_args++];
+      };
       for (std::size_t pos = 0; pos < n; ++pos) {
-        args.clear();
+        n_args = 0;
         for (const std::int32_t a : w.range_windows) {
           if (a < 0) {
-            args.push_back(eval_at(w.range_plans[static_cast<std::size_t>(-1 - a)], order[pos]));
+            next_arg() = eval_at(w.range_plans[static_cast<std::size_t>(-1 - a)], order[pos]);
             continue;
           }
-          const Window& part = w.parts[static_cast<std::size_t>(a)];
+          const auto k = static_cast<std::size_t>(a);
+          const Window& part = w.parts[k];
           std::int64_t count = part.count;
           if (part.dynamic_count) {
             const double c = numeric_of(eval_at(part.count_plan, order[pos]));
             count = std::isnan(c) ? 0 : static_cast<std::int64_t>(std::clamp(c, 0.0, 1e6));
           }
-          for (std::int64_t c = 0; c < count; ++c)
-            args.push_back(shifted(part, part_args[static_cast<std::size_t>(a)], order, pos, c, seg_first, seg_last));
+          const Segments& seg = *part_segments[k];
+          const std::vector<Value>& values = *part_args[k];
+          if (seg.none) {
+            for (std::int64_t c = 0; c < count; ++c) copy_value(next_arg(), kNullValue);
+            continue;
+          }
+          const auto first = static_cast<std::int64_t>(seg.first[pos]), last = static_cast<std::int64_t>(seg.last[pos]);
+          const std::int64_t step = shift_step(part.kind);
+          std::int64_t at = shift_start(part, seg, pos);
+          for (std::int64_t c = 0; c < count; ++c, at += step)
+            copy_value(next_arg(), at >= first && at < last ? values[order[seg.rows[static_cast<std::size_t>(at)]]] : kNullValue);
         }
-        out[order[pos]] = call_scalar(*w.range, args, data_.interpretation());
+        out[order[pos]] = call_scalar(*w.range, std::span<const Value>(args.data(), n_args), data_.interpretation());
       }
+      continue;
+    }
+    if (w.kind == InterRecordKind::kColumn) {
+      if (w.column >= m && !measures_[w.column].windows.empty())
+        throw Error("expression '" + plan.expr.text + "': Column(" + std::to_string(w.column + 1) +
+                    ") reads a later measure that uses inter-record functions");
+      for (std::size_t pos = 0; pos < n; ++pos) out[order[pos]] = measure_value(w.column, order[pos]);
+      continue;
+    }
+    const Segments& seg = segments_of(w);
+    if (seg.none) {
+      for (std::size_t pos = 0; pos < n; ++pos) out[order[pos]] = Value::null();
       continue;
     }
     switch (w.kind) {
       case InterRecordKind::kRowNo:
+      case InterRecordKind::kColumnNo:
         for (std::size_t pos = 0; pos < n; ++pos)
-          out[order[pos]] = Value::number(static_cast<double>(w.total ? pos + 1 : pos - seg_first[pos] + 1));
+          out[order[pos]] = Value::number(static_cast<double>(seg.at[pos] - seg.first[pos] + 1));
         break;
       case InterRecordKind::kNoOfRows:
+      case InterRecordKind::kNoOfColumns:
         for (std::size_t pos = 0; pos < n; ++pos)
-          out[order[pos]] = Value::number(static_cast<double>(w.total ? n : seg_last[pos] - seg_first[pos]));
+          out[order[pos]] = Value::number(static_cast<double>(seg.last[pos] - seg.first[pos]));
         break;
-      case InterRecordKind::kColumn:
-        if (w.column >= m && !measures_[w.column].windows.empty())
-          throw Error("expression '" + plan.expr.text + "': Column(" + std::to_string(w.column + 1) +
-                      ") reads a later measure that uses inter-record functions");
-        for (std::size_t pos = 0; pos < n; ++pos) out[order[pos]] = measure_value(w.column, order[pos]);
-        break;
-      case InterRecordKind::kRank: {
-        const std::vector<Value> a = arg_column(w, eval_at, order);
+      case InterRecordKind::kRank:
+      case InterRecordKind::kHRank: {
+        std::vector<Value> storage;
+        const std::vector<Value>& a = arg_column(w, eval_at, order, columns, storage);
+        // Values in segment order (seg.rows), ranked segment by segment.
         std::vector<double> xs(n), ranks(n);
         std::vector<std::string> texts(n);
         std::vector<std::uint8_t> has(n);
-        for (std::size_t pos = 0; pos < n; ++pos) xs[pos] = a[order[pos]].num;
-        for (std::size_t pos = 0; pos < n;) {
-          const std::size_t first = w.total ? 0 : seg_first[pos], last = w.total ? n : seg_last[pos];
+        for (std::size_t j = 0; j < n; ++j) xs[j] = a[order[seg.rows[j]]].num;
+        for (std::size_t j = 0; j < n;) {
+          const std::size_t first = j, last = seg.last[seg.rows[j]];
           rank_segment(xs.data() + first, last - first, w.mode, w.fmt, ranks.data() + first, texts.data() + first,
                        has.data() + first);
-          pos = last;
+          j = last;
         }
-        for (std::size_t pos = 0; pos < n; ++pos)
-          out[order[pos]] = has[pos] ? Value::dual(ranks[pos], texts[pos]) : Value::number(ranks[pos]);
+        for (std::size_t j = 0; j < n; ++j)
+          out[order[seg.rows[j]]] = has[j] ? Value::dual(ranks[j], texts[j]) : Value::number(ranks[j]);
         break;
       }
-      case InterRecordKind::kHRank:
-        hrank(w, arg_column(w, eval_at, order), order, out);
-        break;
       default: {
-        const std::vector<Value> a = arg_column(w, eval_at, order);
-        for (std::size_t pos = 0; pos < n; ++pos) out[order[pos]] = shifted(w, a, order, pos, 0, seg_first, seg_last);
+        std::vector<Value> storage;
+        const std::vector<Value>& a = arg_column(w, eval_at, order, columns, storage);
+        for (std::size_t pos = 0; pos < n; ++pos) {
+          const Value* v = shifted(w, a, order, seg, pos, 0);
+          out[order[pos]] = v != nullptr ? *v : Value::null();
+        }
         break;
       }
     }
@@ -169,64 +260,88 @@ void HypercubeBuilder::window_measure(std::size_t m, std::vector<std::vector<Val
 }
 
 template <typename Eval>
-std::vector<Value> HypercubeBuilder::arg_column(const Window& w, Eval& eval_at, const std::vector<std::size_t>& order) {
-  std::vector<Value> a(order.empty() ? 0 : *std::max_element(order.begin(), order.end()) + 1);
-  for (const std::size_t r : order) a[r] = eval_at(w.arg, r);
-  return a;
+const std::vector<Value>& HypercubeBuilder::arg_column(const Window& w, Eval& eval_at, const std::vector<std::size_t>& order,
+                                                       const std::vector<std::vector<Value>>& columns,
+                                                       std::vector<Value>& storage) {
+  // An argument that is one input (Above(Sum(X))) is that input's column, as computed.
+  const std::int64_t single = w.arg.single_input();
+  if (single >= 0) return columns[static_cast<std::size_t>(single)];
+  storage.assign(order.empty() ? 0 : *std::max_element(order.begin(), order.end()) + 1, Value::null());
+  for (const std::size_t r : order) storage[r] = eval_at(w.arg, r);
+  return storage;
 }
 
-Value HypercubeBuilder::shifted(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order,
-                                std::size_t pos, std::int64_t c, const std::vector<std::size_t>& seg_first,
-                                const std::vector<std::size_t>& seg_last) {
-  const auto first = static_cast<std::int64_t>(w.total ? 0 : seg_first[pos]);
-  const auto last = static_cast<std::int64_t>(w.total ? order.size() : seg_last[pos]);
-  const auto p = static_cast<std::int64_t>(pos);
-  std::int64_t at = 0;
-  switch (w.kind) {
-    case InterRecordKind::kAbove: at = p - w.offset - c; break;
-    case InterRecordKind::kBelow: at = p + w.offset + c; break;
-    case InterRecordKind::kTop: at = first + std::max<std::int64_t>(w.offset, 1) - 1 + c; break;
-    default: at = last - std::max<std::int64_t>(w.offset, 1) - c; break;
-  }
-  if (at < first || at >= last) return Value::null();
-  return a[order[static_cast<std::size_t>(at)]];
-}
-
-void HypercubeBuilder::hrank(const Window& w, const std::vector<Value>& a, const std::vector<std::size_t>& order,
-                             std::vector<Value>& out) const {
+Segments HypercubeBuilder::segments(bool horizontal, bool total, const std::vector<std::size_t>& order) const {
   const HypercubeSpec& spec = cube_->spec_;
-  if (!spec.pivot) {
-    for (const std::size_t r : order) out[r] = Value::null();
-    return;
+  const std::size_t n = order.size();
+  Segments s;
+  if (!spec.pivot && horizontal) {
+    s.none = true;
+    return s;
   }
-  // A row segment: the cells sharing the left dimensions and every top one but the last (with
-  // TOTAL, the left ones alone), in the order of the pivot's columns.
-  std::vector<std::uint8_t> in_key(dims_.size(), 1);
-  for (const std::uint32_t t : spec.pivot_top) in_key[t] = 0;
-  if (!w.total && !spec.pivot_top.empty())
-    for (std::size_t i = 0; i + 1 < spec.pivot_top.size(); ++i) in_key[spec.pivot_top[i]] = 1;
-  std::map<std::vector<std::uint32_t>, std::vector<std::size_t>> segments;
-  std::vector<std::uint32_t> key;
-  for (const std::size_t r : order) {
-    key.clear();
-    for (std::size_t d = 0; d < dims_.size(); ++d)
-      if (in_key[d]) key.push_back(cube_->codes_[d][r]);
-    segments[key].push_back(r);
+  s.rows.resize(n);
+  std::iota(s.rows.begin(), s.rows.end(), std::size_t{0});
+  s.first.resize(n);
+  s.last.resize(n);
+  if (!spec.pivot) {  // a straight table: runs of rows sharing every dimension but the last
+    s.at = s.rows;
+    for (std::size_t i = 0; i < n;) {
+      std::size_t end = total ? n : i + 1;
+      while (end < n && same_segment(order[i], order[end])) ++end;
+      for (std::size_t j = i; j < end; ++j) s.first[j] = i, s.last[j] = end;
+      i = end;
+    }
+    return s;
   }
-  std::vector<double> xs, ranks;
-  std::vector<std::string> texts;
-  std::vector<std::uint8_t> has;
-  for (const auto& [k, rows] : segments) {
-    const std::size_t n = rows.size();
-    xs.resize(n);
-    ranks.assign(n, 0);
-    texts.assign(n, std::string());
-    has.assign(n, 0);
-    for (std::size_t i = 0; i < n; ++i) xs[i] = a[rows[i]].num;
-    rank_segment(xs.data(), n, w.mode, w.fmt, ranks.data(), texts.data(), has.data());
-    for (std::size_t i = 0; i < n; ++i)
-      out[rows[i]] = has[i] ? Value::dual(ranks[i], texts[i]) : Value::number(ranks[i]);
+  // A pivot: the dimensions a segment shares. Down a column: every top one, and the left ones
+  // but the last (TOTAL: the top ones alone). Across a row: every left one, and the top ones
+  // but the last (TOTAL: the left ones alone).
+  std::vector<std::uint8_t> top(dims_.size(), 0);
+  for (const std::uint32_t t : spec.pivot_top) top[t] = 1;
+  std::vector<std::size_t> left;
+  for (std::size_t d = 0; d < dims_.size(); ++d)
+    if (!top[d]) left.push_back(d);
+  const std::vector<std::size_t> top_dims(spec.pivot_top.begin(), spec.pivot_top.end());
+  const std::vector<std::size_t>& along = horizontal ? top_dims : left;  // outer first
+  std::vector<const std::vector<std::uint32_t>*> key;
+  for (const std::size_t d : horizontal ? left : top_dims) key.push_back(&cube_->codes_[d]);
+  if (!total)
+    for (std::size_t i = 0; i + 1 < along.size(); ++i) key.push_back(&cube_->codes_[along[i]]);
+  auto same = [&](std::size_t x, std::size_t y) {
+    return std::all_of(key.begin(), key.end(), [&](const auto* codes) { return (*codes)[order[x]] == (*codes)[order[y]]; });
+  };
+  // Display positions grouped by their key, each group in the pivot's order along the
+  // segment (its dimensions outer first, each in its own sort order), then in display order.
+  std::vector<std::vector<double>> sort_keys;
+  for (const std::size_t d : along) sort_keys.push_back(dim_sort_key(d, dim_direction(d)));
+  std::stable_sort(s.rows.begin(), s.rows.end(), [&](std::size_t x, std::size_t y) {
+    for (const auto* codes : key) {
+      const std::uint32_t a = (*codes)[order[x]], b = (*codes)[order[y]];
+      if (a != b) return a < b;
+    }
+    for (const std::vector<double>& k : sort_keys) {
+      const double a = k[order[x]], b = k[order[y]];
+      const bool an = std::isnan(a), bn = std::isnan(b);
+      if (an || bn) {
+        if (an != bn) return bn;
+        continue;
+      }
+      if (a != b) return a < b;
+    }
+    return false;
+  });
+  s.at.resize(n);
+  for (std::size_t j = 0; j < n;) {
+    std::size_t end = j + 1;
+    while (end < n && same(s.rows[j], s.rows[end])) ++end;
+    for (std::size_t i = j; i < end; ++i) {
+      s.at[s.rows[i]] = i;
+      s.first[s.rows[i]] = j;
+      s.last[s.rows[i]] = end;
+    }
+    j = end;
   }
+  return s;
 }
 
 bool HypercubeBuilder::same_segment(std::size_t a, std::size_t b) const {

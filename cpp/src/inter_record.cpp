@@ -17,7 +17,10 @@ const InterRecordFunction kFunctions[] = {
     {"Top", InterRecordKind::kTop, 1, 3, true},           {"Bottom", InterRecordKind::kBottom, 1, 3, true},
     {"RowNo", InterRecordKind::kRowNo, 0, 0, true},       {"NoOfRows", InterRecordKind::kNoOfRows, 0, 0, true},
     {"Column", InterRecordKind::kColumn, 1, 1, false},    {"Rank", InterRecordKind::kRank, 1, 3, true},
-    {"HRank", InterRecordKind::kHRank, 1, 3, true},
+    {"HRank", InterRecordKind::kHRank, 1, 3, true},       {"Before", InterRecordKind::kBefore, 1, 3, true},
+    {"After", InterRecordKind::kAfter, 1, 3, true},       {"First", InterRecordKind::kFirst, 1, 3, true},
+    {"Last", InterRecordKind::kLast, 1, 3, true},         {"ColumnNo", InterRecordKind::kColumnNo, 0, 0, true},
+    {"NoOfColumns", InterRecordKind::kNoOfColumns, 0, 0, true},
 };
 
 std::string number_text(double x) {
@@ -27,6 +30,33 @@ std::string number_text(double x) {
 }
 
 }  // namespace
+
+bool is_horizontal(InterRecordKind kind) {
+  switch (kind) {
+    case InterRecordKind::kHRank:
+    case InterRecordKind::kBefore:
+    case InterRecordKind::kAfter:
+    case InterRecordKind::kFirst:
+    case InterRecordKind::kLast:
+    case InterRecordKind::kColumnNo:
+    case InterRecordKind::kNoOfColumns: return true;
+    default: return false;
+  }
+}
+
+bool is_shift(InterRecordKind kind) {
+  switch (kind) {
+    case InterRecordKind::kAbove:
+    case InterRecordKind::kBelow:
+    case InterRecordKind::kTop:
+    case InterRecordKind::kBottom:
+    case InterRecordKind::kBefore:
+    case InterRecordKind::kAfter:
+    case InterRecordKind::kFirst:
+    case InterRecordKind::kLast: return true;
+    default: return false;
+  }
+}
 
 const InterRecordFunction* find_inter_record_function(std::string_view name) {
   for (const InterRecordFunction& f : kFunctions) {

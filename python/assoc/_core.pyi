@@ -370,7 +370,8 @@ class Session(metaclass=_pybind11_type):
     ) -> Hypercube:
         """
         The hypercube of dimensions and measures under one state's selections; `pivot_top`: a pivot
-        table's dimensions on top, by position (HRank ranks across them), None for other tables.
+        table's dimensions on top, by position (the inter-record functions read its columns and
+        rows), None for other tables.
         """
     def indices(
         self, field: str, state: str, in_state: str = "$"

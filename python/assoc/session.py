@@ -450,7 +450,7 @@ class Session:
         """Dimension tuples associated under the selections, with measures (DESIGN.md §2b);
         `state` is the object's selection state (aggregations without a set identifier).
         `pivot_top` makes it a pivot table's cube: its dimensions on top, by position, outer
-        first (HRank ranks across them; it is NULL in other cubes).
+        first: the inter-record functions read its columns and rows (docs/hypercubes.md).
         `$(…)` in dimensions and measures is expanded first with `variables` (default: the
         session's `variables`); the cube's columns keep the names as given."""
         dims, meas = names(dimensions, "dimensions"), names(measures, "measures")

@@ -247,6 +247,60 @@ def test_hrank_ranks_across_the_columns_of_a_row(qix: QixClient) -> None:
     assert [row[1]["qText"] for row in matrix] == ["-"] * len(customers)
 
 
+def pivot_numbers(qix: QixClient, dims: list[str], measure: str) -> list[list[Any]]:
+    """The cells of a pivot with the first dimension on the left, the second on top."""
+    obj = qix.handle_of("CreateSessionObject", [pivot(dims, [measure], qNoOfLeftDims=1)], 1)
+    return numbers(hypercube(qix, obj)["qPivotDataPages"][0])
+
+
+def test_rows_and_above_down_a_pivot_column(qix: QixClient) -> None:
+    """Spec §5 in a pivot: RowNo, NoOfRows and Above read one column of the top dimension
+    (Customer on the left, Region on top), not the straight table's rows of a customer."""
+    customers = sorted(set(ORDERS["Customer"]) | set(CUSTOMERS["Customer"]))
+    regions = [*REGIONS, "-"]
+    column = {r: [c for c in customers if [r, c] in PAIRS] for r in regions}
+    rows = []
+    above = []
+    for customer in customers:
+        row: list[Any] = ["NaN"] * len(regions)
+        up: list[Any] = ["NaN"] * len(regions)
+        for j, region in enumerate(regions):
+            if customer in column[region]:
+                i = column[region].index(customer)
+                row[j] = (i + 1) * 10 + len(column[region])
+                if i > 0:
+                    up[j] = total(orders(customer=column[region][i - 1]))
+        rows.append(row)
+        above.append(up)
+    # Sum(Amount) brings d's order without a region (the cells come from the records the
+    # aggregations read).
+    rows_measure = "RowNo() * 10 + NoOfRows() + 0 * Sum(Amount)"
+    assert pivot_numbers(qix, ["Customer", "Region"], rows_measure) == rows
+    assert pivot_numbers(qix, ["Customer", "Region"], "Above(Sum(Amount))") == above
+    assert any(n != "NaN" for r in above for n in r)
+
+
+def test_before_and_column_numbers_across_a_pivot_row(qix: QixClient) -> None:
+    """Spec §5: Before, ColumnNo and NoOfColumns read the cells of a row across the top
+    dimension (each customer's orders)."""
+    customers = sorted(set(ORDERS["Customer"]) | set(CUSTOMERS["Customer"]))
+    order_ids = sorted(ORDERS["OrderId"])
+    numbers_expected, before = [], []
+    for customer in customers:
+        mine = sorted(ORDERS["OrderId"][i] for i in orders(customer=customer))
+        row: list[Any] = ["NaN"] * len(order_ids)
+        prev: list[Any] = ["NaN"] * len(order_ids)
+        for k, order_id in enumerate(mine):
+            row[order_ids.index(order_id)] = (k + 1) * 10 + len(mine)
+            if k > 0:
+                prev[order_ids.index(order_id)] = ORDERS["Amount"][mine[k - 1] - 1]
+        numbers_expected.append(row)
+        before.append(prev)
+    dims = ["Customer", "OrderId"]
+    assert pivot_numbers(qix, dims, "ColumnNo() * 10 + NoOfColumns()") == numbers_expected
+    assert pivot_numbers(qix, dims, "Before(Sum(Amount))") == before
+
+
 def test_pages_cut_nodes_with_up_and_down(qix: QixClient) -> None:
     props = pivot(["Region", "Customer"], ["Sum(Amount)", "Count(OrderId)"])
     props["qHyperCubeDef"]["qAlwaysFullyExpanded"] = True

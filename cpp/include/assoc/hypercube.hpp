@@ -28,7 +28,7 @@ struct HypercubeSpec {
   // functions are sorted all the same.
   bool unordered = false;
   // A pivot table's cube: its dimensions on top, by position in `dimensions`, outer first (the
-  // others are on the left). HRank ranks across them; in other tables it is NULL (§5).
+  // others are on the left). The inter-record functions read its column and row segments (§5).
   bool pivot = false;
   std::vector<std::uint32_t> pivot_top;
 

@@ -1,9 +1,13 @@
 #pragma once
 // Chart functions that read other rows of the sorted hypercube (spec chart-expressions §5):
-// Above, Below, Top, Bottom, RowNo, NoOfRows, Column, Rank, HRank. They are computed after the
-// rows are sorted, per column segment (the rows sharing every dimension value but the last) or,
-// with TOTAL, over the whole column; over every row, not only a requested page. HRank ranks
-// across the columns of a pivot table (its row segment), and is NULL in other tables.
+// Above, Below, Top, Bottom, RowNo, NoOfRows, Column, Rank, and across a pivot table's columns
+// Before, After, First, Last, ColumnNo, NoOfColumns, HRank. They are computed after the rows are
+// sorted, over every row, not only a requested page. The vertical ones read a column segment:
+// in a straight table the rows sharing every dimension value but the last; in a pivot table
+// the rows sharing every left dimension but the last and every top one (one column of the
+// pivot); with TOTAL, the whole column. The horizontal ones read a row segment of a pivot: the
+// cells sharing every left dimension and every top one but the last (with TOTAL, the whole
+// row); they are NULL in other tables.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -11,7 +15,30 @@
 
 namespace assoc {
 
-enum class InterRecordKind : std::uint8_t { kAbove, kBelow, kTop, kBottom, kRowNo, kNoOfRows, kColumn, kRank, kHRank };
+enum class InterRecordKind : std::uint8_t {
+  kAbove,
+  kBelow,
+  kTop,
+  kBottom,
+  kRowNo,
+  kNoOfRows,
+  kColumn,
+  kRank,
+  kHRank,
+  kBefore,
+  kAfter,
+  kFirst,
+  kLast,
+  kColumnNo,
+  kNoOfColumns,
+};
+
+// Whether it reads across a pivot's columns (a row segment) rather than down a column.
+bool is_horizontal(InterRecordKind kind);
+
+// Whether it reads other rows' values at an offset (Above, Below, Top, Bottom, Before, After,
+// First, Last): usable with a count inside a Range function.
+bool is_shift(InterRecordKind kind);
 
 struct InterRecordFunction {
   const char* name;
