@@ -213,6 +213,7 @@ Bytes filtered_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std:
   const PackedIndex& index = *c.index;
   const Bitset& keep = *t.row_filter;
   constexpr std::size_t kChunkWords = 1024;
+  constexpr std::size_t kSparse = 16;  // under one kept row in this many, rows are read one by one
   const std::size_t n_words = keep.word_count();
   const std::size_t n_chunks = (n_words + kChunkWords - 1) / kChunkWords;
   std::vector<std::size_t> starts(n_chunks + 1, 0);
@@ -228,15 +229,29 @@ Bytes filtered_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std:
       [&](std::size_t k) {
         const std::size_t first = k * kChunkWords * 64;
         const std::size_t end = std::min(t.rows, (k + 1) * kChunkWords * 64);
-        std::vector<std::uint32_t> rows(end - first);
-        index.decode(first, end - first, rows.data());
+        const std::size_t last_word = std::min(n_words, (k + 1) * kChunkWords);
         std::size_t at = starts[k];
-        for (std::size_t w = k * kChunkWords; w < std::min(n_words, (k + 1) * kChunkWords); ++w) {
+        if ((starts[k + 1] - starts[k]) * kSparse >= end - first) {
+          // Many rows kept: every row of the chunk decoded at once, the kept ones picked.
+          std::vector<std::uint32_t> rows(end - first);
+          index.decode(first, end - first, rows.data());
+          for (std::size_t w = k * kChunkWords; w < last_word; ++w) {
+            std::uint64_t bits = keep.words()[w];
+            while (bits != 0) {
+              const auto j = static_cast<std::size_t>(__builtin_ctzll(bits));
+              bits &= bits - 1;
+              codes[at++] = rows[w * 64 + j - first];
+            }
+          }
+          return;
+        }
+        // Few rows kept (a narrow selection): only the kept rows are read.
+        for (std::size_t w = k * kChunkWords; w < last_word; ++w) {
           std::uint64_t bits = keep.words()[w];
           while (bits != 0) {
             const auto j = static_cast<std::size_t>(__builtin_ctzll(bits));
             bits &= bits - 1;
-            codes[at++] = rows[w * 64 + j - first];
+            codes[at++] = index.get(w * 64 + j);
           }
         }
       },
