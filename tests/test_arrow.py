@@ -297,6 +297,14 @@ def test_many_rows_go_out_whole_with_nulls_duals_and_a_filter():
         assert t.column("Qty").to_pylist() == [qty[i] for i in kept]
         numbers = [None if when[i] is None else when[i].number for i in kept]
         assert t.column("When").to_pylist() == numbers
+        # A narrow selection (above) reads only the kept rows; a wide one decodes them all.
+        wide = [f"r{k}" for k in range(0, 50, 2)]
+        s.select("Region", wide)
+        kept = [i for i in ids if region[i] in wide]
+        t = pa.table(s.table("T"))
+        assert t.column("Id").to_pylist() == kept
+        assert t.column("Price").to_pylist() == [price[i] for i in kept]
+        assert t.column("Region").to_pylist() == [region[i] for i in kept]
 
 
 def test_empty_tables_and_long_texts():

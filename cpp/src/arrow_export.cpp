@@ -9,6 +9,10 @@
 #include <limits>
 #include <string>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "assoc/arrow_c.hpp"
 #include "assoc/big_blocks.hpp"
 #include "assoc/error.hpp"
@@ -209,6 +213,7 @@ Bytes filtered_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std:
   const PackedIndex& index = *c.index;
   const Bitset& keep = *t.row_filter;
   constexpr std::size_t kChunkWords = 1024;
+  constexpr std::size_t kSparse = 16;  // under one kept row in this many, rows are read one by one
   const std::size_t n_words = keep.word_count();
   const std::size_t n_chunks = (n_words + kChunkWords - 1) / kChunkWords;
   std::vector<std::size_t> starts(n_chunks + 1, 0);
@@ -224,15 +229,29 @@ Bytes filtered_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std:
       [&](std::size_t k) {
         const std::size_t first = k * kChunkWords * 64;
         const std::size_t end = std::min(t.rows, (k + 1) * kChunkWords * 64);
-        std::vector<std::uint32_t> rows(end - first);
-        index.decode(first, end - first, rows.data());
+        const std::size_t last_word = std::min(n_words, (k + 1) * kChunkWords);
         std::size_t at = starts[k];
-        for (std::size_t w = k * kChunkWords; w < std::min(n_words, (k + 1) * kChunkWords); ++w) {
+        if ((starts[k + 1] - starts[k]) * kSparse >= end - first) {
+          // Many rows kept: every row of the chunk decoded at once, the kept ones picked.
+          std::vector<std::uint32_t> rows(end - first);
+          index.decode(first, end - first, rows.data());
+          for (std::size_t w = k * kChunkWords; w < last_word; ++w) {
+            std::uint64_t bits = keep.words()[w];
+            while (bits != 0) {
+              const auto j = static_cast<std::size_t>(__builtin_ctzll(bits));
+              bits &= bits - 1;
+              codes[at++] = rows[w * 64 + j - first];
+            }
+          }
+          return;
+        }
+        // Few rows kept (a narrow selection): only the kept rows are read.
+        for (std::size_t w = k * kChunkWords; w < last_word; ++w) {
           std::uint64_t bits = keep.words()[w];
           while (bits != 0) {
             const auto j = static_cast<std::size_t>(__builtin_ctzll(bits));
             bits &= bits - 1;
-            codes[at++] = rows[w * 64 + j - first];
+            codes[at++] = index.get(w * 64 + j);
           }
         }
       },
@@ -240,14 +259,36 @@ Bytes filtered_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std:
   return out;
 }
 
-// Rows per step of a column's one pass: a step's codes stay in the first-level cache while
-// its values and validity bits are written.
+// Rows per step of a column's one pass: a step's codes and values stay in the first-level
+// cache while its values and validity bits are made.
 constexpr std::size_t kStepRows = 4096;
+
+// Stores `n` values of 4 or 8 bytes from a step (in the cache) to their place in an output
+// buffer, with stores that bypass the cache where the machine has them: the buffers are far
+// bigger than the cache and read later by another library, and an ordinary store first reads
+// each line it overwrites (twice the memory traffic). fence_stores() ends a thread's share.
+template <typename T>
+void stream_store(T* to, const T* from, std::size_t n) {
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  constexpr std::size_t kPerStore = 16 / sizeof(T);
+  for (; i < n && (reinterpret_cast<std::uintptr_t>(to + i) & 15U) != 0; ++i) to[i] = from[i];
+  for (; i + kPerStore <= n; i += kPerStore)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(to + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i)));
+#endif
+  for (; i < n; ++i) to[i] = from[i];
+}
+
+inline void fence_stores() {
+#if defined(__SSE2__)
+  _mm_sfence();  // the streamed stores are seen before the thread reports its range done
+#endif
+}
 
 // One pass over a symbol column's output rows: per step of at most kStepRows rows [b, e)
 // (b a multiple of 64), step(b, e, codes) with those rows' codes (NULL as kNull) at codes[0..),
-// the column's symbol map applied. With `dst`, the codes are written to dst + b and stay
-// there; else they are decoded (or mapped) into a scratch buffer, or read where they are.
+// the column's symbol map applied, in a scratch buffer the step may change. With `dst`, the
+// codes as the step leaves them are then stored to dst + b.
 template <typename Step>
 void for_each_step(const ArrowExportColumn& c, const ArrowExportTable& t, std::size_t out_rows, std::uint32_t* dst,
                    CpuAccount* cpu, Step&& step) {
@@ -267,24 +308,22 @@ void for_each_step(const ArrowExportColumn& c, const ArrowExportTable& t, std::s
       out_rows, 64,
       [&](std::size_t b, std::size_t e) {
         const std::vector<std::uint32_t>* map = c.symbol_map;
-        const bool copy = source != nullptr && (dst != nullptr || map != nullptr);
-        std::vector<std::uint32_t> scratch(dst == nullptr && (source == nullptr || copy) ? kStepRows : 0);
+        std::vector<std::uint32_t> scratch(kStepRows);
+        std::uint32_t* codes = scratch.data();
         for (std::size_t s = b; s < e; s += kStepRows) {
           const std::size_t n = std::min(e, s + kStepRows) - s;
-          std::uint32_t* to = dst != nullptr ? dst + s : scratch.data();
-          const std::uint32_t* codes = to;
-          if (copy) {
-            std::copy(source + s, source + s + n, to);
-          } else if (source != nullptr) {
-            codes = source + s;
+          if (source != nullptr) {
+            std::copy(source + s, source + s + n, codes);
           } else {
-            c.index->decode(s, n, to);
+            c.index->decode(s, n, codes);
           }
           if (map != nullptr) {
-            for (std::size_t i = 0; i < n; ++i) to[i] = to[i] < map->size() ? (*map)[to[i]] : kNull;
+            for (std::size_t i = 0; i < n; ++i) codes[i] = codes[i] < map->size() ? (*map)[codes[i]] : kNull;
           }
           step(s, s + n, codes);
+          if (dst != nullptr) stream_store(dst + s, codes, n);
         }
+        fence_stores();
       },
       cpu);
 }
@@ -313,12 +352,14 @@ template <typename T>
 struct NumberLookup {
   std::vector<T> value;
   std::vector<std::uint8_t> has;
+  bool every_symbol_has_one = true;
 
   explicit NumberLookup(const SymbolTable& symbols)
       : value(std::size_t{symbols.size()} + 1), has(std::size_t{symbols.size()} + 1) {
     for (std::uint32_t k = 0; k < symbols.size(); ++k) {
       has[k + 1] = symbols.has_number(k);
       value[k + 1] = has[k + 1] ? static_cast<T>(symbols.number(k)) : T{};
+      every_symbol_has_one = every_symbol_has_one && has[k + 1] != 0;
     }
   }
   bool write(std::uint32_t code, T* out) const {
@@ -335,19 +376,36 @@ inline bool text_index(std::uint32_t& code) {
   return ok;
 }
 
+// Whether a column of a packed index may have NULL rows (a filter keeps a subset of its rows;
+// codes given and a symbol map may hold NULLs).
+bool may_be_null(const ArrowExportColumn& c) {
+  return c.codes != nullptr || c.symbol_map != nullptr || c.index->has_null();
+}
+
 // A numeric array: each row's symbol number (int64 or float64), NULL where a row has none.
+// A column with no NULL row and a number in every symbol has no bitmap: its values are a
+// plain lookup of the codes' numbers. A step's values are made in the cache, then stored.
 template <typename T>
 std::unique_ptr<ArrowArray> number_array(const ArrowExportColumn& c, const ArrowExportTable& t, std::size_t n,
                                          CpuAccount* cpu) {
   const NumberLookup<T> lookup(*c.symbols);
+  const bool nulls_possible = may_be_null(c) || !lookup.every_symbol_has_one;
   auto d = std::make_unique<ArrayData>();
-  d->owned.push_back(make_bytes((n + 7) / 8));
+  d->owned.push_back(make_bytes(nulls_possible ? (n + 7) / 8 : 0));
   d->owned.push_back(make_bytes(n * sizeof(T)));
   std::uint8_t* validity = d->owned[0].data();
   T* values = reinterpret_cast<T*>(d->owned[1].data());
+  const T* number_of = lookup.value.data() + 1;  // code k's number at number_of[k]
   std::atomic<std::int64_t> nulls{0};
   for_each_step(c, t, n, nullptr, cpu, [&](std::size_t b, std::size_t e, const std::uint32_t* codes) {
-    nulls += write_validity(b, e, validity, [&](std::size_t j) { return lookup.write(codes[j - b], values + j); });
+    alignas(16) T step_values[kStepRows];
+    if (nulls_possible) {
+      nulls += write_validity(b, e, validity,
+                              [&](std::size_t j) { return lookup.write(codes[j - b], step_values + (j - b)); });
+    } else {
+      for (std::size_t i = 0; i < e - b; ++i) step_values[i] = number_of[codes[i]];
+    }
+    stream_store(values + b, step_values, e - b);
   });
   const std::int64_t nn = nulls.load();
   return new_array(static_cast<std::int64_t>(n), nn, std::move(d), {nn == 0 ? -1 : 0, 1});
@@ -358,15 +416,16 @@ std::unique_ptr<ArrowArray> number_array(const ArrowExportColumn& c, const Arrow
 // codes go out as they are, with no bitmap (a symbol map may make NULLs: it has one).
 std::unique_ptr<ArrowArray> text_array(const ArrowExportColumn& c, bool large, const ArrowExportTable& t, std::size_t n,
                                        CpuAccount* cpu) {
-  const bool may_be_null = c.codes != nullptr || c.symbol_map != nullptr || c.index->has_null();
+  const bool nulls_possible = may_be_null(c);
   auto d = std::make_unique<ArrayData>();
-  d->owned.push_back(make_bytes(may_be_null ? (n + 7) / 8 : 0));
+  d->owned.push_back(make_bytes(nulls_possible ? (n + 7) / 8 : 0));
   d->owned.push_back(make_bytes(n * 4));
   std::uint8_t* validity = d->owned[0].data();
   auto* idx = reinterpret_cast<std::uint32_t*>(d->owned[1].data());
   std::atomic<std::int64_t> nulls{0};
-  for_each_step(c, t, n, idx, cpu, [&](std::size_t b, std::size_t e, const std::uint32_t*) {
-    if (may_be_null) nulls += write_validity(b, e, validity, [&](std::size_t j) { return text_index(idx[j]); });
+  for_each_step(c, t, n, idx, cpu, [&](std::size_t b, std::size_t e, std::uint32_t* codes) {
+    if (nulls_possible)
+      nulls += write_validity(b, e, validity, [&](std::size_t j) { return text_index(codes[j - b]); });
   });
   d->dictionary = large ? text_dictionary<std::int64_t>(*c.symbols) : text_dictionary<std::int32_t>(*c.symbols);
   const std::int64_t nn = nulls.load();
@@ -377,26 +436,27 @@ std::unique_ptr<ArrowArray> text_array(const ArrowExportColumn& c, bool large, c
 // row has no value: the three arrays written in one pass.
 std::unique_ptr<ArrowArray> dual_array(const ArrowExportColumn& c, bool large, const ArrowExportTable& t, std::size_t n,
                                        CpuAccount* cpu) {
-  const bool may_be_null = c.codes != nullptr || c.symbol_map != nullptr || c.index->has_null();
+  const bool nulls_possible = may_be_null(c);
   const NumberLookup<double> lookup(*c.symbols);
   auto number = std::make_unique<ArrayData>();
   number->owned.push_back(make_bytes((n + 7) / 8));
   number->owned.push_back(make_bytes(n * 8));
   auto text = std::make_unique<ArrayData>();
-  text->owned.push_back(make_bytes(may_be_null ? (n + 7) / 8 : 0));
+  text->owned.push_back(make_bytes(nulls_possible ? (n + 7) / 8 : 0));
   text->owned.push_back(make_bytes(n * 4));
   auto dual = std::make_unique<ArrayData>();
-  dual->owned.push_back(make_bytes(may_be_null ? (n + 7) / 8 : 0));
+  dual->owned.push_back(make_bytes(nulls_possible ? (n + 7) / 8 : 0));
   std::uint8_t* number_validity = number->owned[0].data();
   auto* values = reinterpret_cast<double*>(number->owned[1].data());
   std::uint8_t* text_validity = text->owned[0].data();
   auto* idx = reinterpret_cast<std::uint32_t*>(text->owned[1].data());
   std::uint8_t* dual_validity = dual->owned[0].data();
   std::atomic<std::int64_t> number_nulls{0}, nulls{0};
-  for_each_step(c, t, n, idx, cpu, [&](std::size_t b, std::size_t e, const std::uint32_t*) {
-    number_nulls += write_validity(b, e, number_validity, [&](std::size_t j) { return lookup.write(idx[j], values + j); });
-    if (!may_be_null) return;
-    nulls += write_validity(b, e, text_validity, [&](std::size_t j) { return text_index(idx[j]); });
+  for_each_step(c, t, n, idx, cpu, [&](std::size_t b, std::size_t e, std::uint32_t* codes) {
+    number_nulls +=
+        write_validity(b, e, number_validity, [&](std::size_t j) { return lookup.write(codes[j - b], values + j); });
+    if (!nulls_possible) return;
+    nulls += write_validity(b, e, text_validity, [&](std::size_t j) { return text_index(codes[j - b]); });
     std::copy(text_validity + b / 8, text_validity + (e + 7) / 8, dual_validity + b / 8);
   });
   text->dictionary = large ? text_dictionary<std::int64_t>(*c.symbols) : text_dictionary<std::int32_t>(*c.symbols);
