@@ -71,32 +71,25 @@ Window HypercubeBuilder::plan_window(const std::string& text, const Expression& 
   w.kind = f->kind;
   w.total = x.total;
   const std::string name = f->name;
+  if (is_shift(w.kind)) {  // Above, Below, Top, Bottom and their horizontal counterparts
+    w.arg = bind_measure(text, e, x.args[0], plan, true);
+    w.offset = w.kind == InterRecordKind::kAbove || w.kind == InterRecordKind::kBelow ||
+                       w.kind == InterRecordKind::kBefore || w.kind == InterRecordKind::kAfter
+                   ? 1
+                   : 0;
+    if (x.args.size() > 1) w.offset = static_cast<std::int64_t>(constant_arg(text, e, x.args[1], "the offset of " + name));
+    if (x.args.size() > 2 && in_range && !is_constant(e, x.args[2])) {
+      // A count per row (RangeSum(Above(Sum(X), 0, RowNo()))): a plan over the measure's inputs.
+      w.count_plan = bind_measure(text, e, x.args[2], plan, false);
+      w.dynamic_count = true;
+    } else if (x.args.size() > 2) {
+      w.count = static_cast<std::int64_t>(constant_arg(text, e, x.args[2], "the count of " + name));
+    }
+    if (w.count < 1 || w.count > 1000000) fail(text, e.nodes[x.args[2]].position, "the count of " + name + " must be 1 or more");
+    if (w.count > 1 && !in_range)
+      fail(text, x.position, name + " with a count gives several values: use it inside a Range function (RangeSum, …)");
+  }
   switch (w.kind) {
-    case InterRecordKind::kAbove:
-    case InterRecordKind::kBelow:
-    case InterRecordKind::kTop:
-    case InterRecordKind::kBottom:
-    case InterRecordKind::kBefore:
-    case InterRecordKind::kAfter:
-    case InterRecordKind::kFirst:
-    case InterRecordKind::kLast:
-      w.arg = bind_measure(text, e, x.args[0], plan, true);
-      w.offset = w.kind == InterRecordKind::kAbove || w.kind == InterRecordKind::kBelow ||
-                         w.kind == InterRecordKind::kBefore || w.kind == InterRecordKind::kAfter
-                     ? 1
-                     : 0;
-      if (x.args.size() > 1) w.offset = static_cast<std::int64_t>(constant_arg(text, e, x.args[1], "the offset of " + name));
-      if (x.args.size() > 2 && in_range && !is_constant(e, x.args[2])) {
-        // A count per row (RangeSum(Above(Sum(X), 0, RowNo()))): a plan over the measure's inputs.
-        w.count_plan = bind_measure(text, e, x.args[2], plan, false);
-        w.dynamic_count = true;
-      } else if (x.args.size() > 2) {
-        w.count = static_cast<std::int64_t>(constant_arg(text, e, x.args[2], "the count of " + name));
-      }
-      if (w.count < 1 || w.count > 1000000) fail(text, e.nodes[x.args[2]].position, "the count of " + name + " must be 1 or more");
-      if (w.count > 1 && !in_range)
-        fail(text, x.position, name + " with a count gives several values: use it inside a Range function (RangeSum, …)");
-      break;
     case InterRecordKind::kRank:
     case InterRecordKind::kHRank:
       w.arg = bind_measure(text, e, x.args[0], plan, true);
