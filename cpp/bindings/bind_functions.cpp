@@ -97,7 +97,6 @@ void distinct_rows(const std::vector<Column>& columns, std::size_t n, std::vecto
     for (std::size_t r = 0; r < n; ++r) rows[r] = r;
     return;
   }
-  
   // Each varying column's rows coded by value, then the codes combined in one 64-bit key.
   struct Key {
     std::uint64_t bits;

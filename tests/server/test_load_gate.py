@@ -62,6 +62,13 @@ def test_capacity_is_half_the_budget_with_a_floor() -> None:
     assert load_capacity(0) >= 64 << 20
 
 
+def _wait_while_trims(gate: LoadGate, n: int) -> None:
+    """Waits (5 s at most) while the gate has handed memory back `n` times."""
+    deadline = time.monotonic() + 5
+    while gate.trims == n and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def test_free_memory_goes_back_once_the_gate_stays_idle() -> None:
     gate = LoadGate(100, trim_delay_s=0.3)
     # A stream of work with short gaps: nothing is handed back in between.
@@ -71,9 +78,7 @@ def test_free_memory_goes_back_once_the_gate_stays_idle() -> None:
         time.sleep(0.02)
     assert gate.trims == 0
     # Idle for longer than the delay: handed back once.
-    deadline = time.monotonic() + 5
-    while gate.trims == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait_while_trims(gate, 0)
     assert gate.trims == 1
     time.sleep(0.5)
     assert gate.trims == 1  # once per idle period, not again and again
@@ -81,7 +86,5 @@ def test_free_memory_goes_back_once_the_gate_stays_idle() -> None:
     with gate.admit(10):
         time.sleep(0.5)
         assert gate.trims == 1
-    deadline = time.monotonic() + 5
-    while gate.trims == 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait_while_trims(gate, 1)
     assert gate.trims == 2
