@@ -97,6 +97,7 @@ void mask_columns(ArrowExport& e, const RowMask& mask, const std::vector<std::ui
       if (i < all.size()) (*map)[i] = kept.append(all.value(static_cast<std::uint32_t>(i)));
     });
     masked->symbols.push_back(std::make_unique<SymbolTable>(kept.finish()));
+    col.typed_by = &all;
     col.symbols = masked->symbols.back().get();
     col.symbol_map = map.get();
     masked->maps.push_back(std::move(map));
@@ -129,6 +130,7 @@ void used_symbols_only(ArrowExport& e) {
       (*codes)[r] = c < all.size() ? map[c] : kNull;
     }
     used->symbols.push_back(std::make_unique<SymbolTable>(kept.finish()));
+    if (col.typed_by == nullptr) col.typed_by = &all;
     col.symbols = used->symbols.back().get();
     col.codes = codes.get();
     used->codes.push_back(std::move(codes));
@@ -138,6 +140,59 @@ void used_symbols_only(ArrowExport& e) {
 
 std::size_t export_rows(const ArrowExport& e) {
   return e.table.row_filter != nullptr ? e.table.row_filter->count() : e.table.rows;
+}
+
+// A list object's page: the field's values at `codes` (in page order; checked against its symbol
+// table), their symbol indexes as int64 (`elem`) and their states as a dictionary of
+// `state_names`. Every dictionary holds only the page's values, so a section access reduction
+// (the caller's codes are the user's) shows nothing beyond them.
+ArrowExport list_page_export(std::shared_ptr<const AssociativeModel> model, const std::string& field,
+                             const std::vector<std::int64_t>& codes, const std::vector<std::uint8_t>& states,
+                             const std::vector<std::string>& state_names, const std::vector<std::string>& names,
+                             ArrowDuals duals) {
+  const DataModel& data = model->data();
+  const int f = data.find_field(field);
+  if (f < 0) throw Error("field not found: " + field);
+  const SymbolTable& symbols = data.fields()[static_cast<std::size_t>(f)].symbols;
+  if (states.size() != codes.size()) throw Error("a list page needs one state per value");
+  if (names.size() != 3) throw Error("a list page has three columns: value, elem, state");
+  struct Page {
+    std::shared_ptr<const AssociativeModel> model;
+    std::vector<std::uint32_t> values, elems, states;
+    SymbolTable elem_symbols, state_symbols;
+  };
+  auto page = std::make_shared<Page>();
+  SymbolTableBuilder elems, state_texts;
+  for (const std::string& n : state_names) state_texts.append(DualView::of_text(n));
+  page->values.reserve(codes.size());
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    if (codes[i] < 0 || static_cast<std::uint64_t>(codes[i]) >= symbols.size())
+      throw Error("list page: no value " + std::to_string(codes[i]) + " in field " + field);
+    if (states[i] >= state_names.size()) throw Error("list page: unknown state " + std::to_string(states[i]));
+    page->values.push_back(static_cast<std::uint32_t>(codes[i]));
+    page->elems.push_back(elems.append(DualView::of_number(static_cast<double>(codes[i]))));
+    page->states.push_back(states[i]);
+  }
+  page->elem_symbols = elems.finish();
+  page->state_symbols = state_texts.finish();
+  page->model = std::move(model);
+  ArrowExport out;
+  out.duals = duals;
+  out.table.rows = codes.size();
+  ArrowExportColumn value, elem, state;
+  value.name = names[0];
+  value.symbols = &symbols;
+  value.codes = &page->values;
+  elem.name = names[1];
+  elem.symbols = &page->elem_symbols;
+  elem.codes = &page->elems;
+  state.name = names[2];
+  state.symbols = &page->state_symbols;
+  state.codes = &page->states;
+  out.table.columns = {std::move(value), std::move(elem), std::move(state)};
+  out.owner = std::move(page);
+  used_symbols_only(out);
+  return out;
 }
 
 }  // namespace
@@ -246,6 +301,19 @@ void bind_arrow(py::module_& m) {
       },
       py::name("arrow_table"), py::is_method(session), py::arg("table"), py::arg("duals"),
       "A table's possible rows under the session's selections, for Arrow consumers.");
+
+  session.attr("arrow_list_page") = py::cpp_function(
+      [](const Session& s, const std::string& field, const std::vector<std::int64_t>& codes,
+         const std::vector<std::uint8_t>& states, const std::vector<std::string>& state_names,
+         const std::vector<std::string>& names, const std::string& duals) {
+        return list_page_export(s.model().shared_from_this(), field, codes, states, state_names, names,
+                                duals_named(duals));
+      },
+      py::name("arrow_list_page"), py::is_method(session), py::arg("field"), py::arg("codes"), py::arg("states"),
+      py::arg("state_names"), py::arg("names"), py::arg("duals"),
+      "A list object's page for Arrow consumers, columns `names`: the field's values `codes`\n"
+      "(symbol indexes, in page order), each one's symbol index and\n"
+      "its state (`state_names[states[i]]`).");
 
   py::object script_table = m.attr("ScriptTable");
   script_table.attr("read_arrow") = py::cpp_function(

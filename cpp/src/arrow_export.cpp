@@ -180,8 +180,8 @@ bool needs_large_text(const SymbolTable& symbols) {
 ColumnPlan plan_of(const ArrowExportColumn& c, ArrowDuals duals) {
   ColumnPlan p;
   if (c.symbols == nullptr) return p;  // numbers: float64
-  const SymbolTable& s = *c.symbols;
-  p.large_text = needs_large_text(s);
+  p.large_text = needs_large_text(*c.symbols);
+  const SymbolTable& s = c.typed_by != nullptr ? *c.typed_by : *c.symbols;
   const bool numbers_only = !s.any_text();
   const bool texts_only = !s.any_numeric() && s.size() > 0;
   if (numbers_only) {

@@ -19,7 +19,7 @@ from assoc._core import (
 from assoc.app import App, Table
 from assoc.hypercube import Hypercube
 from assoc.qvd_stream import QvdStream
-from assoc.session import Session
+from assoc.session import ListPage, Session
 
 try:
     __version__ = version("assoc")
@@ -31,6 +31,7 @@ __all__ = [
     "Dual",
     "Error",
     "Hypercube",
+    "ListPage",
     "QvdStream",
     "Session",
     "Table",

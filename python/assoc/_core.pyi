@@ -379,6 +379,20 @@ class Session(metaclass=_pybind11_type):
         """
         Symbol indexes of a field's values in one state, in order.
         """
+    def arrow_list_page(
+        self,
+        field: str,
+        codes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+        states: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+        state_names: collections.abc.Sequence[str],
+        names: collections.abc.Sequence[str],
+        duals: str,
+    ) -> ArrowExport:
+        """
+        A list object's page for Arrow consumers, columns `names`: the field's values `codes`
+        (symbol indexes, in page order), each one's symbol index and
+        its state (`state_names[states[i]]`).
+        """
     def arrow_table(self, table: str, duals: str) -> ArrowExport:
         """
         A table's possible rows under the session's selections, for Arrow consumers.

@@ -12,6 +12,7 @@ from assoc import _core
 from assoc.access import ACCESS_TABLE, DENIED, AccessTable, hidden_name, reduction_codes
 from assoc.annotations import Annotations
 from assoc.arrow import ArrowExport, Duals, check_duals, is_arrow_stream, read_arrow
+from assoc.field_order import FieldOrder, MadeOnce
 from assoc.session import Reduction, Session
 from assoc.sources import Source, SourceKind, TableSource, load_model
 
@@ -83,6 +84,8 @@ class App:
         # Section access: the access table the app's script loaded (kept as a hidden table).
         self.access: AccessTable | None = AccessTable.of_model(model)
         self._reductions: dict[tuple[str, frozenset[str]], Reduction] = {}  # by user, groups
+        # Each field's values in sort order, for list pages (made on first use, kept).
+        self._orders = MadeOnce(lambda field: FieldOrder(self.symbols(field)))
 
     @classmethod
     def from_tables(
@@ -195,10 +198,10 @@ class App:
         with section access it is `user`'s (member of `groups`), reduced to the data the access
         table gives them; assoc.Error("Access denied") when it gives them nothing."""
         if self.access is None:
-            return Session(self._associative, user)
+            return Session(self._associative, user, orders=self._orders)
         if isinstance(groups, str) or not all(isinstance(g, str) for g in groups):
             raise _core.Error("a session's groups must be a list of strings")
-        return Session(self._associative, user, self.reduction(user, groups))
+        return Session(self._associative, user, self.reduction(user, groups), self._orders)
 
     def reduction(self, user: str, groups: Iterable[str] = ()) -> Reduction:
         """What section access leaves `user`, with its row mask (made once per user and

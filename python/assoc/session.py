@@ -15,6 +15,14 @@ import numpy as np
 from assoc import _core
 from assoc.arrow import ArrowExport, Duals, check_duals
 from assoc.expansion import Expander
+from assoc.field_order import (
+    STATE_NAMES,
+    FieldOrder,
+    MadeOnce,
+    display_order,
+    sort_keys,
+    value_states,
+)
 from assoc.hypercube import Hypercube, SortSpec, names, sort_pairs
 
 STATES = ("selected", "possible", "alternative", "excluded", "selected_excluded")
@@ -81,6 +89,7 @@ class Session:
         model: _core.AssociativeModel,
         user: str = "",
         reduction: Reduction | None = None,
+        orders: MadeOnce[FieldOrder] | None = None,
     ) -> None:
         if not isinstance(user, str):
             raise _core.Error("a session's user must be a string")
@@ -88,6 +97,7 @@ class Session:
         # set expression and state; the omitted fields are refused here.
         self._impl = _core.Session(model, user, reduction.mask if reduction else None)
         self._reduction = reduction
+        self._orders = orders  # the app's fields in sort order (list pages)
         self._shown: dict[str, np.ndarray] = {}  # per field, which symbols the mask leaves
         self._touched: set[str] = set()  # fields that may have a selection
         self._locked: set[str] = set()
@@ -436,6 +446,51 @@ class Session:
                 self._field(field)
         return self._impl.arrow_table(name, check_duals(duals))
 
+    def list_page(
+        self,
+        field: str,
+        top: int = 0,
+        height: int | None = None,
+        *,
+        sort: Mapping[str, int] | None = None,
+        show_alternatives: bool = False,
+        state: str = "$",
+        duals: Duals = "number",
+    ) -> ListPage:
+        """A list object's page: `height` of a field's values (all by default) from position
+        `top`, in the order `sort` gives (directions of state, numeric, ascii, load: 1
+        ascending, -1 descending; {"ascii": 1} by default), each with its state under the
+        selections of `state`: S selected, O possible, A alternative (X unless
+        `show_alternatives`), XS selected but excluded, X excluded. An Arrow producer; with
+        section access, only the user's values."""
+        if self._orders is None:
+            raise _core.Error("this session has no app: open it with App.session()")
+        directions = sort_keys(sort)
+        if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+            raise _core.Error("top must be an integer >= 0")
+        if height is not None and (isinstance(height, bool) or not isinstance(height, int)):
+            raise _core.Error("height must be an integer >= 0 or None")
+        if height is not None and height < 0:
+            raise _core.Error("height must be an integer >= 0 or None")
+        field = self._field(field)
+        how = check_duals(duals)
+        values = self._orders(field)
+        states = value_states(self._state_of(state), field, len(values), show_alternatives)
+        order = self.kept_codes(field, display_order(values, states, *directions))
+        stop = len(order) if height is None else min(len(order), top + height)
+        codes = order[top:stop]
+        names = _page_columns(field)
+        export = self._impl.arrow_list_page(
+            field, codes.tolist(), states[codes].tolist(), list(STATE_NAMES), names, how
+        )
+        return ListPage(export, top, len(order))
+
+    def _state_of(self, state: str) -> _InState:
+        name = _state(state)
+        if name not in self.states:
+            raise _core.Error(f"no alternate state {name!r}")
+        return _InState(self, name)
+
     def hypercube(
         self,
         dimensions: Sequence[str] = (),
@@ -527,6 +582,59 @@ class Session:
     def __repr__(self) -> str:
         status = "closed" if self.closed else f"{len(self.selections())} fields selected"
         return f"<assoc.Session user={self.user!r}: {status}>"
+
+
+class _InState:
+    """A session read in one of its states (what value_states reads)."""
+
+    def __init__(self, session: Session, state: str) -> None:
+        self._session, self._state = session, state
+
+    def indices(self, field: str, state: str = "possible") -> np.ndarray:
+        return self._session.indices(field, state, self._state)
+
+
+def _page_columns(field: str) -> list[str]:
+    """A list page's column names: the field's, then elem and state (prefixed with `_` while
+    they would repeat the field's name)."""
+    elem, state = "elem", "state"
+    while field in (elem, state):
+        elem, state = "_" + elem, "_" + state
+    return [field, elem, state]
+
+
+class ListPage:
+    """A page of a list object (Session.list_page): the field's values, each one's symbol
+    index (`elem`) and state; an Arrow producer (pyarrow.table, polars.DataFrame, DuckDB)."""
+
+    def __init__(self, export: ArrowExport, top: int, size: int) -> None:
+        self._export = export
+        self.top = top  # the page's first position in the whole list
+        self.size = size  # values in the whole list
+
+    @property
+    def num_rows(self) -> int:
+        """Values on the page."""
+        return self._export.num_rows
+
+    @property
+    def column_names(self) -> list[str]:
+        """The field's name, then elem and state."""
+        return self._export.column_names
+
+    def __len__(self) -> int:
+        return self._export.num_rows
+
+    def __arrow_c_schema__(self) -> Any:
+        """The schema as an arrow_schema capsule."""
+        return self._export.__arrow_c_schema__()
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The page as an arrow_array_stream capsule (one batch)."""
+        return self._export.__arrow_c_stream__(requested_schema)
+
+    def __repr__(self) -> str:
+        return f"<assoc.ListPage {self.top}..{self.top + len(self)} of {self.size}>"
 
 
 def _state(name: object) -> str:

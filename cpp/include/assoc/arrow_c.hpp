@@ -118,6 +118,10 @@ struct ArrowExportColumn {
   const std::vector<double>* numbers = nullptr;
   // With `symbols` a subset of the codes' symbol table: each code's index in it (kNull: none).
   const std::vector<std::uint32_t>* symbol_map = nullptr;
+  // The symbol table whose values decide the column's Arrow type when `symbols` holds only
+  // some of them (a page, a user's values): a column has the same type whatever part of it
+  // goes out. Null: `symbols` decides.
+  const SymbolTable* typed_by = nullptr;
 };
 
 // Columns of `rows` rows; packed index columns keep only the rows set in `row_filter` when

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from assoc.field_order import EXCLUDED, SELECTED_EXCLUDED, value_states
 from assoc.server.qix.handles import ObjectTarget
 from assoc.server.qix.hypercube import HyperCubeView
-from assoc.server.qix.listobject import EXCLUDED, SELECTED_EXCLUDED, value_states
 from assoc.server.qix.listsearch import ListSearch
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.object_api import (

@@ -11,36 +11,13 @@ from typing import Any
 import numpy as np
 
 import assoc
+from assoc.field_order import FieldOrder, MadeOnce, value_text
 from assoc.server.qix.rpc import GENERIC_NOT_FOUND, RpcError, encode_json, json_number
 from assoc.session import Reduction
 
 # Fields with more values make each page's cells as asked rather than keeping all of them.
 CACHED_PREFIXES_MAX = 100_000
 NULL_CELL_PREFIX = '{"qText":"-","qNum":"NaN","qElemNumber":-2,"qIsNull":true,"qState":"'
-
-
-def value_text(value: Any) -> str:
-    """A value's text as QIX shows it: a dual's text, a number in its shortest form (None,
-    a value section access hides: empty)."""
-    if value is None:
-        return ""
-    kind = type(value)
-    if kind is float:  # the common cases first, without the isinstance chain
-        if value.is_integer() and abs(value) < 1e15:
-            return str(int(value))
-        return format(value, ".15g")
-    if kind is int:
-        return str(value)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, assoc.Dual):
-        return value.text
-    if isinstance(value, bool | int):
-        return str(int(value))
-    number = float(value)
-    if number.is_integer() and abs(number) < 1e15:
-        return str(int(number))
-    return format(number, ".15g")
 
 
 _INTEGRAL_TEXT_LIMIT = 1e15  # below it an integral number shows as an integer (value_text)
@@ -64,80 +41,18 @@ def longest_text(numbers: np.ndarray) -> int:
     return longest
 
 
-def value_number(value: Any) -> float:
-    """A value's numeric part, NaN for a text (and for None)."""
-    if value is None or isinstance(value, str):
-        return float("nan")
-    if isinstance(value, assoc.Dual):
-        return float(value.number)
-    return float(value)
-
-
-class FieldValues:
+class FieldValues(FieldOrder):
     """A field's symbols as cells need them: texts, numbers, sort ranks and look-ups."""
 
     def __init__(self, symbols: list[Any]) -> None:
-        # Plain texts and numbers take the short way: fields may hold millions of values.
-        self.texts = [v if type(v) is str else value_text(v) for v in symbols]
-        nan = float("nan")
-        # fromiter, not array(list): its loop runs Python code that lets other threads have the
-        # GIL in turn (one array() call of a long list would hold it throughout).
-        self.numbers = np.fromiter(
-            (
-                nan if type(v) is str else v if type(v) is float else value_number(v)
-                for v in symbols
-            ),
-            dtype=np.float64,
-            count=len(symbols),
-        )
-        self.is_numeric = ~np.isnan(self.numbers)
-        self._text_rank: np.ndarray[Any, np.dtype[np.int64]] | None = None
+        super().__init__(symbols)
         self.max_glyphs = max((len(t) for t in self.texts), default=0)
         numeric = self.numbers[self.is_numeric]
         self.minimum = float(numeric.min()) if numeric.size else float("nan")
         self.maximum = float(numeric.max()) if numeric.size else float("nan")
         self._cell_prefixes: list[str] | None = None
-        self._orders: dict[tuple[int, int, int], np.ndarray] = {}
         self._by_text: dict[str, int] | None = None
         self._by_number: dict[float, int] | None = None
-
-    def __len__(self) -> int:
-        return len(self.texts)
-
-    @property
-    def text_rank(self) -> np.ndarray[Any, np.dtype[np.int64]]:
-        """Each symbol's rank in text order, case-insensitive first (made on first use: a
-        field of millions of values takes seconds to sort, and few layouts sort by text)."""
-        rank = self._text_rank
-        if rank is None:
-            texts = self.texts
-            order = sorted(range(len(texts)), key=lambda i: (texts[i].casefold(), texts[i]))
-            rank = np.empty(len(order), dtype=np.int64)
-            rank[order] = np.arange(len(order), dtype=np.int64)
-            self._text_rank = rank
-        return rank
-
-    def sort_order(self, numeric_ascii: tuple[int, int], load: int) -> np.ndarray:
-        """Symbol indexes sorted by number (numbers before texts), then text, then load order,
-        each direction 1, -1 or 0 (not a key); read-only. Kept for fields of at most
-        CACHED_PREFIXES_MAX values (a list object asks for the same order on every layout)."""
-        key = (*numeric_ascii, load)
-        order = self._orders.get(key)
-        if order is not None:
-            return order
-        numeric, ascii_ = numeric_ascii
-        keys: list[np.ndarray] = []  # most significant first
-        if numeric:
-            keys.append(~self.is_numeric)
-            keys.append(np.nan_to_num(self.numbers, nan=0.0) * numeric)
-        if ascii_:
-            keys.append(self.text_rank * ascii_)
-        keys.append(np.arange(len(self), dtype=np.int64) * load)
-        order = np.lexsort(tuple(reversed(keys)))
-        order.flags.writeable = False
-        if len(self) <= CACHED_PREFIXES_MAX:
-            self._orders[key] = order
-        return order
 
     def _prefix(self, code: int) -> str:
         """The JSON of symbol `code`'s NxCell up to the state's text."""
@@ -232,8 +147,7 @@ class AppFacts:
         self.field_numbers = {name: i for i, name in enumerate(self.fields)}
         self.tables: list[dict[str, Any]] = metadata["tables"]
         self._lock = threading.Lock()
-        self._values: dict[str, FieldValues] = {}
-        self._making: dict[str, threading.Lock] = {}
+        self._values = MadeOnce(lambda name: FieldValues(self.app.symbols(name)))
         self._columns: dict[tuple[str, str], ColumnFacts] = {}
 
     def field(self, name: str) -> dict[str, Any]:
@@ -245,8 +159,7 @@ class AppFacts:
 
     def has_values(self, name: str) -> bool:
         """True when the field's values are made already."""
-        with self._lock:
-            return name in self._values
+        return name in self._values
 
     def values(self, name: str) -> FieldValues:
         """The field's values as cells need them (made once: sessions asking for a field at
@@ -254,20 +167,7 @@ class AppFacts:
         self.field(name)
         if self._shared is not None:
             return self._shared.values(name)
-        with self._lock:
-            found = self._values.get(name)
-            making = self._making.setdefault(name, threading.Lock()) if found is None else None
-        if making is not None:
-            with making:
-                with self._lock:
-                    found = self._values.get(name)
-                if found is None:
-                    found = FieldValues(self.app.symbols(name))
-                    with self._lock:
-                        self._values[name] = found
-                        self._making.pop(name, None)
-        assert found is not None
-        return found
+        return self._values(name)
 
     def column(self, table: str, field: str) -> ColumnFacts:
         """How `field` occurs in `table`."""

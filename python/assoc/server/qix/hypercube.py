@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 import assoc
+from assoc.field_order import EXCLUDED, OPTION, SELECTED, STATE_NAMES, value_states, value_text
 from assoc.server.qix.cubeextras import (
     OTHERS_CODE,
     TOTAL_CODE,
@@ -19,16 +20,11 @@ from assoc.server.qix.cubeextras import (
     string_expr,
 )
 from assoc.server.qix.expressions import expand_dimensions
-from assoc.server.qix.facts import AppFacts, FieldValues, longest_text, value_text
+from assoc.server.qix.facts import AppFacts, FieldValues, longest_text
 from assoc.server.qix.listobject import (
-    EXCLUDED,
-    OPTION,
-    SELECTED,
-    STATE_NAMES,
     field_of,
     sort_criteria,
     unknown_state,
-    value_states,
 )
 from assoc.server.qix.members import flag, member_object, member_objects, string_list
 from assoc.server.qix.pages import Page, data_page, page_area, parse_pages

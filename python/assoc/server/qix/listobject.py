@@ -7,7 +7,16 @@ from typing import Any
 
 import numpy as np
 
-import assoc
+from assoc.field_order import (
+    ALTERNATIVE,
+    EXCLUDED,
+    OPTION,
+    SELECTED,
+    SELECTED_EXCLUDED,
+    STATE_NAMES,
+    display_order,
+    value_states,
+)
 from assoc.server.qix.facts import AppFacts, FieldValues
 from assoc.server.qix.listsearch import ListSearch
 from assoc.server.qix.members import flag, member_object, member_objects, string_list
@@ -21,9 +30,6 @@ from assoc.server.qix.rpc import (
 )
 from assoc.server.qix.states import InState, state_name
 
-# State codes, in the order qSortByState ranks them.
-SELECTED, OPTION, ALTERNATIVE, SELECTED_EXCLUDED, EXCLUDED = range(5)
-STATE_NAMES = ("S", "O", "A", "XS", "X")
 SORT_KEYS = (
     "qSortByState",
     "qSortByFrequency",
@@ -58,30 +64,16 @@ def field_of(definition: dict[str, Any], path: str) -> str:
     return fields[0]
 
 
-def value_states(
-    session: assoc.Session | InState, field: str, size: int, show_alternatives: bool
-) -> np.ndarray:
-    """The state code of each of a field's values in a session."""
-    states = np.full(size, EXCLUDED, dtype=np.int8)
-    states[session.indices(field, "possible")] = OPTION
-    states[session.indices(field, "alternative")] = ALTERNATIVE if show_alternatives else EXCLUDED
-    states[session.indices(field, "selected")] = SELECTED
-    states[session.indices(field, "selected_excluded")] = SELECTED_EXCLUDED
-    return states
-
-
 def sort_order(values: FieldValues, states: np.ndarray, criteria: dict[str, int]) -> np.ndarray:
-    """Symbol indexes in display order: state, numeric (numbers before texts), ascii, load.
-    The order without the states is the field's own (kept with its values); the states then
-    reorder it, stably."""
-    order = values.sort_order(
-        (criteria.get("qSortByNumeric", 0), criteria.get("qSortByAscii", 0)),
-        criteria.get("qSortByLoadOrder") or 1,
+    """Symbol indexes in display order under an NxSortCriteria's directions."""
+    return display_order(
+        values,
+        states,
+        criteria.get("qSortByState", 0),
+        criteria.get("qSortByNumeric", 0),
+        criteria.get("qSortByAscii", 0),
+        criteria.get("qSortByLoadOrder", 0),
     )
-    by_state = criteria.get("qSortByState")
-    if not by_state:
-        return order
-    return order[np.argsort(states[order] * np.int8(by_state), kind="stable")]
 
 
 def unknown_state(state: str) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import assoc
-from assoc.server.qix.facts import AppFacts, value_text
+from assoc.field_order import value_text
+from assoc.server.qix.facts import AppFacts
 from assoc.server.qix.pages import Page, page_area
 from assoc.server.qix.rpc import INVALID_PARAMETERS, RpcError, json_number
 from assoc.server.qix.states import InState

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from assoc.server.qix.facts import value_text
+from assoc.field_order import value_text
 from assoc.server.qix.pages import Page
 from assoc.server.qix.rpc import json_number
 
