@@ -57,6 +57,32 @@ def test_state_functions_follow_selections(shop: assoc.App) -> None:
         assert rows == [("Eve", 25, 1)]
 
 
+def test_a_search_selection_shows_its_search_text(shop: assoc.App) -> None:
+    with shop.session() as s:
+        s.keep_history = True
+        codes = [shop.symbols("Product").index(p) for p in ("Bolt", "Nut")]
+        s.select_indices("Product", codes, search="*o*")
+        assert s.search_text("Product") == "*o*"
+        assert value(s, "GetFieldSelections(Product)") == "*o*"
+        s.select("Customer", ["Alice"])  # another field's selection keeps it
+        assert value(s, "GetFieldSelections(Product)") == "*o*"
+        s.select("Product", ["Bolt", "Nut"])  # the same values, not by a search
+        assert s.search_text("Product") is None
+        assert value(s, "GetFieldSelections(Product)") == "Bolt, Nut"
+        s.back()  # back to the search selection: its text again
+        assert value(s, "GetFieldSelections(Product)") == "*o*"
+        s.forward()
+        assert s.search_text("Product") is None
+        s.select_indices("Product", codes, search="*o*")
+        s.clear_field("Product")
+        assert s.search_text("Product") is None
+        assert value(s, "GetFieldSelections(Product)") is None
+        s.select_indices("Product", [], search="zzz")  # no values: no selection, no text
+        assert s.search_text("Product") is None
+        with pytest.raises(assoc.Error, match="search must be"):
+            s.select_indices("Product", codes, search=5)  # type: ignore[arg-type]
+
+
 def test_state_functions_in_alternate_states(shop: assoc.App) -> None:
     with shop.session() as s:
         s.add_state("Compare")

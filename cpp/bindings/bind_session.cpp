@@ -147,6 +147,20 @@ void bind_session(py::module_& m) {
           py::arg("field"), py::arg("indices"), py::arg("state") = "$",
           "Replaces a field's selection by symbol indexes; indexes out of range are ignored.")
       .def(
+          "set_search",
+          [](Session& s, const std::string& field, const std::string& text, const std::string& state) {
+            s.set_search(s.model().field_id(field), text, state);
+          },
+          py::arg("field"), py::arg("text"), py::arg("state") = "$",
+          "Records the search text that made a field's present selection.")
+      .def(
+          "search",
+          [](const Session& s, const std::string& field, const std::string& state) {
+            return s.search(s.model().field_id(field), state);
+          },
+          py::arg("field"), py::arg("state") = "$",
+          "The search text of a field's selection (\"\" when no search made it).")
+      .def(
           "clear",
           [](Session& s, const std::string& state) {
             py::gil_scoped_release release;

@@ -25,10 +25,19 @@ enum CacheKind : std::uint32_t { kRowStates = 1, kFieldStates = 2 };
 void SelectionState::set(std::uint32_t field, std::vector<std::uint32_t> symbols) {
   std::sort(symbols.begin(), symbols.end());
   symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
+  searches_.erase(field);
   if (symbols.empty()) {
     fields_.erase(field);
   } else {
     fields_[field] = std::move(symbols);
+  }
+}
+
+void SelectionState::set_search(std::uint32_t field, std::string text) {
+  if (has(field) && !fields_.at(field).empty() && !text.empty()) {
+    searches_[field] = std::move(text);
+  } else {
+    searches_.erase(field);
   }
 }
 
@@ -44,6 +53,19 @@ std::vector<std::uint32_t> SelectionState::encode() const {
     out.push_back(field);
     out.push_back(static_cast<std::uint32_t>(symbols.size()));
     out.insert(out.end(), symbols.begin(), symbols.end());
+  }
+  // Search texts (a state function shows them): after a marker no field id reaches, each
+  // field, its text's length and its bytes, four to a word.
+  for (const auto& [field, text] : searches_) {
+    out.push_back(0xFFFFFFFEU);
+    out.push_back(field);
+    out.push_back(static_cast<std::uint32_t>(text.size()));
+    for (std::size_t i = 0; i < text.size(); i += 4) {
+      std::uint32_t word = 0;
+      for (std::size_t k = i; k < std::min(text.size(), i + 4); ++k)
+        word |= static_cast<std::uint32_t>(static_cast<unsigned char>(text[k])) << (8 * (k - i));
+      out.push_back(word);
+    }
   }
   if (mask_) {  // no field id is this large: the mask's part cannot be read as selections
     out.push_back(0xFFFFFFFFU);

@@ -104,6 +104,19 @@ void Session::select(std::uint32_t field, std::vector<std::uint32_t> symbols, co
   evaluate(s);
 }
 
+void Session::set_search(std::uint32_t field, std::string text, const std::string& state) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  require_open();
+  slot(state).selection.set_search(field, std::move(text));
+}
+
+std::string Session::search(std::uint32_t field, const std::string& state) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  require_open();
+  const std::string* text = slot(state).selection.search(field);
+  return text != nullptr ? *text : std::string();
+}
+
 void Session::select_values(std::uint32_t field, const std::vector<DualView>& values, const std::string& state) {
   if (field >= model_->data().fields().size()) throw Error("internal: field out of range");
   model_->prepare_lookup(field);

@@ -94,6 +94,7 @@ Value evaluate(const Expression& e, const ExprNode& call, const StateFunction& f
   if (!state.has(field)) return Value::null();
   const std::vector<std::uint32_t>& selected = state.fields().at(field);
   if (selected.empty()) return Value::null();
+  if (const std::string* search = state.search(field)) return Value::of_text(*search);
   const SymbolTable& symbols = model.data().fields()[field].symbols;
   const std::size_t total = symbols.size();
   if (selected.size() >= total) return Value::of_text("ALL");

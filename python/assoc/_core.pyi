@@ -401,6 +401,14 @@ class Session(metaclass=_pybind11_type):
         """
         How many rows of a table are possible.
         """
+    def search(self, field: str, state: str = "$") -> str:
+        """
+        The search text of a field's selection ("" when no search made it).
+        """
+    def set_search(self, field: str, text: str, state: str = "$") -> None:
+        """
+        Records the search text that made a field's present selection.
+        """
     def remove_state(self, name: str) -> None:
         """
         Removes an alternate state.

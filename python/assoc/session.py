@@ -55,6 +55,7 @@ class SelectionState:
 
     selected: dict[str, bytes]
     locked: frozenset[str]
+    searches: dict[str, str] = dataclasses.field(default_factory=dict)  # made by a search
 
 
 @dataclass(frozen=True)
@@ -215,18 +216,30 @@ class Session:
                 self._touched.add(field)
         return True
 
-    def select_indices(self, field: str, indices: Iterable[int], state: str = "$") -> bool:
+    def select_indices(
+        self, field: str, indices: Iterable[int], state: str = "$", search: str | None = None
+    ) -> bool:
         """Replaces a field's selection by symbol indexes; indexes out of range are ignored.
-        False (and nothing changes) when the field is locked."""
+        False (and nothing changes) when the field is locked. `search`: the search text that
+        found these values, which GetFieldSelections and the current selections then show
+        (until the field's selection changes otherwise)."""
         codes = [int(i) for i in indices]
+        if search is not None and not isinstance(search, str):
+            raise _core.Error("search must be the search text (str) or None")
         self._field(field)
         if state == "$" and field in self._locked:
             return False
         with self.step():
             self._impl.select_indices(field, codes, _state(state))
+            if search:
+                self._impl.set_search(field, search, _state(state))
             if state == "$":
                 self._touched.add(field)
         return True
+
+    def search_text(self, field: str, state: str = "$") -> str | None:
+        """The search text that made a field's selection; None when no search made it."""
+        return self._impl.search(self._field(field), _state(state)) or None
 
     def _select_states(self, field: str, states: Sequence[str]) -> bool:
         if field in self._locked:
@@ -347,14 +360,17 @@ class Session:
 
     def selection_state(self) -> SelectionState:
         """The current selections and locks as one value."""
-        selected = {}
+        selected, searches = {}, {}
         for field in sorted(self._touched):
             codes = self._impl.indices(field, "selected")
             if codes.size:
                 selected[field] = _pack(codes)
+                search = self._impl.search(field)
+                if search:
+                    searches[field] = search
         self._touched = set(selected)
         self._locked &= self._touched
-        return SelectionState(selected, frozenset(self._locked))
+        return SelectionState(selected, frozenset(self._locked), searches)
 
     def _apply(self, state: SelectionState) -> bool:
         """Makes `state` current (locks do not stop it); True when selections changed."""
@@ -362,12 +378,16 @@ class Session:
         changed = False
         for field in sorted(set(now.selected) | set(state.selected)):
             want = state.selected.get(field)
+            search = state.searches.get(field, "")
             if want == now.selected.get(field):
+                if search != now.searches.get(field, ""):
+                    self._impl.set_search(field, search)
                 continue
             if want is None:
                 self._impl.clear_field(field)
             else:
                 self._impl.select_indices(field, _unpack(want))
+                self._impl.set_search(field, search)
             changed = True
         self._touched = set(state.selected)
         self._locked = set(state.locked)

@@ -118,6 +118,9 @@ def test_accept_selects_the_matches_and_ends_the_search(qix: QixClient) -> None:
     qix.result("SearchListObjectFor", ["/qListObjectDef", "york"], obj)
     qix.result("AcceptListObjectSearch", ["/qListObjectDef", False], obj)
     assert selected(qix, obj) == {c for c in CITIES["City"] if words_match("york", c)}
+    # A search selection shows its text (GetFieldSelections, the current selections).
+    assert evaluate(qix, "GetFieldSelections(City)") == "york"
+    assert current_selection(qix)["qTextSearch"] == "york"
     # A search matching nothing selects nothing and keeps the selection.
     before = selected(qix, obj)
     qix.result("SearchListObjectFor", ["/qListObjectDef", "zzz"], obj)
@@ -127,6 +130,22 @@ def test_accept_selects_the_matches_and_ends_the_search(qix: QixClient) -> None:
     answer = qix.call("AcceptListObjectSearch", ["/qListObjectDef", False], obj)
     assert answer["result"] == {}
     assert "change" not in answer
+    # A selection made otherwise shows its values again.
+    qix.result("SelectListObjectValues", ["/qListObjectDef", [1], False], obj)
+    assert evaluate(qix, "GetFieldSelections(City)") == "York"
+    assert current_selection(qix)["qTextSearch"] == ""
+
+
+def evaluate(qix: QixClient, expression: str) -> Any:
+    return qix.result("Evaluate", [expression], 1)["qReturn"]
+
+
+def current_selection(qix: QixClient) -> dict[str, Any]:
+    props = {"qInfo": {"qType": "CurrentSelection"}, "qSelectionObjectDef": {}}
+    obj = qix.handle_of("CreateSessionObject", [props], 1)
+    layout = qix.result("GetLayout", [], obj)["qLayout"]
+    [field] = layout["qSelectionObject"]["qSelections"]
+    return dict(field)
 
 
 def test_abort_shows_every_value_and_selects_nothing(qix: QixClient) -> None:
@@ -201,3 +220,12 @@ def test_hypercube_continuous_range(qix: QixClient) -> None:
     bad = [{"qRange": {"qMin": 0, "qMax": 1}, "qDimIx": 5}]
     answer = qix.call("SelectHyperCubeContinuousRange", ["/qHyperCubeDef", bad], cube)
     assert answer["error"]["code"] == 8
+
+
+def test_a_wildcard_field_select_shows_its_search_text(qix: QixClient) -> None:
+    field = qix.handle_of("GetField", ["City"], 1)
+    assert qix.result("Select", ["New*"], field) == {"qReturn": True}
+    assert evaluate(qix, "GetFieldSelections(City)") == "New*"
+    assert qix.result("Select", ["York"], field) == {"qReturn": True}  # one value, no search
+    assert evaluate(qix, "GetFieldSelections(City)") == "York"
+    assert current_selection(qix)["qTextSearch"] == ""

@@ -42,9 +42,26 @@ class SelectionState {
   // Sets a field's selection; an empty list clears it.
   void set(std::uint32_t field, std::vector<std::uint32_t> symbols);
   // Selects no value of a field (set analysis' empty element set): no row agrees with it.
-  void set_empty(std::uint32_t field) { fields_[field].clear(); }
-  void clear(std::uint32_t field) { fields_.erase(field); }
-  void clear() { fields_.clear(); }
+  void set_empty(std::uint32_t field) {
+    fields_[field].clear();
+    searches_.erase(field);
+  }
+  void clear(std::uint32_t field) {
+    fields_.erase(field);
+    searches_.erase(field);
+  }
+  void clear() {
+    fields_.clear();
+    searches_.clear();
+  }
+  // The search text that made a field's selection (GetFieldSelections and the current
+  // selections show it); any other change of the field's selection forgets it. A field
+  // without a selection keeps none.
+  void set_search(std::uint32_t field, std::string text);
+  const std::string* search(std::uint32_t field) const {
+    const auto it = searches_.find(field);
+    return it == searches_.end() ? nullptr : &it->second;
+  }
   bool empty() const { return fields_.empty(); }
   bool has(std::uint32_t field) const { return fields_.count(field) != 0; }
   const std::map<std::uint32_t, std::vector<std::uint32_t>>& fields() const { return fields_; }
@@ -64,6 +81,7 @@ class SelectionState {
 
  private:
   std::map<std::uint32_t, std::vector<std::uint32_t>> fields_;
+  std::map<std::uint32_t, std::string> searches_;
   std::shared_ptr<const RowMask> mask_;
 };
 
@@ -234,6 +252,10 @@ class Session {
   // Replaces a field's selection with symbols given by index (QIX element numbers); indexes
   // outside the symbol table are ignored.
   void select_indices(std::uint32_t field, const std::vector<std::int64_t>& indices, const std::string& state = "$");
+  // Records the search text that made a field's present selection (none: nothing kept).
+  void set_search(std::uint32_t field, std::string text, const std::string& state = "$");
+  // The search text of a field's selection, "" when it was not made by a search.
+  std::string search(std::uint32_t field, const std::string& state = "$") const;
   void clear(const std::string& state = "$");
   void clear_field(std::uint32_t field, const std::string& state = "$");
   SelectionState selection(const std::string& state = "$") const;

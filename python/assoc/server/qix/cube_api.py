@@ -74,9 +74,11 @@ def accept_list_object_search(
     states = value_states(selections, definition.field, len(values), True)
     chosen = search.mask(values) & (states != EXCLUDED) & (states != SELECTED_EXCLUDED)
     codes = set(np.flatnonzero(chosen).tolist())
+    text: str | None = search.text  # a search selection shows its text (GetFieldSelections)
     if args["qToggleMode"]:
         codes |= set(selections.indices(definition.field, "selected").tolist())
-    done = bool(codes) and selections.select_indices(definition.field, sorted(codes))
+        text = None
+    done = bool(codes) and selections.select_indices(definition.field, sorted(codes), text)
     _selected(target, done)
     return Answer({}, selections_changed=done, change=[target.obj.handle])
 

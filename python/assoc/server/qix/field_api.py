@@ -77,7 +77,11 @@ def _select_match(target: FieldTarget, match: str, toggle: bool) -> Answer:
     codes = _matching(target, match)
     if not codes:
         return Answer({"qReturn": False})
-    done = select_codes(_in_state(target), target.name, codes, toggle)
+    if toggle:
+        done = select_codes(_in_state(target), target.name, codes, toggle)
+    else:  # a wildcard search shows as its text (GetFieldSelections, current selections)
+        search = match if "*" in match or "?" in match else None
+        done = _in_state(target).select_indices(target.name, codes, search)
     return Answer({"qReturn": done}, selections_changed=done)
 
 

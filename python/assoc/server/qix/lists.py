@@ -70,7 +70,7 @@ def selection_object(facts: AppFacts, session: InState) -> dict[str, Any]:
                 "qLocked": locked,
                 "qOneAndOnlyOne": False,
                 "qIsHidden": bool(facts.fields[field]["is_hidden"]),
-                "qTextSearch": "",
+                "qTextSearch": session.search_text(field) or "",
                 "qRangeInfo": [],
                 "qDimensionReferences": [],
                 "qSelectionThreshold": SELECTION_THRESHOLD,

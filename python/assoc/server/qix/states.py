@@ -102,9 +102,14 @@ class InState:
         with self.session.step():
             yield
 
-    def select_indices(self, field: str, codes: list[int]) -> bool:
-        """Replaces a field's selection by symbol indexes (false when it is locked)."""
-        return self.session.select_indices(field, codes, state=self.state)
+    def select_indices(self, field: str, codes: list[int], search: str | None = None) -> bool:
+        """Replaces a field's selection by symbol indexes (false when it is locked); `search`:
+        the search text that found them."""
+        return self.session.select_indices(field, codes, state=self.state, search=search)
+
+    def search_text(self, field: str) -> str | None:
+        """The search text that made a field's selection (None: no search made it)."""
+        return self.session.search_text(field, state=self.state)
 
     def clear_field(self, field: str) -> bool:
         """Clears a field's selection (false when it is locked)."""
