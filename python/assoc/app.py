@@ -84,8 +84,10 @@ class App:
         # Section access: the access table the app's script loaded (kept as a hidden table).
         self.access: AccessTable | None = AccessTable.of_model(model)
         self._reductions: dict[tuple[str, frozenset[str]], Reduction] = {}  # by user, groups
-        # Each field's values in sort order, for list pages (made on first use, kept).
-        self._orders = MadeOnce(lambda field: FieldOrder(self.symbols(field)))
+        # Each field's values in sort order, for list pages (made on first use, kept; it
+        # reads the model, not the app, so sessions keeping it do not keep the app).
+        symbols = model.symbols
+        self._orders = MadeOnce(lambda field: FieldOrder(symbols(field)))
 
     @classmethod
     def from_tables(

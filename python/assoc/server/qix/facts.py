@@ -127,6 +127,13 @@ class ColumnFacts:
     has_duplicates: bool
 
 
+def _alive(app: weakref.ref[assoc.App]) -> assoc.App:
+    found = app()
+    if found is None:
+        raise RpcError(GENERIC_NOT_FOUND, "app", "the app is no longer loaded")
+    return found
+
+
 class AppFacts:
     """Facts of one loaded app, each computed on first use (thread-safe). With a section
     access reduction, of the app as that user opens it: counts of the rows the reduction
@@ -138,7 +145,9 @@ class AppFacts:
         reduction: Reduction | None = None,
         shared: AppFacts | None = None,
     ) -> None:
-        self.app = app
+        # The app only weakly: the facts are kept per app (_FACTS, weak keys) and must not
+        # keep it loaded once the store has let it go.
+        self._app = weakref.ref(app)
         self.reduction = reduction
         self._shared = shared
         self._reduced: dict[int, AppFacts] = {}  # by id of the reduction (kept by the facts)
@@ -147,8 +156,14 @@ class AppFacts:
         self.field_numbers = {name: i for i, name in enumerate(self.fields)}
         self.tables: list[dict[str, Any]] = metadata["tables"]
         self._lock = threading.Lock()
-        self._values = MadeOnce(lambda name: FieldValues(self.app.symbols(name)))
+        app_ref = self._app
+        self._values = MadeOnce(lambda name: FieldValues(_alive(app_ref).symbols(name)))
         self._columns: dict[tuple[str, str], ColumnFacts] = {}
+
+    @property
+    def app(self) -> assoc.App:
+        """The app (loaded while a document holds it)."""
+        return _alive(self._app)
 
     def field(self, name: str) -> dict[str, Any]:
         """The field's metadata; error 2 when the app has no such field."""

@@ -43,6 +43,8 @@ class OpenDocument:
     # selections, and the library (and its version) they were made from.
     bookmark_states: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
     _bookmarks_of: tuple[int, int] = (0, -1)
+    # A session app, which no lease holds (the facts hold their app only weakly).
+    session_app: assoc.App | None = None
 
     def __post_init__(self) -> None:
         self.selections.keep_history = True  # for Back / Forward
@@ -123,6 +125,7 @@ class OpenDocument:
         self.bookmark_states, self._bookmarks_of = {}, (0, -1)  # made again on the new data
         old_selections, old_lease = self.selections, self.lease
         self.facts, self.selections, self.lease = facts, selections, lease
+        self.session_app = app if lease is None else None
         self.modal = None
         try:
             old_selections.close()

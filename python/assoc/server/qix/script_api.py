@@ -59,6 +59,7 @@ def create_session_app(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> 
     doc = OpenDocument(
         app_id, {"name": "", "lastReloadTime": ""}, None, app_facts(app), selections, DocScript()
     )
+    doc.session_app = app
     s.open_document(doc)
     return Answer({"qSessionAppId": app_id, "qReturn": s.interface(doc.handle)})
 
