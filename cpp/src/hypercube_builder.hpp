@@ -388,7 +388,8 @@ class HypercubeBuilder {
                               const Segments& s, std::size_t pos, std::int64_t c);
 
   // Whether two rows (key order) share every dimension value but the last.
-  bool same_segment(std::size_t a, std::size_t b) const;
+  // A straight table's segment: the codes of every dimension but the last in sort order.
+  std::vector<const std::vector<std::uint32_t>*> segment_key() const;
 
   const AssociativeModel& model_;
   const DataModel& data_;

@@ -278,9 +278,13 @@ Segments HypercubeBuilder::segments(bool horizontal, bool total, const std::vect
   s.last.resize(n);
   if (!spec.pivot) {  // a straight table: runs of rows sharing every dimension but the last
     s.at = s.rows;
+    const std::vector<const std::vector<std::uint32_t>*> key = segment_key();
+    const auto same = [&](std::size_t a, std::size_t b) {
+      return std::all_of(key.begin(), key.end(), [&](const auto* codes) { return (*codes)[a] == (*codes)[b]; });
+    };
     for (std::size_t i = 0; i < n;) {
       std::size_t end = total ? n : i + 1;
-      while (end < n && same_segment(order[i], order[end])) ++end;
+      while (end < n && same(order[i], order[end])) ++end;
       for (std::size_t j = i; j < end; ++j) s.first[j] = i, s.last[j] = end;
       i = end;
     }
@@ -337,10 +341,24 @@ Segments HypercubeBuilder::segments(bool horizontal, bool total, const std::vect
   return s;
 }
 
-bool HypercubeBuilder::same_segment(std::size_t a, std::size_t b) const {
-  for (std::size_t d = 0; d + 1 < dims_.size(); ++d)
-    if (cube_->codes_[d][a] != cube_->codes_[d][b]) return false;
-  return true;
+std::vector<const std::vector<std::uint32_t>*> HypercubeBuilder::segment_key() const {
+  // The dimensions in the inter-field sort order: those the sort names, in its order, then the
+  // others in their own order (as sort_rows ranks them); every one but the last.
+  const HypercubeSpec& spec = cube_->spec_;
+  std::vector<std::size_t> ranked;
+  std::vector<std::uint8_t> seen(dims_.size(), 0);
+  for (const auto& sorted : spec.sort)
+    for (std::size_t d = 0; d < dims_.size(); ++d)
+      if (spec.dimensions[d] == sorted.first) {
+        if (!seen[d]) ranked.push_back(d);
+        seen[d] = 1;
+        break;
+      }
+  for (std::size_t d = 0; d < dims_.size(); ++d)
+    if (!seen[d]) ranked.push_back(d);
+  std::vector<const std::vector<std::uint32_t>*> key;
+  for (std::size_t i = 0; i + 1 < ranked.size(); ++i) key.push_back(&cube_->codes_[ranked[i]]);
+  return key;
 }
 
 }  // namespace assoc
