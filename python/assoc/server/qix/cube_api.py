@@ -12,6 +12,7 @@ import numpy as np
 from assoc.field_order import EXCLUDED, SELECTED_EXCLUDED, value_states
 from assoc.server.qix.handles import ObjectTarget
 from assoc.server.qix.hypercube import HyperCubeView
+from assoc.server.qix.listobject import cube_by
 from assoc.server.qix.listsearch import ListSearch
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.object_api import (
@@ -45,8 +46,9 @@ def _key(path: str) -> str:
 def search_list_object_for(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Starts (or replaces) the list object's search: its layout and pages show the values
     the search matches until AcceptListObjectSearch or AbortListObjectSearch."""
-    _list_def(target, args["qPath"])
+    definition = _list_def(target, args["qPath"])
     search = ListSearch.parse(args["qMatch"])
+    search.check(cube_by(_selections(target, definition), definition.field))
     target.obj.state[_key(args["qPath"])] = search
     return Answer({"qSuccess": True}, change=[target.obj.handle])
 
@@ -72,7 +74,8 @@ def accept_list_object_search(
     values = doc.facts.values(definition.field)
     selections = _selections(target, definition)
     states = value_states(selections, definition.field, len(values), True)
-    chosen = search.mask(values) & (states != EXCLUDED) & (states != SELECTED_EXCLUDED)
+    matched = search.mask(values, cube_by(selections, definition.field))
+    chosen = matched & (states != EXCLUDED) & (states != SELECTED_EXCLUDED)
     codes = set(np.flatnonzero(chosen).tolist())
     text: str | None = search.text  # a search selection shows its text (GetFieldSelections)
     if args["qToggleMode"]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+import assoc
 from assoc.field_order import (
     ALTERNATIVE,
     EXCLUDED,
@@ -74,6 +76,11 @@ def sort_order(values: FieldValues, states: np.ndarray, criteria: dict[str, int]
         criteria.get("qSortByAscii", 0),
         criteria.get("qSortByLoadOrder", 0),
     )
+
+
+def cube_by(session: InState, field: str) -> Callable[[str], assoc.Hypercube]:
+    """Makes the cube of an expression search in `field` under the session's state."""
+    return lambda expression: session.hypercube([field], [expression])
 
 
 def unknown_state(state: str) -> dict[str, Any]:
@@ -144,7 +151,8 @@ class ListObjectView:
         self.order = sort_order(self.values, self.states, definition.criteria)
         self.order = session.kept_codes(definition.field, self.order)  # section access
         if search is not None:  # while searching, the values it matches
-            self.order = self.order[search.mask(self.values)[self.order]]
+            matched = search.mask(self.values, cube_by(session, definition.field))
+            self.order = self.order[matched[self.order]]
 
     def page(self, page: Page) -> dict[str, Any]:
         """NxDataPage of one page (one column; a width of 0 still reads it)."""
