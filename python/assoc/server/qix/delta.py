@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -41,7 +41,6 @@ _UNSAFE_NAMES = frozenset({"__proto__", "constructor", "prototype"})
 # What JavaScript's Number() turns into a number besides digits: a leading sign, dot, space
 # (trimmed), and Infinity. A name starting with anything else is not a number there.
 _NUMBERISH_START = frozenset("0123456789+-. \t\n\r\v\f\ufeff\xa0")
-_SCALARS = (str, int, float, bool)
 _Key = tuple[int, str, str]
 
 
@@ -69,38 +68,101 @@ def _special(value: dict[Any, Any]) -> bool:
     return any(type(k) is str and (k[:1] == "_" or k[:2] == "$$") for k in value)
 
 
+# ---- snapshots: the values kept, compared with the live ones by `==` -------------------------
+# A snapshot is the live value with its containers copied (so changes of the live value in
+# place cannot reach it) as _Obj / _Arr, which carry their approximate JSON size, and with
+# what `==` would confuse wrapped: true / false and the numbers 0 and 1 (True == 1 in Python,
+# not in JSON) as _Exact, RawJson as _Raw. `snapshot == live` is then exact at C speed, and
+# holds for 1 and 1.0 (the same JSON number).
+
+
+class _Obj(dict[Any, Any]):
+    __slots__ = ("size",)
+    size: int
+
+
+class _Arr(list[Any]):
+    __slots__ = ("size",)
+    size: int
+
+
+class _Exact:
+    """true, false, 0 or 1 in a snapshot: equal only to the same bool, or to the same number."""
+
+    __slots__ = ("boolean", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.boolean = type(value) is bool
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is bool) is self.boolean and other == self.value
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _Raw:
+    """A RawJson text in a snapshot, equal to a RawJson of the same text."""
+
+    __slots__ = ("items", "text")
+
+    def __init__(self, raw: RawJson) -> None:
+        self.text = raw.text
+        self.items = raw.items
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is RawJson and other.text == self.text
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_BOOLS = {True: _Exact(True), False: _Exact(False)}
+_NUMBERS = {0: _Exact(0), 1: _Exact(1)}
+
+
+def _snap(value: Any) -> Any:
+    """A snapshot of a live value."""
+    t = type(value)
+    if t is dict:
+        out = _Obj((k, _snap(v)) for k, v in value.items())
+        out.size = 2 + sum(len(k) + 4 + _size(v) for k, v in out.items())
+        return out
+    if t is list or t is tuple:
+        items = _Arr(_snap(v) for v in value)
+        items.size = 2 + sum(_size(v) + 1 for v in items)
+        return items
+    if t is bool:
+        return _BOOLS[value]
+    if (t is int or t is float) and (value == 0 or value == 1):
+        return _NUMBERS[int(value)]
+    if t is RawJson:
+        return _Raw(value)
+    return value
+
+
+def _size(snap: Any) -> int:
+    """The approximate JSON size of a snapshot."""
+    t = type(snap)
+    if t is _Obj or t is _Arr:
+        size: int = snap.size
+        return size
+    if t is str:
+        return len(snap) + 2
+    if t is _Raw:
+        return len(snap.text)
+    return 8
+
+
 def _kind(value: Any) -> str:
-    """The kind enigma.js keeps: 'object', 'object_' (with members it keeps on replace),
-    'array' or 'value'."""
-    if type(value) is dict:
+    """The kind enigma.js keeps for a value or snapshot: 'object', 'object_' (with members it
+    keeps on replace), 'array' or 'value'."""
+    if isinstance(value, dict):
         return "object_" if _special(value) else "object"
-    if type(value) in (list, tuple):
+    if isinstance(value, list | tuple):
         return "array"
-    if type(value) is RawJson:
+    if type(value) in (RawJson, _Raw):
         return {"[": "array", "{": "object_"}.get(value.text[:1], "value")
     return "value"
-
-
-def _same(old: Any, new: Any) -> bool:
-    """Whether two values are the same JSON (true is not 1; 1 and 1.0 are the same number)."""
-    tn, to = type(new), type(old)
-    if tn is dict:
-        return (
-            to is dict
-            and old.keys() == new.keys()
-            and all(_same(old[k], v) for k, v in new.items())
-        )
-    if tn is list or tn is tuple:
-        return (
-            to is list
-            and len(old) == len(new)
-            and all(_same(a, b) for a, b in zip(old, new, strict=True))
-        )
-    if tn is RawJson:
-        return to is RawJson and old.text == new.text
-    if tn in (int, float) and to in (int, float):
-        return bool(old == new)
-    return tn is to and bool(old == new)
 
 
 def _root_fits(held: str | None, new: Any) -> bool:
@@ -114,136 +176,111 @@ def _root_fits(held: str | None, new: Any) -> bool:
     return held != "object_" and held == kind.rstrip("_")
 
 
-def _rows(value: RawJson) -> list[RawJson] | None:
-    items = value.items
-    return None if items is None else [RawJson(item) for item in items]
+def _replace(old: Any, new: Any, path: str, in_list: bool, ops: list[Any]) -> Any:
+    """Appends operations that set `path` (a member of an array when `in_list`, the whole
+    value when empty) from snapshot `old` to `new` whole; the snapshot of `new`."""
+    if not path:
+        if not _root_fits(_kind(old), new):
+            raise NotExpressible
+        ops.append({"op": "replace", "path": "/", "value": new})
+    elif not in_list and type(old) is _Obj and type(new) is dict and _special(old):
+        ops.append({"op": "remove", "path": path})
+        ops.append({"op": "add", "path": path, "value": new})
+    else:
+        ops.append({"op": "replace", "path": path, "value": new})
+    return _snap(new)
 
 
-class _Differ:
-    """One diff: the operations, and the snapshot of the new value to keep (unchanged parts
-    shared with the old snapshot, the rest copied: a later change of the live value in place
-    cannot reach it) with its approximate JSON size."""
+def _diff(old: Any, new: Any, path: str, in_list: bool, ops: list[Any]) -> Any:
+    """Appends the operations that turn snapshot `old` into live `new` at `path`; the
+    snapshot of `new` (`old` itself, or parts of it, where nothing changed)."""
+    if old == new:
+        return old
+    tn, to = type(new), type(old)
+    if tn is dict and to is _Obj:
+        return _object(old, new, path, in_list, ops)
+    if (tn is list or tn is tuple) and to is _Arr:
+        return _array(old, new, path, in_list, ops)
+    if tn is RawJson and to is _Raw:
+        was, rows = old.items, new.items
+        if was is not None and rows is not None:
+            return _rows(old, new, was, rows, path, in_list, ops)
+    return _replace(old, new, path, in_list, ops)
 
-    def __init__(self) -> None:
-        self.size = 0
 
-    def copy(self, value: Any) -> Any:
-        """A snapshot of a value (containers copied, scalars and RawJson shared)."""
-        t = type(value)
-        if t is dict:
-            self.size += 2 * len(value)
-            return {k: self.copy(v) for k, v in value.items()}
-        if t is list or t is tuple:
-            self.size += len(value) + 2
-            return [self.copy(v) for v in value]
-        if t is str:
-            self.size += len(value) + 2
-        elif t is RawJson:
-            self.size += len(value.text)
-        else:
-            self.size += 8
-        return value
-
-    def diff(self, old: Any, new: Any, path: str, in_list: bool, ops: list[Any]) -> Any:
-        """Appends the operations that turn `old` (a snapshot) into `new` at `path` (a member
-        of an array when `in_list`); the snapshot of `new`."""
-        tn, to = type(new), type(old)
-        if tn is dict and to is dict:
-            return self._object(old, new, path, in_list, ops)
-        if (tn is list or tn is tuple) and to is list:
-            return self._array(old, list(new), path, in_list, ops)
-        if tn is RawJson and to is RawJson:
-            if old.text == new.text:
-                self.size += len(old.text)
-                return old
-            rows_new, rows_old = _rows(new), _rows(old)
-            if rows_new is not None and rows_old is not None:
-                before = len(ops)
-                self._array(rows_old, rows_new, path, in_list, ops)
-                if len(ops) == before + 1 and ops[-1]["path"] == (path or "/"):
-                    ops[-1]["value"] = new  # replaced whole: the text as it is
-                return new
-        elif (tn is to and tn in _SCALARS) or (old is None and new is None):
-            if old == new:
-                self.size += len(new) + 2 if tn is str else 8
-                return old
-        elif tn in (int, float) and to in (int, float) and old == new:
-            self.size += 8  # 1 and 1.0: the same JSON number
-            return old
-        return self.replace(old, new, path, in_list, ops)
-
-    def replace(self, old: Any, new: Any, path: str, in_list: bool, ops: list[Any]) -> Any:
-        """Appends operations that set `path` to `new` whole; its snapshot."""
-        if not path:
-            if not _root_fits(_kind(old), new):
-                raise NotExpressible
-            ops.append({"op": "replace", "path": "/", "value": new})
-        elif not in_list and type(old) is dict and type(new) is dict and _special(old):
-            ops.append({"op": "remove", "path": path})
-            ops.append({"op": "add", "path": path, "value": new})
-        else:
-            ops.append({"op": "replace", "path": path, "value": new})
-        return self.copy(new)
-
-    def _object(
-        self, old: dict[Any, Any], new: dict[Any, Any], path: str, in_list: bool, ops: list[Any]
-    ) -> Any:
-        sub: list[Any] = []
-        snap: dict[Any, Any] = {}
-        same = 0
-        for key, value in new.items():
-            if key in old:
-                if not _safe_name(key):  # not on a path: a change replaces this object
-                    if not _same(old[key], value):
-                        return self.replace(old, new, path, in_list, ops)
-                    snap[key] = self.copy(value)
-                    same += 1
-                    continue
-                before = len(sub)
-                snap[key] = self.diff(old[key], value, f"{path}/{key}", False, sub)
-                if len(sub) == before:
-                    same += 1
+def _object(old: _Obj, new: dict[Any, Any], path: str, in_list: bool, ops: list[Any]) -> Any:
+    sub: list[Any] = []
+    snap = _Obj()
+    same = present = 0
+    for key, value in new.items():
+        if key in old:
+            present += 1
+            was = old[key]
+            if was == value:
+                snap[key] = was
+                same += 1
             elif _safe_name(key):
-                sub.append({"op": "add", "path": f"{path}/{key}", "value": value})
-                snap[key] = self.copy(value)
-            else:
-                return self.replace(old, new, path, in_list, ops)
+                snap[key] = _diff(was, value, f"{path}/{key}", False, sub)
+            else:  # not on a path: a change replaces this object
+                return _replace(old, new, path, in_list, ops)
+        elif _safe_name(key):
+            sub.append({"op": "add", "path": f"{path}/{key}", "value": value})
+            snap[key] = _snap(value)
+        else:
+            return _replace(old, new, path, in_list, ops)
+    if present < len(old):
         for key in old:
             if key not in new:
                 if not _safe_name(key):
-                    return self.replace(old, new, path, in_list, ops)
+                    return _replace(old, new, path, in_list, ops)
                 sub.append({"op": "remove", "path": f"{path}/{key}"})
-        if sub and same == 0 and len(new) > 1 and (path or not _special(old)):
-            return self.replace(old, new, path, in_list, ops)  # nothing stays: one operation
-        self.size += 2 * len(new)
-        ops.extend(sub)
-        return snap
+    if same == 0 and len(new) > 1 and (path or not _special(old)):
+        return _replace(old, new, path, in_list, ops)  # nothing stays: one operation
+    ops.extend(sub)
+    snap.size = 2 + sum(len(k) + 4 + _size(v) for k, v in snap.items())
+    return snap
 
-    def _array(
-        self, old: list[Any], new: list[Any], path: str, in_list: bool, ops: list[Any]
-    ) -> Any:
-        common = min(len(old), len(new))
-        longest = max(len(old), len(new))
-        sub: list[Any] = []
-        snap: list[Any] = []
-        changed = 0
-        for i in range(common):
-            before = len(sub)
-            snap.append(self.diff(old[i], new[i], f"{path}/{i}", True, sub))
-            if len(sub) != before:
-                changed += 1
-                if 2 * (common - changed) < longest:  # fewer than half can stay the same
-                    return self.replace(old, new, path, in_list, ops)
-        if 2 * (common - changed) < longest:
-            return self.replace(old, new, path, in_list, ops)
-        for i in range(len(old) - 1, common - 1, -1):
-            sub.append({"op": "remove", "path": f"{path}/{i}"})
-        for i in range(common, len(new)):
-            sub.append({"op": "add", "path": f"{path}/{i}", "value": new[i]})
-            snap.append(self.copy(new[i]))
-        self.size += len(new) + 2
-        ops.extend(sub)
-        return snap
+
+def _array(old: _Arr, new: Any, path: str, in_list: bool, ops: list[Any]) -> Any:
+    common = min(len(old), len(new))
+    longest = max(len(old), len(new))
+    changed = [i for i in range(common) if old[i] != new[i]]
+    if 2 * (common - len(changed)) < longest:  # fewer than half stay the same
+        return _replace(old, new, path, in_list, ops)
+    snap = _Arr(old[:common])
+    for i in changed:
+        snap[i] = _diff(old[i], new[i], f"{path}/{i}", True, ops)
+    for i in range(len(old) - 1, common - 1, -1):
+        ops.append({"op": "remove", "path": f"{path}/{i}"})
+    for i in range(common, len(new)):
+        ops.append({"op": "add", "path": f"{path}/{i}", "value": new[i]})
+        snap.append(_snap(new[i]))
+    snap.size = 2 + sum(_size(v) + 1 for v in snap)
+    return snap
+
+
+def _rows(
+    old: _Raw,
+    new: RawJson,
+    was: Sequence[str],
+    rows: Sequence[str],
+    path: str,
+    in_list: bool,
+    ops: list[Any],
+) -> Any:
+    """A matrix's text by row (`was` and `rows` its rows' texts): the rows that changed, or
+    the whole."""
+    common = min(len(was), len(rows))
+    changed = [i for i in range(common) if was[i] != rows[i]]
+    if 2 * (common - len(changed)) < max(len(was), len(rows)):
+        return _replace(old, new, path, in_list, ops)
+    for i in changed:
+        ops.append({"op": "replace", "path": f"{path}/{i}", "value": RawJson(rows[i])})
+    for i in range(len(was) - 1, common - 1, -1):
+        ops.append({"op": "remove", "path": f"{path}/{i}"})
+    for i in range(common, len(rows)):
+        ops.append({"op": "add", "path": f"{path}/{i}", "value": RawJson(rows[i])})
+    return _Raw(new)
 
 
 @dataclass
@@ -293,20 +330,19 @@ class DeltaBases:
                 key = (handle, method, member)
                 old = self._bases.get(key)
                 ops: list[Any] = []
-                differ = _Differ()
                 if old is not None:
-                    snap = differ.diff(old.value, value, "", False, ops)
+                    snap = _diff(old.value, value, "", False, ops)
                 else:
                     note = self._notes.get(key)
                     if not _root_fits(note, value):
                         raise NotExpressible
                     ops.append({"op": "add" if note is None else "replace", "path": "/",
                                 "value": value})  # fmt: skip
-                    snap = differ.copy(value)
+                    snap = _snap(value)
                 patched[member] = ops
                 keys.append(key)
                 olds.append(old)
-                snaps.append(_Base(snap, differ.size))
+                snaps.append(_Base(snap, _size(snap)))
         return Prepared(patched, keys, olds, snaps)
 
     def still_fits(self, prepared: Prepared) -> bool:
