@@ -105,19 +105,20 @@ class QixConnection:
         await ahead.settle()
         session.notice = None
         if not method.engine:
-            await self.send(session.answer(request, target, method, self.bases))
+            answer = session.answer(request, target, method, self.bases)
         elif method.name not in RELOAD_METHODS:
-            await self.send(await self._engine_answer(request, target, method))
+            answer = await self._engine_answer(request, target, method)
         else:
             before = session.last_reload
             answer = await self._engine_answer(request, target, method)
             last = session.last_reload
             if last is not None and last is not before:
                 self.metrics.observe_reload(last.progress.error is None, last.millis / 1000)
-            await self.send(answer)
         if session.notice is not None and session.notice[0]:
+            # The changed objects' layouts start being made while the answer is sent.
             bases = self.bases if self.delta_layouts else None
             ahead.start(self.engine, session, session.notice[0], bases)
+        await self.send(answer)
         await self._tell_peers()
 
     async def _tell_peers(self) -> None:
