@@ -124,20 +124,42 @@ def _snap(value: Any) -> Any:
     """A snapshot of a live value."""
     t = type(value)
     if t is dict:
-        out = _Obj((k, _snap(v)) for k, v in value.items())
-        out.size = 2 + sum(len(k) + 4 + _size(v) for k, v in out.items())
+        out = _Obj()
+        size = 2
+        for key, item in value.items():
+            snap, item_size = _leaf(item)
+            out[key] = snap
+            size += len(key) + 4 + item_size
+        out.size = size
         return out
     if t is list or t is tuple:
-        items = _Arr(_snap(v) for v in value)
-        items.size = 2 + sum(_size(v) + 1 for v in items)
+        items = _Arr()
+        size = 2
+        for item in value:
+            snap, item_size = _leaf(item)
+            items.append(snap)
+            size += item_size + 1
+        items.size = size
         return items
+    return _leaf(value)[0]
+
+
+def _leaf(value: Any) -> tuple[Any, int]:
+    """The snapshot of a value and its approximate JSON size (the common kinds first)."""
+    t = type(value)
+    if t is str:
+        return value, len(value) + 2
     if t is bool:
-        return _BOOLS[value]
-    if (t is int or t is float) and (value == 0 or value == 1):
-        return _NUMBERS[int(value)]
+        return _BOOLS[value], 5
+    if t is int or t is float:
+        return _NUMBERS.get(value, value), 8
+    if t is dict or t is list or t is tuple:
+        snap = _snap(value)
+        size: int = snap.size
+        return snap, size
     if t is RawJson:
-        return _Raw(value)
-    return value
+        return _Raw(value), len(value.text)
+    return value, 4
 
 
 def _size(snap: Any) -> int:
@@ -245,7 +267,10 @@ def _array(old: _Arr, new: Any, path: str, in_list: bool, ops: list[Any]) -> Any
     common = min(len(old), len(new))
     longest = max(len(old), len(new))
     changed = [i for i in range(common) if old[i] != new[i]]
-    if 2 * (common - len(changed)) < longest:  # fewer than half stay the same
+    objects = len(old) == len(new) and all(
+        type(old[i]) is _Obj and type(new[i]) is dict for i in changed
+    )  # objects changed in place: each by its members (or whole, when none stays)
+    if not objects and 2 * (common - len(changed)) < longest:  # fewer than half stay
         return _replace(old, new, path, in_list, ops)
     snap = _Arr(old[:common])
     for i in changed:
