@@ -14,9 +14,11 @@ The operations are made for enigma.js's applier (src/json-patch.js), which diffe
 - `replace` of an object by an object empties the old one and copies the new one in, but keeps
   members named `_…` or `$$…`: such an object is removed and added instead.
 
-Operations never use `move` or `copy`; arrays change by index (`replace`, `remove` from the end,
-`add` at the end), or are replaced whole when fewer than half their items stay the same.
-Data pages' `qMatrix` text (RawJson) changes by row.
+Operations never use `move` or `copy`. Objects change by member, or whole when none of their
+members stays. Arrays change by index (`replace`, `remove` from the end, `add` at the end); an
+array of the same length whose changed items are objects changes each of them by member, any
+other is replaced whole when fewer than half its items stay the same. Data pages' `qMatrix`
+text (RawJson) changes by row.
 
 A socket keeps, per handle, method and member, the value it sent last (`DeltaBases`): values
 of at most MAX_BASES such keys and about MAX_BASE_BYTES of JSON; the least recently used give
