@@ -383,6 +383,15 @@ def test_bases_are_bounded_and_forgotten() -> None:
     assert first.result["qLayout"][0]["op"] == "add"  # as after a close: nothing kept
 
 
+def test_member_names_that_are_not_text() -> None:
+    """A dict keyed by numbers (JSON writes them as text) is never on a path: replaced whole."""
+    bases = DeltaBases()
+    bases.commit(bases.prepare(1, "GetLayout", {"qLayout": {"k": 1, "m": {7: "a", "x": 0}}}))
+    changed = {"k": 1, "m": {7: "b", "x": 0}}
+    prepared = bases.prepare(1, "GetLayout", {"qLayout": changed})
+    assert prepared.result == {"qLayout": [{"op": "replace", "path": "/m", "value": changed["m"]}]}
+
+
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_enigma_js_layouts_with_delta_equal_full_ones(
     qix_server: QixServer, app_id: str, node_packages: Path

@@ -131,7 +131,7 @@ def _snap(value: Any) -> Any:
         for key, item in value.items():
             snap, item_size = _leaf(item)
             out[key] = snap
-            size += len(key) + 4 + item_size
+            size += _name_size(key) + item_size
         out.size = size
         return out
     if t is list or t is tuple:
@@ -144,6 +144,11 @@ def _snap(value: Any) -> Any:
         items.size = size
         return items
     return _leaf(value)[0]
+
+
+def _name_size(name: Any) -> int:
+    """A member name's JSON size with its quotes, colon and comma (a number: its text's)."""
+    return len(name if type(name) is str else str(name)) + 4
 
 
 def _leaf(value: Any) -> tuple[Any, int]:
@@ -261,7 +266,7 @@ def _object(old: _Obj, new: dict[Any, Any], path: str, in_list: bool, ops: list[
     if same == 0 and len(new) > 1 and (path or not _special(old)):
         return _replace(old, new, path, in_list, ops)  # nothing stays: one operation
     ops.extend(sub)
-    snap.size = 2 + sum(len(k) + 4 + _size(v) for k, v in snap.items())
+    snap.size = 2 + sum(_name_size(k) + _size(v) for k, v in snap.items())
     return snap
 
 
