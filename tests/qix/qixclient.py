@@ -1,7 +1,10 @@
-"""A small QIX client on the `websockets` library, for driving a real `assoc serve` in tests."""
+"""A small QIX client on the `websockets` library, for driving a real `assoc serve` in tests.
+Like enigma.js it asks for delta answers and applies their JSON-Patch operations to what it
+kept per handle, method and result member (with its own applier, `apply_patch`)."""
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -18,15 +21,70 @@ class QixError(Exception):
         self.message = error.get("message")
 
 
-class QixClient:
-    """One socket: the OnConnected notice it got, requests with ids, pushed messages kept."""
+def _pointer(path: str) -> list[str]:
+    assert path.startswith("/"), path
+    return [part.replace("~1", "/").replace("~0", "~") for part in path[1:].split("/")]
 
-    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
+
+def _index(key: str, size: int, adding: bool) -> int:
+    assert key.isdigit(), key
+    assert key == "0" or not key.startswith("0"), key
+    index = int(key)
+    assert index < size or (adding and index == size), (key, size)
+    return index
+
+
+def apply_patch(value: Any, ops: list[dict[str, Any]]) -> Any:
+    """`value` after JSON-Patch operations (RFC 6902 add / replace / remove; `/` is the whole
+    value, as Qlik's engine and enigma.js use it). An operation that does not fit the value
+    (a member or index that is not there to replace or remove) fails an assertion."""
+    value = copy.deepcopy(value)
+    for op in ops:
+        kind, path = op["op"], op["path"]
+        assert kind in ("add", "replace", "remove"), op
+        assert set(op) == ({"op", "path"} if kind == "remove" else {"op", "path", "value"}), op
+        if path == "/":
+            assert kind != "remove", op
+            value = copy.deepcopy(op["value"])
+            continue
+        *parents, last = _pointer(path)
+        parent = value
+        for part in parents:
+            at = _index(part, len(parent), False) if type(parent) is list else part
+            parent = parent[at]
+        new = copy.deepcopy(op.get("value"))
+        if type(parent) is list:
+            index = _index(last, len(parent), kind == "add")
+            if kind == "add":
+                parent.insert(index, new)
+            elif kind == "replace":
+                parent[index] = new
+            else:
+                del parent[index]
+        else:
+            assert type(parent) is dict, (path, parent)
+            assert kind == "add" or last in parent, (op, sorted(parent))
+            if kind == "remove":
+                del parent[last]
+            else:
+                parent[last] = new
+    return value
+
+
+class QixClient:
+    """One socket: the OnConnected notice it got, requests with ids, pushed messages kept, and
+    the values its delta answers patch (by handle, method and result member; dropped when the
+    handle closes). `delta=False`: requests ask for full answers."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None, delta: bool = True) -> None:
         self._connection = connect(url, additional_headers=headers, max_size=None, open_timeout=10)
         self.ws: ClientConnection = self._connection.__enter__()
         self.connected = json.loads(self.ws.recv(timeout=10))
         self.pushed: list[dict[str, Any]] = []
         self._next_id = 0
+        self.delta = delta
+        self.kept: dict[tuple[int, str, str], Any] = {}
+        self.raw: dict[str, Any] = {}  # the latest answer as it came
 
     def __enter__(self) -> QixClient:
         return self
@@ -43,6 +101,8 @@ class QixClient:
         """The next message that answers a request (pushed ones are kept in `pushed`)."""
         while True:
             message = json.loads(self.ws.recv(timeout=30))
+            closed = set(message.get("close", []))
+            self.kept = {k: v for k, v in self.kept.items() if k[0] not in closed}
             if "id" in message:
                 return dict(message)
             self.pushed.append(message)
@@ -55,12 +115,22 @@ class QixClient:
             "id": self._next_id,
             "method": method,
             "handle": handle,
-            "delta": True,
+            "delta": self.delta,
         }
         if params is not None:
             request["params"] = params
         answer = self.send_raw(json.dumps(request))
         assert answer["id"] == self._next_id
+        self.raw = copy.deepcopy(answer)
+        if answer.get("delta") is True:
+            assert self.delta, answer
+            assert "error" not in answer, answer
+            result = {}
+            for member, ops in answer["result"].items():
+                assert type(ops) is list, answer
+                key = (handle, method, member)
+                self.kept[key] = result[member] = apply_patch(self.kept.get(key), ops)
+            answer["result"] = copy.deepcopy(result)
         return answer
 
     def result(self, method: str, params: Any = None, handle: int = -1) -> dict[str, Any]:

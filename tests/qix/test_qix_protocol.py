@@ -84,7 +84,11 @@ def test_params_as_array_object_or_absent(qix_server: QixServer, app_id: str) ->
             "qGenericId": app_id,
         }
         assert answer["change"] == [1]
-        assert "delta" not in answer
+        # Asked with "delta": true, as enigma.js asks: the first answer adds the whole value.
+        assert qix.raw["delta"] is True
+        assert qix.raw["result"] == {
+            "qReturn": [{"op": "add", "path": "/", "value": answer["result"]["qReturn"]}]
+        }
         by_name = qix.result("GetField", {"qFieldName": "Customer"}, handle=1)
         by_position = qix.result("GetField", ["Customer"], handle=1)
         assert by_name == by_position  # the same field keeps its handle

@@ -4,7 +4,11 @@ session starts making those layouts in an engine thread as soon as the answer is
 travels and while the client reads the layouts before them; each GetLayout that follows takes
 its layout as made. Any other request (or a GetLayout asked again) first waits for that work to
 stop and drops what it made, so a layout made ahead is always the one its own GetLayout would
-have made at that point: nothing can change the session in between."""
+have made at that point: nothing can change the session in between.
+
+When the socket whose answer started the work asks for its layouts as delta answers, each is
+also diffed there against that socket's bases (delta.py); they become its bases only when the
+answer is sent. Another socket, or bases that moved on meanwhile, get theirs made on serving."""
 
 from __future__ import annotations
 
@@ -12,20 +16,62 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from assoc.server.qix.delta import DeltaBases, NotExpressible, Prepared
 from assoc.server.qix.handles import ObjectTarget
-from assoc.server.qix.rpc import Request, RpcError, encode_json
+from assoc.server.qix.methods import Answer, Method
+from assoc.server.qix.rpc import Request, RpcError, encode_json, result_message
 from assoc.server.qix.session import QixSession
 from assoc.server.qix.workload import EngineWork, work_bytes
 
 # At most this many objects' layouts are made ahead after one change (the oldest asked first).
 AHEAD_MAX = 16
-# The answer text of a GetLayout made with id null, up to its result.
+# The start of an answer made with id null.
 _NULL_ID = '{"jsonrpc":"2.0","id":null,'
-_RESULT = _NULL_ID + '"result":'
 _log = logging.getLogger("assoc.qix")
 
-Made = dict[int, "asyncio.Future[str | None]"]
+
+@dataclass
+class Layout:
+    """A layout made ahead: its answer, as text in full and / or as a delta answer prepared
+    against one socket's bases (each with id null)."""
+
+    session: QixSession
+    method: Method
+    answer: Answer
+    text: str | None = None
+    bases: DeltaBases | None = None
+    prepared: Prepared | None = None
+    delta_text: str | None = None
+
+    def full(self, request: Request) -> str:
+        """The answer in full."""
+        if self.text is None:
+            asked = _request(request.handle)
+            self.text = self.session.message(asked, self.method, self.answer, None)
+        return _with_id(self.text, request.id)
+
+    def delta(self, request: Request, bases: DeltaBases) -> str:
+        """The delta answer against `bases` (which then hold this layout)."""
+        prepared = self.prepared
+        if (
+            prepared is not None
+            and self.delta_text is not None
+            and self.bases is bases
+            and bases.still_fits(prepared)
+        ):
+            bases.commit(prepared)
+            return _with_id(self.delta_text, request.id)
+        asked = _request(request.handle, delta=True)
+        return _with_id(self.session.message(asked, self.method, self.answer, bases), request.id)
+
+
+Made = dict[int, "asyncio.Future[Layout | None]"]
+
+
+def _request(handle: int, delta: bool = False) -> Request:
+    return Request(None, handle, "GetLayout", None, delta)
 
 
 def _with_id(text: str, request_id: int | str | None) -> str:
@@ -50,10 +96,17 @@ class LayoutsAhead:
         self.laid_out[handle] = None
         self.laid_out.move_to_end(handle)
 
-    def start(self, engine: EngineWork, session: QixSession, changed: Sequence[int]) -> None:
+    def start(
+        self,
+        engine: EngineWork,
+        session: QixSession,
+        changed: Sequence[int],
+        bases: DeltaBases | None = None,
+    ) -> None:
         """Starts making the layouts of the changed objects that were laid out before (none
-        while an object is in selection mode: its selections come one request after another).
-        Call it with nothing made ahead (after `settle`)."""
+        while an object is in selection mode: its selections come one request after another),
+        as delta answers against `bases` when given. Call it with nothing made ahead (after
+        `settle`)."""
         doc = session.doc
         if self._job is not None or doc is None or doc.modal is not None:
             return
@@ -67,7 +120,9 @@ class LayoutsAhead:
         loop = asyncio.get_running_loop()
         made: Made = {handle: loop.create_future() for handle in plan}
         self._made, self._stop = dict(made), False  # served ones leave this copy only
-        job = asyncio.ensure_future(engine.run(self._make, engine, session, plan, made, loop))
+        job = asyncio.ensure_future(
+            engine.run(self._make, engine, session, plan, made, loop, bases)
+        )
         job.add_done_callback(lambda done: _ended(done, made))
         self._job = job
 
@@ -78,25 +133,31 @@ class LayoutsAhead:
         plan: list[int],
         made: Made,
         loop: asyncio.AbstractEventLoop,
+        bases: DeltaBases | None,
     ) -> None:
         """In an engine thread: each layout in turn, handed to the loop as soon as it is made."""
         for handle in plan:
             if self._stop:
                 return
-            text = _layout(engine, session, handle)
-            loop.call_soon_threadsafe(_deliver, made[handle], text)
+            layout = _layout(engine, session, handle, bases)
+            loop.call_soon_threadsafe(_deliver, made[handle], layout)
 
-    async def serve(self, request: Request) -> str | None:
+    async def serve(self, request: Request, bases: DeltaBases | None = None) -> str | None:
         """The answer to a GetLayout whose layout is made ahead (waiting for it when it is being
-        made); None for any other request, or when it could not be made (the request then
-        runs as usual, after `settle`)."""
+        made), a delta answer against `bases` when the request asks for one; None for any
+        other request, or when it could not be made (the request then runs as usual, after
+        `settle`)."""
         if request.method != "GetLayout" or request.params:
             return None
         future = self._made.pop(request.handle, None)
         if future is None:
             return None
-        text = await future
-        return None if text is None else _with_id(text, request.id)
+        layout = await future
+        if layout is None:
+            return None
+        if request.delta and bases is not None:
+            return layout.delta(request, bases)
+        return layout.full(request)
 
     async def settle(self) -> None:
         """Stops making layouts ahead (the one being made finishes) and drops those made: call
@@ -114,24 +175,43 @@ class LayoutsAhead:
         self._job = None
 
 
-def _layout(engine: EngineWork, session: QixSession, handle: int) -> str | None:
-    """GetLayout's answer for an object handle with id null, made as the request would make it
-    (admitted against the memory budget); None when it would answer an error."""
+def _layout(
+    engine: EngineWork, session: QixSession, handle: int, bases: DeltaBases | None
+) -> Layout | None:
+    """GetLayout's answer for an object handle, made as the request would make it (admitted
+    against the memory budget): as a delta answer against `bases` when given and it can be
+    one, else in full; None when it would answer an error."""
     try:
         target = session.handles.get(handle)
         if not isinstance(target, ObjectTarget):
             return None
         method = session.method_of(target, "GetLayout")
         with engine.admitted(work_bytes(target, "GetLayout"), "GetLayout"):
-            text = session.answer(Request(None, handle, "GetLayout", None), target, method)
+            answer = session.outcome(_request(handle), target, method)
     except RpcError:
         return None
-    return text if text.startswith(_RESULT) else None
+    if isinstance(answer, str):
+        return None
+    layout = Layout(session, method, answer)
+    try:
+        if bases is not None:
+            try:
+                layout.prepared = bases.prepare(handle, method.name, answer.result)
+            except NotExpressible:
+                pass
+            else:
+                layout.bases = bases
+                layout.delta_text = result_message(None, layout.prepared.result, delta=True)
+                return layout
+        layout.text = result_message(None, answer.result)
+    except ValueError:  # a number JSON cannot carry: the request answers its error
+        return None
+    return layout
 
 
-def _deliver(future: asyncio.Future[str | None], text: str | None) -> None:
+def _deliver(future: asyncio.Future[Layout | None], layout: Layout | None) -> None:
     if not future.done():
-        future.set_result(text)
+        future.set_result(layout)
 
 
 def _ended(job: asyncio.Future[None], made: Made) -> None:

@@ -18,6 +18,7 @@ from assoc.server.auth import refuse
 from assoc.server.errors import ApiError
 from assoc.server.health import HealthMonitor
 from assoc.server.metrics import Metrics
+from assoc.server.qix.delta import DeltaBases
 from assoc.server.qix.handles import ObjectTarget, Target
 from assoc.server.qix.methods import Method
 from assoc.server.qix.rpc import (
@@ -65,6 +66,10 @@ class QixConnection:
         self.metrics = metrics
         self._send = send
         self._count_call = monitor.count_call
+        # What this socket's client keeps of delta answers (each socket of a shared session
+        # its own), and whether its latest GetLayout asked for one.
+        self.bases = DeltaBases()
+        self.delta_layouts = False
 
     async def send(self, text: str) -> None:
         """Sends one message; the transport's write limit bounds what waits for a slow client."""
@@ -92,25 +97,28 @@ class QixConnection:
         ahead = self.kept.ahead
         if method.name == "GetLayout" and isinstance(target, ObjectTarget):
             ahead.asked(request.handle)
-        made = await ahead.serve(request)
+            self.delta_layouts = request.delta
+        made = await ahead.serve(request, self.bases)
         if made is not None:
             await self.send(made)
             return
         await ahead.settle()
         session.notice = None
         if not method.engine:
-            await self.send(session.answer(request, target, method))
+            answer = session.answer(request, target, method, self.bases)
         elif method.name not in RELOAD_METHODS:
-            await self.send(await self._engine_answer(request, target, method))
+            answer = await self._engine_answer(request, target, method)
         else:
             before = session.last_reload
             answer = await self._engine_answer(request, target, method)
             last = session.last_reload
             if last is not None and last is not before:
                 self.metrics.observe_reload(last.progress.error is None, last.millis / 1000)
-            await self.send(answer)
         if session.notice is not None and session.notice[0]:
-            ahead.start(self.engine, session, session.notice[0])
+            # The changed objects' layouts start being made while the answer is sent.
+            bases = self.bases if self.delta_layouts else None
+            ahead.start(self.engine, session, session.notice[0], bases)
+        await self.send(answer)
         await self._tell_peers()
 
     async def _tell_peers(self) -> None:
@@ -124,6 +132,7 @@ class QixConnection:
             return
         text = notice_message(*notice)
         for peer in peers:
+            peer.bases.forget(notice[1])
             if peer.websocket.application_state is WebSocketState.CONNECTED:
                 with contextlib.suppress(Exception):  # that socket is closing: its own loop ends
                     await peer.send(text)
@@ -145,7 +154,7 @@ class QixConnection:
         """The answer of an engine method, run once its working memory is admitted."""
         try:
             with self.engine.admitted(work_bytes(target, method.name), method.name):
-                return self.session.answer(request, target, method)
+                return self.session.answer(request, target, method, self.bases)
         except RpcError as exc:
             return error_message(request.id, exc)
 
@@ -159,6 +168,7 @@ class QixConnection:
             if doc.lease is not None and self.session.store.is_current(doc.lease):
                 return  # this session's own reload committed the version it holds
             closed = await run_in_threadpool(self.session.close_document)
+            self.bases.forget(closed)
             if closed and self.websocket.application_state is WebSocketState.CONNECTED:
                 with contextlib.suppress(Exception):
                     await self.send(notice_message(close=closed))

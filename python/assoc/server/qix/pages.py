@@ -61,7 +61,7 @@ def page_area(page: Page, rows: int, columns: int) -> tuple[range, range]:
 def data_page(rows_json: list[str], rows: range, cols: range) -> dict[str, Any]:
     """NxDataPage of rows (each the JSON text of its cells) already cut to `rows` x `cols`."""
     return {
-        "qMatrix": RawJson("[" + ",".join(rows_json) + "]"),
+        "qMatrix": RawJson("[" + ",".join(rows_json) + "]", rows_json),
         "qTails": [{"qUp": 0, "qDown": 0}],
         "qArea": {
             "qLeft": cols.start,

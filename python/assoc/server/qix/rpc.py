@@ -48,12 +48,13 @@ class RpcError(Exception):
 
 
 class Request(NamedTuple):
-    """One parsed request."""
+    """One parsed request; `delta` when it asks for a delta answer (JSON-Patch operations)."""
 
     id: int | str | None
     handle: int
     method: str
     params: list[Any] | dict[str, Any] | None
+    delta: bool = False
 
 
 _ID_TYPES = (int, str)
@@ -175,7 +176,7 @@ def parse_request(text: str | bytes) -> Request:
     if surrogates and params is not None and not _all_text(params):
         message_text = "Invalid Params: a string holds a lone surrogate (not Unicode text)"
         raise InvalidRequest(request_id, INVALID_PARAMS, "params", message_text)
-    return Request(request_id, handle, method, params)
+    return Request(request_id, handle, method, params, get("delta") is True)
 
 
 class InvalidRequest(RpcError):
@@ -194,12 +195,14 @@ class InvalidRequest(RpcError):
 
 
 class RawJson:
-    """JSON text made already (data pages from per-value fragments), put into answers as is."""
+    """JSON text made already (data pages from per-value fragments), put into answers as is;
+    for an array, `items` may hold its items' texts (delta answers change it by item)."""
 
-    __slots__ = ("text",)
+    __slots__ = ("items", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, items: Sequence[str] | None = None) -> None:
         self.text = text
+        self.items = items
 
 
 # Stands for a RawJson part while the rest of an answer is encoded; no data can hold it.
@@ -275,9 +278,14 @@ def result_message(
     result: dict[str, Any],
     change: Sequence[int] = (),
     close: Sequence[int] = (),
+    delta: bool = False,
 ) -> str:
-    """A success answer, with the handles that changed or closed."""
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": result}
+    """A success answer, with the handles that changed or closed; with `delta`, each member of
+    `result` is a list of JSON-Patch operations (delta.py)."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+    if delta:
+        message["delta"] = True
+    message["result"] = result
     if change:
         message["change"] = list(change)
     if close:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import assoc
 from assoc.server.qix.cube_api import CUBE_METHODS
+from assoc.server.qix.delta import DeltaBases, NotExpressible
 from assoc.server.qix.doc_api import DOC_METHODS
 from assoc.server.qix.expression_api import EXPRESSION_DOC_METHODS
 from assoc.server.qix.field_api import FIELD_METHODS
@@ -18,7 +20,7 @@ from assoc.server.qix.library_api import (
     MEASURE_METHODS,
     VARIABLE_METHODS,
 )
-from assoc.server.qix.methods import Method, MethodTable
+from assoc.server.qix.methods import Answer, Method, MethodTable
 from assoc.server.qix.object_api import OBJECT_METHODS
 from assoc.server.qix.persist import PERSIST_DOC_METHODS
 from assoc.server.qix.rpc import (
@@ -74,8 +76,18 @@ class QixSession(SessionState):
         """One of the methods of a target's type (KeyError when it has none of that name)."""
         return METHODS[target.qix_type][name]
 
-    def answer(self, request: Request, target: Target, method: Method) -> str:
-        """Runs a resolved request; its answer (or error) as a JSON text."""
+    def answer(
+        self, request: Request, target: Target, method: Method, bases: DeltaBases | None = None
+    ) -> str:
+        """Runs a resolved request; its answer (or error) as a JSON text: a delta answer when
+        the request asks for one and `bases` holds what its socket received before."""
+        outcome = self.outcome(request, target, method)
+        if isinstance(outcome, str):
+            return outcome
+        return self.message(request, method, outcome, bases)
+
+    def outcome(self, request: Request, target: Target, method: Method) -> Answer | str:
+        """Runs a resolved request: its Answer, or its error answer's JSON text."""
         try:
             args = bind_params(method.name, method.params, request.params)
             if self.doc is not None:
@@ -90,13 +102,33 @@ class QixSession(SessionState):
             return error_message(
                 request.id, RpcError(INTERNAL_ERROR, method.name, "Internal error")
             )
-        change = answer.change
         if answer.selections_changed and self.doc is not None:
-            change = self.handles.open_handles()
-        if change or answer.close:
-            self.notice = (list(change), list(answer.close))
+            answer = replace(answer, change=self.handles.open_handles())
+        if answer.change or answer.close:
+            self.notice = (list(answer.change), list(answer.close))
+        return answer
+
+    def message(
+        self, request: Request, method: Method, answer: Answer, bases: DeltaBases | None
+    ) -> str:
+        """An Answer's JSON text: as JSON-Patch operations against the socket's `bases` when
+        the request asks for a delta (their values then become the new bases; in full when a
+        value cannot be patched). The bases of handles the answer closes are forgotten first,
+        as enigma.js drops what it keeps for them before it applies the answer."""
         try:
-            return result_message(request.id, answer.result, change, answer.close)
+            if bases is not None:
+                bases.forget(answer.close)
+                if request.delta:
+                    try:
+                        prepared = bases.prepare(request.handle, method.name, answer.result)
+                    except NotExpressible:
+                        pass
+                    else:
+                        change, close = answer.change, answer.close
+                        text = result_message(request.id, prepared.result, change, close, True)
+                        bases.commit(prepared)
+                        return text
+            return result_message(request.id, answer.result, answer.change, answer.close)
         except ValueError:  # a number JSON cannot carry: answered, never a dropped socket
             _log.exception("QIX %s made an answer JSON cannot carry", method.name)
             return error_message(
