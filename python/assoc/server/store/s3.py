@@ -180,8 +180,10 @@ class ObjectStore:
         self._warned_uploads = False
 
     def close(self) -> None:
-        """Stops the transfer threads."""
+        """Stops the transfer threads (and closes the client of the janitor's uploads)."""
         self._pool.shutdown(wait=False)
+        if self._uploads_client is not None:
+            self._uploads_client.close()
 
     # ---- one request ---------------------------------------------------------------
 
