@@ -16,9 +16,9 @@ workers pause and every app is read back through HAProxy:
   again (goal: within 5 s),
 - QIX resume: a client holding an app whose node died reconnects through HAProxy, is told
   SESSION_CREATED, opens the app again on the node HAProxy now picks and re-creates its object,
-- left in the store: after the last trial, the multipart uploads and the versions no pointer
-  names that the kills left, and what one janitor pass with no grace period leaves of them
-  (must be nothing).
+- left in the store: after the last trial, the unfinished multipart uploads and the versions
+  no pointer names (replaced ones, and any a kill left between upload and pointer swap), and
+  what one janitor pass with no grace period leaves of them (must be nothing).
 
 Exits 1 when anything was lost or half-visible (each printed), something was left after the
 janitor, or no trial could run.
@@ -282,8 +282,8 @@ class Results:
 
 
 def janitor_pass(cluster: Cluster, results: Results) -> None:
-    """Counts what the kills left in the store, runs the janitor once with no grace period (no
-    writer is at work) and counts the uploads and unnamed versions left after it."""
+    """Counts the unfinished uploads and the versions no pointer names in the store, runs the
+    janitor once with no grace period (no writer is at work) and counts what is left of them."""
     from assoc.server.store import ObjectStore
 
     url = next(s.split("=", 1)[1] for s in cluster.nodes[0].settings if s.startswith("AppStore="))
@@ -399,7 +399,7 @@ def report(results: Results) -> None:
         + (f", problems: {results.qix_problems}" if results.qix_problems else "")
     )
     print(
-        f"left in the store by the kills: {results.left_uploads} unfinished uploads, "
+        f"left in the store: {results.left_uploads} unfinished uploads, "
         f"{results.left_versions} versions no pointer names; after one janitor pass: "
         f"{results.after_janitor}"
     )
