@@ -15,9 +15,13 @@ workers pause and every app is read back through HAProxy:
 - recovery: from the kill until every app that exists answers its metadata through HAProxy
   again (goal: within 5 s),
 - QIX resume: a client holding an app whose node died reconnects through HAProxy, is told
-  SESSION_CREATED, opens the app again on the node HAProxy now picks and re-creates its object.
+  SESSION_CREATED, opens the app again on the node HAProxy now picks and re-creates its object,
+- left in the store: after the last trial, the unfinished multipart uploads and the versions
+  no pointer names (replaced ones, and any a kill left between upload and pointer swap), and
+  what one janitor pass with no grace period leaves of them (must be nothing).
 
-Exits 1 when anything was lost or half-visible (each printed), or no trial could run.
+Exits 1 when anything was lost or half-visible (each printed), something was left after the
+janitor, or no trial could run.
 """
 
 from __future__ import annotations
@@ -272,6 +276,25 @@ class Results:
     qix_resumes: list[float] = field(default_factory=list)
     qix_states: list[str] = field(default_factory=list)
     qix_problems: list[str] = field(default_factory=list)
+    left_uploads: int = 0
+    left_versions: int = 0
+    after_janitor: int = 0
+
+
+def janitor_pass(cluster: Cluster, results: Results) -> None:
+    """Counts the unfinished uploads and the versions no pointer names in the store, runs the
+    janitor once with no grace period (no writer is at work) and counts what is left of them."""
+    from assoc.server.store import ObjectStore
+
+    url = next(s.split("=", 1)[1] for s in cluster.nodes[0].settings if s.startswith("AppStore="))
+    objects = ObjectStore(url, cluster.weed.endpoint)
+    try:
+        results.left_uploads = len(cluster.weed.pending_uploads())
+        results.left_versions = len(objects.collect_garbage(0))
+        results.after_janitor = len(cluster.weed.pending_uploads())
+        results.after_janitor += len(objects.collect_garbage(0))
+    finally:
+        objects.close()
 
 
 def run(root: Path, trials: int, apps: int, workers: int, seed: int, max_seconds: float) -> Results:
@@ -345,6 +368,7 @@ def run(root: Path, trials: int, apps: int, workers: int, seed: int, max_seconds
         results.reads, results.stale = ledger.reads, ledger.stale_reads
         results.qix_resumes, results.qix_states = watch.resumes, watch.states
         results.qix_problems = watch.problems
+        janitor_pass(cluster, results)
     finally:
         cluster.stop()
     return results
@@ -374,6 +398,11 @@ def report(results: Results) -> None:
         + f", connection states {sorted(set(results.qix_states))}"
         + (f", problems: {results.qix_problems}" if results.qix_problems else "")
     )
+    print(
+        f"left in the store: {results.left_uploads} unfinished uploads, "
+        f"{results.left_versions} versions no pointer names; after one janitor pass: "
+        f"{results.after_janitor}"
+    )
     for line in results.stale[:10]:
         print(f"  stale: {line}")
 
@@ -398,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     report(results)
     bad = results.lost or results.half or results.qix_problems or not results.trials
+    bad = bad or results.after_janitor
     return 1 if bad else 0
 
 

@@ -234,6 +234,23 @@ def test_janitor_removes_versions_no_pointer_names(node: Node, weed: SeaweedFS, 
         assert app.tables == ["Items"]
 
 
+def test_janitor_without_botocore_warns_once_and_still_removes_versions(
+    node: Node, weed: SeaweedFS, url: str, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    a = node()
+    app_id = _replace(a, "janitor-no-boto", "Orders")["id"]
+    _replace(a, app_id, "Customers")
+    monkeypatch.setitem(sys.modules, "botocore", None)  # not installed: import fails
+    monkeypatch.setitem(sys.modules, "botocore.session", None)
+    monkeypatch.setitem(sys.modules, "botocore.config", None)
+    with caplog.at_level("WARNING", logger="assoc.server.store"):
+        assert len(a.collect_garbage(0)) == 1
+        assert a.collect_garbage(0) == []
+    warnings = [r.getMessage() for r in caplog.records if "botocore" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "assoc[s3]" in warnings[0]
+
+
 def test_store_down_cached_apps_serve_reads_writes_get_503(tmp_path: Path, aws_env: None) -> None:
     weed = start_seaweedfs(tmp_path / "own-seaweedfs")
     try:

@@ -163,6 +163,34 @@ def test_a_client_that_hangs_up_mid_upload_leaves_nothing_in_the_store(
         assert client.post("/v1/apps/import", content=big_qvd).status_code == 200
 
 
+def test_the_janitor_aborts_the_upload_of_a_node_killed_mid_import(
+    node: tuple[ServerProcess, str], weed: SeaweedFS, big_qvd: bytes
+) -> None:
+    pytest.importorskip("botocore", reason="the janitor lists uploads through botocore")
+    server, url = node
+    sock = _send_part(server.base_url, big_qvd[: len(big_qvd) - 200_000], len(big_qvd))
+    try:
+        _until(lambda: len(weed.pending_uploads()) == 1)  # the upload to the store is under way
+        server.kill()  # SIGKILL: nothing aborts the multipart upload
+    finally:
+        sock.close()
+    server.port = urlsplit(server.base_url).port or 0  # restarted where it was
+    server.start(timeout=30)
+    assert len(weed.pending_uploads()) == 1  # left in the store, no object listed for it
+    objects = ObjectStore(url, weed.endpoint)
+    try:
+        assert objects.collect_garbage(3600) == []
+        assert len(weed.pending_uploads()) == 1  # younger than the grace period: kept
+        time.sleep(1.0)
+        objects.collect_garbage(0.5)
+    finally:
+        objects.close()
+    assert _nothing_left(weed, url, server)
+    with server.client() as client:
+        assert client.get("/v1/apps").json() == []
+        assert client.post("/v1/apps/import", content=big_qvd).status_code == 200
+
+
 def test_a_body_that_is_no_valid_qvd_leaves_nothing_in_the_store(
     node: tuple[ServerProcess, str], weed: SeaweedFS, big_qvd: bytes
 ) -> None:

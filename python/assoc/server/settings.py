@@ -243,8 +243,8 @@ SPECS: tuple[SettingSpec, ...] = (
         "AppStoreGraceSeconds",
         "app_store_grace_seconds",
         _int_range(60),
-        "seconds, default 3600: versions no pointer names are removed from the AppStore once "
-        "this old (the janitor runs every half of it)",
+        "seconds, default 3600: versions no pointer names, and unfinished multipart uploads, "
+        "are removed from the AppStore once this old (the janitor runs every half of it)",
     ),
 )
 

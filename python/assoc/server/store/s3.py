@@ -172,10 +172,18 @@ class ObjectStore:
         )
         self.stats = StoreStats()
         self._pool = concurrent.futures.ThreadPoolExecutor(_TRANSFER_THREADS, "assoc-s3")
+        self._where = where
+        self._endpoint = endpoint
+        self._timeout = timeout_seconds
+        self._retries = retries
+        self._uploads_client: Any = None
+        self._warned_uploads = False
 
     def close(self) -> None:
-        """Stops the transfer threads."""
+        """Stops the transfer threads (and closes the client of the janitor's uploads)."""
         self._pool.shutdown(wait=False)
+        if self._uploads_client is not None:
+            self._uploads_client.close()
 
     # ---- one request ---------------------------------------------------------------
 
@@ -437,9 +445,19 @@ class ObjectStore:
     # ---- the janitor ---------------------------------------------------------------
 
     def collect_garbage(self, grace_seconds: float) -> list[tuple[str, str]]:
-        """Removes versions that no pointer names and that nothing wrote to for
-        `grace_seconds` (an upload still under way, or a commit about to swap its pointer,
-        is younger); returns the (app id, version) pairs removed."""
+        """Aborts the multipart uploads begun more than `grace_seconds` ago (those of a node
+        that died mid-upload), then removes versions that no pointer names and that nothing
+        wrote to for `grace_seconds` (an upload still under way, or a commit about to swap
+        its pointer, is younger); returns the (app id, version) pairs removed."""
+        try:
+            aborted = self.abort_stale_uploads(grace_seconds)
+        except Error as exc:  # botocore missing: the versions are still removed
+            if not self._warned_uploads:
+                log.warning("%s", exc)
+                self._warned_uploads = True
+            aborted = []
+        if aborted:
+            log.info("the app store's janitor aborted %d unfinished uploads", len(aborted))
         versions: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for entry in self._list(APPS):
             parts = entry["path"][len(APPS) :].split("/", 3)
@@ -462,6 +480,70 @@ class ObjectStore:
             self._delete_keys([e["path"] for e in entries])
             removed.append((app_id, version))
         return removed
+
+    def abort_stale_uploads(self, grace_seconds: float) -> list[str]:
+        """Aborts the multipart uploads under the store's apps/ begun more than
+        `grace_seconds` ago, which no living writer completes (a node killed mid-upload
+        leaves its upload, invisible to a listing of objects, in the store); returns their
+        keys (relative to the store's prefix).
+
+        The S3 client lists no multipart uploads, so this asks botocore (in the extra
+        `assoc[s3]`): ListMultipartUploads, then AbortMultipartUpload for each old one."""
+        client = self._uploads()
+        root = f"{self._where.prefix}/" if self._where.prefix else ""
+        bucket = self._where.bucket
+
+        def stale() -> list[tuple[str, str]]:
+            now = datetime.datetime.now(datetime.timezone.utc)
+            found = []
+            pages = client.get_paginator("list_multipart_uploads")
+            for page in pages.paginate(Bucket=bucket, Prefix=root + APPS):
+                for upload in page.get("Uploads") or []:
+                    if (now - upload["Initiated"]).total_seconds() >= grace_seconds:
+                        found.append((str(upload["Key"]), str(upload["UploadId"])))
+            return found
+
+        aborted = []
+        for key, upload_id in self._call("list", stale):
+            try:
+                self._call(
+                    "delete",
+                    functools.partial(
+                        client.abort_multipart_upload, Bucket=bucket, Key=key, UploadId=upload_id
+                    ),
+                )
+            except StoreUnavailable as exc:  # completed or aborted meanwhile, or a failure
+                log.warning("could not abort the upload of %s: %s", key, exc)
+                continue
+            aborted.append(key[len(root) :])
+        return aborted
+
+    def _uploads(self) -> Any:
+        """The botocore client that lists and aborts multipart uploads (made on first use,
+        with the endpoint, region and credentials the S3 client has)."""
+        if self._uploads_client is None:
+            try:
+                import botocore.config
+                import botocore.session
+            except ImportError:
+                raise Error(
+                    "the AppStore janitor needs botocore to abort unfinished uploads: install "
+                    "the extra `assoc[s3]` (pip install 'assoc[s3]')"
+                ) from None
+            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+            config = botocore.config.Config(
+                connect_timeout=min(self._timeout, 5.0),
+                read_timeout=self._timeout,
+                retries={"max_attempts": self._retries + 1, "mode": "standard"},
+                s3={"addressing_style": "path"} if self._endpoint else {},
+            )
+            self._uploads_client = botocore.session.get_session().create_client(
+                "s3",
+                region_name=region or "us-east-1",
+                endpoint_url=self._endpoint or None,
+                config=config,
+            )
+        return self._uploads_client
 
 
 class UploadAbandoned(Exception):
