@@ -2,6 +2,7 @@
 // apply_binary the charts evaluate, with the rows whose operands are plain numbers computed in
 // tight loops that give what those functions give.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
