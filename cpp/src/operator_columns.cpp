@@ -171,35 +171,45 @@ OperatorTexts apply_operator(ExprOp op, std::span<const OperandColumn> operands,
   if (is_arithmetic(op) || is_logical(op) || is_ordering(op)) {
     const double* x = numbers_of(a, ix, read_a);
     const double* y = numbers_of(b, ix, read_b);
-    parallel_ranges(n, 64, [&](std::size_t begin, std::size_t end) {
-      Value va, vb;  // the rows whose comparison is not numeric
-      for (std::size_t r = begin; r < end; ++r) {
-        const double p = finite_or_nan(x[at(a, r)]), q = finite_or_nan(y[at(b, r)]);
-        switch (op) {
-          case ExprOp::kAdd: o[r] = finite_or_nan(p + q); break;
-          case ExprOp::kSub: o[r] = finite_or_nan(p - q); break;
-          case ExprOp::kMul: o[r] = finite_or_nan(p * q); break;
-          case ExprOp::kDiv: o[r] = q == 0 ? kNaN : finite_or_nan(p / q); break;
-          case ExprOp::kAnd: o[r] = truth(!std::isnan(p) && p != 0 && !std::isnan(q) && q != 0); break;
-          case ExprOp::kOr: o[r] = truth((!std::isnan(p) && p != 0) || (!std::isnan(q) && q != 0)); break;
-          case ExprOp::kXor: o[r] = truth((!std::isnan(p) && p != 0) != (!std::isnan(q) && q != 0)); break;
-          default:
-            if (std::isnan(p) || std::isnan(q)) {
-              fill(a, r, va);
-              fill(b, r, vb);
-              o[r] = apply_binary(op, va, vb, ix).num;
-            } else {
-              const bool t = op == ExprOp::kEq   ? p == q
-                             : op == ExprOp::kNe ? p != q
-                             : op == ExprOp::kLt ? p < q
-                             : op == ExprOp::kLe ? p <= q
-                             : op == ExprOp::kGt ? p > q
-                                                 : p >= q;
-              o[r] = truth(t);
-            }
+    const std::size_t sa = a.count == 1 ? 0 : 1, sb = b.count == 1 ? 0 : 1;
+    // f on each row's two numbers, the operator chosen once outside the loop.
+    const auto numbers = [&](auto f) {
+      parallel_ranges(n, 64, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t r = begin; r < end; ++r) o[r] = f(finite_or_nan(x[r * sa]), finite_or_nan(y[r * sb]));
+      });
+    };
+    // A comparison of two numbers; a row without both goes through apply_binary.
+    const auto compare = [&](auto holds) {
+      parallel_ranges(n, 64, [&](std::size_t begin, std::size_t end) {
+        Value va, vb;
+        for (std::size_t r = begin; r < end; ++r) {
+          const double p = finite_or_nan(x[r * sa]), q = finite_or_nan(y[r * sb]);
+          if (std::isnan(p) || std::isnan(q)) {
+            fill(a, r, va);
+            fill(b, r, vb);
+            o[r] = apply_binary(op, va, vb, ix).num;
+          } else {
+            o[r] = truth(holds(p, q));
+          }
         }
-      }
-    });
+      });
+    };
+    const auto is = [](double v) { return !std::isnan(v) && v != 0; };
+    switch (op) {
+      case ExprOp::kAdd: numbers([](double p, double q) { return finite_or_nan(p + q); }); break;
+      case ExprOp::kSub: numbers([](double p, double q) { return finite_or_nan(p - q); }); break;
+      case ExprOp::kMul: numbers([](double p, double q) { return finite_or_nan(p * q); }); break;
+      case ExprOp::kDiv: numbers([](double p, double q) { return q == 0 ? kNaN : finite_or_nan(p / q); }); break;
+      case ExprOp::kAnd: numbers([&](double p, double q) { return truth(is(p) && is(q)); }); break;
+      case ExprOp::kOr: numbers([&](double p, double q) { return truth(is(p) || is(q)); }); break;
+      case ExprOp::kXor: numbers([&](double p, double q) { return truth(is(p) != is(q)); }); break;
+      case ExprOp::kEq: compare([](double p, double q) { return p == q; }); break;
+      case ExprOp::kNe: compare([](double p, double q) { return p != q; }); break;
+      case ExprOp::kLt: compare([](double p, double q) { return p < q; }); break;
+      case ExprOp::kLe: compare([](double p, double q) { return p <= q; }); break;
+      case ExprOp::kGt: compare([](double p, double q) { return p > q; }); break;
+      default: compare([](double p, double q) { return p >= q; }); break;
+    }
     return out;
   }
   if (op == ExprOp::kConcat) return concat_columns(a, b, n, o);
