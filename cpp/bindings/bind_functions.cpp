@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -34,12 +35,15 @@ std::vector<std::pair<std::string, std::string>> variables_of(const py::handle& 
 
 py::object number_or_none(double x) { return std::isnan(x) ? py::none() : py::object(py::float_(x)); }
 
-// One argument: `count` values (1: the same for every row), read while the GIL is held.
+// One argument: `count` values (1: the same for every row), read while the GIL is held. Its
+// texts are views of the Python strings, kept alive by `text_owner` (str is immutable, so they
+// are read without the GIL too).
 struct Column {
   Numbers array;  // keeps `nums` alive
+  py::object text_owner;
   const double* nums = nullptr;
   std::size_t count = 0;
-  std::vector<std::string> texts;  // empty when no value has a text
+  std::vector<std::string_view> texts;  // empty when no value has a text
   std::vector<std::uint8_t> has_text;
 
   std::size_t index(std::size_t row) const { return count == 1 ? 0 : row; }
@@ -49,12 +53,50 @@ struct Column {
     v.num = std::isfinite(x) ? x : std::nan("");
     v.has_text = !has_text.empty() && has_text[i] != 0;
     if (v.has_text) {
-      v.text = texts[i];
+      v.text.assign(texts[i]);
     } else {
       v.text.clear();
     }
   }
+  OperandColumn operand() const {
+    return OperandColumn{nums, count, texts.empty() ? nullptr : texts.data(), has_text.empty() ? nullptr : has_text.data()};
+  }
 };
+
+// The texts of an argument: a NumPy array of objects is read in place, another sequence
+// through a list; each item a str or None.
+void read_texts(const py::handle& arg, Column& c, std::size_t position) {
+  PyObject* const* items = nullptr;
+  std::size_t size = 0;
+  if (py::isinstance<py::array>(arg) && py::reinterpret_borrow<py::array>(arg).dtype().kind() == 'O') {
+    auto arr = py::array::ensure(arg, py::array::c_style);
+    if (!arr || arr.ndim() != 1) throw Error("argument " + std::to_string(position) + ": texts must be a vector");
+    items = static_cast<PyObject* const*>(arr.data());
+    size = static_cast<std::size_t>(arr.shape(0));
+    c.text_owner = std::move(arr);
+  } else {
+    py::object list = py::reinterpret_steal<py::object>(PySequence_Fast(arg.ptr(), "texts must be a sequence"));
+    if (!list) throw py::error_already_set();
+    items = PySequence_Fast_ITEMS(list.ptr());
+    size = static_cast<std::size_t>(PySequence_Fast_GET_SIZE(list.ptr()));
+    c.text_owner = std::move(list);
+  }
+  if (size != c.count) throw Error("argument " + std::to_string(position) + ": texts and numbers differ in length");
+  for (std::size_t i = 0; i < size; ++i) {
+    PyObject* t = items[i];
+    if (t == Py_None) continue;
+    if (!PyUnicode_Check(t)) throw Error("argument " + std::to_string(position) + ": texts must be str or None");
+    Py_ssize_t len = 0;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(t, &len);
+    if (utf8 == nullptr) throw py::error_already_set();
+    if (c.texts.empty()) {
+      c.texts.resize(c.count);
+      c.has_text.assign(c.count, 0);
+    }
+    c.texts[i] = std::string_view(utf8, static_cast<std::size_t>(len));
+    c.has_text[i] = 1;
+  }
+}
 
 Column column_of(const py::handle& arg, std::size_t n, std::size_t position) {
   const auto pair = arg.cast<py::tuple>();
@@ -68,20 +110,23 @@ Column column_of(const py::handle& arg, std::size_t n, std::size_t position) {
     throw Error("argument " + std::to_string(position) + " has " + std::to_string(c.count) + " values, not 1 or " +
                 std::to_string(n));
   c.nums = c.array.data();
-  if (!pair[1].is_none()) {
-    const auto texts = pair[1].cast<py::sequence>();
-    if (static_cast<std::size_t>(py::len(texts)) != c.count)
-      throw Error("argument " + std::to_string(position) + ": texts and numbers differ in length");
-    c.texts.resize(c.count);
-    c.has_text.assign(c.count, 0);
-    for (std::size_t i = 0; i < c.count; ++i) {
-      const py::handle t = texts[i];
-      if (t.is_none()) continue;
-      c.texts[i] = t.cast<std::string>();
-      c.has_text[i] = 1;
-    }
-  }
+  if (!pair[1].is_none()) read_texts(pair[1], c, position);
   return c;
+}
+
+// A NumPy array of n objects: each row's text (a str) or None.
+py::array object_texts(std::size_t n, const OperatorTexts& texts) {
+  py::array out = py::module_::import("numpy").attr("empty")(n, py::arg("dtype") = "object");
+  auto** slots = static_cast<PyObject**>(out.mutable_data());
+  for (std::size_t r = 0; r < n; ++r) {
+    if (!texts.has_text[r]) continue;
+    const std::size_t begin = r == 0 ? 0 : texts.ends[r - 1];
+    PyObject* s = PyUnicode_DecodeUTF8(texts.chars.data() + begin, static_cast<Py_ssize_t>(texts.ends[r] - begin), "replace");
+    if (s == nullptr) throw py::error_already_set();
+    Py_XDECREF(slots[r]);
+    slots[r] = s;
+  }
+  return out;
 }
 
 // The distinct combinations of argument values over n rows (values equal in number and text
@@ -126,7 +171,7 @@ void distinct_rows(const std::vector<Column>& columns, std::size_t n, std::vecto
       std::memcpy(&bits, &x, sizeof bits);
       if (!std::isfinite(x)) bits = 0x7FF8000000000000ULL;
       const bool text = !c->has_text.empty() && c->has_text[r] != 0;
-      const auto [it, fresh] = codes.try_emplace(Key{bits, text, text ? std::string_view(c->texts[r]) : std::string_view()},
+      const auto [it, fresh] = codes.try_emplace(Key{bits, text, text ? c->texts[r] : std::string_view()},
                                                  static_cast<std::uint32_t>(codes.size()));
       combined[r] += radix * it->second;
     }
@@ -273,6 +318,31 @@ void bind_functions(py::module_& m) {
       py::arg("name"), py::arg("args"), py::arg("n"), py::arg("interpretation"),
       "Calls a scalar function over n rows: each argument a (numbers, texts or None) pair of n "
       "values or of one; answers (numbers, texts or None).");
+
+  m.def(
+      "apply_operator",
+      [](const std::string& name, const py::list& args, std::size_t n, const Interpretation& ix) {
+        ExprOp op{};
+        if (!operator_of(name, args.size(), op))
+          throw Error("no operator " + name + " of " + std::to_string(args.size()) + " operands");
+        std::vector<Column> columns;
+        std::vector<OperandColumn> operands;
+        for (std::size_t i = 0; i < args.size(); ++i) columns.push_back(column_of(args[i], n, i + 1));
+        for (const Column& c : columns) operands.push_back(c.operand());
+        Numbers nums(static_cast<py::ssize_t>(n));
+        double* out = nums.mutable_data();
+        OperatorTexts result;
+        {
+          py::gil_scoped_release release;
+          result = apply_operator(op, operands, n, ix, out);
+        }
+        if (result.has_text.empty()) return py::tuple(py::make_tuple(nums, py::none()));
+        return py::tuple(py::make_tuple(nums, object_texts(n, result)));
+      },
+      py::arg("op"), py::arg("args"), py::arg("n"), py::arg("interpretation"),
+      "Applies an operator (+ - * / & = <> < <= > >= like precedes follows and or xor; - and not "
+      "of one operand) over n rows, as charts apply it: each operand a (numbers, texts or None) "
+      "pair of n values or of one; answers (numbers, texts as an object array, or None).");
 }
 
 }  // namespace assoc::py_bind

@@ -9,8 +9,8 @@ Value Plan::eval_node(std::uint32_t n, const Value* inputs) const {
   switch (p.kind) {
     case PlanNode::Kind::kConst: return p.value;
     case PlanNode::Kind::kInput: return inputs[p.input];
-    case PlanNode::Kind::kUnary: return apply_unary(p.op, eval_node(p.args[0], inputs));
-    case PlanNode::Kind::kBinary: return apply_binary(p.op, eval_node(p.args[0], inputs), eval_node(p.args[1], inputs));
+    case PlanNode::Kind::kUnary: return apply_unary(p.op, eval_node(p.args[0], inputs), *ix_);
+    case PlanNode::Kind::kBinary: return apply_binary(p.op, eval_node(p.args[0], inputs), eval_node(p.args[1], inputs), *ix_);
     case PlanNode::Kind::kCall: {
       std::vector<Value> args;
       args.reserve(p.args.size());

@@ -135,7 +135,6 @@ bool wild(std::string_view t, std::string_view p) {
   return pi == p.size();
 }
 
-double num(const Value& v) { return numeric_of(v); }
 Value number(double v) { return Value::number(v); }
 bool integral(double x) { return std::isfinite(x) && x == std::floor(x); }
 
@@ -673,19 +672,19 @@ bool is_planned_function(std::string_view name) {
   return std::any_of(std::begin(kPlanned), std::end(kPlanned), [&](const char* p) { return n == p; });
 }
 
-Value apply_unary(ExprOp op, const Value& a) {
-  if (op == ExprOp::kNot) return Value::boolean(!is_true(a));
-  const double x = num(a);
+Value apply_unary(ExprOp op, const Value& a, const Interpretation& ix) {
+  const double x = ix.number(a);
+  if (op == ExprOp::kNot) return Value::boolean(std::isnan(x) || x == 0);
   return std::isnan(x) ? Value::null() : number(-x);
 }
 
-Value apply_binary(ExprOp op, const Value& a, const Value& b) {
+Value apply_binary(ExprOp op, const Value& a, const Value& b, const Interpretation& ix) {
   switch (op) {
     case ExprOp::kAdd:
     case ExprOp::kSub:
     case ExprOp::kMul:
     case ExprOp::kDiv: {
-      const double x = num(a), y = num(b);
+      const double x = ix.number(a), y = ix.number(b);
       if (std::isnan(x) || std::isnan(y)) return Value::null();
       if (op == ExprOp::kAdd) return number(x + y);
       if (op == ExprOp::kSub) return number(x - y);
@@ -695,9 +694,13 @@ Value apply_binary(ExprOp op, const Value& a, const Value& b) {
     case ExprOp::kConcat:
       if (a.is_null() && b.is_null()) return Value::null();
       return Value::of_text(shown_text(a) + shown_text(b));
-    case ExprOp::kAnd: return Value::boolean(is_true(a) && is_true(b));
-    case ExprOp::kOr: return Value::boolean(is_true(a) || is_true(b));
-    case ExprOp::kXor: return Value::boolean(is_true(a) != is_true(b));
+    case ExprOp::kAnd:
+    case ExprOp::kOr:
+    case ExprOp::kXor: {
+      const double x = ix.number(a), y = ix.number(b);
+      const bool p = !std::isnan(x) && x != 0, q = !std::isnan(y) && y != 0;
+      return Value::boolean(op == ExprOp::kAnd ? p && q : op == ExprOp::kOr ? p || q : p != q);
+    }
     default: break;
   }
   // Comparisons: NULL op NULL is NULL; against one NULL only <> holds.
@@ -707,10 +710,11 @@ Value apply_binary(ExprOp op, const Value& a, const Value& b) {
   }
   if (op == ExprOp::kLike) return Value::boolean(wildcard_match(shown_text(a), shown_text(b)));
   int c;
-  const double x = num(a), y = num(b);
+  const double x = ix.number(a), y = ix.number(b);
   if (op != ExprOp::kPrecedes && op != ExprOp::kFollows && !std::isnan(x) && !std::isnan(y)) {
     c = x < y ? -1 : x > y ? 1 : 0;
   } else {
+    // Texts compare by their bytes (UTF-8: by code point), case-sensitively.
     const int t = shown_text(a).compare(shown_text(b));
     c = t < 0 ? -1 : t > 0 ? 1 : 0;
   }

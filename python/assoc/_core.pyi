@@ -573,6 +573,18 @@ def call_function(
     of n values or of one; answers (numbers, texts or None).
     """
 
+def apply_operator(
+    op: str,
+    args: list[typing.Any],
+    n: typing.SupportsInt | typing.SupportsIndex,
+    interpretation: Interpretation,
+) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.object_] | None]:
+    """
+    Applies an operator (+ - * / & = <> < <= > >= like precedes follows and or xor; - and
+    not of one operand) over n rows, as charts apply it: each operand a (numbers, texts or
+    None) pair of n values or of one; answers (numbers, texts as an object array, or None).
+    """
+
 def cache_info() -> dict[str, typing.Any]:
     """
     Entries, bytes and byte limit of the engine's result cache.

@@ -34,7 +34,8 @@ def serial(d: dt.date) -> int:
         ("'3' + 4", 7),
         ("2 > 1", -1),
         ("2 < 1", 0),
-        ("'abc' = 'ABC'", -1),
+        ("'abc' = 'ABC'", 0),  # texts compare with case, as in charts (docs/scripts.md)
+        ("'abc' = 'abc'", -1),
         ("1 = 1 and 2 = 3", 0),
         ("1 = 1 or 2 = 3", -1),
         ("not 1 = 2", -1),

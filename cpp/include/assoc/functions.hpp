@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -55,9 +56,36 @@ std::vector<const ScalarFunction*> scalar_functions();
 // Names of Qlik functions recognised but not computed yet.
 bool is_planned_function(std::string_view name);
 
-// A unary or binary operator on values, with Qlik's NULL rules (§6).
-Value apply_unary(ExprOp op, const Value& a);
-Value apply_binary(ExprOp op, const Value& a, const Value& b);
+// A unary or binary operator on values, with Qlik's NULL rules (§6); a text operand is read as
+// a number under `ix` (DecimalSep, dates, …), as the script and the charts read texts.
+Value apply_unary(ExprOp op, const Value& a, const Interpretation& ix);
+Value apply_binary(ExprOp op, const Value& a, const Value& b, const Interpretation& ix);
+
+// One operand of an operator over rows: `count` values (1: the same on every row), numbers
+// (NaN: none) and, when `texts` is set, texts where `has_text` is non-zero.
+struct OperandColumn {
+  const double* nums = nullptr;
+  std::size_t count = 0;
+  const std::string_view* texts = nullptr;
+  const std::uint8_t* has_text = nullptr;
+};
+
+// The texts of an operator's values over rows, once one has a text: row r's text (where
+// has_text[r]) is chars[ends[r - 1], ends[r]) (from 0 for row 0).
+struct OperatorTexts {
+  std::vector<std::uint8_t> has_text;  // empty: no value has a text
+  std::string chars;
+  std::vector<std::size_t> ends;
+};
+
+// apply_unary (one operand) or apply_binary (two) on each of n rows, in parallel: numbers in
+// tight loops, each other row through the same apply_* (NULLs, texts, comparisons as text).
+// The numbers go to nums[0..n), the texts are returned.
+OperatorTexts apply_operator(ExprOp op, std::span<const OperandColumn> operands, std::size_t n,
+                             const Interpretation& ix, double* nums);
+// The operator written `name` ("+", "&", "like", "not", …; words in any case) with `arity`
+// operands, or false when there is none.
+bool operator_of(std::string_view name, std::size_t arity, ExprOp& op);
 
 // An aggregation over the values of its records (in load order): `values` the first
 // argument per record, `weights` the per-record weight argument (empty without one),

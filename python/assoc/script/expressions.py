@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-import numpy as np
-
 from assoc import _core
 from assoc.script import syntax as ast
 from assoc.script.errors import ScriptError
@@ -16,11 +14,10 @@ from assoc.script.functions import (
     ROW_FUNCTIONS,
     CallContext,
     call_engine,
-    numbers_of,
 )
 from assoc.script.numbers import Interpretation
 from assoc.script.parser import AGGREGATIONS
-from assoc.script.values import NAN, Values, booleans
+from assoc.script.values import Values
 
 
 def children(expr: ast.Expr) -> tuple[ast.Expr, ...]:
@@ -56,17 +53,6 @@ def fields_of(expr: ast.Expr) -> list[str]:
 def is_row_dependent(expr: ast.Expr) -> bool:
     """True when the expression uses RecNo, RowNo or Rand (so differs per row)."""
     return any(isinstance(e, ast.Call) and e.name in ROW_FUNCTIONS for e in walk(expr))
-
-
-def _text_compare(op: str, a: Values, b: Values, n: int) -> np.ndarray:
-    ta, tb = a.broadcast(n).text_list(), b.broadcast(n).text_list()
-    out = np.zeros(n, dtype=bool)
-    for i, (x, y) in enumerate(zip(ta, tb, strict=True)):
-        if x is None or y is None:
-            continue
-        x, y = x.casefold(), y.casefold()
-        out[i] = {"=": x == y, "<>": x != y, "<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y}[op]
-    return out
 
 
 class Evaluator:
@@ -110,11 +96,7 @@ class Evaluator:
             except (ValueError, IndexError, _core.Error) as exc:
                 raise ScriptError(f"{expr.name}: {exc}", expr.line, expr.column) from None
         if isinstance(expr, ast.Unary):
-            v = self(expr.operand)
-            nums = numbers_of(v, self.ctx.interpretation)
-            if expr.op == "-":
-                return Values(-nums)
-            return booleans(~np.isnan(nums) & (nums == 0))
+            return self._operator(expr.op, [self(expr.operand)])
         if isinstance(expr, ast.Binary):
             return self._binary(expr)
         raise ScriptError("cannot evaluate this expression", expr.line, expr.column)
@@ -127,41 +109,15 @@ class Evaluator:
             spine.append(spine[-1].left)
         value = self(spine[-1].left)
         for node in reversed(spine):
-            value = self._apply(node, value, self(node.right))
+            value = self._operator(node.op, [value, self(node.right)])
         return value
 
-    def _apply(self, expr: ast.Binary, a: Values, b: Values) -> Values:
-        n = max(len(a), len(b))
-        op = expr.op
-        if op == "&":
-            la, lb = a.broadcast(n).text_list(), b.broadcast(n).text_list()
-            return Values.of_texts([(x or "") + (y or "") for x, y in zip(la, lb, strict=True)])
-        interp = self.ctx.interpretation
-        x, y = numbers_of(a.broadcast(n), interp), numbers_of(b.broadcast(n), interp)
-        if op in ("AND", "OR", "XOR"):
-            tx, ty = ~np.isnan(x) & (x != 0), ~np.isnan(y) & (y != 0)
-            return booleans({"AND": tx & ty, "OR": tx | ty, "XOR": tx ^ ty}[op])
-        if op in ("=", "<>", "<", ">", "<=", ">="):
-            both = ~np.isnan(x) & ~np.isnan(y)
-            with np.errstate(invalid="ignore"):
-                numeric = {
-                    "=": x == y,
-                    "<>": x != y,
-                    "<": x < y,
-                    ">": x > y,
-                    "<=": x <= y,
-                    ">=": x >= y,
-                }[op]
-            if both.all():
-                return booleans(numeric)
-            return booleans(np.where(both, numeric, _text_compare(op, a, b, n)))
-        with np.errstate(all="ignore"):
-            out = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y, "/": lambda: x / y}[
-                op
-            ]()
-        out = np.asarray(out, dtype=np.float64)
-        out[~np.isfinite(out)] = NAN
-        return Values(out)
+    def _operator(self, op: str, args: list[Values]) -> Values:
+        """The engine's operator (the one charts apply) over the operands' values."""
+        n = max(len(a) for a in args)
+        packed = [(a.nums, a.texts) for a in args]
+        nums, texts = _core.apply_operator(op, packed, n, self.ctx.interpretation)
+        return Values(nums, texts)
 
 
 def constant_value(

@@ -105,7 +105,7 @@ def call_engine(name: str, args: list[Values], ctx: CallContext) -> Values:
     """An engine function over the arguments' values (each of length 1 or n); the result has
     length 1 when every argument has."""
     n = max((len(a) for a in args), default=1)
-    packed = [(a.nums, None if a.texts is None else a.texts.tolist()) for a in args]
+    packed = [(a.nums, a.texts) for a in args]
     nums, texts = _core.call_function(name, packed, n, ctx.interpretation)
     return Values(nums) if texts is None else Values.of_texts(texts, nums)
 

@@ -20,8 +20,9 @@ AGGREGATIONS = frozenset(
 )  # fmt: skip
 # Functions whose first argument names a field (written bare or quoted).
 _FIELD_NAME_ARG = frozenset(("EXISTS", "PEEK", "FIELDVALUE", "FIELDVALUECOUNT", "FIELDINDEX"))
-# Binary operators by precedence, lowest first; NOT sits between AND and the comparisons.
-_WORD_LEVELS = {"OR": 0, "XOR": 0, "AND": 1}
+# Binary operators by precedence, lowest first; NOT sits between AND and the comparisons
+# (`like`, `precedes` and `follows` among them).
+_WORD_LEVELS = {"OR": 0, "XOR": 0, "AND": 1, "LIKE": 3, "PRECEDES": 3, "FOLLOWS": 3}
 _NOT_LEVEL = 2
 _OP_LEVELS = {
     **dict.fromkeys(("=", "<>", "<", ">", "<=", ">="), 3),
