@@ -392,8 +392,12 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
   const bool table_root = !walker.graph().is_field(root);
   const std::size_t records =
       table_root ? data.tables()[root].rows : data.fields()[walker.graph().field_of(root)].symbols.size();
-  // Keys index the slots directly while the key space is small next to the records.
-  const bool direct = key_space <= std::max<std::uint64_t>(std::uint64_t{1} << 16, records / 16);
+  // Keys index the slots directly while the key space is small next to the records, or no
+  // larger than them with every thread's accumulators within 64 MiB (a 100,000-customer
+  // group on a million rows: hashing each record cost more than clearing the slots).
+  const std::uint64_t slot_bytes = (1 + 8 * std::uint64_t{std::max<std::size_t>(terms.size(), 1)}) * threads();
+  const bool direct = key_space <= std::max<std::uint64_t>(std::uint64_t{1} << 16, records / 16) ||
+                      (key_space <= records && key_space * slot_bytes <= (std::uint64_t{64} << 20));
   std::size_t slots = direct ? static_cast<std::size_t>(key_space) + kFirstGroup : kFirstGroup;
 
   std::vector<TermInput> in(terms.size());
