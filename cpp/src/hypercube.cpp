@@ -271,17 +271,31 @@ std::vector<std::uint64_t> HypercubeBuilder::part_keys(
   if (graph_.is_field(root) && !tree.children[root].empty())
     tree = RootedTree(graph_, tree.children[root][0], dim_nodes_);
   std::vector<std::uint64_t> keys;
+  std::vector<std::size_t> runs{0};  // where each list of keys starts
   bool reached_by_measure = false;
   for (const auto& [node, node_keys] : by_node) {
     if (!part.reached[node]) continue;
     keys.insert(keys.end(), node_keys.begin(), node_keys.end());
+    runs.push_back(keys.size());
     reached_by_measure = reached_by_measure || (!graph_.is_field(node) && tree.contains(node));
   }
   if (!reached_by_measure) {
     const std::vector<std::uint64_t> inner = inner_keys(p, *rows_);
     keys.insert(keys.end(), inner.begin(), inner.end());
+    runs.push_back(keys.size());
   }
-  std::sort(keys.begin(), keys.end());
+  // Lists already sorted (direct slots, the inner walk's keys) are merged, else all sorted.
+  bool sorted_runs = true;
+  for (std::size_t i = 1; i < runs.size() && sorted_runs; ++i)
+    sorted_runs = std::is_sorted(keys.begin() + static_cast<std::ptrdiff_t>(runs[i - 1]),
+                                 keys.begin() + static_cast<std::ptrdiff_t>(runs[i]));
+  if (sorted_runs) {
+    for (std::size_t i = 2; i < runs.size(); ++i)
+      std::inplace_merge(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(runs[i - 1]),
+                         keys.begin() + static_cast<std::ptrdiff_t>(runs[i]));
+  } else {
+    std::sort(keys.begin(), keys.end());
+  }
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   return keys;
 }
@@ -353,7 +367,7 @@ void HypercubeBuilder::sort_rows(std::vector<std::size_t>& order) const {
   }
   for (std::size_t d = 0; d < dims_.size(); ++d)
     if (!dim_sorted[d]) columns.push_back(dim_column(d, "asc"));
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+  auto before = [&](std::size_t a, std::size_t b) {
     for (const SortColumn& c : columns) {
       const double x = c.key[a], y = c.key[b];
       const bool xn = std::isnan(x), yn = std::isnan(y);
@@ -364,7 +378,28 @@ void HypercubeBuilder::sort_rows(std::vector<std::size_t>& order) const {
       if (x != y) return c.desc ? x > y : x < y;
     }
     return false;
+  };
+  // Rows often come in order already (keys follow the symbols, symbols the values).
+  if (std::is_sorted(order.begin(), order.end(), before)) return;
+  if (columns.size() != 1) {
+    std::stable_sort(order.begin(), order.end(), before);
+    return;
+  }
+  // One column: its keys beside the rows' positions, sorted in place (ties by position).
+  const SortColumn& c = columns[0];
+  std::vector<std::pair<double, std::size_t>> tagged;
+  tagged.reserve(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) tagged.emplace_back(c.key[order[i]], i);
+  std::sort(tagged.begin(), tagged.end(), [&](const auto& a, const auto& b) {
+    const bool an = std::isnan(a.first), bn = std::isnan(b.first);
+    if (an != bn) return bn;
+    if (!an && a.first != b.first) return c.desc ? a.first > b.first : a.first < b.first;
+    return a.second < b.second;
   });
+  std::vector<std::size_t> sorted;
+  sorted.reserve(order.size());
+  for (const auto& [key, i] : tagged) sorted.push_back(order[i]);
+  order.swap(sorted);
 }
 
 std::vector<double> HypercubeBuilder::dim_sort_key(std::size_t d, const std::string& direction) const {
@@ -407,7 +442,7 @@ std::vector<double> HypercubeBuilder::value_ranks(std::uint32_t field, const std
     if (!present.empty() && present.back() == kNull) present.pop_back();
   }
   std::vector<std::uint32_t> by_value(present);
-  std::sort(by_value.begin(), by_value.end(), [&](std::uint32_t a, std::uint32_t b) {
+  auto value_before = [&](std::uint32_t a, std::uint32_t b) {
     const bool an = symbols.has_number(a), bn = symbols.has_number(b);
     if (an != bn) return an;
     if (an) {
@@ -417,7 +452,18 @@ std::vector<double> HypercubeBuilder::value_ranks(std::uint32_t field, const std
     }
     const std::string_view x = symbols.text(a), y = symbols.text(b);
     return x != y ? x < y : a < b;
-  });
+  };
+  // Symbols loaded in value order need no sort; numbers alone sort beside their symbols.
+  if (std::is_sorted(by_value.begin(), by_value.end(), value_before)) {
+  } else if (std::all_of(by_value.begin(), by_value.end(), [&](std::uint32_t k) { return symbols.has_number(k); })) {
+    std::vector<std::pair<double, std::uint32_t>> numbers;
+    numbers.reserve(by_value.size());
+    for (const std::uint32_t k : by_value) numbers.emplace_back(symbols.number(k), k);
+    std::sort(numbers.begin(), numbers.end());
+    for (std::size_t i = 0; i < numbers.size(); ++i) by_value[i] = numbers[i].second;
+  } else {
+    std::sort(by_value.begin(), by_value.end(), value_before);
+  }
   std::vector<double> out;
   out.reserve(codes.size());
   if (marked) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <span>
 
 #include "assoc/error.hpp"
 #include "hypercube_builder.hpp"
@@ -99,6 +101,7 @@ std::int32_t HypercubeBuilder::plan_aggr_term(const std::string& text, const Exp
   const auto n_aggr = static_cast<std::uint32_t>(t.aggr_nodes.size());
   t.value.shift_inputs(kFieldInput, n_aggr);
   if (t.has_weight) t.weight.shift_inputs(kFieldInput, n_aggr);
+  plan_dense_aggr(e, a, *aggr, t);
   aggr_terms_.push_back(std::move(t));
   return static_cast<std::int32_t>(aggr_terms_.size() - 1);
 }
@@ -147,7 +150,273 @@ bool order_free_aggregation(AggKind kind) {
 
 }  // namespace
 
+void HypercubeBuilder::plan_dense_aggr(const Expression& e, const ExprNode& outer, const ExprNode& aggr,
+                                       AggrTerm& t) const {
+  if (t.dims.size() != 1 || !t.sorts[0].empty() || t.aggr_nodes.size() != 1 || t.has_weight || t.distinct) return;
+  if (t.aggr_set != 0 || t.outer_set != 0 || t.scope || aggr.set >= 0) return;
+  switch (t.kind) {
+    case AggKind::kSum:
+    case AggKind::kCount:
+    case AggKind::kAvg:
+    case AggKind::kMin:
+    case AggKind::kMax:
+    case AggKind::kOnly: break;
+    default: return;
+  }
+  // The outer aggregation reads the Aggr value itself, with no other argument.
+  if (!is_aggr_call(outer) && (outer.args.size() != 1 || outer.args[0] != t.aggr_nodes[0])) return;
+  const ExprNode& inner = e.nodes[aggr.args[0]];
+  if (inner.kind != ExprNode::Kind::kAgg || inner.set >= 0 || inner.total || inner.distinct || inner.nodistinct ||
+      inner.args.size() != 1)
+    return;
+  const ExprNode& arg = e.nodes[inner.args[0]];
+  if (arg.kind != ExprNode::Kind::kField) return;
+  AggFunc func = AggFunc::kSum;
+  switch (find_aggregate_function(inner.name)->kind) {
+    case AggKind::kSum: func = AggFunc::kSum; break;
+    case AggKind::kCount: func = AggFunc::kCount; break;
+    case AggKind::kAvg: func = AggFunc::kAvg; break;
+    case AggKind::kMin: func = AggFunc::kMin; break;
+    case AggKind::kMax: func = AggFunc::kMax; break;
+    default: return;
+  }
+  const int f = data_.find_field(arg.name);
+  if (f < 0) return;
+  const std::uint32_t node = graph_.node_of_field(static_cast<std::uint32_t>(f));
+  if (graph_.is_field(node)) return;  // a key field's records are its values
+  const Table& table = data_.tables()[node];
+  const std::uint32_t dim = t.dim_fields[0];
+  if (table.column_of(dim) < 0) return;
+  // The dimension is the table's own field, or a key field linking that table.
+  const std::uint32_t dim_node = graph_.node_of_field(dim);
+  if (dim_node != node) {
+    const auto& holders = model_.linked_holders(dim);
+    if (!graph_.is_field(dim_node) ||
+        std::none_of(holders.begin(), holders.end(), [&](const auto& h) { return h.table == node; }))
+      return;
+  }
+  t.dense = true;
+  t.dense_term = Term{func, static_cast<std::uint32_t>(f), static_cast<std::uint32_t>(table.column_of(static_cast<std::uint32_t>(f)))};
+  t.dense_table = node;
+}
+
+namespace {
+
+// An aggregation over Aggr values (numbers, NaN for NULL) folded one value at a time, as
+// aggregate_values folds them in the same order: Sum, Count, Avg, Min, Max, Only.
+struct Fold {
+  double sum = 0, count = 0, min = std::numeric_limits<double>::infinity(), max = -std::numeric_limits<double>::infinity();
+  double only = 0;
+  std::uint8_t members = 0, only_state = 0;  // only_state: 0 none, 1 one value, 2 several
+
+  void add(double v) {
+    members = 1;
+    const bool number = std::isfinite(v);
+    sum += number ? v : 0.0;
+    count += number ? 1 : 0;
+    if (!number) return;
+    min = std::min(min, v);
+    max = std::max(max, v);
+    if (only_state == 0) {
+      only = v;
+      only_state = 1;
+    } else if (only_state == 1 && only != v) {
+      only_state = 2;
+    }
+  }
+  Value result(AggKind kind) const {
+    if (!members) return empty_aggregate(kind);
+    switch (kind) {
+      case AggKind::kSum: return Value::number(sum);
+      case AggKind::kCount: return Value::number(count);
+      case AggKind::kAvg: return count > 0 ? Value::number(sum / count) : Value::null();
+      case AggKind::kMin: return count > 0 ? Value::number(min) : Value::null();
+      case AggKind::kMax: return count > 0 ? Value::number(max) : Value::null();
+      case AggKind::kOnly: return only_state == 1 ? Value::number(only) : Value::null();
+      default: return Value::null();
+    }
+  }
+};
+
+}  // namespace
+
+bool HypercubeBuilder::compute_aggr_dense(const AggrTerm& t, const std::vector<std::uint64_t>& keys) {
+  const std::uint32_t field = t.dim_fields[0];
+  const std::uint32_t n = data_.fields()[field].symbols.size();
+  const Table& table = data_.tables()[t.dense_table];
+  if (std::uint64_t{n} > std::max<std::uint64_t>(std::uint64_t{1} << 20, 4 * std::uint64_t{table.rows})) return false;
+  const std::uint32_t field_node = graph_.node_of_field(field);
+  // The chart's dimensions: the Aggr's own (the virtual row's value), and the others, which
+  // the data links to the virtual rows; those must lie in the Aggr dimension's part.
+  std::uint64_t own_stride = 0;
+  std::vector<DimPlace> lacking;
+  std::vector<std::uint32_t> lacking_nodes;
+  for (const DimPlace& d : dims_) {
+    if (d.field == field) {
+      own_stride += d.stride;
+    } else {
+      lacking.push_back(d);
+      lacking_nodes.push_back(d.node);
+    }
+  }
+  if (!lacking.empty() && (parts_.size() != 1 || !parts_[0].reached[field_node])) return false;
+
+  const RowStates& rows = *rows_;
+  const detail::DenseGroups groups =
+      detail::aggregate_by_column(model_, rows, t.dense_table, static_cast<std::uint32_t>(table.column_of(field)), t.dense_term);
+  // The virtual rows: the dimension's possible values, from the possible records of every
+  // table it links (NULL is none).
+  std::vector<std::uint8_t> is_row = groups.hits;
+  if (graph_.is_field(field_node)) {
+    std::vector<std::uint32_t> codes(1024);
+    for (const auto& h : model_.linked_holders(field)) {
+      if (h.table == t.dense_table) continue;
+      const Table& other = data_.tables()[h.table];
+      const Bitset* possible = rows.rows[h.table].get();
+      for (std::size_t begin = 0; begin < other.rows; begin += codes.size()) {
+        const std::size_t count = std::min(codes.size(), other.rows - begin);
+        other.columns[h.column].index.decode(begin, count, codes.data());
+        for (std::size_t i = 0; i < count; ++i)
+          if (codes[i] < n && (possible == nullptr || possible->test(begin + i))) is_row[codes[i]] = 1;
+      }
+    }
+  }
+
+  // Each chart row by its key.
+  constexpr std::uint32_t kNoRow = std::numeric_limits<std::uint32_t>::max();
+  const bool direct = key_space_ <= 4 * (std::uint64_t{keys.size()} + n) + (std::uint64_t{1} << 20);
+  std::vector<std::uint32_t> row_at(direct ? key_space_ : 0, kNoRow);
+  KeyIndex row_index(direct ? 0 : keys.size());
+  for (std::size_t r = 0; r < keys.size(); ++r) {
+    if (direct) {
+      row_at[keys[r]] = static_cast<std::uint32_t>(r);
+    } else {
+      row_index.emplace(keys[r], static_cast<std::uint32_t>(r));
+    }
+  }
+  auto row_of = [&](std::uint64_t key) -> std::uint32_t {
+    if (direct) return row_at[key];
+    const std::uint32_t r = row_index.find(key);
+    return r == KeyIndex::kAbsent ? kNoRow : r;
+  };
+  // DISTINCT: a virtual row linked to several chart rows counts in the first, by the values
+  // of the chart dimensions the Aggr lacks (ascending, NULL last) in the chart's order.
+  std::vector<std::vector<double>> rank;  // per lacking dimension, per symbol
+  auto before = [&](std::uint64_t a, std::uint64_t b) {
+    if (rank.empty()) {
+      for (const DimPlace& d : lacking) {
+        std::vector<std::uint32_t> all(data_.fields()[d.field].symbols.size());
+        std::iota(all.begin(), all.end(), 0U);
+        rank.push_back(value_ranks(d.field, all));
+      }
+    }
+    for (std::size_t j = 0; j < lacking.size(); ++j) {
+      const std::uint64_t radix = std::uint64_t{data_.fields()[lacking[j].field].symbols.size()} + 1;
+      const std::uint64_t ca = a / lacking[j].stride % radix, cb = b / lacking[j].stride % radix;
+      if (ca == cb) continue;
+      if (ca == 0 || cb == 0) return cb == 0;
+      return rank[j][ca - 1] < rank[j][cb - 1];
+    }
+    return a < b;
+  };
+
+  // Per virtual row (in the order of its symbols), the chart rows it counts in.
+  std::vector<std::uint32_t> offsets(std::size_t{n} + 1, 0);
+  std::vector<std::uint32_t> linked;
+  if (lacking.empty()) {
+    for (std::uint32_t c = 0; c < n; ++c) {
+      if (is_row[c]) {
+        const std::uint32_t r = row_of(std::uint64_t{c + 1} * own_stride);
+        if (r != kNoRow) linked.push_back(r);
+      }
+      offsets[c + 1] = static_cast<std::uint32_t>(linked.size());
+    }
+  } else if (graph_.is_field(field_node)) {
+    // The Aggr dimension is a key field: each value's tuples are the link sets of the tables it joins.
+    const RootedTree tree(graph_, field_node, lacking_nodes);
+    JoinWalker walker(model_, rows, graph_, tree, lacking, true);
+    const std::vector<JoinWalker::Link> links = walker.root_links();
+    std::vector<std::uint64_t> tuples, next;
+    for (std::uint32_t c = 0; c < n; ++c) {
+      offsets[c + 1] = offsets[c];
+      if (!is_row[c]) continue;
+      tuples.assign(1, std::uint64_t{c + 1} * own_stride);
+      for (const JoinWalker::Link& l : links) {
+        const std::span<const std::uint64_t> set = l.sets->of(c + 1);
+        next.clear();
+        for (const std::uint64_t k : tuples)
+          for (const std::uint64_t x : set) next.push_back(k + x);
+        tuples.swap(next);
+      }
+      if (!t.nodistinct && tuples.size() > 1)
+        tuples.assign(1, *std::min_element(tuples.begin(), tuples.end(), before));
+      for (const std::uint64_t k : tuples) {
+        const std::uint32_t r = row_of(k);
+        if (r != kNoRow) linked.push_back(r);
+      }
+      offsets[c + 1] = static_cast<std::uint32_t>(linked.size());
+    }
+  } else {
+    // The Aggr dimension is the table's own field: its records link each value.
+    const RootedTree tree(graph_, field_node, lacking_nodes);
+    JoinWalker walker(model_, rows, graph_, tree, lacking, true);
+    const auto column = static_cast<std::uint32_t>(table.column_of(field));
+    std::vector<std::uint64_t> best(t.nodistinct ? 0 : n, detail::kMissing);
+    KeyIndex seen;
+    std::vector<std::uint64_t> pairs;  // NODISTINCT: symbol << 32 | chart row, each once
+    walker.for_each_record({column}, [&](const detail::RecordBatch& b) {
+      for (std::size_t i = 0; i < b.n; ++i) {
+        const std::uint32_t c = b.extra[0][i];
+        if (c >= n) continue;
+        for (std::uint32_t k = b.key_offsets[i]; k < b.key_offsets[i + 1]; ++k) {
+          const std::uint64_t key = b.keys[k] + std::uint64_t{c + 1} * own_stride;
+          if (!t.nodistinct) {
+            if (best[c] == detail::kMissing || before(key, best[c])) best[c] = key;
+            continue;
+          }
+          const std::uint32_t r = row_of(key);
+          const std::uint64_t pair = std::uint64_t{c} << 32 | r;
+          if (r != kNoRow && seen.emplace(pair, 0).second) pairs.push_back(pair);
+        }
+      }
+    });
+    if (!t.nodistinct) {
+      for (std::uint32_t c = 0; c < n; ++c) {
+        offsets[c + 1] = offsets[c];
+        if (!is_row[c] || best[c] == detail::kMissing) continue;
+        const std::uint32_t r = row_of(best[c]);
+        if (r != kNoRow) linked.push_back(r);
+        offsets[c + 1] = static_cast<std::uint32_t>(linked.size());
+      }
+    } else {
+      std::sort(pairs.begin(), pairs.end());
+      std::size_t at = 0;
+      for (std::uint32_t c = 0; c < n; ++c) {
+        for (; at < pairs.size() && (pairs[at] >> 32) == c; ++at)
+          if (is_row[c]) linked.push_back(static_cast<std::uint32_t>(pairs[at]));
+        offsets[c + 1] = static_cast<std::uint32_t>(linked.size());
+      }
+    }
+  }
+
+  // Each chart row's aggregation of its virtual rows' values, and the total over them all.
+  std::vector<Fold> folds(keys.size());
+  Fold total;
+  for (std::uint32_t c = 0; c < n; ++c) {
+    if (!is_row[c]) continue;
+    const double v = groups.values[c];
+    total.add(v);
+    for (std::uint32_t i = offsets[c]; i < offsets[c + 1]; ++i) folds[linked[i]].add(v);
+  }
+  std::vector<Value> column(keys.size());
+  for (std::size_t r = 0; r < keys.size(); ++r) column[r] = folds[r].result(t.kind);
+  aggr_columns_.push_back(std::move(column));
+  aggr_totals_.push_back(total.result(t.kind));
+  return true;
+}
+
 void HypercubeBuilder::compute_aggr(const AggrTerm& t, const std::vector<std::uint64_t>& keys) {
+  if (t.dense && compute_aggr_dense(t, keys)) return;
   HypercubeSpec spec;
   spec.dimensions = t.dims;
   Nested nested;

@@ -392,8 +392,12 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
   const bool table_root = !walker.graph().is_field(root);
   const std::size_t records =
       table_root ? data.tables()[root].rows : data.fields()[walker.graph().field_of(root)].symbols.size();
-  // Keys index the slots directly while the key space is small next to the records.
-  const bool direct = key_space <= std::max<std::uint64_t>(std::uint64_t{1} << 16, records / 16);
+  // Keys index the slots directly while the key space is small next to the records, or no
+  // larger than them with every thread's accumulators within 64 MiB (a 100,000-customer
+  // group on a million rows: hashing each record cost more than clearing the slots).
+  const std::uint64_t slot_bytes = (1 + 8 * std::uint64_t{std::max<std::size_t>(terms.size(), 1)}) * threads();
+  const bool direct = key_space <= std::max<std::uint64_t>(std::uint64_t{1} << 16, records / 16) ||
+                      (key_space <= records && key_space * slot_bytes <= (std::uint64_t{64} << 20));
   std::size_t slots = direct ? static_cast<std::size_t>(key_space) + kFirstGroup : kFirstGroup;
 
   std::vector<TermInput> in(terms.size());
@@ -591,6 +595,69 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
     out.totals.push_back(value_of(in[k], acc.terms[k], distinct, kTotal, symbol));
     out.total_symbols.push_back(symbol);
   }
+  return out;
+}
+
+DenseGroups aggregate_by_column(const AssociativeModel& model, const RowStates& rows, std::uint32_t table_node,
+                                std::uint32_t group_column, const Term& term) {
+  const DataModel& data = model.data();
+  const Table& table = data.tables()[table_node];
+  const std::uint32_t n_groups = data.fields()[table.columns[group_column].field].symbols.size();
+  // Slot of a record: its symbol + kFirstGroup; NULL (kNull + 2 wraps to kTrash) counts nowhere.
+  static_assert(kNull + kFirstGroup == kTrash);
+  const std::size_t slots = std::size_t{n_groups} + kFirstGroup;
+  std::vector<TermInput> in(1);
+  TermInput& t = in[0];
+  t.func = term.func;
+  t.symbols = &data.fields()[term.field].symbols;
+  t.n_symbols = t.symbols->size();
+  if (!t.symbols->int_numbers().empty()) t.ints = t.symbols->int_numbers().data();
+  if (!t.symbols->double_numbers().empty()) t.doubles = t.symbols->double_numbers().data();
+  const PackedIndex& groups = table.columns[group_column].index;
+  const PackedIndex& values = table.columns[term.column].index;
+  const Bitset* possible = rows.rows[table_node].get();
+  const std::size_t n_chunks = (table.rows + kBatch - 1) / kBatch;
+  const std::size_t n_threads = std::max<std::size_t>(1, std::min<std::size_t>(threads(), n_chunks));
+  std::vector<Accumulators> per_thread(n_threads);
+  std::atomic<std::size_t> next{0};
+  parallel_for(n_threads, [&](std::size_t th) {
+    Accumulators& a = per_thread[th];
+    a.resize(in, slots);
+    std::vector<std::uint32_t> slot(kBatch), code(kBatch), picked(kBatch);
+    for (std::size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
+      const std::size_t begin = c * kBatch;
+      const std::size_t count = std::min(kBatch, table.rows - begin);
+      groups.decode(begin, count, slot.data());
+      values.decode(begin, count, code.data());
+      std::size_t n = count;
+      if (possible != nullptr) {
+        const std::uint64_t* mask = possible->words() + begin / 64;
+        n = 0;
+        for (std::size_t w = 0; w < (count + 63) / 64; ++w)
+          for (std::uint64_t bits = mask[w]; bits != 0; bits &= bits - 1)
+            picked[n++] = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+        for (std::size_t i = 0; i < n; ++i) {
+          slot[i] = slot[picked[i]];
+          code[i] = code[picked[i]];
+        }
+      }
+      for (std::size_t i = 0; i < n; ++i) slot[i] += kFirstGroup;
+      for (std::size_t i = 0; i < n; ++i) a.hits[slot[i]] = 1;
+      accumulate(in[0], a.terms[0], slot.data(), code.data(), n);
+    }
+  });
+  Accumulators& acc = per_thread[0];
+  for (std::size_t th = 1; th < n_threads; ++th) {
+    const Accumulators& o = per_thread[th];
+    for (std::size_t s = 0; s < slots; ++s) acc.hits[s] |= o.hits[s];
+    for (std::size_t s = 0; s < slots; ++s) merge_slot(t, acc.terms[0], s, o.terms[0], s);
+  }
+  DenseGroups out;
+  out.values.resize(n_groups);
+  out.hits.assign(acc.hits.begin() + kFirstGroup, acc.hits.end());
+  const std::vector<std::uint64_t> no_distinct;
+  std::uint32_t symbol;
+  for (std::uint32_t g = 0; g < n_groups; ++g) out.values[g] = value_of(t, acc.terms[0], no_distinct, g + kFirstGroup, symbol);
   return out;
 }
 

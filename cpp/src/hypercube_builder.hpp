@@ -108,6 +108,12 @@ struct AggrTerm {
   Plan weight;
   bool has_weight = false;
   std::vector<Value> params;
+  // Dense: one unsorted Aggr dimension over a plain Sum, Count, Avg, Min or Max of a field of
+  // a table that holds the dimension, read as is by Sum, Count, Avg, Min, Max or Only (or a
+  // bare Aggr), no set anywhere: computed per symbol of the dimension (compute_aggr_dense).
+  bool dense = false;
+  Term dense_term;
+  std::uint32_t dense_table = 0;
 };
 
 // An inter-record function of a measure (§5), or a Range function over such functions.
@@ -334,6 +340,16 @@ class HypercubeBuilder {
 
   // An Aggr term's column over the chart rows (`keys`) and its total (§4).
   void compute_aggr(const AggrTerm& t, const std::vector<std::uint64_t>& keys);
+
+  // Marks a term dense when its shape allows (see AggrTerm::dense).
+  void plan_dense_aggr(const Expression& e, const ExprNode& outer, const ExprNode& aggr, AggrTerm& t) const;
+
+  // A dense term's column and total, as compute_aggr makes them, without the nested cube: the
+  // inner aggregation per symbol of the Aggr dimension in one pass over its table, each
+  // virtual row's chart rows through the link sets of the data. False (nothing computed)
+  // where the chart's dimensions lie apart from the Aggr dimension's, or its symbols far
+  // outnumber the table's rows.
+  bool compute_aggr_dense(const AggrTerm& t, const std::vector<std::uint64_t>& keys);
 
   // The expression an Aggr term's nodes belong to.
   const Expression& aggr_expression(const AggrTerm& t) const;

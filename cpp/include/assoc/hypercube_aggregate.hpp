@@ -94,6 +94,17 @@ struct NodeAggregates {
 NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& rows, JoinWalker& walker,
                               const std::vector<Term>& terms, std::uint64_t key_space);
 
+// A term over a table's possible records grouped by one of its columns, dense per symbol of
+// that column (no keys, no hashing): each symbol's value (NaN for NULL) and whether a possible
+// record holds it. Records whose column is NULL count nowhere. Sum, Count, Avg, Min and Max;
+// the rows are read in batches by several threads.
+struct DenseGroups {
+  std::vector<double> values;      // per symbol
+  std::vector<std::uint8_t> hits;  // per symbol: 1 when a possible record holds it
+};
+DenseGroups aggregate_by_column(const AssociativeModel& model, const RowStates& rows, std::uint32_t table,
+                                std::uint32_t group_column, const Term& term);
+
 // A term's value over no record: 0 for Sum and the counts, NULL (NaN) for the others.
 double empty_value(AggFunc f);
 
