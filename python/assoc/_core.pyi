@@ -293,9 +293,16 @@ class DataModel(metaclass=_pybind11_type):
         Data table names (synthetic key tables included), in load order.
         """
     def table_rows(self, arg0: str) -> int: ...
-    def write_qvd(self, table: str) -> bytes:
+    def write_qvd(
+        self,
+        table: str,
+        field_tags: collections.abc.Mapping[str, collections.abc.Sequence[str]] = ...,
+        field_comments: collections.abc.Mapping[str, str] = ...,
+        table_comment: str | None = None,
+    ) -> bytes:
         """
-        One table as the bytes of a QVD file.
+        One table as the bytes of a QVD file; a load script's tags (after each field's own) and
+        comments (in place of the model's) go into its header.
         """
 
 class AssociativeModel(metaclass=_pybind11_type):
