@@ -325,6 +325,10 @@ class RowMask(metaclass=_pybind11_type):
         """
         How many of a field's values are on the rows the mask keeps.
         """
+    def field_byte_size(self, field: str) -> int:
+        """
+        Bytes of a symbol table holding only the field's values on the kept rows.
+        """
     def indices(self, field: str) -> numpy.typing.NDArray[numpy.int64]:
         """
         The symbol indexes of a field on the rows the mask keeps, in order.
@@ -336,6 +340,10 @@ class RowMask(metaclass=_pybind11_type):
     def rows(self, table: str) -> numpy.typing.NDArray[numpy.int64] | None:
         """
         The row positions of a table the mask keeps, in order (None: every row).
+        """
+    def table_byte_size(self, table: str, fields: collections.abc.Sequence[str]) -> int:
+        """
+        Bytes of the packed index data of the named columns of a table, for only the kept rows.
         """
 
 class Session(metaclass=_pybind11_type):
