@@ -368,3 +368,66 @@ def test_reloaded_app_sets_reduced_the_same_way() -> None:
         with copy.session("bob") as s:
             assert s.evaluate("Sum({1} AMOUNT)") == 5.0
             assert copy.metadata(copy.reduction("bob"))["tables"][0]["no_of_rows"] == 1
+
+
+def _regional_rows() -> list[tuple[str, int, float | int, str | None]]:
+    """Sales rows: EAST has fractional amounts and long notes, WEST whole amounts and none."""
+    rows: list[tuple[str, int, float | int, str | None]] = []
+    for i in range(600):
+        if i % 5 == 0:
+            rows.append(("WEST", i, i * 3, None))
+        else:
+            rows.append(("EAST", i, i + 0.25, f"note number {i} of the eastern region"))
+    return rows
+
+
+def _regional_app() -> assoc.App:
+    lines = [f"{r}, {i}, {a}, {n or ''}" for r, i, a, n in _regional_rows()]
+    script = (
+        "Section Access;\nLOAD * INLINE [\nACCESS, USERID, REGION\n"
+        "USER, ANN, EAST\nUSER, BOB, WEST\nADMIN, BOSS, *\n];\nSection Application;\n"
+        "Sales: LOAD REGION, Id, Amount, If(Len(Note) > 0, Note) AS Note INLINE [\n"
+        "REGION, Id, Amount, Note\n" + "\n".join(lines) + "\n];\n"
+    )
+    return assoc.App.from_script(script)
+
+
+def _sizes(metadata: dict[str, object]) -> tuple[dict[str, int], dict[str, int]]:
+    """Byte sizes of the data fields and tables."""
+    fields = {
+        f["name"]: f["byte_size"]
+        for f in metadata["fields"]  # type: ignore[attr-defined]
+        if not f["is_system"]
+    }
+    tables = {t["name"]: t["byte_size"] for t in metadata["tables"]}  # type: ignore[attr-defined]
+    return fields, tables
+
+
+def test_metadata_byte_sizes_are_those_of_the_users_data() -> None:
+    """A reduced user's byte sizes are those of an app loaded with only their rows."""
+    app = _regional_app()
+    full = app.metadata()
+    for user, region in (("ann", "EAST"), ("bob", "WEST")):
+        rows = [r for r in _regional_rows() if r[0] == region]
+        alone = assoc.App.from_tables(
+            {
+                "Sales": {
+                    "REGION": [r[0] for r in rows],
+                    "Id": [r[1] for r in rows],
+                    "Amount": [r[2] for r in rows],
+                    "Note": [r[3] for r in rows],
+                }
+            }
+        )
+        reduced = app.metadata(app.reduction(user))
+        assert _sizes(reduced) == _sizes(alone.metadata()), user
+        assert _sizes(reduced) != _sizes(full)
+        fields, tables = _sizes(reduced)
+        assert reduced["static_byte_size"] >= sum(fields.values()) + sum(tables.values())
+        assert reduced["static_byte_size"] < full["static_byte_size"]
+    # Bob's whole amounts take 4 bytes a value, Ann's fractions 8; Bob has no note at all.
+    assert _sizes(app.metadata(app.reduction("bob")))[0]["Amount"] == 4 * 120
+    assert _sizes(app.metadata(app.reduction("ann")))[0]["Amount"] == 8 * 480
+    assert _sizes(app.metadata(app.reduction("bob")))[0]["Note"] == 0
+    # A user whose reduction keeps every row sees the model's own sizes.
+    assert _sizes(app.metadata(app.reduction("boss"))) == _sizes(full)

@@ -2,6 +2,7 @@
 // added by ModelBuilder.add_qvd_table), DataModel.write_qvd writes one table as one.
 #include <pybind11/stl.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -106,15 +107,20 @@ void bind_qvd(py::module_& m) {
   auto model = py::reinterpret_borrow<py::class_<PyModel>>(m.attr("DataModel"));
   model.def(
       "write_qvd",
-      [](const PyModel& p, const std::string& table) {
+      [](const PyModel& p, const std::string& table, std::map<std::string, std::vector<std::string>> field_tags,
+         std::map<std::string, std::string> field_comments, std::optional<std::string> table_comment) {
+        QvdAnnotations annotations{std::move(field_tags), std::move(field_comments), std::move(table_comment)};
         std::vector<std::uint8_t> out;
         {
           py::gil_scoped_release release;
-          out = write_qvd(*p.model, p.model->table(table));
+          out = write_qvd(*p.model, p.model->table(table), annotations);
         }
         return py::bytes(reinterpret_cast<const char*>(out.data()), static_cast<py::ssize_t>(out.size()));
       },
-      py::arg("table"), "One table as the bytes of a QVD file.");
+      py::arg("table"), py::arg("field_tags") = std::map<std::string, std::vector<std::string>>{},
+      py::arg("field_comments") = std::map<std::string, std::string>{}, py::arg("table_comment") = py::none(),
+      "One table as the bytes of a QVD file; a load script's tags (after each field's own) and "
+      "comments (in place of the model's) go into its header.");
 }
 
 }  // namespace assoc::py_bind

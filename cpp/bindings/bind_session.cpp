@@ -115,7 +115,33 @@ void bind_session(py::module_& m) {
             py::gil_scoped_release release;
             return mask.cardinal(f);
           },
-          py::arg("field"), "How many of a field's values are on the rows the mask keeps.");
+          py::arg("field"), "How many of a field's values are on the rows the mask keeps.")
+      .def(
+          "field_byte_size",
+          [](const RowMask& mask, const std::string& field) {
+            const std::uint32_t f = mask.model().field_id(field);
+            py::gil_scoped_release release;
+            return mask.field_byte_size(f);
+          },
+          py::arg("field"), "Bytes of a symbol table holding only the field's values on the kept rows.")
+      .def(
+          "table_byte_size",
+          [](const RowMask& mask, const std::string& table, const std::vector<std::string>& fields) {
+            const std::uint32_t t = mask.model().table_id(table);
+            std::vector<std::uint32_t> columns;
+            const Table& tab = mask.model().data().tables()[t];
+            for (const auto& name : fields) {
+              const int c = tab.column_of(mask.model().field_id(name));
+              if (c < 0) throw Error("table '" + table + "' has no field '" + name + "'");
+              columns.push_back(static_cast<std::uint32_t>(c));
+            }
+            py::gil_scoped_release release;
+            std::size_t n = 0;
+            for (const std::uint32_t c : columns) n += mask.column_byte_size(t, c);
+            return n;
+          },
+          py::arg("table"), py::arg("fields"),
+          "Bytes of the packed index data of the named columns of a table, for only the kept rows.");
 
   py::class_<Session>(m, "Session", "One user's selection state in an app.")
       .def(py::init([](const PyAssociativeModel& model, std::string user, std::shared_ptr<RowMask> mask) {

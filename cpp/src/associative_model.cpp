@@ -103,6 +103,37 @@ const Bitset& RowMask::values(std::uint32_t field) const {
   return *slot;
 }
 
+std::size_t RowMask::field_byte_size(std::uint32_t field) const {
+  const SymbolTable& symbols = model_->data().fields().at(field).symbols;
+  const Bitset& kept = values(field);
+  if (kept.count() == symbols.size()) return symbols.byte_size();
+  SymbolTableBuilder own;
+  for (std::uint32_t s = 0; s < symbols.size(); ++s)
+    if (kept.test(s)) own.append(symbols.value(s));
+  return own.finish().byte_size();
+}
+
+std::size_t RowMask::column_byte_size(std::uint32_t table, std::uint32_t column) const {
+  const Table& t = model_->data().tables().at(table);
+  const Column& c = t.columns.at(column);
+  const Bitset* rows = rows_->rows.at(table).get();
+  const Bitset& kept = values(c.field);
+  const auto n_symbols = static_cast<std::uint32_t>(kept.count());
+  if (rows == nullptr && n_symbols == model_->data().fields()[c.field].symbols.size()) return c.index.byte_size();
+  // The user's code of each kept symbol: its rank among them.
+  std::vector<std::uint32_t> code(model_->data().fields()[c.field].symbols.size(), kNull);
+  std::uint32_t next = 0;
+  for (std::uint32_t s = 0; s < code.size(); ++s)
+    if (kept.test(s)) code[s] = next++;
+  std::vector<std::uint32_t> decoded(t.rows);
+  c.index.decode(0, t.rows, decoded.data());
+  std::vector<std::uint32_t> own;
+  own.reserve(rows == nullptr ? t.rows : rows_->possible.at(table));
+  for (std::size_t r = 0; r < t.rows; ++r)
+    if (rows == nullptr || rows->test(r)) own.push_back(decoded[r] == kNull ? kNull : code[decoded[r]]);
+  return PackedIndex::pack(own.data(), own.size(), n_symbols).byte_size();
+}
+
 // The bytes of the state vectors themselves (what the result cache accounts for).
 std::size_t RowStates::byte_size() const {
   std::size_t n = 0;

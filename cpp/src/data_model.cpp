@@ -1,5 +1,7 @@
 #include "assoc/data_model.hpp"
 
+#include <algorithm>
+
 #include "assoc/error.hpp"
 
 namespace assoc {
@@ -14,6 +16,13 @@ std::size_t Table::byte_size() const {
   std::size_t n = 0;
   for (const auto& c : columns) n += c.index.byte_size();
   return n;
+}
+
+bool is_derived_tag(std::string_view tag) {
+  for (const std::string_view derived : {"$system", "$hidden", "$key", "$keypart", "$syn", "$numeric", "$integer",
+                                         "$ascii", "$text", "$timestamp", "$date"})
+    if (tag == derived) return true;
+  return false;
 }
 
 std::vector<std::string> Field::tags() const {
@@ -42,6 +51,10 @@ std::vector<std::string> Field::tags() const {
     if (is_timestamp) t.emplace_back("$timestamp");
     if (is_date) t.emplace_back("$date");
   }
+  // The source's other tags (a QVD's user tags) follow; the ones derived above are the
+  // model's to give, whatever the source said.
+  for (const auto& st : source_tags)
+    if (!is_derived_tag(st) && std::find(t.begin(), t.end(), st) == t.end()) t.push_back(st);
   return t;
 }
 

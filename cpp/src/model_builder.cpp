@@ -47,25 +47,6 @@ void ModelBuilder::set_interpretation(std::vector<std::pair<std::string, std::st
   model_->interpretation_variables_ = std::move(variables);
 }
 
-namespace {
-
-// Re-maps a column's symbol indexes from its own symbol table to the shared one.
-PackedIndex remap_index(const PackedIndex& index, const std::vector<std::uint32_t>& remap,
-                        std::uint32_t n_symbols, CpuAccount* cpu) {
-  const std::size_t n = index.size();
-  std::vector<std::uint32_t> rows(n);
-  parallel_ranges(
-      n, 1,
-      [&](std::size_t b, std::size_t e) {
-        index.decode(b, e - b, rows.data() + b);
-        for (std::size_t i = b; i < e; ++i) rows[i] = rows[i] == kNull ? kNull : remap[rows[i]];
-      },
-      cpu);
-  return PackedIndex::pack(rows.data(), n, n_symbols);
-}
-
-}  // namespace
-
 void ModelBuilder::add(LoadedTable&& loaded) {
   CpuScope scope(&cpu_);
   DataModel& m = *model_;
@@ -119,7 +100,7 @@ void ModelBuilder::add(LoadedTable&& loaded) {
       col.field = it->second;
       bool identity = true;
       for (std::uint32_t s = 0; s < remap.size() && identity; ++s) identity = remap[s] == s;
-      col.index = identity ? std::move(lc.index) : remap_index(lc.index, remap, f.symbols.size(), &cpu_);
+      col.index = identity ? std::move(lc.index) : lc.index.remapped(remap, f.symbols.size(), &cpu_);
     }
     table.loaded_fields.push_back(col.field);
     table.columns.push_back(std::move(col));

@@ -30,6 +30,19 @@ std::uint32_t PackedIndex::width_for(std::uint64_t max_code) {
   return w;
 }
 
+PackedIndex PackedIndex::remapped(const std::vector<std::uint32_t>& remap, std::uint32_t n_symbols,
+                                  CpuAccount* cpu) const {
+  std::vector<std::uint32_t> rows(rows_);
+  parallel_ranges(
+      rows_, 1,
+      [&](std::size_t b, std::size_t e) {
+        decode(b, e - b, rows.data() + b);
+        for (std::size_t i = b; i < e; ++i) rows[i] = rows[i] == kNull ? kNull : remap[rows[i]];
+      },
+      cpu);
+  return pack(rows.data(), rows_, n_symbols, cpu);
+}
+
 PackedIndex PackedIndex::pack(const std::uint32_t* symbols, std::size_t n, std::uint32_t n_symbols,
                               CpuAccount* cpu) {
   // Pass 1: bounds and NULLs, per chunk in parallel.

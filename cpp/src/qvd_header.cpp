@@ -170,7 +170,9 @@ void check_qvd_layout(const TableHeader& h, std::uint64_t data_size) {
              std::to_string(data_end) + " of its data)");
 }
 
-LoadedTable loaded_qvd_table(TableHeader&& h, std::vector<SymbolTable>&& symbols, std::vector<PackedIndex>&& indexes) {
+LoadedTable loaded_qvd_table(TableHeader&& h, std::vector<SymbolTable>&& symbols,
+                             const std::vector<std::vector<std::uint32_t>>& merged, std::vector<PackedIndex>&& indexes,
+                             CpuAccount* cpu) {
   const std::size_t n_fields = h.fields.size();
   LoadedTable t;
   t.name = std::move(h.name);
@@ -181,7 +183,7 @@ LoadedTable loaded_qvd_table(TableHeader&& h, std::vector<SymbolTable>&& symbols
     LoadedColumn& c = t.columns[f];
     c.name = std::move(h.fields[f].name);
     c.symbols = std::move(symbols[f]);
-    c.index = std::move(indexes[f]);
+    c.index = merged[f].empty() ? std::move(indexes[f]) : indexes[f].remapped(merged[f], c.symbols.size(), cpu);
     c.format = std::move(h.fields[f].format);
     c.tags = std::move(h.fields[f].tags);
     c.comment = std::move(h.fields[f].comment);

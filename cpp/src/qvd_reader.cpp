@@ -39,6 +39,7 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
 
   const std::size_t n_fields = h.fields.size();
   std::vector<SymbolTable> symbols(n_fields);
+  std::vector<std::vector<std::uint32_t>> merged(n_fields);
   std::vector<PackedIndex> indexes;
   // One task per field's symbols, largest first, beside one task for all records, which packs
   // in parallel blocks of its own.
@@ -52,13 +53,14 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
         if (task < n_fields) {
           const std::size_t f = by_length[task];
           symbols[f] = detail::read_qvd_symbols(h.fields[f], body, cpu);
+          merged[f] = detail::merge_duplicate_symbols(symbols[f], cpu);
         } else {
           indexes = detail::read_qvd_records(h, body, cpu);
         }
       },
       cpu);
 
-  return detail::loaded_qvd_table(std::move(h), std::move(symbols), std::move(indexes));
+  return detail::loaded_qvd_table(std::move(h), std::move(symbols), merged, std::move(indexes), cpu);
 }
 
 }  // namespace assoc

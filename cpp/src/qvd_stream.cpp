@@ -56,6 +56,7 @@ struct QvdStream::State {
   std::size_t body_start = 0;
   std::optional<detail::TableHeader> header;
   std::vector<SymbolTable> symbols;
+  std::vector<std::vector<std::uint32_t>> merged;  // merge_duplicate_symbols, per field
   std::vector<bool> symbols_read;
   std::optional<detail::QvdRecordReader> records;
   std::exception_ptr error;
@@ -139,7 +140,8 @@ LoadedTable QvdStream::finish() {
       s.advance(s.received, true);
       if (!s.complete()) throw Error("the QVD stream is incomplete");  // read_qvd names why
       std::vector<PackedIndex> indexes = s.records->finish(&s.cpu);
-      table = detail::loaded_qvd_table(std::move(*s.header), std::move(s.symbols), std::move(indexes));
+      table = detail::loaded_qvd_table(std::move(*s.header), std::move(s.symbols), s.merged, std::move(indexes),
+                                       &s.cpu);
     } catch (const Error&) {
       // read_qvd below names the problem as it would
     }
@@ -209,6 +211,7 @@ void QvdStream::State::read_header(std::size_t header_size) {
   // Checked against the declared size: every part read below lies inside the buffer.
   detail::check_qvd_layout(*header, buffer.size() - body_start);
   symbols.resize(header->fields.size());
+  merged.resize(header->fields.size());
   symbols_read.assign(header->fields.size(), false);
   records.emplace(*header, buffer.data() + body_start);
   std::lock_guard<std::mutex> lock(mutex);
@@ -229,6 +232,7 @@ void QvdStream::State::read_symbols(std::size_t present, bool last) {
     for (std::size_t f : ready) {
       if (finishing.load(std::memory_order_relaxed)) return;
       symbols[f] = detail::read_qvd_symbols(fields[f], body, &cpu);
+      merged[f] = detail::merge_duplicate_symbols(symbols[f], &cpu);
       symbols_read[f] = true;
     }
     return;
@@ -238,6 +242,7 @@ void QvdStream::State::read_symbols(std::size_t present, bool last) {
       [&](std::size_t task) {
         const std::size_t f = ready[task];
         symbols[f] = detail::read_qvd_symbols(fields[f], body, &cpu);
+        merged[f] = detail::merge_duplicate_symbols(symbols[f], &cpu);
       },
       &cpu);
   for (std::size_t f : ready) symbols_read[f] = true;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "assoc/big_blocks.hpp"
+#include "assoc/hash.hpp"
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
@@ -342,6 +343,197 @@ SymbolTable read_qvd_symbols(const FieldHeader& f, const std::uint8_t* data, Cpu
     fail_qvd(where + ": " + std::to_string(end - p) + " bytes of its Length are left after its " +
          std::to_string(f.n_symbols) + " symbols");
   return b.finish();
+}
+
+namespace {
+
+// True when two of the keys key(0) … key(n-1) may be equal: keys that are equal for one value
+// must be, others rarely are (hashes), so a true answer is checked exactly by the caller.
+// Large sets are split by their top bits into parts of about a thousand keys (a part's table
+// stays in the L1 cache), in parallel.
+template <class Key>
+bool keys_may_repeat(std::size_t n, const Key& key, CpuAccount* cpu) {
+  // Open addressing over `count` keys from `at`; a key is stored with its lowest bit set, so
+  // that 0 marks an empty slot (two keys differing only there count as a repeat).
+  const auto repeats_in = [](const std::uint64_t* at, std::size_t count, std::vector<std::uint64_t>& slots,
+                             unsigned shift) {
+    std::size_t cap = 16;
+    while (cap < 2 * count) cap <<= 1;
+    slots.assign(cap, 0);
+    const std::size_t mask = cap - 1;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint64_t k = at[i] | 1;
+      std::size_t s = (k >> shift) & mask;
+      for (; slots[s] != 0; s = (s + 1) & mask)
+        if (slots[s] == k) return true;
+      slots[s] = k;
+    }
+    return false;
+  };
+  std::vector<std::uint64_t, CallocAllocator<std::uint64_t>> keys, parted;
+  {
+    big_blocks::Uncleared every_element_is_written_below;
+    keys.resize(n);
+    parted.resize(n);
+  }
+  unsigned bits = 0;
+  while ((n >> bits) > 1024 && bits < 16) ++bits;
+  const std::size_t parts = std::size_t{1} << bits;
+  const unsigned top = 64 - bits;
+  const auto part_of = [&](std::uint64_t k) { return bits == 0 ? std::size_t{0} : static_cast<std::size_t>(k >> top); };
+  const std::size_t n_chunks = std::min<std::size_t>(8, std::max<std::size_t>(1, n >> 16));
+  const auto chunk_begin = [&](std::size_t c) { return n * c / n_chunks; };
+  std::vector<std::vector<std::size_t>> at(n_chunks, std::vector<std::size_t>(parts, 0));
+  parallel_for(
+      n_chunks,
+      [&](std::size_t c) {
+        std::vector<std::size_t>& counts = at[c];
+        for (std::size_t i = chunk_begin(c), e = chunk_begin(c + 1); i < e; ++i) {
+          keys[i] = key(i);
+          ++counts[part_of(keys[i])];
+        }
+      },
+      cpu);
+  // Each chunk's place in each part: parts one after the other, chunks in order within one.
+  std::vector<std::size_t> part_start(parts + 1, 0);
+  std::size_t total = 0;
+  for (std::size_t p = 0; p < parts; ++p) {
+    part_start[p] = total;
+    for (std::size_t c = 0; c < n_chunks; ++c) {
+      const std::size_t count = at[c][p];
+      at[c][p] = total;
+      total += count;
+    }
+  }
+  part_start[parts] = total;
+  parallel_for(
+      n_chunks,
+      [&](std::size_t c) {
+        std::vector<std::size_t>& next = at[c];
+        for (std::size_t i = chunk_begin(c), e = chunk_begin(c + 1); i < e; ++i) parted[next[part_of(keys[i])]++] = keys[i];
+      },
+      cpu);
+  std::atomic<bool> repeat{false};
+  const std::size_t n_tasks = std::min<std::size_t>(parts, 8);
+  parallel_for(
+      n_tasks,
+      [&](std::size_t task) {
+        std::vector<std::uint64_t> slots;
+        for (std::size_t p = parts * task / n_tasks, e = parts * (task + 1) / n_tasks; p < e; ++p) {
+          if (repeat.load(std::memory_order_relaxed)) return;
+          if (repeats_in(parted.data() + part_start[p], part_start[p + 1] - part_start[p], slots, 1))
+            repeat.store(true, std::memory_order_relaxed);
+        }
+      },
+      cpu);
+  return repeat.load();
+}
+
+// x rounded to the nearest integer (ties to even) for |x| < 2^51, by adding and taking away
+// 1.5 * 2^52: plain additions (nearbyint may be a call).
+inline double round_small(double x) {
+  constexpr double kShift = 0x1.8p52;
+  return (x + kShift) - kShift;
+}
+
+// A bitmap of integer keys taken modulo its size, a power of two of at least 16 bits a symbol
+// (so that it stays in the cache): keys that are a function of the value, dense as ids,
+// dates or amounts in cents are, meet in it only when two values are one.
+class KeyBitmap {
+ public:
+  explicit KeyBitmap(std::size_t n) {
+    std::size_t bits = 4096;
+    while (bits < 4 * n) bits <<= 1;
+    words_.assign(bits / 64, 0);
+    mask_ = bits - 1;
+  }
+  // Sets the key's bit; `met` gets it when it was set before.
+  void add(std::uint64_t key, std::uint64_t& met) {
+    const std::uint64_t at = key & mask_;
+    const std::uint64_t bit = std::uint64_t{1} << (at & 63);
+    const std::uint64_t word = words_[at >> 6];
+    met |= word & bit;
+    words_[at >> 6] = word | bit;
+  }
+
+ private:
+  std::vector<std::uint64_t> words_;
+  std::uint64_t mask_ = 0;
+};
+
+// Whether a table's symbols may hold one value twice; false means they are distinct.
+// Numbers take one pass that proves most of them distinct: they increase (ids, dates in file
+// order), or their keys (the integer, or the number scaled by the power of ten up to 10^4
+// that the first symbols need: amounts, prices) do not meet in a KeyBitmap. The rest, and
+// texts, take a hash of each symbol.
+bool symbols_may_repeat(const SymbolTable& t, CpuAccount* cpu) {
+  const std::uint32_t n = t.size();
+  if (n < 2) return false;
+  const IntArray& ints = t.int_numbers();
+  if (!ints.empty()) {
+    std::size_t not_up = 0;  // a count without an exit vectorises
+    for (std::uint32_t i = 1; i < n; ++i) not_up += ints[i] <= ints[i - 1];
+    if (not_up == 0) return false;
+    KeyBitmap seen(n);
+    std::uint64_t met = 0;
+    for (std::uint32_t i = 0; i < n; ++i) seen.add(static_cast<std::uint32_t>(ints[i]), met);
+    if (met == 0) return false;
+    return keys_may_repeat(n, [&](std::size_t i) { return mix64(static_cast<std::uint32_t>(ints[i])); }, cpu);
+  }
+  const NumberArray& numbers = t.double_numbers();
+  if (t.all_numeric()) {
+    double scale = 1;
+    for (std::uint32_t i = 0; i < std::min<std::uint32_t>(n, 64); ++i)
+      while (scale < 1e4 && round_small(numbers[i] * scale) / scale != numbers[i]) scale *= 10;
+    // The key of |x| < 2^51 is round(x) plus a constant: the bits of x + 1.5 * 2^52. Keys
+    // are made a block at a time (a loop that vectorises), then set one by one.
+    constexpr double kShift = 0x1.8p52;
+    constexpr std::size_t kBlock = 256;
+    KeyBitmap seen(n);
+    std::uint64_t met = 0;
+    bool large = false;
+    std::uint64_t keys[kBlock];
+    for (std::size_t b = 0; b < n && !large; b += kBlock) {
+      const std::size_t m = std::min<std::size_t>(kBlock, n - b);
+      std::uint64_t out_of_range = 0;
+      for (std::size_t j = 0; j < m; ++j) {
+        const double x = numbers[b + j] * scale;
+        out_of_range |= !(std::fabs(x) < 0x1p50);
+        keys[j] = std::bit_cast<std::uint64_t>(x + kShift);
+      }
+      large = out_of_range != 0;
+      for (std::size_t j = 0; j < m; ++j) seen.add(keys[j], met);
+    }
+    if (!large && met == 0) return false;
+    std::size_t not_up = 0;
+    for (std::uint32_t i = 1; i < n; ++i) not_up += !(numbers[i - 1] < numbers[i]);
+    if (not_up == 0) return false;
+    return keys_may_repeat(n, [&](std::size_t i) { return mix64(number_key(numbers[i])); }, cpu);
+  }
+  // Symbols with a number are one value when their numbers are; pure texts when their texts
+  // are. A number's key may meet a text's hash: the exact check then finds no repeat.
+  return keys_may_repeat(
+      n,
+      [&](std::size_t i) {
+        const auto s = static_cast<std::uint32_t>(i);
+        if (t.has_number(s)) return mix64(number_key(t.number(s)));
+        const std::string_view text = t.text(s);
+        return hash_text(text.data(), text.size());
+      },
+      cpu);
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> merge_duplicate_symbols(SymbolTable& t, CpuAccount* cpu) {
+  if (!symbols_may_repeat(t, cpu)) return {};
+  SymbolTableBuilder merged;
+  merged.reserve(t.size());
+  std::vector<std::uint32_t> remap(t.size());
+  for (std::uint32_t s = 0; s < t.size(); ++s) remap[s] = merged.intern(t.value(s));
+  if (merged.size() == t.size()) return {};  // hashes that met, values that differ
+  t = merged.finish();
+  return remap;
 }
 
 }  // namespace assoc::detail

@@ -148,6 +148,7 @@ void prepare_field(FieldOut& out, std::size_t rows) {
   own.symbols = sub.finish();
   own.format = f.format;
   own.source_tags = f.source_tags;
+  own.is_key = f.is_key;
   out.tags = own.tags();
 }
 
@@ -162,7 +163,7 @@ std::string utc_now() {
 
 }  // namespace
 
-std::vector<std::uint8_t> write_qvd(const DataModel& model, const Table& table) {
+std::vector<std::uint8_t> write_qvd(const DataModel& model, const Table& table, const QvdAnnotations& annotations) {
   const std::size_t rows = table.rows;
   std::vector<FieldOut> fields(table.columns.size());
   for (std::size_t c = 0; c < fields.size(); ++c) {
@@ -173,6 +174,15 @@ std::vector<std::uint8_t> write_qvd(const DataModel& model, const Table& table) 
                   std::to_string(fields[c].index->size()) + " rows, the table " + std::to_string(rows));
   }
   parallel_for(fields.size(), [&](std::size_t c) { prepare_field(fields[c], rows); });
+  for (auto& f : fields) {
+    auto tags = annotations.field_tags.find(f.field->name);
+    if (tags == annotations.field_tags.end()) continue;
+    for (const auto& tag : tags->second) {
+      if (std::find(f.tags.begin(), f.tags.end(), tag) != f.tags.end()) continue;
+      // $key (a field a script's other tables share) leads, as in the model's own tags.
+      f.tags.insert(tag == "$key" ? f.tags.begin() : f.tags.end(), tag);
+    }
+  }
 
   std::uint64_t bits = 0;
   for (auto& f : fields) {
@@ -215,7 +225,8 @@ std::vector<std::uint8_t> write_qvd(const DataModel& model, const Table& table) 
     element(header, 7, "NoOfSymbols", std::to_string(f.n_used), what);
     element(header, 7, "Offset", std::to_string(symbol_offset), what);
     element(header, 7, "Length", std::to_string(f.symbol_bytes.size()), what);
-    element(header, 7, "Comment", field.comment, what);
+    const auto comment = annotations.field_comments.find(field.name);
+    element(header, 7, "Comment", comment == annotations.field_comments.end() ? field.comment : comment->second, what);
     if (f.tags.empty()) {
       element(header, 7, "Tags", "", what);
     } else {
@@ -233,7 +244,7 @@ std::vector<std::uint8_t> write_qvd(const DataModel& model, const Table& table) 
   element(header, 3, "Offset", std::to_string(symbol_offset), table_what);
   element(header, 3, "Length", std::to_string(rows * record_bytes), table_what);
   element(header, 3, "Lineage", "", table_what);
-  element(header, 3, "Comment", table.comment, table_what);
+  element(header, 3, "Comment", annotations.table_comment.value_or(table.comment), table_what);
   element(header, 3, "EncryptionInfo", "", table_what);
   element(header, 3, "TableTags", "", table_what);
   element(header, 3, "ProfilingData", "", table_what);

@@ -293,9 +293,16 @@ class DataModel(metaclass=_pybind11_type):
         Data table names (synthetic key tables included), in load order.
         """
     def table_rows(self, arg0: str) -> int: ...
-    def write_qvd(self, table: str) -> bytes:
+    def write_qvd(
+        self,
+        table: str,
+        field_tags: collections.abc.Mapping[str, collections.abc.Sequence[str]] = ...,
+        field_comments: collections.abc.Mapping[str, str] = ...,
+        table_comment: str | None = None,
+    ) -> bytes:
         """
-        One table as the bytes of a QVD file.
+        One table as the bytes of a QVD file; a load script's tags (after each field's own) and
+        comments (in place of the model's) go into its header.
         """
 
 class AssociativeModel(metaclass=_pybind11_type):
@@ -318,6 +325,10 @@ class RowMask(metaclass=_pybind11_type):
         """
         How many of a field's values are on the rows the mask keeps.
         """
+    def field_byte_size(self, field: str) -> int:
+        """
+        Bytes of a symbol table holding only the field's values on the kept rows.
+        """
     def indices(self, field: str) -> numpy.typing.NDArray[numpy.int64]:
         """
         The symbol indexes of a field on the rows the mask keeps, in order.
@@ -329,6 +340,10 @@ class RowMask(metaclass=_pybind11_type):
     def rows(self, table: str) -> numpy.typing.NDArray[numpy.int64] | None:
         """
         The row positions of a table the mask keeps, in order (None: every row).
+        """
+    def table_byte_size(self, table: str, fields: collections.abc.Sequence[str]) -> int:
+        """
+        Bytes of the packed index data of the named columns of a table, for only the kept rows.
         """
 
 class Session(metaclass=_pybind11_type):

@@ -288,17 +288,27 @@ class App:
         kept_rows.update({t: mask.rows(t) for t in system})
         keys = {f["name"] for f in found["fields"] if "$key" in f["tags"]}
         full_rows = {t["name"]: t["no_of_rows"] for t in found["tables"]}
+        # Byte sizes are those of the arrays the user's app holds (DESIGN.md §3): the static
+        # size swaps the model's arrays for them, bookkeeping unchanged.
+        static = found["static_byte_size"]
         for table in found["tables"]:
             columns = self._impl.table_fields(table["name"])
             table["no_of_rows"] = mask.possible_rows(table["name"])
             table["no_of_fields"] = sum(1 for f in columns if f not in omit)
             table["no_of_key_fields"] = sum(1 for f in columns if f in keys and f not in omit)
+            kept_columns = [f for f in columns if f not in omit]
+            static -= table["byte_size"]
+            table["byte_size"] = mask.table_byte_size(table["name"], kept_columns)
+            static += table["byte_size"]
         fields = []
         for field in found["fields"]:
             name = field["name"]
+            static -= field["byte_size"]
             if name in omit:
                 continue
             field["cardinal"] = mask.cardinal(name)
+            field["byte_size"] = mask.field_byte_size(name)
+            static += field["byte_size"]
             total = 0
             held = field["src_tables"] or [t for t in system if name in self._impl.table_fields(t)]
             if len(held) == 1 and field["total_count"] == full_rows.get(held[0]):
@@ -312,6 +322,7 @@ class App:
             field["total_count"] = total
             fields.append(field)
         found["fields"] = fields
+        found["static_byte_size"] = static
 
     def __repr__(self) -> str:
         return f"<assoc.App: {len(self.tables)} tables, {len(self.fields)} fields>"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from qixclient import QixClient
 
 from appfiles import package_bytes
+from assoc import App
 from conftest import QixServer
 
 pytestmark = pytest.mark.server
@@ -62,3 +65,25 @@ def test_a_stored_apps_tags_and_comments_go_with_its_export(qix_server: QixServe
         (table,) = qix.result("GetTablesAndKeys", [{}, {}, 0, False, False], doc)["qtr"]
         assert table["qComment"] == "the facts"
         assert {f["qName"]: f["qComment"] for f in table["qFields"]}["Note"] == "free text"
+
+
+def test_an_imported_qvds_user_tags_reach_qix_and_metadata(
+    qix_server: QixServer, tmp_path: Path
+) -> None:
+    """A QVD stored with a script's tags and comments, imported into a new app."""
+    store = "\nStore T Into [lib://out/t.qvd] (qvd);"
+    App.from_script(ANNOTATED + store, folders={"out": tmp_path})
+    with qix_server.process.client() as client:
+        body = (tmp_path / "t.qvd").read_bytes()
+        app_id = client.post("/v1/apps/import", content=body).json()["attributes"]["id"]
+        metadata = client.get(f"/v1/apps/{app_id}/data/metadata").json()
+    fields = {f["name"]: f for f in metadata["fields"]}
+    assert fields["Amount"]["tags"] == ["$numeric", "$integer", "kpi"]
+    assert fields["Note"]["comment"] == "free text"
+    assert metadata["tables"][0]["comment"] == "the facts"
+    with QixClient(qix_server.ws_base + "/app/") as qix:
+        doc = qix.open_doc(app_id)
+        description = qix.result("GetFieldDescription", ["Amount"], doc)["qReturn"]
+        assert description["qTags"] == ["$numeric", "$integer", "kpi"]
+        (table,) = qix.result("GetTablesAndKeys", [{}, {}, 0, False, False], doc)["qtr"]
+        assert {f["qName"]: f["qTags"] for f in table["qFields"]}["Amount"][-1] == "kpi"

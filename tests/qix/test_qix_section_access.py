@@ -224,6 +224,32 @@ def test_rest_metadata_is_the_token_users(server: tuple[ServerProcess, str]) -> 
     assert refused.json()["errors"][0]["detail"] == "Access denied"
 
 
+def test_rest_and_qix_byte_sizes_are_the_users(server: tuple[ServerProcess, str]) -> None:
+    """Two users' byte sizes: those of the rows and values each holds, not the model's."""
+    process, app_id = server
+    local = assoc.App.from_script(SCRIPT)
+
+    def sizes(found: dict[str, Any]) -> dict[str, int]:
+        out = {f["name"]: f["byte_size"] for f in found["fields"] if not f["is_system"]}
+        out.update({"table " + t["name"]: t["byte_size"] for t in found["tables"]})
+        return out
+
+    full = sizes(local.metadata())
+    for user in ("ann", "bob"):
+        token = jwt.encode({"sub": user}, SECRET, algorithm="HS256")
+        with process.client() as client:
+            found = client.get(
+                f"/v1/apps/{app_id}/data/metadata", headers={"Authorization": f"Bearer {token}"}
+            ).json()
+        expected = sizes(local.metadata(local.reduction(user)))
+        assert sizes(found) == expected
+        assert any(expected[k] < full[k] for k in expected), user
+        with _client(server, {"sub": user}) as qix:
+            doc = qix.open_doc(app_id)
+            description = qix.result("GetFieldDescription", ["Product"], doc)["qReturn"]
+            assert description["qByteSize"] == expected["Product"]
+
+
 def test_system_fields_are_the_users(server: tuple[ServerProcess, str]) -> None:
     _, app_id = server
     with _client(server, {"sub": "bob"}) as qix:

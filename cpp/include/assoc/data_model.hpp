@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -62,9 +63,14 @@ struct Field {
   bool is_syn = false;
   std::string comment;
 
-  // Tags derived from the data and the model, in the order the engine reports them.
+  // Tags derived from the data and the model, in the order the engine reports them, then
+  // the source's tags that are not derived ones (user tags a QVD header carries).
   std::vector<std::string> tags() const;
 };
+
+// Whether a tag is one the engine derives from the data and the model ($key, $numeric, …):
+// a source's copy of it is not carried over.
+bool is_derived_tag(std::string_view tag);
 
 struct ReloadMeta {
   std::int64_t cpu_time_ns = 0;

@@ -67,6 +67,10 @@ class PackedIndex {
   // True when NULL has a code of its own (code 0; symbols are stored as index + 1).
   bool has_null() const { return bias_ != 0; }
   std::uint64_t non_null_count() const { return non_null_; }
+  // The same rows with each symbol index i replaced by remap[i] (NULL stays NULL), packed
+  // anew for `n_symbols`: every remap[i] must be below it.
+  PackedIndex remapped(const std::vector<std::uint32_t>& remap, std::uint32_t n_symbols,
+                       CpuAccount* cpu = nullptr) const;
 
   // Symbol index of one row, kNull for NULL.
   std::uint32_t get(std::size_t row) const {

@@ -3,6 +3,9 @@
 // bit-stuffed record of symbol indexes per row.
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "assoc/data_model.hpp"
@@ -15,8 +18,19 @@ namespace assoc {
 // throws Error naming the problem. CPU time (worker threads included) goes to `cpu`.
 LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu = nullptr);
 
+// Tags and comments a load script gave (TAG, COMMENT), by field name, written on top of the
+// model's own: tags after the field's, a comment in place of the model's.
+struct QvdAnnotations {
+  std::map<std::string, std::vector<std::string>> field_tags;
+  std::map<std::string, std::string> field_comments;
+  std::optional<std::string> table_comment;
+};
+
 // Writes one table of a model as a QVD file laid out as Qlik writes it: only the symbols the
-// table uses, in first-occurrence order, and the fewest bits per field.
-std::vector<std::uint8_t> write_qvd(const DataModel& model, const Table& table);
+// table uses, in first-occurrence order, and the fewest bits per field. Each field's Tags are
+// its tags as metadata reports them: $key when it links tables, the data tags of the table's
+// own symbols, the tags its source gave, then `annotations`' tags.
+std::vector<std::uint8_t> write_qvd(const DataModel& model, const Table& table,
+                                    const QvdAnnotations& annotations = {});
 
 }  // namespace assoc

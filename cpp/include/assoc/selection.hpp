@@ -200,6 +200,12 @@ class RowMask {
   const Bitset& values(std::uint32_t field) const;
   // How many of a field's symbols are on kept rows.
   std::uint64_t cardinal(std::uint32_t field) const { return values(field).count(); }
+  // Metadata's byte_size (DESIGN.md §3) of the app as the user holds it, counted from the
+  // arrays it would have: a field's symbol table of only its values(), in their order; one
+  // column of a table packed for only the kept rows, its codes those of that symbol table.
+  // What the mask keeps whole is the model's own size.
+  std::size_t field_byte_size(std::uint32_t field) const;
+  std::size_t column_byte_size(std::uint32_t table, std::uint32_t column) const;
   // Unique per mask made (the result cache's key for what is computed under it).
   std::uint64_t serial() const { return serial_; }
 

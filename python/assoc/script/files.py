@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from assoc import _core
+from assoc.annotations import Annotations
 from assoc.script import syntax as ast
 from assoc.script.errors import ScriptError
 from assoc.script.numbers import Interpretation, plain_text
@@ -277,10 +278,17 @@ def write_parquet(frame: Frame, path: Path) -> None:
     pq.write_table(table, path)
 
 
-def write_qvd(frame: Frame, path: Path) -> None:
-    """A frame as a QVD file (through the engine's writer)."""
+def write_qvd(frame: Frame, path: Path, annotations: Annotations | None = None) -> None:
+    """A frame as a QVD file (through the engine's writer), with the script's tags and
+    comments of its fields and table in the header."""
     builder = _core.ModelBuilder()
     frame.to_native().add_to(builder)
-    data = builder.build().write_qvd(frame.name)
+    notes = annotations or Annotations()
+    data = builder.build().write_qvd(
+        frame.name,
+        field_tags=notes.field_tags,
+        field_comments=notes.field_comments,
+        table_comment=notes.table_comments.get(frame.name),
+    )
     with open(path, "wb") as f:
         f.write(data)

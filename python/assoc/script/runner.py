@@ -472,8 +472,20 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
             frame.name = stmt.table
         path = self.connections.resolve(stmt.path, stmt.line, stmt.column)
         try:
-            writers = {"qvd": write_qvd, "parquet": write_parquet}
-            writers.get(stmt.kind, write_txt)(frame, path)
+            if stmt.kind == "qvd":
+                # Tags and comments given so far go into the header, as Qlik's STORE does,
+                # and $key on the fields another table holds too.
+                annotations = self.annotations().only(set(frame.fields), {frame.name})
+                for name, other in self.tables.items():
+                    if name == stmt.table:
+                        continue
+                    for f in set(frame.fields) & set(other.fields):
+                        tags = annotations.field_tags.setdefault(f, [])
+                        if "$key" not in tags:
+                            tags.append("$key")
+                write_qvd(frame, path, annotations)
+            else:
+                {"parquet": write_parquet}.get(stmt.kind, write_txt)(frame, path)
         except ScriptError as exc:
             raise ScriptError(exc.message, stmt.line, stmt.column) from None
         except OSError as exc:
