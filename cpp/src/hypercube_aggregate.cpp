@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -365,6 +366,179 @@ class LinkLookup {
   std::vector<std::uint32_t> u32_;
 };
 
+// The fused pass of a table whose records each reach one tuple through one column: the
+// column's stored code maps straight to a slot (a dimension's code, or a link's look-up of the
+// tuple beyond it), and every term is a Sum (a number per stored code) or a Count. One pass
+// over the possible rows, word by word of the row set (empty words skipped): per row, its two
+// codes read in place, a slot look-up and a number look-up added into the slot; no per-row
+// branch on NULL (its stored code has an entry of its own).
+
+// A packed column's stored codes, row by row: the symbol index + 1 when NULL has a code (0),
+// else the symbol index. Held in locals, so a loop keeps them in registers.
+struct CodeReader {
+  const std::uint8_t* data = nullptr;
+  std::uint64_t mask = 0;
+  std::uint32_t width = 0;
+  std::uint32_t bias = 0;
+
+  explicit CodeReader(const PackedIndex& index) : width(index.bit_width()), bias(index.has_null() ? 1U : 0U) {
+    static const std::uint8_t zeros[8] = {};
+    data = width == 0 ? zeros : index.data();  // width 0: every row reads code 0 at bit 0
+    mask = (std::uint64_t{1} << width) - 1;
+  }
+  std::uint32_t at(std::size_t row) const {
+    const std::size_t bit = row * width;
+    std::uint64_t x;
+    std::memcpy(&x, data + (bit >> 3), sizeof x);
+    return static_cast<std::uint32_t>((x >> (bit & 7)) & mask);
+  }
+};
+
+struct FusedTerm {
+  const PackedIndex* index = nullptr;
+  CodeReader codes;
+  const double* values = nullptr;  // Sum: per stored code (0 for NULL and texts); Count: null
+  std::vector<double> own;         // the values, when built for this pass
+};
+
+// Where at least this many eighths of a chunk's rows are possible, its codes are decoded
+// block by block (shifts fixed per width) rather than read row by row.
+constexpr std::size_t kDenseEighths = 4;
+
+// Per-thread room for one chunk's codes.
+struct ChunkCodes {
+  std::vector<std::uint32_t> slot = std::vector<std::uint32_t>(kBatch);
+  std::vector<std::uint32_t> code = std::vector<std::uint32_t>(kBatch);
+  std::vector<std::uint32_t> decoded = std::vector<std::uint32_t>(kBatch);
+};
+
+// The rows of a chunk's row words (bit j of word w: row begin + 64w + j; `n` of them) into
+// one Sum.
+template <class Map>
+void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
+               const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, const PackedIndex& index,
+               CodeReader codes, const double* values, double* sums, std::size_t lane, std::uint8_t* hits,
+               ChunkCodes& buf) {
+  // The codes first, then the numbers: the loop of look-ups is short, so many of them are
+  // under way at once.
+  std::uint32_t* slot = buf.slot.data();
+  std::uint32_t* code = buf.code.data();
+  const std::size_t n_words = (count + 63) / 64;
+  std::size_t m = 0;
+  if (n * 8 >= count * kDenseEighths) {
+    std::uint32_t* decoded = buf.decoded.data();
+    slot_index.decode(begin, count, decoded);  // symbol indexes, kNull for NULL
+    index.decode(begin, count, code);
+    if (n == count) {  // every row: no gaps to close
+      for (std::size_t j = 0; j < count; ++j) slot[j] = slot_of[decoded[j] + slot_codes.bias];
+      for (std::size_t j = 0; j < count; ++j) code[j] += codes.bias;
+      m = count;
+    }
+    for (std::size_t w = 0; w < n_words && n != count; ++w) {
+      for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
+        const std::size_t j = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+        slot[m] = slot_of[decoded[j] + slot_codes.bias];  // the stored code (NULL: kNull + 1)
+        code[m] = code[j] + codes.bias;                   // m <= j: in place
+      }
+    }
+  } else {
+    for (std::size_t w = 0; w < n_words; ++w) {
+      const std::size_t base = begin + w * 64;
+      for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
+        const std::size_t row = base + static_cast<std::size_t>(std::countr_zero(bits));
+        slot[m] = slot_of[slot_codes.at(row)];
+        code[m] = codes.at(row);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < m; ++i) hits[slot[i]] = 1;
+  // Four rows at a time into four copies of the sums: a row's sum then seldom waits for the
+  // row before (a store and a load of the same slot).
+  std::size_t i = 0;
+  for (; i + 4 <= m; i += 4) {
+    sums[slot[i]] += values[code[i]];
+    sums[lane + slot[i + 1]] += values[code[i + 1]];
+    sums[2 * lane + slot[i + 2]] += values[code[i + 2]];
+    sums[3 * lane + slot[i + 3]] += values[code[i + 3]];
+  }
+  for (; i < m; ++i) sums[slot[i]] += values[code[i]];
+}
+
+// The same into several terms, Sums and Counts.
+template <class Map>
+void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t begin, CodeReader slot_codes,
+                 const Map* slot_of, const std::vector<FusedTerm>& fts, double* const* sums,
+                 std::uint64_t* const* counts, std::uint8_t* hits) {
+  const std::size_t n_terms = fts.size();
+  for (std::size_t w = 0; w < n_words; ++w) {
+    const std::size_t base = begin + w * 64;
+    for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      const std::size_t row = base + static_cast<std::size_t>(std::countr_zero(bits));
+      const std::size_t s = slot_of[slot_codes.at(row)];
+      hits[s] = 1;
+      for (std::size_t k = 0; k < n_terms; ++k) {
+        const std::uint32_t c = fts[k].codes.at(row);
+        if (sums[k] != nullptr) {
+          sums[k][s] += fts[k].values[c];
+        } else {
+          counts[k][s] += c >= fts[k].codes.bias ? 1U : 0U;
+        }
+      }
+    }
+  }
+}
+
+// The fused pass over a table's possible rows (`possible` null: all), chunk by chunk on the
+// engine's threads, each into its own accumulators.
+template <class Map>
+void fused_pass(std::size_t rows, const Bitset* possible, const PackedIndex& slot_index, const Map* slot_of,
+                const std::vector<FusedTerm>& fts, const std::vector<TermInput>& in,
+                std::vector<Accumulators>& per_thread, std::size_t slots) {
+  const std::size_t n_chunks = (rows + kBatch - 1) / kBatch;
+  std::atomic<std::size_t> next{0};
+  const CodeReader slot_codes(slot_index);
+  parallel_for(per_thread.size(), [&](std::size_t th) {
+    Accumulators& a = per_thread[th];
+    a.resize(in, slots);
+    const std::size_t n_terms = fts.size();
+    std::vector<double*> sums(n_terms, nullptr);
+    std::vector<std::uint64_t*> counts(n_terms, nullptr);
+    for (std::size_t k = 0; k < n_terms; ++k) {
+      if (fts[k].values != nullptr) {
+        sums[k] = a.terms[k].a.data();
+      } else {
+        counts[k] = a.terms[k].n.data();
+      }
+    }
+    const bool one_sum = n_terms == 1 && sums[0] != nullptr;
+    std::vector<double> lanes(one_sum ? 4 * slots : 0, 0.0);  // the four copies of one Sum
+    ChunkCodes buf;
+    std::uint64_t words[kBatch / 64];
+    for (std::size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
+      const std::size_t begin = c * kBatch;
+      const std::size_t count = std::min(kBatch, rows - begin);
+      const std::size_t n_words = (count + 63) / 64;
+      // The row set's words as they are, but for the last chunk's (rows past the table's
+      // last are never read) and where every row is possible.
+      const std::uint64_t* w = possible != nullptr ? possible->words() + begin / 64 : words;
+      if (possible == nullptr || count % 64 != 0) {
+        for (std::size_t i = 0; i < n_words; ++i) words[i] = possible != nullptr ? w[i] : ~std::uint64_t{0};
+        if (count % 64 != 0) words[n_words - 1] &= (std::uint64_t{1} << (count % 64)) - 1;
+        w = words;
+      }
+      if (one_sum) {
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
+        sum_chunk(w, begin, count, n, slot_index, slot_codes, slot_of, *fts[0].index, fts[0].codes, fts[0].values,
+                  lanes.data(), slots, a.hits.data(), buf);
+      } else {
+        terms_chunk(w, n_words, begin, slot_codes, slot_of, fts, sums.data(), counts.data(), a.hits.data());
+      }
+    }
+    for (std::size_t k = 0; k < lanes.size(); ++k) sums[0][k % slots] += lanes[k];
+  });
+}
+
 }  // namespace
 
 const char* agg_name(AggFunc f) {
@@ -441,7 +615,68 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
   std::vector<std::uint64_t> key_of_slot;  // keys of group slots when not direct
   bool totals_done = false;
 
-  if (table_root && functional && direct) {
+  // The slot of a record read from one column: one dimension of the root and no link, or
+  // one link and no dimension of the root.
+  const std::vector<const DimPlace*> root_dims = walker.root_dims();
+  const bool one_source = (root_dims.size() == 1 && links.empty()) || (root_dims.empty() && links.size() == 1);
+  const bool sums_only = std::all_of(terms.begin(), terms.end(), [](const Term& t) {
+    return t.func == AggFunc::kSum || t.func == AggFunc::kCount;
+  });
+  if (table_root && functional && direct && one_source && sums_only) {
+    const Table& table = data.tables()[root];
+    const std::uint32_t column = links.empty() ? root_dims[0]->column : links[0].column;
+    const PackedIndex& slot_index = table.columns[column].index;
+    const CodeReader slot_codes(slot_index);
+    // Per stored code, the record's slot: the dimension's, or the tuple its link reaches
+    // (None where it reaches none, unless the join is inner).
+    const std::size_t n_codes = std::size_t{data.fields()[table.columns[column].field].symbols.size()} + 1;
+    std::vector<std::uint32_t> slot_of(n_codes, kTrash);
+    for (std::size_t code = 0; code < n_codes - 1 + slot_codes.bias; ++code) {
+      const std::size_t value = code + 1 - slot_codes.bias;  // symbol + 1, 0 for NULL
+      if (links.empty()) {
+        slot_of[code] = static_cast<std::uint32_t>(kFirstGroup + value * root_dims[0]->stride);
+      } else {
+        const std::uint64_t key = links[0].sets->one[value];
+        const std::uint32_t none = walker.inner() ? kTrash : kFirstGroup;
+        slot_of[code] = key != kMissing ? static_cast<std::uint32_t>(kFirstGroup + key) : none;
+      }
+    }
+    std::vector<FusedTerm> fts;
+    for (std::size_t k = 0; k < terms.size(); ++k) {
+      const PackedIndex& index = table.columns[terms[k].column].index;
+      fts.push_back(FusedTerm{&index, CodeReader(index), nullptr, {}});
+      FusedTerm& f = fts.back();
+      if (terms[k].func != AggFunc::kSum) continue;
+      const TermInput& t = in[k];
+      if (f.codes.bias == 0 && t.doubles != nullptr && t.symbols->all_numeric()) {
+        f.values = t.doubles;  // the symbols' numbers as they are
+        continue;
+      }
+      f.own.assign(std::size_t{t.n_symbols} + f.codes.bias, 0.0);
+      for (std::uint32_t x = 0; x < t.n_symbols; ++x)
+        if (t.symbols->has_number(x)) f.own[x + f.codes.bias] = t.symbols->number(x);
+      f.values = f.own.data();
+    }
+    const std::size_t n_chunks = (table.rows + kBatch - 1) / kBatch;
+    std::vector<Accumulators> per_thread(std::max<std::size_t>(1, std::min<std::size_t>(threads(), n_chunks)));
+    const Bitset* possible = rows.rows[root].get();
+    if (slots <= 0x100) {
+      const std::vector<std::uint8_t> map(slot_of.begin(), slot_of.end());
+      fused_pass(table.rows, possible, slot_index, map.data(), fts, in, per_thread, slots);
+    } else if (slots <= 0x10000) {
+      const std::vector<std::uint16_t> map(slot_of.begin(), slot_of.end());
+      fused_pass(table.rows, possible, slot_index, map.data(), fts, in, per_thread, slots);
+    } else {
+      fused_pass(table.rows, possible, slot_index, slot_of.data(), fts, in, per_thread, slots);
+    }
+    acc = std::move(per_thread[0]);
+    for (std::size_t th = 1; th < per_thread.size(); ++th) {
+      const Accumulators& o = per_thread[th];
+      for (std::size_t s = 0; s < slots; ++s) acc.hits[s] |= o.hits[s];
+      for (std::size_t k = 0; k < terms.size(); ++k)
+        for (std::size_t s = 0; s < slots; ++s) merge_slot(in[k], acc.terms[k], s, o.terms[k], s);
+    }
+  } else if (table_root && functional && direct) {
     // Each record reaches exactly one tuple: its key is its own dimension codes plus one
     // look-up per link. Rows are read in batches, by several threads, each into its own
     // accumulators.

@@ -226,31 +226,31 @@ KeySets JoinWalker::table_sets(std::uint32_t table) {
 
 KeySets JoinWalker::field_sets(std::uint32_t node) {
   const std::uint32_t field = graph_.field_of(node);
-  KeySetsBuilder b(std::size_t{model_.data().fields()[field].symbols.size()} + 1);
-  // A NULL link value joins nothing beyond; where nothing lies beyond, it is simply None.
-  if (tree_.children[node].empty()) b.add(0, 0);
+  const std::uint32_t n = model_.data().fields()[field].symbols.size();
   std::vector<const KeySets*> children;
   for (const std::uint32_t child : tree_.children[node]) children.push_back(&sets_of(child));
   if (std::all_of(children.begin(), children.end(), [](const KeySets* k) { return k->functional; })) {
+    // One key per value: written in place, child by child.
     std::uint64_t own_stride = 0;
     for (const auto& d : dims_)
       if (d.node == node) own_stride += d.stride;
-    const std::uint32_t n = model_.data().fields()[field].symbols.size();
-    for (std::uint32_t s = 0; s < n; ++s) {
-      std::uint64_t key = std::uint64_t{s + 1} * own_stride;
-      bool dropped = false;
-      for (const KeySets* c : children) {
-        const std::uint64_t v = c->one[s + 1];
-        if (v == kMissing) {
-          dropped = dropped || inner_;
-        } else {
-          key += v;
-        }
+    KeySets out;
+    out.one.resize(std::size_t{n} + 1);
+    // A NULL link value joins nothing beyond; where nothing lies beyond, it is simply None.
+    out.one[0] = children.empty() ? 0 : kMissing;
+    for (std::uint32_t s = 0; s < n; ++s) out.one[s + 1] = std::uint64_t{s + 1} * own_stride;
+    for (const KeySets* c : children) {
+      const std::uint64_t* v = c->one.data();
+      std::uint64_t* key = out.one.data();
+      for (std::size_t i = 1; i <= n; ++i) {
+        // A value its side misses adds None (outer), or reaches nothing (inner).
+        const std::uint64_t add = v[i] == kMissing ? (inner_ ? kMissing : 0) : v[i];
+        key[i] = key[i] == kMissing || add == kMissing ? kMissing : key[i] + add;
       }
-      if (!dropped) b.add(s + 1, key);
     }
-    return b.finish();
+    return out;
   }
+  KeySetsBuilder b(std::size_t{n} + 1);
   field_records(node, nullptr, {kIdentity}, [&](const RecordBatch& batch) {
     for (std::size_t i = 0; i < batch.n; ++i)
       for (std::uint32_t k = batch.key_offsets[i]; k < batch.key_offsets[i + 1]; ++k)
