@@ -464,6 +464,45 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
   for (; i < m; ++i) sums[slot[i]] += values[code[i]];
 }
 
+// A term's input: its function and its field's symbols (their numbers read in place).
+TermInput term_input(const DataModel& data, const Term& term) {
+  TermInput t;
+  t.func = term.func;
+  t.symbols = &data.fields()[term.field].symbols;
+  t.n_symbols = t.symbols->size();
+  if (!t.symbols->int_numbers().empty()) t.ints = t.symbols->int_numbers().data();
+  if (!t.symbols->double_numbers().empty()) t.doubles = t.symbols->double_numbers().data();
+  return t;
+}
+
+// The threads' accumulators as one: the first, with every other one's hits and terms merged
+// into it (a Count(distinct)'s pending pairs appended).
+Accumulators merged(std::vector<Accumulators>& per_thread, const std::vector<TermInput>& in, std::size_t slots) {
+  Accumulators acc = std::move(per_thread[0]);
+  for (std::size_t th = 1; th < per_thread.size(); ++th) {
+    const Accumulators& o = per_thread[th];
+    for (std::size_t s = 0; s < slots; ++s) acc.hits[s] |= o.hits[s];
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      if (in[k].func == AggFunc::kCountDistinct) {
+        acc.terms[k].pairs.insert(acc.terms[k].pairs.end(), o.terms[k].pairs.begin(), o.terms[k].pairs.end());
+        continue;
+      }
+      for (std::size_t s = 0; s < slots; ++s) merge_slot(in[k], acc.terms[k], s, o.terms[k], s);
+    }
+  }
+  return acc;
+}
+
+// The positions (from 0) of the rows set in `count` rows of a row set's words, into `picked`;
+// how many.
+std::size_t possible_positions(const std::uint64_t* mask, std::size_t count, std::uint32_t* picked) {
+  std::size_t n = 0;
+  for (std::size_t w = 0; w < (count + 63) / 64; ++w)
+    for (std::uint64_t bits = mask[w]; bits != 0; bits &= bits - 1)
+      picked[n++] = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+  return n;
+}
+
 // The same into several terms, Sums and Counts.
 template <class Map>
 void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t begin, CodeReader slot_codes,
@@ -576,12 +615,8 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
 
   std::vector<TermInput> in(terms.size());
   for (std::size_t k = 0; k < terms.size(); ++k) {
+    in[k] = term_input(data, terms[k]);
     TermInput& t = in[k];
-    t.func = terms[k].func;
-    t.symbols = &data.fields()[terms[k].field].symbols;
-    t.n_symbols = t.symbols->size();
-    if (!t.symbols->int_numbers().empty()) t.ints = t.symbols->int_numbers().data();
-    if (!t.symbols->double_numbers().empty()) t.doubles = t.symbols->double_numbers().data();
     if (t.func == AggFunc::kCountDistinct && direct) {
       t.words_per_slot = distinct_words(t.n_symbols, slots, table_root ? rows.possible[root] : records);
       // Buckets of at least 64 symbols whose part of the bitset (every slot's words for them)
@@ -669,13 +704,7 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
     } else {
       fused_pass(table.rows, possible, slot_index, slot_of.data(), fts, in, per_thread, slots);
     }
-    acc = std::move(per_thread[0]);
-    for (std::size_t th = 1; th < per_thread.size(); ++th) {
-      const Accumulators& o = per_thread[th];
-      for (std::size_t s = 0; s < slots; ++s) acc.hits[s] |= o.hits[s];
-      for (std::size_t k = 0; k < terms.size(); ++k)
-        for (std::size_t s = 0; s < slots; ++s) merge_slot(in[k], acc.terms[k], s, o.terms[k], s);
-    }
+    acc = merged(per_thread, in, slots);
   } else if (table_root && functional && direct) {
     // Each record reaches exactly one tuple: its key is its own dimension codes plus one
     // look-up per link. Rows are read in batches, by several threads, each into its own
@@ -715,10 +744,7 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
         if (mask != nullptr) {
           // Only possible rows go on: their positions first, then their codes, read one by
           // one where they are few and decoded with the whole batch where they are many.
-          n = 0;
-          for (std::size_t w = 0; w < (count + 63) / 64; ++w)
-            for (std::uint64_t bits = mask[w]; bits != 0; bits &= bits - 1)
-              picked[n++] = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+          n = possible_positions(mask, count, picked.data());
           if (n == 0) continue;
           for (std::size_t s = 0; s < columns.size(); ++s) {
             const PackedIndex& index = table.columns[columns[s]].index;
@@ -750,18 +776,7 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
       }
       flush_all(in, a.terms);
     });
-    acc = std::move(per_thread[0]);
-    for (std::size_t th = 1; th < n_threads; ++th) {
-      const Accumulators& o = per_thread[th];
-      for (std::size_t s = 0; s < slots; ++s) acc.hits[s] |= o.hits[s];
-      for (std::size_t k = 0; k < terms.size(); ++k) {
-        if (in[k].func == AggFunc::kCountDistinct) {
-          acc.terms[k].pairs.insert(acc.terms[k].pairs.end(), o.terms[k].pairs.begin(), o.terms[k].pairs.end());
-          continue;
-        }
-        for (std::size_t s = 0; s < slots; ++s) merge_slot(in[k], acc.terms[k], s, o.terms[k], s);
-      }
-    }
+    acc = merged(per_thread, in, slots);
   } else {
     // Any shape: records one by one, each into the slots of every tuple it reaches and once
     // into the totals.
@@ -842,12 +857,8 @@ DenseGroups aggregate_by_column(const AssociativeModel& model, const RowStates& 
   static_assert(kNull + kFirstGroup == kTrash);
   const std::size_t slots = std::size_t{n_groups} + kFirstGroup;
   std::vector<TermInput> in(1);
-  TermInput& t = in[0];
-  t.func = term.func;
-  t.symbols = &data.fields()[term.field].symbols;
-  t.n_symbols = t.symbols->size();
-  if (!t.symbols->int_numbers().empty()) t.ints = t.symbols->int_numbers().data();
-  if (!t.symbols->double_numbers().empty()) t.doubles = t.symbols->double_numbers().data();
+  in[0] = term_input(data, term);
+  const TermInput& t = in[0];
   const PackedIndex& groups = table.columns[group_column].index;
   const PackedIndex& values = table.columns[term.column].index;
   const Bitset* possible = rows.rows[table_node].get();
@@ -866,11 +877,7 @@ DenseGroups aggregate_by_column(const AssociativeModel& model, const RowStates& 
       values.decode(begin, count, code.data());
       std::size_t n = count;
       if (possible != nullptr) {
-        const std::uint64_t* mask = possible->words() + begin / 64;
-        n = 0;
-        for (std::size_t w = 0; w < (count + 63) / 64; ++w)
-          for (std::uint64_t bits = mask[w]; bits != 0; bits &= bits - 1)
-            picked[n++] = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+        n = possible_positions(possible->words() + begin / 64, count, picked.data());
         for (std::size_t i = 0; i < n; ++i) {
           slot[i] = slot[picked[i]];
           code[i] = code[picked[i]];
@@ -881,12 +888,7 @@ DenseGroups aggregate_by_column(const AssociativeModel& model, const RowStates& 
       accumulate(in[0], a.terms[0], slot.data(), code.data(), n);
     }
   });
-  Accumulators& acc = per_thread[0];
-  for (std::size_t th = 1; th < n_threads; ++th) {
-    const Accumulators& o = per_thread[th];
-    for (std::size_t s = 0; s < slots; ++s) acc.hits[s] |= o.hits[s];
-    for (std::size_t s = 0; s < slots; ++s) merge_slot(t, acc.terms[0], s, o.terms[0], s);
-  }
+  const Accumulators acc = merged(per_thread, in, slots);
   DenseGroups out;
   out.values.resize(n_groups);
   out.hits.assign(acc.hits.begin() + kFirstGroup, acc.hits.end());

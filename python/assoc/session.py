@@ -488,9 +488,9 @@ class Session:
         directions = sort_keys(sort)
         if isinstance(top, bool) or not isinstance(top, int) or top < 0:
             raise _core.Error("top must be an integer >= 0")
-        if height is not None and (isinstance(height, bool) or not isinstance(height, int)):
-            raise _core.Error("height must be an integer >= 0 or None")
-        if height is not None and height < 0:
+        if height is not None and (
+            isinstance(height, bool) or not isinstance(height, int) or height < 0
+        ):
             raise _core.Error("height must be an integer >= 0 or None")
         field = self._field(field)
         how = check_duals(duals)

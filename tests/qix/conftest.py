@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from qixclient import QixClient
 
 from appfiles import ServerProcess, package_bytes
 
@@ -66,3 +67,11 @@ def qix_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QixServer]:
 def app_id(qix_server: QixServer) -> str:
     """The Orders/Customers app."""
     return qix_server.import_app()
+
+
+@pytest.fixture
+def qix(qix_server: QixServer, app_id: str) -> Iterator[QixClient]:
+    """A client with the Orders/Customers app open (tests of other apps define their own)."""
+    with QixClient(qix_server.ws_base + f"/app/{app_id}") as client:
+        client.open_doc(app_id)
+        yield client

@@ -5,7 +5,6 @@ socket of the session)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,13 +30,6 @@ CUBE = {
         "qSuppressMissing": True,
     },
 }
-
-
-@pytest.fixture
-def qix(qix_server: QixServer, app_id: str) -> Iterator[QixClient]:
-    with QixClient(qix_server.ws_base + f"/app/{app_id}") as client:
-        client.open_doc(app_id)
-        yield client
 
 
 def laid_out(qix: QixClient) -> tuple[int, int]:

@@ -3,7 +3,6 @@ imported columns."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,13 +24,6 @@ def by_region() -> dict[str | None, tuple[int, int]]:
         total, count = out.get(region, (0, 0))
         out[region] = (total + amount, count + 1)
     return out
-
-
-@pytest.fixture
-def qix(qix_server: QixServer, app_id: str) -> Iterator[QixClient]:
-    with QixClient(qix_server.ws_base + f"/app/{app_id}") as client:
-        client.open_doc(app_id)
-        yield client
 
 
 def cube_props(**more: Any) -> dict[str, Any]:

@@ -4,7 +4,6 @@ server keeps serving."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,13 +15,6 @@ from conftest import QixServer
 pytestmark = pytest.mark.server
 
 CHART_LIMIT = 256
-
-
-@pytest.fixture
-def qix(qix_server: QixServer, app_id: str) -> Iterator[QixClient]:
-    with QixClient(qix_server.ws_base + f"/app/{app_id}") as client:
-        client.open_doc(app_id)
-        yield client
 
 
 def _cube(measure: str) -> dict[str, Any]:

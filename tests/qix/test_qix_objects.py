@@ -4,7 +4,6 @@ descriptions; expected values worked out here from the imported data."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,13 +12,6 @@ from qixclient import QixClient
 from conftest import CUSTOMERS, ORDERS, QixServer, symbols
 
 pytestmark = pytest.mark.server
-
-
-@pytest.fixture
-def qix(qix_server: QixServer, app_id: str) -> Iterator[QixClient]:
-    with QixClient(qix_server.ws_base + f"/app/{app_id}") as client:
-        client.open_doc(app_id)
-        yield client
 
 
 def list_props(field: str, sort: dict[str, int] | None = None, **more: Any) -> dict[str, Any]:
