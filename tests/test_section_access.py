@@ -431,3 +431,27 @@ def test_metadata_byte_sizes_are_those_of_the_users_data() -> None:
     assert _sizes(app.metadata(app.reduction("bob")))[0]["Note"] == 0
     # A user whose reduction keeps every row sees the model's own sizes.
     assert _sizes(app.metadata(app.reduction("boss"))) == _sizes(full)
+
+
+def test_reduction_matches_numbers_and_duals_on_their_texts() -> None:
+    """A reduction value matches a number by its text as shown (5, 2.5), a text as it is (a
+    number written as "007" stays a text), a dual by its text only (never by its number)."""
+    from assoc import _core
+    from assoc.access import AccessTable
+
+    codes = [5, 2.5, "007", assoc.Dual(7, "SEVEN"), "JAN", 10, 7.5]
+    builder = _core.ModelBuilder()
+    builder.add_columns("Data", {"CODE": codes, "Row": list(range(len(codes)))})
+    AccessTable(
+        {
+            "ACCESS": ["USER"] * 7 + ["ADMIN"],
+            "USERID": ["ANN"] * 4 + ["BOB"] * 3 + ["ROOT"],
+            "CODE": ["5", "2.5", "007", "SEVEN", "10", "7.50", "7", ""],
+        }
+    ).add_to(builder)
+    app = assoc.App(builder.build())
+    with app.session("ann") as ann, app.session("bob") as bob, app.session("root") as root:
+        assert sorted(ann.state("Row")["possible"]) == [0, 1, 2, 3]
+        # "7.50" is not the text 7.5 is shown with; the dual SEVEN is not matched by its number.
+        assert sorted(bob.state("Row")["possible"]) == [5]
+        assert sorted(root.state("Row")["possible"]) == list(range(len(codes)))

@@ -59,7 +59,22 @@ void bind_session(py::module_& m) {
 
   py::class_<PyAssociativeModel>(m, "AssociativeModel", "A model with its link graph, ready for selections.")
       .def(py::init([](const PyModel& model) { return PyAssociativeModel{AssociativeModel::create(model.model)}; }),
-           py::arg("model"));
+           py::arg("model"))
+      .def(
+          "symbols_with_texts",
+          [](const PyAssociativeModel& model, const std::string& field, const std::vector<std::string>& texts) {
+            const std::uint32_t f = model.impl->field_id(field);
+            std::vector<std::uint32_t> found;
+            {
+              py::gil_scoped_release release;
+              found = model.impl->symbols_with_texts(f, texts);
+            }
+            py::array_t<std::int64_t> out(static_cast<py::ssize_t>(found.size()));
+            std::copy(found.begin(), found.end(), out.mutable_data());
+            return out;
+          },
+          py::arg("field"), py::arg("texts"),
+          "The symbol indexes, in order, whose text is one of `texts` (a bare number's: canonical).");
 
   py::class_<RowMask, std::shared_ptr<RowMask>>(
       m, "RowMask", "Section access: the rows one user's reduction leaves, shared by their sessions.")

@@ -4,9 +4,11 @@
 #include <atomic>
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "assoc/error.hpp"
 #include "assoc/hash.hpp"
+#include "assoc/number_text.hpp"
 #include "assoc/result_cache.hpp"
 #include "assoc/selection.hpp"
 #include "inference.hpp"
@@ -230,6 +232,25 @@ const AssociativeModel::Lookup& AssociativeModel::lookup(std::uint32_t field) co
 }
 
 void AssociativeModel::prepare_lookup(std::uint32_t field) const { lookup(field); }
+
+std::vector<std::uint32_t> AssociativeModel::symbols_with_texts(std::uint32_t field,
+                                                                const std::vector<std::string>& texts) const {
+  const SymbolTable& s = model_->fields().at(field).symbols;
+  std::unordered_set<std::string_view> wanted_texts;
+  std::unordered_set<double> wanted_numbers;  // texts that are some number's canonical text
+  for (const std::string& t : texts) {
+    wanted_texts.insert(t);
+    double v = 0;
+    if (parse_number(t, v) && is_canonical_text(t, v)) wanted_numbers.insert(v);
+  }
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t i = 0; i < s.size(); ++i) {
+    const bool hit = s.has_text(i) ? wanted_texts.count(s.text(i)) != 0
+                                   : s.has_number(i) && wanted_numbers.count(s.number(i)) != 0;
+    if (hit) out.push_back(i);
+  }
+  return out;
+}
 
 std::uint32_t AssociativeModel::find_number(std::uint32_t field, double value) const {
   if (std::isnan(value)) return kNull;

@@ -310,6 +310,12 @@ class AssociativeModel(metaclass=_pybind11_type):
     A model with its link graph, ready for selections.
     """
     def __init__(self, model: DataModel) -> None: ...
+    def symbols_with_texts(
+        self, field: str, texts: collections.abc.Sequence[str]
+    ) -> numpy.typing.NDArray[numpy.int64]:
+        """
+        The symbol indexes, in order, whose text is one of `texts` (a bare number's: canonical).
+        """
 
 class RowMask(metaclass=_pybind11_type):
     """

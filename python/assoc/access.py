@@ -142,15 +142,15 @@ def hidden_name(name: str) -> bool:
     return name == ACCESS_TABLE or name.startswith(_PREFIX)
 
 
-def reduction_codes(grant: Grant, fields: Sequence[str], symbols: Any) -> dict[str, np.ndarray]:
+def reduction_codes(
+    grant: Grant, fields: Sequence[str], model: _core.AssociativeModel
+) -> dict[str, np.ndarray]:
     """The symbol indexes each reduced data field keeps: the field's symbols whose text is one
-    of the allowed values (reduction fields the data lacks reduce nothing)."""
-    codes: dict[str, np.ndarray] = {}
+    of the allowed values, a number without a stored text by its canonical text (reduction
+    fields the data lacks reduce nothing)."""
     present = set(fields)
-    for field, allowed in grant.reduction.items():
-        if field not in present:
-            continue
-        texts = symbols(field)
-        keep = [i for i, v in enumerate(texts) if _text(v) in allowed]
-        codes[field] = np.asarray(keep, dtype=np.int64)
-    return codes
+    return {
+        field: model.symbols_with_texts(field, sorted(allowed))
+        for field, allowed in grant.reduction.items()
+        if field in present
+    }

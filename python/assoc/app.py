@@ -217,7 +217,7 @@ class App:
         if found is not None:
             return found
         grant = self.access.grant(user, groups)
-        codes = reduction_codes(grant, self.fields, self._impl.symbols)
+        codes = reduction_codes(grant, self.fields, self._associative)
         if any(not c.size for c in codes.values()):
             raise _core.Error(DENIED)  # strict exclusion: a reduction that reaches no data
         hidden = self._hidden_system(grant.omit)
