@@ -95,3 +95,38 @@ def test_another_writers_user_tags_load_and_store_again() -> None:
     assert fields_of(app)["Code"]["tags"] == ["$ascii", "$text", "Sensitive"]
     again = app._impl.write_qvd("T")
     assert field_headers(bytes(again))["Code"][0] == ["$ascii", "$text", "Sensitive"]
+
+
+def test_untag_takes_a_qvd_headers_tags_off_and_store_leaves_them_out(tmp_path: Path) -> None:
+    stored(tmp_path)
+    script = """O: LOAD * FROM [lib://out/orders.qvd] (qvd);
+UNTAG FIELD Amount WITH 'kpi';
+UNTAG FIELD Customer WITH 'PII';
+UNTAG FIELD Customer WITH '$key';
+UNTAG FIELD OrderId WITH '$integer';
+TAG FIELD Customer WITH 'PII2';
+STORE O INTO [lib://out/again.qvd] (qvd);
+"""
+    app = App.from_script(script, folders={"out": tmp_path})
+    fields = fields_of(app)
+    assert fields["Amount"]["tags"] == ["$numeric", "money"]
+    assert fields["Customer"]["tags"] == ["$ascii", "$text", "PII2"]
+    assert fields["OrderId"]["tags"] == ["$numeric"]
+    assert field_headers((tmp_path / "again.qvd").read_bytes()) == {
+        "OrderId": (["$numeric"], ""),
+        "Customer": (["$ascii", "$text", "PII2"], ""),
+        "Amount": (["$numeric", "money"], "in euros"),
+    }
+    # A TAG after the UNTAG puts it back; $key, a link, is no tag UNTAG takes off.
+    again = App.from_script(
+        script + "TAG FIELD Amount WITH 'kpi';\nC: LOAD * INLINE [\nCustomer\nAnn\n];\n"
+        "UNTAG FIELD Customer WITH '$key';\n",
+        folders={"out": tmp_path},
+    )
+    assert fields_of(again)["Amount"]["tags"] == ["$numeric", "money", "kpi"]
+    assert fields_of(again)["Customer"]["tags"][0] == "$key"
+    # The app keeps what UNTAG took off through its package (app.json).
+    assert app.annotations is not None
+    restored = type(app.annotations).from_json(app.annotations.to_json())
+    untags = {"Amount": ["kpi"], "Customer": ["PII"], "OrderId": ["$integer"]}
+    assert restored.field_untags == untags

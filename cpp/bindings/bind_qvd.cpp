@@ -108,8 +108,10 @@ void bind_qvd(py::module_& m) {
   model.def(
       "write_qvd",
       [](const PyModel& p, const std::string& table, std::map<std::string, std::vector<std::string>> field_tags,
-         std::map<std::string, std::string> field_comments, std::optional<std::string> table_comment) {
-        QvdAnnotations annotations{std::move(field_tags), std::move(field_comments), std::move(table_comment)};
+         std::map<std::string, std::string> field_comments, std::optional<std::string> table_comment,
+         std::map<std::string, std::vector<std::string>> field_untags) {
+        QvdAnnotations annotations{std::move(field_tags), std::move(field_comments), std::move(table_comment),
+                                   std::move(field_untags)};
         std::vector<std::uint8_t> out;
         {
           py::gil_scoped_release release;
@@ -119,8 +121,9 @@ void bind_qvd(py::module_& m) {
       },
       py::arg("table"), py::arg("field_tags") = std::map<std::string, std::vector<std::string>>{},
       py::arg("field_comments") = std::map<std::string, std::string>{}, py::arg("table_comment") = py::none(),
-      "One table as the bytes of a QVD file; a load script's tags (after each field's own) and "
-      "comments (in place of the model's) go into its header.");
+      py::arg("field_untags") = std::map<std::string, std::vector<std::string>>{},
+      "One table as the bytes of a QVD file; a load script's tags (after each field's own, less "
+      "those it untagged) and comments (in place of the model's) go into its header.");
 }
 
 }  // namespace assoc::py_bind

@@ -175,6 +175,9 @@ std::vector<std::uint8_t> write_qvd(const DataModel& model, const Table& table, 
   }
   parallel_for(fields.size(), [&](std::size_t c) { prepare_field(fields[c], rows); });
   for (auto& f : fields) {
+    auto untags = annotations.field_untags.find(f.field->name);
+    if (untags != annotations.field_untags.end())
+      for (const auto& tag : untags->second) f.tags.erase(std::remove(f.tags.begin(), f.tags.end(), tag), f.tags.end());
     auto tags = annotations.field_tags.find(f.field->name);
     if (tags == annotations.field_tags.end()) continue;
     for (const auto& tag : tags->second) {

@@ -299,10 +299,11 @@ class DataModel(metaclass=_pybind11_type):
         field_tags: collections.abc.Mapping[str, collections.abc.Sequence[str]] = ...,
         field_comments: collections.abc.Mapping[str, str] = ...,
         table_comment: str | None = None,
+        field_untags: collections.abc.Mapping[str, collections.abc.Sequence[str]] = ...,
     ) -> bytes:
         """
-        One table as the bytes of a QVD file; a load script's tags (after each field's own) and
-        comments (in place of the model's) go into its header.
+        One table as the bytes of a QVD file; a load script's tags (after each field's own, less
+        those it untagged) and comments (in place of the model's) go into its header.
         """
 
 class AssociativeModel(metaclass=_pybind11_type):

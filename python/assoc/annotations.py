@@ -8,7 +8,9 @@ from typing import Any
 
 from assoc._core import Error
 
-_KEYS = ("fieldTags", "fieldComments", "tableComments")
+_KEYS = ("fieldTags", "fieldComments", "tableComments", "fieldUntags")
+# The tags UNTAG cannot take off (Qlik: they "cannot be manipulated in the script").
+FIXED_TAGS = frozenset({"$system", "$key", "$keypart", "$syn"})
 
 
 @dataclass
@@ -18,12 +20,15 @@ class Annotations:
     field_tags: dict[str, list[str]] = field(default_factory=dict)
     field_comments: dict[str, str] = field(default_factory=dict)
     table_comments: dict[str, str] = field(default_factory=dict)
+    # Tags UNTAG took off what the data carries (a QVD header's tags, $numeric, …), by field.
+    field_untags: dict[str, list[str]] = field(default_factory=dict)
 
     def apply(self, metadata: dict[str, Any]) -> dict[str, Any]:
         """DataModelMetadata with the tags (after the engine's own) and comments added."""
         for f in metadata.get("fields", []):
+            untags = self.field_untags.get(f["name"], ())
             extra = [t for t in self.field_tags.get(f["name"], []) if t not in f["tags"]]
-            f["tags"] = [*f["tags"], *extra]
+            f["tags"] = [t for t in f["tags"] if t not in untags] + extra
             if f["name"] in self.field_comments:
                 f["comment"] = self.field_comments[f["name"]]
         for t in metadata.get("tables", []):
@@ -32,7 +37,9 @@ class Annotations:
         return metadata
 
     def __bool__(self) -> bool:
-        return bool(self.field_tags or self.field_comments or self.table_comments)
+        return bool(
+            self.field_tags or self.field_comments or self.table_comments or self.field_untags
+        )
 
     def only(self, fields: set[str], tables: set[str]) -> Annotations:
         """These annotations of the fields and tables named (the others dropped)."""
@@ -40,6 +47,7 @@ class Annotations:
             {k: list(v) for k, v in self.field_tags.items() if k in fields and v},
             {k: v for k, v in self.field_comments.items() if k in fields},
             {k: v for k, v in self.table_comments.items() if k in tables},
+            {k: list(v) for k, v in self.field_untags.items() if k in fields and v},
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -49,6 +57,7 @@ class Annotations:
             "fieldTags": {k: list(v) for k, v in self.field_tags.items() if v},
             "fieldComments": dict(self.field_comments),
             "tableComments": dict(self.table_comments),
+            "fieldUntags": {k: list(v) for k, v in self.field_untags.items() if v},
         }
         return {k: v for k, v in doc.items() if v}
 
@@ -68,10 +77,11 @@ class Annotations:
             for name, value in members.items():
                 if not name:
                     raise Error(f"{where}.{key}: names must not be empty")
-                if key == "fieldTags":
+                if key in ("fieldTags", "fieldUntags"):
                     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-                        raise Error(f"{where}.fieldTags[{name!r}] must be an array of strings")
-                    out.field_tags[name] = list(dict.fromkeys(value))
+                        raise Error(f"{where}.{key}[{name!r}] must be an array of strings")
+                    target = out.field_tags if key == "fieldTags" else out.field_untags
+                    target[name] = list(dict.fromkeys(value))
                 elif not isinstance(value, str):
                     raise Error(f"{where}.{key}[{name!r}] must be a string")
                 elif key == "fieldComments":
@@ -81,4 +91,4 @@ class Annotations:
         return out
 
 
-__all__ = ["Annotations"]
+__all__ = ["FIXED_TAGS", "Annotations"]

@@ -24,6 +24,7 @@ struct QvdAnnotations {
   std::map<std::string, std::vector<std::string>> field_tags;
   std::map<std::string, std::string> field_comments;
   std::optional<std::string> table_comment;
+  std::map<std::string, std::vector<std::string>> field_untags;  // tags UNTAG took off
 };
 
 // Writes one table of a model as a QVD file laid out as Qlik writes it: only the symbols the

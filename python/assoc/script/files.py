@@ -289,6 +289,7 @@ def write_qvd(frame: Frame, path: Path, annotations: Annotations | None = None) 
         field_tags=notes.field_tags,
         field_comments=notes.field_comments,
         table_comment=notes.table_comments.get(frame.name),
+        field_untags=notes.field_untags,
     )
     with open(path, "wb") as f:
         f.write(data)

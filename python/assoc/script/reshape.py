@@ -10,7 +10,7 @@ import numpy as np
 from assoc import _core
 from assoc.access import _PREFIX as ACCESS_PREFIX
 from assoc.access import ACCESS_TABLE, hidden_name
-from assoc.annotations import Annotations
+from assoc.annotations import FIXED_TAGS, Annotations
 from assoc.script import syntax as ast
 from assoc.script.connections import FolderConnections
 from assoc.script.errors import ScriptError
@@ -131,8 +131,13 @@ class Reshaping:
                     tags = out.field_tags.setdefault(name, [])
                     if text not in tags:
                         tags.append(text)
+                    if text in out.field_untags.get(name, ()):
+                        out.field_untags[name].remove(text)
                 elif stmt.what == "untag":
                     out.field_tags[name] = [t for t in out.field_tags.get(name, []) if t != text]
+                    untags = out.field_untags.setdefault(name, [])
+                    if text not in FIXED_TAGS and text not in untags:
+                        untags.append(text)  # also off what the data carries
                 elif stmt.what == "field comment":
                     out.field_comments[name] = text
                 else:
