@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -211,6 +212,60 @@ def test_qix_requests_are_counted_per_method(client: TestClient) -> None:
     assert value(text, "assoc_qix_requests_total", method="OpenDoc") == 1
     # Unknown methods are answered with an error and make no label of their own.
     assert ("assoc_qix_requests_total", (("method", "NoSuchMethod"),)) not in samples(text)
+
+
+@needs_qvd_reader
+def test_layouts_made_ahead_are_counted_planned_and_served(client: TestClient) -> None:
+    """After a change, the layouts of objects laid out before are made ahead (in the thread
+    that answered it): a GetLayout takes one (served); one never asked is planned only."""
+    app_id = client.post("/v1/apps/import", content=package_bytes()).json()["attributes"]["id"]
+    with client.websocket_connect(f"/app/{app_id}") as ws:
+        assert ws.receive_json()["method"] == "OnConnected"
+        n = 0
+
+        def call(handle: int, method: str, params: list[object]) -> dict[str, Any]:
+            nonlocal n
+            n += 1
+            ws.send_json(
+                {"jsonrpc": "2.0", "id": n, "handle": handle, "method": method, "params": params}
+            )
+            while True:
+                answer: dict[str, Any] = ws.receive_json()
+                if answer.get("id") == n:
+                    return answer
+
+        doc = call(-1, "OpenDoc", [app_id])["result"]["qReturn"]["qHandle"]
+        bar = {
+            "qInfo": {"qType": "barchart"},
+            "qHyperCubeDef": {
+                "qDimensions": [{"qDef": {"qFieldDefs": ["Customer"]}}],
+                "qMeasures": [{"qDef": {"qDef": "Sum(Amount)"}}],
+                "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 2, "qHeight": 10}],
+            },
+        }
+        obj = call(doc, "CreateSessionObject", [bar])["result"]["qReturn"]["qHandle"]
+        call(obj, "GetLayout", [])
+        patch = {"qOp": "replace", "qPath": "/qHyperCubeDef/qMeasures/0/qDef/qDef"}
+        call(obj, "ApplyPatches", [[{**patch, "qValue": '"Sum(Amount)*2"'}], False])
+        layout = call(obj, "GetLayout", [])["result"]["qLayout"]
+        matrix = layout["qHyperCube"]["qDataPages"][0]["qMatrix"]
+        assert [(r[0]["qText"], r[1]["qNum"]) for r in matrix] == [
+            ("a", 30),
+            ("b", 40),
+            ("c", 14),
+        ]
+        # Two changes in a row: the first's layout is dropped unasked, and the object is made
+        # ahead no more until it is asked again.
+        call(obj, "ApplyPatches", [[{**patch, "qValue": '"Sum(Amount)*3"'}], False])
+        call(obj, "ApplyPatches", [[{**patch, "qValue": '"Sum(Amount)*4"'}], False])
+        layout = call(obj, "GetLayout", [])["result"]["qLayout"]
+        assert layout["qHyperCube"]["qDataPages"][0]["qMatrix"][0][1]["qNum"] == 60
+        call(obj, "ApplyPatches", [[{**patch, "qValue": '"Sum(Amount)*5"'}], False])
+        layout = call(obj, "GetLayout", [])["result"]["qLayout"]
+        assert layout["qHyperCube"]["qDataPages"][0]["qMatrix"][0][1]["qNum"] == 75
+    text = scrape(client)
+    assert value(text, "assoc_qix_layouts_ahead_total", outcome="planned") == 3
+    assert value(text, "assoc_qix_layouts_ahead_total", outcome="served") == 2
 
 
 def test_reloads_are_timed_by_outcome(client: TestClient) -> None:

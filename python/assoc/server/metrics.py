@@ -177,25 +177,24 @@ class EngineCollector(Collector):
         yield latency
 
 
-class QixRequestCounts(Collector):
-    """QIX requests per method, counted on the event loop (a dict update per request, no lock:
+class LoopCounts(Collector):
+    """A counter by one label, counted on the event loop (a dict update per event, no lock:
     only the loop's thread writes) and read at scrape time."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str, documentation: str, label: str) -> None:
+        self._name, self._documentation, self._label = name, documentation, label
         self._counts: dict[str, int] = {}
 
-    def count(self, method: str) -> None:
-        """Counts one request of `method`."""
+    def count(self, value: str, n: int = 1) -> None:
+        """Counts `n` events of label `value`."""
         counts = self._counts
-        counts[method] = counts.get(method, 0) + 1
+        counts[value] = counts.get(value, 0) + n
 
     def collect(self) -> Iterator[Metric]:
-        """assoc_qix_requests_total by method."""
-        family = CounterMetricFamily(
-            "assoc_qix_requests", "QIX requests per method", labels=["method"]
-        )
-        for method, n in sorted(self._counts.items()):  # items() copies under the GIL
-            family.add_metric([method], n)
+        """<name>_total by the label."""
+        family = CounterMetricFamily(self._name, self._documentation, labels=[self._label])
+        for value, n in sorted(self._counts.items()):  # items() copies under the GIL
+            family.add_metric([value], n)
         yield family
 
 
@@ -227,8 +226,15 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
-        self.qix_requests = QixRequestCounts()
+        self.qix_requests = LoopCounts("assoc_qix_requests", "QIX requests per method", "method")
         self.registry.register(self.qix_requests)
+        self.qix_ahead = LoopCounts(
+            "assoc_qix_layouts_ahead",
+            "QIX layouts made ahead after a change, by outcome: planned (an object laid out "
+            "before changed) and served (its GetLayout took the layout made)",
+            "outcome",
+        )
+        self.registry.register(self.qix_ahead)
         self.import_duration = Histogram(
             "assoc_import_duration_seconds",
             "time an import request took (upload, load and commit), by status",

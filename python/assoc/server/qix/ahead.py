@@ -19,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from assoc.server.metrics import LoopCounts
 from assoc.server.qix.delta import DeltaBases, NotExpressible, Prepared
 from assoc.server.qix.handles import ObjectTarget
 from assoc.server.qix.methods import Answer, Method
@@ -91,6 +92,7 @@ class LayoutsAhead:
         self._made: Made = {}
         self._job: asyncio.Future[None] | None = None
         self._stop = False  # read by the engine thread between layouts
+        self.counts: LoopCounts | None = None  # the service's count of planned and served
 
     def asked(self, handle: int) -> None:
         """A GetLayout of an object handle was asked."""
@@ -114,6 +116,7 @@ class LayoutsAhead:
         self._forget_closed(session)
         if not plan:
             return
+        self._count("planned", len(plan))
         loop = asyncio.get_running_loop()
         made: Made = {handle: loop.create_future() for handle in plan}
         self._made, self._stop = dict(made), False  # served ones leave this copy only
@@ -189,6 +192,7 @@ class LayoutsAhead:
         """On the loop, before any of the plan's layouts is delivered: their futures, and the
         answer."""
         self._forget_closed(session)
+        self._count("planned", len(plan))
         loop = asyncio.get_running_loop()
         made.update({handle: loop.create_future() for handle in plan})
         self._made = dict(made)  # served ones leave this copy only
@@ -224,9 +228,14 @@ class LayoutsAhead:
         layout = await future
         if layout is None:
             return None
+        self._count("served")
         if request.delta and bases is not None:
             return layout.delta(request, bases)
         return layout.full(request)
+
+    def _count(self, outcome: str, n: int = 1) -> None:
+        if self.counts is not None and n:
+            self.counts.count(outcome, n)
 
     async def settle(self) -> None:
         """Stops making layouts ahead (the one being made finishes) and drops those made: call

@@ -63,6 +63,7 @@ class QixConnection:
         self.engine = engine
         self._work: asyncio.Future[None] | None = None  # the engine request being answered
         self.kept = kept
+        kept.ahead.counts = metrics.qix_ahead
         self.lock = kept.lock  # the session's: its sockets' requests are answered one at a time
         self.metrics = metrics
         self._send = send
