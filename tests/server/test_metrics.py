@@ -41,6 +41,24 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         yield client
 
 
+class Qix:
+    """Calls over one QIX socket of the test client: each call's answer (notices skipped)."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.n = 0
+
+    def __call__(self, handle: int, method: str, params: list[object]) -> dict[str, Any]:
+        self.n += 1
+        self.ws.send_json(
+            {"jsonrpc": "2.0", "id": self.n, "handle": handle, "method": method, "params": params}
+        )
+        while True:
+            answer: dict[str, Any] = self.ws.receive_json()
+            if answer.get("id") == self.n:
+                return answer
+
+
 def scrape(client: TestClient) -> str:
     """The exposition, checked for its content type."""
     response = client.get("/metrics")
@@ -221,19 +239,7 @@ def test_layouts_made_ahead_are_counted_planned_and_served(client: TestClient) -
     app_id = client.post("/v1/apps/import", content=package_bytes()).json()["attributes"]["id"]
     with client.websocket_connect(f"/app/{app_id}") as ws:
         assert ws.receive_json()["method"] == "OnConnected"
-        n = 0
-
-        def call(handle: int, method: str, params: list[object]) -> dict[str, Any]:
-            nonlocal n
-            n += 1
-            ws.send_json(
-                {"jsonrpc": "2.0", "id": n, "handle": handle, "method": method, "params": params}
-            )
-            while True:
-                answer: dict[str, Any] = ws.receive_json()
-                if answer.get("id") == n:
-                    return answer
-
+        call = Qix(ws)
         doc = call(-1, "OpenDoc", [app_id])["result"]["qReturn"]["qHandle"]
         bar = {
             "qInfo": {"qType": "barchart"},
@@ -271,19 +277,8 @@ def test_layouts_made_ahead_are_counted_planned_and_served(client: TestClient) -
 def test_reloads_are_timed_by_outcome(client: TestClient) -> None:
     with client.websocket_connect("/app/engineData") as ws:
         assert ws.receive_json()["method"] == "OnConnected"
-        n = 0
-
-        def call(handle: int, method: str, params: list[object]) -> dict[str, object]:
-            nonlocal n
-            n += 1
-            ws.send_json(
-                {"jsonrpc": "2.0", "id": n, "handle": handle, "method": method, "params": params}
-            )
-            answer: dict[str, object] = ws.receive_json()
-            assert answer["id"] == n, answer
-            return answer
-
-        doc = call(-1, "CreateSessionApp", [])["result"]["qReturn"]["qHandle"]  # type: ignore[index]
+        call = Qix(ws)
+        doc = call(-1, "CreateSessionApp", [])["result"]["qReturn"]["qHandle"]
         call(doc, "SetScript", ["LOAD RecNo() AS N AUTOGENERATE 10;"])
         assert call(doc, "DoReload", [])["result"] == {"qReturn": True}
         call(doc, "SetScript", ["LOAD * FROM [lib://nowhere/x.csv] (txt);"])
