@@ -16,9 +16,10 @@ Page = Any
 
 
 def open_app(page: Page, base: str, app_id: str) -> None:
-    """Opens an app's view and waits for its first drawing."""
+    """Opens an app's view and waits for its first drawing (a second app in the same page is
+    a change of the hash only: the page is not loaded again)."""
     page.goto(f"{base}/ui/#app={app_id}")
-    expect(page.locator("body")).to_have_attribute("data-generation", "1")
+    expect(page.locator("body")).to_have_attribute("data-app", app_id)
 
 
 def states(page: Page, field: str) -> dict[str, str]:

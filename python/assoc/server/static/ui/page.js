@@ -318,8 +318,11 @@ async function route() {
   const match = /^#app=(.+)$/.exec(location.hash);
   try {
     if (match) {
-      await openApp(decodeURIComponent(match[1]));
+      const appId = decodeURIComponent(match[1]);
+      delete document.body.dataset.app;
+      await openApp(appId);
       document.body.dataset.view = "app";
+      document.body.dataset.app = appId; // the app shown, once drawn
     } else {
       await showApps();
     }
