@@ -4,8 +4,9 @@
 
 Orders has 10,000,000 rows (scaled by ASSOC_BENCH_SCALE): Customer (100,000 values), REGION
 (1,000 values) and Amount; Customers names each customer. The access table gives user ANN
-100 of the regions. Measured, best of K interleaved runs, each a new session answering the same two
-questions (Orders' possible rows, Customer's value counts), with the result cache off:
+100 of the regions, and lists 10,000 other users (one region each) as real ones do. Measured,
+best of K interleaved runs, each a new session answering the same two questions (Orders'
+possible rows, Customer's value counts), with the result cache off:
 
 - open: `app.session("ann")`, the user's row mask applied as the session opens (the app
   keeps each user's mask once made);
@@ -39,6 +40,7 @@ from harness import Measure, column_bytes
 CUSTOMERS = 100_000
 REGIONS = 1_000
 GRANTED = 100
+OTHER_USERS = 10_000
 
 
 def make_app(rows: int, access: bool, seed: int = 5) -> tuple[assoc.App, list[str]]:
@@ -60,10 +62,12 @@ def make_app(rows: int, access: bool, seed: int = 5) -> tuple[assoc.App, list[st
     )
     granted = [str(n) for n in names[:GRANTED]]
     if access:
+        others = [f"U{i:05d}" for i in range(OTHER_USERS)]
         table = {
-            "ACCESS": ["USER"] * GRANTED + ["ADMIN"],
-            "USERID": ["ANN"] * GRANTED + ["ROOT"],
-            "REGION": [*granted, ""],  # ROOT: an ADMIN row without a value sees everything
+            "ACCESS": ["USER"] * (GRANTED + OTHER_USERS) + ["ADMIN"],
+            "USERID": ["ANN"] * GRANTED + others + ["ROOT"],
+            # ROOT: an ADMIN row without a value sees everything
+            "REGION": [*granted, *(str(names[i % REGIONS]) for i in range(OTHER_USERS)), ""],
         }
         AccessTable(table).add_to(builder)
     return assoc.App(builder.build()), granted

@@ -112,6 +112,34 @@ def test_group_rows() -> None:
         app.session("carl", groups=["south"])
 
 
+def test_an_access_table_of_many_users_grants_each_their_rows() -> None:
+    """Users, e-mails, groups and `*` rows among 20,000: each user gets the union of the rows
+    that name them, their groups or everyone."""
+    from assoc.access import AccessTable
+
+    n = 20_000
+    columns = {
+        "ACCESS": ["USER"] * n + ["USER", "USER", "ADMIN"],
+        "USERID": [f"u{i}" for i in range(n)] + ["", "*", "boss"],
+        "USER.EMAIL": [""] * n + ["", "", ""],
+        "GROUP": [""] * n + ["team", "", ""],
+        "REGION": [f"r{i % 500}" for i in range(n)] + ["TEAM", "ALL", ""],
+    }
+    columns["USER.EMAIL"][7] = "seven@example.com"
+    table = AccessTable(columns)
+    assert table.grant("U7").reduction == {"REGION": frozenset({"R7", "ALL"})}
+    assert table.grant("seven@example.com").reduction == {"REGION": frozenset({"R7", "ALL"})}
+    assert table.grant("u19999", ["Team"]).reduction == {
+        "REGION": frozenset({"R499", "TEAM", "ALL"})
+    }
+    assert table.grant("nobody").reduction == {"REGION": frozenset({"ALL"})}
+    assert table.grant("boss").reduction == {}  # ADMIN with no value: every value
+    assert table.sees_everything("boss")
+    assert not table.sees_everything("u1")
+    with pytest.raises(assoc.Error, match="Access denied"):
+        table.grant("")
+
+
 def test_omit_hides_fields(app: assoc.App) -> None:
     with app.session("bob") as s:
         for call in (

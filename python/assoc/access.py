@@ -58,6 +58,11 @@ class AccessTable:
                 raise _core.Error(
                     f"section access row {i + 1}: ACCESS must be ADMIN or USER, not {access!r}"
                 )
+        # The rows naming each user and group (`*`: every one), so that finding a user's rows
+        # reads only theirs, however many users the table lists.
+        self._users = _rows_by_value(self.columns, ("USERID", "USER.EMAIL"))
+        self._groups = _rows_by_value(self.columns, ("GROUP",))
+        self._listed: dict[str, set[str]] = {}  # per reduction field, its values (made once)
 
     @property
     def reduction_fields(self) -> list[str]:
@@ -66,21 +71,12 @@ class AccessTable:
 
     def _rows_for(self, user: str, groups: Iterable[str]) -> list[int]:
         who = user.strip().upper()
-        mine = {g.strip().upper() for g in groups}
-        found: list[int] = []
         if not who:  # a session without a user opens no app with section access
-            return found
-        for i in range(self.rows):
-            for key in ("USERID", "USER.EMAIL"):
-                value = self.columns.get(key, [""] * self.rows)[i]
-                if value and who and (value == "*" or value == who):
-                    found.append(i)
-                    break
-            else:
-                group = self.columns.get("GROUP", [""] * self.rows)[i]
-                if group and (group == "*" or group in mine):
-                    found.append(i)
-        return found
+            return []
+        found = {*self._users.get(who, ()), *self._users.get("*", ()), *self._groups.get("*", ())}
+        for group in {g.strip().upper() for g in groups}:
+            found.update(self._groups.get(group, ()))
+        return sorted(found)
 
     def grant(self, user: str, groups: Iterable[str] = ()) -> Grant:
         """The user's grant; assoc.Error("Access denied") when no row names them."""
@@ -90,7 +86,9 @@ class AccessTable:
         reduction: dict[str, frozenset[str]] = {}
         for field in self.reduction_fields:
             column = self.columns[field]
-            listed = {v for v in column if v and v != "*"}
+            listed = self._listed.get(field)
+            if listed is None:
+                listed = self._listed[field] = {v for v in column if v and v != "*"}
             allowed: set[str] = set()
             everything = False
             for i in rows:
@@ -135,6 +133,16 @@ class AccessTable:
                 if f.startswith(_PREFIX)
             }
         )
+
+
+def _rows_by_value(columns: Mapping[str, list[str]], names: Sequence[str]) -> dict[str, list[int]]:
+    """The rows of each non-empty value of some columns."""
+    out: dict[str, list[int]] = {}
+    for name in names:
+        for i, value in enumerate(columns.get(name, ())):
+            if value:
+                out.setdefault(value, []).append(i)
+    return out
 
 
 def hidden_name(name: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -70,6 +71,37 @@ class Table:
 
     def __repr__(self) -> str:
         return f"<assoc.Table {self.name!r}: {self.num_rows} rows x {len(self.fields)} fields>"
+
+
+class _AccessLayout:
+    """What section access reads of an app's model for every user's reduction: the data
+    fields, the access table's fields, each table's fields (the system tables' too), the data
+    tables' rows, and the $Table / $Field values that name the access table or its fields."""
+
+    def __init__(self, model: _core.DataModel, fields: list[str]) -> None:
+        self.fields = fields
+        self.names = frozenset(model.field_names())
+        self.access_fields = frozenset(model.source_fields(ACCESS_TABLE))
+        data_tables = [t for t in model.table_names() if t != ACCESS_TABLE]
+        self.table_rows = {t: model.table_rows(t) for t in data_tables}
+        names = model.table_names()
+        if "$Table" in self.names:  # the system tables are there
+            names += _SYSTEM_TABLES
+        self.tables = {t: model.source_fields(t) for t in names}
+        self._system = {
+            name: [str(v) for v in model.symbols(name)]
+            for name in ("$Table", "$Field")
+            if name in self.names
+        }
+
+    def hidden_system(self, omit: frozenset[str]) -> dict[str, np.ndarray]:
+        """The system fields' values that name neither the access table, its fields nor a
+        field the user is not given (the row mask keeps only their rows)."""
+        out: dict[str, np.ndarray] = {}
+        for name, values in self._system.items():
+            gone = omit if name == "$Field" else frozenset()
+            out[name] = np.flatnonzero([not (hidden_name(v) or v in gone) for v in values])
+        return out
 
 
 class App:
@@ -216,50 +248,40 @@ class App:
         found = self._reductions.get(key)
         if found is not None:
             return found
+        layout = self._access_layout
         grant = self.access.grant(user, groups)
-        codes = reduction_codes(grant, self.fields, self._associative)
+        codes = reduction_codes(grant, layout.fields, self._associative)
         if any(not c.size for c in codes.values()):
             raise _core.Error(DENIED)  # strict exclusion: a reduction that reaches no data
-        hidden = self._hidden_system(grant.omit)
+        hidden = layout.hidden_system(grant.omit)
         masked = {f: c.tolist() for f, c in {**codes, **hidden}.items()}
         mask = _core.RowMask(self._associative, masked)
         # The access table is nobody's data: its fields are unknown to every user, and so are
         # the system fields that would count what this one does not see.
-        access_fields = frozenset(self._impl.source_fields(ACCESS_TABLE))
-        omit = grant.omit | access_fields | self._counting_system(grant.omit, mask)
-        names = self._impl.table_names()
-        if "$Table" in self._impl.field_names():  # the system tables are there
-            names += _SYSTEM_TABLES
-        tables = {t: self._impl.source_fields(t) for t in names}
-        found = Reduction(codes, mask, omit, tables=tables, hidden=frozenset({ACCESS_TABLE}))
+        omit = grant.omit | layout.access_fields | self._counting_system(grant.omit, mask)
+        found = Reduction(codes, mask, omit, tables=layout.tables, hidden=frozenset({ACCESS_TABLE}))
         if len(self._reductions) >= _REDUCTIONS_KEPT:
             self._reductions.pop(next(iter(self._reductions)))
         self._reductions[key] = found
         return found
 
-    def _hidden_system(self, omit: frozenset[str]) -> dict[str, np.ndarray]:
-        """The system fields' values that name neither the access table, its fields nor a
-        field the user is not given (the row mask keeps only their rows)."""
-        out: dict[str, np.ndarray] = {}
-        for name in ("$Table", "$Field"):
-            if name in self._impl.field_names():
-                values = [str(v) for v in self._impl.symbols(name)]
-                gone = omit if name == "$Field" else frozenset()
-                out[name] = np.flatnonzero([not (hidden_name(v) or v in gone) for v in values])
-        return out
+    @functools.cached_property
+    def _access_layout(self) -> _AccessLayout:
+        """What every user's reduction reads of the model (made once: the model is fixed)."""
+        return _AccessLayout(self._impl, self.fields)
 
     def _counting_system(self, omit: frozenset[str], mask: _core.RowMask) -> frozenset[str]:
         """The system fields that would count what the user does not see, left out like
         OMIT fields: $Rows (each table's rows in the shared model) when the reduction drops
         rows, $Fields and $FieldNo (each table's columns, their positions) when it omits a
         data field."""
-        names = set(self._impl.field_names())
+        layout = self._access_layout
         out: set[str] = set()
-        if "$Rows" in names and any(
-            mask.possible_rows(t) < self._impl.table_rows(t) for t in self.tables
+        if "$Rows" in layout.names and any(
+            mask.possible_rows(t) < rows for t, rows in layout.table_rows.items()
         ):
             out.add("$Rows")
-        if "$Fields" in names and omit & set(self.fields):
+        if "$Fields" in layout.names and omit & set(layout.fields):
             out |= {"$Fields", "$FieldNo"}
         return frozenset(out)
 
