@@ -95,14 +95,32 @@ class NumberKeys {
     for (std::size_t i = 0; i < n; ++i)
       while (scale_ < 1e4 && round_small(first[i] * scale_) / scale_ != first[i]) scale_ *= 10;
   }
+  double scale() const { return scale_; }
   // Each number in file order, after choose_scale.
   void add(double v) {
     up_ &= last_ < v;
     last_ = v;
-    seen_.add(std::bit_cast<std::uint64_t>(v * scale_ + kShift), met_);
+    seen_.add(std::bit_cast<std::uint64_t>(rounded_sum(v * scale_, kShift)), met_);
+  }
+  // Numbers added a vector at a time: the keys made from them as add makes them (the product
+  // rounded, then the sum), the last of them, and whether each was above the one before.
+  double last() const { return last_; }
+  void add_keys(const std::uint64_t* keys, std::size_t n, double last, bool up) {
+    for (std::size_t i = 0; i < n; ++i) seen_.add(keys[i], met_);
+    last_ = last;
+    up_ &= up;
   }
   // True when the numbers added are proven distinct.
   bool distinct() const { return up_ || met_ == 0; }
+
+  // product + shift with the product rounded first: never fused into one multiply-add, which
+  // rounds once and could give one number two keys on two paths.
+  static double rounded_sum(double product, double shift) {
+#if defined(__GNUC__)
+    asm("" : "+x"(product));
+#endif
+    return product + shift;
+  }
 
  private:
   KeyBitmap seen_;
@@ -180,13 +198,16 @@ const bool kHasSse41 = (__builtin_cpu_init(), __builtin_cpu_supports("sse4.1"));
 // the `end` and `n` left and all its type bytes are 2; q moves past them, `ok` turns false
 // at a number that is not finite, each number is added to `keys`, and the next symbol's index
 // is returned. Per run: two 32-byte loads and a byte compare check the eight type bytes at
-// once; the numbers are gathered four to a vector, checked finite as a vector and stored whole.
+// once; the numbers are gathered four to a vector, checked finite, compared with the ones
+// before them and keyed as vectors, and stored whole.
 __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t*& q, const std::uint8_t* end,
                                                              double* out, std::size_t i, std::size_t n, bool& ok,
                                                              NumberKeys& keys) {
   const __m256i two = _mm256_set1_epi8(2);
   const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFF));
   const __m256d largest = _mm256_set1_pd(std::numeric_limits<double>::max());
+  const __m256d scale = _mm256_set1_pd(keys.scale());
+  const __m256d shift = _mm256_set1_pd(NumberKeys::kShift);
   const std::uint8_t* r = q;
   int finite = 0xF;
   while (end - r >= 72 && n - i >= 8) {
@@ -197,16 +218,25 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
         _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 32)), two)));
     // Type bytes at 0, 9, 18, 27 of the first 32 bytes, 36, 45, 54, 63 (4, 13, 22, 31) of the next.
     if ((lo & 0x08040201U) != 0x08040201U || (hi & 0x80402010U) != 0x80402010U) break;
-    double d[8];
-    for (int k = 0; k < 8; ++k) std::memcpy(&d[k], r + 9 * k + 1, 8);
-    const __m256d a = _mm256_setr_pd(d[0], d[1], d[2], d[3]);
-    const __m256d b = _mm256_setr_pd(d[4], d[5], d[6], d[7]);
-    for (int k = 0; k < 8; ++k) stream_number(out + i + k, d[k]);
+    double d[9];  // the number before the run, then its eight
+    d[0] = keys.last();
+    for (int k = 0; k < 8; ++k) std::memcpy(&d[k + 1], r + 9 * k + 1, 8);
+    const __m256d a = _mm256_loadu_pd(d + 1);
+    const __m256d b = _mm256_loadu_pd(d + 5);
+    for (int k = 0; k < 8; ++k) stream_number(out + i + k, d[k + 1]);
     finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(a, magnitude), largest, _CMP_LE_OQ));
     finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(b, magnitude), largest, _CMP_LE_OQ));
-    // Keyed one by one, by the one NumberKeys::add every path uses (a key made another way
-    // could round differently, and then a repeat would go unseen).
-    for (int k = 0; k < 8; ++k) keys.add(d[k]);
+    const int up = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(d), a, _CMP_LT_OQ)) &
+                   _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(d + 4), b, _CMP_LT_OQ));
+    // Keys as NumberKeys::add makes them: the product rounded (kept apart from the sum, so
+    // never fused), then the sum.
+    __m256d pa = _mm256_mul_pd(a, scale);
+    __m256d pb = _mm256_mul_pd(b, scale);
+    asm("" : "+x"(pa), "+x"(pb));
+    std::uint64_t run_keys[8];
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(run_keys), _mm256_castpd_si256(_mm256_add_pd(pa, shift)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(run_keys + 4), _mm256_castpd_si256(_mm256_add_pd(pb, shift)));
+    keys.add_keys(run_keys, 8, d[8], up == 0xF);
     r += 72;
     i += 8;
   }
