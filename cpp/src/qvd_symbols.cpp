@@ -210,6 +210,17 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
   const __m256d shift = _mm256_set1_pd(NumberKeys::kShift);
   const std::uint8_t* r = q;
   int finite = 0xF;
+  // float64 symbols one by one up to a 32-byte boundary of `out`, so that each run fills
+  // two whole vectors of the array with streaming stores.
+  while ((reinterpret_cast<std::uintptr_t>(out + i) & 31) != 0 && end - r >= 9 && i < n && *r == 2) {
+    double v;
+    std::memcpy(&v, r + 1, 8);
+    if (!(std::fabs(v) <= std::numeric_limits<double>::max())) finite = 0;
+    stream_number(out + i, v);
+    keys.add(v);
+    r += 9;
+    ++i;
+  }
   while (end - r >= 72 && n - i >= 8) {
     prefetch_ahead(r, 128);
     const auto lo = static_cast<unsigned>(
@@ -223,7 +234,12 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
     for (int k = 0; k < 8; ++k) std::memcpy(&d[k + 1], r + 9 * k + 1, 8);
     const __m256d a = _mm256_loadu_pd(d + 1);
     const __m256d b = _mm256_loadu_pd(d + 5);
-    for (int k = 0; k < 8; ++k) stream_number(out + i + k, d[k + 1]);
+    if ((reinterpret_cast<std::uintptr_t>(out + i) & 31) == 0) {
+      _mm256_stream_pd(out + i, a);
+      _mm256_stream_pd(out + i + 4, b);
+    } else {  // a symbol before the boundary was not a float64
+      for (int k = 0; k < 8; ++k) stream_number(out + i + k, d[k + 1]);
+    }
     finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(a, magnitude), largest, _CMP_LE_OQ));
     finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(b, magnitude), largest, _CMP_LE_OQ));
     const int up = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(d), a, _CMP_LT_OQ)) &
