@@ -300,3 +300,149 @@ def test_large_fields_are_checked_exactly(kind: str, repeat: bool) -> None:
         with app.session() as s:
             assert s.select("V", [values[12_345]])
             assert s.possible_rows("T") == 2
+
+
+# Fields whose values are proven distinct while their symbols are parsed (numbers that
+# increase, or whose keys never meet) must still find a value stored twice, wherever it is.
+KINDS = [
+    "increasing-ints",  # all int32: the parallel int32 loop's running compare
+    "shuffled-ints",  # all int32, out of order: the bitmap of their values
+    "increasing-floats",  # all float64: the parallel float64 loop's running compare
+    "increasing-decimals",  # int32 and float64 mixed, in order
+    "decimals",  # int32 and float64 mixed, shuffled: keys in cents
+    "texts",
+    "duals",
+]
+# The int32 and float64 loops parse 65,538 symbols in two chunks of 32,769 (chunks of at
+# least 65,536 symbols, no more than four a thread).
+CHUNKED = 65_538
+BOUNDARY = 32_769
+CHUNKED_KINDS = ("increasing-ints", "shuffled-ints", "increasing-floats")
+PLACES = {
+    "start": (3_000, 1, 0),  # (symbols, the symbol replaced, the symbol it repeats)
+    "early": (3_000, 37, 36),  # among the first 64 numbers, which choose the keys' scale
+    "adjacent": (3_000, 1_501, 1_500),
+    "end": (3_000, 2_999, 2_998),
+    "end-odd": (3_003, 3_002, 3_001),  # past the last whole vector of four int32s
+    "far": (3_000, 2_999, 0),
+    "far-middle": (3_000, 2_000, 500),
+    "chunk-boundary": (CHUNKED, BOUNDARY, BOUNDARY - 1),
+    "far-chunks": (CHUNKED, CHUNKED - 1, 5),
+}
+
+
+def kind_values(kind: str, n: int) -> list[Any]:
+    """`n` distinct values of one kind, in the kind's order."""
+    rng = random.Random(kind)
+    if kind == "increasing-ints":
+        return list(range(-n, 2 * n, 3))[:n]
+    # Shuffled numbers are dense (as ids and amounts in cents are), so that their keys
+    # prove them distinct without the hash.
+    if kind == "shuffled-ints":
+        return rng.sample(range(-2 * n, 2 * n), n)
+    if kind == "increasing-floats":
+        return [i / 4 - 100 for i in range(n)]
+    if kind == "increasing-decimals":
+        return [c / 100 for c in sorted(rng.sample(range(100 * n), n))]
+    if kind == "decimals":
+        return [c / 100 for c in rng.sample(range(4 * n), n)]
+    if kind == "texts":
+        return [f"t{i:07d}" for i in rng.sample(range(10 * n), n)]
+    return [Dual(i, f"d{i}") for i in rng.sample(range(10 * n), n)]
+
+
+def kind_symbol(kind: str, value: Any, repeat: bool = False) -> bytes:
+    """A value's symbol as the kind stores it; a repeated number of the mixed kinds is stored
+    as float64 even when it is an integer (1 as int32 first, then 1.0)."""
+    if kind in ("increasing-ints", "shuffled-ints"):
+        return int32(value)
+    if kind == "increasing-floats":
+        return float64(value)
+    if kind in ("increasing-decimals", "decimals"):
+        return int32(int(value)) if value == int(value) and not repeat else float64(value)
+    if kind == "texts":
+        return text(value)
+    return (
+        dual_float(float(value.number), "again") if repeat else dual_int(value.number, value.text)
+    )
+
+
+def comparable(values: Sequence[Any]) -> list[Any]:
+    """Values with duals compared on their text too (Dual equality is on the number)."""
+    return [(v.number, v.text) if isinstance(v, Dual) else v for v in values]
+
+
+@pytest.mark.parametrize(
+    ("kind", "place"),
+    [
+        (kind, place)
+        for kind in KINDS
+        for place in PLACES
+        if PLACES[place][0] < CHUNKED or kind in CHUNKED_KINDS
+    ],
+)
+def test_a_value_stored_twice_is_found_by_the_parsing_loops(kind: str, place: str) -> None:
+    n, at, of = PLACES[place]
+    values = kind_values(kind, n)
+    if kind == "decimals" and place in ("start", "far"):
+        values[of] = float(int(values[of]))  # an integer: int32 first, float64 when repeated
+    symbols = [kind_symbol(kind, v) for v in values]
+    symbols[at] = kind_symbol(kind, values[of], repeat=True)
+    app = App.from_qvd(raw_qvd("T", {"V": (symbols, list(range(n)))}))
+    kept = [v for i, v in enumerate(values) if i != at]
+    assert comparable(app.symbols("V")) == comparable(kept)
+    column = list(values)
+    column[at] = values[of]  # the repeat's row holds the first symbol's value
+    assert comparable(app.table("T").column("V")) == comparable(column)
+    field = next(f for f in app.metadata()["fields"] if f["name"] == "V")
+    assert field["cardinal"] == n - 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "n"), [(kind, 3_000) for kind in KINDS] + [(kind, CHUNKED) for kind in CHUNKED_KINDS]
+)
+def test_distinct_values_keep_every_symbol(kind: str, n: int) -> None:
+    values = kind_values(kind, n)
+    app = App.from_qvd(
+        raw_qvd("T", {"V": ([kind_symbol(kind, v) for v in values], list(range(n)))})
+    )
+    assert comparable(app.symbols("V")) == comparable(values)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        [-(2**31), -(2**31) + 1],  # the least int32 first: nothing is below it
+        [-(2**31), 5, 7],
+    ],
+)
+def test_the_least_int32_first_is_one_value(first: list[int]) -> None:
+    values = first + list(range(100, 400))
+    app = App.from_qvd(raw_qvd("T", {"V": ([int32(v) for v in values], list(range(len(values))))}))
+    assert app.symbols("V") == values
+    twice = [*values, -(2**31)]
+    app = App.from_qvd(raw_qvd("T", {"V": ([int32(v) for v in twice], list(range(len(twice))))}))
+    assert app.symbols("V") == values
+    assert app.table("T").column("V")[-1] == -(2**31)
+
+
+def test_numbers_whose_keys_meet_but_differ_stay_apart() -> None:
+    """Amounts in cents choose a scale of 100; 0.125 then has the key of 0.12 (and 0.135 that
+    of 0.14), which only the exact check tells apart."""
+    rng = random.Random(5)
+    values = [c / 100 for c in rng.sample(range(1, 100_000), 5_000) if c not in (12, 14)]
+    values[2_000:2_000] = [0.125, 0.12, 0.14, 0.135]
+    symbols = [kind_symbol("decimals", v) for v in values]
+    app = App.from_qvd(raw_qvd("T", {"V": (symbols, list(range(len(values))))}))
+    assert app.symbols("V") == values
+
+
+def test_minus_zero_beside_zero_in_increasing_float64s() -> None:
+    values = [-2.5, -1.0, -0.0, 0.0, 0.5, 1.0, 1.5] + [2.0 + i / 8 for i in range(200)]
+    app = App.from_qvd(
+        raw_qvd("T", {"V": ([float64(v) for v in values], list(range(len(values))))})
+    )
+    symbols = app.symbols("V")
+    assert len(symbols) == len(values) - 1
+    assert symbols[:3] == [-2.5, -1.0, 0]
+    assert app.table("T").column("V")[2:4] == [0, 0]

@@ -43,7 +43,7 @@ void check_qvd_layout(const TableHeader& h, std::uint64_t data_size);
 
 // The table a QVD holds: the header's names, formats, tags and comments with each field's
 // symbols and packed index (one per field, in header order). A field whose file symbols
-// repeated a value has a non-empty `merged` map (merge_duplicate_symbols): its index is
+// repeated a value has a non-empty `merged` map (read_qvd_symbols): its index is
 // remapped to the merged symbols.
 LoadedTable loaded_qvd_table(TableHeader&& h, std::vector<SymbolTable>&& symbols,
                              const std::vector<std::vector<std::uint32_t>>& merged, std::vector<PackedIndex>&& indexes,

@@ -52,8 +52,7 @@ LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu
       [&](std::size_t task) {
         if (task < n_fields) {
           const std::size_t f = by_length[task];
-          symbols[f] = detail::read_qvd_symbols(h.fields[f], body, cpu);
-          merged[f] = detail::merge_duplicate_symbols(symbols[f], cpu);
+          symbols[f] = detail::read_qvd_symbols(h.fields[f], body, merged[f], cpu);
         } else {
           indexes = detail::read_qvd_records(h, body, cpu);
         }

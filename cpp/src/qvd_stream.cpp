@@ -56,7 +56,7 @@ struct QvdStream::State {
   std::size_t body_start = 0;
   std::optional<detail::TableHeader> header;
   std::vector<SymbolTable> symbols;
-  std::vector<std::vector<std::uint32_t>> merged;  // merge_duplicate_symbols, per field
+  std::vector<std::vector<std::uint32_t>> merged;  // read_qvd_symbols' map of repeated values, per field
   std::vector<bool> symbols_read;
   std::optional<detail::QvdRecordReader> records;
   std::exception_ptr error;
@@ -231,8 +231,7 @@ void QvdStream::State::read_symbols(std::size_t present, bool last) {
     // One field at a time, so that finish() waits for one field at most.
     for (std::size_t f : ready) {
       if (finishing.load(std::memory_order_relaxed)) return;
-      symbols[f] = detail::read_qvd_symbols(fields[f], body, &cpu);
-      merged[f] = detail::merge_duplicate_symbols(symbols[f], &cpu);
+      symbols[f] = detail::read_qvd_symbols(fields[f], body, merged[f], &cpu);
       symbols_read[f] = true;
     }
     return;
@@ -241,8 +240,7 @@ void QvdStream::State::read_symbols(std::size_t present, bool last) {
       ready.size(),
       [&](std::size_t task) {
         const std::size_t f = ready[task];
-        symbols[f] = detail::read_qvd_symbols(fields[f], body, &cpu);
-        merged[f] = detail::merge_duplicate_symbols(symbols[f], &cpu);
+        symbols[f] = detail::read_qvd_symbols(fields[f], body, merged[f], &cpu);
       },
       &cpu);
   for (std::size_t f : ready) symbols_read[f] = true;

@@ -47,37 +47,132 @@ inline void prefetch_ahead(const std::uint8_t* p, std::size_t n) {
   for (std::size_t b = 0; b < n; b += 64) __builtin_prefetch(reinterpret_cast<const void*>(at + b));
 }
 
+// x rounded to the nearest integer (ties to even) for |x| < 2^51, by adding and taking away
+// 1.5 * 2^52: plain additions (nearbyint may be a call).
+inline double round_small(double x) {
+  constexpr double kShift = 0x1.8p52;
+  return (x + kShift) - kShift;
+}
+
+// A bitmap of integer keys taken modulo its size, a power of two of at least 4 bits a symbol
+// (so that it stays in the cache): keys that are a function of the value, dense as ids,
+// dates or amounts in cents are, meet in it only when two values are one.
+class KeyBitmap {
+ public:
+  explicit KeyBitmap(std::size_t n) {
+    std::size_t bits = 4096;
+    while (bits < 4 * n) bits <<= 1;
+    words_.assign(bits / 64, 0);
+    mask_ = bits - 1;
+  }
+  // Sets the key's bit; `met` gets it when it was set before.
+  void add(std::uint64_t key, std::uint64_t& met) {
+    const std::uint64_t at = key & mask_;
+    const std::uint64_t bit = std::uint64_t{1} << (at & 63);
+    const std::uint64_t word = words_[at >> 6];
+    met |= word & bit;
+    words_[at >> 6] = word | bit;
+  }
+
+ private:
+  std::vector<std::uint64_t> words_;
+  std::uint64_t mask_ = 0;
+};
+
+// Proves a field's numbers distinct while they are parsed, with no pass of its own: they
+// increase (ids, dates in file order), or their keys never meet in a KeyBitmap. A key is the
+// number scaled by the power of ten up to 10^4 that the first symbols need (amounts, prices),
+// rounded: the bits of x * scale + 1.5 * 2^52, a function of the value (-0 and 0 alike), so
+// equal numbers always meet and distinct ones meet only when their keys are congruent.
+class NumberKeys {
+ public:
+  static constexpr std::size_t kScaleSample = 64;  // symbols that choose the scale
+  static constexpr double kShift = 0x1.8p52;
+
+  explicit NumberKeys(std::size_t n) : seen_(n) {}
+  // The scale for the first symbols, parsed before any is added.
+  void choose_scale(const double* first, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+      while (scale_ < 1e4 && round_small(first[i] * scale_) / scale_ != first[i]) scale_ *= 10;
+  }
+  double scale() const { return scale_; }
+  // Each number in file order, after choose_scale.
+  void add(double v) {
+    up_ &= last_ < v;
+    last_ = v;
+    seen_.add(std::bit_cast<std::uint64_t>(rounded_sum(v * scale_, kShift)), met_);
+  }
+  // Numbers added a vector at a time: the keys made from them as add makes them (the product
+  // rounded, then the sum), the last of them, and whether each was above the one before.
+  double last() const { return last_; }
+  void add_keys(const std::uint64_t* keys, std::size_t n, double last, bool up) {
+    for (std::size_t i = 0; i < n; ++i) seen_.add(keys[i], met_);
+    last_ = last;
+    up_ &= up;
+  }
+  // True when the numbers added are proven distinct.
+  bool distinct() const { return up_ || met_ == 0; }
+
+  // product + shift with the product rounded first: never fused into one multiply-add, which
+  // rounds once and could give one number two keys on two paths.
+  static double rounded_sum(double product, double shift) {
+#if defined(__GNUC__)
+    asm("" : "+x"(product));
+#endif
+    return product + shift;
+  }
+
+ private:
+  KeyBitmap seen_;
+  double scale_ = 1;
+  double last_ = -std::numeric_limits<double>::infinity();
+  std::uint64_t met_ = 0;
+  bool up_ = true;
+};
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ASSOC_X86_SIMD
 // `n` int32 symbols (type byte 1, then 4 bytes) from q into out, four (20 bytes) a step: one
 // 16-byte load holds the first three and the fourth's type byte, one shuffle gathers their
-// values and another their type bytes. Returns non-zero when a type byte is not 1.
+// values and another their type bytes. Returns non-zero when a type byte is not 1. `up` turns
+// false when a value is not above the one before it (`last` for the first).
 __attribute__((target("sse4.1"))) unsigned int32_symbols_sse41(const std::uint8_t* q, std::size_t n,
-                                                              std::int32_t* out) {
+                                                              std::int32_t* out, std::int32_t last, bool& up) {
   const __m128i values = _mm_setr_epi8(1, 2, 3, 4, 6, 7, 8, 9, 11, 12, 13, 14, -1, -1, -1, -1);
   const __m128i types = _mm_setr_epi8(0, 5, 10, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   unsigned bad = 0;
+  unsigned down = 0;
+  const auto one = [&](std::size_t i) {
+    bad |= q[0] ^ 1U;
+    std::int32_t v;
+    std::memcpy(&v, q + 1, 4);
+    down |= v <= last;
+    last = v;
+    out[i] = v;
+  };
   std::size_t i = 0;
   // One by one up to a 16-byte boundary of `out`, where the streaming stores can start.
-  for (; i < n && (reinterpret_cast<std::uintptr_t>(out + i) & 15) != 0; ++i, q += 5) {
-    bad |= q[0] ^ 1U;
-    std::memcpy(&out[i], q + 1, 4);
-  }
+  for (; i < n && (reinterpret_cast<std::uintptr_t>(out + i) & 15) != 0; ++i, q += 5) one(i);
+  __m128i before = _mm_set1_epi32(last);  // lane 3: the value before the four
+  __m128i above = _mm_set1_epi32(-1);     // lanes where every value was above the one before
   for (; i + 4 <= n; i += 4, q += 20) {
     if ((i & 63) == 0) prefetch_ahead(q, 320);  // the hardware prefetcher stops at each page
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
     std::int32_t fourth;
     std::memcpy(&fourth, q + 16, 4);
+    const __m128i v = _mm_insert_epi32(_mm_shuffle_epi8(a, values), fourth, 3);
     // Streamed past the caches: the array is written whole and read much later, and a
     // plain store would first read each line it fills.
-    _mm_stream_si128(reinterpret_cast<__m128i*>(out + i), _mm_insert_epi32(_mm_shuffle_epi8(a, values), fourth, 3));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(out + i), v);
     bad |= static_cast<unsigned>(_mm_cvtsi128_si32(_mm_shuffle_epi8(a, types))) ^ 0x01010101U;
+    above = _mm_and_si128(above, _mm_cmpgt_epi32(v, _mm_alignr_epi8(v, before, 12)));
+    before = v;
   }
-  for (; i < n; ++i, q += 5) {
-    bad |= q[0] ^ 1U;
-    std::memcpy(&out[i], q + 1, 4);
-  }
+  down |= static_cast<unsigned>(_mm_movemask_epi8(above)) ^ 0xFFFFU;
+  last = _mm_extract_epi32(before, 3);
+  for (; i < n; ++i, q += 5) one(i);
   _mm_sfence();  // the streamed stores are seen before the task is done
+  if (down) up = false;
   return bad;
 }
 
@@ -101,16 +196,31 @@ const bool kHasSse41 = (__builtin_cpu_init(), __builtin_cpu_supports("sse4.1"));
 
 // Runs of eight float64 symbols (72 bytes) from q, symbol i on, into out while a run fits in
 // the `end` and `n` left and all its type bytes are 2; q moves past them, `ok` turns false
-// at a number that is not finite, and the next symbol's index is returned. Per run: two
-// 32-byte loads and a byte compare check the eight type bytes at once; the numbers are
-// gathered four to a vector, checked finite as a vector and stored whole.
+// at a number that is not finite, each number is added to `keys`, and the next symbol's index
+// is returned. Per run: two 32-byte loads and a byte compare check the eight type bytes at
+// once; the numbers are gathered four to a vector, checked finite, compared with the ones
+// before them and keyed as vectors, and stored whole.
 __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t*& q, const std::uint8_t* end,
-                                                             double* out, std::size_t i, std::size_t n, bool& ok) {
+                                                             double* out, std::size_t i, std::size_t n, bool& ok,
+                                                             NumberKeys& keys) {
   const __m256i two = _mm256_set1_epi8(2);
   const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFF));
   const __m256d largest = _mm256_set1_pd(std::numeric_limits<double>::max());
+  const __m256d scale = _mm256_set1_pd(keys.scale());
+  const __m256d shift = _mm256_set1_pd(NumberKeys::kShift);
   const std::uint8_t* r = q;
   int finite = 0xF;
+  // float64 symbols one by one up to a 32-byte boundary of `out`, so that each run fills
+  // two whole vectors of the array with streaming stores.
+  while ((reinterpret_cast<std::uintptr_t>(out + i) & 31) != 0 && end - r >= 9 && i < n && *r == 2) {
+    double v;
+    std::memcpy(&v, r + 1, 8);
+    if (!(std::fabs(v) <= std::numeric_limits<double>::max())) finite = 0;
+    stream_number(out + i, v);
+    keys.add(v);
+    r += 9;
+    ++i;
+  }
   while (end - r >= 72 && n - i >= 8) {
     prefetch_ahead(r, 128);
     const auto lo = static_cast<unsigned>(
@@ -119,13 +229,30 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
         _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 32)), two)));
     // Type bytes at 0, 9, 18, 27 of the first 32 bytes, 36, 45, 54, 63 (4, 13, 22, 31) of the next.
     if ((lo & 0x08040201U) != 0x08040201U || (hi & 0x80402010U) != 0x80402010U) break;
-    double d[8];
-    for (int k = 0; k < 8; ++k) std::memcpy(&d[k], r + 9 * k + 1, 8);
-    const __m256d a = _mm256_setr_pd(d[0], d[1], d[2], d[3]);
-    const __m256d b = _mm256_setr_pd(d[4], d[5], d[6], d[7]);
-    for (int k = 0; k < 8; ++k) stream_number(out + i + k, d[k]);
+    double d[9];  // the number before the run, then its eight
+    d[0] = keys.last();
+    for (int k = 0; k < 8; ++k) std::memcpy(&d[k + 1], r + 9 * k + 1, 8);
+    const __m256d a = _mm256_loadu_pd(d + 1);
+    const __m256d b = _mm256_loadu_pd(d + 5);
+    if ((reinterpret_cast<std::uintptr_t>(out + i) & 31) == 0) {
+      _mm256_stream_pd(out + i, a);
+      _mm256_stream_pd(out + i + 4, b);
+    } else {  // a symbol before the boundary was not a float64
+      for (int k = 0; k < 8; ++k) stream_number(out + i + k, d[k + 1]);
+    }
     finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(a, magnitude), largest, _CMP_LE_OQ));
     finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(b, magnitude), largest, _CMP_LE_OQ));
+    const int up = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(d), a, _CMP_LT_OQ)) &
+                   _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(d + 4), b, _CMP_LT_OQ));
+    // Keys as NumberKeys::add makes them: the product rounded (kept apart from the sum, so
+    // never fused), then the sum.
+    __m256d pa = _mm256_mul_pd(a, scale);
+    __m256d pb = _mm256_mul_pd(b, scale);
+    asm("" : "+x"(pa), "+x"(pb));
+    std::uint64_t run_keys[8];
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(run_keys), _mm256_castpd_si256(_mm256_add_pd(pa, shift)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(run_keys + 4), _mm256_castpd_si256(_mm256_add_pd(pb, shift)));
+    keys.add_keys(run_keys, 8, d[8], up == 0xF);
     r += 72;
     i += 8;
   }
@@ -136,11 +263,19 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
 const bool kHasAvx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
 #endif
 
+// What reading a field's symbols proved about values stored twice.
+enum class Proof {
+  kNone,      // nothing: the symbols are checked after reading
+  kKeysMet,   // numbers keyed while parsed (NumberKeys) that neither increase nor kept their keys apart
+  kDistinct,  // every value is stored once
+};
+
 // A section of symbols that all have type `Type` (1: int32, 2: float64) at a fixed stride,
 // parsed in parallel chunks straight into the table's array; nothing when a symbol has
-// another type (or, for float64, is not finite).
+// another type (or, for float64, is not finite). `proof` is kDistinct when every value is
+// above the one before it.
 template <class T, std::uint8_t Type>
-std::optional<SymbolTable> read_fixed_symbols(const std::uint8_t* p, std::size_t n, CpuAccount* cpu) {
+std::optional<SymbolTable> read_fixed_symbols(const std::uint8_t* p, std::size_t n, Proof& proof, CpuAccount* cpu) {
   constexpr std::size_t kStride = 1 + sizeof(T);
   constexpr std::size_t kMinChunk = std::size_t{1} << 16;
   std::vector<T, CallocAllocator<T>> values;
@@ -148,30 +283,43 @@ std::optional<SymbolTable> read_fixed_symbols(const std::uint8_t* p, std::size_t
     big_blocks::Uncleared every_element_is_written_below;
     values.resize(n);
   }
-  std::atomic<bool> other{false};
+  std::atomic<bool> other{false}, down{false};
   parallel_ranges(
       n, 1,
       [&](std::size_t begin, std::size_t end) {
         const std::uint8_t* q = p + kStride * begin;
         T* out = values.data();
+        // The value before the chunk, from the file (another chunk writes it to `values`). The
+        // first symbol has none: below every finite double, or the least int32 (a first
+        // symbol of that value then only costs the hash check).
+        T last = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+        if (begin > 0) std::memcpy(&last, q - sizeof(T), sizeof(T));
+        bool up = true;
         unsigned bad = 0;  // a loop without an exit: no branch per symbol
 #ifdef ASSOC_X86_SIMD
         if constexpr (std::is_same_v<T, std::int32_t>) {
           if (kHasSse41) {
-            if (int32_symbols_sse41(q, end - begin, out + begin)) other.store(true, std::memory_order_relaxed);
+            if (int32_symbols_sse41(q, end - begin, out + begin, last, up)) other.store(true, std::memory_order_relaxed);
+            if (!up) down.store(true, std::memory_order_relaxed);
             return;
           }
         }
 #endif
         for (std::size_t i = begin; i < end; ++i, q += kStride) {
           bad |= q[0] ^ Type;
-          std::memcpy(&out[i], q + 1, sizeof(T));
-          if constexpr (std::is_floating_point_v<T>) bad |= !(std::fabs(out[i]) <= std::numeric_limits<T>::max());
+          T v;
+          std::memcpy(&v, q + 1, sizeof(T));
+          out[i] = v;
+          if constexpr (std::is_floating_point_v<T>) bad |= !(std::fabs(v) <= std::numeric_limits<T>::max());
+          up &= last < v;
+          last = v;
         }
         if (bad) other.store(true, std::memory_order_relaxed);
+        if (!up) down.store(true, std::memory_order_relaxed);
       },
       cpu, kMinChunk);
   if (other.load()) return std::nullopt;
+  if (!down.load()) proof = Proof::kDistinct;
   if constexpr (std::is_floating_point_v<T>) {
     return SymbolTable::of_numbers(std::move(values), /*all_finite=*/true);  // checked above
   } else {
@@ -181,8 +329,11 @@ std::optional<SymbolTable> read_fixed_symbols(const std::uint8_t* p, std::size_t
 
 // Fields whose symbols are all int32, all float64 or all text (the common case) are read by
 // tight loops straight into the table's arrays. Anything else, or anything wrong, returns
-// nothing and takes the general path, which also names the exact problem.
-std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::uint8_t* data, CpuAccount* cpu) {
+// nothing and takes the general path, which also names the exact problem. `proof` says what
+// the loops proved about repeats.
+std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::uint8_t* data, Proof& proof,
+                                              CpuAccount* cpu) {
+  proof = Proof::kNone;
   const std::uint8_t* const p = data + f.offset;
   const auto n = static_cast<std::size_t>(f.n_symbols);
   const auto length = static_cast<std::size_t>(f.length);
@@ -191,12 +342,12 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
     case 1:
     case 2: {
       if (p[0] == 1 && length == 5 * n) {
-        if (auto t = read_fixed_symbols<std::int32_t, 1>(p, n, cpu)) return t;
+        if (auto t = read_fixed_symbols<std::int32_t, 1>(p, n, proof, cpu)) return t;
       } else if (p[0] == 2 && length == 9 * n) {
-        if (auto t = read_fixed_symbols<double, 2>(p, n, cpu)) return t;
+        if (auto t = read_fixed_symbols<double, 2>(p, n, proof, cpu)) return t;
       }
       // Numbers: float64, with int32 where a value is an integer (as Qlik writes them), parsed
-      // straight into the table's array.
+      // straight into the table's array and keyed as they are parsed.
       NumberArray numbers;
       {
         big_blocks::Uncleared every_element_is_written_below;  // or the table is dropped
@@ -211,15 +362,41 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
 #else
       const auto put = [](double* at, double v) { *at = v; };
 #endif
+      NumberKeys keys(n);
       const std::uint8_t* q = p;
       const std::uint8_t* const end = p + length;
       bool ok = true;
-      std::size_t i = 0;
+      // One int32 or float64 symbol into v; false at another type or past the end.
+      const auto one = [&](double& v) {
+        if (end - q >= 9 && *q == 2) {
+          std::memcpy(&v, q + 1, 8);
+          ok &= std::isfinite(v);
+          q += 9;
+        } else if (end - q >= 5 && *q == 1) {
+          std::int32_t w;
+          std::memcpy(&w, q + 1, 4);
+          v = w;
+          q += 5;
+        } else {
+          return false;
+        }
+        return true;
+      };
+      // The first symbols one by one: they choose the keys' scale.
+      double first[NumberKeys::kScaleSample];
+      const std::size_t n_first = std::min(n, NumberKeys::kScaleSample);
+      for (std::size_t i = 0; i < n_first; ++i) {
+        if (!one(first[i])) return std::nullopt;
+        put(&out[i], first[i]);
+      }
+      keys.choose_scale(first, n_first);
+      for (std::size_t i = 0; i < n_first; ++i) keys.add(first[i]);
+      std::size_t i = n_first;
       // Runs of eight float64 symbols are checked with one branch (the common case).
       const auto run_fits = [&] { return end - q >= 72 && n - i >= 8; };
-      for (; i < n; ++i) {
+      while (i < n) {
 #ifdef ASSOC_X86_SIMD
-        if (kHasAvx2) i = float64_runs_avx2(q, end, out, i, n, ok);
+        if (kHasAvx2) i = float64_runs_avx2(q, end, out, i, n, ok, keys);
 #endif
         while (run_fits()) {
           prefetch_ahead(q, 128);  // the 72 bytes of a run, a few pages ahead
@@ -227,29 +404,24 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
           for (std::size_t k = 0; k < 8; ++k) types |= q[9 * k] ^ 2U;
           if (types) break;
           for (std::size_t k = 0; k < 8; ++k) {
-            std::memcpy(&out[i + k], q + 9 * k + 1, 8);
-            ok &= std::fabs(out[i + k]) <= std::numeric_limits<double>::max();
+            double v;
+            std::memcpy(&v, q + 9 * k + 1, 8);
+            ok &= std::fabs(v) <= std::numeric_limits<double>::max();
+            put(&out[i + k], v);
+            keys.add(v);
           }
           q += 72;
           i += 8;
         }
         if (i == n) break;
-        if (end - q >= 9 && *q == 2) {
-          double v;
-          std::memcpy(&v, q + 1, 8);
-          ok &= std::isfinite(v);
-          put(&out[i], v);
-          q += 9;
-        } else if (end - q >= 5 && *q == 1) {
-          std::int32_t v;
-          std::memcpy(&v, q + 1, 4);
-          put(&out[i], v);
-          q += 5;
-        } else {
-          return std::nullopt;
-        }
+        double v;
+        if (!one(v)) return std::nullopt;
+        put(&out[i], v);
+        keys.add(v);
+        ++i;
       }
       if (!ok || q != end) return std::nullopt;
+      proof = keys.distinct() ? Proof::kDistinct : Proof::kKeysMet;
       return SymbolTable::of_numbers(std::move(numbers), /*all_finite=*/true);  // checked above
     }
     case 4: {
@@ -279,10 +451,8 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
   }
 }
 
-}  // namespace
-
-SymbolTable read_qvd_symbols(const FieldHeader& f, const std::uint8_t* data, CpuAccount* cpu) {
-  if (auto plain = read_plain_symbols(f, data, cpu)) return std::move(*plain);
+// The general path: every type, one symbol at a time, each length checked.
+SymbolTable read_any_symbols(const FieldHeader& f, const std::uint8_t* data) {
   const std::string where = "field " + quote(f.name);
   const std::uint8_t* p = data + f.offset;
   const std::uint8_t* const end = p + f.length;
@@ -344,8 +514,6 @@ SymbolTable read_qvd_symbols(const FieldHeader& f, const std::uint8_t* data, Cpu
          std::to_string(f.n_symbols) + " symbols");
   return b.finish();
 }
-
-namespace {
 
 // True when two of the keys key(0) … key(n-1) may be equal: keys that are equal for one value
 // must be, others rarely are (hashes), so a true answer is checked exactly by the caller.
@@ -429,44 +597,11 @@ bool keys_may_repeat(std::size_t n, const Key& key, CpuAccount* cpu) {
   return repeat.load();
 }
 
-// x rounded to the nearest integer (ties to even) for |x| < 2^51, by adding and taking away
-// 1.5 * 2^52: plain additions (nearbyint may be a call).
-inline double round_small(double x) {
-  constexpr double kShift = 0x1.8p52;
-  return (x + kShift) - kShift;
-}
-
-// A bitmap of integer keys taken modulo its size, a power of two of at least 16 bits a symbol
-// (so that it stays in the cache): keys that are a function of the value, dense as ids,
-// dates or amounts in cents are, meet in it only when two values are one.
-class KeyBitmap {
- public:
-  explicit KeyBitmap(std::size_t n) {
-    std::size_t bits = 4096;
-    while (bits < 4 * n) bits <<= 1;
-    words_.assign(bits / 64, 0);
-    mask_ = bits - 1;
-  }
-  // Sets the key's bit; `met` gets it when it was set before.
-  void add(std::uint64_t key, std::uint64_t& met) {
-    const std::uint64_t at = key & mask_;
-    const std::uint64_t bit = std::uint64_t{1} << (at & 63);
-    const std::uint64_t word = words_[at >> 6];
-    met |= word & bit;
-    words_[at >> 6] = word | bit;
-  }
-
- private:
-  std::vector<std::uint64_t> words_;
-  std::uint64_t mask_ = 0;
-};
-
 // Whether a table's symbols may hold one value twice; false means they are distinct.
-// Numbers take one pass that proves most of them distinct: they increase (ids, dates in file
-// order), or their keys (the integer, or the number scaled by the power of ten up to 10^4
-// that the first symbols need: amounts, prices) do not meet in a KeyBitmap. The rest, and
-// texts, take a hash of each symbol.
-bool symbols_may_repeat(const SymbolTable& t, CpuAccount* cpu) {
+// Numbers take one pass that proves most of them distinct (unless the reader's own loops
+// already took it: `proof` kKeysMet): ints that increase or whose values do not meet in a
+// KeyBitmap, other numbers through NumberKeys. The rest, and texts, take a hash of each symbol.
+bool symbols_may_repeat(const SymbolTable& t, Proof proof, CpuAccount* cpu) {
   const std::uint32_t n = t.size();
   if (n < 2) return false;
   const IntArray& ints = t.int_numbers();
@@ -482,32 +617,12 @@ bool symbols_may_repeat(const SymbolTable& t, CpuAccount* cpu) {
   }
   const NumberArray& numbers = t.double_numbers();
   if (t.all_numeric()) {
-    double scale = 1;
-    for (std::uint32_t i = 0; i < std::min<std::uint32_t>(n, 64); ++i)
-      while (scale < 1e4 && round_small(numbers[i] * scale) / scale != numbers[i]) scale *= 10;
-    // The key of |x| < 2^51 is round(x) plus a constant: the bits of x + 1.5 * 2^52. Keys
-    // are made a block at a time (a loop that vectorises), then set one by one.
-    constexpr double kShift = 0x1.8p52;
-    constexpr std::size_t kBlock = 256;
-    KeyBitmap seen(n);
-    std::uint64_t met = 0;
-    bool large = false;
-    std::uint64_t keys[kBlock];
-    for (std::size_t b = 0; b < n && !large; b += kBlock) {
-      const std::size_t m = std::min<std::size_t>(kBlock, n - b);
-      std::uint64_t out_of_range = 0;
-      for (std::size_t j = 0; j < m; ++j) {
-        const double x = numbers[b + j] * scale;
-        out_of_range |= !(std::fabs(x) < 0x1p50);
-        keys[j] = std::bit_cast<std::uint64_t>(x + kShift);
-      }
-      large = out_of_range != 0;
-      for (std::size_t j = 0; j < m; ++j) seen.add(keys[j], met);
+    if (proof != Proof::kKeysMet) {
+      NumberKeys keys(n);
+      keys.choose_scale(numbers.data(), std::min<std::size_t>(n, NumberKeys::kScaleSample));
+      for (std::uint32_t i = 0; i < n; ++i) keys.add(numbers[i]);
+      if (keys.distinct()) return false;
     }
-    if (!large && met == 0) return false;
-    std::size_t not_up = 0;
-    for (std::uint32_t i = 1; i < n; ++i) not_up += !(numbers[i - 1] < numbers[i]);
-    if (not_up == 0) return false;
     return keys_may_repeat(n, [&](std::size_t i) { return mix64(number_key(numbers[i])); }, cpu);
   }
   // Symbols with a number are one value when their numbers are; pure texts when their texts
@@ -525,15 +640,21 @@ bool symbols_may_repeat(const SymbolTable& t, CpuAccount* cpu) {
 
 }  // namespace
 
-std::vector<std::uint32_t> merge_duplicate_symbols(SymbolTable& t, CpuAccount* cpu) {
-  if (!symbols_may_repeat(t, cpu)) return {};
-  SymbolTableBuilder merged;
-  merged.reserve(t.size());
+SymbolTable read_qvd_symbols(const FieldHeader& f, const std::uint8_t* data, std::vector<std::uint32_t>& merged,
+                             CpuAccount* cpu) {
+  Proof proof = Proof::kNone;
+  std::optional<SymbolTable> plain = read_plain_symbols(f, data, proof, cpu);
+  SymbolTable t = plain ? std::move(*plain) : read_any_symbols(f, data);
+  merged.clear();
+  if (proof == Proof::kDistinct || !symbols_may_repeat(t, proof, cpu)) return t;
+  // Hashes that met: the exact merge, which may still find every value distinct.
+  SymbolTableBuilder builder;
+  builder.reserve(t.size());
   std::vector<std::uint32_t> remap(t.size());
-  for (std::uint32_t s = 0; s < t.size(); ++s) remap[s] = merged.intern(t.value(s));
-  if (merged.size() == t.size()) return {};  // hashes that met, values that differ
-  t = merged.finish();
-  return remap;
+  for (std::uint32_t s = 0; s < t.size(); ++s) remap[s] = builder.intern(t.value(s));
+  if (builder.size() == t.size()) return t;
+  merged = std::move(remap);
+  return builder.finish();
 }
 
 }  // namespace assoc::detail
