@@ -95,16 +95,11 @@ inline bool read_field_number(const char* p, std::size_t n, bool wide, NumberTex
 
 std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t expected_rows) {
   // Reserving only claims address space: pages are touched as symbols arrive, and the large
-  // columns never copy their symbols while growing. The arrays are big blocks (huge pages, and
-  // blocks kept from an earlier load are reused without clearing: every element is written
-  // before it is read).
-  {
-    const big_blocks::Uncleared written_before_read;
-    for (auto& c : cols_) {
-      c.rows.reserve(expected_rows);
-      c.ints.reserve(expected_rows);
-      c.dense.expect_rows(expected_rows);
-    }
+  // columns never copy their symbols while growing.
+  for (auto& c : cols_) {
+    c.rows.reserve(expected_rows);
+    c.ints.reserve(expected_rows);
+    c.dense.expect_rows(expected_rows);
   }
   const std::size_t n_cols = cols_.size();
   fields_.resize(n_cols * kBlockRows);

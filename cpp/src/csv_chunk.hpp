@@ -45,13 +45,13 @@ struct ChunkColumn {
   // Per symbol its number: as an int32 while every symbol is an int32 integer (the symbol
   // table's own form, 4 bytes a symbol), from the first other one on as a double (NaN: none).
   // The texts of the symbols that have one are listed apart, in symbol order.
-  IntArray ints;
-  NumberArray numbers;
+  std::vector<std::int32_t> ints;
+  std::vector<double> numbers;
   bool all_ints = true;
   std::vector<SymbolText> texts;
   // Each row's local symbol index, once one differs from its row number: while every row so far
   // is its own new symbol in order (an id column), `rows` stays empty and `implicit_rows` counts.
-  std::vector<std::uint32_t, CallocAllocator<std::uint32_t>> rows;
+  std::vector<std::uint32_t> rows;
   bool rows_implicit = true;
   std::size_t implicit_rows = 0;
   std::size_t nulls = 0;
@@ -108,12 +108,9 @@ struct ChunkColumn {
   }
   [[gnu::noinline]] void add_double(double number) {
     if (all_ints) {
-      {
-        const big_blocks::Uncleared written_before_read;
-        numbers.reserve(ints.capacity());
-      }
+      numbers.reserve(ints.capacity());
       numbers.assign(ints.begin(), ints.end());
-      IntArray().swap(ints);
+      std::vector<std::int32_t>().swap(ints);
       all_ints = false;
     }
     numbers.push_back(number);
