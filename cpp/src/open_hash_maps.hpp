@@ -53,9 +53,11 @@ class NumberMap {
     }
   }
   void prefetch(std::uint64_t h) const { __builtin_prefetch(slots_.data() + (h >> shift_)); }
+  static constexpr std::size_t kSparseSlots = std::size_t{1} << 14;
   void insert(std::size_t slot, std::uint64_t key, std::uint32_t index) {
     slots_[slot] = Slot{key, index + 1};
-    if (++size_ * 2 > slots_.size()) resize(slots_.size() * 2);
+    // Small maps grow at a quarter full, as TextMap's do.
+    if (++size_ * (slots_.size() <= kSparseSlots ? 4 : 2) > slots_.size()) resize(slots_.size() * 2);
   }
 
  private:
@@ -107,9 +109,12 @@ class TextMap {
     }
   }
   void prefetch(std::uint64_t h) const { __builtin_prefetch(slots_.data() + (h >> shift_)); }
+  static constexpr std::size_t kSparseSlots = std::size_t{1} << 15;
   void insert(std::size_t slot, std::uint64_t h, std::uint32_t index, const SymbolText* texts) {
     slots_[slot] = (std::uint64_t{static_cast<std::uint32_t>(h >> kPartitionBits)} << 32) | (index + 1);
-    if (++size_ * 2 > slots_.size()) resize(slots_.size() * 2, texts);
+    // Small maps grow at a quarter full: a lookup then rarely probes a second slot (a probe
+    // past a tag that differs is a branch the CPU cannot foresee), at little memory.
+    if (++size_ * (slots_.size() <= kSparseSlots ? 4 : 2) > slots_.size()) resize(slots_.size() * 2, texts);
   }
 
  private:
