@@ -142,7 +142,8 @@ class ChunkParser : public CsvTokenizer {
   std::uint32_t intern_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, const NumberText& num);
   // Adds a number as a new symbol of the column (with its text unless canonical).
   std::uint32_t add_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, const NumberText& num);
-  std::uint32_t intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, std::uint64_t h);
+  [[gnu::always_inline]] inline std::uint32_t intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
+                                                          std::uint64_t h);
   struct FieldRef;
   // Interns the block's first rows of a column while each is an integer above every key so far
   // (an id column): new symbols by that alone, left out of the direct table's slots. Returns
