@@ -417,6 +417,52 @@ def test_merged_symbols_are_in_first_occurrence_order(threads, n_threads) -> Non
     assert tags["id"] == ["$numeric", "$integer"]
 
 
+@pytest.mark.parametrize("n_threads", [1, 2, 5])
+def test_rising_integer_columns_keep_their_symbols_and_rows(threads, n_threads) -> None:
+    # Integers that rise above every key so far are new symbols without a table lookup, and a
+    # column whose every row is a new symbol keeps no row array: each way such a run can end
+    # (a repeat, a decimal, a text, a NULL, keys too sparse for a direct table, int32's limit,
+    # texts that make duals) and runs that overlap across chunks must read as Python does.
+    n = 120_000
+    half = n // 2
+    columns_in: dict[str, list[str | None]] = {
+        "twice": [str(i % half + 1) for i in range(n)],  # two runs: chunks overlap
+        "repeat": [str(i // 3 + 1) if i == 70_001 else str(i + 1) for i in range(n)],
+        "decimal": ["5.5" if i == 70_000 else str(i + 1) for i in range(n)],
+        "text": ["x" if i == 80_000 else str(i + 1) for i in range(n)],
+        "null": ["" if i % 50_000 == 49_999 else str(i + 1) for i in range(n)],
+        "sparse": [str(1000 * i) for i in range(n)],
+        "limit": [str(2**31 - 100_000 + i) for i in range(n)],
+        "dual": [
+            f"{i + 1}.0" if i % 7 == 3 else f"{i + 1:07d}" if i % 11 == 5 else str(i + 1)
+            for i in range(n)
+        ],
+        "negative_zero": ["-0" if i == 0 else str(i) for i in range(n)],
+        "first_null": [None if i < 300 else str(i) for i in range(n)],
+    }
+    for values in columns_in.values():
+        for i, v in enumerate(values):
+            if v == "":
+                values[i] = None
+    names = list(columns_in)
+    lines = [",".join(names)]
+    lines += [",".join(columns_in[c][i] or "" for c in names) for i in range(n)]
+    data = ("\n".join(lines) + "\n").encode()
+    assert len(data) > 5 * 256 * 1024  # a chunk for each of five threads
+    assoc.set_threads(n_threads)
+    app = App.from_csv(data)
+    table = app.table("Table1")
+    for c in names:
+        firsts, indices = _first_occurrences(columns_in[c])
+        assert list(table.column_indices(c)) == [-1 if i is None else i for i in indices], c
+        _assert_symbols(app.symbols(c), firsts)
+    # A value is found by selection: "twice" holds each of its values on two rows.
+    with app.session() as s:
+        s.select("twice", [half])
+        assert s.possible_rows("Table1") == 2
+        assert s.state("limit")["possible"] == [2**31 - 100_000 + half - 1, 2**31 - 100_000 + n - 1]
+
+
 def test_first_error_in_file_order_is_reported_whatever_the_threads(threads) -> None:
     lines = ["a,b,c"] + [f'{i},"x\ny",{i % 7}' for i in range(200_000)]
     lines[150_000] = "bad,row"

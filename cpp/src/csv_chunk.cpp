@@ -176,7 +176,6 @@ std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t e
 }
 
 void ChunkParser::intern_block(std::size_t n_rows) {
-  enum : std::uint8_t { kNullCell, kNumberCell, kKeyedCell, kTextCell };
   for (std::size_t c = 0; c < cols_.size(); ++c) {
     ChunkColumn& col = cols_[c];
     FieldRef* f = &fields_[c * kBlockRows];
@@ -184,7 +183,9 @@ void ChunkParser::intern_block(std::size_t n_rows) {
     const bool keys_known = col.dense.active() && col.dense.has_scale();
     const unsigned key_scale = col.dense.scale();
     const char* const data_end = data_ + size_;
-    std::int64_t last_line = INT64_MIN;  // the key whose slot was prefetched last
+    // The key whose slot was prefetched last; while a column's keys rise above its table (ids)
+    // no slot is read, so none is prefetched.
+    std::int64_t last_line = col.unslotted != 0 ? INT64_MAX : INT64_MIN;
     for (std::size_t r = 0; r < n_rows; ++r) {
       if (f[r].in_scratch) f[r].p = block_scratch_.data() + f[r].scratch_at;
       if (f[r].len == 0) {
@@ -196,8 +197,10 @@ void ChunkParser::intern_block(std::size_t n_rows) {
           if (keys_known && numbers_[r].fixed && col.dense.fixed_key(numbers_[r], keys_[r])) {
             kinds_[r] = kKeyedCell;
             // One prefetch a cache line of slots: rising keys (ids, dates) share lines.
-            if ((keys_[r] >> 4) != (last_line >> 4)) col.dense.prefetch(keys_[r]);
-            last_line = keys_[r];
+            if ((keys_[r] >> 4) != (last_line >> 4) && last_line != INT64_MAX) {
+              col.dense.prefetch(keys_[r]);
+              last_line = keys_[r];
+            }
           }
         } else {
           finish_number(r);
@@ -210,9 +213,13 @@ void ChunkParser::intern_block(std::size_t n_rows) {
         col.text_map.prefetch(hashes_[r]);
       }
     }
-    for (std::size_t r = 0; r < n_rows; ++r) {
+    std::size_t r = 0;
+    if (keys_known && key_scale == 0 && col.all_ints && col.dense.active() && !col.dense.empty())
+      r = intern_rising(col, f, n_rows);
+    for (; r < n_rows; ++r) {
       std::uint32_t index = kNull;
       col.nulls += kinds_[r] == kNullCell;
+      if (col.unslotted != 0) col.slot_pending();
       if (kinds_[r] == kKeyedCell && col.dense.active() && col.dense.scale() == key_scale) {
         std::uint32_t* slot = col.dense.slot(keys_[r], col.size());
         if (slot != nullptr && *slot != 0) {
@@ -222,7 +229,7 @@ void ChunkParser::intern_block(std::size_t n_rows) {
           index = add_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
           *slot = index + 1;
         } else {
-          leave_dense(col);
+          col.leave_dense();
           finish_number(r);
           index = intern_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]);
         }
@@ -232,9 +239,34 @@ void ChunkParser::intern_block(std::size_t n_rows) {
       } else if (kinds_[r] == kTextCell) {
         index = intern_text(col, f[r].p, f[r].len, f[r].in_scratch, hashes_[r]);
       }
-      col.rows.push_back(index);
+      col.push_row(index);
     }
   }
+}
+
+std::size_t ChunkParser::intern_rising(ChunkColumn& col, const FieldRef* f, std::size_t n_rows) {
+  std::int64_t top = col.max_key();
+  std::size_t r = 0;
+  const std::size_t first = col.unslotted;
+  for (; r < n_rows && kinds_[r] == kKeyedCell && keys_[r] > top && keys_[r] <= INT32_MAX &&
+              keys_[r] >= INT32_MIN;
+       ++r) {
+    top = keys_[r];
+    // At scale 0 the key is the integer itself; -0 ("-0", "-0.0") is left to add_number.
+    if (numbers_[r].canonical) {
+      col.push_row(static_cast<std::uint32_t>(col.ints.size()));
+      col.ints.push_back(static_cast<std::int32_t>(top));
+    } else {
+      finish_number(r);  // "12.0" is read as 120 over 10
+      col.push_row(add_number(col, f[r].p, f[r].len, f[r].in_scratch, numbers_[r]));
+      if (!col.all_ints) {
+        ++r;
+        break;
+      }
+    }
+  }
+  col.unslotted = first + r;
+  return r;
 }
 
 std::uint32_t ChunkParser::add_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
@@ -256,7 +288,7 @@ std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::s
       if (col.dense.rescale(num.frac, col.size())) {
         keyed = col.dense.key_of(num, k);
       } else {
-        leave_dense(col);
+        col.leave_dense();
       }
     }
     if (keyed && col.dense.active()) {
@@ -267,7 +299,7 @@ std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::s
         *slot = index + 1;
         return index;
       }
-      leave_dense(col);
+      col.leave_dense();
     }
   }
   const std::uint64_t key = number_key(num.value);
@@ -292,14 +324,43 @@ std::uint32_t ChunkParser::intern_text(ChunkColumn& col, const char* p, std::siz
   return index;
 }
 
-void ChunkParser::leave_dense(ChunkColumn& col) {
-  col.dense.deactivate([&](std::uint32_t index) {
-    const std::uint64_t key = number_key(col.number(index));
+void ChunkColumn::leave_dense() {
+  slot_pending();
+  dense.deactivate([&](std::uint32_t index) {
+    const std::uint64_t key = number_key(number(index));
     std::size_t slot = 0;
-    col.number_map.find(key, mix64(key), slot);
-    col.number_map.insert(slot, key, index);
-    ++col.hashed_numbers;
+    number_map.find(key, mix64(key), slot);
+    number_map.insert(slot, key, index);
+    ++hashed_numbers;
   });
+}
+
+void ChunkColumn::slot_pending() {
+  if (unslotted == 0) return;
+  const std::size_t n = size();
+  std::size_t i = n - unslotted;
+  unslotted = 0;
+  for (; i < n && dense.active(); ++i) {
+    std::uint32_t* slot = dense.slot(static_cast<std::int64_t>(number(i)), i);
+    if (slot == nullptr) {
+      leave_dense();
+      break;
+    }
+    *slot = static_cast<std::uint32_t>(i) + 1;
+  }
+  for (; i < n; ++i) {  // after leaving the table: hashed, as intern_number would
+    const std::uint64_t key = number_key(number(i));
+    std::size_t slot = 0;
+    number_map.find(key, mix64(key), slot);
+    number_map.insert(slot, key, static_cast<std::uint32_t>(i));
+    ++hashed_numbers;
+  }
+}
+
+void ChunkColumn::store_rows() {
+  rows.resize(implicit_rows);
+  for (std::size_t i = 0; i < implicit_rows; ++i) rows[i] = static_cast<std::uint32_t>(i);
+  rows_implicit = false;
 }
 
 }  // namespace assoc::detail

@@ -49,13 +49,45 @@ struct ChunkColumn {
   std::vector<double> numbers;
   bool all_ints = true;
   std::vector<SymbolText> texts;
+  // Each row's local symbol index, once one differs from its row number: while every row so far
+  // is its own new symbol in order (an id column), `rows` stays empty and `implicit_rows` counts.
   std::vector<std::uint32_t> rows;
+  bool rows_implicit = true;
+  std::size_t implicit_rows = 0;
   std::size_t nulls = 0;
   DenseNumbers dense;
+  // The last `unslotted` symbols are integers (scale 0) whose keys rose strictly, each above
+  // every key in `dense`: new by that alone, they are not yet written into its slots (a long id
+  // column never needs them). slot_pending() writes them before `dense` is used otherwise.
+  std::size_t unslotted = 0;
   NumberMap number_map;
   std::size_t hashed_numbers = 0;  // numbers in number_map
   TextMap text_map;                // the pure texts, by their index in `texts`
   std::size_t text_symbols = 0;    // pure texts
+
+  void push_row(std::uint32_t index) {
+    if (rows_implicit) {
+      if (index == implicit_rows) {
+        ++implicit_rows;
+        return;
+      }
+      store_rows();
+    }
+    rows.push_back(index);
+  }
+  // The rows held implicitly written out.
+  [[gnu::noinline]] void store_rows();
+  std::size_t row_count() const { return rows_implicit ? implicit_rows : rows.size(); }
+
+  // The highest key of the direct table, counting the unslotted symbols.
+  std::int64_t max_key() const {
+    return unslotted != 0 ? static_cast<std::int64_t>(number(size() - 1)) : dense.max_key();
+  }
+  // Writes the unslotted symbols into the direct table (or, when it would spread too thin, moves
+  // it into the NumberMap and puts them there): as if each had been interned in turn.
+  void slot_pending();
+  // Moves the numbers from direct addressing into the NumberMap.
+  void leave_dense();
 
   std::size_t size() const { return all_ints ? ints.size() : numbers.size(); }
   double number(std::size_t i) const { return all_ints ? ints[i] : numbers[i]; }
@@ -110,9 +142,13 @@ class ChunkParser : public CsvTokenizer {
   std::uint32_t intern_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, const NumberText& num);
   // Adds a number as a new symbol of the column (with its text unless canonical).
   std::uint32_t add_number(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, const NumberText& num);
-  std::uint32_t intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch, std::uint64_t h);
-  // Moves a column's numbers from direct addressing into its NumberMap.
-  void leave_dense(ChunkColumn& col);
+  [[gnu::always_inline]] inline std::uint32_t intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,
+                                                          std::uint64_t h);
+  struct FieldRef;
+  // Interns the block's first rows of a column while each is an integer above every key so far
+  // (an id column): new symbols by that alone, left out of the direct table's slots. Returns
+  // the first row not taken.
+  [[gnu::noinline]] std::size_t intern_rising(ChunkColumn& col, const FieldRef* f, std::size_t n_rows);
 
   std::vector<ChunkColumn> cols_;
   std::size_t rows_ = 0;
@@ -134,6 +170,8 @@ class ChunkParser : public CsvTokenizer {
     if (scaled_[r] != 0) numbers_[r].value /= kPow10[numbers_[r].frac];
     scaled_[r] = 0;
   }
+  // What a cell of the block is: NULL, a number, a number with its direct-table key, a text.
+  enum : std::uint8_t { kNullCell, kNumberCell, kKeyedCell, kTextCell };
   std::uint64_t hashes_[kBlockRows];
   std::int64_t keys_[kBlockRows];
   std::uint8_t kinds_[kBlockRows];

@@ -73,7 +73,7 @@ struct MergedSymbols {
   bool allocated = false;
 };
 
-ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
+ColumnPlan plan_once(std::vector<ParsedChunk>& chunks, std::size_t c) {
   ColumnPlan plan;
   const std::size_t n_chunks = chunks.size();
   auto column = [&](std::size_t k) -> const ChunkColumn& { return chunks[k].parser->columns()[c]; };
@@ -83,7 +83,7 @@ ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
   for (std::size_t k = 0; k < n_chunks; ++k) {
     const ChunkColumn& col = column(k);
     symbols += col.size();
-    rows += col.rows.size();
+    rows += col.row_count();
     plan.texts |= !col.texts.empty();
     all_ints &= col.all_ints;
     by_key &= col.dense.active() && col.hashed_numbers == 0;
@@ -103,9 +103,9 @@ ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
       const DenseNumbers& dn = column(k).dense;
       if (dn.empty()) continue;
       const std::int64_t mul = DenseNumbers::kPow10Int[scale - dn.scale()];
-      by_key = dn.min_key() >= -DenseNumbers::kMaxKey / mul && dn.max_key() <= DenseNumbers::kMaxKey / mul;
+      by_key = dn.min_key() >= -DenseNumbers::kMaxKey / mul && column(k).max_key() <= DenseNumbers::kMaxKey / mul;
       plan.mul[k] = mul;
-      spans.push_back(Span{dn.min_key() * mul, dn.max_key() * mul, k});
+      spans.push_back(Span{dn.min_key() * mul, column(k).max_key() * mul, k});
     }
     std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
     plan.alone.assign(n_chunks, 0);
@@ -136,6 +136,47 @@ ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
   for (std::size_t k = 0; k < n_chunks; ++k) hashed += plan.by_key ? column(k).text_symbols : column(k).size();
   plan.part_bits = hashed >= kPartitionThreshold ? kPartitionBits : 0;
   return plan;
+}
+
+// The plan of column c. A merge by key reads the direct tables of the chunks not alone: their
+// unslotted symbols are written into them first, and when that moved a table into its NumberMap
+// (too thin), the plan is made again.
+ColumnPlan plan_column(std::vector<ParsedChunk>& chunks, std::size_t c) {
+  ColumnPlan plan = plan_once(chunks, c);
+  if (!plan.by_key) return plan;
+  bool slotted = false;
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    ChunkColumn& col = chunks[k].parser->columns()[c];
+    if (plan.alone[k] || col.unslotted == 0) continue;
+    col.slot_pending();
+    slotted = true;
+  }
+  return slotted ? plan_once(chunks, c) : plan;
+}
+
+// Rows [b, e) of a chunk's column written into `index` from row `first` on, through `remap`
+// or raised by `offset` (PackedIndex::write_rows). Rows held implicitly (row i: local symbol
+// i) are written from a shared run of 0, 1, 2, ...
+void write_chunk_rows(PackedIndex& index, std::size_t first, const ChunkColumn& col, std::size_t b, std::size_t e,
+                      const std::uint32_t* remap, std::uint32_t offset) {
+  if (!col.rows_implicit) {
+    index.write_rows(first, e - b, col.rows.data() + b, remap, offset);
+    return;
+  }
+  constexpr std::size_t kRun = std::size_t{1} << 14;
+  static const std::vector<std::uint32_t> run = [] {
+    std::vector<std::uint32_t> v(kRun);
+    for (std::size_t i = 0; i < kRun; ++i) v[i] = static_cast<std::uint32_t>(i);
+    return v;
+  }();
+  for (std::size_t s = b; s < e; s += kRun) {
+    const std::size_t n = std::min(e - s, kRun);
+    if (remap != nullptr) {
+      index.write_rows(first + (s - b), n, run.data(), remap + s);
+    } else {
+      index.write_rows(first + (s - b), n, run.data(), nullptr, offset + static_cast<std::uint32_t>(s));
+    }
+  }
 }
 
 // A column's SymbolTable from its symbols, which are known to be distinct: their numbers and
@@ -549,8 +590,8 @@ void ChunkMerger::pack_rows() {
   std::vector<RowRange> ranges;
   for (std::size_t c = 0; c < n_cols_; ++c)
     for (std::size_t k = 0; k < n_chunks_; ++k)
-      for (std::size_t b = 0; b < column(c, k).rows.size(); b += kPackRows)
-        ranges.push_back(RowRange{c, k, b, std::min(column(c, k).rows.size(), b + kPackRows)});
+      for (std::size_t b = 0; b < column(c, k).row_count(); b += kPackRows)
+        ranges.push_back(RowRange{c, k, b, std::min(column(c, k).row_count(), b + kPackRows)});
   parallel_for(
       ranges.size(),
       [&](std::size_t t) {
@@ -558,9 +599,8 @@ void ChunkMerger::pack_rows() {
         // A chunk alone, and the first, keep their symbols' order: their indexes only move up by
         // their first one's.
         const bool in_order = plans_[r.c].alone[r.k] || r.k == 0;
-        table_.columns[r.c].index.write_rows(row_offsets_[r.k] + r.begin, r.end - r.begin,
-                                            column(r.c, r.k).rows.data() + r.begin,
-                                            in_order ? nullptr : merges_[r.c][r.k].remap, plans_[r.c].new_base[r.k]);
+        write_chunk_rows(table_.columns[r.c].index, row_offsets_[r.k] + r.begin, column(r.c, r.k), r.begin, r.end,
+                         in_order ? nullptr : merges_[r.c][r.k].remap, plans_[r.c].new_base[r.k]);
       },
       cpu_);
 }
@@ -586,7 +626,7 @@ void take_only_chunk(ParsedChunk& chunk, LoadedTable& table, CpuAccount* cpu) {
       n_cols * ((n_rows + kPackRows - 1) / kPackRows),
       [&](std::size_t t) {
         const std::size_t c = t % n_cols, b = t / n_cols * kPackRows;
-        table.columns[c].index.write_rows(b, std::min(n_rows, b + kPackRows) - b, cols[c].rows.data() + b);
+        write_chunk_rows(table.columns[c].index, b, cols[c], b, std::min(n_rows, b + kPackRows), nullptr, 0);
       },
       cpu);
 }

@@ -85,7 +85,7 @@ class DenseNumbers {
 
   // The slot of key k, growing the table to reach it; null when that would spread it too thin
   // (the caller then moves the table into the NumberMap).
-  std::uint32_t* slot(std::int64_t k, std::size_t n_symbols) {
+  [[gnu::always_inline]] std::uint32_t* slot(std::int64_t k, std::size_t n_symbols) {
     if (k >= lo_ && k - lo_ < static_cast<std::int64_t>(slots_.size())) {
       min_key_ = std::min(min_key_, k);
       max_key_ = std::max(max_key_, k);

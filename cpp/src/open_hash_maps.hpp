@@ -32,12 +32,20 @@ inline bool same_bytes(const char* a, const char* b, std::size_t n) {
 // The text of a symbol, in the input or in the chunk's arena (unescaped quoted fields).
 using SymbolText = SymbolTable::IndexedText;
 
+// The slots of a map that holds `n` entries without growing: twice as many, or four times as
+// many while that is at most `sparse` (small maps grow at a quarter full).
+inline std::size_t slots_for(std::size_t n, std::size_t sparse) {
+  std::size_t cap = std::bit_ceil(std::max<std::size_t>(2 * n + 1, 64));
+  if (cap <= sparse && 4 * n > cap) cap *= 2;
+  return cap;
+}
+
 // Open addressing on a number's key (its bits): the key sits in the slot, so a lookup touches
 // one cache line.
 class NumberMap {
  public:
   // Room for `n` keys without growing.
-  explicit NumberMap(std::size_t n = 32) { resize(std::bit_ceil(std::max<std::size_t>(2 * n + 1, 64))); }
+  explicit NumberMap(std::size_t n = 32) { resize(slots_for(n, kSparseSlots)); }
 
   // The symbol index of `key`, or kNull with `slot` set to where it goes.
   std::uint32_t find(std::uint64_t key, std::uint64_t h, std::size_t& slot) const {
@@ -53,9 +61,11 @@ class NumberMap {
     }
   }
   void prefetch(std::uint64_t h) const { __builtin_prefetch(slots_.data() + (h >> shift_)); }
+  static constexpr std::size_t kSparseSlots = std::size_t{1} << 14;
   void insert(std::size_t slot, std::uint64_t key, std::uint32_t index) {
     slots_[slot] = Slot{key, index + 1};
-    if (++size_ * 2 > slots_.size()) resize(slots_.size() * 2);
+    // Small maps grow at a quarter full, as TextMap's do.
+    if (++size_ * (slots_.size() <= kSparseSlots ? 4 : 2) > slots_.size()) resize(slots_.size() * 2);
   }
 
  private:
@@ -86,7 +96,7 @@ class NumberMap {
 class TextMap {
  public:
   // Room for `n` texts without growing.
-  explicit TextMap(std::size_t n = 32) { resize(std::bit_ceil(std::max<std::size_t>(2 * n + 1, 64)), nullptr); }
+  explicit TextMap(std::size_t n = 32) { resize(slots_for(n, kSparseSlots), nullptr); }
 
   // The index in `texts` of the text, or kNull with `slot` set to where it goes.
   std::uint32_t find(const char* p, std::uint32_t n, std::uint64_t h, const SymbolText* texts,
@@ -107,9 +117,12 @@ class TextMap {
     }
   }
   void prefetch(std::uint64_t h) const { __builtin_prefetch(slots_.data() + (h >> shift_)); }
+  static constexpr std::size_t kSparseSlots = std::size_t{1} << 15;
   void insert(std::size_t slot, std::uint64_t h, std::uint32_t index, const SymbolText* texts) {
     slots_[slot] = (std::uint64_t{static_cast<std::uint32_t>(h >> kPartitionBits)} << 32) | (index + 1);
-    if (++size_ * 2 > slots_.size()) resize(slots_.size() * 2, texts);
+    // Small maps grow at a quarter full: a lookup then rarely probes a second slot (a probe
+    // past a tag that differs is a branch the CPU cannot foresee), at little memory.
+    if (++size_ * (slots_.size() <= kSparseSlots ? 4 : 2) > slots_.size()) resize(slots_.size() * 2, texts);
   }
 
  private:
