@@ -234,8 +234,8 @@ def test_qix_requests_are_counted_per_method(client: TestClient) -> None:
 
 @needs_qvd_reader
 def test_layouts_made_ahead_are_counted_planned_and_served(client: TestClient) -> None:
-    """After a change, the layouts of objects laid out before are made ahead (in the thread
-    that answered it): a GetLayout takes one (served); one never asked is planned only."""
+    """After a change, the layouts of objects laid out before are made ahead: a GetLayout
+    takes one (served); one never asked is planned only."""
     app_id = client.post("/v1/apps/import", content=package_bytes()).json()["attributes"]["id"]
     with client.websocket_connect(f"/app/{app_id}") as ws:
         assert ws.receive_json()["method"] == "OnConnected"

@@ -1,11 +1,10 @@
 """Layouts made ahead. An answer that changes objects the client lays out (a selection, a patch)
 is followed by their GetLayout requests, one round trip each (enigma.js asks on `change`). The
-session starts making those layouts as soon as the answer is made (an engine method's own
-thread goes on to make them; after any other method, an engine thread starts while the answer
-is sent), while it travels and while the client reads the layouts before them; each GetLayout
-that follows takes its layout as made. Any other request (or a GetLayout asked again) first
-waits for that work to stop and drops what it made, so a layout made ahead is always the one
-its own GetLayout would have made at that point: nothing can change the session in between.
+session starts making those layouts in an engine thread as soon as the answer is sent, while it
+travels and while the client reads the layouts before them; each GetLayout that follows takes
+its layout as made. Any other request (or a GetLayout asked again) first waits for that work to
+stop and drops what it made, so a layout made ahead is always the one its own GetLayout would
+have made at that point: nothing can change the session in between.
 
 When the socket whose answer started the work asks for its layouts as delta answers, each is
 also diffed there against that socket's bases (delta.py); they become its bases only when the
@@ -16,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from assoc.server.metrics import LoopCounts
@@ -110,10 +109,14 @@ class LayoutsAhead:
         while an object is in selection mode: its selections come one request after another),
         as delta answers against `bases` when given. Call it with nothing made ahead (after
         `settle`)."""
-        if self._job is not None:
+        doc = session.doc
+        if self._job is not None or doc is None or doc.modal is not None:
             return
-        plan = self._plan(session, changed)
-        self._forget_closed(session)
+        changed_set = set(changed)
+        open_now = set(session.handles.open_handles())
+        for handle in [h for h in self.laid_out if h not in open_now]:
+            del self.laid_out[handle]  # closed
+        plan = [h for h in self.laid_out if h in changed_set][:AHEAD_MAX]
         if not plan:
             return
         self._count("planned", len(plan))
@@ -125,79 +128,6 @@ class LayoutsAhead:
         )
         job.add_done_callback(lambda done: _ended(done, made))
         self._job = job
-
-    def answer_then_make(
-        self,
-        engine: EngineWork,
-        session: QixSession,
-        work: Callable[[], str],
-        bases: DeltaBases | None = None,
-    ) -> tuple[asyncio.Future[None], asyncio.Future[str]]:
-        """Runs `work` (an engine request's answer) in an engine thread and, right after it in
-        the same thread, makes the layouts its answer changed, as `start` would: the first
-        cube starts without waiting for the event loop to hand it a thread. The whole work
-        and the answer's text, as futures. Call it with nothing made ahead (after `settle`)."""
-        loop = asyncio.get_running_loop()
-        answered: asyncio.Future[str] = loop.create_future()
-        made: Made = {}
-        self._made, self._stop = {}, False
-        job = asyncio.ensure_future(
-            engine.run(self._answer_and_make, engine, session, work, answered, made, loop, bases)
-        )
-        job.add_done_callback(lambda done: _ended(done, made, answered))
-        self._job = job
-        return job, answered
-
-    def _plan(self, session: QixSession, changed: Sequence[int]) -> list[int]:
-        """The changed objects to lay out ahead, oldest asked first (read under the session's
-        lock, which keeps `laid_out` and the handles as they are)."""
-        doc = session.doc
-        if doc is None or doc.modal is not None or not changed:
-            return []
-        changed_set = set(changed)
-        open_now = set(session.handles.open_handles())
-        return [h for h in self.laid_out if h in changed_set and h in open_now][:AHEAD_MAX]
-
-    def _forget_closed(self, session: QixSession) -> None:
-        open_now = set(session.handles.open_handles())
-        for handle in [h for h in self.laid_out if h not in open_now]:
-            del self.laid_out[handle]
-
-    def _answer_and_make(
-        self,
-        engine: EngineWork,
-        session: QixSession,
-        work: Callable[[], str],
-        answered: asyncio.Future[str],
-        made: Made,
-        loop: asyncio.AbstractEventLoop,
-        bases: DeltaBases | None,
-    ) -> None:
-        """In an engine thread: the answer, handed to the loop with the plan it leads to, then
-        the plan's layouts (`_make`)."""
-        text = work()
-        notice = session.notice
-        plan = self._plan(session, notice[0]) if notice is not None else []
-        loop.call_soon_threadsafe(self._install, session, plan, made, answered, text)
-        self._make(engine, session, plan, made, loop, bases)
-
-    def _install(
-        self,
-        session: QixSession,
-        plan: list[int],
-        made: Made,
-        answered: asyncio.Future[str],
-        text: str,
-    ) -> None:
-        """On the loop, before any of the plan's layouts is delivered: their futures, and the
-        answer."""
-        self._forget_closed(session)
-        self._count("planned", len(plan))
-        loop = asyncio.get_running_loop()
-        made.update({handle: loop.create_future() for handle in plan})
-        self._made = dict(made)  # served ones leave this copy only
-        if not answered.done():
-            answered.set_result(text)
 
     def _make(
         self,
@@ -213,7 +143,7 @@ class LayoutsAhead:
             if self._stop:
                 return
             layout = _layout(engine, session, handle, bases)
-            loop.call_soon_threadsafe(_deliver_to, made, handle, layout)
+            loop.call_soon_threadsafe(_deliver, made[handle], layout)
 
     async def serve(self, request: Request, bases: DeltaBases | None = None) -> str | None:
         """The answer to a GetLayout whose layout is made ahead (waiting for it when it is being
@@ -292,22 +222,9 @@ def _deliver(future: asyncio.Future[Layout | None], layout: Layout | None) -> No
         future.set_result(layout)
 
 
-def _deliver_to(made: Made, handle: int, layout: Layout | None) -> None:
-    _deliver(made[handle], layout)
-
-
-def _ended(
-    job: asyncio.Future[None], made: Made, answered: asyncio.Future[str] | None = None
-) -> None:
-    """The work ended: the layouts it did not make are not made; an answer it did not give
-    ends as the work did (cancelled, or its exception)."""
+def _ended(job: asyncio.Future[None], made: Made) -> None:
+    """The work ended: the layouts it did not make are not made."""
     for future in made.values():
         _deliver(future, None)
-    failed = None if job.cancelled() else job.exception()
-    if answered is not None and not answered.done():
-        if failed is None:
-            answered.cancel()
-        else:
-            answered.set_exception(failed)
-    elif failed is not None:
-        _log.error("QIX: making layouts ahead failed", exc_info=failed)
+    if not job.cancelled() and job.exception() is not None:
+        _log.error("QIX: making layouts ahead failed", exc_info=job.exception())
