@@ -188,6 +188,16 @@ void bind_session(py::module_& m) {
           py::arg("field"), py::arg("indices"), py::arg("state") = "$",
           "Replaces a field's selection by symbol indexes; indexes out of range are ignored.")
       .def(
+          "selected",
+          [](const Session& s, const std::string& field, const std::string& state) {
+            const std::vector<std::uint32_t> found = s.selected(s.model().field_id(field), state);
+            py::array_t<std::int64_t> out(static_cast<py::ssize_t>(found.size()));
+            std::copy(found.begin(), found.end(), out.mutable_data());
+            return out;
+          },
+          py::arg("field"), py::arg("state") = "$",
+          "The symbol indexes selected in a field, ascending, as the selection holds them.")
+      .def(
           "set_search",
           [](Session& s, const std::string& field, const std::string& text, const std::string& state) {
             s.set_search(s.model().field_id(field), text, state);

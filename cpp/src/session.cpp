@@ -110,6 +110,14 @@ void Session::set_search(std::uint32_t field, std::string text, const std::strin
   slot(state).selection.set_search(field, std::move(text));
 }
 
+std::vector<std::uint32_t> Session::selected(std::uint32_t field, const std::string& state) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  require_open();
+  const auto& fields = slot(state).selection.fields();
+  const auto it = fields.find(field);
+  return it == fields.end() ? std::vector<std::uint32_t>{} : it->second;
+}
+
 std::string Session::search(std::uint32_t field, const std::string& state) const {
   std::lock_guard<std::mutex> lock(mutex_);
   require_open();

@@ -427,6 +427,10 @@ class Session(metaclass=_pybind11_type):
         """
         The search text of a field's selection ("" when no search made it).
         """
+    def selected(self, field: str, state: str = "$") -> numpy.typing.NDArray[numpy.int64]:
+        """
+        The symbol indexes selected in a field, ascending, as the selection holds them.
+        """
     def set_search(self, field: str, text: str, state: str = "$") -> None:
         """
         Records the search text that made a field's present selection.

@@ -362,7 +362,7 @@ class Session:
         """The current selections and locks as one value."""
         selected, searches = {}, {}
         for field in sorted(self._touched):
-            codes = self._impl.indices(field, "selected")
+            codes = self._impl.selected(field)  # the selection as held: no inference
             if codes.size:
                 selected[field] = _pack(codes)
                 search = self._impl.search(field)

@@ -265,6 +265,9 @@ class Session {
   void set_search(std::uint32_t field, std::string text, const std::string& state = "$");
   // The search text of a field's selection, "" when it was not made by a search.
   std::string search(std::uint32_t field, const std::string& state = "$") const;
+  // The symbols selected in a field, ascending: the selection as made, read without inference
+  // (field_states(...).selected holds the same).
+  std::vector<std::uint32_t> selected(std::uint32_t field, const std::string& state = "$") const;
   void clear(const std::string& state = "$");
   void clear_field(std::uint32_t field, const std::string& state = "$");
   SelectionState selection(const std::string& state = "$") const;
