@@ -96,10 +96,9 @@ const Bitset& RowMask::values(std::uint32_t field) const {
   auto& slot = values_.at(field);
   if (!slot) {
     const std::uint32_t n = model_->data().fields()[field].symbols.size();
-    const auto& tables = model_->data().tables();
     auto out = std::make_unique<Bitset>(symbol_set(n));
     for (const auto& h : model_->all_holders(field))
-      out->or_with(values_on_rows(tables[h.table].columns[h.column].index, rows_->rows[h.table].get(), n));
+      out->or_with(model_->values_on(h.table, h.column, rows_->rows[h.table].get()));
     slot = std::move(out);
   }
   return *slot;
@@ -189,8 +188,9 @@ std::shared_ptr<const AssociativeModel> AssociativeModel::create(std::shared_ptr
 
 AssociativeModel::AssociativeModel(std::shared_ptr<const DataModel> model)
     : model_(std::move(model)), holders_(model_->fields().size()), linked_(model_->fields().size()),
-      lookups_(model_->fields().size()) {
+      lookups_(model_->fields().size()), column_values_(model_->tables().size()) {
   const auto& tables = model_->tables();
+  for (std::uint32_t t = 0; t < tables.size(); ++t) column_values_[t].resize(tables[t].columns.size());
   for (std::uint32_t t = 0; t < tables.size(); ++t) {
     for (std::uint32_t c = 0; c < tables[t].columns.size(); ++c) {
       const std::uint32_t f = tables[t].columns[c].field;
@@ -232,6 +232,23 @@ const AssociativeModel::Lookup& AssociativeModel::lookup(std::uint32_t field) co
 }
 
 void AssociativeModel::prepare_lookup(std::uint32_t field) const { lookup(field); }
+
+Bitset AssociativeModel::values_on(std::uint32_t table, std::uint32_t column, const Bitset* rows) const {
+  const Column& col = model_->tables().at(table).columns.at(column);
+  const std::uint32_t n = model_->fields()[col.field].symbols.size();
+  if (rows != nullptr) return values_on_rows(col.index, rows, n);
+  std::shared_ptr<const Bitset> kept;
+  {
+    std::lock_guard<std::mutex> lock(column_mutex_);
+    kept = column_values_[table][column];
+  }
+  if (!kept) {  // made outside the lock: two threads may both make it, alike
+    kept = std::make_shared<const Bitset>(values_on_rows(col.index, nullptr, n));
+    std::lock_guard<std::mutex> lock(column_mutex_);
+    if (!column_values_[table][column]) column_values_[table][column] = kept;
+  }
+  return *kept;
+}
 
 std::vector<std::uint32_t> AssociativeModel::symbols_with_texts(std::uint32_t field,
                                                                 const std::vector<std::string>& texts) const {
@@ -295,11 +312,9 @@ std::shared_ptr<const RowStates> AssociativeModel::rows(const SelectionState& st
 std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionState& state, std::uint32_t field,
                                                              const RowStates& rows) const {
   const std::uint32_t n = model_->fields()[field].symbols.size();
-  const auto& tables = model_->tables();
   auto values_under = [&](const RowStates& rows) {
     Bitset out = symbol_set(n);
-    for (const auto& h : holders_[field])
-      out.or_with(values_on_rows(tables[h.table].columns[h.column].index, rows.rows[h.table].get(), n));
+    for (const auto& h : holders_[field]) out.or_with(values_on(h.table, h.column, rows.rows[h.table].get()));
     return out;
   };
   auto out = std::make_shared<FieldStates>();

@@ -216,8 +216,7 @@ class Evaluator {
           mask->and_with(m);
         }
       }
-      const Column& col = table.columns[c];
-      to_field_[e] = std::make_shared<Bitset>(values_on_rows(col.index, rows, d_.fields()[col.field].symbols.size()));
+      to_field_[e] = std::make_shared<Bitset>(m_.values_on(t, c, rows));
       to_field_done_[e] = 1;
     }
     return to_field_[e];

@@ -336,11 +336,10 @@ SetEvaluator::Values SetEvaluator::element_values(const ElementNode& e, std::uin
     case ElementNode::Kind::kE: {
       const std::uint32_t of = e.field.empty() ? field : field_named(e.field, e.position);
       std::shared_ptr<const RowStates> r = e.set ? rows(*e.set) : model_.rows(base);
-      const auto& tables = model_.data().tables();
       const std::uint32_t m = model_.data().fields()[of].symbols.size();
       Bitset possible = detail::symbol_set(m);
       for (const auto& h : model_.all_holders(of))
-        possible.or_with(detail::values_on_rows(tables[h.table].columns[h.column].index, r->rows[h.table].get(), m));
+        possible.or_with(model_.values_on(h.table, h.column, r->rows[h.table].get()));
       if (e.kind == ElementNode::Kind::kE) {
         Bitset all = detail::symbol_set(m);
         all.set_first(m);

@@ -167,6 +167,10 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
   const std::vector<Holder>& linked_holders(std::uint32_t field) const { return linked_[field]; }
   const std::vector<Holder>& all_holders(std::uint32_t field) const { return holders_[field]; }
 
+  // The values column `column` of table `table` holds on `rows` (null: every row; those are
+  // found once per column and kept, the model being fixed), a set of its field's symbols.
+  Bitset values_on(std::uint32_t table, std::uint32_t column, const Bitset* rows) const;
+
  private:
   struct Lookup;
   explicit AssociativeModel(std::shared_ptr<const DataModel> model);
@@ -181,6 +185,8 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
   std::vector<std::vector<Holder>> linked_;   // per field, holders that are not loose
   mutable std::mutex lookup_mutex_;
   mutable std::vector<std::unique_ptr<Lookup>> lookups_;
+  mutable std::mutex column_mutex_;
+  mutable std::vector<std::vector<std::shared_ptr<const Bitset>>> column_values_;  // per table, column
 };
 
 // Section access (docs/scripts.md): the rows one user's reduction leaves, as if the others were
