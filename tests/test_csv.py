@@ -397,6 +397,14 @@ def test_merged_symbols_are_in_first_occurrence_order(threads, n_threads) -> Non
         "text": [f"t{rng.randrange(100_000)}" for _ in range(n)],
         "real": [repr(rng.random() * 1e6) if rng.random() < 0.9 else "" for _ in range(n)],
     }
+    app = _load_and_check(columns_in, n, n_threads)
+    tags = {f["name"]: f["tags"] for f in app.metadata()["fields"]}
+    assert tags["id"] == ["$numeric", "$integer"]
+
+
+def _load_and_check(columns_in: dict[str, list[str | None]], n: int, n_threads: int) -> App:
+    """The columns ("" read as NULL) as one CSV of several chunks, loaded on `n_threads`;
+    each column's row indexes and symbols checked against Python's first occurrences."""
     for values in columns_in.values():
         for i, v in enumerate(values):
             if v == "":
@@ -413,8 +421,7 @@ def test_merged_symbols_are_in_first_occurrence_order(threads, n_threads) -> Non
         firsts, indices = _first_occurrences(columns_in[c])
         assert list(table.column_indices(c)) == [-1 if i is None else i for i in indices], c
         _assert_symbols(app.symbols(c), firsts)
-    tags = {f["name"]: f["tags"] for f in app.metadata()["fields"]}
-    assert tags["id"] == ["$numeric", "$integer"]
+    return app
 
 
 @pytest.mark.parametrize("n_threads", [1, 2, 5])
@@ -440,22 +447,7 @@ def test_rising_integer_columns_keep_their_symbols_and_rows(threads, n_threads) 
         "negative_zero": ["-0" if i == 0 else str(i) for i in range(n)],
         "first_null": [None if i < 300 else str(i) for i in range(n)],
     }
-    for values in columns_in.values():
-        for i, v in enumerate(values):
-            if v == "":
-                values[i] = None
-    names = list(columns_in)
-    lines = [",".join(names)]
-    lines += [",".join(columns_in[c][i] or "" for c in names) for i in range(n)]
-    data = ("\n".join(lines) + "\n").encode()
-    assert len(data) > 5 * 256 * 1024  # a chunk for each of five threads
-    assoc.set_threads(n_threads)
-    app = App.from_csv(data)
-    table = app.table("Table1")
-    for c in names:
-        firsts, indices = _first_occurrences(columns_in[c])
-        assert list(table.column_indices(c)) == [-1 if i is None else i for i in indices], c
-        _assert_symbols(app.symbols(c), firsts)
+    app = _load_and_check(columns_in, n, n_threads)
     # A value is found by selection: "twice" holds each of its values on two rows.
     with app.session() as s:
         s.select("twice", [half])
