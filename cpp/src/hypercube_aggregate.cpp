@@ -9,296 +9,10 @@
 #include "assoc/big_blocks.hpp"
 #include "assoc/hypercube_aggregate.hpp"
 #include "assoc/thread_pool.hpp"
+#include "hypercube_accumulators.hpp"
 
 namespace assoc::detail {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr std::uint32_t kNone = 0xFFFFFFFFU;  // Only: no value yet
-constexpr std::uint32_t kMany = 0xFFFFFFFEU;  // Only: two different values
-// Accumulator slots: 0 every record once (totals), 1 records that count nowhere, then groups.
-constexpr std::uint32_t kTotal = 0, kTrash = 1, kFirstGroup = 2;
-constexpr std::size_t kBatch = 1024;
-
-// What a term reads: its field's numbers as held, and where its distinct values are marked.
-struct TermInput {
-  AggFunc func = AggFunc::kSum;
-  const SymbolTable* symbols = nullptr;
-  const std::int32_t* ints = nullptr;
-  const double* doubles = nullptr;
-  std::uint32_t n_symbols = 0;
-  // Count(distinct) in a bitset (when words_per_slot is not 0; else in pairs). The symbols
-  // fall into buckets of 2^bucket_shift, and the bitset is laid out bucket by bucket, each
-  // bucket's words slot by slot, so one bucket's part is contiguous and small enough to stay
-  // in cache. Threads gather marks per bucket and set them under the bucket's lock: no word
-  // is written by two threads at once.
-  std::size_t words_per_slot = 0;
-  std::vector<std::uint64_t, CallocAllocator<std::uint64_t>> bits;
-  std::uint32_t bucket_shift = 0;
-  std::size_t n_buckets = 0, words_per_bucket = 0, slots = 0;
-  std::unique_ptr<std::mutex[]> bucket_locks;
-
-  // The words of one bucket for one slot.
-  std::uint64_t* words(std::size_t bucket, std::size_t slot) {
-    return bits.data() + (bucket * slots + slot) * words_per_bucket;
-  }
-};
-
-// One thread's accumulators of one term, one entry per slot.
-struct TermAcc {
-  std::vector<double> a;               // Sum and Avg: sum; Min, Max: the extreme so far
-  std::vector<std::uint64_t> n;        // Count: non-NULL values; Avg: numeric values
-  std::vector<std::uint32_t> only;     // Only: kNone, the one symbol, or kMany
-  std::vector<std::uint64_t> pairs;    // Count(distinct) without a bitset: slot << 32 | symbol
-  std::vector<std::vector<std::uint32_t>> pending;  // per bucket: slot << shift | symbol in bucket
-};
-
-constexpr std::size_t kFlush = 256;  // marks gathered per bucket before they are set
-
-// Calls fn(bucket) for every bucket of a Count(distinct) bitset, the buckets shared by the
-// threads (each bucket's part of the bitset is its own).
-template <class Fn>
-void for_buckets(const TermInput& t, Fn&& fn) {
-  parallel_ranges(t.n_buckets, 1, [&](std::size_t first, std::size_t end) {
-    for (std::size_t b = first; b < end; ++b) fn(b);
-  }, nullptr, 8);
-}
-
-// Sets one bucket's gathered marks in the shared bitset.
-void flush_bucket(TermInput& t, std::size_t bucket, std::vector<std::uint32_t>& marks) {
-  const std::uint32_t shift = t.bucket_shift;
-  const std::uint32_t low = (std::uint32_t{1} << shift) - 1;
-  std::uint64_t* bits = t.words(bucket, 0);
-  {
-    std::lock_guard<std::mutex> lock(t.bucket_locks[bucket]);
-    for (const std::uint32_t m : marks) {
-      const std::size_t bit = (m >> shift) * t.words_per_bucket * 64 + (m & low);
-      bits[bit >> 6] |= std::uint64_t{1} << (bit & 63);
-    }
-  }
-  marks.clear();
-}
-
-// Sets every mark a thread still holds (at the end of its part of the work).
-void flush_all(std::vector<TermInput>& in, std::vector<TermAcc>& terms) {
-  for (std::size_t k = 0; k < in.size(); ++k)
-    for (std::size_t b = 0; b < terms[k].pending.size(); ++b)
-      if (!terms[k].pending[b].empty()) flush_bucket(in[k], b, terms[k].pending[b]);
-}
-
-struct Accumulators {
-  std::vector<std::uint8_t> hits;  // per slot: 1 once a record reached it
-  std::vector<TermAcc> terms;
-
-  void resize(const std::vector<TermInput>& in, std::size_t slots) {
-    hits.resize(slots, 0);
-    terms.resize(in.size());
-    for (std::size_t k = 0; k < in.size(); ++k) {
-      TermAcc& t = terms[k];
-      switch (in[k].func) {
-        case AggFunc::kSum: t.a.resize(slots, 0.0); break;
-        case AggFunc::kAvg: t.a.resize(slots, 0.0); t.n.resize(slots, 0); break;
-        case AggFunc::kMin: t.a.resize(slots, kInf); break;
-        case AggFunc::kMax: t.a.resize(slots, -kInf); break;
-        case AggFunc::kCount: t.n.resize(slots, 0); break;
-        case AggFunc::kOnly: t.only.resize(slots, kNone); break;
-        case AggFunc::kCountDistinct:
-          if (in[k].words_per_slot != 0) t.pending.resize(in[k].n_buckets);
-          break;
-      }
-    }
-  }
-};
-
-// Calls op(slot, has_number, number) per entry, reading numbers straight from the symbol
-// table's array (no per-row branch on the kind of array).
-template <class T, class Op>
-void numbers_loop(const T* v, std::uint32_t n_symbols, const std::uint32_t* slot, const std::uint32_t* code,
-                  std::size_t n, Op op) {
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t c = code[i];
-    const bool in = c < n_symbols;
-    const auto x = static_cast<double>(v[in ? c : 0]);
-    op(slot[i], in && x == x, x);
-  }
-}
-
-template <class Op>
-void for_numbers(const TermInput& t, const std::uint32_t* slot, const std::uint32_t* code, std::size_t n, Op op) {
-  if (t.n_symbols == 0) return;
-  if (t.ints != nullptr) {
-    numbers_loop(t.ints, t.n_symbols, slot, code, n, op);
-  } else if (t.doubles != nullptr) {
-    numbers_loop(t.doubles, t.n_symbols, slot, code, n, op);
-  }
-}
-
-// Adds entries (slot, symbol) to one term's accumulators.
-void accumulate(TermInput& t, TermAcc& acc, const std::uint32_t* slot, const std::uint32_t* code, std::size_t n) {
-  double* a = acc.a.data();
-  std::uint64_t* cnt = acc.n.data();
-  switch (t.func) {
-    case AggFunc::kSum:
-      for_numbers(t, slot, code, n, [a](std::uint32_t s, bool ok, double x) { a[s] += ok ? x : 0.0; });
-      break;
-    case AggFunc::kAvg:
-      for_numbers(t, slot, code, n, [a, cnt](std::uint32_t s, bool ok, double x) {
-        a[s] += ok ? x : 0.0;
-        cnt[s] += ok ? 1U : 0U;
-      });
-      break;
-    case AggFunc::kMin:
-      for_numbers(t, slot, code, n, [a](std::uint32_t s, bool ok, double x) { a[s] = std::min(a[s], ok ? x : kInf); });
-      break;
-    case AggFunc::kMax:
-      for_numbers(t, slot, code, n, [a](std::uint32_t s, bool ok, double x) { a[s] = std::max(a[s], ok ? x : -kInf); });
-      break;
-    case AggFunc::kCount:
-      for (std::size_t i = 0; i < n; ++i) cnt[slot[i]] += code[i] != kNull ? 1U : 0U;
-      break;
-    case AggFunc::kOnly: {
-      std::uint32_t* only = acc.only.data();
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::uint32_t c = code[i];
-        if (c == kNull) continue;
-        const std::uint32_t st = only[slot[i]];
-        only[slot[i]] = st == kNone ? c : (st == c ? st : kMany);
-      }
-      break;
-    }
-    case AggFunc::kCountDistinct:
-      if (t.words_per_slot == 0) {
-        for (std::size_t i = 0; i < n; ++i)
-          if (code[i] != kNull && slot[i] != kTrash) acc.pairs.push_back(std::uint64_t{slot[i]} << 32 | code[i]);
-        break;
-      }
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::uint32_t c = code[i];
-        if (c == kNull || slot[i] == kTrash) continue;
-        const std::uint32_t bucket = c >> t.bucket_shift;
-        std::vector<std::uint32_t>& marks = acc.pending[bucket];
-        marks.push_back(slot[i] << t.bucket_shift | (c & ((std::uint32_t{1} << t.bucket_shift) - 1)));
-        if (marks.size() == kFlush) flush_bucket(t, bucket, marks);
-      }
-      break;
-  }
-}
-
-std::uint32_t merge_only(std::uint32_t a, std::uint32_t b) {
-  if (b == kNone) return a;
-  if (a == kNone) return b;
-  return a == b ? a : kMany;
-}
-
-// Adds slot `ss` of `src` into slot `ds` of `dst` (Count(distinct) apart: see merge_distinct).
-void merge_slot(const TermInput& t, TermAcc& dst, std::size_t ds, const TermAcc& src, std::size_t ss) {
-  switch (t.func) {
-    case AggFunc::kSum: dst.a[ds] += src.a[ss]; break;
-    case AggFunc::kAvg: dst.a[ds] += src.a[ss]; dst.n[ds] += src.n[ss]; break;
-    case AggFunc::kMin: dst.a[ds] = std::min(dst.a[ds], src.a[ss]); break;
-    case AggFunc::kMax: dst.a[ds] = std::max(dst.a[ds], src.a[ss]); break;
-    case AggFunc::kCount: dst.n[ds] += src.n[ss]; break;
-    case AggFunc::kOnly: dst.only[ds] = merge_only(dst.only[ds], src.only[ss]); break;
-    case AggFunc::kCountDistinct: break;
-  }
-}
-
-// Distinct symbols per slot, from the bitset or from the sorted pairs.
-std::vector<std::uint64_t> distinct_counts(TermInput& t, TermAcc& acc, std::size_t slots) {
-  std::vector<std::uint64_t> out(slots, 0);
-  if (t.words_per_slot != 0) {
-    // Per range of buckets its own counts, added up after: both threads read the bitset.
-    std::mutex lock;
-    parallel_ranges(t.n_buckets, 1, [&](std::size_t first, std::size_t end) {
-      std::vector<std::uint64_t> counts(slots, 0);
-      for (std::size_t b = first; b < end; ++b) {
-        for (std::size_t s = 0; s < slots; ++s) {
-          const std::uint64_t* w = t.words(b, s);
-          for (std::size_t i = 0; i < t.words_per_bucket; ++i) counts[s] += popcount64(w[i]);
-        }
-      }
-      std::lock_guard<std::mutex> hold(lock);
-      for (std::size_t s = 0; s < slots; ++s) out[s] += counts[s];
-    }, nullptr, 8);
-    return out;
-  }
-  // Pairs grouped by slot (a counting sort), then each slot's symbols marked in one bitset
-  // over the field, counted, and unmarked: linear, and the bitset stays in cache.
-  std::vector<std::size_t> start(slots + 1, 0);
-  for (const std::uint64_t p : acc.pairs) ++start[(p >> 32) + 1];
-  for (std::size_t s = 0; s < slots; ++s) start[s + 1] += start[s];
-  std::vector<std::uint32_t> symbols(acc.pairs.size());
-  std::vector<std::size_t> fill(start.begin(), start.end() - 1);
-  for (const std::uint64_t p : acc.pairs) symbols[fill[p >> 32]++] = static_cast<std::uint32_t>(p);
-  std::vector<std::uint64_t>().swap(acc.pairs);
-  Bitset seen(t.n_symbols);
-  std::uint64_t* w = seen.words();
-  for (std::size_t s = 0; s < slots; ++s) {
-    std::uint64_t c = 0;
-    for (std::size_t i = start[s]; i < start[s + 1]; ++i) {
-      const std::uint32_t x = symbols[i];
-      const std::uint64_t bit = std::uint64_t{1} << (x & 63);
-      c += (w[x >> 6] & bit) ? 0U : 1U;
-      w[x >> 6] |= bit;
-    }
-    for (std::size_t i = start[s]; i < start[s + 1]; ++i) w[symbols[i] >> 6] = 0;
-    out[s] = c;
-  }
-  return out;
-}
-
-// Fills the totals slot from the groups, for passes where each record lands in one group.
-void totals_from_groups(std::vector<TermInput>& in, Accumulators& acc, std::size_t slots) {
-  for (std::size_t s = kFirstGroup; s < slots; ++s) acc.hits[kTotal] |= acc.hits[s];
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    TermInput& t = in[k];
-    if (t.func != AggFunc::kCountDistinct) {
-      for (std::size_t s = kFirstGroup; s < slots; ++s) merge_slot(t, acc.terms[k], kTotal, acc.terms[k], s);
-    } else if (t.words_per_slot != 0) {
-      for_buckets(t, [&](std::size_t b) {
-        std::uint64_t* total = t.words(b, kTotal);
-        for (std::size_t s = kFirstGroup; s < slots; ++s) {
-          const std::uint64_t* w = t.words(b, s);
-          for (std::size_t i = 0; i < t.words_per_bucket; ++i) total[i] |= w[i];
-        }
-      });
-    } else {
-      auto& pairs = acc.terms[k].pairs;
-      const std::size_t n = pairs.size();
-      for (std::size_t i = 0; i < n; ++i) pairs.push_back(pairs[i] & 0xFFFFFFFFULL);  // slot 0
-    }
-  }
-}
-
-// A term's value in one slot, and Only's symbol.
-double value_of(const TermInput& t, const TermAcc& acc, const std::vector<std::uint64_t>& distinct, std::size_t s,
-                std::uint32_t& symbol) {
-  symbol = kNull;
-  switch (t.func) {
-    case AggFunc::kSum: return acc.a[s];
-    case AggFunc::kAvg: return acc.n[s] ? acc.a[s] / static_cast<double>(acc.n[s]) : kNaN;
-    case AggFunc::kMin:
-    case AggFunc::kMax: return std::isinf(acc.a[s]) ? kNaN : acc.a[s];
-    case AggFunc::kCount: return static_cast<double>(acc.n[s]);
-    case AggFunc::kCountDistinct: return static_cast<double>(distinct[s]);
-    case AggFunc::kOnly: {
-      const std::uint32_t st = acc.only[s];
-      if (st >= t.n_symbols) return kNaN;
-      symbol = st;
-      return t.symbols->number(st);
-    }
-  }
-  return kNaN;
-}
-
-// Words per slot when a Count(distinct) of `n_symbols` values over `slots` slots is marked in
-// a bitset: when it takes no more than the 12 bytes per record that pairs would; else 0.
-std::size_t distinct_words(std::uint32_t n_symbols, std::size_t slots, std::uint64_t records) {
-  const std::size_t words = (std::size_t{n_symbols} + 63) / 64;
-  const std::uint64_t budget = std::max<std::uint64_t>(std::uint64_t{1} << 16, records * 12);
-  return slots * words * 8 <= budget ? words : 0;
-}
 
 // A link's partial key per value (index symbol + 1), for a walk where each record reaches one
 // tuple. Direct keys are below the slot count, so the narrowest of 8, 16 or 32 bits that holds
@@ -462,45 +176,6 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
     sums[3 * lane + slot[i + 3]] += values[code[i + 3]];
   }
   for (; i < m; ++i) sums[slot[i]] += values[code[i]];
-}
-
-// A term's input: its function and its field's symbols (their numbers read in place).
-TermInput term_input(const DataModel& data, const Term& term) {
-  TermInput t;
-  t.func = term.func;
-  t.symbols = &data.fields()[term.field].symbols;
-  t.n_symbols = t.symbols->size();
-  if (!t.symbols->int_numbers().empty()) t.ints = t.symbols->int_numbers().data();
-  if (!t.symbols->double_numbers().empty()) t.doubles = t.symbols->double_numbers().data();
-  return t;
-}
-
-// The threads' accumulators as one: the first, with every other one's hits and terms merged
-// into it (a Count(distinct)'s pending pairs appended).
-Accumulators merged(std::vector<Accumulators>& per_thread, const std::vector<TermInput>& in, std::size_t slots) {
-  Accumulators acc = std::move(per_thread[0]);
-  for (std::size_t th = 1; th < per_thread.size(); ++th) {
-    const Accumulators& o = per_thread[th];
-    for (std::size_t s = 0; s < slots; ++s) acc.hits[s] |= o.hits[s];
-    for (std::size_t k = 0; k < in.size(); ++k) {
-      if (in[k].func == AggFunc::kCountDistinct) {
-        acc.terms[k].pairs.insert(acc.terms[k].pairs.end(), o.terms[k].pairs.begin(), o.terms[k].pairs.end());
-        continue;
-      }
-      for (std::size_t s = 0; s < slots; ++s) merge_slot(in[k], acc.terms[k], s, o.terms[k], s);
-    }
-  }
-  return acc;
-}
-
-// The positions (from 0) of the rows set in `count` rows of a row set's words, into `picked`;
-// how many.
-std::size_t possible_positions(const std::uint64_t* mask, std::size_t count, std::uint32_t* picked) {
-  std::size_t n = 0;
-  for (std::size_t w = 0; w < (count + 63) / 64; ++w)
-    for (std::uint64_t bits = mask[w]; bits != 0; bits &= bits - 1)
-      picked[n++] = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
-  return n;
 }
 
 // The same into several terms, Sums and Counts.
@@ -726,26 +401,24 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
     for (const auto& t : terms) term_source.push_back(source_of(t.column));
 
     const Bitset* possible = rows.rows[root].get();
-    const std::size_t n_chunks = (table.rows + kBatch - 1) / kBatch;
-    const std::size_t n_threads = std::max<std::size_t>(1, std::min<std::size_t>(threads(), n_chunks));
-    std::vector<Accumulators> per_thread(n_threads);
-    std::atomic<std::size_t> next{0};
-    parallel_for(n_threads, [&](std::size_t th) {
-      Accumulators& a = per_thread[th];
-      a.resize(in, slots);
-      std::vector<std::vector<std::uint32_t>> codes(columns.size(), std::vector<std::uint32_t>(kBatch));
-      std::vector<std::uint32_t> picked(kBatch);
-      std::vector<std::uint32_t> key(kBatch);
-      for (std::size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
-        const std::size_t begin = c * kBatch;
-        const std::size_t count = std::min(kBatch, table.rows - begin);
+    struct Scratch {
+      std::vector<std::vector<std::uint32_t>> codes;
+      std::vector<std::uint32_t> picked, key;
+    };
+    const auto make_scratch = [&] {
+      return Scratch{std::vector<std::vector<std::uint32_t>>(columns.size(), std::vector<std::uint32_t>(kBatch)),
+                     std::vector<std::uint32_t>(kBatch), std::vector<std::uint32_t>(kBatch)};
+    };
+    acc = accumulate_chunks(table.rows, in, slots, make_scratch,
+                            [&](Accumulators& a, std::size_t begin, std::size_t count, Scratch& scratch) {
+        auto& [codes, picked, key] = scratch;
         const std::uint64_t* mask = possible ? possible->words() + begin / 64 : nullptr;
         std::size_t n = count;
         if (mask != nullptr) {
           // Only possible rows go on: their positions first, then their codes, read one by
           // one where they are few and decoded with the whole batch where they are many.
           n = possible_positions(mask, count, picked.data());
-          if (n == 0) continue;
+          if (n == 0) return;
           for (std::size_t s = 0; s < columns.size(); ++s) {
             const PackedIndex& index = table.columns[columns[s]].index;
             std::uint32_t* cs = codes[s].data();
@@ -773,10 +446,7 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
         for (std::size_t i = 0; i < n; ++i) a.hits[slot[i]] = 1;
         for (std::size_t k = 0; k < terms.size(); ++k)
           accumulate(in[k], a.terms[k], slot, codes[term_source[k]].data(), n);
-      }
-      flush_all(in, a.terms);
     });
-    acc = merged(per_thread, in, slots);
   } else {
     // Any shape: records one by one, each into the slots of every tuple it reaches and once
     // into the totals.
@@ -862,33 +532,29 @@ DenseGroups aggregate_by_column(const AssociativeModel& model, const RowStates& 
   const PackedIndex& groups = table.columns[group_column].index;
   const PackedIndex& values = table.columns[term.column].index;
   const Bitset* possible = rows.rows[table_node].get();
-  const std::size_t n_chunks = (table.rows + kBatch - 1) / kBatch;
-  const std::size_t n_threads = std::max<std::size_t>(1, std::min<std::size_t>(threads(), n_chunks));
-  std::vector<Accumulators> per_thread(n_threads);
-  std::atomic<std::size_t> next{0};
-  parallel_for(n_threads, [&](std::size_t th) {
-    Accumulators& a = per_thread[th];
-    a.resize(in, slots);
-    std::vector<std::uint32_t> slot(kBatch), code(kBatch), picked(kBatch);
-    for (std::size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
-      const std::size_t begin = c * kBatch;
-      const std::size_t count = std::min(kBatch, table.rows - begin);
-      groups.decode(begin, count, slot.data());
-      values.decode(begin, count, code.data());
-      std::size_t n = count;
-      if (possible != nullptr) {
-        n = possible_positions(possible->words() + begin / 64, count, picked.data());
-        for (std::size_t i = 0; i < n; ++i) {
-          slot[i] = slot[picked[i]];
-          code[i] = code[picked[i]];
-        }
+  struct Scratch {
+    std::vector<std::uint32_t> slot, code, picked;
+  };
+  const auto make_scratch = [] {
+    return Scratch{std::vector<std::uint32_t>(kBatch), std::vector<std::uint32_t>(kBatch), std::vector<std::uint32_t>(kBatch)};
+  };
+  const Accumulators acc = accumulate_chunks(table.rows, in, slots, make_scratch,
+                                             [&](Accumulators& a, std::size_t begin, std::size_t count, Scratch& scratch) {
+    auto& [slot, code, picked] = scratch;
+    groups.decode(begin, count, slot.data());
+    values.decode(begin, count, code.data());
+    std::size_t n = count;
+    if (possible != nullptr) {
+      n = possible_positions(possible->words() + begin / 64, count, picked.data());
+      for (std::size_t i = 0; i < n; ++i) {
+        slot[i] = slot[picked[i]];
+        code[i] = code[picked[i]];
       }
-      for (std::size_t i = 0; i < n; ++i) slot[i] += kFirstGroup;
-      for (std::size_t i = 0; i < n; ++i) a.hits[slot[i]] = 1;
-      accumulate(in[0], a.terms[0], slot.data(), code.data(), n);
     }
+    for (std::size_t i = 0; i < n; ++i) slot[i] += kFirstGroup;
+    for (std::size_t i = 0; i < n; ++i) a.hits[slot[i]] = 1;
+    accumulate(in[0], a.terms[0], slot.data(), code.data(), n);
   });
-  const Accumulators acc = merged(per_thread, in, slots);
   DenseGroups out;
   out.values.resize(n_groups);
   out.hits.assign(acc.hits.begin() + kFirstGroup, acc.hits.end());
