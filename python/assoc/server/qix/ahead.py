@@ -123,9 +123,8 @@ class LayoutsAhead:
         loop = asyncio.get_running_loop()
         made: Made = {handle: loop.create_future() for handle in plan}
         self._made, self._stop = dict(made), False  # served ones leave this copy only
-        job = asyncio.ensure_future(
-            engine.run(self._make, engine, session, plan, made, loop, bases)
-        )
+        # In an engine thread from now on: before the answer that started it is sent.
+        job = engine.submit(self._make, engine, session, plan, made, loop, bases)
         job.add_done_callback(lambda done: _ended(done, made))
         self._job = job
 

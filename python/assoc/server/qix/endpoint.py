@@ -139,7 +139,7 @@ class QixConnection:
                     await peer.send(text)
 
     async def _engine_answer(self, request: Request, target: Target, method: Method) -> str:
-        self._work = asyncio.ensure_future(self.engine.run(self._answer, request, target, method))
+        self._work = self.engine.submit(self._answer, request, target, method)
         try:
             return await self._work
         finally:

@@ -321,12 +321,12 @@ def measure_cells_json(values: list[float]) -> list[str]:
         if value != value:  # NaN: NULL
             out.append(_NULL_MEASURE_CELL)
         elif math.isfinite(value):
-            text = (
-                str(int(value))
-                if value.is_integer() and abs(value) < 1e15
-                else format(value, ".15g")
-            )  # value_text's; such texts need no escaping
-            out.append(f'{{"qText":"{text}","qNum":{value!r},"qElemNumber":0,"qState":"L"}}')
+            # value_text's texts (they need no escaping); a whole number's is its qNum too.
+            if value.is_integer() and abs(value) < 1e15:
+                text = number = str(int(value))
+            else:
+                text, number = format(value, ".15g"), repr(value)
+            out.append(f'{{"qText":"{text}","qNum":{number},"qElemNumber":0,"qState":"L"}}')
         else:
             out.append(encode_json(measure_cell(value)))
     return out

@@ -315,9 +315,16 @@ def notice_message(change: Sequence[int] = (), close: Sequence[int] = ()) -> str
     return _dumps(message)
 
 
+# Below this magnitude every integral double is exactly an integer JSON number.
+_EXACT_INTEGERS = 2.0**53
+
+
 def json_number(value: float) -> float | str:
-    """A number as QIX carries it: NaN and infinities as strings."""
+    """A number as QIX carries it: a whole one as an integer (`"qNum":400`, as Qlik's engine
+    writes it: shorter, and parsed faster than `400.0`), NaN and infinities as strings."""
     if math.isfinite(value):
+        if value.is_integer() and -_EXACT_INTEGERS < value < _EXACT_INTEGERS:
+            return int(value)
         return value
     if math.isnan(value):
         return "NaN"

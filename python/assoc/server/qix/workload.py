@@ -81,8 +81,13 @@ class EngineWork:
     async def run(self, func: Callable[..., T], *args: Any) -> T:
         """func(*args) in an engine thread. Cancelling the caller drops work not yet started;
         work that has started finishes in its thread (the engine cannot be interrupted)."""
+        return await self.submit(func, *args)
+
+    def submit(self, func: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """func(*args) handed to an engine thread now (not when the loop next runs a task);
+        its future. Cancelling the future drops the work when it has not started."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(func, *args))
+        return loop.run_in_executor(self._pool, functools.partial(func, *args))
 
     @contextlib.contextmanager
     def admitted(self, need: int, method: str) -> Any:
