@@ -664,3 +664,44 @@ def test_star_lookups_of_every_width_keep_missing_partners_out(n_regions: int, n
         assert {tuple(r) for r in pairs.rows} == set(
             zip(amounts[joined].tolist(), region.tolist(), strict=True)
         )
+
+
+def test_sparse_selections_sum_as_numpy_does(threads) -> None:
+    """A selection leaving few of a table's rows (the last one among them, NULLs and texts in
+    the summed field, a dimension in the table or one link away) sums what numpy sums."""
+    rng = np.random.default_rng(11)
+    n = 300_001  # not a whole number of 64-row words
+    sel = rng.integers(0, 1000, n)
+    sel[-1] = 7
+    cat = [None if i % 97 == 0 else int(v) for i, v in enumerate(rng.integers(0, 40, n))]
+    cust = rng.integers(0, 500, n)
+    raw = rng.integers(0, 10_000, n) / 8
+    amount: list[Any] = [
+        None if i % 89 == 0 else "n/a" if i % 83 == 0 else float(v) for i, v in enumerate(raw)
+    ]
+    region = rng.integers(0, 12, 500)
+    app = App.from_tables(
+        {
+            "Fact": {"Sel": sel, "Cat": cat, "Cust": cust, "Amount": amount},
+            "Customers": {"Cust": np.arange(500), "Region": region},
+        }
+    )
+    number = np.array([v if isinstance(v, float) else 0.0 for v in amount])
+    with app.session() as s:
+        for chosen in ([7], [7, 8, 9], list(range(7, 60))):
+            s.select("Sel", chosen)
+            mask = np.isin(sel, chosen)
+            assert mask.sum() * 16 <= n  # few rows: the gathering path
+            by_cat = dict(s.hypercube(["Cat"], ["Sum(Amount)"]).rows)
+            want: dict[Any, float] = {}
+            for i in np.flatnonzero(mask):
+                want[cat[i]] = want.get(cat[i], 0.0) + number[i]
+            assert by_cat.keys() == want.keys()
+            for key, total in want.items():
+                assert by_cat[key] == pytest.approx(total)
+            by_region = dict(s.hypercube(["Region"], ["Sum(Amount)"]).rows)
+            want_region: dict[int, float] = {}
+            for i in np.flatnonzero(mask):
+                r = int(region[cust[i]])
+                want_region[r] = want_region.get(r, 0.0) + number[i]
+            assert by_region == pytest.approx(want_region)

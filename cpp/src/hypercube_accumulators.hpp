@@ -123,6 +123,33 @@ Accumulators merged(std::vector<Accumulators>& per_thread, const std::vector<Ter
 // how many.
 std::size_t possible_positions(const std::uint64_t* mask, std::size_t count, std::uint32_t* picked);
 
+// Hands the chunks [0, n_chunks) of one pass to its threads, a run of consecutive chunks per
+// claim. A claim is an atomic add on a line every thread writes; one per 1,024-row chunk cost
+// more than a sparse chunk's own work (a fifth of a 10M-row cube over 10,000 selected rows).
+// About 64 runs per thread still even out threads that the machine slows unequally.
+class ChunkClaims {
+ public:
+  ChunkClaims(std::size_t n_chunks, std::size_t n_threads)
+      : n_chunks_(n_chunks), run_(std::max<std::size_t>(1, n_chunks / (64 * std::max<std::size_t>(1, n_threads)))) {}
+  // Calls fn(first, end) for every run [first, end) of chunks the calling thread claims.
+  template <class Fn>
+  void each_run(Fn&& fn) {
+    for (std::size_t c; (c = next_.fetch_add(run_, std::memory_order_relaxed)) < n_chunks_;)
+      fn(c, std::min(c + run_, n_chunks_));
+  }
+  // Calls fn(chunk) for every chunk the calling thread claims, until none is left.
+  template <class Fn>
+  void each(Fn&& fn) {
+    each_run([&](std::size_t first, std::size_t end) {
+      for (std::size_t c = first; c < end; ++c) fn(c);
+    });
+  }
+
+ private:
+  std::size_t n_chunks_, run_;
+  std::atomic<std::size_t> next_{0};
+};
+
 // Runs `chunk(a, begin, count, scratch)` over a table's rows in chunks of kBatch taken in turn
 // by up to threads() threads, each into accumulators of its own (`scratch` a thread's own
 // state, made by `make_scratch`); each thread's pending distinct marks flushed, then the
@@ -133,15 +160,15 @@ Accumulators accumulate_chunks(std::size_t rows, std::vector<TermInput>& in, std
   const std::size_t n_chunks = (rows + kBatch - 1) / kBatch;
   const std::size_t n_threads = std::max<std::size_t>(1, std::min<std::size_t>(threads(), n_chunks));
   std::vector<Accumulators> per_thread(n_threads);
-  std::atomic<std::size_t> next{0};
+  ChunkClaims claims(n_chunks, n_threads);
   parallel_for(n_threads, [&](std::size_t th) {
     Accumulators& a = per_thread[th];
     a.resize(in, slots);
     auto scratch = make_scratch();
-    for (std::size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
+    claims.each([&](std::size_t c) {
       const std::size_t begin = c * kBatch;
       chunk(a, begin, std::min(kBatch, rows - begin), scratch);
-    }
+    });
     flush_all(in, a.terms);
   });
   return merged(per_thread, in, slots);

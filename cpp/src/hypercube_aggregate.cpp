@@ -202,15 +202,40 @@ void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t be
   }
 }
 
-// The fused pass over a table's possible rows (`possible` null: all), chunk by chunk on the
-// engine's threads, each into its own accumulators.
+// One Sum over rows given by number (ascending, `m` of them): the sparse path's batch.
 template <class Map>
-void fused_pass(std::size_t rows, const Bitset* possible, const PackedIndex& slot_index, const Map* slot_of,
-                const std::vector<FusedTerm>& fts, const std::vector<TermInput>& in,
+void sum_rows(const std::uint32_t* rows, std::size_t m, CodeReader slot_codes, const Map* slot_of, CodeReader codes,
+              const double* values, double* sums, std::uint8_t* hits, ChunkCodes& buf) {
+  std::uint32_t* slot = buf.slot.data();
+  std::uint32_t* code = buf.code.data();
+  // Every row's two reads are independent of the others': many misses are under way at once.
+  for (std::size_t i = 0; i < m; ++i) {
+    slot[i] = slot_of[slot_codes.at(rows[i])];
+    code[i] = codes.at(rows[i]);
+  }
+  for (std::size_t i = 0; i < m; ++i) {
+    hits[slot[i]] = 1;
+    sums[slot[i]] += values[code[i]];
+  }
+}
+
+// A table whose possible rows are at most this share of its rows (1/kSparseShare) has one Sum
+// read by gathering the rows' numbers first, across chunks (sum_rows).
+constexpr std::uint64_t kSparseShare = 16;
+
+// The fused pass over a table's possible rows (`possible` null: all), chunk by chunk on the
+// engine's threads, each into its own accumulators. When few rows are possible (one customer
+// of a thousand), a chunk holds a row or two: the rows' numbers are gathered from the row set
+// over many chunks first, so the fixed work per chunk goes and their reads overlap.
+template <class Map>
+void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possible, const PackedIndex& slot_index,
+                const Map* slot_of, const std::vector<FusedTerm>& fts, const std::vector<TermInput>& in,
                 std::vector<Accumulators>& per_thread, std::size_t slots) {
   const std::size_t n_chunks = (rows + kBatch - 1) / kBatch;
-  std::atomic<std::size_t> next{0};
+  ChunkClaims claims(n_chunks, per_thread.size());
   const CodeReader slot_codes(slot_index);
+  const bool sparse = possible != nullptr && fts.size() == 1 && fts[0].values != nullptr &&
+                      n_possible * kSparseShare <= rows;
   parallel_for(per_thread.size(), [&](std::size_t th) {
     Accumulators& a = per_thread[th];
     a.resize(in, slots);
@@ -227,8 +252,29 @@ void fused_pass(std::size_t rows, const Bitset* possible, const PackedIndex& slo
     const bool one_sum = n_terms == 1 && sums[0] != nullptr;
     std::vector<double> lanes(one_sum ? 4 * slots : 0, 0.0);  // the four copies of one Sum
     ChunkCodes buf;
+    if (sparse) {
+      // The row set's words of each run of chunks claimed, rows gathered kBatch at a time.
+      std::vector<std::uint32_t> picked(kBatch);
+      std::size_t m = 0;
+      const std::uint64_t* all = possible->words();
+      const std::size_t n_words = (rows + 63) / 64;
+      const std::uint64_t last_word = rows % 64 != 0 ? (std::uint64_t{1} << (rows % 64)) - 1 : ~std::uint64_t{0};
+      claims.each_run([&](std::size_t first, std::size_t end) {
+        for (std::size_t i = first * (kBatch / 64), stop = std::min(end * (kBatch / 64), n_words); i < stop; ++i)
+          for (std::uint64_t bits = all[i] & (i + 1 == n_words ? last_word : ~std::uint64_t{0}); bits != 0;
+               bits &= bits - 1) {
+            picked[m++] = static_cast<std::uint32_t>(i * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+            if (m == kBatch) {
+              sum_rows(picked.data(), m, slot_codes, slot_of, fts[0].codes, fts[0].values, sums[0], a.hits.data(), buf);
+              m = 0;
+            }
+          }
+      });
+      sum_rows(picked.data(), m, slot_codes, slot_of, fts[0].codes, fts[0].values, sums[0], a.hits.data(), buf);
+      return;
+    }
     std::uint64_t words[kBatch / 64];
-    for (std::size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
+    claims.each([&](std::size_t c) {
       const std::size_t begin = c * kBatch;
       const std::size_t count = std::min(kBatch, rows - begin);
       const std::size_t n_words = (count + 63) / 64;
@@ -248,7 +294,7 @@ void fused_pass(std::size_t rows, const Bitset* possible, const PackedIndex& slo
       } else {
         terms_chunk(w, n_words, begin, slot_codes, slot_of, fts, sums.data(), counts.data(), a.hits.data());
       }
-    }
+    });
     for (std::size_t k = 0; k < lanes.size(); ++k) sums[0][k % slots] += lanes[k];
   });
 }
@@ -372,12 +418,12 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
     const Bitset* possible = rows.rows[root].get();
     if (slots <= 0x100) {
       const std::vector<std::uint8_t> map(slot_of.begin(), slot_of.end());
-      fused_pass(table.rows, possible, slot_index, map.data(), fts, in, per_thread, slots);
+      fused_pass(table.rows, possible, rows.possible[root], slot_index, map.data(), fts, in, per_thread, slots);
     } else if (slots <= 0x10000) {
       const std::vector<std::uint16_t> map(slot_of.begin(), slot_of.end());
-      fused_pass(table.rows, possible, slot_index, map.data(), fts, in, per_thread, slots);
+      fused_pass(table.rows, possible, rows.possible[root], slot_index, map.data(), fts, in, per_thread, slots);
     } else {
-      fused_pass(table.rows, possible, slot_index, slot_of.data(), fts, in, per_thread, slots);
+      fused_pass(table.rows, possible, rows.possible[root], slot_index, slot_of.data(), fts, in, per_thread, slots);
     }
     acc = merged(per_thread, in, slots);
   } else if (table_root && functional && direct) {
