@@ -3,11 +3,13 @@
 // folding records into them, merging the threads' accumulators and reading the values out.
 // Shared by the aggregation passes (hypercube_aggregate.cpp).
 #include <algorithm>
+#include <bit>
 #include <atomic>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "assoc/bitset.hpp"
 #include "assoc/hypercube_aggregate.hpp"
 #include "assoc/thread_pool.hpp"
 
@@ -150,25 +152,75 @@ class ChunkClaims {
   std::atomic<std::size_t> next_{0};
 };
 
-// Runs `chunk(a, begin, count, scratch)` over a table's rows in chunks of kBatch taken in turn
-// by up to threads() threads, each into accumulators of its own (`scratch` a thread's own
-// state, made by `make_scratch`); each thread's pending distinct marks flushed, then the
-// threads' accumulators merged.
+// A table whose possible rows are at most this share of its rows (1/kSparseShare) is read by
+// gathering the possible rows' numbers over runs of chunks (gather_rows): a chunk then holds a
+// row or two, and its fixed work would cost more than the rows'.
+constexpr std::uint64_t kSparseShare = 16;
+
+inline bool sparse_rows(const Bitset* possible, std::uint64_t n_possible, std::size_t rows) {
+  return possible != nullptr && n_possible * kSparseShare <= rows;
+}
+
+// Calls fn(begin, count, picked, n) for the rows of `possible` in the runs of chunks the
+// calling thread claims, up to kBatch rows a call: `picked` holds their positions from `begin`,
+// all below `count`, which may exceed kBatch (read such rows one by one, never as a range).
+template <class Fn>
+void gather_rows(ChunkClaims& claims, const Bitset& possible, std::size_t rows, std::uint32_t* picked, Fn&& fn) {
+  const std::uint64_t* words = possible.words();
+  const std::size_t n_words = (rows + 63) / 64;
+  const std::uint64_t last = rows % 64 != 0 ? (std::uint64_t{1} << (rows % 64)) - 1 : ~std::uint64_t{0};
+  std::size_t begin = 0, n = 0;
+  claims.each_run([&](std::size_t first, std::size_t end) {
+    for (std::size_t w = first * (kBatch / 64), stop = std::min(end * (kBatch / 64), n_words); w < stop; ++w)
+      for (std::uint64_t bits = words[w] & (w + 1 == n_words ? last : ~std::uint64_t{0}); bits != 0; bits &= bits - 1) {
+        const std::size_t row = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+        if (n == 0) begin = row;
+        picked[n++] = static_cast<std::uint32_t>(row - begin);
+        if (n == kBatch) {
+          fn(begin, row - begin + 1, picked, n);
+          n = 0;
+        }
+      }
+  });
+  if (n != 0) fn(begin, std::size_t{picked[n - 1]} + 1, picked, n);
+}
+
+// Runs `chunk(a, begin, count, picked, n, scratch)` over the possible rows of a table
+// (`possible` null: every row) on up to threads() threads, each into accumulators of its own
+// (`scratch` a thread's own state, made by `make_scratch`): `picked` holds the positions from
+// `begin` of the n rows to read among `count` (null: all `count` of them). Chunks of kBatch
+// rows are taken in turn; where few rows are possible, a call gets up to kBatch of them
+// gathered over many chunks (gather_rows). Then each thread's pending distinct marks are
+// flushed and the threads' accumulators merged.
 template <class MakeScratch, class Chunk>
-Accumulators accumulate_chunks(std::size_t rows, std::vector<TermInput>& in, std::size_t slots,
-                               MakeScratch&& make_scratch, Chunk&& chunk) {
+Accumulators accumulate_chunks(std::size_t rows, const Bitset* possible, std::uint64_t n_possible,
+                               std::vector<TermInput>& in, std::size_t slots, MakeScratch&& make_scratch, Chunk&& chunk) {
   const std::size_t n_chunks = (rows + kBatch - 1) / kBatch;
   const std::size_t n_threads = std::max<std::size_t>(1, std::min<std::size_t>(threads(), n_chunks));
   std::vector<Accumulators> per_thread(n_threads);
   ChunkClaims claims(n_chunks, n_threads);
+  const bool sparse = sparse_rows(possible, n_possible, rows);
   parallel_for(n_threads, [&](std::size_t th) {
     Accumulators& a = per_thread[th];
     a.resize(in, slots);
     auto scratch = make_scratch();
-    claims.each([&](std::size_t c) {
-      const std::size_t begin = c * kBatch;
-      chunk(a, begin, std::min(kBatch, rows - begin), scratch);
-    });
+    std::vector<std::uint32_t> picked(kBatch);
+    if (sparse) {
+      gather_rows(claims, *possible, rows, picked.data(), [&](std::size_t begin, std::size_t count, const std::uint32_t* p, std::size_t n) {
+        chunk(a, begin, count, p, n, scratch);
+      });
+    } else {
+      claims.each([&](std::size_t c) {
+        const std::size_t begin = c * kBatch;
+        const std::size_t count = std::min(kBatch, rows - begin);
+        if (possible == nullptr) {
+          chunk(a, begin, count, nullptr, count, scratch);
+          return;
+        }
+        const std::size_t n = possible_positions(possible->words() + begin / 64, count, picked.data());
+        if (n != 0) chunk(a, begin, count, picked.data(), n, scratch);
+      });
+    }
     flush_all(in, a.terms);
   });
   return merged(per_thread, in, slots);

@@ -202,26 +202,22 @@ void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t be
   }
 }
 
-// One Sum over rows given by number (ascending, `m` of them): the sparse path's batch.
+// One Sum over rows given by their positions from `begin` (the sparse path's batch).
 template <class Map>
-void sum_rows(const std::uint32_t* rows, std::size_t m, CodeReader slot_codes, const Map* slot_of, CodeReader codes,
-              const double* values, double* sums, std::uint8_t* hits, ChunkCodes& buf) {
+void sum_rows(std::size_t begin, const std::uint32_t* picked, std::size_t m, CodeReader slot_codes, const Map* slot_of,
+              CodeReader codes, const double* values, double* sums, std::uint8_t* hits, ChunkCodes& buf) {
   std::uint32_t* slot = buf.slot.data();
   std::uint32_t* code = buf.code.data();
   // Every row's two reads are independent of the others': many misses are under way at once.
   for (std::size_t i = 0; i < m; ++i) {
-    slot[i] = slot_of[slot_codes.at(rows[i])];
-    code[i] = codes.at(rows[i]);
+    slot[i] = slot_of[slot_codes.at(begin + picked[i])];
+    code[i] = codes.at(begin + picked[i]);
   }
   for (std::size_t i = 0; i < m; ++i) {
     hits[slot[i]] = 1;
     sums[slot[i]] += values[code[i]];
   }
 }
-
-// A table whose possible rows are at most this share of its rows (1/kSparseShare) has one Sum
-// read by gathering the rows' numbers first, across chunks (sum_rows).
-constexpr std::uint64_t kSparseShare = 16;
 
 // The fused pass over a table's possible rows (`possible` null: all), chunk by chunk on the
 // engine's threads, each into its own accumulators. When few rows are possible (one customer
@@ -234,8 +230,7 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
   const std::size_t n_chunks = (rows + kBatch - 1) / kBatch;
   ChunkClaims claims(n_chunks, per_thread.size());
   const CodeReader slot_codes(slot_index);
-  const bool sparse = possible != nullptr && fts.size() == 1 && fts[0].values != nullptr &&
-                      n_possible * kSparseShare <= rows;
+  const bool sparse = fts.size() == 1 && fts[0].values != nullptr && sparse_rows(possible, n_possible, rows);
   parallel_for(per_thread.size(), [&](std::size_t th) {
     Accumulators& a = per_thread[th];
     a.resize(in, slots);
@@ -253,24 +248,10 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
     std::vector<double> lanes(one_sum ? 4 * slots : 0, 0.0);  // the four copies of one Sum
     ChunkCodes buf;
     if (sparse) {
-      // The row set's words of each run of chunks claimed, rows gathered kBatch at a time.
       std::vector<std::uint32_t> picked(kBatch);
-      std::size_t m = 0;
-      const std::uint64_t* all = possible->words();
-      const std::size_t n_words = (rows + 63) / 64;
-      const std::uint64_t last_word = rows % 64 != 0 ? (std::uint64_t{1} << (rows % 64)) - 1 : ~std::uint64_t{0};
-      claims.each_run([&](std::size_t first, std::size_t end) {
-        for (std::size_t i = first * (kBatch / 64), stop = std::min(end * (kBatch / 64), n_words); i < stop; ++i)
-          for (std::uint64_t bits = all[i] & (i + 1 == n_words ? last_word : ~std::uint64_t{0}); bits != 0;
-               bits &= bits - 1) {
-            picked[m++] = static_cast<std::uint32_t>(i * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
-            if (m == kBatch) {
-              sum_rows(picked.data(), m, slot_codes, slot_of, fts[0].codes, fts[0].values, sums[0], a.hits.data(), buf);
-              m = 0;
-            }
-          }
+      gather_rows(claims, *possible, rows, picked.data(), [&](std::size_t begin, std::size_t, const std::uint32_t* p, std::size_t n) {
+        sum_rows(begin, p, n, slot_codes, slot_of, fts[0].codes, fts[0].values, sums[0], a.hits.data(), buf);
       });
-      sum_rows(picked.data(), m, slot_codes, slot_of, fts[0].codes, fts[0].values, sums[0], a.hits.data(), buf);
       return;
     }
     std::uint64_t words[kBatch / 64];
@@ -449,26 +430,24 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
     const Bitset* possible = rows.rows[root].get();
     struct Scratch {
       std::vector<std::vector<std::uint32_t>> codes;
-      std::vector<std::uint32_t> picked, key;
+      std::vector<std::uint32_t> key;
     };
     const auto make_scratch = [&] {
       return Scratch{std::vector<std::vector<std::uint32_t>>(columns.size(), std::vector<std::uint32_t>(kBatch)),
-                     std::vector<std::uint32_t>(kBatch), std::vector<std::uint32_t>(kBatch)};
+                     std::vector<std::uint32_t>(kBatch)};
     };
-    acc = accumulate_chunks(table.rows, in, slots, make_scratch,
-                            [&](Accumulators& a, std::size_t begin, std::size_t count, Scratch& scratch) {
-        auto& [codes, picked, key] = scratch;
-        const std::uint64_t* mask = possible ? possible->words() + begin / 64 : nullptr;
-        std::size_t n = count;
-        if (mask != nullptr) {
-          // Only possible rows go on: their positions first, then their codes, read one by
-          // one where they are few and decoded with the whole batch where they are many.
-          n = possible_positions(mask, count, picked.data());
-          if (n == 0) return;
+    acc = accumulate_chunks(table.rows, possible, rows.possible[root], in, slots, make_scratch,
+                            [&](Accumulators& a, std::size_t begin, std::size_t count, const std::uint32_t* picked,
+                                std::size_t n, Scratch& scratch) {
+        auto& [codes, key] = scratch;
+        if (picked != nullptr) {
+          // Only possible rows go on: their codes read one by one where they are few (or
+          // gathered over more than a batch of rows), and decoded with the batch where many.
+          const bool one_by_one = n * 8 <= count || count > kBatch;
           for (std::size_t s = 0; s < columns.size(); ++s) {
             const PackedIndex& index = table.columns[columns[s]].index;
             std::uint32_t* cs = codes[s].data();
-            if (n * 8 <= count) {
+            if (one_by_one) {
               for (std::size_t i = 0; i < n; ++i) cs[i] = index.get(begin + picked[i]);
             } else {
               index.decode(begin, count, cs);
@@ -579,20 +558,23 @@ DenseGroups aggregate_by_column(const AssociativeModel& model, const RowStates& 
   const PackedIndex& values = table.columns[term.column].index;
   const Bitset* possible = rows.rows[table_node].get();
   struct Scratch {
-    std::vector<std::uint32_t> slot, code, picked;
+    std::vector<std::uint32_t> slot, code;
   };
-  const auto make_scratch = [] {
-    return Scratch{std::vector<std::uint32_t>(kBatch), std::vector<std::uint32_t>(kBatch), std::vector<std::uint32_t>(kBatch)};
-  };
-  const Accumulators acc = accumulate_chunks(table.rows, in, slots, make_scratch,
-                                             [&](Accumulators& a, std::size_t begin, std::size_t count, Scratch& scratch) {
-    auto& [slot, code, picked] = scratch;
-    groups.decode(begin, count, slot.data());
-    values.decode(begin, count, code.data());
-    std::size_t n = count;
-    if (possible != nullptr) {
-      n = possible_positions(possible->words() + begin / 64, count, picked.data());
+  const auto make_scratch = [] { return Scratch{std::vector<std::uint32_t>(kBatch), std::vector<std::uint32_t>(kBatch)}; };
+  const Accumulators acc = accumulate_chunks(
+      table.rows, possible, rows.possible[table_node], in, slots, make_scratch,
+      [&](Accumulators& a, std::size_t begin, std::size_t count, const std::uint32_t* picked, std::size_t n,
+          Scratch& scratch) {
+    auto& [slot, code] = scratch;
+    if (picked != nullptr && (n * 8 <= count || count > kBatch)) {  // few, or gathered
       for (std::size_t i = 0; i < n; ++i) {
+        slot[i] = groups.get(begin + picked[i]);
+        code[i] = values.get(begin + picked[i]);
+      }
+    } else {
+      groups.decode(begin, count, slot.data());
+      values.decode(begin, count, code.data());
+      for (std::size_t i = 0; picked != nullptr && i < n; ++i) {
         slot[i] = slot[picked[i]];
         code[i] = code[picked[i]];
       }
