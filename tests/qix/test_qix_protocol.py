@@ -416,3 +416,27 @@ def test_apps_held_by_sessions_are_not_evicted(tmp_path) -> None:
             assert held not in loaded  # released with the socket, then evicted
     finally:
         server.stop()
+
+
+def test_whole_numbers_go_on_the_wire_as_integers() -> None:
+    """A whole qNum is written `400`, as Qlik's engine writes it, not `400.0`; other numbers
+    keep every digit, NaN and infinities are strings: in measure and field value cells alike."""
+    from assoc.server.qix.facts import FieldValues
+    from assoc.server.qix.hypercube import measure_cells_json
+    from assoc.server.qix.rpc import encode_json, json_number
+
+    assert encode_json({"qNum": json_number(400.0)}) == '{"qNum":400}'
+    assert encode_json(json_number(-0.0)) == "0"
+    assert encode_json(json_number(-12.0)) == "-12"
+    assert encode_json(json_number(2.5)) == "2.5"
+    assert encode_json(json_number(0.1 + 0.2)) == "0.30000000000000004"
+    assert encode_json(json_number(2.0**60)) == "1.152921504606847e+18"  # beyond exact integers
+    assert (json_number(float("nan")), json_number(float("-inf"))) == ("NaN", "-Infinity")
+    whole, part, null = measure_cells_json([400.0, 2.5, float("nan")])
+    assert '"qText":"400","qNum":400,' in whole
+    assert '"qNum":2.5,' in part
+    assert '"qNum":"NaN"' in null
+    seven, half, text = FieldValues([7, 2.5, "a"]).cells_json([0, 1, 2], ["O", "O", "O"])
+    assert '"qNum":7,' in seven
+    assert '"qNum":2.5,' in half
+    assert '"qNum":"NaN",' in text
