@@ -274,6 +274,44 @@ def test_layouts_made_ahead_are_counted_planned_and_served(client: TestClient) -
     assert value(text, "assoc_qix_layouts_ahead_total", outcome="served") == 2
 
 
+@needs_qvd_reader
+def test_layouts_after_selection_mode_are_made_ahead(client: TestClient) -> None:
+    """A selection made in selection mode changes every chart, whose layouts the client asks
+    once the selection is confirmed (EndSelections changes the modal chart alone): those
+    layouts are made ahead then, and show the selection."""
+    app_id = client.post("/v1/apps/import", content=package_bytes()).json()["attributes"]["id"]
+    with client.websocket_connect(f"/app/{app_id}") as ws:
+        assert ws.receive_json()["method"] == "OnConnected"
+        call = Qix(ws)
+        doc = call(-1, "OpenDoc", [app_id])["result"]["qReturn"]["qHandle"]
+        bar = {
+            "qInfo": {"qType": "barchart"},
+            "qHyperCubeDef": {
+                "qDimensions": [{"qDef": {"qFieldDefs": ["Customer"]}}],
+                "qMeasures": [{"qDef": {"qDef": "Sum(Amount)"}}],
+                "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 2, "qHeight": 10}],
+            },
+        }
+        pie = {**bar, "qInfo": {"qType": "piechart"}}
+        charts = [
+            call(doc, "CreateSessionObject", [props])["result"]["qReturn"]["qHandle"]
+            for props in (bar, pie)
+        ]
+        for handle in charts:
+            call(handle, "GetLayout", [])
+        call(charts[0], "BeginSelections", [["/qHyperCubeDef"]])
+        picked = call(charts[0], "SelectHyperCubeValues", ["/qHyperCubeDef", 0, [0], False])
+        assert set(charts) <= set(picked["change"])
+        assert call(charts[0], "EndSelections", [True])["change"] == [charts[0]]
+        for handle in charts:
+            layout = call(handle, "GetLayout", [])["result"]["qLayout"]
+            matrix = layout["qHyperCube"]["qDataPages"][0]["qMatrix"]
+            assert [(r[0]["qText"], r[1]["qNum"]) for r in matrix] == [("a", 15)]
+    text = scrape(client)
+    assert value(text, "assoc_qix_layouts_ahead_total", outcome="planned") == 2
+    assert value(text, "assoc_qix_layouts_ahead_total", outcome="served") == 2
+
+
 def test_reloads_are_timed_by_outcome(client: TestClient) -> None:
     with client.websocket_connect("/app/engineData") as ws:
         assert ws.receive_json()["method"] == "OnConnected"

@@ -88,6 +88,10 @@ class LayoutsAhead:
     def __init__(self) -> None:
         # Object handles by their latest GetLayout, oldest first: the order of making.
         self.laid_out: OrderedDict[int, None] = OrderedDict()
+        # Handles an answer changed since their latest GetLayout: a selection made in
+        # selection mode changes every chart, whose layouts the client may ask only once it
+        # ends (EndSelections changes the modal object alone).
+        self.stale: set[int] = set()
         self._made: Made = {}
         self._job: asyncio.Future[None] | None = None
         self._stop = False  # read by the engine thread between layouts
@@ -97,6 +101,7 @@ class LayoutsAhead:
         """A GetLayout of an object handle was asked."""
         self.laid_out[handle] = None
         self.laid_out.move_to_end(handle)
+        self.stale.discard(handle)
 
     def start(
         self,
@@ -105,18 +110,19 @@ class LayoutsAhead:
         changed: Sequence[int],
         bases: DeltaBases | None = None,
     ) -> None:
-        """Starts making the layouts of the changed objects that were laid out before (none
-        while an object is in selection mode: its selections come one request after another),
-        as delta answers against `bases` when given. Call it with nothing made ahead (after
-        `settle`)."""
+        """Starts making the layouts of the objects laid out before that this answer or an
+        earlier one changed since (none while an object is in selection mode: its selections
+        come one request after another), as delta answers against `bases` when given. Call it
+        with nothing made ahead (after `settle`)."""
+        self.stale.update(changed)
         doc = session.doc
         if self._job is not None or doc is None or doc.modal is not None:
             return
-        changed_set = set(changed)
         open_now = set(session.handles.open_handles())
         for handle in [h for h in self.laid_out if h not in open_now]:
             del self.laid_out[handle]  # closed
-        plan = [h for h in self.laid_out if h in changed_set][:AHEAD_MAX]
+        self.stale &= open_now
+        plan = [h for h in self.laid_out if h in self.stale][:AHEAD_MAX]
         if not plan:
             return
         self._count("planned", len(plan))
