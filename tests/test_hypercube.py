@@ -707,6 +707,31 @@ def test_sparse_selections_sum_as_numpy_does(threads) -> None:
                 r = int(region[cust[i]])
                 want_region[r] = want_region.get(r, 0.0) + number[i]
             assert by_region == pytest.approx(want_region)
+            # Sums and Counts together in the fused pass, the dimension in the table or a link
+            # away.
+            for dim, group_of in (
+                ("Cat", lambda i: cat[i]),
+                ("Region", lambda i: int(region[cust[i]])),
+            ):
+                both = {
+                    row[0]: row[1:]
+                    for row in s.hypercube([dim], ["Count(Amount)", "Sum(Amount)"]).rows
+                }
+                want_both: dict[Any, list[float]] = {}
+                for i in np.flatnonzero(mask):
+                    counted = want_both.setdefault(group_of(i), [0.0, 0.0])
+                    counted[0] += amount[i] is not None
+                    counted[1] += number[i]
+                assert both.keys() == want_both.keys()
+                for key, (count, total) in want_both.items():
+                    assert both[key] == (count, pytest.approx(total))
+            # Many more groups than rows (customer by category): one thread's pass.
+            many = {row[:2]: row[2] for row in s.hypercube(["Cust", "Cat"], ["Sum(Amount)"]).rows}
+            want_many: dict[tuple[int, Any], float] = {}
+            for i in np.flatnonzero(mask):
+                key = (int(cust[i]), cat[i])
+                want_many[key] = want_many.get(key, 0.0) + number[i]
+            assert many == pytest.approx(want_many)
             # Other measures and two dimensions take the general pass.
             cube = s.hypercube(["Cat", "Region"], ["Count(Amount)", "Max(Amount)", "Avg(Amount)"])
             groups: dict[tuple[Any, int], list[float]] = {}

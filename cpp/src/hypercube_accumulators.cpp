@@ -114,14 +114,28 @@ void accumulate(TermInput& t, TermAcc& acc, const std::uint32_t* slot, const std
 }
 
 // Adds slot `ss` of `src` into slot `ds` of `dst` (Count(distinct) apart: see merge_distinct).
-void merge_slot(const TermInput& t, TermAcc& dst, std::size_t ds, const TermAcc& src, std::size_t ss) {
+// Merges src's slots `from` into dst's slots `to(s)`, for the slots `pick(s)` is true of (the
+// others hold their starting values: nothing to merge). The function is chosen once per term,
+// not per slot.
+template <class To, class Pick>
+void merge_slots(const TermInput& t, TermAcc& dst, const TermAcc& src, std::size_t from, std::size_t slots, To&& to,
+                 Pick&& pick) {
+  auto each = [&](auto&& fn) {
+    for (std::size_t s = from; s < slots; ++s)
+      if (pick(s)) fn(to(s), s);
+  };
   switch (t.func) {
-    case AggFunc::kSum: dst.a[ds] += src.a[ss]; break;
-    case AggFunc::kAvg: dst.a[ds] += src.a[ss]; dst.n[ds] += src.n[ss]; break;
-    case AggFunc::kMin: dst.a[ds] = std::min(dst.a[ds], src.a[ss]); break;
-    case AggFunc::kMax: dst.a[ds] = std::max(dst.a[ds], src.a[ss]); break;
-    case AggFunc::kCount: dst.n[ds] += src.n[ss]; break;
-    case AggFunc::kOnly: dst.only[ds] = merge_only(dst.only[ds], src.only[ss]); break;
+    case AggFunc::kSum: each([&](std::size_t d, std::size_t s) { dst.a[d] += src.a[s]; }); break;
+    case AggFunc::kAvg:
+      each([&](std::size_t d, std::size_t s) {
+        dst.a[d] += src.a[s];
+        dst.n[d] += src.n[s];
+      });
+      break;
+    case AggFunc::kMin: each([&](std::size_t d, std::size_t s) { dst.a[d] = std::min(dst.a[d], src.a[s]); }); break;
+    case AggFunc::kMax: each([&](std::size_t d, std::size_t s) { dst.a[d] = std::max(dst.a[d], src.a[s]); }); break;
+    case AggFunc::kCount: each([&](std::size_t d, std::size_t s) { dst.n[d] += src.n[s]; }); break;
+    case AggFunc::kOnly: each([&](std::size_t d, std::size_t s) { dst.only[d] = merge_only(dst.only[d], src.only[s]); }); break;
     case AggFunc::kCountDistinct: break;
   }
 }
@@ -176,7 +190,11 @@ void totals_from_groups(std::vector<TermInput>& in, Accumulators& acc, std::size
   for (std::size_t k = 0; k < in.size(); ++k) {
     TermInput& t = in[k];
     if (t.func != AggFunc::kCountDistinct) {
-      for (std::size_t s = kFirstGroup; s < slots; ++s) merge_slot(t, acc.terms[k], kTotal, acc.terms[k], s);
+      // Groups no record reached hold their starting values: only those reached are read.
+      const std::uint8_t* hits = acc.hits.data();
+      merge_slots(
+          t, acc.terms[k], acc.terms[k], kFirstGroup, slots, [](std::size_t) { return std::size_t{kTotal}; },
+          [&](std::size_t s) { return hits[s] != 0; });
     } else if (t.words_per_slot != 0) {
       for_buckets(t, [&](std::size_t b) {
         std::uint64_t* total = t.words(b, kTotal);
@@ -245,7 +263,12 @@ Accumulators merged(std::vector<Accumulators>& per_thread, const std::vector<Ter
         acc.terms[k].pairs.insert(acc.terms[k].pairs.end(), o.terms[k].pairs.begin(), o.terms[k].pairs.end());
         continue;
       }
-      for (std::size_t s = 0; s < slots; ++s) merge_slot(in[k], acc.terms[k], s, o.terms[k], s);
+      // A slot the other thread never reached holds its starting values (every pass marks a
+      // slot in hits as it adds to it); the totals and the trash slots are merged anyway.
+      const std::uint8_t* hits = o.hits.data();
+      merge_slots(
+          in[k], acc.terms[k], o.terms[k], 0, slots, [](std::size_t s) { return s; },
+          [&](std::size_t s) { return s < kFirstGroup || hits[s] != 0; });
     }
   }
   return acc;

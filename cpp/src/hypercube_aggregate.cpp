@@ -219,6 +219,26 @@ void sum_rows(std::size_t begin, const std::uint32_t* picked, std::size_t m, Cod
   }
 }
 
+// Several terms, Sums and Counts, over rows given by their positions from `begin`.
+template <class Map>
+void terms_rows(std::size_t begin, const std::uint32_t* picked, std::size_t m, CodeReader slot_codes, const Map* slot_of,
+                const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts, std::uint8_t* hits,
+                ChunkCodes& buf) {
+  std::uint32_t* slot = buf.slot.data();
+  std::uint32_t* code = buf.code.data();
+  for (std::size_t i = 0; i < m; ++i) slot[i] = slot_of[slot_codes.at(begin + picked[i])];
+  for (std::size_t i = 0; i < m; ++i) hits[slot[i]] = 1;
+  for (std::size_t k = 0; k < fts.size(); ++k) {
+    const CodeReader codes = fts[k].codes;
+    for (std::size_t i = 0; i < m; ++i) code[i] = codes.at(begin + picked[i]);
+    if (sums[k] != nullptr) {
+      for (std::size_t i = 0; i < m; ++i) sums[k][slot[i]] += fts[k].values[code[i]];
+    } else {
+      for (std::size_t i = 0; i < m; ++i) counts[k][slot[i]] += code[i] >= codes.bias ? 1U : 0U;
+    }
+  }
+}
+
 // The fused pass over a table's possible rows (`possible` null: all), chunk by chunk on the
 // engine's threads, each into its own accumulators. When few rows are possible (one customer
 // of a thousand), a chunk holds a row or two: the rows' numbers are gathered from the row set
@@ -230,7 +250,7 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
   const std::size_t n_chunks = (rows + kBatch - 1) / kBatch;
   ChunkClaims claims(n_chunks, per_thread.size());
   const CodeReader slot_codes(slot_index);
-  const bool sparse = fts.size() == 1 && fts[0].values != nullptr && sparse_rows(possible, n_possible, rows);
+  const bool sparse = sparse_rows(possible, n_possible, rows);
   parallel_for(per_thread.size(), [&](std::size_t th) {
     Accumulators& a = per_thread[th];
     a.resize(in, slots);
@@ -250,7 +270,11 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
     if (sparse) {
       std::vector<std::uint32_t> picked(kBatch);
       gather_rows(claims, *possible, rows, picked.data(), [&](std::size_t begin, std::size_t, const std::uint32_t* p, std::size_t n) {
-        sum_rows(begin, p, n, slot_codes, slot_of, fts[0].codes, fts[0].values, sums[0], a.hits.data(), buf);
+        if (one_sum) {
+          sum_rows(begin, p, n, slot_codes, slot_of, fts[0].codes, fts[0].values, sums[0], a.hits.data(), buf);
+        } else {
+          terms_rows(begin, p, n, slot_codes, slot_of, fts, sums.data(), counts.data(), a.hits.data(), buf);
+        }
       });
       return;
     }
@@ -394,9 +418,8 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
         if (t.symbols->has_number(x)) f.own[x + f.codes.bias] = t.symbols->number(x);
       f.values = f.own.data();
     }
-    const std::size_t n_chunks = (table.rows + kBatch - 1) / kBatch;
-    std::vector<Accumulators> per_thread(std::max<std::size_t>(1, std::min<std::size_t>(threads(), n_chunks)));
     const Bitset* possible = rows.rows[root].get();
+    std::vector<Accumulators> per_thread(pass_threads(table.rows, possible, rows.possible[root], slots));
     if (slots <= 0x100) {
       const std::vector<std::uint8_t> map(slot_of.begin(), slot_of.end());
       fused_pass(table.rows, possible, rows.possible[root], slot_index, map.data(), fts, in, per_thread, slots);
