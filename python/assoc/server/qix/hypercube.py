@@ -28,7 +28,7 @@ from assoc.server.qix.listobject import (
 )
 from assoc.server.qix.members import flag, member_object, member_objects, string_list
 from assoc.server.qix.pages import Page, data_page, page_area, parse_pages
-from assoc.server.qix.pivot import PivotState, PivotView
+from assoc.server.qix.pivot import PivotState, PivotView, leaf_dims, pivot_cube
 from assoc.server.qix.rpc import (
     CALC_EVAL_CONDITION_FAILED,
     CALC_INVALID_DEF,
@@ -387,13 +387,18 @@ class HyperCubeView:
                 self.calc_message = d.calc_condition[1]
                 self.error = {"qErrorCode": CALC_EVAL_CONDITION_FAILED}
                 return
-            self.cube = session.hypercube(
-                fields,
-                self.engine_measures,
-                sort=d.sort() or None,
-                suppress_zero=d.suppress_zero,
-                suppress_missing=d.suppress_missing,
-            )
+            leaves = leaf_dims(d) if d.mode == "P" else None
+            if leaves is not None:
+                # The pivot's cells read this same cube (PivotView): one computation, not two.
+                self.cube = pivot_cube(session, d, *leaves)
+            else:
+                self.cube = session.hypercube(
+                    fields,
+                    self.engine_measures,
+                    sort=d.sort() or None,
+                    suppress_zero=d.suppress_zero,
+                    suppress_missing=d.suppress_missing,
+                )
         except assoc.Error as exc:
             self._fail("", str(exc))
             return

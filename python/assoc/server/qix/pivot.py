@@ -114,6 +114,34 @@ def _tree(codes: list[np.ndarray]) -> list[_Tree]:
     return roots
 
 
+def pivot_cube(session: InState, d: HyperCubeDef, dims: list[int], top: int = 0) -> assoc.Hypercube:
+    """A pivot cube's cube over these dimensions (positions), the last `top` of them on top
+    (HRank's columns), sorted by the dimensions' own sorts."""
+    fields = [d.dimensions[c].field for c in dims]
+    sort = [s for s in (d.dimensions[c].sort() for c in dims) if s is not None]
+    return session.hypercube(
+        fields,
+        [m.expression for m in d.measures],
+        sort=sort or None,
+        suppress_zero=d.suppress_zero,
+        suppress_missing=d.suppress_missing,
+        pivot_top=list(range(len(dims) - top, len(dims))),
+    )
+
+
+def leaf_dims(d: HyperCubeDef) -> tuple[list[int], int] | None:
+    """The dimensions of a pivot cube's cells (left then top) and how many are on top, when
+    its whole cube is that one (dimensions in order, no hidden measure); else None."""
+    left = [c for c in d.left if c != PSEUDO]
+    top = [c for c in d.top if c != PSEUDO]
+    dims = left + top
+    if dims != list(range(len(d.dimensions))) or d.engine_measures != [
+        m.expression for m in d.measures
+    ]:
+        return None
+    return dims, len(top)
+
+
 class PivotView:
     """The left and top trees of a pivot cube as shown, and its cells."""
 
@@ -141,17 +169,7 @@ class PivotView:
 
     def _cube(self, dims: list[int], top: int = 0) -> assoc.Hypercube:
         """A cube over these dimensions, the last `top` of them on top (HRank's columns)."""
-        d = self.definition
-        fields = [d.dimensions[c].field for c in dims]
-        sort = [s for s in (d.dimensions[c].sort() for c in dims) if s is not None]
-        return self.session.hypercube(
-            fields,
-            [m.expression for m in d.measures],
-            sort=sort or None,
-            suppress_zero=d.suppress_zero,
-            suppress_missing=d.suppress_missing,
-            pivot_top=list(range(len(dims) - top, len(dims))),
-        )
+        return pivot_cube(self.session, self.definition, dims, top)
 
     def _side(self, levels: tuple[int, ...], dims: list[int], state: SideState) -> list[Node]:
         if not dims:
