@@ -312,6 +312,48 @@ def test_layouts_after_selection_mode_are_made_ahead(client: TestClient) -> None
     assert value(text, "assoc_qix_layouts_ahead_total", outcome="served") == 2
 
 
+@needs_qvd_reader
+def test_a_pivot_s_cells_reuse_its_cube(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pivot table's layout asks the engine for its cube once as the cells read it, so the
+    cells take it from the result cache (its subtotals by the outer dimension are a cube of
+    their own): two distinct cubes, not three."""
+    import assoc.session
+
+    asked: list[tuple[Any, ...]] = []
+    hypercube = assoc.session.Session.hypercube
+
+    def recorded(self: Any, *args: Any, **kw: Any) -> Any:
+        asked.append((repr(args), repr(sorted(kw.items()))))
+        return hypercube(self, *args, **kw)
+
+    monkeypatch.setattr(assoc.session.Session, "hypercube", recorded)
+    app_id = client.post("/v1/apps/import", content=package_bytes()).json()["attributes"]["id"]
+    with client.websocket_connect(f"/app/{app_id}") as ws:
+        assert ws.receive_json()["method"] == "OnConnected"
+        call = Qix(ws)
+        doc = call(-1, "OpenDoc", [app_id])["result"]["qReturn"]["qHandle"]
+        pivot = {
+            "qInfo": {"qType": "pivot-table"},
+            "qHyperCubeDef": {
+                "qMode": "P",
+                "qDimensions": [
+                    {"qDef": {"qFieldDefs": ["Name"]}},
+                    {"qDef": {"qFieldDefs": ["OrderId"]}},
+                ],
+                "qMeasures": [{"qDef": {"qDef": "Sum(Amount)"}}],
+                "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 2, "qHeight": 10}],
+            },
+        }
+        obj = call(doc, "CreateSessionObject", [pivot])["result"]["qReturn"]["qHandle"]
+        layout = call(obj, "GetLayout", [])["result"]["qLayout"]
+    page = layout["qHyperCube"]["qPivotDataPages"][0]
+    assert [row[0]["qNum"] for row in page["qData"]] == [15, 20, 7]  # Ann, Bob, Cid
+    assert len(asked) >= 3
+    assert len(set(asked)) == 2
+
+
 def test_reloads_are_timed_by_outcome(client: TestClient) -> None:
     with client.websocket_connect("/app/engineData") as ws:
         assert ws.receive_json()["method"] == "OnConnected"
