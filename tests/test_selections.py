@@ -14,6 +14,7 @@ import pytest
 
 import assoc
 from assoc import App
+from assoc.field_order import ALTERNATIVE, EXCLUDED, OPTION, SELECTED, SELECTED_EXCLUDED
 from reference_inference import ReferenceModel
 
 
@@ -117,6 +118,22 @@ def test_random_star_and_snowflake_schemas_match_the_reference(seed, snowflake) 
             selections = random_selections(rng, app, n)
             apply(s, selections)
             check_against_reference(app, s, selections)
+            check_state_codes(app, s)
+
+
+def check_state_codes(app: App, s: assoc.Session) -> None:
+    """Each field's state codes say what its per-state indexes say (a selected value that
+    other selections exclude: selected-excluded; alternatives shown or counted excluded)."""
+    for field in data_fields(app):
+        for shown in (False, True):
+            want = np.full(len(app.symbols(field)), EXCLUDED, dtype=np.int8)
+            want[s.indices(field, "possible")] = OPTION
+            want[s.indices(field, "alternative")] = ALTERNATIVE if shown else EXCLUDED
+            want[s.indices(field, "selected")] = SELECTED
+            want[s.indices(field, "selected_excluded")] = SELECTED_EXCLUDED
+            got = s.state_codes(field, shown)
+            assert got.dtype == np.int8
+            np.testing.assert_array_equal(got, want, err_msg=field)
 
 
 def customers_and_orders() -> App:

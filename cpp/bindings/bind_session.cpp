@@ -271,6 +271,30 @@ void bind_session(py::module_& m) {
           },
           py::arg("field"), py::arg("state"), py::arg("in_state") = "$", "Symbol indexes of a field's values in one state, in order.")
       .def(
+          "state_codes",
+          [](const Session& s, const std::string& field, bool show_alternatives, const std::string& in_state) {
+            const auto st = states_of(s, field, in_state);
+            const std::size_t n = s.model().data().fields()[s.model().field_id(field)].symbols.size();
+            py::array_t<std::int8_t> out(static_cast<py::ssize_t>(n));
+            std::int8_t* code = out.mutable_data();
+            // The codes of assoc.field_order: selected 0, possible 1, alternative 2, selected
+            // but excluded 3, excluded 4 (alternatives count as excluded unless shown).
+            std::fill_n(code, n, std::int8_t{4});
+            const auto mark = [&](const Bitset& set, std::int8_t c) {
+              set.for_each([&](std::size_t i) {
+                if (i < n) code[i] = c;  // a state's bits past the symbols (NULL's) name no value
+              });
+            };
+            mark(st->possible, 1);
+            if (show_alternatives) mark(st->alternative, 2);
+            mark(st->selected, 0);
+            mark(st->selected_excluded, 3);
+            return out;
+          },
+          py::arg("field"), py::arg("show_alternatives"), py::arg("in_state") = "$",
+          "Each of a field's values' state as a code, in symbol order: selected 0, possible 1, "
+          "alternative 2 (4 unless shown), selected but excluded 3, excluded 4.")
+      .def(
           "possible_rows",
           [](const Session& s, const std::string& table, const std::string& state) {
             const std::uint32_t t = s.model().table_id(table);

@@ -401,6 +401,13 @@ class Session(metaclass=_pybind11_type):
         """
         Symbol indexes of a field's values in one state, in order.
         """
+    def state_codes(
+        self, field: str, show_alternatives: bool, in_state: str = "$"
+    ) -> numpy.typing.NDArray[numpy.int8]:
+        """
+        Each of a field's values' state as a code, in symbol order: selected 0, possible 1,
+        alternative 2 (4 unless shown), selected but excluded 3, excluded 4.
+        """
     def arrow_list_page(
         self,
         field: str,

@@ -118,11 +118,16 @@ class StateSource(Protocol):
 
     def indices(self, field: str, state: str = ...) -> np.ndarray: ...
 
+    def state_codes(self, field: str, show_alternatives: bool) -> np.ndarray: ...
+
 
 def value_states(
     session: StateSource, field: str, size: int, show_alternatives: bool
 ) -> np.ndarray:
     """The state code of each of a field's values in a session."""
+    found = session.state_codes(field, show_alternatives)  # one engine call, no array per state
+    if len(found) == size:
+        return found
     states = np.full(size, EXCLUDED, dtype=np.int8)
     states[session.indices(field, "possible")] = OPTION
     states[session.indices(field, "alternative")] = ALTERNATIVE if show_alternatives else EXCLUDED

@@ -453,6 +453,17 @@ class Session:
         found: np.ndarray = self._impl.indices(self._field(field), state, _state(in_state))
         return found
 
+    def state_codes(
+        self, field: str, show_alternatives: bool = False, in_state: str = "$"
+    ) -> np.ndarray:
+        """Each of a field's values' state as a code (assoc.field_order: SELECTED, OPTION,
+        ALTERNATIVE, SELECTED_EXCLUDED, EXCLUDED), in symbol order, in the selection state
+        `in_state`; alternatives count as excluded unless `show_alternatives`."""
+        found: np.ndarray = self._impl.state_codes(
+            self._field(field), bool(show_alternatives), _state(in_state)
+        )
+        return found
+
     def possible_rows(self, table: str, state: str = "$") -> int:
         """How many rows of a table are possible."""
         return self._impl.possible_rows(self._table(table), _state(state))
@@ -612,6 +623,9 @@ class _InState:
 
     def indices(self, field: str, state: str = "possible") -> np.ndarray:
         return self._session.indices(field, state, self._state)
+
+    def state_codes(self, field: str, show_alternatives: bool) -> np.ndarray:
+        return self._session.state_codes(field, show_alternatives, self._state)
 
 
 def _page_columns(field: str) -> list[str]:

@@ -50,6 +50,10 @@ class InState:
         """Symbol indexes of a field's values in one value state."""
         return self.session.indices(field, kind, in_state=self.state)
 
+    def state_codes(self, field: str, show_alternatives: bool) -> np.ndarray:
+        """Each of a field's values' state code (assoc.field_order), in symbol order."""
+        return self.session.state_codes(field, show_alternatives, in_state=self.state)
+
     def counts(self, field: str) -> dict[str, int]:
         """How many of a field's values are in each value state."""
         return self.session.counts(field, state=self.state)
