@@ -14,7 +14,8 @@
         [--soak-values 100]
 
 Targets: round trips >= 0.8x the bare endpoint; step <= 1.5x embedded + 1 ms (and the tighter
-<= 1.2x + 1 ms); 0 errors in the soak with memory bounded. The script prints Markdown; it never fails on a missed target.
+<= 1.2x + 1 ms); 0 errors in the soak with memory bounded. The script prints Markdown; it
+never fails on a missed target.
 """
 
 from __future__ import annotations
