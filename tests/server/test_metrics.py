@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,26 @@ class Qix:
             answer: dict[str, Any] = self.ws.receive_json()
             if answer.get("id") == self.n:
                 return answer
+
+
+BAR = {
+    "qInfo": {"qType": "barchart"},
+    "qHyperCubeDef": {
+        "qDimensions": [{"qDef": {"qFieldDefs": ["Customer"]}}],
+        "qMeasures": [{"qDef": {"qDef": "Sum(Amount)"}}],
+        "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 2, "qHeight": 10}],
+    },
+}
+
+
+@contextlib.contextmanager
+def qix_doc(client: TestClient) -> Iterator[tuple[Qix, int]]:
+    """A QIX socket on a newly imported app with its doc open: the calls and the doc handle."""
+    app_id = client.post("/v1/apps/import", content=package_bytes()).json()["attributes"]["id"]
+    with client.websocket_connect(f"/app/{app_id}") as ws:
+        assert ws.receive_json()["method"] == "OnConnected"
+        call = Qix(ws)
+        yield call, call(-1, "OpenDoc", [app_id])["result"]["qReturn"]["qHandle"]
 
 
 def scrape(client: TestClient) -> str:
@@ -236,20 +257,8 @@ def test_qix_requests_are_counted_per_method(client: TestClient) -> None:
 def test_layouts_made_ahead_are_counted_planned_and_served(client: TestClient) -> None:
     """After a change, the layouts of objects laid out before are made ahead: a GetLayout
     takes one (served); one never asked is planned only."""
-    app_id = client.post("/v1/apps/import", content=package_bytes()).json()["attributes"]["id"]
-    with client.websocket_connect(f"/app/{app_id}") as ws:
-        assert ws.receive_json()["method"] == "OnConnected"
-        call = Qix(ws)
-        doc = call(-1, "OpenDoc", [app_id])["result"]["qReturn"]["qHandle"]
-        bar = {
-            "qInfo": {"qType": "barchart"},
-            "qHyperCubeDef": {
-                "qDimensions": [{"qDef": {"qFieldDefs": ["Customer"]}}],
-                "qMeasures": [{"qDef": {"qDef": "Sum(Amount)"}}],
-                "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 2, "qHeight": 10}],
-            },
-        }
-        obj = call(doc, "CreateSessionObject", [bar])["result"]["qReturn"]["qHandle"]
+    with qix_doc(client) as (call, doc):
+        obj = call(doc, "CreateSessionObject", [BAR])["result"]["qReturn"]["qHandle"]
         call(obj, "GetLayout", [])
         patch = {"qOp": "replace", "qPath": "/qHyperCubeDef/qMeasures/0/qDef/qDef"}
         call(obj, "ApplyPatches", [[{**patch, "qValue": '"Sum(Amount)*2"'}], False])
@@ -279,23 +288,11 @@ def test_layouts_after_selection_mode_are_made_ahead(client: TestClient) -> None
     """A selection made in selection mode changes every chart, whose layouts the client asks
     once the selection is confirmed (EndSelections changes the modal chart alone): those
     layouts are made ahead then, and show the selection."""
-    app_id = client.post("/v1/apps/import", content=package_bytes()).json()["attributes"]["id"]
-    with client.websocket_connect(f"/app/{app_id}") as ws:
-        assert ws.receive_json()["method"] == "OnConnected"
-        call = Qix(ws)
-        doc = call(-1, "OpenDoc", [app_id])["result"]["qReturn"]["qHandle"]
-        bar = {
-            "qInfo": {"qType": "barchart"},
-            "qHyperCubeDef": {
-                "qDimensions": [{"qDef": {"qFieldDefs": ["Customer"]}}],
-                "qMeasures": [{"qDef": {"qDef": "Sum(Amount)"}}],
-                "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 2, "qHeight": 10}],
-            },
-        }
-        pie = {**bar, "qInfo": {"qType": "piechart"}}
+    with qix_doc(client) as (call, doc):
+        pie = {**BAR, "qInfo": {"qType": "piechart"}}
         charts = [
             call(doc, "CreateSessionObject", [props])["result"]["qReturn"]["qHandle"]
-            for props in (bar, pie)
+            for props in (BAR, pie)
         ]
         for handle in charts:
             call(handle, "GetLayout", [])
@@ -329,11 +326,7 @@ def test_a_pivot_s_cells_reuse_its_cube(
         return hypercube(self, *args, **kw)
 
     monkeypatch.setattr(assoc.session.Session, "hypercube", recorded)
-    app_id = client.post("/v1/apps/import", content=package_bytes()).json()["attributes"]["id"]
-    with client.websocket_connect(f"/app/{app_id}") as ws:
-        assert ws.receive_json()["method"] == "OnConnected"
-        call = Qix(ws)
-        doc = call(-1, "OpenDoc", [app_id])["result"]["qReturn"]["qHandle"]
+    with qix_doc(client) as (call, doc):
         pivot = {
             "qInfo": {"qType": "pivot-table"},
             "qHyperCubeDef": {
