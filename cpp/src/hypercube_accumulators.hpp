@@ -3,8 +3,8 @@
 // folding records into them, merging the threads' accumulators and reading the values out.
 // Shared by the aggregation passes (hypercube_aggregate.cpp).
 #include <algorithm>
-#include <bit>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -155,7 +155,8 @@ class ChunkClaims {
 constexpr std::uint64_t kSparseShare = 16;
 
 inline bool sparse_rows(const Bitset* possible, std::uint64_t n_possible, std::size_t rows) {
-  return possible != nullptr && n_possible * kSparseShare <= rows;
+  // Gathered rows are held as 32-bit offsets from their batch's first.
+  return possible != nullptr && n_possible * kSparseShare <= rows && rows <= 0xFFFFFFFFULL;
 }
 
 // The threads a pass over a table's possible rows into `slots` accumulators uses: each thread
