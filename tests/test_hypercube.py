@@ -732,6 +732,12 @@ def test_sparse_selections_sum_as_numpy_does(threads) -> None:
                 key = (int(cust[i]), cat[i])
                 want_many[key] = want_many.get(key, 0.0) + number[i]
             assert many == pytest.approx(want_many)
+            # Aggr over one field reads that field's table by its column (one group a value).
+            per_customer: dict[int, float] = {}
+            for i in np.flatnonzero(mask):
+                per_customer[int(cust[i])] = per_customer.get(int(cust[i]), 0.0) + number[i]
+            (top,) = s.hypercube([], ["Max(Aggr(Sum(Amount), Cust))"]).rows[0]
+            assert top == pytest.approx(max(per_customer.values()))
             # Other measures and two dimensions take the general pass.
             cube = s.hypercube(["Cat", "Region"], ["Count(Amount)", "Max(Amount)", "Avg(Amount)"])
             groups: dict[tuple[Any, int], list[float]] = {}
