@@ -73,6 +73,18 @@ class KeyBitmap {
     met |= word & bit;
     words_[at >> 6] = word | bit;
   }
+  // Sets the key's bit, without asking whether it was set: keys set this way met exactly when
+  // fewer bits are set than keys were (set_bits()), one pass over the words at the end in
+  // place of a test and a branch-free merge per key.
+  void set(std::uint64_t key) { words_[(key & mask_) >> 6] |= std::uint64_t{1} << (key & 63); }
+  std::uint64_t set_bits() const {
+    std::uint64_t n = 0;
+    for (const std::uint64_t w : words_) n += static_cast<std::uint64_t>(std::popcount(w));
+    return n;
+  }
+  // The words and the mask, for a loop that sets keys itself as set() does.
+  std::uint64_t* words() { return words_.data(); }
+  std::uint64_t mask() const { return mask_; }
 
  private:
   std::vector<std::uint64_t> words_;
@@ -83,7 +95,8 @@ class KeyBitmap {
 // increase (ids, dates in file order), or their keys never meet in a KeyBitmap. A key is the
 // number scaled by the power of ten up to 10^4 that the first symbols need (amounts, prices),
 // rounded: the bits of x * scale + 1.5 * 2^52, a function of the value (-0 and 0 alike), so
-// equal numbers always meet and distinct ones meet only when their keys are congruent.
+// equal numbers always meet and distinct ones meet only when their keys are congruent. Keys
+// are only set while parsing (KeyBitmap::set); whether two met is counted once at the end.
 class NumberKeys {
  public:
   static constexpr std::size_t kScaleSample = 64;  // symbols that choose the scale
@@ -100,18 +113,22 @@ class NumberKeys {
   void add(double v) {
     up_ &= last_ < v;
     last_ = v;
-    seen_.add(std::bit_cast<std::uint64_t>(rounded_sum(v * scale_, kShift)), met_);
+    seen_.set(std::bit_cast<std::uint64_t>(rounded_sum(v * scale_, kShift)));
+    ++keys_;
   }
-  // Numbers added a vector at a time: the keys made from them as add makes them (the product
-  // rounded, then the sum), the last of them, and whether each was above the one before.
+  // Numbers added a vector at a time, their keys made as add makes them (the product rounded,
+  // then the sum) and set in bitmap() as KeyBitmap::set does: added() then takes what add
+  // would have kept, the count of keys, the last number, and whether each was above the one
+  // before.
   double last() const { return last_; }
-  void add_keys(const std::uint64_t* keys, std::size_t n, double last, bool up) {
-    for (std::size_t i = 0; i < n; ++i) seen_.add(keys[i], met_);
+  KeyBitmap& bitmap() { return seen_; }
+  void added(std::size_t keys, double last, bool up) {
+    keys_ += keys;
     last_ = last;
     up_ &= up;
   }
   // True when the numbers added are proven distinct.
-  bool distinct() const { return up_ || met_ == 0; }
+  bool distinct() const { return up_ || seen_.set_bits() == keys_; }
 
   // product + shift with the product rounded first: never fused into one multiply-add, which
   // rounds once and could give one number two keys on two paths.
@@ -126,7 +143,7 @@ class NumberKeys {
   KeyBitmap seen_;
   double scale_ = 1;
   double last_ = -std::numeric_limits<double>::infinity();
-  std::uint64_t met_ = 0;
+  std::uint64_t keys_ = 0;
   bool up_ = true;
 };
 
@@ -221,6 +238,17 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
     r += 9;
     ++i;
   }
+  // The loop's state stays in registers (a store and a wider load of it back would stall):
+  // the number before the run in every lane, the lanes that were above the one before them
+  // and the lanes that were finite, all runs so far.
+  std::uint64_t* const words = keys.bitmap().words();
+  const __m256i key_mask = _mm256_set1_epi64x(static_cast<long long>(keys.bitmap().mask()));
+  const __m256i low6 = _mm256_set1_epi64x(63);
+  const __m256i one = _mm256_set1_epi64x(1);
+  __m256d before = _mm256_set1_pd(keys.last());
+  __m256d up = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+  __m256d finite_lanes = up;
+  const std::size_t first = i;
   while (end - r >= 72 && n - i >= 8) {
     prefetch_ahead(r, 128);
     const auto lo = static_cast<unsigned>(
@@ -229,33 +257,42 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
         _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 32)), two)));
     // Type bytes at 0, 9, 18, 27 of the first 32 bytes, 36, 45, 54, 63 (4, 13, 22, 31) of the next.
     if ((lo & 0x08040201U) != 0x08040201U || (hi & 0x80402010U) != 0x80402010U) break;
-    double d[9];  // the number before the run, then its eight
-    d[0] = keys.last();
-    for (int k = 0; k < 8; ++k) std::memcpy(&d[k + 1], r + 9 * k + 1, 8);
-    const __m256d a = _mm256_loadu_pd(d + 1);
-    const __m256d b = _mm256_loadu_pd(d + 5);
+    double d[8];
+    for (int k = 0; k < 8; ++k) std::memcpy(&d[k], r + 9 * k + 1, 8);
+    const __m256d a = _mm256_setr_pd(d[0], d[1], d[2], d[3]);
+    const __m256d b = _mm256_setr_pd(d[4], d[5], d[6], d[7]);
     if ((reinterpret_cast<std::uintptr_t>(out + i) & 31) == 0) {
       _mm256_stream_pd(out + i, a);
       _mm256_stream_pd(out + i + 4, b);
     } else {  // a symbol before the boundary was not a float64
-      for (int k = 0; k < 8; ++k) stream_number(out + i + k, d[k + 1]);
+      for (int k = 0; k < 8; ++k) stream_number(out + i + k, d[k]);
     }
-    finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(a, magnitude), largest, _CMP_LE_OQ));
-    finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(b, magnitude), largest, _CMP_LE_OQ));
-    const int up = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(d), a, _CMP_LT_OQ)) &
-                   _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(d + 4), b, _CMP_LT_OQ));
+    finite_lanes = _mm256_and_pd(finite_lanes, _mm256_cmp_pd(_mm256_and_pd(a, magnitude), largest, _CMP_LE_OQ));
+    finite_lanes = _mm256_and_pd(finite_lanes, _mm256_cmp_pd(_mm256_and_pd(b, magnitude), largest, _CMP_LE_OQ));
+    // The numbers before a's lanes: the one before the run, a0, a1, a2; before b's: a3, b0, b1, b2.
+    const __m256d before_a = _mm256_blend_pd(_mm256_permute4x64_pd(a, 0x90), before, 0x1);
+    const __m256d before_b = _mm256_blend_pd(_mm256_permute4x64_pd(b, 0x90), _mm256_permute4x64_pd(a, 0xFF), 0x1);
+    up = _mm256_and_pd(up, _mm256_cmp_pd(before_a, a, _CMP_LT_OQ));
+    up = _mm256_and_pd(up, _mm256_cmp_pd(before_b, b, _CMP_LT_OQ));
+    before = _mm256_permute4x64_pd(b, 0xFF);
     // Keys as NumberKeys::add makes them: the product rounded (kept apart from the sum, so
-    // never fused), then the sum.
+    // never fused), then the sum; each key's word and bit as vectors, then set one by one.
     __m256d pa = _mm256_mul_pd(a, scale);
     __m256d pb = _mm256_mul_pd(b, scale);
     asm("" : "+x"(pa), "+x"(pb));
-    std::uint64_t run_keys[8];
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(run_keys), _mm256_castpd_si256(_mm256_add_pd(pa, shift)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(run_keys + 4), _mm256_castpd_si256(_mm256_add_pd(pb, shift)));
-    keys.add_keys(run_keys, 8, d[8], up == 0xF);
+    const __m256i ka = _mm256_castpd_si256(_mm256_add_pd(pa, shift));
+    const __m256i kb = _mm256_castpd_si256(_mm256_add_pd(pb, shift));
+    alignas(32) std::uint64_t at[8], bit[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(at), _mm256_srli_epi64(_mm256_and_si256(ka, key_mask), 6));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(at + 4), _mm256_srli_epi64(_mm256_and_si256(kb, key_mask), 6));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bit), _mm256_sllv_epi64(one, _mm256_and_si256(ka, low6)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bit + 4), _mm256_sllv_epi64(one, _mm256_and_si256(kb, low6)));
+    for (int k = 0; k < 8; ++k) words[at[k]] |= bit[k];
     r += 72;
     i += 8;
   }
+  if (i > first) keys.added(i - first, _mm256_cvtsd_f64(before), _mm256_movemask_pd(up) == 0xF);
+  if (_mm256_movemask_pd(finite_lanes) != 0xF) finite = 0;
   q = r;
   if (finite != 0xF) ok = false;
   return i;
