@@ -459,3 +459,20 @@ def test_a_repeat_of_the_number_before_in_any_lane_of_a_float64_run(at: int) -> 
     app = App.from_qvd(raw_qvd("T", {"V": (symbols, list(range(len(values))))}))
     assert app.symbols("V") == values[:at] + values[at + 1 :]
     assert app.table("T").column("V")[at] == values[at - 1]
+
+
+@pytest.mark.parametrize("at", range(1_000, 1_016))
+def test_an_int32_repeated_as_int32_between_float64_runs(at: int) -> None:
+    """The runs of float64s take an int32 between them one by one and go on: an integer
+    stored twice as int32, the second right after the first, is found wherever it falls
+    between the runs (the numbers otherwise increase, so only the compare with the number
+    before it tells)."""
+    values: list[float] = [i + 0.5 for i in range(3_000)]
+    for k in range(5, 3_000, 37):
+        values[k] = float(k + 1)  # an integer among the decimals, still increasing
+    values[at - 1] = float(at)
+    symbols = [kind_symbol("increasing-decimals", v) for v in values]
+    symbols[at] = int32(at)
+    app = App.from_qvd(raw_qvd("T", {"V": (symbols, list(range(len(values))))}))
+    assert app.symbols("V") == values[:at] + values[at + 1 :]
+    assert app.table("T").column("V")[at] == at

@@ -232,11 +232,12 @@ inline void stream_number(double* at, double v) {
 const bool kHasSse41 = (__builtin_cpu_init(), __builtin_cpu_supports("sse4.1"));
 
 // Runs of eight float64 symbols (72 bytes) from q, symbol i on, into out while a run fits in
-// the `end` and `n` left and all its type bytes are 2; q moves past them, `ok` turns false
-// at a number that is not finite, each number is added to `keys`, and the next symbol's index
-// is returned. Per run: two 32-byte loads and a byte compare check the eight type bytes at
-// once; the numbers are gathered four to a vector, checked finite, compared with the ones
-// before them and keyed as vectors, and stored whole.
+// the `end` and `n` left and all its type bytes are 2, with single int32 and float64 symbols
+// between runs; q moves past them, `ok` turns false at a number that is not finite, each
+// number is added to `keys`, and the next symbol's index is returned. Per run: two 32-byte
+// loads and a byte compare check the eight type bytes at once; the numbers are gathered four
+// to a vector, checked finite, compared with the ones before them and keyed as vectors, and
+// stored whole.
 __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t*& q, const std::uint8_t* end,
                                                              double* out, std::size_t i, std::size_t n, bool& ok,
                                                              NumberKeys& keys) {
@@ -269,6 +270,9 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
   __m256d up = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
   __m256d finite_lanes = up;
   const std::size_t first = i;
+  // The same for the symbols taken one by one between runs.
+  const std::uint64_t single_mask = keys.bitmap().mask();
+  bool one_up = true, one_finite = true;
   while (end - r >= 72 && n - i >= 8) {
     prefetch_ahead(r, 128);
     const auto lo = static_cast<unsigned>(
@@ -276,7 +280,31 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
     const auto hi = static_cast<unsigned>(
         _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 32)), two)));
     // Type bytes at 0, 9, 18, 27 of the first 32 bytes, 36, 45, 54, 63 (4, 13, 22, 31) of the next.
-    if ((lo & 0x08040201U) != 0x08040201U || (hi & 0x80402010U) != 0x80402010U) break;
+    if ((lo & 0x08040201U) != 0x08040201U || (hi & 0x80402010U) != 0x80402010U) {
+      // Not a run: its first symbol one by one, when it is an int32 (as Qlik writes an integer
+      // among decimals) or a float64, and the runs go on after it (the loop left only at
+      // another type, or near the end).
+      double v;
+      if (*r == 1) {
+        std::int32_t w;
+        std::memcpy(&w, r + 1, 4);
+        v = w;
+        r += 5;
+      } else if (*r == 2) {
+        std::memcpy(&v, r + 1, 8);
+        one_finite &= std::fabs(v) <= std::numeric_limits<double>::max();
+        r += 9;
+      } else {
+        break;
+      }
+      stream_number(out + i, v);
+      one_up &= _mm256_cvtsd_f64(before) < v;
+      before = _mm256_set1_pd(v);
+      const auto key = std::bit_cast<std::uint64_t>(NumberKeys::rounded_sum(v * keys.scale(), NumberKeys::kShift));
+      words[(key & single_mask) >> 6] |= std::uint64_t{1} << (key & 63);
+      ++i;
+      continue;
+    }
     double d[8];
     for (int k = 0; k < 8; ++k) std::memcpy(&d[k], r + 9 * k + 1, 8);
     const __m256d a = _mm256_setr_pd(d[0], d[1], d[2], d[3]);
@@ -311,8 +339,8 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
     r += 72;
     i += 8;
   }
-  if (i > first) keys.added(i - first, _mm256_cvtsd_f64(before), _mm256_movemask_pd(up) == 0xF);
-  if (_mm256_movemask_pd(finite_lanes) != 0xF) finite = 0;
+  if (i > first) keys.added(i - first, _mm256_cvtsd_f64(before), one_up && _mm256_movemask_pd(up) == 0xF);
+  if (_mm256_movemask_pd(finite_lanes) != 0xF || !one_finite) finite = 0;
   q = r;
   if (finite != 0xF) ok = false;
   return i;
