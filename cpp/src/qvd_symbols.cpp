@@ -247,18 +247,6 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
   const __m256d scale = _mm256_set1_pd(keys.scale());
   const __m256d shift = _mm256_set1_pd(NumberKeys::kShift);
   const std::uint8_t* r = q;
-  int finite = 0xF;
-  // float64 symbols one by one up to a 32-byte boundary of `out`, so that each run fills
-  // two whole vectors of the array with streaming stores.
-  while ((reinterpret_cast<std::uintptr_t>(out + i) & 31) != 0 && end - r >= 9 && i < n && *r == 2) {
-    double v;
-    std::memcpy(&v, r + 1, 8);
-    if (!(std::fabs(v) <= std::numeric_limits<double>::max())) finite = 0;
-    stream_number(out + i, v);
-    keys.add(v);
-    r += 9;
-    ++i;
-  }
   // The loop's state stays in registers (a store and a wider load of it back would stall):
   // the number before the run in every lane, the lanes that were above the one before them
   // and the lanes that were finite, all runs so far.
@@ -280,10 +268,13 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
     const auto hi = static_cast<unsigned>(
         _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 32)), two)));
     // Type bytes at 0, 9, 18, 27 of the first 32 bytes, 36, 45, 54, 63 (4, 13, 22, 31) of the next.
-    if ((lo & 0x08040201U) != 0x08040201U || (hi & 0x80402010U) != 0x80402010U) {
+    // A run starts on a 32-byte boundary of `out`, so that it fills two whole vectors of the
+    // array with streaming stores.
+    if ((lo & 0x08040201U) != 0x08040201U || (hi & 0x80402010U) != 0x80402010U ||
+        (reinterpret_cast<std::uintptr_t>(out + i) & 31) != 0) {
       // Not a run: its first symbol one by one, when it is an int32 (as Qlik writes an integer
-      // among decimals) or a float64, and the runs go on after it (the loop left only at
-      // another type, or near the end).
+      // among decimals) or a float64 (up to the boundary), and the runs go on after it (the
+      // loop left only at another type, or near the end).
       double v;
       if (*r == 1) {
         std::int32_t w;
@@ -309,12 +300,8 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
     for (int k = 0; k < 8; ++k) std::memcpy(&d[k], r + 9 * k + 1, 8);
     const __m256d a = _mm256_setr_pd(d[0], d[1], d[2], d[3]);
     const __m256d b = _mm256_setr_pd(d[4], d[5], d[6], d[7]);
-    if ((reinterpret_cast<std::uintptr_t>(out + i) & 31) == 0) {
-      _mm256_stream_pd(out + i, a);
-      _mm256_stream_pd(out + i + 4, b);
-    } else {  // a symbol before the boundary was not a float64
-      for (int k = 0; k < 8; ++k) stream_number(out + i + k, d[k]);
-    }
+    _mm256_stream_pd(out + i, a);
+    _mm256_stream_pd(out + i + 4, b);
     finite_lanes = _mm256_and_pd(finite_lanes, _mm256_cmp_pd(_mm256_and_pd(a, magnitude), largest, _CMP_LE_OQ));
     finite_lanes = _mm256_and_pd(finite_lanes, _mm256_cmp_pd(_mm256_and_pd(b, magnitude), largest, _CMP_LE_OQ));
     // The numbers before a's lanes: the one before the run, a0, a1, a2; before b's: a3, b0, b1, b2.
@@ -340,9 +327,8 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
     i += 8;
   }
   if (i > first) keys.added(i - first, _mm256_cvtsd_f64(before), one_up && _mm256_movemask_pd(up) == 0xF);
-  if (_mm256_movemask_pd(finite_lanes) != 0xF || !one_finite) finite = 0;
+  if (_mm256_movemask_pd(finite_lanes) != 0xF || !one_finite) ok = false;
   q = r;
-  if (finite != 0xF) ok = false;
   return i;
 }
 const bool kHasAvx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
