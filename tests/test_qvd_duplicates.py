@@ -446,3 +446,33 @@ def test_minus_zero_beside_zero_in_increasing_float64s() -> None:
     assert len(symbols) == len(values) - 1
     assert symbols[:3] == [-2.5, -1.0, 0]
     assert app.table("T").column("V")[2:4] == [0, 0]
+
+
+@pytest.mark.parametrize("at", range(1_000, 1_016))
+def test_a_repeat_of_the_number_before_in_any_lane_of_a_float64_run(at: int) -> None:
+    """Increasing numbers with int32 and float64 mixed are parsed eight float64s a run, four
+    to a vector: a value equal to the one before it is found in each of the eight places
+    (whatever the run's alignment), across a run's two vectors and two runs too."""
+    values = kind_values("increasing-decimals", 3_000)
+    symbols = [kind_symbol("increasing-decimals", v) for v in values]
+    symbols[at] = kind_symbol("increasing-decimals", values[at - 1], repeat=True)
+    app = App.from_qvd(raw_qvd("T", {"V": (symbols, list(range(len(values))))}))
+    assert app.symbols("V") == values[:at] + values[at + 1 :]
+    assert app.table("T").column("V")[at] == values[at - 1]
+
+
+@pytest.mark.parametrize("at", range(1_000, 1_016))
+def test_an_int32_repeated_as_int32_between_float64_runs(at: int) -> None:
+    """The runs of float64s take an int32 between them one by one and go on: an integer
+    stored twice as int32, the second right after the first, is found wherever it falls
+    between the runs (the numbers otherwise increase, so only the compare with the number
+    before it tells)."""
+    values: list[float] = [i + 0.5 for i in range(3_000)]
+    for k in range(5, 3_000, 37):
+        values[k] = float(k + 1)  # an integer among the decimals, still increasing
+    values[at - 1] = float(at)
+    symbols = [kind_symbol("increasing-decimals", v) for v in values]
+    symbols[at] = int32(at)
+    app = App.from_qvd(raw_qvd("T", {"V": (symbols, list(range(len(values))))}))
+    assert app.symbols("V") == values[:at] + values[at + 1 :]
+    assert app.table("T").column("V")[at] == at

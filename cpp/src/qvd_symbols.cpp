@@ -54,6 +54,30 @@ inline double round_small(double x) {
   return (x + kShift) - kShift;
 }
 
+// The set bits of n words. The build's baseline CPU has no popcnt instruction, and the library
+// call in its place cost a tenth of a large number field's parse: the instruction where the
+// CPU has it.
+std::uint64_t count_bits_portable(const std::uint64_t* w, std::size_t n) {
+  std::uint64_t bits = 0;
+  for (std::size_t i = 0; i < n; ++i) bits += static_cast<std::uint64_t>(std::popcount(w[i]));
+  return bits;
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("popcnt"))) std::uint64_t count_bits_popcnt(const std::uint64_t* w, std::size_t n) {
+  std::uint64_t bits = 0;
+  for (std::size_t i = 0; i < n; ++i) bits += static_cast<std::uint64_t>(__builtin_popcountll(w[i]));
+  return bits;
+}
+// Read while the library loads, after the CPU model (whatever the order of initialisers).
+const bool kHasPopcnt = (__builtin_cpu_init(), __builtin_cpu_supports("popcnt"));
+#endif
+std::uint64_t count_bits(const std::uint64_t* w, std::size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (kHasPopcnt) return count_bits_popcnt(w, n);
+#endif
+  return count_bits_portable(w, n);
+}
+
 // A bitmap of integer keys taken modulo its size, a power of two of at least 4 bits a symbol
 // (so that it stays in the cache): keys that are a function of the value, dense as ids,
 // dates or amounts in cents are, meet in it only when two values are one.
@@ -73,6 +97,14 @@ class KeyBitmap {
     met |= word & bit;
     words_[at >> 6] = word | bit;
   }
+  // Sets the key's bit, without asking whether it was set: keys set this way met exactly when
+  // fewer bits are set than keys were (set_bits()), one pass over the words at the end in
+  // place of a test and a branch-free merge per key.
+  void set(std::uint64_t key) { words_[(key & mask_) >> 6] |= std::uint64_t{1} << (key & 63); }
+  std::uint64_t set_bits() const { return count_bits(words_.data(), words_.size()); }
+  // The words and the mask, for a loop that sets keys itself as set() does.
+  std::uint64_t* words() { return words_.data(); }
+  std::uint64_t mask() const { return mask_; }
 
  private:
   std::vector<std::uint64_t> words_;
@@ -83,7 +115,8 @@ class KeyBitmap {
 // increase (ids, dates in file order), or their keys never meet in a KeyBitmap. A key is the
 // number scaled by the power of ten up to 10^4 that the first symbols need (amounts, prices),
 // rounded: the bits of x * scale + 1.5 * 2^52, a function of the value (-0 and 0 alike), so
-// equal numbers always meet and distinct ones meet only when their keys are congruent.
+// equal numbers always meet and distinct ones meet only when their keys are congruent. Keys
+// are only set while parsing (KeyBitmap::set); whether two met is counted once at the end.
 class NumberKeys {
  public:
   static constexpr std::size_t kScaleSample = 64;  // symbols that choose the scale
@@ -100,18 +133,22 @@ class NumberKeys {
   void add(double v) {
     up_ &= last_ < v;
     last_ = v;
-    seen_.add(std::bit_cast<std::uint64_t>(rounded_sum(v * scale_, kShift)), met_);
+    seen_.set(std::bit_cast<std::uint64_t>(rounded_sum(v * scale_, kShift)));
+    ++keys_;
   }
-  // Numbers added a vector at a time: the keys made from them as add makes them (the product
-  // rounded, then the sum), the last of them, and whether each was above the one before.
+  // Numbers added a vector at a time, their keys made as add makes them (the product rounded,
+  // then the sum) and set in bitmap() as KeyBitmap::set does: added() then takes what add
+  // would have kept, the count of keys, the last number, and whether each was above the one
+  // before.
   double last() const { return last_; }
-  void add_keys(const std::uint64_t* keys, std::size_t n, double last, bool up) {
-    for (std::size_t i = 0; i < n; ++i) seen_.add(keys[i], met_);
+  KeyBitmap& bitmap() { return seen_; }
+  void added(std::size_t keys, double last, bool up) {
+    keys_ += keys;
     last_ = last;
     up_ &= up;
   }
   // True when the numbers added are proven distinct.
-  bool distinct() const { return up_ || met_ == 0; }
+  bool distinct() const { return up_ || seen_.set_bits() == keys_; }
 
   // product + shift with the product rounded first: never fused into one multiply-add, which
   // rounds once and could give one number two keys on two paths.
@@ -126,7 +163,7 @@ class NumberKeys {
   KeyBitmap seen_;
   double scale_ = 1;
   double last_ = -std::numeric_limits<double>::infinity();
-  std::uint64_t met_ = 0;
+  std::uint64_t keys_ = 0;
   bool up_ = true;
 };
 
@@ -195,11 +232,12 @@ inline void stream_number(double* at, double v) {
 const bool kHasSse41 = (__builtin_cpu_init(), __builtin_cpu_supports("sse4.1"));
 
 // Runs of eight float64 symbols (72 bytes) from q, symbol i on, into out while a run fits in
-// the `end` and `n` left and all its type bytes are 2; q moves past them, `ok` turns false
-// at a number that is not finite, each number is added to `keys`, and the next symbol's index
-// is returned. Per run: two 32-byte loads and a byte compare check the eight type bytes at
-// once; the numbers are gathered four to a vector, checked finite, compared with the ones
-// before them and keyed as vectors, and stored whole.
+// the `end` and `n` left and all its type bytes are 2, with single int32 and float64 symbols
+// between runs; q moves past them, `ok` turns false at a number that is not finite, each
+// number is added to `keys`, and the next symbol's index is returned. Per run: two 32-byte
+// loads and a byte compare check the eight type bytes at once; the numbers are gathered four
+// to a vector, checked finite, compared with the ones before them and keyed as vectors, and
+// stored whole.
 __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t*& q, const std::uint8_t* end,
                                                              double* out, std::size_t i, std::size_t n, bool& ok,
                                                              NumberKeys& keys) {
@@ -209,18 +247,20 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
   const __m256d scale = _mm256_set1_pd(keys.scale());
   const __m256d shift = _mm256_set1_pd(NumberKeys::kShift);
   const std::uint8_t* r = q;
-  int finite = 0xF;
-  // float64 symbols one by one up to a 32-byte boundary of `out`, so that each run fills
-  // two whole vectors of the array with streaming stores.
-  while ((reinterpret_cast<std::uintptr_t>(out + i) & 31) != 0 && end - r >= 9 && i < n && *r == 2) {
-    double v;
-    std::memcpy(&v, r + 1, 8);
-    if (!(std::fabs(v) <= std::numeric_limits<double>::max())) finite = 0;
-    stream_number(out + i, v);
-    keys.add(v);
-    r += 9;
-    ++i;
-  }
+  // The loop's state stays in registers (a store and a wider load of it back would stall):
+  // the number before the run in every lane, the lanes that were above the one before them
+  // and the lanes that were finite, all runs so far.
+  std::uint64_t* const words = keys.bitmap().words();
+  const __m256i key_mask = _mm256_set1_epi64x(static_cast<long long>(keys.bitmap().mask()));
+  const __m256i low6 = _mm256_set1_epi64x(63);
+  const __m256i one = _mm256_set1_epi64x(1);
+  __m256d before = _mm256_set1_pd(keys.last());
+  __m256d up = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+  __m256d finite_lanes = up;
+  const std::size_t first = i;
+  // The same for the symbols taken one by one between runs.
+  const std::uint64_t single_mask = keys.bitmap().mask();
+  bool one_up = true, one_finite = true;
   while (end - r >= 72 && n - i >= 8) {
     prefetch_ahead(r, 128);
     const auto lo = static_cast<unsigned>(
@@ -228,36 +268,67 @@ __attribute__((target("avx2"))) std::size_t float64_runs_avx2(const std::uint8_t
     const auto hi = static_cast<unsigned>(
         _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 32)), two)));
     // Type bytes at 0, 9, 18, 27 of the first 32 bytes, 36, 45, 54, 63 (4, 13, 22, 31) of the next.
-    if ((lo & 0x08040201U) != 0x08040201U || (hi & 0x80402010U) != 0x80402010U) break;
-    double d[9];  // the number before the run, then its eight
-    d[0] = keys.last();
-    for (int k = 0; k < 8; ++k) std::memcpy(&d[k + 1], r + 9 * k + 1, 8);
-    const __m256d a = _mm256_loadu_pd(d + 1);
-    const __m256d b = _mm256_loadu_pd(d + 5);
-    if ((reinterpret_cast<std::uintptr_t>(out + i) & 31) == 0) {
-      _mm256_stream_pd(out + i, a);
-      _mm256_stream_pd(out + i + 4, b);
-    } else {  // a symbol before the boundary was not a float64
-      for (int k = 0; k < 8; ++k) stream_number(out + i + k, d[k + 1]);
+    // A run starts on a 32-byte boundary of `out`, so that it fills two whole vectors of the
+    // array with streaming stores.
+    if ((lo & 0x08040201U) != 0x08040201U || (hi & 0x80402010U) != 0x80402010U ||
+        (reinterpret_cast<std::uintptr_t>(out + i) & 31) != 0) {
+      // Not a run: its first symbol one by one, when it is an int32 (as Qlik writes an integer
+      // among decimals) or a float64 (up to the boundary), and the runs go on after it (the
+      // loop left only at another type, or near the end).
+      double v;
+      if (*r == 1) {
+        std::int32_t w;
+        std::memcpy(&w, r + 1, 4);
+        v = w;
+        r += 5;
+      } else if (*r == 2) {
+        std::memcpy(&v, r + 1, 8);
+        one_finite &= std::fabs(v) <= std::numeric_limits<double>::max();
+        r += 9;
+      } else {
+        break;
+      }
+      stream_number(out + i, v);
+      one_up &= _mm256_cvtsd_f64(before) < v;
+      before = _mm256_set1_pd(v);
+      const auto key = std::bit_cast<std::uint64_t>(NumberKeys::rounded_sum(v * keys.scale(), NumberKeys::kShift));
+      words[(key & single_mask) >> 6] |= std::uint64_t{1} << (key & 63);
+      ++i;
+      continue;
     }
-    finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(a, magnitude), largest, _CMP_LE_OQ));
-    finite &= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(b, magnitude), largest, _CMP_LE_OQ));
-    const int up = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(d), a, _CMP_LT_OQ)) &
-                   _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(d + 4), b, _CMP_LT_OQ));
+    double d[8];
+    for (int k = 0; k < 8; ++k) std::memcpy(&d[k], r + 9 * k + 1, 8);
+    const __m256d a = _mm256_setr_pd(d[0], d[1], d[2], d[3]);
+    const __m256d b = _mm256_setr_pd(d[4], d[5], d[6], d[7]);
+    _mm256_stream_pd(out + i, a);
+    _mm256_stream_pd(out + i + 4, b);
+    finite_lanes = _mm256_and_pd(finite_lanes, _mm256_cmp_pd(_mm256_and_pd(a, magnitude), largest, _CMP_LE_OQ));
+    finite_lanes = _mm256_and_pd(finite_lanes, _mm256_cmp_pd(_mm256_and_pd(b, magnitude), largest, _CMP_LE_OQ));
+    // The numbers before a's lanes: the one before the run, a0, a1, a2; before b's: a3, b0, b1, b2.
+    const __m256d before_a = _mm256_blend_pd(_mm256_permute4x64_pd(a, 0x90), before, 0x1);
+    const __m256d before_b = _mm256_blend_pd(_mm256_permute4x64_pd(b, 0x90), _mm256_permute4x64_pd(a, 0xFF), 0x1);
+    up = _mm256_and_pd(up, _mm256_cmp_pd(before_a, a, _CMP_LT_OQ));
+    up = _mm256_and_pd(up, _mm256_cmp_pd(before_b, b, _CMP_LT_OQ));
+    before = _mm256_permute4x64_pd(b, 0xFF);
     // Keys as NumberKeys::add makes them: the product rounded (kept apart from the sum, so
-    // never fused), then the sum.
+    // never fused), then the sum; each key's word and bit as vectors, then set one by one.
     __m256d pa = _mm256_mul_pd(a, scale);
     __m256d pb = _mm256_mul_pd(b, scale);
     asm("" : "+x"(pa), "+x"(pb));
-    std::uint64_t run_keys[8];
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(run_keys), _mm256_castpd_si256(_mm256_add_pd(pa, shift)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(run_keys + 4), _mm256_castpd_si256(_mm256_add_pd(pb, shift)));
-    keys.add_keys(run_keys, 8, d[8], up == 0xF);
+    const __m256i ka = _mm256_castpd_si256(_mm256_add_pd(pa, shift));
+    const __m256i kb = _mm256_castpd_si256(_mm256_add_pd(pb, shift));
+    alignas(32) std::uint64_t at[8], bit[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(at), _mm256_srli_epi64(_mm256_and_si256(ka, key_mask), 6));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(at + 4), _mm256_srli_epi64(_mm256_and_si256(kb, key_mask), 6));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bit), _mm256_sllv_epi64(one, _mm256_and_si256(ka, low6)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bit + 4), _mm256_sllv_epi64(one, _mm256_and_si256(kb, low6)));
+    for (int k = 0; k < 8; ++k) words[at[k]] |= bit[k];
     r += 72;
     i += 8;
   }
+  if (i > first) keys.added(i - first, _mm256_cvtsd_f64(before), one_up && _mm256_movemask_pd(up) == 0xF);
+  if (_mm256_movemask_pd(finite_lanes) != 0xF || !one_finite) ok = false;
   q = r;
-  if (finite != 0xF) ok = false;
   return i;
 }
 const bool kHasAvx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
