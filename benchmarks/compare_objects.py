@@ -192,6 +192,7 @@ class Times:
 
     qix_s: list[float] = field(default_factory=list)
     embedded_s: list[float] = field(default_factory=list)
+    parts: dict[str, list[float]] = field(default_factory=dict)  # embedded, by object
 
     def ratios(self) -> list[float]:
         return [q / e for q, e in zip(self.qix_s, self.embedded_s, strict=True)]
@@ -230,12 +231,21 @@ async def _page_steps(url: str, app_id: str, customers: list[int]) -> list[float
         return times
 
 
-def _embedded_page(session: assoc.Session, customer: int) -> None:
+def _embedded_page(
+    session: assoc.Session, customer: int, parts: dict[str, list[float]] | None = None
+) -> None:
+    """The page's engine work; each object's seconds into `parts` when given."""
     session.clear()
     session.select_indices("Customer", [customer])
-    for _, dims, measures in CHARTS.values():
+    for kind, (_, dims, measures) in CHARTS.items():
+        start = time.perf_counter()
         session.hypercube(dims, measures).rows  # noqa: B018
+        if parts is not None:
+            parts.setdefault(kind, []).append(time.perf_counter() - start)
+    start = time.perf_counter()
     session.state("Customer")
+    if parts is not None:
+        parts.setdefault("filterpane", []).append(time.perf_counter() - start)
 
 
 def compare_page(url: str, app_id: str, app: assoc.App, runs: int, steps: int) -> Times:
@@ -251,7 +261,7 @@ def compare_page(url: str, app_id: str, app: assoc.App, runs: int, steps: int) -
             times = []
             for customer in customers:
                 start = time.perf_counter()
-                _embedded_page(session, customer)
+                _embedded_page(session, customer, out.parts)
                 times.append(time.perf_counter() - start)
             out.embedded_s.append(statistics.median(times))
             out.qix_s.append(statistics.median(asyncio.run(_page_steps(url, app_id, customers))))
@@ -388,6 +398,11 @@ def main() -> None:
         print(_row(title, "≤ 1.5x + 5 ms", page, 5, 1.5))
     if patches.qix_s:
         print(_row("ApplyPatches + GetLayout vs a fresh cube", "≤ 1.2x", patches, 0, 1.2))
+    if page.parts:
+        by_object = ", ".join(
+            f"{kind} {statistics.median(times) * 1e3:.2f}" for kind, times in page.parts.items()
+        )
+        print(f"\nThe embedded page by object (median ms, each step a new customer): {by_object}")
 
 
 if __name__ == "__main__":
