@@ -202,24 +202,8 @@ void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t be
   }
 }
 
-// One Sum over rows given by their positions from `begin` (the sparse path's batch).
-template <class Map>
-void sum_rows(std::size_t begin, const std::uint32_t* picked, std::size_t m, CodeReader slot_codes, const Map* slot_of,
-              CodeReader codes, const double* values, double* sums, std::uint8_t* hits, ChunkCodes& buf) {
-  std::uint32_t* slot = buf.slot.data();
-  std::uint32_t* code = buf.code.data();
-  // Every row's two reads are independent of the others': many misses are under way at once.
-  for (std::size_t i = 0; i < m; ++i) {
-    slot[i] = slot_of[slot_codes.at(begin + picked[i])];
-    code[i] = codes.at(begin + picked[i]);
-  }
-  for (std::size_t i = 0; i < m; ++i) {
-    hits[slot[i]] = 1;
-    sums[slot[i]] += values[code[i]];
-  }
-}
-
-// Several terms, Sums and Counts, over rows given by their positions from `begin`.
+// Sums and Counts over rows given by their positions from `begin` (the sparse path's batch):
+// each row's reads are independent of the others', so many misses are under way at once.
 template <class Map>
 void terms_rows(std::size_t begin, const std::uint32_t* picked, std::size_t m, CodeReader slot_codes, const Map* slot_of,
                 const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts, std::uint8_t* hits,
@@ -264,20 +248,16 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
         counts[k] = a.terms[k].n.data();
       }
     }
-    const bool one_sum = n_terms == 1 && sums[0] != nullptr;
-    std::vector<double> lanes(one_sum ? 4 * slots : 0, 0.0);  // the four copies of one Sum
     ChunkCodes buf;
     if (sparse) {
       std::vector<std::uint32_t> picked(kBatch);
       gather_rows(claims, *possible, rows, picked.data(), [&](std::size_t begin, std::size_t, const std::uint32_t* p, std::size_t n) {
-        if (one_sum) {
-          sum_rows(begin, p, n, slot_codes, slot_of, fts[0].codes, fts[0].values, sums[0], a.hits.data(), buf);
-        } else {
-          terms_rows(begin, p, n, slot_codes, slot_of, fts, sums.data(), counts.data(), a.hits.data(), buf);
-        }
+        terms_rows(begin, p, n, slot_codes, slot_of, fts, sums.data(), counts.data(), a.hits.data(), buf);
       });
       return;
     }
+    const bool one_sum = n_terms == 1 && sums[0] != nullptr;
+    std::vector<double> lanes(one_sum ? 4 * slots : 0, 0.0);  // the four copies of one Sum
     std::uint64_t words[kBatch / 64];
     claims.each([&](std::size_t c) {
       const std::size_t begin = c * kBatch;

@@ -116,24 +116,13 @@ class FieldOrder:
 class StateSource(Protocol):
     """What value_states reads: a session (or a session in one of its states)."""
 
-    def indices(self, field: str, state: str = ...) -> np.ndarray: ...
-
     def state_codes(self, field: str, show_alternatives: bool) -> np.ndarray: ...
 
 
-def value_states(
-    session: StateSource, field: str, size: int, show_alternatives: bool
-) -> np.ndarray:
-    """The state code of each of a field's values in a session."""
-    found = session.state_codes(field, show_alternatives)  # one engine call, no array per state
-    if len(found) == size:
-        return found
-    states = np.full(size, EXCLUDED, dtype=np.int8)
-    states[session.indices(field, "possible")] = OPTION
-    states[session.indices(field, "alternative")] = ALTERNATIVE if show_alternatives else EXCLUDED
-    states[session.indices(field, "selected")] = SELECTED
-    states[session.indices(field, "selected_excluded")] = SELECTED_EXCLUDED
-    return states
+def value_states(session: StateSource, field: str, show_alternatives: bool) -> np.ndarray:
+    """The state code of each of a field's values in a session, in symbol order (one engine
+    call: Session.state_codes)."""
+    return session.state_codes(field, show_alternatives)
 
 
 def display_order(

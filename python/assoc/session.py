@@ -506,7 +506,7 @@ class Session:
         field = self._field(field)
         how = check_duals(duals)
         values = self._orders(field)
-        states = value_states(self._state_of(state), field, len(values), show_alternatives)
+        states = value_states(self._state_of(state), field, show_alternatives)
         order = self.kept_codes(field, display_order(values, states, *directions))
         stop = len(order) if height is None else min(len(order), top + height)
         codes = order[top:stop]

@@ -73,7 +73,7 @@ def accept_list_object_search(
     doc.facts.field(definition.field)
     values = doc.facts.values(definition.field)
     selections = _selections(target, definition)
-    states = value_states(selections, definition.field, len(values), True)
+    states = value_states(selections, definition.field, True)
     matched = search.mask(values, cube_by(selections, definition.field))
     chosen = matched & (states != EXCLUDED) & (states != SELECTED_EXCLUDED)
     codes = set(np.flatnonzero(chosen).tolist())
@@ -123,7 +123,7 @@ def _range_codes(
     doc = target.doc
     doc.facts.field(field)
     values = doc.facts.values(field)
-    states = value_states(selections, field, len(values), True)
+    states = value_states(selections, field, True)
     chosen = _in_ranges(values.numbers, ranges, name) & (states != EXCLUDED)
     chosen &= states != SELECTED_EXCLUDED
     codes: list[int] = np.flatnonzero(chosen).tolist()

@@ -321,11 +321,9 @@ def measure_cells_json(values: list[float]) -> list[str]:
         if value != value:  # NaN: NULL
             out.append(_NULL_MEASURE_CELL)
         elif math.isfinite(value):
-            # value_text's texts (they need no escaping); a whole number's is its qNum too.
-            if value.is_integer() and abs(value) < 1e15:
-                text = number = str(int(value))
-            else:
-                text, number = format(value, ".15g"), repr(value)
+            # value_text's texts (they need no escaping); qNum as json_number writes it.
+            number = str(json_number(value))
+            text = number if value.is_integer() and abs(value) < 1e15 else format(value, ".15g")
             out.append(f'{{"qText":"{text}","qNum":{number},"qElemNumber":0,"qState":"L"}}')
         else:
             out.append(encode_json(measure_cell(value)))
@@ -425,7 +423,7 @@ class HyperCubeView:
         self.states = [
             self._calculated_states(i, len(v))
             if f.startswith("=")
-            else value_states(session, f, len(v), show_alternatives=False)
+            else value_states(session, f, show_alternatives=False)
             for i, (f, v) in enumerate(zip(fields, self.values, strict=True))
         ]
 
@@ -438,7 +436,7 @@ class HyperCubeView:
             return np.full(size, OPTION, dtype=np.int8)
         field, results = source
         states = np.full(size, EXCLUDED, dtype=np.int8)
-        of_source = value_states(self.session, field, len(results), show_alternatives=False)
+        of_source = value_states(self.session, field, show_alternatives=False)
         for state in (OPTION, SELECTED):
             picked = results[(of_source == state) & (results >= 0)]
             states[picked] = state

@@ -145,9 +145,7 @@ class ListObjectView:
             return
         self.facts = facts
         self.values = facts.values(definition.field)
-        self.states = value_states(
-            session, definition.field, len(self.values), definition.show_alternatives
-        )
+        self.states = value_states(session, definition.field, definition.show_alternatives)
         self.order = sort_order(self.values, self.states, definition.criteria)
         self.order = session.kept_codes(definition.field, self.order)  # section access
         if search is not None:  # while searching, the values it matches
