@@ -1,10 +1,12 @@
 """Layouts made ahead. An answer that changes objects the client lays out (a selection, a patch)
 is followed by their GetLayout requests, one round trip each (enigma.js asks on `change`). The
-session starts making those layouts in an engine thread as soon as the answer is sent, while it
-travels and while the client reads the layouts before them; each GetLayout that follows takes
-its layout as made. Any other request (or a GetLayout asked again) first waits for that work to
-stop and drops what it made, so a layout made ahead is always the one its own GetLayout would
-have made at that point: nothing can change the session in between.
+session starts making those layouts as soon as the answer is made (the engine thread that made
+an engine method's answer goes on to make them; after any other method an engine thread starts
+while the answer is sent), while it travels and while the client reads the layouts before them;
+each GetLayout that follows takes its layout as made. Any other request (or a GetLayout asked
+again) first waits for that work to stop and drops what it made, so a layout made ahead is
+always the one its own GetLayout would have made at that point: nothing can change the session
+in between.
 
 When the socket whose answer started the work asks for its layouts as delta answers, each is
 also diffed there against that socket's bases (delta.py); they become its bases only when the
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from assoc.server.metrics import LoopCounts
@@ -114,25 +116,82 @@ class LayoutsAhead:
         earlier one changed since (none while an object is in selection mode: its selections
         come one request after another), as delta answers against `bases` when given. Call it
         with nothing made ahead (after `settle`)."""
-        self.stale.update(changed)
-        doc = session.doc
-        if self._job is not None or doc is None or doc.modal is not None:
+        if self._job is not None:
+            self.stale.update(changed)
             return
-        open_now = set(session.handles.open_handles())
-        for handle in [h for h in self.laid_out if h not in open_now]:
-            del self.laid_out[handle]  # closed
-        self.stale &= open_now
-        plan = [h for h in self.laid_out if h in self.stale][:AHEAD_MAX]
+        plan = self._plan(session, changed)
         if not plan:
             return
-        self._count("planned", len(plan))
         loop = asyncio.get_running_loop()
         made: Made = {handle: loop.create_future() for handle in plan}
-        self._made, self._stop = dict(made), False  # served ones leave this copy only
+        self._install(plan, made)
         # In an engine thread from now on: before the answer that started it is sent.
         job = engine.submit(self._make, engine, session, plan, made, loop, bases)
         job.add_done_callback(lambda done: _ended(done, made))
         self._job = job
+
+    def answer_then_make(
+        self,
+        engine: EngineWork,
+        session: QixSession,
+        work: Callable[[], str],
+        bases: DeltaBases | None = None,
+    ) -> tuple[asyncio.Future[None], asyncio.Future[str]]:
+        """Runs `work` (an engine request's answer) in an engine thread, which then goes on to
+        make the layouts that answer changed, as `start` would: the first cube starts without
+        the event loop handing the work to a thread again (a wake-up that waits for a core
+        while the loop sends the answer and the client reads it). The whole work and the
+        answer, as futures. Call it with nothing made ahead (after `settle`)."""
+        loop = asyncio.get_running_loop()
+        answered: asyncio.Future[str] = loop.create_future()
+        made: Made = {}
+        self._made, self._stop = {}, False
+        job = engine.submit(
+            self._answer_and_make, engine, session, work, answered, made, loop, bases
+        )
+        job.add_done_callback(lambda done: _ended(done, made, answered))
+        self._job = job
+        return job, answered
+
+    def _plan(self, session: QixSession, changed: Sequence[int]) -> list[int]:
+        """The objects to lay out ahead after `changed` (the session's lock held, by the loop
+        or by the engine thread it waits for), oldest asked first; it forgets closed ones."""
+        self.stale.update(changed)
+        doc = session.doc
+        if doc is None or doc.modal is not None:
+            return []
+        open_now = set(session.handles.open_handles())
+        for handle in [h for h in self.laid_out if h not in open_now]:
+            del self.laid_out[handle]  # closed
+        self.stale &= open_now
+        return [h for h in self.laid_out if h in self.stale][:AHEAD_MAX]
+
+    def _install(self, plan: list[int], made: Made) -> None:
+        """On the loop: the plan's futures, which its GetLayout requests take."""
+        self._count("planned", len(plan))
+        loop = asyncio.get_running_loop()
+        for handle in plan:
+            if handle not in made:
+                made[handle] = loop.create_future()
+        self._made, self._stop = dict(made), False  # served ones leave this copy only
+
+    def _answer_and_make(
+        self,
+        engine: EngineWork,
+        session: QixSession,
+        work: Callable[[], str],
+        answered: asyncio.Future[str],
+        made: Made,
+        loop: asyncio.AbstractEventLoop,
+        bases: DeltaBases | None,
+    ) -> None:
+        """In an engine thread: the answer, handed to the loop with the plan it leads to (its
+        futures exist before any of its layouts is delivered), then the plan's layouts."""
+        text = work()
+        notice = session.notice
+        plan = self._plan(session, notice[0]) if notice is not None and notice[0] else []
+        loop.call_soon_threadsafe(_answered, self, plan, made, answered, text)
+        self._make(engine, session, plan, made, loop, bases)
 
     def _make(
         self,
@@ -148,7 +207,7 @@ class LayoutsAhead:
             if self._stop:
                 return
             layout = _layout(engine, session, handle, bases)
-            loop.call_soon_threadsafe(_deliver, made[handle], layout)
+            loop.call_soon_threadsafe(_deliver_to, made, handle, layout)
 
     async def serve(self, request: Request, bases: DeltaBases | None = None) -> str | None:
         """The answer to a GetLayout whose layout is made ahead (waiting for it when it is being
@@ -227,9 +286,35 @@ def _deliver(future: asyncio.Future[Layout | None], layout: Layout | None) -> No
         future.set_result(layout)
 
 
-def _ended(job: asyncio.Future[None], made: Made) -> None:
-    """The work ended: the layouts it did not make are not made."""
+def _deliver_to(made: Made, handle: int, layout: Layout | None) -> None:
+    future = made.get(handle)  # none when the request that planned it was given up
+    if future is not None:
+        _deliver(future, layout)
+
+
+def _answered(
+    ahead: LayoutsAhead, plan: list[int], made: Made, answered: asyncio.Future[str], text: str
+) -> None:
+    """On the loop, before any layout of the plan is delivered: the plan's futures, then the
+    answer (none when the request was given up meanwhile: its layouts are never asked)."""
+    if answered.done():
+        return
+    ahead._install(plan, made)
+    answered.set_result(text)
+
+
+def _ended(
+    job: asyncio.Future[None], made: Made, answered: asyncio.Future[str] | None = None
+) -> None:
+    """The work ended: the layouts it did not make are not made; an answer it did not give
+    ends as the work did (cancelled, or its exception)."""
     for future in made.values():
         _deliver(future, None)
-    if not job.cancelled() and job.exception() is not None:
-        _log.error("QIX: making layouts ahead failed", exc_info=job.exception())
+    failed = None if job.cancelled() else job.exception()
+    if answered is not None and not answered.done():
+        if failed is None:
+            answered.cancel()
+        else:
+            answered.set_exception(failed)
+    elif failed is not None:
+        _log.error("QIX: making layouts ahead failed", exc_info=failed)

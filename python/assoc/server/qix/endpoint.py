@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -60,7 +61,7 @@ class QixConnection:
         self.websocket = websocket
         self.session = session
         self.engine = engine
-        self._work: asyncio.Future[str] | None = None  # the engine request being answered
+        self._work: asyncio.Future[None] | None = None  # the engine request being answered
         self.kept = kept
         kept.ahead.counts = metrics.qix_ahead
         self.lock = kept.lock  # the session's: its sockets' requests are answered one at a time
@@ -115,8 +116,9 @@ class QixConnection:
             last = session.last_reload
             if last is not None and last is not before:
                 self.metrics.observe_reload(last.progress.error is None, last.millis / 1000)
-        if session.notice is not None and session.notice[0]:
-            # The changed objects' layouts start being made while the answer is sent.
+        if not method.engine and session.notice is not None and session.notice[0]:
+            # The changed objects' layouts start being made while the answer is sent (an
+            # engine method's thread went on to make them already).
             bases = self.bases if self.delta_layouts else None
             ahead.start(self.engine, session, session.notice[0], bases)
         await self.send(answer)
@@ -139,9 +141,14 @@ class QixConnection:
                     await peer.send(text)
 
     async def _engine_answer(self, request: Request, target: Target, method: Method) -> str:
-        self._work = self.engine.submit(self._answer, request, target, method)
+        """The answer of an engine method; the thread that makes it goes on to make the
+        layouts the answer changed (ahead.py)."""
+        bases = self.bases if self.delta_layouts else None
+        work = functools.partial(self._answer, request, target, method)
+        job, answered = self.kept.ahead.answer_then_make(self.engine, self.session, work, bases)
+        self._work = job
         try:
-            return await self._work
+            return await answered
         finally:
             self._work = None
 
