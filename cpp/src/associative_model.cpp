@@ -95,11 +95,15 @@ const Bitset& RowMask::values(std::uint32_t field) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto& slot = values_.at(field);
   if (!slot) {
-    const std::uint32_t n = model_->data().fields()[field].symbols.size();
-    auto out = std::make_unique<Bitset>(symbol_set(n));
-    for (const auto& h : model_->all_holders(field))
-      out->or_with(model_->values_on(h.table, h.column, rows_->rows[h.table].get()));
-    slot = std::move(out);
+    if (const Bitset* found = rows_->values_of(field)) {
+      slot = std::make_unique<Bitset>(*found);
+    } else {
+      const std::uint32_t n = model_->data().fields()[field].symbols.size();
+      auto out = std::make_unique<Bitset>(symbol_set(n));
+      for (const auto& h : model_->all_holders(field))
+        out->or_with(model_->values_on(h.table, h.column, rows_->rows[h.table].get()));
+      slot = std::move(out);
+    }
   }
   return *slot;
 }
@@ -140,6 +144,8 @@ std::size_t RowStates::byte_size() const {
   std::size_t n = 0;
   for (const auto& r : rows)
     if (r) n += r->byte_size();
+  for (const auto& v : values)
+    if (v) n += v->byte_size();
   return n;
 }
 
@@ -313,6 +319,7 @@ std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionStat
                                                              const RowStates& rows) const {
   const std::uint32_t n = model_->fields()[field].symbols.size();
   auto values_under = [&](const RowStates& rows) {
+    if (const Bitset* found = rows.values_of(field)) return *found;
     Bitset out = symbol_set(n);
     for (const auto& h : holders_[field]) out.or_with(values_on(h.table, h.column, rows.rows[h.table].get()));
     return out;

@@ -105,6 +105,7 @@ class Evaluator {
       out->possible[t] = rows ? rows->count() : table.rows;
       out->rows[t] = std::move(rows);
     }
+    key_values(*out);
     return out;
   }
 
@@ -122,6 +123,39 @@ class Evaluator {
         return false;
     }
     return true;
+  }
+
+  // A key field's values on the possible rows, from the messages already passed: on a link
+  // forest, when a selection reaches the field through any of its tables, those values are
+  // its own selection (if any) and every message toward it from a side holding a selection.
+  // (A table of that side keeps exactly the rows whose key the other sides allow, so its
+  // values are these; a table of a side without one keeps only rows whose key is among them.)
+  // A field with a loose holder, or a message not passed, is left to a scan of the rows.
+  void key_values(RowStates& out) {
+    const auto& fields = d_.fields();
+    for (std::uint32_t f = 0; f < fields.size(); ++f) {
+      const auto& linked = m_.linked_holders(f);
+      if (linked.size() < 2 || linked.size() != m_.all_holders(f).size()) continue;
+      std::shared_ptr<Bitset> acc;
+      bool complete = true;
+      for (const auto& h : linked) {
+        if (!side_to_field(h.table, h.column)) continue;
+        const std::size_t e = edge(h.table, h.column);
+        if (!to_field_done_[e]) {
+          complete = false;
+          break;
+        }
+        if (!acc) {
+          acc = std::make_shared<Bitset>(*to_field_[e]);
+        } else {
+          acc->and_with(*to_field_[e]);
+        }
+      }
+      if (!complete || !acc) continue;
+      if (selected_[f]) acc->and_with(*selected_[f]);
+      if (out.values.empty()) out.values.resize(fields.size());
+      out.values[f] = std::move(acc);
+    }
   }
 
   // Whether field f is selected alike in the state and the wider one (not at all in both, or

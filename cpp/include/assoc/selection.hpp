@@ -89,6 +89,10 @@ class SelectionState {
 struct RowStates {
   std::vector<std::shared_ptr<const Bitset>> rows;  // per table; null: every row is possible
   std::vector<std::uint64_t> possible;              // per table: possible rows
+  // Per field, its values on the possible rows where the inference found them on the way (a
+  // key field that a selection reaches through a linked table); null, or absent: not found.
+  std::vector<std::shared_ptr<const Bitset>> values;
+  const Bitset* values_of(std::uint32_t field) const { return field < values.size() ? values[field].get() : nullptr; }
   std::size_t byte_size() const;
 };
 
