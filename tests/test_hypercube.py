@@ -666,6 +666,53 @@ def test_star_lookups_of_every_width_keep_missing_partners_out(n_regions: int, n
         )
 
 
+def test_dense_passes_count_and_sum_as_numpy_does(threads) -> None:
+    """Every row, or a selection leaving most of them (gaps in each 1,024-row chunk): Sums and
+    Counts by a dimension of the table (its slot read from its symbol), with NULLs in it and in
+    the counted field, and by a dimension a link away (its slot read from the link)."""
+    rng = np.random.default_rng(12)
+    n = 300_001
+    sel = rng.integers(0, 10, n)
+    cat = [None if i % 97 == 0 else int(v) for i, v in enumerate(rng.integers(0, 40, n))]
+    cust = rng.integers(0, 500, n)
+    raw = rng.integers(0, 10_000, n) / 8
+    amount: list[Any] = [None if i % 89 == 0 else float(v) for i, v in enumerate(raw)]
+    region = rng.integers(0, 12, 500)
+    app = App.from_tables(
+        {
+            "Fact": {"Sel": sel, "Cat": cat, "Cust": cust, "Amount": amount},
+            "Customers": {"Cust": np.arange(500), "Region": region},
+        }
+    )
+    number = np.array([0.0 if v is None else v for v in amount])
+    with app.session() as s:
+        for chosen in (None, list(range(8)), list(range(1, 10))):
+            s.clear()
+            mask = np.ones(n, bool) if chosen is None else np.isin(sel, chosen)
+            if chosen is not None:
+                s.select("Sel", chosen)
+                assert 0.5 < mask.mean() < 1  # most rows of every chunk, not all
+            for dim, group_of in (
+                ("Cat", lambda i: cat[i]),
+                ("Region", lambda i: int(region[cust[i]])),
+            ):
+                want: dict[Any, list[float]] = {}
+                for i in np.flatnonzero(mask):
+                    counted = want.setdefault(group_of(i), [0.0, 0.0])
+                    counted[0] += amount[i] is not None
+                    counted[1] += number[i]
+                both = {
+                    r[0]: r[1:] for r in s.hypercube([dim], ["Count(Amount)", "Sum(Amount)"]).rows
+                }
+                assert both.keys() == want.keys()
+                for key, (count, total) in want.items():
+                    assert both[key] == (count, pytest.approx(total))
+                counts = dict(s.hypercube([dim], ["Count(Amount)"]).rows)
+                assert counts == {key: count for key, (count, _) in want.items()}
+                sums = dict(s.hypercube([dim], ["Sum(Amount)"]).rows)
+                assert sums == pytest.approx({key: total for key, (_, total) in want.items()})
+
+
 def test_sparse_selections_sum_as_numpy_does(threads) -> None:
     """A selection leaving few of a table's rows (the last one among them, NULLs and texts in
     the summed field, a dimension in the table or one link away) sums what numpy sums."""

@@ -126,13 +126,52 @@ struct ChunkCodes {
   std::vector<std::uint32_t> decoded = std::vector<std::uint32_t>(kBatch);
 };
 
+// A dimension's slot as an affine function of its symbol index (`affine`: one dimension of
+// the root table and no link): kFirstGroup + 1 + symbol, NULL (kNull) wrapping to
+// kFirstGroup, as its slot map says; otherwise the map is read.
+constexpr std::uint32_t kAffineSlot = kFirstGroup + 1;
+
+// The slots of a chunk's rows whose codes are decoded (`decoded`, symbol indexes), the rows of
+// the chunk's words only (`n` of them), packed to the front; how many.
+template <class Map>
+std::size_t chunk_slots(const std::uint64_t* words, std::size_t count, std::size_t n, const std::uint32_t* decoded,
+                        CodeReader slot_codes, const Map* slot_of, bool affine, std::uint32_t* slot) {
+  if (n == count) {  // every row: no gaps to close
+    if (affine) {
+      for (std::size_t j = 0; j < count; ++j) slot[j] = decoded[j] + kAffineSlot;
+    } else {
+      for (std::size_t j = 0; j < count; ++j) slot[j] = slot_of[decoded[j] + slot_codes.bias];
+    }
+    return count;
+  }
+  std::size_t m = 0;
+  for (std::size_t w = 0; w < (count + 63) / 64; ++w) {
+    for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
+      const std::size_t j = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+      // The stored code (NULL: kNull + 1).
+      slot[m] = affine ? decoded[j] + kAffineSlot : slot_of[decoded[j] + slot_codes.bias];
+    }
+  }
+  return m;
+}
+
+// The same rows' codes of a term, decoded, packed to the front in place.
+inline void pack_rows(const std::uint64_t* words, std::size_t count, std::size_t n, std::uint32_t* code) {
+  if (n == count) return;
+  std::size_t m = 0;
+  for (std::size_t w = 0; w < (count + 63) / 64; ++w) {
+    for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m)
+      code[m] = code[w * 64 + static_cast<std::size_t>(std::countr_zero(bits))];  // m <= j: in place
+  }
+}
+
 // The rows of a chunk's row words (bit j of word w: row begin + 64w + j; `n` of them) into
 // one Sum.
 template <class Map>
 void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
-               const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, const PackedIndex& index,
-               CodeReader codes, const double* values, double* sums, std::size_t lane, std::uint8_t* hits,
-               ChunkCodes& buf) {
+               const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
+               const PackedIndex& index, CodeReader codes, const double* values, double* sums, std::size_t lane,
+               std::uint8_t* hits, ChunkCodes& buf) {
   // The codes first, then the numbers: the loop of look-ups is short, so many of them are
   // under way at once.
   std::uint32_t* slot = buf.slot.data();
@@ -140,21 +179,11 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
   const std::size_t n_words = (count + 63) / 64;
   std::size_t m = 0;
   if (n * 8 >= count * kDenseEighths) {
-    std::uint32_t* decoded = buf.decoded.data();
-    slot_index.decode(begin, count, decoded);  // symbol indexes, kNull for NULL
+    slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
+    m = chunk_slots(words, count, n, buf.decoded.data(), slot_codes, slot_of, affine, slot);
     index.decode(begin, count, code);
-    if (n == count) {  // every row: no gaps to close
-      for (std::size_t j = 0; j < count; ++j) slot[j] = slot_of[decoded[j] + slot_codes.bias];
-      for (std::size_t j = 0; j < count; ++j) code[j] += codes.bias;
-      m = count;
-    }
-    for (std::size_t w = 0; w < n_words && n != count; ++w) {
-      for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
-        const std::size_t j = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
-        slot[m] = slot_of[decoded[j] + slot_codes.bias];  // the stored code (NULL: kNull + 1)
-        code[m] = code[j] + codes.bias;                   // m <= j: in place
-      }
-    }
+    pack_rows(words, count, n, code);
+    for (std::size_t j = 0; j < m; ++j) code[j] += codes.bias;  // the stored code (NULL: kNull + 1)
   } else {
     for (std::size_t w = 0; w < n_words; ++w) {
       const std::size_t base = begin + w * 64;
@@ -165,17 +194,24 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
       }
     }
   }
-  for (std::size_t i = 0; i < m; ++i) hits[slot[i]] = 1;
   // Four rows at a time into four copies of the sums: a row's sum then seldom waits for the
-  // row before (a store and a load of the same slot).
+  // row before (a store and a load of the same slot). Each row marks its slot reached.
   std::size_t i = 0;
   for (; i + 4 <= m; i += 4) {
-    sums[slot[i]] += values[code[i]];
-    sums[lane + slot[i + 1]] += values[code[i + 1]];
-    sums[2 * lane + slot[i + 2]] += values[code[i + 2]];
-    sums[3 * lane + slot[i + 3]] += values[code[i + 3]];
+    const std::uint32_t s0 = slot[i], s1 = slot[i + 1], s2 = slot[i + 2], s3 = slot[i + 3];
+    sums[s0] += values[code[i]];
+    sums[lane + s1] += values[code[i + 1]];
+    sums[2 * lane + s2] += values[code[i + 2]];
+    sums[3 * lane + s3] += values[code[i + 3]];
+    hits[s0] = 1;
+    hits[s1] = 1;
+    hits[s2] = 1;
+    hits[s3] = 1;
   }
-  for (; i < m; ++i) sums[slot[i]] += values[code[i]];
+  for (; i < m; ++i) {
+    sums[slot[i]] += values[code[i]];
+    hits[slot[i]] = 1;
+  }
 }
 
 // The same into several terms, Sums and Counts.
@@ -198,6 +234,32 @@ void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t be
           counts[k][s] += c >= fts[k].codes.bias ? 1U : 0U;
         }
       }
+    }
+  }
+}
+
+// The same, for a chunk where many rows are possible: each column's codes decoded block by
+// block (shifts fixed per width) rather than read row by row.
+template <class Map>
+void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
+                 const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
+                 const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts,
+                 std::uint8_t* hits, ChunkCodes& buf) {
+  std::uint32_t* slot = buf.slot.data();
+  std::uint32_t* code = buf.code.data();
+  slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
+  const std::size_t m = chunk_slots(words, count, n, buf.decoded.data(), slot_codes, slot_of, affine, slot);
+  for (std::size_t i = 0; i < m; ++i) hits[slot[i]] = 1;
+  for (std::size_t k = 0; k < fts.size(); ++k) {
+    fts[k].index->decode(begin, count, code);
+    pack_rows(words, count, n, code);
+    if (sums[k] != nullptr) {
+      const double* values = fts[k].values + fts[k].codes.bias;  // by symbol; NULL (kNull) wraps to 0
+      double* sum = sums[k];
+      for (std::size_t i = 0; i < m; ++i) sum[slot[i]] += values[static_cast<std::int32_t>(code[i])];
+    } else {
+      std::uint64_t* n_of = counts[k];
+      for (std::size_t i = 0; i < m; ++i) n_of[slot[i]] += code[i] != kNull ? 1U : 0U;
     }
   }
 }
@@ -229,7 +291,7 @@ void terms_rows(std::size_t begin, const std::uint32_t* picked, std::size_t m, C
 // over many chunks first, so the fixed work per chunk goes and their reads overlap.
 template <class Map>
 void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possible, const PackedIndex& slot_index,
-                const Map* slot_of, const std::vector<FusedTerm>& fts, const std::vector<TermInput>& in,
+                const Map* slot_of, bool affine, const std::vector<FusedTerm>& fts, const std::vector<TermInput>& in,
                 std::vector<Accumulators>& per_thread, std::size_t slots) {
   const std::size_t n_chunks = (rows + kBatch - 1) / kBatch;
   ChunkClaims claims(n_chunks, per_thread.size());
@@ -274,10 +336,17 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
       if (one_sum) {
         std::size_t n = 0;
         for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
-        sum_chunk(w, begin, count, n, slot_index, slot_codes, slot_of, *fts[0].index, fts[0].codes, fts[0].values,
-                  lanes.data(), slots, a.hits.data(), buf);
+        sum_chunk(w, begin, count, n, slot_index, slot_codes, slot_of, affine, *fts[0].index, fts[0].codes,
+                  fts[0].values, lanes.data(), slots, a.hits.data(), buf);
       } else {
-        terms_chunk(w, n_words, begin, slot_codes, slot_of, fts, sums.data(), counts.data(), a.hits.data());
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
+        if (n * 8 >= count * kDenseEighths) {
+          terms_dense(w, begin, count, n, slot_index, slot_codes, slot_of, affine, fts, sums.data(), counts.data(),
+                      a.hits.data(), buf);
+        } else {
+          terms_chunk(w, n_words, begin, slot_codes, slot_of, fts, sums.data(), counts.data(), a.hits.data());
+        }
       }
     });
     for (std::size_t k = 0; k < lanes.size(); ++k) sums[0][k % slots] += lanes[k];
@@ -399,15 +468,16 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
       f.values = f.own.data();
     }
     const Bitset* possible = rows.rows[root].get();
+    const bool affine = links.empty() && root_dims[0]->stride == 1;  // slot_of[code] = code's symbol + 3
     std::vector<Accumulators> per_thread(pass_threads(table.rows, possible, rows.possible[root], slots));
     if (slots <= 0x100) {
       const std::vector<std::uint8_t> map(slot_of.begin(), slot_of.end());
-      fused_pass(table.rows, possible, rows.possible[root], slot_index, map.data(), fts, in, per_thread, slots);
+      fused_pass(table.rows, possible, rows.possible[root], slot_index, map.data(), affine, fts, in, per_thread, slots);
     } else if (slots <= 0x10000) {
       const std::vector<std::uint16_t> map(slot_of.begin(), slot_of.end());
-      fused_pass(table.rows, possible, rows.possible[root], slot_index, map.data(), fts, in, per_thread, slots);
+      fused_pass(table.rows, possible, rows.possible[root], slot_index, map.data(), affine, fts, in, per_thread, slots);
     } else {
-      fused_pass(table.rows, possible, rows.possible[root], slot_index, slot_of.data(), fts, in, per_thread, slots);
+      fused_pass(table.rows, possible, rows.possible[root], slot_index, slot_of.data(), affine, fts, in, per_thread, slots);
     }
     acc = merged(per_thread, in, slots);
   } else if (table_root && functional && direct) {
