@@ -547,6 +547,45 @@ ASSOC_AVX512 void match_codes_avx512(const std::uint8_t* data, std::size_t first
   }
 }
 
+// decode_blocks for width W on AVX-512 (VBMI), 16 rows at a time as match_codes_avx512 reads
+// them: a byte permutation, a shift and a mask give each row's code; less the bias (NULL's
+// code 0 becomes kNull), stored.
+template <unsigned W>
+ASSOC_AVX512 void decode_blocks_avx512(const std::uint8_t* data, std::size_t first, std::size_t n, std::uint32_t bias,
+                                       std::uint32_t* out) {
+  alignas(64) std::uint8_t index[64];
+  alignas(64) std::uint32_t shift[16];
+  for (unsigned i = 0; i < 16; ++i) {
+    for (unsigned k = 0; k < 4; ++k) index[4 * i + k] = static_cast<std::uint8_t>(i * W / 8 + k);
+    shift[i] = i * W % 8;
+  }
+  const __m512i idx = _mm512_load_si512(index);
+  const __m512i shifts = _mm512_load_si512(shift);
+  const __m512i code_mask = _mm512_set1_epi32(static_cast<int>((std::uint32_t{1} << W) - 1));
+  const __m512i less = _mm512_set1_epi32(static_cast<int>(bias));
+  constexpr __mmask64 kGroupBytes = (__mmask64{1} << (2 * W)) - 1;  // 2W <= 34 bytes
+  for (std::size_t b = 0; b < n; ++b) {
+    const std::uint8_t* block = data + (first + b) * 8 * W;
+    std::uint32_t* o = out + b * 64;
+#pragma GCC unroll 4
+    for (unsigned g = 0; g < 4; ++g) {
+      const __m512i bytes = _mm512_maskz_loadu_epi8(kGroupBytes, block + 2 * W * g);
+      const __m512i raw = _mm512_permutexvar_epi8(idx, bytes);
+      const __m512i code = _mm512_and_si512(_mm512_srlv_epi32(raw, shifts), code_mask);
+      _mm512_storeu_si512(o + 16 * g, _mm512_sub_epi32(code, less));
+    }
+  }
+}
+
+template <unsigned... Ws>
+constexpr auto avx512_block_decoders(std::integer_sequence<unsigned, Ws...>) {
+  return std::array<BlockDecoder, sizeof...(Ws)>{&decode_blocks_avx512<Ws + 1>...};
+}
+
+// Widths 1 to kMaxCodeSetWidth (those of 1, 2, 4, 8 and 16 bits take the portable path).
+constexpr auto kAvx512BlockDecoders =
+    avx512_block_decoders(std::make_integer_sequence<unsigned, PackedIndex::kMaxCodeSetWidth>{});
+
 template <unsigned... Ws>
 constexpr auto avx512_code_matchers(std::integer_sequence<unsigned, Ws...>) {
   return std::array<CodeMatcher, sizeof...(Ws)>{&match_codes_avx512<Ws + 1>...};
@@ -647,6 +686,13 @@ void PackedIndex::decode_blocks(std::size_t first, std::size_t n, std::uint32_t*
     std::fill(out, out + n * 64, 0U - bias_);
     return;
   }
+#ifdef ASSOC_MATCH_AVX512
+  // Widths of whole bytes or their halves and quarters decode as fast without it.
+  if (width_ <= kMaxCodeSetWidth && (width_ & (width_ - 1)) != 0 && avx512_matching()) {
+    kAvx512BlockDecoders[width_ - 1](bytes_.data(), first, n, bias_, out);
+    return;
+  }
+#endif
   kBlockDecoders[width_ - 1](bytes_.data(), first, n, bias_, out);
 }
 
