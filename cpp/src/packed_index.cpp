@@ -491,11 +491,38 @@ constexpr auto kCodeMatchers = code_matchers(std::make_integer_sequence<unsigned
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// match_codes for width W on AVX-512 (VBMI): 16 rows at a time. 16 rows are 2W whole bytes;
-// a byte permutation gives each row's lane the 4 bytes from the one holding its first bit
-// (the same for every such group), a shift and a mask its code. The code set, as bits,
-// answers in registers for widths up to 10 (1,024 codes: 32 words in two registers), by a
-// gather above.
+// 16 rows of width W at a time: 16 rows are 2W whole bytes; a byte permutation gives each
+// row's lane the 4 bytes from the one holding its first bit (the same for every such group),
+// a shift and a mask its code. The permutation and the shifts, made once per call.
+template <unsigned W>
+struct SixteenRows {
+  __m512i index, shifts;
+};
+
+template <unsigned W>
+ASSOC_AVX512 SixteenRows<W> sixteen_rows() {
+  alignas(64) std::uint8_t index[64];
+  alignas(64) std::uint32_t shift[16];
+  for (unsigned i = 0; i < 16; ++i) {
+    for (unsigned k = 0; k < 4; ++k) index[4 * i + k] = static_cast<std::uint8_t>(i * W / 8 + k);
+    shift[i] = i * W % 8;
+  }
+  return {_mm512_load_si512(index), _mm512_load_si512(shift)};
+}
+
+// The codes of group g (rows 16g .. 16g+15) of a 64-row block.
+template <unsigned W>
+ASSOC_AVX512 inline __m512i sixteen_codes(const SixteenRows<W>& rows, const std::uint8_t* block, unsigned g) {
+  constexpr __mmask64 kGroupBytes = (__mmask64{1} << (2 * W)) - 1;  // 2W <= 34 bytes
+  const __m512i bytes = _mm512_maskz_loadu_epi8(kGroupBytes, block + 2 * W * g);
+  const __m512i raw = _mm512_permutexvar_epi8(rows.index, bytes);
+  return _mm512_and_si512(_mm512_srlv_epi32(raw, rows.shifts),
+                          _mm512_set1_epi32(static_cast<int>((std::uint32_t{1} << W) - 1)));
+}
+
+// match_codes for width W on AVX-512 (VBMI): 16 rows at a time (SixteenRows). The code set,
+// as bits, answers in registers for widths up to 10 (1,024 codes: 32 words in two registers),
+// by a gather above.
 template <unsigned W>
 ASSOC_AVX512 void match_codes_avx512(const std::uint8_t* data, std::size_t first, std::size_t n,
                                      const std::uint8_t* code_set, std::uint64_t* out) {
@@ -511,28 +538,17 @@ ASSOC_AVX512 void match_codes_avx512(const std::uint8_t* data, std::size_t first
       std::memcpy(bits + c / 32, &m, sizeof m);
     }
   }
-  alignas(64) std::uint8_t index[64];
-  alignas(64) std::uint32_t shift[16];
-  for (unsigned i = 0; i < 16; ++i) {
-    for (unsigned k = 0; k < 4; ++k) index[4 * i + k] = static_cast<std::uint8_t>(i * W / 8 + k);
-    shift[i] = i * W % 8;
-  }
-  const __m512i idx = _mm512_load_si512(index);
-  const __m512i shifts = _mm512_load_si512(shift);
-  const __m512i code_mask = _mm512_set1_epi32(static_cast<int>(kCodes - 1));
+  const SixteenRows<W> rows = sixteen_rows<W>();
   const __m512i low5 = _mm512_set1_epi32(31);
   const __m512i one = _mm512_set1_epi32(1);
   const __m512i table_lo = _mm512_load_si512(bits);
   const __m512i table_hi = _mm512_load_si512(bits + 16);
-  constexpr __mmask64 kGroupBytes = (__mmask64{1} << (2 * W)) - 1;  // 2W <= 34 bytes
   for (std::size_t b = 0; b < n; ++b) {
     const std::uint8_t* block = data + (first + b) * 8 * W;
     std::uint64_t word = 0;
 #pragma GCC unroll 4
     for (unsigned g = 0; g < 4; ++g) {
-      const __m512i bytes = _mm512_maskz_loadu_epi8(kGroupBytes, block + 2 * W * g);
-      const __m512i raw = _mm512_permutexvar_epi8(idx, bytes);
-      const __m512i code = _mm512_and_si512(_mm512_srlv_epi32(raw, shifts), code_mask);
+      const __m512i code = sixteen_codes(rows, block, g);
       const __m512i at = _mm512_srli_epi32(code, 5);
       __m512i w32;
       if constexpr (W <= 10) {
@@ -547,33 +563,18 @@ ASSOC_AVX512 void match_codes_avx512(const std::uint8_t* data, std::size_t first
   }
 }
 
-// decode_blocks for width W on AVX-512 (VBMI), 16 rows at a time as match_codes_avx512 reads
-// them: a byte permutation, a shift and a mask give each row's code; less the bias (NULL's
-// code 0 becomes kNull), stored.
+// decode_blocks for width W on AVX-512 (VBMI), 16 rows at a time (SixteenRows): each code
+// less the bias (NULL's code 0 becomes kNull), stored.
 template <unsigned W>
 ASSOC_AVX512 void decode_blocks_avx512(const std::uint8_t* data, std::size_t first, std::size_t n, std::uint32_t bias,
                                        std::uint32_t* out) {
-  alignas(64) std::uint8_t index[64];
-  alignas(64) std::uint32_t shift[16];
-  for (unsigned i = 0; i < 16; ++i) {
-    for (unsigned k = 0; k < 4; ++k) index[4 * i + k] = static_cast<std::uint8_t>(i * W / 8 + k);
-    shift[i] = i * W % 8;
-  }
-  const __m512i idx = _mm512_load_si512(index);
-  const __m512i shifts = _mm512_load_si512(shift);
-  const __m512i code_mask = _mm512_set1_epi32(static_cast<int>((std::uint32_t{1} << W) - 1));
+  const SixteenRows<W> rows = sixteen_rows<W>();
   const __m512i less = _mm512_set1_epi32(static_cast<int>(bias));
-  constexpr __mmask64 kGroupBytes = (__mmask64{1} << (2 * W)) - 1;  // 2W <= 34 bytes
   for (std::size_t b = 0; b < n; ++b) {
     const std::uint8_t* block = data + (first + b) * 8 * W;
     std::uint32_t* o = out + b * 64;
 #pragma GCC unroll 4
-    for (unsigned g = 0; g < 4; ++g) {
-      const __m512i bytes = _mm512_maskz_loadu_epi8(kGroupBytes, block + 2 * W * g);
-      const __m512i raw = _mm512_permutexvar_epi8(idx, bytes);
-      const __m512i code = _mm512_and_si512(_mm512_srlv_epi32(raw, shifts), code_mask);
-      _mm512_storeu_si512(o + 16 * g, _mm512_sub_epi32(code, less));
-    }
+    for (unsigned g = 0; g < 4; ++g) _mm512_storeu_si512(o + 16 * g, _mm512_sub_epi32(sixteen_codes(rows, block, g), less));
   }
 }
 
