@@ -144,6 +144,8 @@ def one_table(repeat: int) -> Times:
             assoc.set_cache_limit(limit)
         out.update({f"{case}_{k}": v for k, v in times.items()})
 
+    out.update(chart_cube(data, session, repeat))
+
     # A repeated cube for the same state, through the Python API (served from the cache).
     session.hypercube(["Category"], measures)
     k = 1000
@@ -160,6 +162,49 @@ def one_table(repeat: int) -> Times:
     out["selected_bytes"] = out["all_bytes"] + column_bytes(app, "T", ["Sel"])
     session.close()
     con.close()
+    return out
+
+
+def chart_cube(data: dict[str, Any], session: assoc.Session, repeat: int) -> Times:
+    """A bar chart's cube on every row: Sum(Amount) and Count(Amount) by Category (one field
+    of the table: the fused pass)."""
+    df, con, app = data["df"], data["con"], data["app"]
+    chart = ["Sum(Amount)", "Count(Amount)"]
+
+    def polars_query() -> pl.DataFrame:
+        amount = pl.col("Amount")
+        return df.group_by("Category").agg(amount.sum(), amount.count().alias("n"))
+
+    def duckdb_query() -> list[tuple[Any, ...]]:
+        return con.execute(
+            "SELECT CategoryNo, SUM(Amount), COUNT(Amount) FROM t GROUP BY CategoryNo"
+        ).fetchall()
+
+    def assoc_query() -> assoc.Hypercube:
+        return session.hypercube(["Category"], chart)
+
+    session.clear()
+    want = {r[0]: (r[1], r[2]) for r in duckdb_query()}
+    got = {int(c): (total, n) for c, total, n in assoc_query().rows}
+    assert got.keys() == want.keys()
+    for k, (total, n) in got.items():
+        assert abs(total - want[k][0]) < 1e-6 * max(1.0, abs(total)), k
+        assert n == want[k][1], k
+    assert polars_query().height == len(got)
+    limit = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)
+    try:
+        runs: dict[str, Run] = {
+            "polars": (polars_query, None),
+            "duckdb": (duckdb_query, None),
+            "assoc": (assoc_query, None),
+        }
+        times = interleaved_times(runs, repeat)
+    finally:
+        assoc.set_cache_limit(limit)
+    out: Times = {f"chart_{k}": v for k, v in times.items()}
+    read = column_bytes(app, "T", ["Category", "Amount"])
+    out["chart_bytes"] = read + symbol_bytes(app, ["Amount"])
     return out
 
 
@@ -300,6 +345,14 @@ def measures(repeat: int) -> list[Measure]:
             a["selected_bytes"],
             read + "; Sel's index",
         ),
+        Measure(
+            "hypercube.chart",
+            f"{n}: Sum(Amount), Count(Amount) by Category, every row (a bar chart's cube)",
+            a["chart_assoc"],
+            {p: a[f"chart_{p}"] for p in ("polars", "duckdb")},
+            a["chart_bytes"],
+            "packed indexes of Category, Amount; Amount's symbols",
+        ),
         Measure("hypercube.cached", "repeated cube for the same state", a["cached"]),
     ]
     b = star(repeat)
@@ -354,6 +407,12 @@ def main() -> int:
     print(
         f"\nWith the selection made inside the timing too (select + cube): {t * ms:.1f} ms, "
         f"{t / peer:.2f} of the best peer"
+    )
+    chart_peer = min(a["chart_polars"], a["chart_duckdb"])
+    print(
+        f"A bar chart's cube, Sum(Amount) and Count(Amount) by Category, every row: "
+        f"{a['chart_assoc'] * ms:.1f} ms, polars {a['chart_polars'] * ms:.1f} ms, duckdb "
+        f"{a['chart_duckdb'] * ms:.1f} ms ({a['chart_assoc'] / chart_peer:.2f} of the best peer)"
     )
     print(f"Repeated cube for the same state (cached): {a['cached'] * 1e6:.1f} us")
     print(f"Extra peak memory while computing: {a['extra_bytes_per_row']:.2f} bytes per row\n")
