@@ -95,15 +95,7 @@ const Bitset& RowMask::values(std::uint32_t field) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto& slot = values_.at(field);
   if (!slot) {
-    if (const Bitset* found = rows_->values_of(field)) {
-      slot = std::make_unique<Bitset>(*found);
-    } else {
-      const std::uint32_t n = model_->data().fields()[field].symbols.size();
-      auto out = std::make_unique<Bitset>(symbol_set(n));
-      for (const auto& h : model_->all_holders(field))
-        out->or_with(model_->values_on(h.table, h.column, rows_->rows[h.table].get()));
-      slot = std::move(out);
-    }
+    slot = std::make_unique<Bitset>(model_->values_on_possible(field, *rows_));
   }
   return *slot;
 }
@@ -239,6 +231,13 @@ const AssociativeModel::Lookup& AssociativeModel::lookup(std::uint32_t field) co
 
 void AssociativeModel::prepare_lookup(std::uint32_t field) const { lookup(field); }
 
+Bitset AssociativeModel::values_on_possible(std::uint32_t field, const RowStates& rows) const {
+  if (const Bitset* found = rows.values_of(field)) return *found;
+  Bitset out = symbol_set(model_->fields()[field].symbols.size());
+  for (const auto& h : holders_[field]) out.or_with(values_on(h.table, h.column, rows.rows[h.table].get()));
+  return out;
+}
+
 Bitset AssociativeModel::values_on(std::uint32_t table, std::uint32_t column, const Bitset* rows) const {
   const Column& col = model_->tables().at(table).columns.at(column);
   const std::uint32_t n = model_->fields()[col.field].symbols.size();
@@ -318,25 +317,19 @@ std::shared_ptr<const RowStates> AssociativeModel::rows(const SelectionState& st
 std::shared_ptr<FieldStates> AssociativeModel::compute_field(const SelectionState& state, std::uint32_t field,
                                                              const RowStates& rows) const {
   const std::uint32_t n = model_->fields()[field].symbols.size();
-  auto values_under = [&](const RowStates& rows) {
-    if (const Bitset* found = rows.values_of(field)) return *found;
-    Bitset out = symbol_set(n);
-    for (const auto& h : holders_[field]) out.or_with(values_on(h.table, h.column, rows.rows[h.table].get()));
-    return out;
-  };
   auto out = std::make_shared<FieldStates>();
   out->selected = symbol_set(n);
   auto it = state.fields().find(field);
   if (it != state.fields().end()) {
     for (const std::uint32_t s : it->second) out->selected.set(s);
-    out->alternative = values_under(*this->rows(state.without(field)));
+    out->alternative = values_on_possible(field, *this->rows(state.without(field)));
     out->alternative.and_not(out->selected);
   } else {
     out->alternative = symbol_set(n);
   }
   // With no selection under a mask the possible values are the mask's own (made once).
   const bool unselected = state.mask() && state.fields().empty();
-  out->possible = unselected ? state.mask()->values(field) : values_under(rows);
+  out->possible = unselected ? state.mask()->values(field) : values_on_possible(field, rows);
   out->selected_excluded = out->selected;
   out->selected_excluded.and_not(out->possible);
   out->possible.and_not(out->selected);

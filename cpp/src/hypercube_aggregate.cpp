@@ -148,7 +148,6 @@ std::size_t chunk_slots(const std::uint64_t* words, std::size_t count, std::size
   for (std::size_t w = 0; w < (count + 63) / 64; ++w) {
     for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
       const std::size_t j = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
-      // The stored code (NULL: kNull + 1).
       slot[m] = affine ? decoded[j] + kAffineSlot : slot_of[decoded[j] + slot_codes.bias];
     }
   }

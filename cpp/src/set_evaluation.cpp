@@ -337,9 +337,7 @@ SetEvaluator::Values SetEvaluator::element_values(const ElementNode& e, std::uin
       const std::uint32_t of = e.field.empty() ? field : field_named(e.field, e.position);
       std::shared_ptr<const RowStates> r = e.set ? rows(*e.set) : model_.rows(base);
       const std::uint32_t m = model_.data().fields()[of].symbols.size();
-      Bitset possible = detail::symbol_set(m);
-      for (const auto& h : model_.all_holders(of))
-        possible.or_with(model_.values_on(h.table, h.column, r->rows[h.table].get()));
+      Bitset possible = model_.values_on_possible(of, *r);
       if (e.kind == ElementNode::Kind::kE) {
         Bitset all = detail::symbol_set(m);
         all.set_first(m);

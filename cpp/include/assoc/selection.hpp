@@ -171,6 +171,10 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
   const std::vector<Holder>& linked_holders(std::uint32_t field) const { return linked_[field]; }
   const std::vector<Holder>& all_holders(std::uint32_t field) const { return holders_[field]; }
 
+  // A field's values on the possible rows of `rows` (every table holding it): those the
+  // inference found on the way, else a scan of each holder's column.
+  Bitset values_on_possible(std::uint32_t field, const RowStates& rows) const;
+
   // The values column `column` of table `table` holds on `rows` (null: every row; those are
   // found once per column and kept, the model being fixed), a set of its field's symbols.
   Bitset values_on(std::uint32_t table, std::uint32_t column, const Bitset* rows) const;
