@@ -483,3 +483,24 @@ def test_reduction_matches_numbers_and_duals_on_their_texts() -> None:
         # "7.50" is not the text 7.5 is shown with; the dual SEVEN is not matched by its number.
         assert sorted(bob.state("Row")["possible"]) == [5]
         assert sorted(root.state("Row")["possible"]) == list(range(len(codes)))
+
+
+def test_reduction_keeps_every_value_that_has_the_granted_text() -> None:
+    """Two values with one text (duals of different numbers) and a number shown with the same
+    text as a stored text are all kept when that text is granted; each user's values are
+    looked up in the same per-app match without changing another's."""
+    from assoc import _core
+    from assoc.access import AccessTable
+
+    codes = [assoc.Dual(1, "Q1"), assoc.Dual(13, "Q1"), 5, "5", "Q2", assoc.Dual(2, "Q2")]
+    builder = _core.ModelBuilder()
+    builder.add_columns("Data", {"CODE": codes, "Row": list(range(len(codes)))})
+    AccessTable(
+        {"ACCESS": ["USER"] * 3, "USERID": ["ANN", "ANN", "BOB"], "CODE": ["Q1", "5", "Q2"]}
+    ).add_to(builder)
+    app = assoc.App(builder.build())
+    for _ in range(2):  # the second time from the kept match
+        app._reductions.clear()
+        with app.session("ann") as ann, app.session("bob") as bob:
+            assert sorted(ann.state("Row")["possible"]) == [0, 1, 2, 3]
+            assert sorted(bob.state("Row")["possible"]) == [4, 5]

@@ -64,17 +64,23 @@ void bind_session(py::module_& m) {
           "symbols_with_texts",
           [](const PyAssociativeModel& model, const std::string& field, const std::vector<std::string>& texts) {
             const std::uint32_t f = model.impl->field_id(field);
-            std::vector<std::uint32_t> found;
+            std::vector<std::pair<std::uint32_t, std::uint32_t>> found;
             {
               py::gil_scoped_release release;
               found = model.impl->symbols_with_texts(f, texts);
             }
-            py::array_t<std::int64_t> out(static_cast<py::ssize_t>(found.size()));
-            std::copy(found.begin(), found.end(), out.mutable_data());
-            return out;
+            const auto n = static_cast<py::ssize_t>(found.size());
+            py::array_t<std::int64_t> symbols(n);
+            py::array_t<std::int64_t> which(n);
+            for (py::ssize_t i = 0; i < n; ++i) {
+              symbols.mutable_data()[i] = found[static_cast<std::size_t>(i)].first;
+              which.mutable_data()[i] = found[static_cast<std::size_t>(i)].second;
+            }
+            return py::make_tuple(symbols, which);
           },
           py::arg("field"), py::arg("texts"),
-          "The symbol indexes, in order, whose text is one of `texts` (a bare number's: canonical).");
+          "The symbol indexes, in order, whose text is one of `texts` (a bare number's: canonical), and "
+          "beside them the position in `texts` of the text each has.");
 
   py::class_<RowMask, std::shared_ptr<RowMask>>(
       m, "RowMask", "Section access: the rows one user's reduction leaves, shared by their sessions.")

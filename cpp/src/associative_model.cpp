@@ -255,21 +255,24 @@ Bitset AssociativeModel::values_on(std::uint32_t table, std::uint32_t column, co
   return *kept;
 }
 
-std::vector<std::uint32_t> AssociativeModel::symbols_with_texts(std::uint32_t field,
-                                                                const std::vector<std::string>& texts) const {
+std::vector<std::pair<std::uint32_t, std::uint32_t>> AssociativeModel::symbols_with_texts(
+    std::uint32_t field, const std::vector<std::string>& texts) const {
   const SymbolTable& s = model_->fields().at(field).symbols;
-  std::unordered_set<std::string_view> wanted_texts;
-  std::unordered_set<double> wanted_numbers;  // texts that are some number's canonical text
-  for (const std::string& t : texts) {
-    wanted_texts.insert(t);
+  std::unordered_map<std::string_view, std::uint32_t> wanted_texts;
+  std::unordered_map<double, std::uint32_t> wanted_numbers;  // texts that are some number's canonical text
+  for (std::uint32_t i = 0; i < texts.size(); ++i) {
+    const std::string& t = texts[i];
+    wanted_texts.emplace(t, i);
     double v = 0;
-    if (parse_number(t, v) && is_canonical_text(t, v)) wanted_numbers.insert(v);
+    if (parse_number(t, v) && is_canonical_text(t, v)) wanted_numbers.emplace(v, i);
   }
-  std::vector<std::uint32_t> out;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
   for (std::uint32_t i = 0; i < s.size(); ++i) {
-    const bool hit = s.has_text(i) ? wanted_texts.count(s.text(i)) != 0
-                                   : s.has_number(i) && wanted_numbers.count(s.number(i)) != 0;
-    if (hit) out.push_back(i);
+    if (s.has_text(i)) {
+      if (auto it = wanted_texts.find(s.text(i)); it != wanted_texts.end()) out.emplace_back(i, it->second);
+    } else if (s.has_number(i)) {
+      if (auto it = wanted_numbers.find(s.number(i)); it != wanted_numbers.end()) out.emplace_back(i, it->second);
+    }
   }
   return out;
 }

@@ -313,9 +313,10 @@ class AssociativeModel(metaclass=_pybind11_type):
     def __init__(self, model: DataModel) -> None: ...
     def symbols_with_texts(
         self, field: str, texts: collections.abc.Sequence[str]
-    ) -> numpy.typing.NDArray[numpy.int64]:
+    ) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64]]:
         """
-        The symbol indexes, in order, whose text is one of `texts` (a bare number's: canonical).
+        The symbol indexes, in order, whose text is one of `texts` (a bare number's: canonical),
+        and beside them the position in `texts` of the text each has.
         """
 
 class RowMask(metaclass=_pybind11_type):

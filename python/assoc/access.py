@@ -86,26 +86,33 @@ class AccessTable:
         reduction: dict[str, frozenset[str]] = {}
         for field in self.reduction_fields:
             column = self.columns[field]
-            listed = self._listed.get(field)
-            if listed is None:
-                listed = self._listed[field] = {v for v in column if v and v != "*"}
+            values = {column[i] for i in rows}
+            if "*" not in values and "" not in values:
+                reduction[field] = frozenset(values)
+                continue
             allowed: set[str] = set()
             everything = False
             for i in rows:
                 value = column[i]
                 if value == "*":
-                    allowed |= listed  # `*`: every value listed in this column
+                    allowed |= self.listed(field)  # `*`: every value listed in this column
                 elif value:
                     allowed.add(value)
                 elif self.columns["ACCESS"][i] == "ADMIN":
                     everything = True  # an ADMIN row with no value sees every value
-                else:
-                    allowed |= set()  # a USER row with no value reaches nothing here
+                # a USER row with no value reaches nothing in this field
             if not everything:
                 reduction[field] = frozenset(allowed)
         omit_col = self.columns.get("OMIT")
         omit = frozenset(omit_col[i] for i in rows if omit_col and omit_col[i])
         return Grant(reduction, omit)
+
+    def listed(self, field: str) -> set[str]:
+        """The values a reduction column lists (not `*` nor empty)."""
+        found = self._listed.get(field)
+        if found is None:
+            found = self._listed[field] = {v for v in self.columns[field] if v and v != "*"}
+        return found
 
     def sees_everything(self, user: str, groups: Iterable[str] = ()) -> bool:
         """True when an ADMIN row names the user and the grant reduces and omits nothing: only
@@ -150,15 +157,38 @@ def hidden_name(name: str) -> bool:
     return name == ACCESS_TABLE or name.startswith(_PREFIX)
 
 
-def reduction_codes(
-    grant: Grant, fields: Sequence[str], model: _core.AssociativeModel
-) -> dict[str, np.ndarray]:
-    """The symbol indexes each reduced data field keeps: the field's symbols whose text is one
-    of the allowed values, a number without a stored text by its canonical text (reduction
-    fields the data lacks reduce nothing)."""
-    present = set(fields)
-    return {
-        field: model.symbols_with_texts(field, sorted(allowed))
-        for field, allowed in grant.reduction.items()
-        if field in present
-    }
+class ValueCodes:
+    """The symbol indexes of the values an access table lists, per reduction field of the data
+    (a field the data lacks reduces nothing): a field's symbols whose text is the value, a
+    number without a stored text by its canonical text. Matched once per app and field, in one
+    pass over the field's symbols; a user's reduction then only looks its values up."""
+
+    def __init__(self, access: AccessTable, model: _core.AssociativeModel, fields: Sequence[str]):
+        self._access = access
+        self._model = model
+        self._present = frozenset(fields)
+        self._by_field: dict[str, dict[str, list[int]]] = {}
+
+    def codes(self, grant: Grant) -> dict[str, np.ndarray]:
+        """Per reduced field of the grant, the symbols it keeps, sorted."""
+        out: dict[str, np.ndarray] = {}
+        for field, allowed in grant.reduction.items():
+            if field not in self._present:
+                continue
+            by_value = self._by_field.get(field)
+            if by_value is None:
+                by_value = self._by_field[field] = self._match(field)
+            kept: list[int] = []
+            for value in allowed:
+                kept += by_value.get(value, ())
+            kept.sort()
+            out[field] = np.array(kept, dtype=np.int64)
+        return out
+
+    def _match(self, field: str) -> dict[str, list[int]]:
+        texts = sorted(self._access.listed(field))
+        symbols, which = self._model.symbols_with_texts(field, texts)
+        by_value: dict[str, list[int]] = {}
+        for symbol, i in zip(symbols.tolist(), which.tolist(), strict=True):
+            by_value.setdefault(texts[i], []).append(symbol)
+        return by_value

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from assoc import _core
-from assoc.access import ACCESS_TABLE, DENIED, AccessTable, hidden_name, reduction_codes
+from assoc.access import ACCESS_TABLE, DENIED, AccessTable, ValueCodes, hidden_name
 from assoc.annotations import Annotations
 from assoc.arrow import ArrowExport, Duals, check_duals, is_arrow_stream, read_arrow
 from assoc.field_order import FieldOrder, MadeOnce
@@ -93,14 +93,20 @@ class _AccessLayout:
             for name in ("$Table", "$Field")
             if name in self.names
         }
+        self._hidden: dict[frozenset[str], dict[str, np.ndarray]] = {}  # by omitted fields
 
     def hidden_system(self, omit: frozenset[str]) -> dict[str, np.ndarray]:
         """The system fields' values that name neither the access table, its fields nor a
         field the user is not given (the row mask keeps only their rows)."""
+        found = self._hidden.get(omit)
+        if found is not None:
+            return found
         out: dict[str, np.ndarray] = {}
         for name, values in self._system.items():
             gone = omit if name == "$Field" else frozenset()
             out[name] = np.flatnonzero([not (hidden_name(v) or v in gone) for v in values])
+        if len(self._hidden) < _REDUCTIONS_KEPT:
+            self._hidden[omit] = out
         return out
 
 
@@ -250,7 +256,7 @@ class App:
             return found
         layout = self._access_layout
         grant = self.access.grant(user, groups)
-        codes = reduction_codes(grant, layout.fields, self._associative)
+        codes = self._access_codes.codes(grant)
         if any(not c.size for c in codes.values()):
             raise _core.Error(DENIED)  # strict exclusion: a reduction that reaches no data
         hidden = layout.hidden_system(grant.omit)
@@ -269,6 +275,12 @@ class App:
     def _access_layout(self) -> _AccessLayout:
         """What every user's reduction reads of the model (made once: the model is fixed)."""
         return _AccessLayout(self._impl, self.fields)
+
+    @functools.cached_property
+    def _access_codes(self) -> ValueCodes:
+        """The symbols of each value the access table lists (matched once: the model is fixed)."""
+        assert self.access is not None
+        return ValueCodes(self.access, self._associative, self.fields)
 
     def _counting_system(self, omit: frozenset[str], mask: _core.RowMask) -> frozenset[str]:
         """The system fields that would count what the user does not see, left out like

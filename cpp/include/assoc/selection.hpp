@@ -146,9 +146,11 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
   std::uint32_t find_value(std::uint32_t field, const DualView& value) const;
   // Builds a field's value look-up ahead of find_* (heavy for large fields).
   void prepare_lookup(std::uint32_t field) const;
-  // The symbols whose text is one of `texts`, in order: a stored text compares as it is, a
-  // number without one by its canonical text (section access matches values on their texts).
-  std::vector<std::uint32_t> symbols_with_texts(std::uint32_t field, const std::vector<std::string>& texts) const;
+  // The symbols whose text is one of `texts`, in order, each with the position in `texts` of
+  // the text it has: a stored text compares as it is, a number without one by its canonical
+  // text (section access matches values on their texts). One pass over the field's symbols.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> symbols_with_texts(std::uint32_t field,
+                                                                          const std::vector<std::string>& texts) const;
 
   // Possible rows of every table (computed, or found in the result cache).
   std::shared_ptr<const RowStates> rows(const SelectionState& state) const;
