@@ -765,3 +765,70 @@ def test_short_numbers_read_alike_in_the_middle_and_at_the_end_of_the_data() -> 
         end = App.from_csv(f"a\n{text}".encode(), "T")
         assert _cell(middle, "a")[0] == _cell(end, "a")[0], text
         assert middle.symbols("a")[0] == end.symbols("a")[0], text
+
+
+# ----------------------------------------------------------------------------------------------
+# Arrays in blocks kept from one import for the next
+
+
+def _shaped_csv(seed: int, n_rows: int, nulls: bool = False) -> bytes:
+    """id (rising), k (1,000 values), p (2-decimal prices), name (texts): the benchmark's
+    shape; with `nulls`, every 7th k is empty and every 11th p a whole number."""
+    rng = random.Random(seed)
+    lines = ["id,k,p,name"]
+    for i in range(n_rows):
+        price = rng.randrange(1_000_000) / 100
+        k = "" if nulls and i % 7 == 0 else str(rng.randrange(1000))
+        p = str(rng.randrange(1000)) if nulls and i % 11 == 0 else f"{price:.2f}"
+        lines.append(f"{i + 1},{k},{p},n{rng.randrange(50)}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+@contextlib.contextmanager
+def _kept_limit(limit: int) -> Iterator[None]:
+    before = assoc.memory_blocks()["kept_limit"]
+    assoc.set_memory_blocks_kept(limit)
+    try:
+        yield
+    finally:
+        assoc.set_memory_blocks_kept(before)
+
+
+def _unkept_snapshot(data: bytes) -> tuple[Any, ...]:
+    """The table read with no blocks kept from before (every array fresh, zeroed)."""
+    with _kept_limit(0):
+        return _snapshot(App.from_csv(data))
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_an_import_reads_its_own_rows_into_blocks_kept_from_the_last(threads, n_threads) -> None:
+    """The chunks' row and number arrays are big blocks: freed into the kept ones as an import
+    ends, taken by the next without clearing. Each import reads only its own values."""
+    assoc.set_threads(n_threads)
+    first, second = _shaped_csv(1, 600_000), _shaped_csv(2, 450_000, nulls=True)
+    expected_first, expected_second = _unkept_snapshot(first), _unkept_snapshot(second)
+    with _kept_limit(256 << 20):  # the default; another test may have lowered it
+        assert _snapshot(App.from_csv(first)) == expected_first
+        reused = assoc.memory_blocks()["reused"]
+        # A smaller file with other values and NULLs, then the first again (into blocks of the
+        # smaller one's and new ones), then the first once more.
+        assert _snapshot(App.from_csv(second)) == expected_second
+        assert assoc.memory_blocks()["reused"] > reused
+        assert _snapshot(App.from_csv(first)) == expected_first
+        assert _snapshot(App.from_csv(first)) == expected_first
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_an_import_after_a_failed_one_reads_its_own_rows(threads, n_threads) -> None:
+    assoc.set_threads(n_threads)
+    good = _shaped_csv(3, 600_000)
+    expected = _unkept_snapshot(good)
+    lines = good.decode().split("\n")
+    # The chunks have filled most of their arrays when the short row is found.
+    lines[550_000] = "1,2," + "3" * 40
+    with _kept_limit(256 << 20):
+        with pytest.raises(assoc.Error, match="3 fields, the header has 4"):
+            App.from_csv("\n".join(lines).encode())
+        reused = assoc.memory_blocks()["reused"]
+        assert _snapshot(App.from_csv(good)) == expected
+        assert assoc.memory_blocks()["reused"] > reused
