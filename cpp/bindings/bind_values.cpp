@@ -1,6 +1,11 @@
 // Values between Python and the engine: assoc.Dual, Python values read into cells, and
-// symbols converted back to int, float, str or Dual.
+// symbols converted back to int, float, str or Dual; measure cells as a data page holds them.
+#include <pybind11/numpy.h>
+
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "assoc/error.hpp"
@@ -99,7 +104,79 @@ py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i) {
   return py::float_(d);
 }
 
+
+namespace {
+
+// Python's repr of a finite double: its shortest digits that read back, in fixed notation when
+// the decimal exponent is in [-4, 16) (with ".0" when no fraction is left), else as d.ddde+XX.
+std::string python_float_repr(double v) {
+  char sci[40];
+  const auto s = std::to_chars(sci, sci + sizeof sci, v, std::chars_format::scientific);
+  const char* e = std::find(sci, s.ptr, 'e');
+  int exponent = 0;
+  std::from_chars(e + (e[1] == '+' ? 2 : 1), s.ptr, exponent);
+  if (exponent < -4 || exponent >= 16) return std::string(sci, s.ptr);
+  char fixed[48];
+  const auto f = std::to_chars(fixed, fixed + sizeof fixed - 2, v, std::chars_format::fixed);
+  std::string out(fixed, f.ptr);
+  if (out.find('.') == std::string::npos) out += ".0";
+  return out;
+}
+
+// A measure cell's JSON (NxCell, state L), as the service writes it: qText a whole number
+// below 1e15 as an integer, else in %.15g; qNum a whole number below 2^53 as an integer, else
+// Python's repr of the float; NULL (NaN) as "-"; infinities as inf / "Infinity".
+void append_measure_cell(std::string& out, double v) {
+  char buf[48];
+  if (std::isnan(v)) {
+    out += R"({"qText":"-","qNum":"NaN","qElemNumber":0,"qState":"L","qIsNull":true})";
+    return;
+  }
+  if (std::isinf(v)) {
+    out += v > 0 ? R"({"qText":"inf","qNum":"Infinity","qElemNumber":0,"qState":"L"})"
+                 : R"({"qText":"-inf","qNum":"-Infinity","qElemNumber":0,"qState":"L"})";
+    return;
+  }
+  const bool whole = v == std::trunc(v);
+  std::string number;
+  if (whole && std::fabs(v) < 9007199254740992.0) {
+    const auto r = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v));
+    number.assign(buf, r.ptr);
+  } else {
+    number = python_float_repr(v);
+  }
+  out += R"({"qText":")";
+  if (whole && std::fabs(v) < 1e15) {
+    out += number;
+  } else {
+    const int n = std::snprintf(buf, sizeof buf, "%.15g", v);
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  out += R"(","qNum":)";
+  out += number;
+  out += R"(,"qElemNumber":0,"qState":"L"})";
+}
+
+}  // namespace
+
 void bind_values(py::module_& m) {
+  m.def(
+      "measure_cells_json",
+      [](const py::array_t<double, py::array::c_style | py::array::forcecast>& values) {
+        const auto n = static_cast<std::size_t>(values.size());
+        const double* v = values.data();
+        py::list out(n);
+        std::string cell;
+        for (std::size_t i = 0; i < n; ++i) {
+          cell.clear();
+          append_measure_cell(cell, v[i]);
+          out[i] = py::str(cell);
+        }
+        return out;
+      },
+      py::arg("values"),
+      "Each value's measure cell (NxCell in state L) as compact JSON, as a QIX data page holds it.");
+
   py::class_<Dual>(m, "Dual",
                    "A value with both a number and a text (such as a formatted date); it equals, and\n"
                    "hashes as, its number, as the engine matches values by their numeric part.")

@@ -639,6 +639,13 @@ def logical_cores() -> int:
     Logical cores of this machine.
     """
 
+def measure_cells_json(
+    values: numpy.typing.ArrayLike,
+) -> list[str]:
+    """
+    Each value's measure cell (NxCell in state L) as compact JSON, as a QIX data page holds it.
+    """
+
 def memory_blocks() -> dict[str, int]:
     """
     The engine's big arrays (1 MiB and up): blocks mapped from the system, requests served

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from qixclient import QixClient, QixError
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.extensions.base import Extension
@@ -440,3 +442,21 @@ def test_whole_numbers_go_on_the_wire_as_integers() -> None:
     assert '"qNum":7,' in seven
     assert '"qNum":2.5,' in half
     assert '"qNum":"NaN",' in text
+
+
+_EDGE_NUMBERS = [0.0, -0.0, 1e15 - 1, 1e15, -1e15, 2.0**53 - 1, 2.0**53, 2.0**53 + 2, 1e16, 1.5e16]
+_EDGE_NUMBERS += [9999999999999998.0, 1e-4, 1e-5, 123456.789, 5e-324, 1.7976931348623157e308]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.floats() | st.sampled_from(_EDGE_NUMBERS) | st.integers(-(2**60), 2**60).map(float))
+)
+def test_measure_cells_are_written_as_their_cell_objects_encode(values: list[float]) -> None:
+    """A data page's measure cells, written by the engine in one call, are exactly the JSON of
+    each cell's object: the text as lists show numbers (integers below 1e15, else 15
+    significant digits), qNum an integer below 2^53 or the float's repr, NULL and infinities."""
+    from assoc.server.qix.hypercube import measure_cell, measure_cells_json
+    from assoc.server.qix.rpc import encode_json
+
+    assert measure_cells_json(values) == [encode_json(measure_cell(v)) for v in values]

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 import assoc
+from assoc import _core
 from assoc.field_order import EXCLUDED, OPTION, SELECTED, STATE_NAMES, value_states, value_text
 from assoc.server.qix.cubeextras import (
     OTHERS_CODE,
@@ -311,23 +312,9 @@ def measure_cell(value: float, state: str = "L") -> dict[str, Any]:
     }
 
 
-_NULL_MEASURE_CELL = encode_json(measure_cell(float("nan")))
-
-
-def measure_cells_json(values: list[float]) -> list[str]:
-    """encode_json(measure_cell(v)) of each value, made as text: a page has thousands."""
-    out = []
-    for value in values:
-        if value != value:  # NaN: NULL
-            out.append(_NULL_MEASURE_CELL)
-        elif math.isfinite(value):
-            # value_text's texts (they need no escaping); qNum as json_number writes it.
-            number = str(json_number(value))
-            text = number if value.is_integer() and abs(value) < 1e15 else format(value, ".15g")
-            out.append(f'{{"qText":"{text}","qNum":{number},"qElemNumber":0,"qState":"L"}}')
-        else:
-            out.append(encode_json(measure_cell(value)))
-    return out
+def measure_cells_json(values: np.ndarray | list[float]) -> list[str]:
+    """encode_json(measure_cell(v)) of each value, made by the engine: a page has thousands."""
+    return _core.measure_cells_json(np.asarray(values, dtype=np.float64))
 
 
 def _distinct(codes: np.ndarray, size: int) -> int:
@@ -486,8 +473,7 @@ class HyperCubeView:
                 columns.append(self._with_attr_dims(dim.attr_dims, index, cells))
             else:
                 measure = self.definition.measures[c - n_dims]
-                values = self.arrays[c - n_dims][index].tolist()
-                cells = measure_cells_json(values)
+                cells = measure_cells_json(self.arrays[c - n_dims][index])
                 cells = self._with_attributes(measure.attr_exprs, index, cells)
                 columns.append(self._with_attr_dims(measure.attr_dims, index, cells))
         row_texts = ["[" + ",".join(row) + "]" for row in zip(*columns, strict=True)]
