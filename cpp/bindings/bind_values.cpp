@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "assoc/error.hpp"
 #include "bindings.hpp"
@@ -157,9 +159,54 @@ void append_measure_cell(std::string& out, double v) {
   out += R"(,"qElemNumber":0,"qState":"L"})";
 }
 
+// A str's UTF-8 bytes (CPython keeps them with the string once asked).
+std::string_view utf8_of(PyObject* text) {
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_Check(text) ? PyUnicode_AsUTF8AndSize(text, &n) : nullptr;
+  if (p == nullptr) {
+    PyErr_Clear();
+    throw Error("cells_json needs texts");
+  }
+  return {p, static_cast<std::size_t>(n)};
+}
+
 }  // namespace
 
 void bind_values(py::module_& m) {
+  m.def(
+      "cells_json",
+      [](const py::list& prefixes, const py::str& null_prefix,
+         const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& codes,
+         const py::array_t<std::int8_t, py::array::c_style | py::array::forcecast>& states,
+         const py::sequence& state_names, bool wrap) {
+        const auto n = static_cast<std::size_t>(codes.size());
+        if (static_cast<std::size_t>(states.size()) != n) throw Error("cells_json needs a state per code");
+        std::vector<std::string_view> names;
+        for (const py::handle name : state_names) names.push_back(utf8_of(name.ptr()));
+        const std::string_view null_cell = utf8_of(null_prefix.ptr());
+        const auto n_prefixes = static_cast<std::int64_t>(prefixes.size());
+        const std::int64_t* code = codes.data();
+        const std::int8_t* state = states.data();
+        py::list out(n);
+        std::string cell;
+        for (std::size_t i = 0; i < n; ++i) {
+          if (code[i] >= n_prefixes || state[i] < 0 || static_cast<std::size_t>(state[i]) >= names.size())
+            throw Error("cells_json: a code or state out of range");
+          cell.clear();
+          if (wrap) cell += '[';
+          cell += code[i] < 0 ? null_cell : utf8_of(PyList_GET_ITEM(prefixes.ptr(), code[i]));
+          cell += names[static_cast<std::size_t>(state[i])];
+          cell += wrap ? "\"}]" : "\"}";
+          PyObject* text = PyUnicode_DecodeUTF8(cell.data(), static_cast<Py_ssize_t>(cell.size()), nullptr);
+          if (text == nullptr) throw py::error_already_set();
+          PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), text);
+        }
+        return out;
+      },
+      py::arg("prefixes"), py::arg("null_prefix"), py::arg("codes"), py::arg("states"), py::arg("state_names"),
+      py::arg("wrap"),
+      "Each cell's JSON: the prefix of its code (negative: `null_prefix`), the name of its state\n"
+      "(an index into `state_names`) and the closing quote and brace; `wrap`: each in a row.");
   m.def(
       "measure_cells_json",
       [](const py::array_t<double, py::array::c_style | py::array::forcecast>& values) {

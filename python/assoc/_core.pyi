@@ -624,6 +624,19 @@ def cache_info() -> dict[str, typing.Any]:
     Entries, bytes and byte limit of the engine's result cache.
     """
 
+def cells_json(
+    prefixes: list[str],
+    null_prefix: str,
+    codes: numpy.typing.ArrayLike,
+    states: numpy.typing.ArrayLike,
+    state_names: collections.abc.Sequence[str],
+    wrap: bool,
+) -> list[str]:
+    """
+    Each cell's JSON: the prefix of its code (negative: `null_prefix`), the name of its state
+    (an index into `state_names`) and the closing quote and brace; `wrap`: each in a row.
+    """
+
 def clear_cache() -> None:
     """
     Empties the engine's result cache.

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -438,7 +439,7 @@ def test_whole_numbers_go_on_the_wire_as_integers() -> None:
     assert '"qText":"400","qNum":400,' in whole
     assert '"qNum":2.5,' in part
     assert '"qNum":"NaN"' in null
-    seven, half, text = FieldValues([7, 2.5, "a"]).cells_json([0, 1, 2], ["O", "O", "O"])
+    seven, half, text = FieldValues([7, 2.5, "a"]).cells_json([0, 1, 2], np.ones(3, np.int8))
     assert '"qNum":7,' in seven
     assert '"qNum":2.5,' in half
     assert '"qNum":"NaN",' in text
@@ -460,3 +461,39 @@ def test_measure_cells_are_written_as_their_cell_objects_encode(values: list[flo
     from assoc.server.qix.rpc import encode_json
 
     assert measure_cells_json(values) == [encode_json(measure_cell(v)) for v in values]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text() | st.integers(-(10**6), 10**6) | st.floats(allow_nan=False), min_size=1),
+    st.lists(st.tuples(st.integers(-3, 40), st.integers(0, 4)), max_size=60),
+    st.booleans(),
+)
+def test_value_cells_are_each_symbols_cell_in_its_state(
+    symbols: list[Any], rows: list[tuple[int, int]], wrap: bool
+) -> None:
+    """A page's value cells, written by the engine in one call: each row's symbol's NxCell
+    (its text escaped, its number, its index; NULL for a negative code) in the row's state,
+    alike for a field whose cells are kept and one whose cells are made for the page."""
+    from assoc.field_order import STATE_NAMES
+    from assoc.server.qix import facts
+    from assoc.server.qix.facts import NULL_CELL_PREFIX, FieldValues
+
+    distinct = list(dict.fromkeys(symbols))
+    values = FieldValues(distinct)
+    codes = [min(code, len(distinct) - 1) for code, _ in rows]
+    states = np.array([state for _, state in rows], dtype=np.int8)
+    before, after = ("[", '"}]') if wrap else ("", '"}')
+    expected = [
+        before + (values._prefix(c) if c >= 0 else NULL_CELL_PREFIX) + STATE_NAMES[s] + after
+        for c, s in zip(codes, states.tolist(), strict=True)
+    ]
+    assert values.cells_json(np.array(codes, dtype=np.int64), states, wrap) == expected
+    kept, facts.CACHED_PREFIXES_MAX = facts.CACHED_PREFIXES_MAX, 0  # cells made per page
+    try:
+        fresh = FieldValues(distinct)
+        assert fresh.cells_json(np.array(codes, dtype=np.int64), states, wrap) == expected
+    finally:
+        facts.CACHED_PREFIXES_MAX = kept
+    for cell in expected:
+        json.loads(cell)

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 import assoc
-from assoc.field_order import FieldOrder, MadeOnce, value_text
+from assoc import _core
+from assoc.field_order import STATE_NAMES, FieldOrder, MadeOnce, value_text
 from assoc.server.qix.rpc import GENERIC_NOT_FOUND, RpcError, encode_json, json_number
 from assoc.session import Reduction
 
@@ -70,22 +71,18 @@ class FieldValues(FieldOrder):
             self._cell_prefixes = prefixes
         return prefixes
 
-    def cells_json(self, codes: list[int], states: list[str], wrap: bool = False) -> list[str]:
-        """NxCell JSON texts of symbols (-1: NULL) in their states; `wrap`: each in a row.
-        A large field's cells are made for the codes asked (a page is a few thousand cells at
-        most): keeping every symbol's would hold hundreds of MB for a field of millions."""
-        before, after = ("[", '"}]') if wrap else ("", '"}')
+    def cells_json(self, codes: np.ndarray, states: np.ndarray, wrap: bool = False) -> list[str]:
+        """NxCell JSON texts of symbols (negative: NULL), each in its state (an index into
+        STATE_NAMES); `wrap`: each in a row. Written by the engine in one call. A large field's
+        cells are made for the codes asked (a page is a few thousand cells at most): keeping
+        every symbol's would hold hundreds of MB for a field of millions."""
+        codes = np.asarray(codes, dtype=np.int64)
         if len(self.texts) <= CACHED_PREFIXES_MAX or self._cell_prefixes is not None:
             prefixes = self.cell_prefixes()
-            return [
-                before + (prefixes[code] if code >= 0 else NULL_CELL_PREFIX) + state + after
-                for code, state in zip(codes, states, strict=True)
-            ]
-        prefix = self._prefix
-        return [
-            before + (prefix(code) if code >= 0 else NULL_CELL_PREFIX) + state + after
-            for code, state in zip(codes, states, strict=True)
-        ]
+        else:
+            asked, codes = np.unique(codes, return_inverse=True)
+            prefixes = [self._prefix(c) if c >= 0 else NULL_CELL_PREFIX for c in asked.tolist()]
+        return _core.cells_json(prefixes, NULL_CELL_PREFIX, codes, states, STATE_NAMES, wrap)
 
     def field_value(self, index: int) -> dict[str, Any]:
         """FieldValue {qText, qIsNumeric, qNumber} of symbol `index` (-1: NULL)."""

@@ -462,12 +462,14 @@ class HyperCubeView:
         columns: list[list[str]] = []
         for c in cols:
             if c < n_dims:
-                codes = self.codes[c][index].tolist()
-                states = self.states[c]
-                names = [STATE_NAMES[states[code]] if code >= 0 else "O" for code in codes]
-                cells = self.values[c].cells_json([max(code, -1) for code in codes], names)
+                codes = self.codes[c][index]
+                # A NULL, Others or totals row (negative codes) is in state O.
+                states = np.full(len(codes), OPTION, dtype=np.int8)
+                valued = codes >= 0
+                states[valued] = self.states[c][codes[valued]]
+                cells = self.values[c].cells_json(codes, states)
                 if self.definition.folds:
-                    cells = self._folded_cells(c, codes, cells)
+                    cells = self._folded_cells(c, codes.tolist(), cells)
                 dim = self.definition.dimensions[c]
                 cells = self._with_attributes(dim.attr_exprs, index, cells)
                 columns.append(self._with_attr_dims(dim.attr_dims, index, cells))

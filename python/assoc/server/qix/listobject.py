@@ -162,8 +162,8 @@ class ListObjectView:
         if not cols:
             return data_page([], rows, cols)
         codes = self.order[rows.start : rows.stop]
-        states = [STATE_NAMES[s] for s in self.states[codes].tolist()]
-        return data_page(self.values.cells_json(codes.tolist(), states, wrap=True), rows, cols)
+        cells = self.values.cells_json(codes, self.states[codes], wrap=True)
+        return data_page(cells, rows, cols)
 
     def layout(self) -> dict[str, Any]:
         """qListObject: size, dimension info and the initial pages."""
