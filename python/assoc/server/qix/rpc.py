@@ -229,9 +229,6 @@ _ENCODER = json.JSONEncoder(
 )
 
 
-_PLAIN_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
 def _compiled(encoder: json.JSONEncoder) -> Callable[[Any], str]:
     """encoder.encode, with its C encoder made once rather than per call (it keeps no state
     between calls: no circular-reference markers, and answers are trees)."""
@@ -248,20 +245,18 @@ def _compiled(encoder: json.JSONEncoder) -> Callable[[Any], str]:
     return lambda value: "".join(chunks(value, 0))
 
 
-_encode_plain = _compiled(_PLAIN_ENCODER)
 _encode = _compiled(_ENCODER)
 _encode_text: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def _dumps(message: dict[str, Any]) -> str:
-    try:
-        return _encode_plain(message)
-    except TypeError:
-        pass  # it holds RawJson parts
+    # One pass whether or not the message holds RawJson parts (layouts mostly do).
     _raw_parts.parts = []
     text = _encode(message)
     parts: list[str] = _raw_parts.parts
     _raw_parts.parts = []
+    if not parts:
+        return text
     if len(parts) == 1:
         return text.replace(f'"{_RAW_TOKEN}0"', parts[0], 1)
     # One pass for every part (a replace per part would read the text once per page).
