@@ -4,9 +4,12 @@ server keeps serving."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from qixclient import QixClient
 
 from assoc.script.parser import MAX_EXPRESSION_NESTING
@@ -73,3 +76,44 @@ def test_a_script_nested_too_deep_fails_its_reload(qix_server: QixServer) -> Non
             assert error["qLineNumber"] == 2
             assert f"nested deeper than {MAX_EXPRESSION_NESTING} levels" in error["qErrorString"]
             _alive(qix_server, qix)
+
+
+_JSON_TREES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=2), inner, max_size=4)
+    ),
+    max_leaves=40,
+)
+
+
+def _deepest(value: Any, depth: int = 1) -> int:
+    """The level of the deepest container (0: none)."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if not isinstance(value, list):
+        return 0
+    return max([depth, *(_deepest(v, depth + 1) for v in value)])
+
+
+def _all_finite(value: Any) -> bool:
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return all(_all_finite(v) for v in value)
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSON_TREES, st.integers(1, 5))
+def test_parameter_trees_are_refused_exactly_when_too_deep_or_not_finite(
+    tree: Any, max_depth: int
+) -> None:
+    from assoc.server.qix.rpc import RpcError, check_tree
+
+    if _deepest(tree) <= max_depth and _all_finite(tree):
+        check_tree(tree, "qProp", max_depth)
+    else:
+        with pytest.raises(RpcError) as refused:
+            check_tree(tree, "qProp", max_depth)
+        assert refused.value.code == -32602

@@ -140,16 +140,18 @@ def parse_properties(
     object_id: str,
     keep_type: str | None = None,
     library: Library | None = None,
+    owned: bool = False,
 ) -> tuple[dict[str, Any], str, dict[str, Any]]:
     """Checked properties (a copy, qInfo.qId set to `object_id`), the object's type and its
     definitions. Properties nested deeper than MAX_PROPERTY_DEPTH or holding NaN or an
     infinity answer -32602 naming `name`; definitions that do not fit answer their errors.
     `keep_type`: the type used when the properties name none. With a `library`, the
-    definitions are made with each qLibraryId resolved (an unknown id answers error 2)."""
+    definitions are made with each qLibraryId resolved (an unknown id answers error 2).
+    `owned`: the properties are a copy nothing else holds (patched ones), taken as they are."""
     if not isinstance(properties, dict):
         raise RpcError(INVALID_PARAMS, name, "Invalid Params: properties must be an object")
     check_tree(properties, name, MAX_PROPERTY_DEPTH)
-    props = tree_copy(properties)
+    props = properties if owned else tree_copy(properties)
     info = props.get("qInfo")
     if info is None:
         info = props["qInfo"] = {}
@@ -233,11 +235,17 @@ class GenericObject:
         """The properties with the soft patches applied (what layouts are made of)."""
         return self.effective if self.effective is not None else self.properties
 
-    def set_properties(self, properties: Any, name: str = "qProp") -> None:
+    def set_properties(self, properties: Any, name: str = "qProp", owned: bool = False) -> None:
         """Replaces the properties (the id stays; the type stays when none is given) and
-        drops the soft patches; nothing changes when they do not fit."""
+        drops the soft patches; nothing changes when they do not fit. `owned`: as in
+        parse_properties."""
         props, object_type, definitions = parse_properties(
-            properties, name, self.object_id, keep_type=self.object_type, library=self.library
+            properties,
+            name,
+            self.object_id,
+            keep_type=self.object_type,
+            library=self.library,
+            owned=owned,
         )
         self.properties, self.object_type, self.definitions = props, object_type, definitions
         self.soft_patches, self.effective = [], None
@@ -250,13 +258,13 @@ class GenericObject:
             soft_patches = self.soft_patches + list(patches)
             effective = patched(self.properties, soft_patches)
             props, _, definitions = parse_properties(
-                effective, "qPatches", self.object_id, library=self.library
+                effective, "qPatches", self.object_id, library=self.library, owned=True
             )
             props["qInfo"]["qType"] = self.object_type
             self.soft_patches, self.effective, self.definitions = soft_patches, props, definitions
             return
         kept = self.soft_patches
-        self.set_properties(patched(self.properties, list(patches)), "qPatches")
+        self.set_properties(patched(self.properties, list(patches)), "qPatches", owned=True)
         if kept:
             # Soft patches that no longer fit the new properties are dropped.
             with contextlib.suppress(RpcError):

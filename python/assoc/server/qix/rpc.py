@@ -331,7 +331,10 @@ def json_number(value: float) -> float | str:
 def check_tree(value: Any, name: str, max_depth: int) -> None:
     """-32602 when a parameter's value nests deeper than `max_depth` (the value itself is level
     1) or holds a number JSON cannot carry (NaN, infinities: `NaN` or `1e400` in the frame).
-    Walks without recursion, so any depth is answered."""
+    Walks without recursion, so any depth is answered; the path of what it refuses is made
+    only then."""
+    if _tree_fits(value, max_depth):
+        return
     stack: list[tuple[Any, int, str]] = [(value, 1, name)]
     while stack:
         item, depth, path = stack.pop()
@@ -349,6 +352,34 @@ def check_tree(value: Any, name: str, max_depth: int) -> None:
             message = f"Invalid Params: nested deeper than {max_depth} levels"
             raise RpcError(INVALID_PARAMS, name, message)
         stack.extend((child, depth + 1, f"{path}/{key}") for key, child in children)
+
+
+def _tree_fits(value: Any, max_depth: int) -> bool:
+    """check_tree's test, without the paths: no container deeper than `max_depth`, no float
+    that is not finite."""
+    if type(value) is float:
+        return math.isfinite(value)
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    isfinite = math.isfinite
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            children: Any = item.values()
+        elif kind is list:
+            children = item
+        else:
+            continue
+        if depth > max_depth:
+            return False
+        below = depth + 1
+        for child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                stack.append((child, below))
+            elif kind is float and not isfinite(child):
+                return False
+    return True
 
 
 # ---- parameters ------------------------------------------------------------------------
