@@ -241,6 +241,7 @@ def _object(old: _Obj, new: dict[Any, Any], path: str, in_list: bool, ops: list[
     sub: list[Any] = []
     snap = _Obj()
     same = present = 0
+    size = old.size  # changed by what changes (the members that stay keep their share)
     for key, value in new.items():
         if key in old:
             present += 1
@@ -249,12 +250,14 @@ def _object(old: _Obj, new: dict[Any, Any], path: str, in_list: bool, ops: list[
                 snap[key] = was
                 same += 1
             elif _safe_name(key):
-                snap[key] = _diff(was, value, f"{path}/{key}", False, sub)
+                now = snap[key] = _diff(was, value, f"{path}/{key}", False, sub)
+                size += _size(now) - _size(was)
             else:  # not on a path: a change replaces this object
                 return _replace(old, new, path, in_list, ops)
         elif _safe_name(key):
             sub.append({"op": "add", "path": f"{path}/{key}", "value": value})
-            snap[key] = _snap(value)
+            now = snap[key] = _snap(value)
+            size += _name_size(key) + _size(now)
         else:
             return _replace(old, new, path, in_list, ops)
     if present < len(old):
@@ -263,10 +266,11 @@ def _object(old: _Obj, new: dict[Any, Any], path: str, in_list: bool, ops: list[
                 if not _safe_name(key):
                     return _replace(old, new, path, in_list, ops)
                 sub.append({"op": "remove", "path": f"{path}/{key}"})
+                size -= _name_size(key) + _size(old[key])
     if same == 0 and len(new) > 1 and (path or not _special(old)):
         return _replace(old, new, path, in_list, ops)  # nothing stays: one operation
     ops.extend(sub)
-    snap.size = 2 + sum(_name_size(k) + _size(v) for k, v in snap.items())
+    snap.size = size
     return snap
 
 
@@ -280,14 +284,19 @@ def _array(old: _Arr, new: Any, path: str, in_list: bool, ops: list[Any]) -> Any
     if not objects and 2 * (common - len(changed)) < longest:  # fewer than half stay
         return _replace(old, new, path, in_list, ops)
     snap = _Arr(old[:common])
+    size = old.size  # changed by what changes
     for i in changed:
-        snap[i] = _diff(old[i], new[i], f"{path}/{i}", True, ops)
+        now = snap[i] = _diff(old[i], new[i], f"{path}/{i}", True, ops)
+        size += _size(now) - _size(old[i])
     for i in range(len(old) - 1, common - 1, -1):
         ops.append({"op": "remove", "path": f"{path}/{i}"})
+        size -= _size(old[i]) + 1
     for i in range(common, len(new)):
         ops.append({"op": "add", "path": f"{path}/{i}", "value": new[i]})
-        snap.append(_snap(new[i]))
-    snap.size = 2 + sum(_size(v) + 1 for v in snap)
+        now = _snap(new[i])
+        snap.append(now)
+        size += _size(now) + 1
+    snap.size = size
     return snap
 
 
