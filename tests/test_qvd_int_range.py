@@ -20,7 +20,7 @@ import pytest
 from pyqvd import QvdTable
 
 import assoc
-from appfiles import qvd_bytes, split
+from appfiles import package_bytes, qvd_bytes, split
 from assoc import App
 
 INT32_MAX = 2**31 - 1
@@ -176,16 +176,24 @@ def test_descending_and_stepped_sequences_are_no_range() -> None:
         assert_loads_as(data, "Id", ids.tolist(), list(dict.fromkeys(ids.tolist())))
 
 
-def test_another_symbol_type_inside_a_range_is_read_as_stored() -> None:
-    # The type byte of one symbol made 2 (a float64 reads 8 bytes): the section no longer
-    # parses as int32 symbols of 5 bytes and must fail with a named error, not load a range.
+@pytest.mark.parametrize("at", [2, 64, 65_539, 100_001, 100_003, N - 2])
+def test_another_symbol_type_inside_a_range_is_named(at: int) -> None:
+    # One type byte made 7 (no type), its value kept: the values alone still run on, so
+    # only the type bytes, checked in every lane of every chunk, show the section is bad.
     ids = np.arange(N, dtype=np.int64)
     data = assoc_file({"Id": ids})
     start, _ = symbol_span(data, "Id")
     bad = bytearray(data)
-    bad[start + 5 * 100_001] = 7
-    with pytest.raises(assoc.Error, match="field 'Id': symbol 100001 has the unknown type byte 7"):
-        App.from_qvd(bytes(bad))
+    bad[start + 5 * at] = 7
+    for threads in (1, 0):
+        try:
+            assoc.set_threads(threads)
+            with pytest.raises(
+                assoc.Error, match=f"field 'Id': symbol {at} has the unknown type byte 7"
+            ):
+                App.from_qvd(bytes(bad))
+        finally:
+            assoc.set_threads(0)
 
 
 def test_pyqvd_files_of_ranges_load_as_pyqvd_reads_them(tmp_path: Path) -> None:
@@ -243,10 +251,11 @@ def test_scripts_link_and_concatenate_range_fields(tmp_path: Path) -> None:
     # other, and links a third table on Id; the field's symbols grow from the range.
     n = 80_000
     later = np.arange(n // 2, n // 2 + n)
-    tags = [f"t{i}" for i in range(10)]
+    tags = [f"t{i}" for i in range(11)]
+    tag_ids = [*range(-5, 5), 10**6]  # one id past the range: not its next value
     (tmp_path / "a.qvd").write_bytes(assoc_file({"Id": np.arange(n), "Src": ["a"] * n}))
     (tmp_path / "b.qvd").write_bytes(assoc_file({"Id": later, "Src": ["b"] * n}))
-    (tmp_path / "c.qvd").write_bytes(assoc_file({"Id": np.arange(-5, 5), "Tag": tags}))
+    (tmp_path / "c.qvd").write_bytes(assoc_file({"Id": tag_ids, "Tag": tags}))
     app = App.from_script(
         "T: LOAD * FROM [lib://d/a.qvd] (qvd);\n"
         "Concatenate (T) LOAD * FROM [lib://d/b.qvd] (qvd);\n"
@@ -255,7 +264,7 @@ def test_scripts_link_and_concatenate_range_fields(tmp_path: Path) -> None:
     )
     ids = list(range(n)) + list(range(n // 2, n // 2 + n))
     assert app.table("T").column("Id") == ids
-    assert sorted(app.symbols("Id")) == list(range(-5, n // 2 + n))
+    assert sorted(app.symbols("Id")) == [*range(-5, n // 2 + n), 10**6]
     s = app.session()
     assert s.select("Tag", ["t7"])  # Id 2, in file a only
     assert s.state("Src")["possible"] == ["a"]
@@ -264,4 +273,29 @@ def test_scripts_link_and_concatenate_range_fields(tmp_path: Path) -> None:
     assert (total, count) == (2, 1)
     s.clear()
     [[total, count]] = s.hypercube([], ["Sum(DISTINCT Id)", "Count(DISTINCT Id)"]).rows
-    assert (total, count) == (sum(range(-5, n // 2 + n)), n // 2 + n + 5)
+    assert (total, count) == (sum(range(-5, n // 2 + n)) + 10**6, n // 2 + n + 6)
+    assert s.select("Tag", ["t10"])
+    assert s.state("Id")["possible"] == [10**6]
+
+
+def test_tables_of_a_package_linked_on_a_range_field() -> None:
+    # The first table's Id is a range; the second's adds values that do not continue it
+    # (one below, one far above, a text), so the field's symbols are merged into numbers.
+    n = 5_000
+    ids = list(range(n))
+    extra: list[Any] = [3, -1, 10**6, "x"]
+    app = App.from_package(
+        package_bytes(
+            {
+                "Facts": {"Id": ids, "Half": [i % 2 for i in ids]},
+                "Notes": {"Id": extra, "Note": ["three", "minus one", "million", "text"]},
+            }
+        )
+    )
+    assert app.table("Facts").column("Id") == ids
+    assert app.table("Notes").column("Id") == extra
+    assert app.symbols("Id") == [*ids, -1, 10**6, "x"]
+    s = app.session()
+    assert s.select("Note", ["million", "minus one", "three"])
+    assert s.state("Id")["possible"] == [3, -1, 10**6]
+    assert s.state("Half")["possible"] == [1]
