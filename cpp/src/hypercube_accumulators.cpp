@@ -42,6 +42,14 @@ void for_numbers(const TermInput& t, const std::uint32_t* slot, const std::uint3
   if (t.n_symbols == 0) return;
   if (t.ints != nullptr) {
     numbers_loop(t.ints, t.n_symbols, slot, code, n, op);
+  } else if (t.int_range) {
+    // Symbol c is range_first + c: no array to read.
+    const std::int64_t first = t.range_first;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t c = code[i];
+      const bool in = c < t.n_symbols;
+      op(slot[i], in, static_cast<double>(first + (in ? c : 0)));
+    }
   } else if (t.doubles != nullptr) {
     numbers_loop(t.doubles, t.n_symbols, slot, code, n, op);
   }
@@ -247,6 +255,8 @@ TermInput term_input(const DataModel& data, const Term& term) {
   t.symbols = &data.fields()[term.field].symbols;
   t.n_symbols = t.symbols->size();
   if (!t.symbols->int_numbers().empty()) t.ints = t.symbols->int_numbers().data();
+  t.int_range = t.symbols->is_int_range();
+  t.range_first = t.symbols->range_first();
   if (!t.symbols->double_numbers().empty()) t.doubles = t.symbols->double_numbers().data();
   return t;
 }

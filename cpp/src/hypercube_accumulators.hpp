@@ -29,6 +29,8 @@ struct TermInput {
   const SymbolTable* symbols = nullptr;
   const std::int32_t* ints = nullptr;
   const double* doubles = nullptr;
+  bool int_range = false;  // neither array: symbol c is range_first + c
+  std::int32_t range_first = 0;
   std::uint32_t n_symbols = 0;
   // Count(distinct) in a bitset (when words_per_slot is not 0; else in pairs). The symbols
   // fall into buckets of 2^bucket_shift, and the bitset is laid out bucket by bucket, each

@@ -213,6 +213,39 @@ __attribute__((target("sse4.1"))) unsigned int32_symbols_sse41(const std::uint8_
   return bad;
 }
 
+// Whether the `n` int32 symbols at q are exactly first, first+1, …, first+n-1 (the caller
+// checked that the last is within int32, so no value wraps): four at a time as
+// int32_symbols_sse41 gathers them, compared with the values they must be, nothing stored.
+__attribute__((target("sse4.1"))) bool int32_range_sse41(const std::uint8_t* q, std::size_t n, std::int32_t first) {
+  const __m128i values = _mm_setr_epi8(1, 2, 3, 4, 6, 7, 8, 9, 11, 12, 13, 14, -1, -1, -1, -1);
+  const __m128i types = _mm_setr_epi8(0, 5, 10, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i four = _mm_set1_epi32(4);
+  __m128i expected = _mm_add_epi32(_mm_set1_epi32(first), _mm_setr_epi32(0, 1, 2, 3));
+  __m128i differ = _mm_setzero_si128();
+  unsigned bad = 0;
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4, q += 20) {
+    if ((i & 63) == 0) {
+      prefetch_ahead(q, 320);
+      // Most fields that are no range show it in their first symbols: stop at once.
+      if (bad | static_cast<unsigned>(_mm_testz_si128(differ, differ) == 0)) return false;
+    }
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    std::int32_t fourth;
+    std::memcpy(&fourth, q + 16, 4);
+    const __m128i v = _mm_insert_epi32(_mm_shuffle_epi8(a, values), fourth, 3);
+    differ = _mm_or_si128(differ, _mm_xor_si128(v, expected));
+    bad |= static_cast<unsigned>(_mm_cvtsi128_si32(_mm_shuffle_epi8(a, types))) ^ 0x01010101U;
+    expected = _mm_add_epi32(expected, four);
+  }
+  for (; i < n; ++i, q += 5) {
+    std::int32_t v;
+    std::memcpy(&v, q + 1, 4);
+    bad |= (q[0] ^ 1U) | static_cast<unsigned>(v != static_cast<std::int32_t>(std::int64_t{first} + std::int64_t(i)));
+  }
+  return bad == 0 && _mm_testz_si128(differ, differ) != 0;
+}
+
 // Orders the streamed stores before whatever follows (the array handed over, or freed).
 struct StreamFence {
   StreamFence() = default;
@@ -341,6 +374,45 @@ enum class Proof {
   kDistinct,  // every value is stored once
 };
 
+// Whether a section of `n` int32 symbols (5 bytes each) holds consecutive integers, each one
+// above the one before (ids 0..N-1 as a table of row numbers stores them); then `first` is
+// the first. Every symbol is checked (its type byte and its value) in parallel chunks, and
+// none is stored: the table is then the range alone (SymbolTable::of_int_range).
+bool int32_range(const std::uint8_t* p, std::size_t n, std::int32_t& first, CpuAccount* cpu) {
+  if (n < 2 || p[0] != 1) return false;
+  std::memcpy(&first, p + 1, 4);
+  const std::int64_t last = std::int64_t{first} + static_cast<std::int64_t>(n) - 1;
+  if (last > std::numeric_limits<std::int32_t>::max()) return false;
+  const auto at = [&](std::size_t i) {
+    std::int32_t v;
+    std::memcpy(&v, p + 5 * i + 1, 4);
+    return p[5 * i] == 1 && v == static_cast<std::int32_t>(std::int64_t{first} + static_cast<std::int64_t>(i));
+  };
+  // Most other fields differ at the second or the last symbol: no parallel step for them.
+  if (!at(1) || !at(n - 1)) return false;
+  std::atomic<bool> other{false};
+  const std::int32_t from = first;
+  parallel_ranges(
+      n, 1,
+      [&](std::size_t begin, std::size_t end) {
+        if (other.load(std::memory_order_relaxed)) return;
+        const std::uint8_t* q = p + 5 * begin;
+        const auto first_here = static_cast<std::int32_t>(std::int64_t{from} + static_cast<std::int64_t>(begin));
+        bool range = true;
+#ifdef ASSOC_X86_SIMD
+        if (kHasSse41) {
+          range = int32_range_sse41(q, end - begin, first_here);
+        } else
+#endif
+        {
+          for (std::size_t i = begin; i < end && range; ++i) range = at(i);
+        }
+        if (!range) other.store(true, std::memory_order_relaxed);
+      },
+      cpu, std::size_t{1} << 16);
+  return !other.load();
+}
+
 // A section of symbols that all have type `Type` (1: int32, 2: float64) at a fixed stride,
 // parsed in parallel chunks straight into the table's array; nothing when a symbol has
 // another type (or, for float64, is not finite). `proof` is kDistinct when every value is
@@ -413,6 +485,11 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
     case 1:
     case 2: {
       if (p[0] == 1 && length == 5 * n) {
+        std::int32_t first = 0;
+        if (int32_range(p, n, first, cpu)) {
+          proof = Proof::kDistinct;  // each above the one before
+          return SymbolTable::of_int_range(first, static_cast<std::uint32_t>(n));
+        }
         if (auto t = read_fixed_symbols<std::int32_t, 1>(p, n, proof, cpu)) return t;
       } else if (p[0] == 2 && length == 9 * n) {
         if (auto t = read_fixed_symbols<double, 2>(p, n, proof, cpu)) return t;
@@ -674,7 +751,7 @@ bool keys_may_repeat(std::size_t n, const Key& key, CpuAccount* cpu) {
 // KeyBitmap, other numbers through NumberKeys. The rest, and texts, take a hash of each symbol.
 bool symbols_may_repeat(const SymbolTable& t, Proof proof, CpuAccount* cpu) {
   const std::uint32_t n = t.size();
-  if (n < 2) return false;
+  if (n < 2 || t.is_int_range()) return false;
   const IntArray& ints = t.int_numbers();
   if (!ints.empty()) {
     std::size_t not_up = 0;  // a count without an exit vectorises

@@ -50,7 +50,7 @@ void SymbolTable::finish(bool numbers_finite) {
   all_numeric_ = size_ > 0;
   all_integer_ = size_ > 0;
   bool fits_int32 = true;
-  if (ints_.empty()) {
+  if (ints_.empty() && !int_range_) {
     // Every symbol is looked at while a property about integers can still hold; once none
     // can (at once, for a field of fractions), only whether each has a number is left.
     std::uint32_t i = 0;
@@ -167,10 +167,26 @@ SymbolTable SymbolTable::of_ints(IntArray&& ints) {
   return t;
 }
 
+SymbolTable SymbolTable::of_int_range(std::int32_t first, std::uint32_t n) {
+  if (n > 0xFFFFFFFEU || std::int64_t{first} + std::int64_t{n} - 1 > std::numeric_limits<std::int32_t>::max())
+    throw Error("internal: an integer range past int32");
+  SymbolTable t;
+  t.size_ = n;
+  t.range_first_ = first;
+  t.int_range_ = n > 0;
+  t.finish();
+  return t;
+}
+
 SymbolTableBuilder::SymbolTableBuilder() { slots_.assign(16, 0); mask_ = 15; }
 
 SymbolTableBuilder::SymbolTableBuilder(SymbolTable&& from) : table_(std::move(from)) {
   // Back to the growable representation.
+  if (table_.int_range_) {
+    table_.numbers_.resize(table_.size_);
+    for (std::uint32_t i = 0; i < table_.size_; ++i) table_.numbers_[i] = table_.number(i);
+    table_.int_range_ = false;
+  }
   if (!table_.ints_.empty()) {
     table_.numbers_.assign(table_.ints_.begin(), table_.ints_.end());
     IntArray().swap(table_.ints_);

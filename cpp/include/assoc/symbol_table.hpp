@@ -32,11 +32,12 @@ class SymbolTable {
   bool empty() const { return size_ == 0; }
 
   bool has_number(std::uint32_t i) const {
-    return !ints_.empty() || (!numbers_.empty() && numbers_[i] == numbers_[i]);
+    return !ints_.empty() || int_range_ || (!numbers_.empty() && numbers_[i] == numbers_[i]);
   }
   // The numeric part; NaN when the symbol has none.
   double number(std::uint32_t i) const {
     if (!ints_.empty()) return ints_[i];
+    if (int_range_) return static_cast<double>(std::int64_t{range_first_} + std::int64_t{i});
     return numbers_.empty() ? std::numeric_limits<double>::quiet_NaN() : numbers_[i];
   }
   bool has_text(std::uint32_t i) const {
@@ -58,8 +59,11 @@ class SymbolTable {
   std::size_t byte_size() const;
 
   // The numbers as held, for loops over many rows: int32 integers, or doubles (NaN where a
-  // symbol has none); at most one is non-empty.
+  // symbol has none); at most one is non-empty, and both are for an integer range (below).
   const IntArray& int_numbers() const { return ints_; }
+  // A table of consecutive integers (symbol i is range_first() + i) holds no array at all.
+  bool is_int_range() const { return int_range_; }
+  std::int32_t range_first() const { return range_first_; }
   const NumberArray& double_numbers() const { return numbers_; }
 
   // A table of pure texts that are distinct already (as a file's are), without hashing:
@@ -75,6 +79,9 @@ class SymbolTable {
   static SymbolTable of_numbers(NumberArray&& numbers, bool all_finite = false);
   // The same for int32 integers (kept as int32: no pass through doubles).
   static SymbolTable of_ints(IntArray&& ints);
+  // The `n` consecutive integers first, first+1, …, first+n-1 (the last within int32), held as
+  // the range alone: what of_ints would hold for them, without the array.
+  static SymbolTable of_int_range(std::int32_t first, std::uint32_t n);
   // The text of one symbol, for of_symbols.
   struct IndexedText {
     const char* data;
@@ -96,6 +103,9 @@ class SymbolTable {
   // no number); both empty when no symbol has a number.
   IntArray ints_;
   NumberArray numbers_;
+  // Or neither: symbol i is range_first_ + i (of_int_range).
+  std::int32_t range_first_ = 0;
+  bool int_range_ = false;
   std::vector<std::uint64_t> text_mask_;     // bit i: symbol i has a text; empty when all or none have
   std::vector<std::uint32_t> text_offsets_;  // size()+1 offsets into text_ when any symbol has text
   std::vector<char> text_;  // UTF-8 texts back to back
