@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -159,6 +160,17 @@ void append_measure_cell(std::string& out, double v) {
   out += R"(,"qElemNumber":0,"qState":"L"})";
 }
 
+// The length of a number's text as lists show it (Python's value_text): a whole number below
+// 1e15 as an integer, any other in %.15g.
+std::size_t value_text_length(double v) {
+  if (v == std::trunc(v) && std::fabs(v) < 1e15) {
+    char buf[24];
+    return static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v)).ptr - buf);
+  }
+  char buf[48];
+  return static_cast<std::size_t>(std::snprintf(buf, sizeof buf, "%.15g", v));
+}
+
 // A str's UTF-8 bytes (CPython keeps them with the string once asked).
 std::string_view utf8_of(PyObject* text) {
   Py_ssize_t n = 0;
@@ -207,6 +219,26 @@ void bind_values(py::module_& m) {
       py::arg("wrap"),
       "Each cell's JSON: the prefix of its code (negative: `null_prefix`), the name of its state\n"
       "(an index into `state_names`) and the closing quote and brace; `wrap`: each in a row.");
+  m.def(
+      "number_facts",
+      [](const py::array_t<double, py::array::c_style | py::array::forcecast>& values, std::size_t first) {
+        const auto n = static_cast<std::size_t>(values.size());
+        const double* v = values.data();
+        std::size_t count = 0, longest = 0;
+        double low = std::numeric_limits<double>::quiet_NaN(), high = low;
+        for (std::size_t i = 0; i < n; ++i) {
+          const double x = v[i];
+          if (std::isnan(x)) continue;
+          if (count == 0 || x < low) low = x;
+          if (count == 0 || x > high) high = x;
+          if (count < first) longest = std::max(longest, value_text_length(x));
+          ++count;
+        }
+        return py::make_tuple(count, low, high, longest);
+      },
+      py::arg("values"), py::arg("first"),
+      "Of the values that are not NaN: how many, the least and the greatest (NaN when none), and\n"
+      "the longest text (as lists show numbers) among the first `first` of them.");
   m.def(
       "measure_cells_json",
       [](const py::array_t<double, py::array::c_style | py::array::forcecast>& values) {

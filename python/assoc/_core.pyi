@@ -586,6 +586,14 @@ class Interpretation(metaclass=_pybind11_type):
         A day number in a date/time format (DateFormat without one).
         """
 
+def number_facts(
+    values: numpy.typing.ArrayLike, first: typing.SupportsInt | typing.SupportsIndex
+) -> tuple[int, float, float, int]:
+    """
+    Of the values that are not NaN: how many, the least and the greatest (NaN when none), and
+    the longest text (as lists show numbers) among the first `first` of them.
+    """
+
 def read_plain(text: str, decimal: str = ".", thousand: str = "") -> float | None:
     """
     A number written with a decimal separator and optional thousand groups, or None.

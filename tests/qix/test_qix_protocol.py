@@ -4,6 +4,7 @@ many sockets, an app deleted under an open session, the healthcheck figures."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -497,3 +498,29 @@ def test_value_cells_are_each_symbols_cell_in_its_state(
         facts.CACHED_PREFIXES_MAX = kept
     for cell in expected:
         json.loads(cell)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.floats() | st.sampled_from(_EDGE_NUMBERS) | st.integers(-(10**17), 10**17).map(float)
+    ),
+    st.integers(0, 5),
+)
+def test_measure_facts_are_counted_over_the_values_not_null(
+    values: list[float], first: int
+) -> None:
+    """A measure's info (qMin, qMax, qApprMaxGlyphCount) reads, of its values that are not
+    NULL: how many, the least, the greatest, and the longest text of the first ones."""
+    from assoc import _core
+    from assoc.field_order import value_text
+
+    present = [v for v in values if not math.isnan(v)]
+    count, low, high, glyphs = _core.number_facts(np.array(values, dtype=np.float64), first)
+    assert count == len(present)
+    assert glyphs == max((len(value_text(v)) for v in present[:first]), default=0)
+    if present:
+        assert (low, high) == (min(present), max(present))
+    else:
+        assert math.isnan(low)
+        assert math.isnan(high)

@@ -12,34 +12,13 @@ import numpy as np
 
 import assoc
 from assoc import _core
-from assoc.field_order import STATE_NAMES, FieldOrder, MadeOnce, value_text
+from assoc.field_order import STATE_NAMES, FieldOrder, MadeOnce
 from assoc.server.qix.rpc import GENERIC_NOT_FOUND, RpcError, encode_json, json_number
 from assoc.session import Reduction
 
 # Fields with more values make each page's cells as asked rather than keeping all of them.
 CACHED_PREFIXES_MAX = 100_000
 NULL_CELL_PREFIX = '{"qText":"-","qNum":"NaN","qElemNumber":-2,"qIsNull":true,"qState":"'
-
-
-_INTEGRAL_TEXT_LIMIT = 1e15  # below it an integral number shows as an integer (value_text)
-
-
-def longest_text(numbers: np.ndarray) -> int:
-    """max(len(value_text(v))) over float numbers (NaN excluded by the caller; 0 for none),
-    without each one's text: an integral number's text grows with its magnitude, so the
-    largest and the smallest of them stand for all; the others are measured one by one."""
-    if not numbers.size:
-        return 0
-    integral = (numbers == np.floor(numbers)) & (np.abs(numbers) < _INTEGRAL_TEXT_LIMIT)
-    whole = numbers[integral]
-    longest = 0
-    if whole.size:
-        ends = (float(whole.max()), float(whole.min()))
-        longest = max(len(value_text(v)) for v in ends)
-    if whole.size < numbers.size:
-        rest = numbers[~integral].tolist()
-        longest = max(longest, max(len(value_text(v)) for v in rest))
-    return longest
 
 
 class FieldValues(FieldOrder):

@@ -21,7 +21,7 @@ from assoc.server.qix.cubeextras import (
     string_expr,
 )
 from assoc.server.qix.expressions import expand_dimensions
-from assoc.server.qix.facts import AppFacts, FieldValues, longest_text
+from assoc.server.qix.facts import AppFacts, FieldValues
 from assoc.server.qix.listobject import (
     field_of,
     sort_criteria,
@@ -747,12 +747,13 @@ class HyperCubeView:
             )
         index = self.rows if self.rows is not None else slice(None)
         for m, array, total in zip(d.measures, self.arrays, self._totals(), strict=True):
-            shown = array[index]
-            finite = shown[~np.isnan(shown)]
+            # Of the values not NULL: how many, the least, the greatest, the longest text
+            # among the first thousand.
+            count, low, high, glyphs = _core.number_facts(array[index], 1000)
             layout["qMeasureInfo"].append(
                 {
                     "qFallbackTitle": m.label,
-                    "qApprMaxGlyphCount": longest_text(finite[:1000]) or 1,
+                    "qApprMaxGlyphCount": glyphs or 1,
                     "qCardinal": 0,
                     "qSortIndicator": "A"
                     if m.sort_numeric > 0
@@ -760,8 +761,8 @@ class HyperCubeView:
                     if m.sort_numeric < 0
                     else "N",
                     "qNumFormat": {"qType": "U", "qnDec": 0, "qUseThou": 0},
-                    "qMin": json_number(float(finite.min())) if finite.size else "NaN",
-                    "qMax": json_number(float(finite.max())) if finite.size else "NaN",
+                    "qMin": json_number(low) if count else "NaN",
+                    "qMax": json_number(high) if count else "NaN",
                     "qIsAutoFormat": True,
                     "qAttrExprInfo": self._attr_info(m.attr_exprs),
                     "qAttrDimInfo": self._attr_dim_info(m.attr_dims),
