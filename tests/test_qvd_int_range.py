@@ -22,6 +22,7 @@ from pyqvd import QvdTable
 import assoc
 from appfiles import package_bytes, qvd_bytes, split
 from assoc import App
+from test_qvd import loaded_on_one_thread_and_all as loads  # the range is checked in chunks
 
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
@@ -57,18 +58,6 @@ def with_symbol(data: bytes, field: str, i: int, value: int) -> bytes:
     out = bytearray(data)
     out[start + 5 * i + 1 : start + 5 * i + 5] = struct.pack("<i", value)
     return bytes(out)
-
-
-def loads(data: bytes) -> list[App]:
-    """The file loaded on one thread, then on every core (the range is checked in chunks)."""
-    apps = []
-    try:
-        for threads in (1, 0):
-            assoc.set_threads(threads)
-            apps.append(App.from_qvd(data))
-    finally:
-        assoc.set_threads(0)
-    return apps
 
 
 def field_meta(app: App, field: str) -> dict[str, Any]:
