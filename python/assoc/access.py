@@ -7,8 +7,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from assoc import _core
 
 # The access table is kept in the model as this table (its fields prefixed so that they link
@@ -169,9 +167,9 @@ class ValueCodes:
         self._present = frozenset(fields)
         self._by_field: dict[str, dict[str, list[int]]] = {}
 
-    def codes(self, grant: Grant) -> dict[str, np.ndarray]:
+    def codes(self, grant: Grant) -> dict[str, list[int]]:
         """Per reduced field of the grant, the symbols it keeps, sorted."""
-        out: dict[str, np.ndarray] = {}
+        out: dict[str, list[int]] = {}
         for field, allowed in grant.reduction.items():
             if field not in self._present:
                 continue
@@ -182,7 +180,7 @@ class ValueCodes:
             for value in allowed:
                 kept += by_value.get(value, ())
             kept.sort()
-            out[field] = np.array(kept, dtype=np.int64)
+            out[field] = kept
         return out
 
     def _match(self, field: str) -> dict[str, list[int]]:

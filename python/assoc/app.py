@@ -93,18 +93,18 @@ class _AccessLayout:
             for name in ("$Table", "$Field")
             if name in self.names
         }
-        self._hidden: dict[frozenset[str], dict[str, np.ndarray]] = {}  # by omitted fields
+        self._hidden: dict[frozenset[str], dict[str, list[int]]] = {}  # by omitted fields
 
-    def hidden_system(self, omit: frozenset[str]) -> dict[str, np.ndarray]:
+    def hidden_system(self, omit: frozenset[str]) -> dict[str, list[int]]:
         """The system fields' values that name neither the access table, its fields nor a
         field the user is not given (the row mask keeps only their rows)."""
         found = self._hidden.get(omit)
         if found is not None:
             return found
-        out: dict[str, np.ndarray] = {}
+        out: dict[str, list[int]] = {}
         for name, values in self._system.items():
             gone = omit if name == "$Field" else frozenset()
-            out[name] = np.flatnonzero([not (hidden_name(v) or v in gone) for v in values])
+            out[name] = [i for i, v in enumerate(values) if not (hidden_name(v) or v in gone)]
         if len(self._hidden) < _REDUCTIONS_KEPT:
             self._hidden[omit] = out
         return out
@@ -257,11 +257,9 @@ class App:
         layout = self._access_layout
         grant = self.access.grant(user, groups)
         codes = self._access_codes.codes(grant)
-        if any(not c.size for c in codes.values()):
+        if any(not c for c in codes.values()):
             raise _core.Error(DENIED)  # strict exclusion: a reduction that reaches no data
-        hidden = layout.hidden_system(grant.omit)
-        masked = {f: c.tolist() for f, c in {**codes, **hidden}.items()}
-        mask = _core.RowMask(self._associative, masked)
+        mask = _core.RowMask(self._associative, {**codes, **layout.hidden_system(grant.omit)})
         # The access table is nobody's data: its fields are unknown to every user, and so are
         # the system fields that would count what this one does not see.
         omit = grant.omit | layout.access_fields | self._counting_system(grant.omit, mask)

@@ -66,7 +66,7 @@ class Reduction:
     the access table's, the system fields that would count what they do not see), each
     table's fields (to refuse what names those) and the tables no user reads."""
 
-    codes: dict[str, np.ndarray]
+    codes: dict[str, list[int]]
     mask: _core.RowMask | None = None
     omit: frozenset[str] = frozenset()
     tables: dict[str, list[str]] = dataclasses.field(default_factory=dict)
