@@ -94,15 +94,11 @@ inline bool read_field_number(const char* p, std::size_t n, bool wide, NumberTex
 }  // namespace
 
 std::size_t ChunkParser::parse(std::size_t begin, std::size_t end, std::size_t expected_rows) {
-  // Reserving claims a block (kept from an earlier import, its pages present, or fresh address
-  // space whose pages are touched as symbols arrive), and the large columns never copy their
-  // symbols while growing. Rows and numbers are only appended: a kept block needs no clearing.
+  // Reserving only claims address space: pages are touched as symbols arrive, and the large
+  // columns never copy their symbols while growing.
   for (auto& c : cols_) {
-    {
-      const big_blocks::Uncleared every_element_is_appended;
-      c.rows.reserve(expected_rows);
-      c.ints.reserve(expected_rows);
-    }
+    c.rows.reserve(expected_rows);
+    c.ints.reserve(expected_rows);
     c.dense.expect_rows(expected_rows);
   }
   const std::size_t n_cols = cols_.size();

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "assoc/big_blocks.hpp"
 #include "assoc/number_text.hpp"
 #include "assoc/symbol_table.hpp"
 #include "csv_tokenizer.hpp"
@@ -40,24 +39,19 @@ class Arena {
   std::size_t left_ = 0;
 };
 
-// The rows of one column of a chunk, each its local symbol index.
-using RowArray = std::vector<std::uint32_t, CallocAllocator<std::uint32_t>>;
-
 // One column of one chunk: its local symbols in first-occurrence order and each row's local
-// symbol index. The arrays that grow with the rows (numbers, rows) are big blocks: a chunk's are
-// freed into the blocks kept for reuse as the import ends, and the next import of a file of
-// about that shape takes them with their pages present instead of faulting fresh ones in.
+// symbol index.
 struct ChunkColumn {
   // Per symbol its number: as an int32 while every symbol is an int32 integer (the symbol
   // table's own form, 4 bytes a symbol), from the first other one on as a double (NaN: none).
   // The texts of the symbols that have one are listed apart, in symbol order.
-  IntArray ints;
-  NumberArray numbers;
+  std::vector<std::int32_t> ints;
+  std::vector<double> numbers;
   bool all_ints = true;
   std::vector<SymbolText> texts;
   // Each row's local symbol index, once one differs from its row number: while every row so far
   // is its own new symbol in order (an id column), `rows` stays empty and `implicit_rows` counts.
-  RowArray rows;
+  std::vector<std::uint32_t> rows;
   bool rows_implicit = true;
   std::size_t implicit_rows = 0;
   std::size_t nulls = 0;
@@ -114,12 +108,9 @@ struct ChunkColumn {
   }
   [[gnu::noinline]] void add_double(double number) {
     if (all_ints) {
-      {
-        const big_blocks::Uncleared every_element_is_assigned_below;
-        numbers.reserve(ints.capacity());
-      }
+      numbers.reserve(ints.capacity());
       numbers.assign(ints.begin(), ints.end());
-      IntArray().swap(ints);
+      std::vector<std::int32_t>().swap(ints);
       all_ints = false;
     }
     numbers.push_back(number);

@@ -617,8 +617,8 @@ void take_only_chunk(ParsedChunk& chunk, LoadedTable& table, CpuAccount* cpu) {
         table.columns[c].symbols = col.all_ints && col.texts.empty()
                                        ? SymbolTable::of_ints(IntArray(col.ints.begin(), col.ints.end()))
                                        : make_symbols(col.number_array(), {&col.texts});
-        IntArray().swap(col.ints);
-        NumberArray().swap(col.numbers);
+        std::vector<std::int32_t>().swap(col.ints);
+        std::vector<double>().swap(col.numbers);
         table.columns[c].index = PackedIndex::for_rows(n_rows, table.columns[c].symbols.size(), col.nulls);
       },
       cpu);
