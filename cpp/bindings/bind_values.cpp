@@ -107,7 +107,6 @@ py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i) {
   return py::float_(d);
 }
 
-
 namespace {
 
 // Python's repr of a finite double: its shortest digits that read back, in fixed notation when
@@ -126,11 +125,18 @@ std::string python_float_repr(double v) {
   return out;
 }
 
-// A measure cell's JSON (NxCell, state L), as the service writes it: qText a whole number
-// below 1e15 as an integer, else in %.15g; qNum a whole number below 2^53 as an integer, else
-// Python's repr of the float; NULL (NaN) as "-"; infinities as inf / "Infinity".
+// A finite or infinite number's text as lists show it (Python's value_text): a whole number
+// below 1e15 as an integer, any other in %.15g. Written into `buf`; returns its length.
+std::size_t write_value_text(double v, char (&buf)[48]) {
+  if (v == std::trunc(v) && std::fabs(v) < 1e15)
+    return static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v)).ptr - buf);
+  return static_cast<std::size_t>(std::snprintf(buf, sizeof buf, "%.15g", v));
+}
+
+// A measure cell's JSON (NxCell, state L), as the service writes it: qText as lists show the
+// number; qNum a whole number below 2^53 as an integer, else Python's repr of the float; NULL
+// (NaN) as "-"; infinities as inf / "Infinity".
 void append_measure_cell(std::string& out, double v) {
-  char buf[48];
   if (std::isnan(v)) {
     out += R"({"qText":"-","qNum":"NaN","qElemNumber":0,"qState":"L","qIsNull":true})";
     return;
@@ -140,35 +146,16 @@ void append_measure_cell(std::string& out, double v) {
                  : R"({"qText":"-inf","qNum":"-Infinity","qElemNumber":0,"qState":"L"})";
     return;
   }
-  const bool whole = v == std::trunc(v);
-  std::string number;
-  if (whole && std::fabs(v) < 9007199254740992.0) {
-    const auto r = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v));
-    number.assign(buf, r.ptr);
-  } else {
-    number = python_float_repr(v);
-  }
-  out += R"({"qText":")";
-  if (whole && std::fabs(v) < 1e15) {
-    out += number;
-  } else {
-    const int n = std::snprintf(buf, sizeof buf, "%.15g", v);
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  out += R"(","qNum":)";
-  out += number;
-  out += R"(,"qElemNumber":0,"qState":"L"})";
-}
-
-// The length of a number's text as lists show it (Python's value_text): a whole number below
-// 1e15 as an integer, any other in %.15g.
-std::size_t value_text_length(double v) {
-  if (v == std::trunc(v) && std::fabs(v) < 1e15) {
-    char buf[24];
-    return static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v)).ptr - buf);
-  }
   char buf[48];
-  return static_cast<std::size_t>(std::snprintf(buf, sizeof buf, "%.15g", v));
+  out += R"({"qText":")";
+  out.append(buf, write_value_text(v, buf));
+  out += R"(","qNum":)";
+  if (v == std::trunc(v) && std::fabs(v) < 9007199254740992.0) {
+    out.append(buf, std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v)).ptr);
+  } else {
+    out += python_float_repr(v);
+  }
+  out += R"(,"qElemNumber":0,"qState":"L"})";
 }
 
 // A str's UTF-8 bytes (CPython keeps them with the string once asked).
@@ -225,13 +212,14 @@ void bind_values(py::module_& m) {
         const auto n = static_cast<std::size_t>(values.size());
         const double* v = values.data();
         std::size_t count = 0, longest = 0;
+        char text[48];
         double low = std::numeric_limits<double>::quiet_NaN(), high = low;
         for (std::size_t i = 0; i < n; ++i) {
           const double x = v[i];
           if (std::isnan(x)) continue;
           if (count == 0 || x < low) low = x;
           if (count == 0 || x > high) high = x;
-          if (count < first) longest = std::max(longest, value_text_length(x));
+          if (count < first) longest = std::max(longest, write_value_text(x, text));
           ++count;
         }
         return py::make_tuple(count, low, high, longest);
