@@ -76,6 +76,7 @@ def server_config(
     log_level: str = "info",
     access_log: bool = False,
     ws_max_size: int = Settings.qix_max_message_bytes,
+    qix_compression: str = Settings.qix_compression,
     shutdown_timeout: int = Settings.shutdown_timeout,
     header_read_timeout: int = Settings.header_read_timeout,
     max_incomplete_per_address: int = Settings.max_incomplete_requests_per_address,
@@ -84,12 +85,12 @@ def server_config(
     import uvicorn
 
     from assoc.server.protocol import bounded_protocol
-    from assoc.server.qix.wire import QixWebSocketProtocol
+    from assoc.server.qix.wire import qix_protocol
 
     return uvicorn.Config(
         app,
         http=bounded_protocol(header_read_timeout, max_incomplete_per_address),
-        ws=QixWebSocketProtocol,
+        ws=qix_protocol(qix_compression),
         ws_max_size=ws_max_size,
         host=host,
         port=port,
@@ -147,6 +148,7 @@ def serve(args: argparse.Namespace) -> int:
                 args.log_level,
                 args.access_log,
                 ws_max_size=settings.qix_max_message_bytes,
+                qix_compression=settings.qix_compression,
                 shutdown_timeout=settings.shutdown_timeout,
                 header_read_timeout=settings.header_read_timeout,
                 max_incomplete_per_address=settings.max_incomplete_requests_per_address,

@@ -25,7 +25,7 @@ from websockets.frames import Frame, Opcode
 from websockets.sync.client import connect
 
 from appfiles import ServerProcess, package_bytes
-from conftest import MAX_MESSAGE_BYTES, MAX_OBJECTS, QixServer, symbols
+from conftest import MAX_MESSAGE_BYTES, MAX_OBJECTS, TABLES, QixServer, symbols
 
 pytestmark = pytest.mark.server
 
@@ -181,11 +181,17 @@ class FramesSeen(ClientPerMessageDeflateFactory):
         return extension
 
 
+# A proxy's header: the client behind it is elsewhere, so its answers are compressed.
+PROXIED = {"X-Forwarded-For": "203.0.113.7"}
+
+
 def test_large_answers_are_deflated_and_small_ones_sent_plain(
     qix_server: QixServer, app_id: str
 ) -> None:
     seen = FramesSeen()
-    with connect(qix_server.ws_base + "/app", extensions=[seen], max_size=None) as ws:
+    url = qix_server.ws_base + "/app"
+    with connect(url, extensions=[seen], additional_headers=PROXIED, max_size=None) as ws:
+        assert "permessage-deflate" in ws.response.headers["Sec-WebSocket-Extensions"]
         assert json.loads(ws.recv(timeout=10))["method"] == "OnConnected"
 
         def answer(method: str, params: list[Any], handle: int) -> tuple[dict[str, Any], int]:
@@ -214,6 +220,69 @@ def test_large_answers_are_deflated_and_small_ones_sent_plain(
     assert again_compressed
     assert first_size < layout_bytes
     assert again_size < first_size / 4
+
+
+def _negotiated(url: str, headers: dict[str, str]) -> tuple[str | None, list[bool], int]:
+    """A socket offering permessage-deflate: the extension the answer names, whether each data
+    frame came compressed (none seen when none was negotiated), and a list layout's rows."""
+    seen = FramesSeen()
+    with connect(url, extensions=[seen], additional_headers=headers, max_size=None) as ws:
+        ws.recv(timeout=10)  # OnConnected
+
+        def result(method: str, params: list[Any], handle: int) -> Any:
+            request = {"jsonrpc": "2.0", "id": 1, "method": method, "handle": handle}
+            ws.send(json.dumps({**request, "params": params}))
+            return json.loads(ws.recv(timeout=10))["result"]
+
+        doc = result("OpenDoc", [url.rsplit("/", 1)[-1]], -1)["qReturn"]["qHandle"]
+        listbox = result("CreateSessionObject", [LIST_PROPS], doc)["qReturn"]["qHandle"]
+        layout = result("GetLayout", [], listbox)["qLayout"]
+        extension = ws.response.headers.get("Sec-WebSocket-Extensions")
+    rows = layout["qListObject"]["qDataPages"][0]["qMatrix"]
+    return extension, [compressed for compressed, _ in seen.frames], len(rows)
+
+
+def test_a_client_on_this_host_is_answered_uncompressed(qix_server: QixServer, app_id: str) -> None:
+    """QixCompression=auto (the default): deflate only pays across a network. A direct client
+    on loopback is declined; the same client behind a proxy's header gets it."""
+    url = qix_server.ws_base + f"/app/{app_id}"
+    extension, frames, rows = _negotiated(url, {})
+    assert (extension, frames, rows) == (None, [], len(symbols("Customer")))
+    extension, frames, rows = _negotiated(url, {"Forwarded": "for=203.0.113.7"})
+    assert extension is not None
+    assert "permessage-deflate" in extension
+    assert frames[-1]
+    assert rows == len(symbols("Customer"))
+    extension, frames, _ = _negotiated(url, PROXIED)
+    assert extension is not None
+    assert frames[-1]
+
+
+@pytest.mark.parametrize(("mode", "headers"), [("on", {}), ("off", PROXIED)])
+def test_compression_setting_overrides_the_rule(tmp_path, mode: str, headers) -> None:
+    server = ServerProcess(tmp_path / "data", f"QixCompression={mode}").start()
+    try:
+        with server.client() as client:
+            answer = client.post("/v1/apps/import", content=package_bytes(TABLES))
+            app_id = answer.json()["attributes"]["id"]
+        url = "ws" + server.base_url.removeprefix("http") + f"/app/{app_id}"
+        extension, frames, rows = _negotiated(url, headers)
+        assert rows == len(symbols("Customer"))
+        if mode == "on":
+            assert extension is not None
+            assert frames[-1]
+        else:
+            assert (extension, frames) == (None, [])
+    finally:
+        server.stop()
+
+
+def test_a_bad_compression_setting_is_refused(tmp_path) -> None:
+    from assoc import Error
+    from assoc.server.settings import Settings
+
+    with pytest.raises(Error, match="QixCompression"):
+        Settings.from_sources(["QixCompression=maybe"])
 
 
 def test_oversized_message_closes_the_socket_only(qix_server: QixServer) -> None:

@@ -214,6 +214,14 @@ SPECS: tuple[SettingSpec, ...] = (
         "default 0 = the logical cores (2 at least): QIX requests computed at once; more wait",
     ),
     SettingSpec(
+        "QixCompression",
+        "qix_compression",
+        _choice("auto", "on", "off"),
+        "auto (default), on or off: permessage-deflate on QIX sockets whose client offers it; "
+        "auto leaves it off for a client on this host that connects directly (loopback, no "
+        "Forwarded or X-Forwarded-For header), where it only costs both sides CPU",
+    ),
+    SettingSpec(
         "PrometheusPort",
         "prometheus_port",
         _int_range(0, 65535),
@@ -276,6 +284,7 @@ class Settings:
     qix_max_objects_per_session: int = 10_000
     qix_max_kept_sessions: int = 1000
     qix_engine_threads: int = 0
+    qix_compression: str = "auto"
     prometheus_port: int = 0
     allowed_folders: str = ""
     app_store: str = ""
