@@ -11,7 +11,11 @@
    every 10 s.
 
     python benchmarks/compare_qix.py [--seconds 3] [--runs 5] [--rows 10000000] [--soak 60]
-        [--soak-values 100]
+        [--soak-values 100] [--enigma]
+
+`--enigma` adds a column for step 2 made by enigma.js in node (`qix_enigma_steps.js`: delta
+answers, both layouts asked at once on the select's answer, as a front-end asks), from the
+packages `npm ci` installs in tests/.
 
 Targets: round trips >= 0.8x the bare endpoint; step <= 1.5x embedded + 1 ms (and the tighter
 <= 1.2x + 1 ms); 0 errors in the soak with memory bounded. The script prints Markdown; it
@@ -25,7 +29,9 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -218,6 +224,7 @@ class StepTimes:
 
     qix_s: list[float] = field(default_factory=list)
     embedded_s: list[float] = field(default_factory=list)
+    enigma_s: list[float] = field(default_factory=list)  # with --enigma
 
 
 async def _qix_steps(url: str, app_id: str, ks: list[int]) -> list[float]:
@@ -228,15 +235,40 @@ async def _qix_steps(url: str, app_id: str, ks: list[int]) -> list[float]:
         return [sum(await qix.step(listbox, cube, k)) for k in ks]
 
 
+def _enigma_steps(url: str, app_id: str, ks: list[int]) -> list[float]:
+    """The steps made by enigma.js in node (qix_enigma_steps.js); seconds each."""
+    node = shutil.which("node")
+    tests = HERE.parent / "tests"
+    if node is None or not (tests / "node_modules" / "enigma.js").is_dir():
+        raise SystemExit("--enigma needs node and the packages of tests/ (cd tests && npm ci)")
+    args = [url, app_id, json.dumps(LIST_PROPS), json.dumps(CUBE_PROPS), json.dumps(ks)]
+    run = subprocess.run(
+        [node, str(HERE / "qix_enigma_steps.js"), str(tests), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if run.returncode != 0:
+        raise RuntimeError(f"qix_enigma_steps.js failed: {run.stderr[-2000:]}")
+    return [ms / 1e3 for ms in json.loads(run.stdout)]
+
+
 def compare_steps(
-    server: Server, app_id: str, qvd: Path, runs: int, per_run: int | None = None
+    server: Server,
+    app_id: str,
+    qvd: Path,
+    runs: int,
+    per_run: int | None = None,
+    enigma: bool = False,
 ) -> StepTimes:
     """Select + layouts over QIX against the embedded API, alternating; fresh values per run
-    (`per_run` of them, default as many as the customers allow)."""
+    (`per_run` of them, default as many as the customers allow); with `enigma`, as many
+    other fresh values through enigma.js (never the same: the result cache would answer)."""
     app = assoc.App.from_qvd(qvd)
     order = list(range(CUSTOMERS))
     random.Random(3).shuffle(order)
-    per_run = min(per_run or CUSTOMERS, CUSTOMERS // (runs + 1))
+    clients = 2 if enigma else 1
+    per_run = min(per_run or CUSTOMERS, CUSTOMERS // (clients * runs + 1))
     out = StepTimes()
     url = server.url.replace("http", "ws") + f"/app/{app_id}"
     with app.session() as session:
@@ -251,6 +283,9 @@ def compare_steps(
                 times.append(time.perf_counter() - start)
             out.embedded_s.append(statistics.median(times))
             out.qix_s.append(statistics.median(asyncio.run(_qix_steps(url, app_id, ks))))
+            if enigma:
+                others = order[(runs + r) * per_run : (runs + r + 1) * per_run]
+                out.enigma_s.append(statistics.median(_enigma_steps(url, app_id, others)))
     return out
 
 
@@ -350,6 +385,14 @@ def report(trips: RoundTrips | None, steps: StepTimes | None, soak: Soak | None)
                 f"| {met[1]} |"
             )
         lines.append("")
+        if steps.enigma_s:
+            lines += [
+                "| the same steps by enigma.js (median ms) | enigma.js | ratio |",
+                "|---|---|---|",
+            ]
+            for i, (n, e) in enumerate(zip(steps.enigma_s, steps.embedded_s, strict=True)):
+                lines.append(f"| run {i + 1} | {n * 1e3:.2f} | {n / e:.2f} |")
+            lines.append("")
     if soak:
         lat = soak.latencies_s
         lines += [
@@ -422,6 +465,7 @@ def main() -> None:
     parser.add_argument("--sockets", type=int, default=64)
     parser.add_argument("--soak-values", type=int, default=100, help="values the soak selects")
     parser.add_argument("--skip-round-trips", action="store_true")
+    parser.add_argument("--enigma", action="store_true", help="step 2 by enigma.js as well")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp_dir = Path(tmp)
@@ -436,7 +480,7 @@ def main() -> None:
                 answer = client.post("/v1/apps/import", content=qvd.read_bytes())
                 answer.raise_for_status()
                 app_id = answer.json()["attributes"]["id"]
-            steps = compare_steps(server, app_id, qvd, args.runs)
+            steps = compare_steps(server, app_id, qvd, args.runs, enigma=args.enigma)
             soak = None
             if args.soak > 0:
                 url = server.url.replace("http", "ws") + f"/app/{app_id}"
