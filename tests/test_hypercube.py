@@ -713,6 +713,56 @@ def test_dense_passes_count_and_sum_as_numpy_does(threads) -> None:
                 assert sums == pytest.approx({key: total for key, (_, total) in want.items()})
 
 
+def test_groups_reached_late_or_never_and_paired_terms(threads) -> None:
+    """The dense pass stops marking groups reached once every value of the dimension has been
+    reached: a value whose rows all come last, and NULL, must still be groups; a value of a
+    field shared with another table that this table never holds is a row of zeros, as Qlik
+    shows a possible value no fact reaches. Sum and Count of one column go in one pair, in
+    either order, beside other terms (NULLs and texts counted as Qlik counts them: Count takes
+    texts, Sum their 0)."""
+    rng = np.random.default_rng(13)
+    n = 200_003
+    cat = rng.integers(0, 50, n).astype(object)
+    cat[-700:] = 99  # rows of value 99 only in the last chunk
+    cat[::101] = None
+    amount: list[Any] = [
+        None if i % 61 == 0 else "n/a" if i % 59 == 0 else float(v)
+        for i, v in enumerate(rng.integers(0, 1000, n) / 4)
+    ]
+    other = rng.integers(0, 100, n)
+    number = np.array([v if isinstance(v, float) else 0.0 for v in amount])
+    want: dict[Any, list[float]] = {}
+    for i in range(n):
+        w = want.setdefault(cat[i], [0.0, 0.0, 0.0])
+        w[0] += number[i]
+        w[1] += amount[i] is not None
+        w[2] += float(other[i])
+    rows_of = {key: sum(1 for v in cat if v == key) for key in want}
+    # Every Cat value in Fact; then also 77, which no Fact row holds.
+    for names in ([99, 1], [77, 99, 1]):
+        app = App.from_tables(
+            {
+                "Fact": {"Cat": list(cat), "Amount": amount, "Other": other},
+                "CatNames": {"Cat": names, "Name": [str(v) for v in names]},
+            }
+        )
+        with app.session() as s:
+            for measures, order in (
+                (["Sum(Amount)", "Count(Amount)"], (0, 1)),
+                (["Count(Amount)", "Sum(Amount)"], (1, 0)),
+                (["Sum(Amount)", "Count(Amount)", "Sum(Other)", "Count(Other)"], (0, 1, 2)),
+            ):
+                got = {row[0]: row[1:] for row in s.hypercube(["Cat"], measures).rows}
+                assert got.keys() == {*want, *names}
+                if 77 in names:
+                    assert list(got[77]) == [0.0] * len(measures)
+                for key, w in want.items():
+                    values = [w[k] for k in order]
+                    assert list(got[key][: len(order)]) == pytest.approx(values), key
+                    if len(measures) == 4:
+                        assert got[key][3] == rows_of[key]
+
+
 def test_sparse_selections_sum_as_numpy_does(threads) -> None:
     """A selection leaving few of a table's rows (the last one among them, NULLs and texts in
     the summed field, a dimension in the table or one link away) sums what numpy sums."""

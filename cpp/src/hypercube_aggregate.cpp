@@ -11,6 +11,10 @@
 #include "assoc/thread_pool.hpp"
 #include "hypercube_accumulators.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace assoc::detail {
 namespace {
 
@@ -164,13 +168,31 @@ inline void pack_rows(const std::uint64_t* words, std::size_t count, std::size_t
   }
 }
 
+// A thread's marks of the slots its rows reached. `unhit` counts the slots a row can reach
+// (each stored code's) that are not marked yet: once none is left, a chunk's rows have nothing
+// to mark (a 1,000-value dimension over 10M rows: marked within the first few chunks).
+struct Hits {
+  std::uint8_t* marks = nullptr;
+  std::size_t unhit = 0;
+
+  void mark(const std::uint32_t* slot, std::size_t m) {
+    if (unhit == 0) return;
+    std::size_t fresh = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+      fresh += marks[slot[i]] ^ 1U;
+      marks[slot[i]] = 1;
+    }
+    unhit -= std::min(fresh, unhit);
+  }
+};
+
 // The rows of a chunk's row words (bit j of word w: row begin + 64w + j; `n` of them) into
 // one Sum.
 template <class Map>
 void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
                const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
                const PackedIndex& index, CodeReader codes, const double* values, double* sums, std::size_t lane,
-               std::uint8_t* hits, ChunkCodes& buf) {
+               Hits& hits, ChunkCodes& buf) {
   // The codes first, then the numbers: the loop of look-ups is short, so many of them are
   // under way at once.
   std::uint32_t* slot = buf.slot.data();
@@ -193,24 +215,17 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
       }
     }
   }
+  hits.mark(slot, m);
   // Four rows at a time into four copies of the sums: a row's sum then seldom waits for the
-  // row before (a store and a load of the same slot). Each row marks its slot reached.
+  // row before (a store and a load of the same slot).
   std::size_t i = 0;
   for (; i + 4 <= m; i += 4) {
-    const std::uint32_t s0 = slot[i], s1 = slot[i + 1], s2 = slot[i + 2], s3 = slot[i + 3];
-    sums[s0] += values[code[i]];
-    sums[lane + s1] += values[code[i + 1]];
-    sums[2 * lane + s2] += values[code[i + 2]];
-    sums[3 * lane + s3] += values[code[i + 3]];
-    hits[s0] = 1;
-    hits[s1] = 1;
-    hits[s2] = 1;
-    hits[s3] = 1;
-  }
-  for (; i < m; ++i) {
     sums[slot[i]] += values[code[i]];
-    hits[slot[i]] = 1;
+    sums[lane + slot[i + 1]] += values[code[i + 1]];
+    sums[2 * lane + slot[i + 2]] += values[code[i + 2]];
+    sums[3 * lane + slot[i + 3]] += values[code[i + 3]];
   }
+  for (; i < m; ++i) sums[slot[i]] += values[code[i]];
 }
 
 // The same into several terms, Sums and Counts.
@@ -243,16 +258,37 @@ template <class Map>
 void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
                  const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
                  const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts,
-                 std::uint8_t* hits, ChunkCodes& buf) {
+                 Hits& hits, ChunkCodes& buf, std::size_t pair_at, double* pair) {
   std::uint32_t* slot = buf.slot.data();
   std::uint32_t* code = buf.code.data();
   slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
   const std::size_t m = chunk_slots(words, count, n, buf.decoded.data(), slot_codes, slot_of, affine, slot);
-  for (std::size_t i = 0; i < m; ++i) hits[slot[i]] = 1;
+  hits.mark(slot, m);
+  const PackedIndex* decoded = nullptr;  // the column whose codes `code` holds
   for (std::size_t k = 0; k < fts.size(); ++k) {
-    fts[k].index->decode(begin, count, code);
-    pack_rows(words, count, n, code);
-    if (sums[k] != nullptr) {
+    if (fts[k].index != decoded) {  // terms of one column (Sum(X), Count(X)) decode it once
+      decoded = fts[k].index;
+      decoded->decode(begin, count, code);
+      pack_rows(words, count, n, code);
+    }
+    if (k == pair_at) {
+      // The Sum and the Count of one column (SumCount): a row adds its number and its 1 (0 for
+      // NULL) to its slot's pair with one load and one store.
+      const std::size_t at_sum = sums[k] != nullptr ? k : k + 1;
+      const double* values = fts[at_sum].values + fts[at_sum].codes.bias;  // NULL (kNull) wraps to 0
+      for (std::size_t i = 0; i < m; ++i) {
+        const std::uint32_t c = code[i];
+        double* at = pair + 2 * std::size_t{slot[i]};
+        const double one = c != kNull ? 1.0 : 0.0;
+#if defined(__SSE2__)
+        _mm_storeu_pd(at, _mm_add_pd(_mm_loadu_pd(at), _mm_set_pd(one, values[static_cast<std::int32_t>(c)])));
+#else
+        at[0] += values[static_cast<std::int32_t>(c)];
+        at[1] += one;
+#endif
+      }
+      ++k;
+    } else if (sums[k] != nullptr) {
       const double* values = fts[k].values + fts[k].codes.bias;  // by symbol; NULL (kNull) wraps to 0
       double* sum = sums[k];
       for (std::size_t i = 0; i < m; ++i) sum[slot[i]] += values[static_cast<std::int32_t>(code[i])];
@@ -261,6 +297,14 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
       for (std::size_t i = 0; i < m; ++i) n_of[slot[i]] += code[i] != kNull ? 1U : 0U;
     }
   }
+}
+
+// The first two terms in a row that are a Sum and a Count of one column (their position, or
+// none): terms_dense adds them into one pair per slot.
+inline std::size_t sum_count_pair(const std::vector<FusedTerm>& fts) {
+  for (std::size_t k = 0; k + 1 < fts.size(); ++k)
+    if (fts[k].index == fts[k + 1].index && (fts[k].values != nullptr) != (fts[k + 1].values != nullptr)) return k;
+  return fts.size();
 }
 
 // Sums and Counts over rows given by their positions from `begin` (the sparse path's batch):
@@ -291,7 +335,7 @@ void terms_rows(std::size_t begin, const std::uint32_t* picked, std::size_t m, C
 template <class Map>
 void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possible, const PackedIndex& slot_index,
                 const Map* slot_of, bool affine, const std::vector<FusedTerm>& fts, const std::vector<TermInput>& in,
-                std::vector<Accumulators>& per_thread, std::size_t slots) {
+                std::vector<Accumulators>& per_thread, std::size_t slots, std::size_t reachable) {
   const std::size_t n_chunks = (rows + kBatch - 1) / kBatch;
   ChunkClaims claims(n_chunks, per_thread.size());
   const CodeReader slot_codes(slot_index);
@@ -317,7 +361,12 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
       });
       return;
     }
+    Hits hits{a.hits.data(), reachable};
     const bool one_sum = n_terms == 1 && sums[0] != nullptr;
+    // A Sum and a Count of one column: each slot's sum and count side by side (the count as a
+    // double: exact while below 2^53 rows), folded into the terms at the end.
+    const std::size_t pair_at = sum_count_pair(fts);
+    std::vector<double> pair(pair_at < n_terms ? 2 * slots : 0, 0.0);
     std::vector<double> lanes(one_sum ? 4 * slots : 0, 0.0);  // the four copies of one Sum
     std::uint64_t words[kBatch / 64];
     claims.each([&](std::size_t c) {
@@ -336,19 +385,27 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
         std::size_t n = 0;
         for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
         sum_chunk(w, begin, count, n, slot_index, slot_codes, slot_of, affine, *fts[0].index, fts[0].codes,
-                  fts[0].values, lanes.data(), slots, a.hits.data(), buf);
+                  fts[0].values, lanes.data(), slots, hits, buf);
       } else {
         std::size_t n = 0;
         for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
         if (n * 8 >= count * kDenseEighths) {
           terms_dense(w, begin, count, n, slot_index, slot_codes, slot_of, affine, fts, sums.data(), counts.data(),
-                      a.hits.data(), buf);
+                      hits, buf, pair_at, pair.data());
         } else {
           terms_chunk(w, n_words, begin, slot_codes, slot_of, fts, sums.data(), counts.data(), a.hits.data());
         }
       }
     });
     for (std::size_t k = 0; k < lanes.size(); ++k) sums[0][k % slots] += lanes[k];
+    if (!pair.empty()) {
+      const std::size_t at_sum = sums[pair_at] != nullptr ? pair_at : pair_at + 1;
+      std::uint64_t* n_of = counts[at_sum == pair_at ? pair_at + 1 : pair_at];
+      for (std::size_t x = 0; x < slots; ++x) {
+        sums[at_sum][x] += pair[2 * x];
+        n_of[x] += static_cast<std::uint64_t>(pair[2 * x + 1]);
+      }
+    }
   });
 }
 
@@ -466,17 +523,30 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
         if (t.symbols->has_number(x)) f.own[x + f.codes.bias] = t.symbols->number(x);
       f.values = f.own.data();
     }
+    // The slots a row can reach: those of the stored codes (every slot_of entry past them is
+    // kTrash, reached by no row).
+    std::size_t reachable = 0;
+    {
+      std::vector<std::uint8_t> seen(slots, 0);
+      for (std::size_t code = 0; code < n_codes - 1 + slot_codes.bias; ++code) {
+        reachable += seen[slot_of[code]] ^ 1U;
+        seen[slot_of[code]] = 1;
+      }
+    }
     const Bitset* possible = rows.rows[root].get();
     const bool affine = links.empty() && root_dims[0]->stride == 1;  // slot_of[code] = code's symbol + 3
     std::vector<Accumulators> per_thread(pass_threads(table.rows, possible, rows.possible[root], slots));
     if (slots <= 0x100) {
       const std::vector<std::uint8_t> map(slot_of.begin(), slot_of.end());
-      fused_pass(table.rows, possible, rows.possible[root], slot_index, map.data(), affine, fts, in, per_thread, slots);
+      fused_pass(table.rows, possible, rows.possible[root], slot_index, map.data(), affine, fts, in, per_thread, slots,
+                 reachable);
     } else if (slots <= 0x10000) {
       const std::vector<std::uint16_t> map(slot_of.begin(), slot_of.end());
-      fused_pass(table.rows, possible, rows.possible[root], slot_index, map.data(), affine, fts, in, per_thread, slots);
+      fused_pass(table.rows, possible, rows.possible[root], slot_index, map.data(), affine, fts, in, per_thread, slots,
+                 reachable);
     } else {
-      fused_pass(table.rows, possible, rows.possible[root], slot_index, slot_of.data(), affine, fts, in, per_thread, slots);
+      fused_pass(table.rows, possible, rows.possible[root], slot_index, slot_of.data(), affine, fts, in, per_thread, slots,
+                 reachable);
     }
     acc = merged(per_thread, in, slots);
   } else if (table_root && functional && direct) {
