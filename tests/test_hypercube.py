@@ -726,7 +726,7 @@ def test_groups_reached_late_or_never_and_paired_terms(threads) -> None:
     cat[-700:] = 99  # rows of value 99 only in the last chunk
     cat[::101] = None
     amount: list[Any] = [
-        None if i % 61 == 0 else "n/a" if i % 59 == 0 else float(v)
+        None if i % 61 == 0 else "n/a" if i % 59 == 0 else float(v) if i < n - 700 else 5000.0
         for i, v in enumerate(rng.integers(0, 1000, n) / 4)
     ]
     other = rng.integers(0, 100, n)
@@ -761,6 +761,10 @@ def test_groups_reached_late_or_never_and_paired_terms(threads) -> None:
                     assert list(got[key][: len(order)]) == pytest.approx(values), key
                     if len(measures) == 4:
                         assert got[key][3] == rows_of[key]
+            # Aggr over Cat reads Fact by its Cat column: the late group's sum is the largest.
+            (top,) = s.hypercube([], ["Max(Aggr(Sum(Amount), Cat))"]).rows[0]
+            assert top == pytest.approx(want[99][0])
+            assert top == pytest.approx(max(w[0] for w in want.values()))
 
 
 def test_sparse_selections_sum_as_numpy_does(threads) -> None:

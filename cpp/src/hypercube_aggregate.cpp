@@ -699,15 +699,20 @@ DenseGroups aggregate_by_column(const AssociativeModel& model, const RowStates& 
   const PackedIndex& groups = table.columns[group_column].index;
   const PackedIndex& values = table.columns[term.column].index;
   const Bitset* possible = rows.rows[table_node].get();
+  // The slots a row can reach: one per symbol, and kTrash when NULL is stored.
+  const std::size_t reachable = std::size_t{n_groups} + (groups.has_null() ? 1 : 0);
   struct Scratch {
     std::vector<std::uint32_t> slot, code;
+    Hits hits;
   };
-  const auto make_scratch = [] { return Scratch{std::vector<std::uint32_t>(kBatch), std::vector<std::uint32_t>(kBatch)}; };
+  const auto make_scratch = [&] {
+    return Scratch{std::vector<std::uint32_t>(kBatch), std::vector<std::uint32_t>(kBatch), Hits{nullptr, reachable}};
+  };
   const Accumulators acc = accumulate_chunks(
       table.rows, possible, rows.possible[table_node], in, slots, make_scratch,
       [&](Accumulators& a, std::size_t begin, std::size_t count, const std::uint32_t* picked, std::size_t n,
           Scratch& scratch) {
-    auto& [slot, code] = scratch;
+    auto& [slot, code, hits] = scratch;
     if (picked != nullptr && (n * 8 <= count || count > kBatch)) {  // few, or gathered
       for (std::size_t i = 0; i < n; ++i) {
         slot[i] = groups.get(begin + picked[i]);
@@ -722,7 +727,8 @@ DenseGroups aggregate_by_column(const AssociativeModel& model, const RowStates& 
       }
     }
     for (std::size_t i = 0; i < n; ++i) slot[i] += kFirstGroup;
-    for (std::size_t i = 0; i < n; ++i) a.hits[slot[i]] = 1;
+    hits.marks = a.hits.data();  // the thread's own (one Scratch a thread)
+    hits.mark(slot.data(), n);
     accumulate(in[0], a.terms[0], slot.data(), code.data(), n);
   });
   DenseGroups out;
