@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 import threading
 import time
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -275,6 +277,38 @@ def test_compression_setting_overrides_the_rule(tmp_path, mode: str, headers) ->
             assert (extension, frames) == (None, [])
     finally:
         server.stop()
+
+
+class _Transport:
+    """A transport whose socket is of one address family (None: no socket)."""
+
+    def __init__(self, family: int | None) -> None:
+        self.family = family
+
+    def get_extra_info(self, name: str) -> Any:
+        assert name == "socket"
+        return None if self.family is None else SimpleNamespace(family=self.family)
+
+
+@pytest.mark.parametrize(
+    ("family", "client", "local"),
+    [
+        (socket.AF_INET, ("127.0.0.1", 5000), True),
+        (socket.AF_INET, ("127.8.9.10", 5000), True),
+        (socket.AF_INET6, ("::1", 5000), True),
+        (socket.AF_INET6, ("::ffff:127.0.0.1", 5000), True),
+        (socket.AF_INET, ("10.1.2.3", 5000), False),
+        (socket.AF_INET6, ("2001:db8::1", 5000), False),
+        (socket.AF_INET6, ("::ffff:192.0.2.1", 5000), False),
+        (socket.AF_UNIX, None, True),
+        (None, None, False),  # nothing known of the peer: compressed as for any other
+        (socket.AF_INET, ("not-an-address", 1), False),
+    ],
+)
+def test_which_peers_are_on_this_host(family: int | None, client: Any, local: bool) -> None:
+    from assoc.server.qix.wire import _local_peer
+
+    assert _local_peer(_Transport(family), client) is local  # type: ignore[arg-type]
 
 
 def test_a_bad_compression_setting_is_refused(tmp_path) -> None:
