@@ -168,6 +168,15 @@ inline void pack_rows(const std::uint64_t* words, std::size_t count, std::size_t
   }
 }
 
+// A chunk's row slots as at[i] + add: a dimension of the table over every row of a chunk
+// reads its decoded symbols as they are (add kAffineSlot; NULL's kNull wraps to kFirstGroup, as
+// chunk_slots makes it), with no pass to copy them; made slots are read with add 0.
+struct Slots {
+  const std::uint32_t* at = nullptr;
+  std::uint32_t add = 0;
+  std::uint32_t operator[](std::size_t i) const { return at[i] + add; }
+};
+
 // A thread's marks of the slots its rows reached. `unhit` counts the slots a row can reach
 // (each stored code's) that are not marked yet: once none is left, a chunk's rows have nothing
 // to mark (a 1,000-value dimension over 10M rows: marked within the first few chunks).
@@ -175,7 +184,7 @@ struct Hits {
   std::uint8_t* marks = nullptr;
   std::size_t unhit = 0;
 
-  void mark(const std::uint32_t* slot, std::size_t m) {
+  void mark(Slots slot, std::size_t m) {
     if (unhit == 0) return;
     std::size_t fresh = 0;
     for (std::size_t i = 0; i < m; ++i) {
@@ -195,37 +204,44 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
                Hits& hits, ChunkCodes& buf) {
   // The codes first, then the numbers: the loop of look-ups is short, so many of them are
   // under way at once.
-  std::uint32_t* slot = buf.slot.data();
   std::uint32_t* code = buf.code.data();
   const std::size_t n_words = (count + 63) / 64;
   std::size_t m = 0;
+  Slots slot{buf.slot.data(), 0};
   if (n * 8 >= count * kDenseEighths) {
     slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
-    m = chunk_slots(words, count, n, buf.decoded.data(), slot_codes, slot_of, affine, slot);
-    index.decode(begin, count, code);
+    if (affine && n == count) {
+      slot = Slots{buf.decoded.data(), kAffineSlot};
+      m = count;
+    } else {
+      m = chunk_slots(words, count, n, buf.decoded.data(), slot_codes, slot_of, affine, buf.slot.data());
+    }
+    index.decode(begin, count, code);  // symbol indexes, kNull for NULL
     pack_rows(words, count, n, code);
-    for (std::size_t j = 0; j < m; ++j) code[j] += codes.bias;  // the stored code (NULL: kNull + 1)
   } else {
     for (std::size_t w = 0; w < n_words; ++w) {
       const std::size_t base = begin + w * 64;
       for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
         const std::size_t row = base + static_cast<std::size_t>(std::countr_zero(bits));
-        slot[m] = slot_of[slot_codes.at(row)];
-        code[m] = codes.at(row);
+        buf.slot[m] = slot_of[slot_codes.at(row)];
+        code[m] = codes.at(row) - codes.bias;  // the symbol index, kNull for NULL
       }
     }
   }
   hits.mark(slot, m);
+  // By symbol index: NULL's kNull reads the number before the first (0, the stored code 0's).
+  const double* number = values + codes.bias;
+  const auto at = [&](std::size_t i) { return number[static_cast<std::int32_t>(code[i])]; };
   // Four rows at a time into four copies of the sums: a row's sum then seldom waits for the
   // row before (a store and a load of the same slot).
   std::size_t i = 0;
   for (; i + 4 <= m; i += 4) {
-    sums[slot[i]] += values[code[i]];
-    sums[lane + slot[i + 1]] += values[code[i + 1]];
-    sums[2 * lane + slot[i + 2]] += values[code[i + 2]];
-    sums[3 * lane + slot[i + 3]] += values[code[i + 3]];
+    sums[slot[i]] += at(i);
+    sums[lane + slot[i + 1]] += at(i + 1);
+    sums[2 * lane + slot[i + 2]] += at(i + 2);
+    sums[3 * lane + slot[i + 3]] += at(i + 3);
   }
-  for (; i < m; ++i) sums[slot[i]] += values[code[i]];
+  for (; i < m; ++i) sums[slot[i]] += at(i);
 }
 
 // The same into several terms, Sums and Counts.
@@ -259,10 +275,14 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
                  const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
                  const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts,
                  Hits& hits, ChunkCodes& buf, std::size_t pair_at, double* pair) {
-  std::uint32_t* slot = buf.slot.data();
   std::uint32_t* code = buf.code.data();
   slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
-  const std::size_t m = chunk_slots(words, count, n, buf.decoded.data(), slot_codes, slot_of, affine, slot);
+  Slots slot{buf.decoded.data(), kAffineSlot};
+  std::size_t m = count;
+  if (!affine || n != count) {
+    slot = Slots{buf.slot.data(), 0};
+    m = chunk_slots(words, count, n, buf.decoded.data(), slot_codes, slot_of, affine, buf.slot.data());
+  }
   hits.mark(slot, m);
   const PackedIndex* decoded = nullptr;  // the column whose codes `code` holds
   for (std::size_t k = 0; k < fts.size(); ++k) {
@@ -728,7 +748,7 @@ DenseGroups aggregate_by_column(const AssociativeModel& model, const RowStates& 
     }
     for (std::size_t i = 0; i < n; ++i) slot[i] += kFirstGroup;
     hits.marks = a.hits.data();  // the thread's own (one Scratch a thread)
-    hits.mark(slot.data(), n);
+    hits.mark(Slots{slot.data(), 0}, n);
     accumulate(in[0], a.terms[0], slot.data(), code.data(), n);
   });
   DenseGroups out;
