@@ -723,7 +723,7 @@ def test_groups_reached_late_or_never_and_paired_terms(threads) -> None:
     rng = np.random.default_rng(13)
     n = 200_003
     cat = rng.integers(0, 50, n).astype(object)
-    cat[-700:] = 99  # rows of value 99 only in the last chunk
+    cat[-1500:] = 99  # rows of value 99 only in the last chunks
     cat[::101] = None
     amount: list[Any] = [
         None if i % 61 == 0 else "n/a" if i % 59 == 0 else float(v) if i < n - 700 else 5000.0
@@ -738,6 +738,27 @@ def test_groups_reached_late_or_never_and_paired_terms(threads) -> None:
         w[1] += amount[i] is not None
         w[2] += float(other[i])
     rows_of = {key: sum(1 for v in cat if v == key) for key in want}
+    # Every (Cat, Parity) pair occurs in earlier chunks but (99, 1), whose rows all lie in the
+    # last chunk (rows n - 323 on).
+    parity = np.arange(n) % 2
+    parity[n - 1500 : n - 300] = 0
+    parity[n - 300 :] = 1
+    want_two: dict[tuple[Any, int], list[float]] = {}
+    for i in range(n):
+        w = want_two.setdefault((cat[i], int(parity[i])), [0.0, 0.0])
+        w[0] += number[i]
+        w[1] = max(w[1], number[i])
+    # Two dimensions of one table, no other table, terms other than Sums and Counts: the
+    # general pass, its last pair reached in the last chunk.
+    alone = App.from_tables({"Fact": {"Cat": list(cat), "Parity": parity, "Amount": amount}})
+    with alone.session() as s:
+        cube = s.hypercube(["Cat", "Parity"], ["Sum(Amount)", "Max(Amount)"])
+        got_two = {r[:2]: list(r[2:]) for r in cube.rows}
+        assert got_two.keys() == want_two.keys()
+        for key, (total, most) in want_two.items():
+            assert got_two[key][0] == pytest.approx(total), key
+            if most > 0:  # Max takes the numbers only (texts and NULL are none)
+                assert got_two[key][1] == most, key
     # Every Cat value in Fact; then also 77, which no Fact row holds.
     for names in ([99, 1], [77, 99, 1]):
         app = App.from_tables(
