@@ -782,6 +782,9 @@ def test_groups_reached_late_or_never_and_paired_terms(threads) -> None:
                     assert list(got[key][: len(order)]) == pytest.approx(values), key
                     if len(measures) == 4:
                         assert got[key][3] == rows_of[key]
+            # A Count of a column that stores no NULL counts the rows, its codes unread.
+            counted = dict(s.hypercube(["Cat"], ["Count(Other)"]).rows)
+            assert counted == {**rows_of, **({77: 0} if 77 in names else {})}
             # Aggr over Cat reads Fact by its Cat column: the late group's sum is the largest.
             (top,) = s.hypercube([], ["Max(Aggr(Sum(Amount), Cat))"]).rows[0]
             assert top == pytest.approx(want[99][0])

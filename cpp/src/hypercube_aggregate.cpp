@@ -286,6 +286,12 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
   hits.mark(slot, m);
   const PackedIndex* decoded = nullptr;  // the column whose codes `code` holds
   for (std::size_t k = 0; k < fts.size(); ++k) {
+    if (sums[k] == nullptr && k != pair_at && !fts[k].index->has_null()) {
+      // A Count of a column that stores no NULL counts every row: its codes are not read.
+      std::uint64_t* n_of = counts[k];
+      for (std::size_t i = 0; i < m; ++i) ++n_of[slot[i]];
+      continue;
+    }
     if (fts[k].index != decoded) {  // terms of one column (Sum(X), Count(X)) decode it once
       decoded = fts[k].index;
       decoded->decode(begin, count, code);
