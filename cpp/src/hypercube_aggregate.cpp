@@ -268,13 +268,30 @@ void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t be
   }
 }
 
+// A Sum and a Count of one column next to each other among the terms (a bar chart's): their
+// positions, which terms_dense adds into one pair of numbers per slot; none when no two are.
+struct SumCount {
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::size_t sum = kNone;
+  std::size_t count = kNone;
+  bool found() const { return sum != kNone; }
+  std::size_t first() const { return std::min(sum, count); }
+};
+
+inline SumCount sum_count_pair(const std::vector<FusedTerm>& fts) {
+  for (std::size_t k = 0; k + 1 < fts.size(); ++k)
+    if (fts[k].index == fts[k + 1].index && (fts[k].values != nullptr) != (fts[k + 1].values != nullptr))
+      return fts[k].values != nullptr ? SumCount{k, k + 1} : SumCount{k + 1, k};
+  return {};
+}
+
 // The same, for a chunk where many rows are possible: each column's codes decoded block by
 // block (shifts fixed per width) rather than read row by row.
 template <class Map>
 void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
                  const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
                  const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts,
-                 Hits& hits, ChunkCodes& buf, std::size_t pair_at, double* pair) {
+                 Hits& hits, ChunkCodes& buf, SumCount pair_of, double* pair) {
   std::uint32_t* code = buf.code.data();
   slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
   Slots slot{buf.decoded.data(), kAffineSlot};
@@ -286,7 +303,7 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
   hits.mark(slot, m);
   const PackedIndex* decoded = nullptr;  // the column whose codes `code` holds
   for (std::size_t k = 0; k < fts.size(); ++k) {
-    if (sums[k] == nullptr && k != pair_at && !fts[k].index->has_null()) {
+    if (sums[k] == nullptr && k != pair_of.count && !fts[k].index->has_null()) {
       // A Count of a column that stores no NULL counts every row: its codes are not read.
       std::uint64_t* n_of = counts[k];
       for (std::size_t i = 0; i < m; ++i) ++n_of[slot[i]];
@@ -297,11 +314,10 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
       decoded->decode(begin, count, code);
       pack_rows(words, count, n, code);
     }
-    if (k == pair_at) {
-      // The Sum and the Count of one column (SumCount): a row adds its number and its 1 (0 for
-      // NULL) to its slot's pair with one load and one store.
-      const std::size_t at_sum = sums[k] != nullptr ? k : k + 1;
-      const double* values = fts[at_sum].values + fts[at_sum].codes.bias;  // NULL (kNull) wraps to 0
+    if (pair_of.found() && k == pair_of.first()) {
+      // The Sum and the Count of one column: a row adds its number and its 1 (0 for NULL) to
+      // its slot's pair with one load and one store.
+      const double* values = fts[pair_of.sum].values + fts[pair_of.sum].codes.bias;  // NULL (kNull) wraps to 0
       for (std::size_t i = 0; i < m; ++i) {
         const std::uint32_t c = code[i];
         double* at = pair + 2 * std::size_t{slot[i]};
@@ -323,14 +339,6 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
       for (std::size_t i = 0; i < m; ++i) n_of[slot[i]] += code[i] != kNull ? 1U : 0U;
     }
   }
-}
-
-// The first two terms in a row that are a Sum and a Count of one column (their position, or
-// none): terms_dense adds them into one pair per slot.
-inline std::size_t sum_count_pair(const std::vector<FusedTerm>& fts) {
-  for (std::size_t k = 0; k + 1 < fts.size(); ++k)
-    if (fts[k].index == fts[k + 1].index && (fts[k].values != nullptr) != (fts[k + 1].values != nullptr)) return k;
-  return fts.size();
 }
 
 // Sums and Counts over rows given by their positions from `begin` (the sparse path's batch):
@@ -366,6 +374,7 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
   ChunkClaims claims(n_chunks, per_thread.size());
   const CodeReader slot_codes(slot_index);
   const bool sparse = sparse_rows(possible, n_possible, rows);
+  const SumCount pair_of = sum_count_pair(fts);
   parallel_for(per_thread.size(), [&](std::size_t th) {
     Accumulators& a = per_thread[th];
     a.resize(in, slots);
@@ -391,8 +400,7 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
     const bool one_sum = n_terms == 1 && sums[0] != nullptr;
     // A Sum and a Count of one column: each slot's sum and count side by side (the count as a
     // double: exact while below 2^53 rows), folded into the terms at the end.
-    const std::size_t pair_at = sum_count_pair(fts);
-    std::vector<double> pair(pair_at < n_terms ? 2 * slots : 0, 0.0);
+    std::vector<double> pair(pair_of.found() ? 2 * slots : 0, 0.0);
     std::vector<double> lanes(one_sum ? 4 * slots : 0, 0.0);  // the four copies of one Sum
     std::uint64_t words[kBatch / 64];
     claims.each([&](std::size_t c) {
@@ -417,20 +425,16 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
         for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
         if (n * 8 >= count * kDenseEighths) {
           terms_dense(w, begin, count, n, slot_index, slot_codes, slot_of, affine, fts, sums.data(), counts.data(),
-                      hits, buf, pair_at, pair.data());
+                      hits, buf, pair_of, pair.data());
         } else {
           terms_chunk(w, n_words, begin, slot_codes, slot_of, fts, sums.data(), counts.data(), a.hits.data());
         }
       }
     });
     for (std::size_t k = 0; k < lanes.size(); ++k) sums[0][k % slots] += lanes[k];
-    if (!pair.empty()) {
-      const std::size_t at_sum = sums[pair_at] != nullptr ? pair_at : pair_at + 1;
-      std::uint64_t* n_of = counts[at_sum == pair_at ? pair_at + 1 : pair_at];
-      for (std::size_t x = 0; x < slots; ++x) {
-        sums[at_sum][x] += pair[2 * x];
-        n_of[x] += static_cast<std::uint64_t>(pair[2 * x + 1]);
-      }
+    for (std::size_t x = 0; x < pair.size() / 2; ++x) {
+      sums[pair_of.sum][x] += pair[2 * x];
+      counts[pair_of.count][x] += static_cast<std::uint64_t>(pair[2 * x + 1]);
     }
   });
 }

@@ -11,6 +11,7 @@ from typing import Any
 from assoc import Error
 
 API_VERSIONS = ("12.207.0", "12.171.0")
+QIX_COMPRESSION = ("auto", "on", "off")  # QixCompression's values (qix/wire.py)
 
 
 def _flag(text: str) -> int:
@@ -216,7 +217,7 @@ SPECS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "QixCompression",
         "qix_compression",
-        _choice("auto", "on", "off"),
+        _choice(*QIX_COMPRESSION),
         "auto (default), on or off: permessage-deflate on QIX sockets whose client offers it; "
         "auto leaves it off for a client on this host that connects directly (loopback, no "
         "Forwarded or X-Forwarded-For header), where it only costs both sides CPU",

@@ -31,6 +31,8 @@ from websockets.http11 import Request
 from websockets.server import ServerProtocol
 from websockets.typing import ExtensionParameter
 
+from assoc.server.settings import QIX_COMPRESSION
+
 # zlib level 1: a 1,000-value list layout (62 KB of JSON) deflates ~3x faster than at the
 # default level 6, and comes out ~8% larger (8.6 KB rather than 8.0 KB).
 COMPRESS_LEVEL = 1
@@ -44,7 +46,6 @@ _DATA_OPCODES = (Opcode.TEXT, Opcode.BINARY)
 # Headers a proxy adds: the client behind it may be anywhere.
 _PROXY_HEADERS = ("Forwarded", "X-Forwarded-For")
 _OFFER = "Sec-WebSocket-Extensions"
-COMPRESSION_CHOICES = ("auto", "on", "off")
 
 
 class SmallPlainDeflate(PerMessageDeflate):
@@ -94,7 +95,7 @@ class QixWebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's sans-I/O WebSocket protocol with QixDeflateFactory's compression, declined
     as `compression` says (qix_protocol)."""
 
-    compression = "auto"  # one of COMPRESSION_CHOICES
+    compression = "auto"  # one of QIX_COMPRESSION
 
     def __init__(
         self,
@@ -145,8 +146,8 @@ def _local_peer(transport: asyncio.Transport, client: tuple[str, int] | None) ->
 @functools.cache
 def qix_protocol(compression: str = "auto") -> type[QixWebSocketProtocol]:
     """The protocol class `assoc serve` gives uvicorn for a QixCompression setting."""
-    if compression not in COMPRESSION_CHOICES:
-        raise ValueError(f"QixCompression must be one of {', '.join(COMPRESSION_CHOICES)}")
+    if compression not in QIX_COMPRESSION:
+        raise ValueError(f"QixCompression must be one of {', '.join(QIX_COMPRESSION)}")
     if compression == QixWebSocketProtocol.compression:
         return QixWebSocketProtocol
     return type("QixWebSocketProtocol", (QixWebSocketProtocol,), {"compression": compression})
