@@ -207,6 +207,85 @@ void bind_values(py::module_& m) {
       "Each cell's JSON: the prefix of its code (negative: `null_prefix`), the name of its state\n"
       "(an index into `state_names`) and the closing quote and brace; `wrap`: each in a row.");
   m.def(
+      "page_rows_json",
+      [](const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& index, const py::list& columns,
+         const py::str& null_prefix, const py::sequence& state_names, std::int8_t null_state) {
+        // A column: a dimension as (codes, states, prefixes): each cube row's symbol index
+        // (negative: NULL), each symbol's state, each symbol's cell up to its state's text —
+        // or a measure as its values.
+        struct Column {
+          py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> codes;
+          py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> states;
+          py::list prefixes;
+          py::array_t<double, py::array::c_style | py::array::forcecast> values;
+          bool dimension = false;
+        };
+        std::vector<std::string_view> names;
+        for (const py::handle name : state_names) names.push_back(utf8_of(name.ptr()));
+        if (null_state < 0 || static_cast<std::size_t>(null_state) >= names.size())
+          throw Error("page_rows_json: the NULL state is out of range");
+        const std::string_view null_cell = utf8_of(null_prefix.ptr());
+        const auto n = static_cast<std::size_t>(index.size());
+        const std::int64_t* rows = index.data();
+        std::vector<Column> cols;
+        for (const py::handle item : columns) {
+          Column c;
+          std::size_t size = 0;
+          if (py::isinstance<py::tuple>(item)) {
+            const auto t = py::reinterpret_borrow<py::tuple>(item);
+            if (t.size() != 3) throw Error("page_rows_json: a dimension is (codes, states, prefixes)");
+            c.dimension = true;
+            c.codes = t[0].cast<decltype(c.codes)>();
+            c.states = t[1].cast<decltype(c.states)>();
+            c.prefixes = t[2].cast<py::list>();
+            if (c.states.size() < static_cast<py::ssize_t>(c.prefixes.size()))
+              throw Error("page_rows_json: a state per symbol");
+            size = static_cast<std::size_t>(c.codes.size());
+          } else {
+            c.values = item.cast<decltype(c.values)>();
+            size = static_cast<std::size_t>(c.values.size());
+          }
+          for (std::size_t i = 0; i < n; ++i)
+            if (rows[i] < 0 || static_cast<std::size_t>(rows[i]) >= size) throw Error("page_rows_json: a row out of range");
+          cols.push_back(std::move(c));
+        }
+        py::list out(n);
+        std::string text;
+        for (std::size_t i = 0; i < n; ++i) {
+          text.assign(1, '[');
+          for (std::size_t k = 0; k < cols.size(); ++k) {
+            const Column& c = cols[k];
+            if (k > 0) text += ',';
+            if (!c.dimension) {
+              append_measure_cell(text, c.values.data()[rows[i]]);
+              continue;
+            }
+            const std::int64_t code = c.codes.data()[rows[i]];
+            if (code < 0) {
+              text += null_cell;
+              text += names[static_cast<std::size_t>(null_state)];
+            } else {
+              if (static_cast<std::size_t>(code) >= c.prefixes.size()) throw Error("page_rows_json: a code out of range");
+              const std::int8_t state = c.states.data()[code];
+              if (state < 0 || static_cast<std::size_t>(state) >= names.size())
+                throw Error("page_rows_json: a state out of range");
+              text += utf8_of(PyList_GET_ITEM(c.prefixes.ptr(), code));
+              text += names[static_cast<std::size_t>(state)];
+            }
+            text += "\"}";
+          }
+          text += ']';
+          PyObject* row = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), nullptr);
+          if (row == nullptr) throw py::error_already_set();
+          PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), row);
+        }
+        return out;
+      },
+      py::arg("index"), py::arg("columns"), py::arg("null_prefix"), py::arg("state_names"), py::arg("null_state"),
+      "The JSON text of each row `index` names (a data page's qMatrix rows): per column, a\n"
+      "dimension's cell (codes, states, prefixes: as cells_json writes it, `null_state` for NULL)\n"
+      "or a measure's (its values: as measure_cells_json writes it).");
+  m.def(
       "number_facts",
       [](const py::array_t<double, py::array::c_style | py::array::forcecast>& values, std::size_t first) {
         const auto n = static_cast<std::size_t>(values.size());

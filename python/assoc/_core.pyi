@@ -594,6 +594,19 @@ def number_facts(
     the longest text (as lists show numbers) among the first `first` of them.
     """
 
+def page_rows_json(
+    index: numpy.typing.ArrayLike,
+    columns: list[typing.Any],
+    null_prefix: str,
+    state_names: collections.abc.Sequence[str],
+    null_state: typing.SupportsInt | typing.SupportsIndex,
+) -> list[str]:
+    """
+    The JSON text of each row `index` names (a data page's qMatrix rows): per column, a
+    dimension's cell (codes, states, prefixes: as cells_json writes it, `null_state` for NULL)
+    or a measure's (its values: as measure_cells_json writes it).
+    """
+
 def read_plain(text: str, decimal: str = ".", thousand: str = "") -> float | None:
     """
     A number written with a decimal separator and optional thousand groups, or None.

@@ -603,6 +603,56 @@ def test_value_cells_are_each_symbols_cell_in_its_state(
         json.loads(cell)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text() | st.integers(-(10**6), 10**6), min_size=1, max_size=30),
+    st.lists(
+        st.tuples(st.integers(-2, 40), st.floats() | st.sampled_from(_EDGE_NUMBERS)),
+        min_size=1,
+        max_size=40,
+    ),
+    st.lists(st.integers(0, 4), min_size=30, max_size=30),
+    st.lists(st.integers(0, 39), max_size=50),
+)
+def test_page_rows_are_their_cells_in_column_order(
+    symbols: list[Any],
+    cube: list[tuple[int, float]],
+    symbol_states: list[int],
+    asked: list[int],
+) -> None:
+    """A data page's rows, written by the engine in one call, are the rows asked in the order
+    asked: each the dimension's cell (NULL in state O), then the measure's, as each is written
+    alone; a row or a code out of range is refused."""
+    import assoc
+    from assoc import _core
+    from assoc.field_order import OPTION, STATE_NAMES
+    from assoc.server.qix.facts import NULL_CELL_PREFIX, FieldValues
+    from assoc.server.qix.hypercube import measure_cells_json
+
+    distinct = list(dict.fromkeys(symbols))
+    values = FieldValues(distinct)
+    codes = np.array([min(code, len(distinct) - 1) for code, _ in cube], dtype=np.int64)
+    numbers = np.array([number for _, number in cube])
+    states = np.array(symbol_states[: len(distinct)], dtype=np.int8)
+    index = np.array([row % len(cube) for row in asked], dtype=np.int64)
+    columns = [(codes, states, values.cell_prefixes()), numbers]
+    rows = _core.page_rows_json(index, columns, NULL_CELL_PREFIX, STATE_NAMES, OPTION)
+    page_codes = codes[index]
+    page_states = np.full(len(index), OPTION, dtype=np.int8)
+    valued = page_codes >= 0
+    page_states[valued] = states[page_codes[valued]]
+    dims = values.cells_json(page_codes, page_states)
+    measures = measure_cells_json(numbers[index])
+    assert rows == [f"[{d},{m}]" for d, m in zip(dims, measures, strict=True)]
+    for row in rows:
+        json.loads(row)
+    with pytest.raises(assoc.Error, match="row out of range"):
+        _core.page_rows_json([len(cube)], columns, NULL_CELL_PREFIX, STATE_NAMES, OPTION)
+    past = np.array([len(distinct)], dtype=np.int64)
+    with pytest.raises(assoc.Error, match="code out of range"):
+        _core.page_rows_json([0], [(past, states, [])], NULL_CELL_PREFIX, STATE_NAMES, OPTION)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(

@@ -50,14 +50,22 @@ class FieldValues(FieldOrder):
             self._cell_prefixes = prefixes
         return prefixes
 
+    def made_prefixes(self) -> list[str] | None:
+        """Every symbol's cell prefix (cell_prefixes) when they are kept: a field of at most
+        CACHED_PREFIXES_MAX values, or one whose prefixes were made already; else None."""
+        if len(self.texts) <= CACHED_PREFIXES_MAX or self._cell_prefixes is not None:
+            return self.cell_prefixes()
+        return None
+
     def cells_json(self, codes: np.ndarray, states: np.ndarray, wrap: bool = False) -> list[str]:
         """NxCell JSON texts of symbols (negative: NULL), each in its state (an index into
         STATE_NAMES); `wrap`: each in a row. Written by the engine in one call. A large field's
         cells are made for the codes asked (a page is a few thousand cells at most): keeping
         every symbol's would hold hundreds of MB for a field of millions."""
         codes = np.asarray(codes, dtype=np.int64)
-        if len(self.texts) <= CACHED_PREFIXES_MAX or self._cell_prefixes is not None:
-            prefixes = self.cell_prefixes()
+        made = self.made_prefixes()
+        if made is not None:
+            prefixes = made
         else:
             asked, codes = np.unique(codes, return_inverse=True)
             prefixes = [self._prefix(c) if c >= 0 else NULL_CELL_PREFIX for c in asked.tolist()]

@@ -21,7 +21,7 @@ from assoc.server.qix.cubeextras import (
     string_expr,
 )
 from assoc.server.qix.expressions import expand_dimensions
-from assoc.server.qix.facts import AppFacts, FieldValues
+from assoc.server.qix.facts import NULL_CELL_PREFIX, AppFacts, FieldValues
 from assoc.server.qix.listobject import (
     field_of,
     sort_criteria,
@@ -390,11 +390,19 @@ class HyperCubeView:
         self.codes = [self.cube.codes(f) for f in fields]
         self.base_codes = self.codes
         self.columns = {e: self.cube.array(e) for e in self.engine_measures}
-        keep = np.ones(len(self.cube), dtype=bool)
-        for dim, codes in zip(d.dimensions, self.codes, strict=True):
-            if dim.null_suppression:
+        # The rows shown: all but those NULL in a dimension that suppresses NULL.
+        self.rows: np.ndarray | None = None
+        suppressed = [
+            codes
+            for dim, codes in zip(d.dimensions, self.codes, strict=True)
+            if dim.null_suppression
+        ]
+        if suppressed:
+            keep = suppressed[0] >= 0
+            for codes in suppressed[1:]:
                 keep &= codes >= 0
-        self.rows = np.flatnonzero(keep) if not keep.all() else None
+            if not keep.all():
+                self.rows = np.flatnonzero(keep)
         self.has_other = False
         if d.folds:
             try:
@@ -459,6 +467,10 @@ class HyperCubeView:
         if self.rows is not None:
             index = self.rows[index]
         n_dims = len(self.definition.dimensions)
+        plain = self._plain_columns(cols)
+        if plain is not None:  # no Others, totals nor attributes: each row written at once
+            row_texts = _core.page_rows_json(index, plain, NULL_CELL_PREFIX, STATE_NAMES, OPTION)
+            return data_page(row_texts, rows, cols)
         columns: list[list[str]] = []
         for c in cols:
             if c < n_dims:
@@ -480,6 +492,28 @@ class HyperCubeView:
                 columns.append(self._with_attr_dims(measure.attr_dims, index, cells))
         row_texts = ["[" + ",".join(row) + "]" for row in zip(*columns, strict=True)]
         return data_page(row_texts if columns else [], rows, cols)
+
+    def _plain_columns(self, cols: range) -> list[Any] | None:
+        """The columns as page_rows_json takes them (a dimension's codes, value states and
+        cell prefixes; a measure's values), when none has Others or totals rows, attribute
+        expressions or attribute dimensions and every dimension's cells are made; else None."""
+        d = self.definition
+        if d.folds:
+            return None
+        n_dims = len(d.dimensions)
+        out: list[Any] = []
+        for c in cols:
+            column = d.dimensions[c] if c < n_dims else d.measures[c - n_dims]
+            if column.attr_exprs or column.attr_dims:
+                return None
+            if c >= n_dims:
+                out.append(self.arrays[c - n_dims])
+                continue
+            prefixes = self.values[c].made_prefixes()
+            if prefixes is None:
+                return None
+            out.append((self.codes[c], self.states[c], prefixes))
+        return out
 
     def _folded_cells(self, column: int, codes: list[int], cells: list[str]) -> list[str]:
         """Others (qElemNumber -3) and totals (-1) cells in place of the rows' codes."""
