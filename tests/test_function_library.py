@@ -6,11 +6,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import numpy as np
 import pytest
 
 import assoc
-from assoc import Dual
+from assoc import Dual, _core
 from assoc.script.errors import ScriptError
+from assoc.script.numbers import Interpretation
 
 EPOCH = dt.date(1899, 12, 30)
 
@@ -186,3 +188,94 @@ def test_bad_values_give_null_never_a_crash() -> None:
         [row] = s.hypercube([], exprs).rows
     assert row == (None,) * len(exprs)
     assert script_values(DATA, "MakeDate(2021, 2, 30)") == [None] * 4
+
+
+# Each single-byte code page ApplyCodepage reads, by number, with the codec of its mapping.
+CODEPAGES = {
+    437: "cp437", 850: "cp850", 852: "cp852", 855: "cp855", 857: "cp857", 860: "cp860",
+    861: "cp861", 862: "cp862", 863: "cp863", 865: "cp865", 866: "cp866", 869: "cp869",
+    874: "cp874", 1250: "cp1250", 1251: "cp1251", 1252: "cp1252", 1253: "cp1253",
+    1254: "cp1254", 1255: "cp1255", 1256: "cp1256", 1257: "cp1257", 1258: "cp1258",
+    10000: "mac_roman", 10007: "mac_cyrillic", 20866: "koi8_r", 21866: "koi8_u",
+    28591: "latin_1", 28592: "iso8859_2", 28593: "iso8859_3", 28594: "iso8859_4",
+    28595: "iso8859_5", 28596: "iso8859_6", 28597: "iso8859_7", 28598: "iso8859_8",
+    28599: "iso8859_9", 28603: "iso8859_13", 28605: "iso8859_15",
+}  # fmt: skip
+
+
+def misread(data: bytes) -> str:
+    """The text a Windows-1252 read makes of `data` (a byte 1252 leaves undefined as the C1
+    control of its value, as Windows reads it)."""
+    out = []
+    for b in data:
+        try:
+            out.append(bytes([b]).decode("cp1252"))
+        except UnicodeDecodeError:
+            out.append(chr(b))
+    return "".join(out)
+
+
+def apply_codepage(texts: list[str | None], page: Any) -> list[str | None]:
+    numbers = np.array([page if isinstance(page, float | int) else np.nan])
+    pages = (numbers, None if isinstance(page, float | int) else [page])
+    ix = Interpretation({})
+    words = (np.full(len(texts), np.nan), list(texts))
+    _, out = _core.call_function("ApplyCodepage", [words, pages], len(texts), ix)
+    return [None] * len(texts) if out is None else out
+
+
+def test_apply_codepage_reads_every_byte_as_the_code_page_maps_it() -> None:
+    """ApplyCodepage(text, page) takes the text back to the bytes a 1252 read made of them and
+    reads those in `page`: every byte each single-byte code page defines gives the character
+    its published mapping (Python's codecs) gives."""
+    for page, codec in CODEPAGES.items():
+        defined = []
+        for b in range(256):
+            try:
+                bytes([b]).decode(codec)
+                defined.append(b)
+            except UnicodeDecodeError:
+                pass
+        data = bytes(defined)
+        assert apply_codepage([misread(data)], page) == [data.decode(codec)], codec
+
+
+def test_apply_codepage_in_scripts_and_charts(tmp_path: Any) -> None:
+    """Texts a file held in Greek, Cyrillic, Hebrew, UTF-8 and UTF-16 but read as 1252 come
+    back as they were written, alike in a LOAD and a chart; a text the code page cannot have
+    made stays as it is; an unknown code page gives NULL."""
+    written = [
+        ("Καλημέρα", "cp1253", 1253),
+        ("Привет, мир", "cp1251", 1251),
+        ("Привет", "koi8_r", 20866),
+        ("Ёлка", "cp866", 866),
+        ("שלום", "cp1255", 1255),
+        ("été naïve — “quotes” €", "utf-8", 65001),
+        ("Ωλ€𝄞", "utf-16-le", 1200),
+        ("Ωλ€𝄞", "utf-16-be", 1201),
+    ]
+    lines = ["Id\tText\tPage"] + [
+        f"{i}\t{misread(text.encode(codec))}\t{page}"
+        for i, (text, codec, page) in enumerate(written)
+    ]
+    lines += [f"{len(written)}\tΩ not from 1252\t1253", f"{len(written) + 1}\t\xc3(\t65001"]
+    (tmp_path / "misread.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    app = assoc.App.from_script(
+        "T: LOAD Id, Text, Page, ApplyCodepage(Text, Page) AS Fixed\n"
+        "FROM [lib://d/misread.txt] (txt, utf8, embedded labels, delimiter is '\\t', no quotes);",
+        folders={"d": tmp_path},
+    )
+    expected = [text for text, _, _ in written] + ["Ω not from 1252", "\xc3("]
+    t = app.table("T")
+    fixed = dict(zip(t.column("Id"), t.column("Fixed"), strict=True))
+    assert [fixed[i] for i in range(len(expected))] == expected
+    with app.session() as s:
+        rows = s.hypercube(["Id"], ["Only(ApplyCodepage(Text, Page))"]).rows
+    assert [text for _, text in sorted(rows)] == expected
+    assert apply_codepage(["abc"], 932) == [None]  # Shift-JIS: not a code page read here
+    assert apply_codepage(["abc"], "x") == [None]
+    assert apply_codepage(["abc"], 1252.5) == [None]
+    assert apply_codepage([None, "abc"], 1253) == [None, "abc"]
+    with app.session() as s:
+        [row] = s.hypercube([], ["ApplyCodepage(Null(), 1253)", "ApplyCodepage('a', 932)"]).rows
+    assert row == (None, None)

@@ -8,5 +8,6 @@ namespace assoc {
 
 std::span<const ScalarFunction> calendar_functions();  // functions_calendar.cpp
 std::span<const ScalarFunction> hash_functions();      // functions_hash.cpp
+std::span<const ScalarFunction> codepage_functions();  // functions_codepage.cpp
 
 }  // namespace assoc

@@ -640,6 +640,7 @@ std::vector<const ScalarFunction*> scalar_functions() {
   for (const ScalarFunction& f : kScalars) out.push_back(&f);
   for (const ScalarFunction& f : calendar_functions()) out.push_back(&f);
   for (const ScalarFunction& f : hash_functions()) out.push_back(&f);
+  for (const ScalarFunction& f : codepage_functions()) out.push_back(&f);
   return out;
 }
 
