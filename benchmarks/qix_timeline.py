@@ -1,0 +1,144 @@
+"""Where the time of one QIX step goes: compare_objects.py's ApplyPatches + GetLayout step (a
+bar chart's measure patched to an expression not computed before, then its layout asked, with
+delta answers as enigma.js asks) on a 10,000,000-row app, as a timeline of the client's and the
+server's hand-overs.
+
+    python benchmarks/qix_timeline.py [--rows 10000000] [--steps 60]
+
+The server is `assoc serve` run by qix_timeline_serve.py, which stamps each hand-over inside the
+service (frame received, engine thread taken, patch, cube, layout, delta diff, hand-over to the
+loop, send); the client stamps its sends, its receipts and the end of its parse. Both read
+CLOCK_MONOTONIC. Each row is an event with its median time from the step's start and the median
+gap since the row before it, over the steps after the first five. The stamps cost a few
+microseconds each: steps run slightly slower than in compare_objects.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from compare_http import Server
+from compare_objects import _page
+from compare_qix import big_app_qvd
+from conftest import scaled
+
+HERE = Path(__file__).resolve().parent
+WARM_STEPS = 5  # steps left out of the medians
+
+
+async def _steps(url: str, app_id: str, steps: int, stamps: list[tuple[int, str]]) -> list[float]:
+    """The patch steps, the client's stamps appended to `stamps`; each step's seconds."""
+
+    def stamp(name: str) -> None:
+        stamps.append((time.monotonic_ns(), name))
+
+    async with _page(url, app_id) as (qix, _, handles):
+        bar = handles[0]
+        send, recv = qix.ws.send, qix.ws.recv
+
+        async def stamped_send(text: Any) -> None:
+            method = "ApplyPatches" if '"ApplyPatches"' in text else "GetLayout"
+            stamp(f"client: {method} sent")
+            await send(text)
+
+        async def stamped_recv() -> Any:
+            message = await recv()
+            stamp("client: answer received")
+            return message
+
+        qix.ws.send, qix.ws.recv = stamped_send, stamped_recv  # type: ignore[method-assign]
+        times = []
+        for k in range(steps):
+            patch = {
+                "qOp": "replace",
+                "qPath": "/qHyperCubeDef/qMeasures/0/qDef/qDef",
+                "qValue": json.dumps(f"Sum(Amount)*{k + 3}"),
+            }
+            stamp("step")
+            start = time.perf_counter()
+            await qix.call("ApplyPatches", [[patch], False], bar)
+            await qix.call("GetLayout", [], bar)
+            times.append(time.perf_counter() - start)
+            stamp("client: layout parsed")
+        return times
+
+
+def timeline(stamps: list[tuple[int, str]]) -> list[tuple[str, float, float]]:
+    """(event, median ms from the step's start, median ms since the event before) per event
+    seen in most steps, in time order; an event seen twice in a step is numbered."""
+    steps: list[list[tuple[int, str]]] = []
+    for t, name in sorted(stamps):
+        if name == "step":
+            steps.append([(t, name)])
+        elif steps:
+            steps[-1].append((t, name))
+    at: dict[str, list[float]] = collections.defaultdict(list)
+    gaps: dict[str, list[float]] = collections.defaultdict(list)
+    kept = steps[WARM_STEPS:]
+    for step in kept:
+        start, seen = step[0][0], collections.Counter[str]()
+        before = start
+        for t, name in step[1:]:
+            seen[name] += 1
+            label = name if seen[name] == 1 else f"{name} #{seen[name]}"
+            at[label].append((t - start) / 1e6)
+            gaps[label].append((t - before) / 1e6)
+            before = t
+    rows = [
+        (label, statistics.median(v), statistics.median(gaps[label]))
+        for label, v in at.items()
+        if len(v) > len(kept) // 2
+    ]
+    return sorted(rows, key=lambda row: row[1])
+
+
+def run(rows: int, steps: int) -> tuple[list[tuple[str, float, float]], float]:
+    """The timeline and the median step (ms)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_dir = Path(tmp)
+        qvd = tmp_dir / "sales.qvd"
+        big_app_qvd(rows, qvd)
+        out = tmp_dir / "server-stamps.json"
+        os.environ["ASSOC_TIMELINE_OUT"] = str(out)
+        server = Server([str(HERE / "qix_timeline_serve.py"), "serve", "--data-dir",
+                         str(tmp_dir / "data"), "--log-level", "warning"], "/health")  # fmt: skip
+        stamps: list[tuple[int, str]] = []
+        try:
+            with httpx.Client(base_url=server.url, timeout=600) as client:
+                answer = client.post("/v1/apps/import", content=qvd.read_bytes())
+                answer.raise_for_status()
+                app_id = answer.json()["attributes"]["id"]
+            url = server.url.replace("http", "ws") + f"/app/{app_id}"
+            times = asyncio.run(_steps(url, app_id, steps, stamps))
+        finally:
+            server.close()
+        stamps += [(t, name) for t, name in json.loads(out.read_text())]
+    return timeline(stamps), statistics.median(times[WARM_STEPS:]) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=scaled(10_000_000))
+    parser.add_argument("--steps", type=int, default=60)
+    args = parser.parse_args()
+    rows, step_ms = run(args.rows, max(args.steps, WARM_STEPS + 1))
+    print(f"{args.rows:,} rows, ApplyPatches + GetLayout, median step {step_ms:.2f} ms\n")
+    print("| event | at (ms) | since the one before (ms) |")
+    print("|---|---:|---:|")
+    for label, at, gap in rows:
+        print(f"| {label} | {at:.3f} | {gap:.3f} |")
+
+
+if __name__ == "__main__":
+    main()

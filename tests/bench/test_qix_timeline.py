@@ -1,0 +1,45 @@
+"""benchmarks/qix_timeline.py still works: its server hooks still find the methods a QIX step
+passes through, and a short run prints every hand-over of the step in the order it happens."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+TIMELINE = Path(__file__).resolve().parents[2] / "benchmarks" / "qix_timeline.py"
+
+
+def test_a_short_run_prints_the_steps_hand_overs_in_order() -> None:
+    env = dict(os.environ)
+    package = str(Path(__import__("assoc").__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package, env.get("PYTHONPATH")) if p)
+    done = subprocess.run(
+        [sys.executable, str(TIMELINE), "--rows", "20000", "--steps", "12"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=TIMELINE.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("|")[1:4] for line in done.stdout.splitlines() if line.startswith("| ")]
+    events = [name.strip() for name, _, _ in rows[1:]]  # the header row left out
+    at = [float(t) for _, t, _ in rows[1:]]
+    assert at == sorted(at)
+    order = [
+        "client: ApplyPatches sent",
+        "server: ApplyPatches frame received",
+        "engine thread: request taken",
+        "engine thread: patch",
+        "engine thread: patch done",
+        "engine thread: cube",
+        "engine thread: cube done",
+        "engine thread: qHyperCube layout done",
+        "engine thread: delta diff done",
+        "loop: layout handed over",
+        "client: layout parsed",
+    ]
+    assert [e for e in events if e in order] == order
+    assert "server: GetLayout frame received" in events
