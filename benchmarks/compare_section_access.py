@@ -21,6 +21,7 @@ anything.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -197,6 +198,14 @@ def main() -> None:
     print(f"one selection of the same  {t_select * 1000:9.1f} ms")
     print(f"ratio open/select          {t_open / t_select:9.2f}x (goal <= 1.0x)")
     print(f"ratio first open/select    {t_first / t_select:9.2f}x")
+    # Best of K against best of K swings with one lucky round: the rounds' medians, and the
+    # median of each round's own ratio (its first open beside its selection), move less.
+    pairs = [f / s for f, s in zip(r["first"], r["select"], strict=True)]
+    print(
+        f"medians: first open {statistics.median(r['first']) * 1000:.2f} ms, selection "
+        f"{statistics.median(r['select']) * 1000:.2f} ms; the rounds' ratios "
+        f"{statistics.median(pairs):.2f}x (median of {len(pairs)})"
+    )
     if args.parts:
         for name, seconds in parts(args.rows, args.repeat).items():
             print(f"  {name:24s} {seconds * 1000:9.3f} ms")
