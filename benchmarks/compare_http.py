@@ -105,6 +105,14 @@ class Server:
         self.log.close()
 
 
+def import_qvd(server: Server, qvd: Path) -> str:
+    """Imports a QVD file into `server` (POST /v1/apps/import); the new app's id."""
+    with httpx.Client(base_url=server.url, timeout=600) as client:
+        answer = client.post("/v1/apps/import", content=qvd.read_bytes())
+        answer.raise_for_status()
+        return str(answer.json()["attributes"]["id"])
+
+
 def assoc_server(data_dir: Path) -> Server:
     """`assoc serve` with default settings and warnings-only logging."""
     args = ["-m", "assoc.cli", "serve", "--data-dir", str(data_dir), "--log-level", "warning"]

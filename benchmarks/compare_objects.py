@@ -40,11 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import websockets
 
 import assoc
-from compare_http import assoc_server
+from compare_http import assoc_server, import_qvd
 from compare_qix import CUSTOMERS, big_app_qvd
 from conftest import SCALE, scaled
 from harness import Measure, column_bytes, symbol_bytes
@@ -322,10 +321,7 @@ def _served(
         cube_floor += symbol_bytes(app, ["Customer", "Amount"])
         server = assoc_server(tmp_dir / "data")
         try:
-            with httpx.Client(base_url=server.url, timeout=600) as client:
-                answer = client.post("/v1/apps/import", content=qvd.read_bytes())
-                answer.raise_for_status()
-                app_id = answer.json()["attributes"]["id"]
+            app_id = import_qvd(server, qvd)
             url = server.url.replace("http", "ws") + f"/app/{app_id}"
             page = compare_page(url, app_id, app, runs, steps) if only != "patches" else Times()
             patches = compare_patches(url, app_id, app, runs, steps) if only != "page" else Times()

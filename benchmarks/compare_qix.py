@@ -37,12 +37,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import numpy as np
 import websockets
 
 import assoc
-from compare_http import Server, assoc_server
+from compare_http import Server, assoc_server, import_qvd
 from conftest import SCALE, scaled
 from harness import Measure, column_bytes, symbol_bytes
 
@@ -425,10 +424,7 @@ def measures(repeat: int) -> list[Measure]:
         del app
         server = assoc_server(tmp_dir / "data")
         try:
-            with httpx.Client(base_url=server.url, timeout=600) as client:
-                answer = client.post("/v1/apps/import", content=qvd.read_bytes())
-                answer.raise_for_status()
-                app_id = answer.json()["attributes"]["id"]
+            app_id = import_qvd(server, qvd)
             steps = compare_steps(server, app_id, qvd, repeat, 50 if SCALE < 0.1 else None)
         finally:
             server.close()
@@ -476,10 +472,7 @@ def main() -> None:
         big_app_qvd(args.rows, qvd)
         server = assoc_server(tmp_dir / "data")
         try:
-            with httpx.Client(base_url=server.url, timeout=600) as client:
-                answer = client.post("/v1/apps/import", content=qvd.read_bytes())
-                answer.raise_for_status()
-                app_id = answer.json()["attributes"]["id"]
+            app_id = import_qvd(server, qvd)
             steps = compare_steps(server, app_id, qvd, args.runs, enigma=args.enigma)
             soak = None
             if args.soak > 0:

@@ -26,9 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from compare_http import Server
+from compare_http import Server, import_qvd
 from compare_objects import _page
 from compare_qix import big_app_qvd
 from conftest import scaled
@@ -115,10 +113,7 @@ def run(rows: int, steps: int) -> tuple[list[tuple[str, float, float]], float]:
                          str(tmp_dir / "data"), "--log-level", "warning"], "/health")  # fmt: skip
         stamps: list[tuple[int, str]] = []
         try:
-            with httpx.Client(base_url=server.url, timeout=600) as client:
-                answer = client.post("/v1/apps/import", content=qvd.read_bytes())
-                answer.raise_for_status()
-                app_id = answer.json()["attributes"]["id"]
+            app_id = import_qvd(server, qvd)
             url = server.url.replace("http", "ws") + f"/app/{app_id}"
             times = asyncio.run(_steps(url, app_id, steps, stamps))
         finally:
