@@ -9,7 +9,7 @@ best of K interleaved runs, each a new session answering the same two questions 
 possible rows, Customer's value counts), with the result cache off:
 
 - open: `app.session("ann")`, the user's row mask applied as the session opens (the app
-  keeps each user's mask once made);
+  keeps each reduction's mask once made);
 - first open: the same with the mask made first (the app's kept masks dropped before each);
 - select: the same app opened by ROOT (an ADMIN row: no reduction), then
   `select("REGION", <the same 100 values>)`.
@@ -97,6 +97,7 @@ def run(rows: int, repeat: int) -> dict[str, Any]:
 
     def first_opened() -> tuple[int, dict[str, int]]:
         app._reductions.pop(("ANN", frozenset()), None)  # ANN's mask made again, as at first
+        app._shared_reductions.clear()
         return answers(app.session("ann"))
 
     def selected() -> tuple[int, dict[str, int]]:

@@ -501,6 +501,45 @@ def test_reduction_keeps_every_value_that_has_the_granted_text() -> None:
     app = assoc.App(builder.build())
     for _ in range(2):  # the second time from the kept match
         app._reductions.clear()
+        app._shared_reductions.clear()
         with app.session("ann") as ann, app.session("bob") as bob:
             assert sorted(ann.state("Row")["possible"]) == [0, 1, 2, 3]
             assert sorted(bob.state("Row")["possible"]) == [4, 5]
+
+
+def test_users_with_the_same_grant_share_one_reduction() -> None:
+    """Users whose rows grant the same values and omit the same fields open the app with one
+    row mask, made once; a user granted other values, or the same values but another OMIT,
+    gets a mask of their own; each sees exactly their rows either way."""
+    app = assoc.App.from_script(
+        """
+Section Access;
+LOAD * INLINE [
+ACCESS, USERID, GROUP, REGION, OMIT
+USER, ann, , east,
+USER, cid, , EAST,
+USER, dan, , east, PRICE
+USER, eve, , west,
+USER, fay, , ,
+USER, , sales, east,
+ADMIN, ROOT, , ,
+];
+"""
+        + SECURED_SALES
+    )
+    ann, cid, dan, eve = (app.reduction(u) for u in ("ann", "cid", "dan", "eve"))
+    assert ann is cid  # one mask for both: the reduction kept by what it keeps
+    assert ann.mask is not None
+    assert dan.mask is not ann.mask  # the same values, another OMIT
+    assert eve.mask is not ann.mask
+    assert app.reduction("fay", ["Sales"]) is ann  # by group: east again
+    for user in ("ann", "cid", "dan"):
+        with app.session(user) as s:
+            assert sorted(s.hypercube(["Product"], ["Sum(AMOUNT)"]).rows) == [
+                ("A", 10.0),
+                ("B", 20.0),
+            ]
+    with app.session("dan") as s, pytest.raises(assoc.Error):
+        s.state("PRICE")
+    with app.session("eve") as s:
+        assert s.hypercube(["Product"], []).rows == [("C",)]

@@ -110,6 +110,13 @@ class _AccessLayout:
         return out
 
 
+def _keep(kept: dict[Any, Reduction], key: Any, reduction: Reduction) -> None:
+    """Keeps a reduction, letting the oldest kept go when _REDUCTIONS_KEPT are."""
+    if key not in kept and len(kept) >= _REDUCTIONS_KEPT:
+        kept.pop(next(iter(kept)))
+    kept[key] = reduction
+
+
 class App:
     """An app: linked tables held by the engine core."""
 
@@ -122,6 +129,9 @@ class App:
         # Section access: the access table the app's script loaded (kept as a hidden table).
         self.access: AccessTable | None = AccessTable.of_model(model)
         self._reductions: dict[tuple[str, frozenset[str]], Reduction] = {}  # by user, groups
+        # The same by what they keep (each field's symbols, the fields omitted): users whose
+        # grants reach the same values share one reduction, its row mask made once.
+        self._shared_reductions: dict[tuple[Any, ...], Reduction] = {}
         # Each field's values in sort order, for list pages (made on first use, kept; it
         # reads the model, not the app, so sessions keeping it do not keep the app).
         symbols = model.symbols
@@ -244,8 +254,9 @@ class App:
         return Session(self._associative, user, self.reduction(user, groups), self._orders)
 
     def reduction(self, user: str, groups: Iterable[str] = ()) -> Reduction:
-        """What section access leaves `user`, with its row mask (made once per user and
-        groups, and shared by their sessions); assoc.Error("Access denied") when nothing."""
+        """What section access leaves `user`, with its row mask (made once for each set of
+        kept values and omitted fields, and shared by the sessions of every user it is
+        theirs); assoc.Error("Access denied") when nothing."""
         if self.access is None:
             return Reduction({})
         if not isinstance(user, str):
@@ -259,14 +270,17 @@ class App:
         codes = self._access_codes.codes(grant)
         if any(not c for c in codes.values()):
             raise _core.Error(DENIED)  # strict exclusion: a reduction that reaches no data
-        mask = _core.RowMask(self._associative, {**codes, **layout.hidden_system(grant.omit)})
-        # The access table is nobody's data: its fields are unknown to every user, and so are
-        # the system fields that would count what this one does not see.
-        omit = grant.omit | layout.access_fields | self._counting_system(grant.omit, mask)
-        found = Reduction(codes, mask, omit, tables=layout.tables, hidden=frozenset({ACCESS_TABLE}))
-        if len(self._reductions) >= _REDUCTIONS_KEPT:
-            self._reductions.pop(next(iter(self._reductions)))
-        self._reductions[key] = found
+        kept = (tuple((field, tuple(codes[field])) for field in sorted(codes)), grant.omit)
+        found = self._shared_reductions.get(kept)
+        if found is None:
+            mask = _core.RowMask(self._associative, {**codes, **layout.hidden_system(grant.omit)})
+            # The access table is nobody's data: its fields are unknown to every user, and so
+            # are the system fields that would count what this one does not see.
+            omit = grant.omit | layout.access_fields | self._counting_system(grant.omit, mask)
+            hidden = frozenset({ACCESS_TABLE})
+            found = Reduction(codes, mask, omit, tables=layout.tables, hidden=hidden)
+            _keep(self._shared_reductions, kept, found)
+        _keep(self._reductions, key, found)
         return found
 
     @functools.cached_property
