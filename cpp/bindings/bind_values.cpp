@@ -210,9 +210,9 @@ void bind_values(py::module_& m) {
       "page_rows_json",
       [](const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& index, const py::list& columns,
          const py::str& null_prefix, const py::sequence& state_names, std::int8_t null_state) {
-        // A column: a dimension as (codes, states, prefixes): each cube row's symbol index
-        // (negative: NULL), each symbol's state, each symbol's cell up to its state's text —
-        // or a measure as its values.
+        // A column: a dimension as (codes, states, prefixes), that is each cube row's symbol
+        // index (negative: NULL), each symbol's state and each symbol's cell up to its state's
+        // text; or a measure as its values.
         struct Column {
           py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> codes;
           py::array_t<std::int8_t, py::array::c_style | py::array::forcecast> states;

@@ -255,8 +255,8 @@ class App:
 
     def reduction(self, user: str, groups: Iterable[str] = ()) -> Reduction:
         """What section access leaves `user`, with its row mask (made once for each set of
-        kept values and omitted fields, and shared by the sessions of every user it is
-        theirs); assoc.Error("Access denied") when nothing."""
+        kept values and omitted fields, and shared by the sessions of every user granted
+        them); assoc.Error("Access denied") when nothing."""
         if self.access is None:
             return Reduction({})
         if not isinstance(user, str):
