@@ -164,9 +164,17 @@ std::string_view utf8_of(PyObject* text) {
   const char* p = PyUnicode_Check(text) ? PyUnicode_AsUTF8AndSize(text, &n) : nullptr;
   if (p == nullptr) {
     PyErr_Clear();
-    throw Error("cells_json needs texts");
+    throw Error("cells need texts");
   }
   return {p, static_cast<std::size_t>(n)};
+}
+
+// A value cell's JSON (NxCell) from its prefix (the symbol's cell up to the state's text, or
+// NULL's) and the name of its state.
+void append_value_cell(std::string& out, std::string_view prefix, std::string_view state) {
+  out += prefix;
+  out += state;
+  out += "\"}";
 }
 
 }  // namespace
@@ -193,9 +201,9 @@ void bind_values(py::module_& m) {
             throw Error("cells_json: a code or state out of range");
           cell.clear();
           if (wrap) cell += '[';
-          cell += code[i] < 0 ? null_cell : utf8_of(PyList_GET_ITEM(prefixes.ptr(), code[i]));
-          cell += names[static_cast<std::size_t>(state[i])];
-          cell += wrap ? "\"}]" : "\"}";
+          append_value_cell(cell, code[i] < 0 ? null_cell : utf8_of(PyList_GET_ITEM(prefixes.ptr(), code[i])),
+                            names[static_cast<std::size_t>(state[i])]);
+          if (wrap) cell += ']';
           PyObject* text = PyUnicode_DecodeUTF8(cell.data(), static_cast<Py_ssize_t>(cell.size()), nullptr);
           if (text == nullptr) throw py::error_already_set();
           PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), text);
@@ -262,17 +270,15 @@ void bind_values(py::module_& m) {
             }
             const std::int64_t code = c.codes.data()[rows[i]];
             if (code < 0) {
-              text += null_cell;
-              text += names[static_cast<std::size_t>(null_state)];
-            } else {
-              if (static_cast<std::size_t>(code) >= c.prefixes.size()) throw Error("page_rows_json: a code out of range");
-              const std::int8_t state = c.states.data()[code];
-              if (state < 0 || static_cast<std::size_t>(state) >= names.size())
-                throw Error("page_rows_json: a state out of range");
-              text += utf8_of(PyList_GET_ITEM(c.prefixes.ptr(), code));
-              text += names[static_cast<std::size_t>(state)];
+              append_value_cell(text, null_cell, names[static_cast<std::size_t>(null_state)]);
+              continue;
             }
-            text += "\"}";
+            if (static_cast<std::size_t>(code) >= c.prefixes.size()) throw Error("page_rows_json: a code out of range");
+            const std::int8_t state = c.states.data()[code];
+            if (state < 0 || static_cast<std::size_t>(state) >= names.size())
+              throw Error("page_rows_json: a state out of range");
+            append_value_cell(text, utf8_of(PyList_GET_ITEM(c.prefixes.ptr(), code)),
+                              names[static_cast<std::size_t>(state)]);
           }
           text += ']';
           PyObject* row = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), nullptr);

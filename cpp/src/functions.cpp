@@ -18,6 +18,19 @@
 
 namespace assoc {
 
+// UTF-8 text as code points and back (positions of the text functions count characters).
+std::vector<char32_t> code_points(std::string_view s) {
+  std::vector<char32_t> out;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    char32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+    for (std::size_t k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    out.push_back(cp);
+    i += n;
+  }
+  return out;
+}
 std::string shown_text(const Value& v) {
   if (v.has_text) return v.text;
   if (v.has_number()) return format_number(v.num);
@@ -50,19 +63,6 @@ std::string ascii_lower(std::string_view s) {
   return out;
 }
 
-// UTF-8 text as code points and back (positions of the text functions count characters).
-std::vector<char32_t> code_points(std::string_view s) {
-  std::vector<char32_t> out;
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    char32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (std::size_t k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    out.push_back(cp);
-    i += n;
-  }
-  return out;
-}
 std::string from_code_points(const std::vector<char32_t>& cps, std::size_t begin, std::size_t end) {
   std::string out;
   for (std::size_t i = begin; i < end && i < cps.size(); ++i) append_utf8(out, cps[i]);

@@ -7,6 +7,7 @@
 // such byte or the bytes are not text in that code page (a byte it leaves undefined, invalid
 // UTF-8 or UTF-16); a code page not listed here (the East Asian multi-byte ones among them)
 // gives NULL.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -451,37 +452,17 @@ const Codepage* find_codepage(std::uint32_t number) {
 // byte there.
 std::optional<std::string> ansi_bytes(std::string_view text) {
   static const Codepage* const ansi = find_codepage(1252);
+  const auto specials = std::span(ansi->upper).first(32);  // 1252's characters of 0x80..0x9F
   std::string out;
   out.reserve(text.size());
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto b0 = static_cast<unsigned char>(text[i]);
-    char32_t cp = 0;
-    std::size_t n = 1;
-    if (b0 < 0x80) {
-      cp = b0;
-    } else if ((b0 >> 5) == 0x6) {
-      n = 2, cp = b0 & 0x1F;
-    } else if ((b0 >> 4) == 0xE) {
-      n = 3, cp = b0 & 0x0F;
-    } else {
-      n = 4, cp = b0 & 0x07;
-    }
-    if (i + n > text.size()) return std::nullopt;
-    for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
-    i += n;
+  for (const char32_t cp : code_points(text)) {
     if (cp <= 0xFF) {  // ASCII, Latin-1, and the C1 controls 1252 leaves undefined
       out += static_cast<char>(cp);
       continue;
     }
-    bool found = false;
-    for (std::size_t b = 0; b < 32 && !found; ++b) {  // 1252's characters of 0x80..0x9F
-      if (ansi->upper[b] == cp) {
-        out += static_cast<char>(0x80 + b);
-        found = true;
-      }
-    }
-    if (!found) return std::nullopt;
+    const auto at = std::find(specials.begin(), specials.end(), cp);
+    if (at == specials.end()) return std::nullopt;
+    out += static_cast<char>(0x80 + (at - specials.begin()));
   }
   return out;
 }
@@ -510,18 +491,16 @@ std::optional<std::string> from_utf16(std::string_view bytes, bool big_endian) {
   return out;
 }
 
-bool known_codepage(std::uint32_t number) {
-  return number == 65001 || number == 1200 || number == 1201 || find_codepage(number) != nullptr;
-}
+bool unicode_codepage(std::uint32_t number) { return number == 65001 || number == 1200 || number == 1201; }
 
-// `bytes` read in known code page `number`; none when they are not text there.
-std::optional<std::string> read_in(std::string_view bytes, std::uint32_t number) {
+// `bytes` read in code page `number` (one of the Unicode ones, or the single-byte `page`);
+// none when they are not text there.
+std::optional<std::string> read_in(std::string_view bytes, std::uint32_t number, const Codepage* page) {
   if (number == 65001) {
     if (find_invalid_utf8(bytes.data(), bytes.size()) != bytes.size()) return std::nullopt;
     return std::string(bytes);
   }
   if (number == 1200 || number == 1201) return from_utf16(bytes, number == 1201);
-  const Codepage* page = find_codepage(number);
   std::string out;
   out.reserve(bytes.size() * 2);
   for (const char c : bytes) {
@@ -541,10 +520,11 @@ Value fn_apply_codepage(Args a, const Interpretation& ix) {
   const double number = ix.number(a[1]);
   if (std::isnan(number) || number != std::trunc(number) || number < 0 || number > 65535) return Value::null();
   const auto page = static_cast<std::uint32_t>(number);
-  if (!known_codepage(page)) return Value::null();
+  const Codepage* single_byte = find_codepage(page);
+  if (single_byte == nullptr && !unicode_codepage(page)) return Value::null();
   const std::string text = shown_text(a[0]);
   const std::optional<std::string> bytes = ansi_bytes(text);
-  const std::optional<std::string> read = bytes ? read_in(*bytes, page) : std::nullopt;
+  const std::optional<std::string> read = bytes ? read_in(*bytes, page, single_byte) : std::nullopt;
   return Value::of_text(read ? *read : text);
 }
 
