@@ -687,6 +687,24 @@ def test_sources_paths_bytes_and_buffers(tmp_path: Path, small_qvd: bytes) -> No
         assoc._core.ModelBuilder().add_qvd("not bytes")
 
 
+@pytest.mark.parametrize("rows", [9_000, 60_000])
+def test_files_read_and_files_mapped_load_alike(tmp_path: Path, rows: int) -> None:
+    """Small files are read into memory, larger ones mapped (sources._READ_BELOW): a table on
+    either side of that size loads as its bytes do."""
+    from assoc import sources
+
+    values = {"Id": list(range(rows)), "Amount": [i * 0.25 for i in range(rows)]}
+    path = tmp_path / "t.qvd"
+    App.from_tables({"T": values}).write_qvd("T", path)
+    data = path.read_bytes()
+    assert (len(data) < sources._READ_BELOW) == (rows == 9_000)
+    with sources.source_bytes(path) as got:
+        assert isinstance(got, bytes) == (rows == 9_000)
+        assert bytes(got) == data
+    assert columns(App.from_qvd(path)) == columns(App.from_qvd(data))
+    assert App.from_qvd(path).table("T").column("Amount")[-1] == (rows - 1) * 0.25
+
+
 def test_texts_with_nul_cannot_be_written() -> None:
     app = App.from_tables({"T": {"S": ["a\0b"]}})
     with pytest.raises(assoc.Error, match="NUL character"):

@@ -310,6 +310,12 @@ KINDS = [
     "increasing-floats",  # all float64: the parallel float64 loop's running compare
     "increasing-decimals",  # int32 and float64 mixed, in order
     "decimals",  # int32 and float64 mixed, shuffled: keys in cents
+    # Numbers spread wider than the bitmap's 4 bits a symbol: a bitmap sized by the first
+    # symbols' range, or one over all the keys' range, proves them distinct.
+    "spread-ints",  # int32 over 16 values a symbol: the bitmap over the values' range
+    "spread-decimals",  # mixed, cents over 16 keys a symbol: the first symbols size the bitmap
+    "skewed-decimals",  # the first symbols close together, the rest spread: the range's bitmap
+    "spread-floats",  # all float64, shuffled: keyed after the parse, sized by the first ones
     "texts",
     "duals",
 ]
@@ -346,6 +352,15 @@ def kind_values(kind: str, n: int) -> list[Any]:
         return [c / 100 for c in sorted(rng.sample(range(100 * n), n))]
     if kind == "decimals":
         return [c / 100 for c in rng.sample(range(4 * n), n)]
+    if kind == "spread-ints":
+        return rng.sample(range(-8 * n, 8 * n), n)
+    if kind == "spread-decimals":
+        return [c / 100 for c in rng.sample(range(16 * n), n)]
+    if kind == "skewed-decimals":
+        rest = rng.sample(range(100, 24 * n), n - 64)
+        return [c / 100 for c in rng.sample(range(100), 64) + rest]
+    if kind == "spread-floats":
+        return [c / 4 + 0.125 for c in rng.sample(range(16 * n), n)]
     if kind == "texts":
         return [f"t{i:07d}" for i in rng.sample(range(10 * n), n)]
     return [Dual(i, f"d{i}") for i in rng.sample(range(10 * n), n)]
@@ -354,11 +369,11 @@ def kind_values(kind: str, n: int) -> list[Any]:
 def kind_symbol(kind: str, value: Any, repeat: bool = False) -> bytes:
     """A value's symbol as the kind stores it; a repeated number of the mixed kinds is stored
     as float64 even when it is an integer (1 as int32 first, then 1.0)."""
-    if kind in ("increasing-ints", "shuffled-ints"):
+    if kind in ("increasing-ints", "shuffled-ints", "spread-ints"):
         return int32(value)
-    if kind == "increasing-floats":
+    if kind in ("increasing-floats", "spread-floats"):
         return float64(value)
-    if kind in ("increasing-decimals", "decimals"):
+    if kind in ("increasing-decimals", "decimals", "spread-decimals", "skewed-decimals"):
         return int32(int(value)) if value == int(value) and not repeat else float64(value)
     if kind == "texts":
         return text(value)
@@ -384,7 +399,7 @@ def comparable(values: Sequence[Any]) -> list[Any]:
 def test_a_value_stored_twice_is_found_by_the_parsing_loops(kind: str, place: str) -> None:
     n, at, of = PLACES[place]
     values = kind_values(kind, n)
-    if kind == "decimals" and place in ("start", "far"):
+    if kind.endswith("decimals") and kind != "increasing-decimals" and place in ("start", "far"):
         values[of] = float(int(values[of]))  # an integer: int32 first, float64 when repeated
     symbols = [kind_symbol(kind, v) for v in values]
     symbols[at] = kind_symbol(kind, values[of], repeat=True)

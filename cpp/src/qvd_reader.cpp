@@ -25,8 +25,14 @@ namespace assoc {
 using detail::fail_qvd;
 using detail::TableHeader;
 
+// Files below this size are read on the calling thread alone: waking another costs more than
+// it would take over.
+constexpr std::size_t kParallelMinBytes = std::size_t{128} << 10;
+
 LoadedTable read_qvd(const std::uint8_t* data, std::size_t size, CpuAccount* cpu) {
   CpuScope scope(cpu);
+  std::optional<SerialScope> alone;
+  if (size < kParallelMinBytes) alone.emplace();
   if (size == 0) fail_qvd("the file is empty");
   const void* nul = std::memchr(data, 0, size);
   if (!nul)

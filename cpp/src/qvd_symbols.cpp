@@ -79,13 +79,18 @@ std::uint64_t count_bits(const std::uint64_t* w, std::size_t n) {
 }
 
 // A bitmap of integer keys taken modulo its size, a power of two of at least 4 bits a symbol
-// (so that it stays in the cache): keys that are a function of the value, dense as ids,
-// dates or amounts in cents are, meet in it only when two values are one.
+// (so that it stays in the cache): keys that are a function of the value meet in it only when
+// two values are one, as long as they lie within its size of one another (as ids, dates or
+// amounts in cents do). `spread`, the keys' range as far as it is known, makes it larger, up
+// to kMaxBitsPerSymbol bits a symbol.
+constexpr std::uint64_t kMaxBitsPerSymbol = 32;
 class KeyBitmap {
  public:
-  explicit KeyBitmap(std::size_t n) {
+  KeyBitmap() = default;
+  explicit KeyBitmap(std::size_t n, std::uint64_t spread = 0) {
+    const std::uint64_t wanted = std::max<std::uint64_t>(4 * n, std::min<std::uint64_t>(spread, kMaxBitsPerSymbol * n));
     std::size_t bits = 4096;
-    while (bits < 4 * n) bits <<= 1;
+    while (bits < wanted) bits <<= 1;
     words_.assign(bits / 64, 0);
     mask_ = bits - 1;
   }
@@ -115,25 +120,43 @@ class KeyBitmap {
 // increase (ids, dates in file order), or their keys never meet in a KeyBitmap. A key is the
 // number scaled by the power of ten up to 10^4 that the first symbols need (amounts, prices),
 // rounded: the bits of x * scale + 1.5 * 2^52, a function of the value (-0 and 0 alike), so
-// equal numbers always meet and distinct ones meet only when their keys are congruent. Keys
-// are only set while parsing (KeyBitmap::set); whether two met is counted once at the end.
+// equal numbers always meet and distinct ones meet only when their keys are congruent. The
+// bitmap is sized for twice the first symbols' range of keys (values spread as those are
+// never fold onto one another). Keys are only set while parsing (KeyBitmap::set); whether two
+// met is counted once at the end.
 class NumberKeys {
  public:
   static constexpr std::size_t kScaleSample = 64;  // symbols that choose the scale
   static constexpr double kShift = 0x1.8p52;
+  static constexpr double kKeyed = 0x1p51;  // keys order as their numbers below this, scaled
 
-  explicit NumberKeys(std::size_t n) : seen_(n) {}
-  // The scale for the first symbols, parsed before any is added.
-  void choose_scale(const double* first, std::size_t n) {
+  explicit NumberKeys(std::size_t n) : n_(n) {}
+  // The scale the first symbols need: the power of ten up to 10^4 that makes them integers.
+  static double scale_for(const double* first, std::size_t n) {
+    double scale = 1;
     for (std::size_t i = 0; i < n; ++i)
-      while (scale_ < 1e4 && round_small(first[i] * scale_) / scale_ != first[i]) scale_ *= 10;
+      while (scale < 1e4 && round_small(first[i] * scale) / scale != first[i]) scale *= 10;
+    return scale;
+  }
+  // The scale and the bitmap for the first symbols, parsed before any is added.
+  void choose_scale(const double* first, std::size_t n) {
+    scale_ = scale_for(first, n);
+    std::uint64_t spread = 0;
+    if (n > 0) {
+      const auto [low, high] = std::minmax_element(first, first + n);
+      if (std::fabs(*low * scale_) < kKeyed && std::fabs(*high * scale_) < kKeyed)
+        spread = 2 * (key(*high, scale_) - key(*low, scale_));
+    }
+    seen_ = KeyBitmap(n_, spread);
   }
   double scale() const { return scale_; }
+  // A number's key at `scale`.
+  static std::uint64_t key(double v, double scale) { return std::bit_cast<std::uint64_t>(rounded_sum(v * scale, kShift)); }
   // Each number in file order, after choose_scale.
   void add(double v) {
     up_ &= last_ < v;
     last_ = v;
-    seen_.set(std::bit_cast<std::uint64_t>(rounded_sum(v * scale_, kShift)));
+    seen_.set(key(v, scale_));
     ++keys_;
   }
   // Numbers added a vector at a time, their keys made as add makes them (the product rounded,
@@ -160,6 +183,7 @@ class NumberKeys {
   }
 
  private:
+  std::size_t n_;
   KeyBitmap seen_;
   double scale_ = 1;
   double last_ = -std::numeric_limits<double>::infinity();
@@ -745,6 +769,22 @@ bool keys_may_repeat(std::size_t n, const Key& key, CpuAccount* cpu) {
   return repeat.load();
 }
 
+// Keys that meet in a KeyBitmap, which folds them onto 4 bits a symbol, may still be distinct:
+// values spread wider than that (amounts in cents, ids drawn from a larger set) fold onto one
+// another. Over their own range [lo, hi], when it is below kMaxBitsPerSymbol bits a symbol
+// (the bitmap half the size of the symbols' numbers), a bitmap tells them apart exactly and
+// with no hash. True when key_of(0) … key_of(n-1), each in [lo, hi], are proven distinct there.
+template <class KeyOf>
+bool distinct_over_range(std::size_t n, std::uint64_t lo, std::uint64_t hi, const KeyOf& key_of) {
+  if (hi < lo || hi - lo >= kMaxBitsPerSymbol * n) return false;
+  std::vector<std::uint64_t> words((hi - lo) / 64 + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t k = key_of(i) - lo;
+    words[k >> 6] |= std::uint64_t{1} << (k & 63);
+  }
+  return count_bits(words.data(), words.size()) == n;
+}
+
 // Whether a table's symbols may hold one value twice; false means they are distinct.
 // Numbers take one pass that proves most of them distinct (unless the reader's own loops
 // already took it: `proof` kKeysMet): ints that increase or whose values do not meet in a
@@ -757,6 +797,17 @@ bool symbols_may_repeat(const SymbolTable& t, Proof proof, CpuAccount* cpu) {
     std::size_t not_up = 0;  // a count without an exit vectorises
     for (std::uint32_t i = 1; i < n; ++i) not_up += ints[i] <= ints[i - 1];
     if (not_up == 0) return false;
+    // Over the values' own range when it is narrow enough; else folded into a KeyBitmap.
+    std::int32_t low = ints[0], high = ints[0];
+    for (std::uint32_t i = 1; i < n; ++i) {
+      low = std::min(low, ints[i]);
+      high = std::max(high, ints[i]);
+    }
+    const auto offset = [&](std::int32_t v) {
+      return static_cast<std::uint64_t>(std::int64_t{v} - std::numeric_limits<std::int32_t>::min());
+    };
+    if (offset(high) - offset(low) < kMaxBitsPerSymbol * n)  // exact: two values met only if one
+      return !distinct_over_range(n, offset(low), offset(high), [&](std::size_t i) { return offset(ints[i]); });
     KeyBitmap seen(n);
     std::uint64_t met = 0;
     for (std::uint32_t i = 0; i < n; ++i) seen.add(static_cast<std::uint32_t>(ints[i]), met);
@@ -765,12 +816,23 @@ bool symbols_may_repeat(const SymbolTable& t, Proof proof, CpuAccount* cpu) {
   }
   const NumberArray& numbers = t.double_numbers();
   if (t.all_numeric()) {
+    const double scale = NumberKeys::scale_for(numbers.data(), std::min<std::size_t>(n, NumberKeys::kScaleSample));
     if (proof != Proof::kKeysMet) {
       NumberKeys keys(n);
       keys.choose_scale(numbers.data(), std::min<std::size_t>(n, NumberKeys::kScaleSample));
       for (std::uint32_t i = 0; i < n; ++i) keys.add(numbers[i]);
       if (keys.distinct()) return false;
     }
+    // Over the keys' own range (the first symbols may not have shown all of it).
+    double low = numbers[0], high = numbers[0];
+    for (std::uint32_t i = 1; i < n; ++i) {
+      low = numbers[i] < low ? numbers[i] : low;
+      high = numbers[i] > high ? numbers[i] : high;
+    }
+    if (std::fabs(low * scale) < NumberKeys::kKeyed && std::fabs(high * scale) < NumberKeys::kKeyed &&
+        distinct_over_range(n, NumberKeys::key(low, scale), NumberKeys::key(high, scale),
+                            [&](std::size_t i) { return NumberKeys::key(numbers[i], scale); }))
+      return false;
     return keys_may_repeat(n, [&](std::size_t i) { return mix64(number_key(numbers[i])); }, cpu);
   }
   // Symbols with a number are one value when their numbers are; pure texts when their texts

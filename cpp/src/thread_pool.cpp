@@ -168,15 +168,22 @@ void lower_thread_priority() {
 #endif
 }
 
+// Both are read once per process (each costs system calls, and every model built records them).
 unsigned logical_cores() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n ? n : 1;
+  static const unsigned cores = [] {
+    const unsigned n = std::thread::hardware_concurrency();
+    return n ? n : 1;
+  }();
+  return cores;
 }
 
 std::uint64_t total_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+  static const std::uint64_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+  }();
+  return bytes;
 }
 
 void set_threads(unsigned n) {

@@ -8,7 +8,6 @@ import mmap
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
-from typing import BinaryIO
 
 from assoc import _core
 from assoc._core import Error
@@ -70,25 +69,47 @@ def read_source(source: Source) -> bytes:
     raise TypeError(f"expected a path or bytes, not {type(source).__name__}")
 
 
-def _map_file(f: BinaryIO) -> mmap.mmap | contextlib.nullcontext[bytes]:
-    """The file's bytes mapped read-only (an empty file cannot be mapped: its empty bytes)."""
-    if os.fstat(f.fileno()).st_size == 0:
-        return contextlib.nullcontext(b"")
-    return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+# Files below this size are read into memory: mapping one costs more than copying it (the
+# mapping's page faults, and unmapping it flushes the TLB of every core the process ran on).
+_READ_BELOW = 256 << 10
+# Larger files are mapped with their pages entered up front, in one call: parsing them
+# through page faults (one per 64 KB, from the threads of a parallel parse) costs more.
+_MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+
+
+def _file_bytes(fd: int) -> bytes | mmap.mmap:
+    """An open file's bytes: read when small (or empty, which cannot be mapped), else mapped
+    read-only."""
+    size = os.fstat(fd).st_size
+    if size >= _READ_BELOW:
+        return mmap.mmap(fd, 0, flags=_MAP_FLAGS, prot=mmap.PROT_READ)
+    chunks = []  # the size the file had (a special file's 0 reads nothing)
+    while size > 0 and (chunk := os.read(fd, size)):
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
 
 
 @contextlib.contextmanager
 def source_bytes(source: Source) -> Iterator[bytes | mmap.mmap]:
-    """A source's bytes: a path memory-mapped (the engine reads it from the page cache, no
-    copy), bytes as they are."""
-    if isinstance(source, str | os.PathLike):
-        try:
-            with open(source, "rb") as f, _map_file(f) as data:
-                yield data
-        except OSError as exc:
-            raise Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
-    else:
+    """A source's bytes: a path's file read or memory-mapped (the engine then reads it from
+    the page cache, no copy), bytes as they are."""
+    if not isinstance(source, str | os.PathLike):
         yield read_source(source)
+        return
+    try:
+        fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+        try:
+            data = _file_bytes(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
+    if isinstance(data, bytes):
+        yield data
+        return
+    with data:
+        yield data
 
 
 def add_table(

@@ -12,9 +12,9 @@ namespace assoc {
 void set_threads(unsigned n);
 // The number of threads heavy work uses now.
 unsigned threads();
-// Logical cores of this machine.
+// Logical cores of this machine (read once).
 unsigned logical_cores();
-// Physical memory of this machine, in bytes.
+// Physical memory of this machine, in bytes (read once).
 std::uint64_t total_memory();
 
 // CPU nanoseconds spent by the calling thread so far.
