@@ -77,17 +77,21 @@ _READ_BELOW = 256 << 10
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
 
 
-def _file_bytes(fd: int) -> bytes | mmap.mmap:
-    """An open file's bytes: read when small (or empty, which cannot be mapped), else mapped
-    read-only."""
-    size = os.fstat(fd).st_size
-    if size >= _READ_BELOW:
-        return mmap.mmap(fd, 0, flags=_MAP_FLAGS, prot=mmap.PROT_READ)
-    chunks = []  # the size the file had (a special file's 0 reads nothing)
-    while size > 0 and (chunk := os.read(fd, size)):
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
+def file_bytes(path: str | os.PathLike[str]) -> bytes | mmap.mmap:
+    """A file's bytes: read when small (or empty, which cannot be mapped), else mapped
+    read-only (the caller closes the map). OSError when the file cannot be read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        size = os.fstat(fd).st_size
+        if size >= _READ_BELOW:
+            return mmap.mmap(fd, 0, flags=_MAP_FLAGS, prot=mmap.PROT_READ)
+        chunks = []  # the size the file had (a special file's 0 reads nothing)
+        while size > 0 and (chunk := os.read(fd, size)):
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -98,11 +102,7 @@ def source_bytes(source: Source) -> Iterator[bytes | mmap.mmap]:
         yield read_source(source)
         return
     try:
-        fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-        try:
-            data = _file_bytes(fd)
-        finally:
-            os.close(fd)
+        data = file_bytes(source)
     except OSError as exc:
         raise Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
     if isinstance(data, bytes):

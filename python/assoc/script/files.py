@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import mmap
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +18,7 @@ from assoc.script.errors import ScriptError
 from assoc.script.numbers import Interpretation, plain_text
 from assoc.script.tables import Column, Frame
 from assoc.script.values import NAN, Values
-
-
-def _map(path: Path) -> tuple[object, mmap.mmap | bytes]:
-    f = open(path, "rb")  # noqa: SIM115 - closed by the caller with the map
-    if os.fstat(f.fileno()).st_size == 0:
-        return f, b""
-    return f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-
+from assoc.sources import file_bytes
 
 # How the engine's CSV reader reads quotes under each of a format's quoting options: `msq` is
 # RFC 4180 (double quotes, line ends inside them).
@@ -60,7 +52,7 @@ def read_file(
     if kind == "parquet":
         return read_parquet(path, name, interp, cpu)
     try:
-        f, data = _map(path)
+        data = file_bytes(path)
     except OSError as exc:
         raise ScriptError(f"cannot open file {path.name!r}: {exc.strerror}") from None
     try:
@@ -85,7 +77,6 @@ def read_file(
     finally:
         if isinstance(data, mmap.mmap):
             data.close()
-        f.close()  # type: ignore[attr-defined]
 
 
 def _encoding(name: str) -> str:
