@@ -765,3 +765,60 @@ def test_short_numbers_read_alike_in_the_middle_and_at_the_end_of_the_data() -> 
         end = App.from_csv(f"a\n{text}".encode(), "T")
         assert _cell(middle, "a")[0] == _cell(end, "a")[0], text
         assert middle.symbols("a")[0] == end.symbols("a")[0], text
+
+
+def _spans_csv(fraction: str) -> tuple[bytes, list[Any]]:
+    """Three thirds of 40,000 rows, a chunk each at three threads, every line of one length
+    (so that each chunk starts within a row of its third): C (even numbers 150,000-159,998,
+    repeated), A (even numbers 100,000-179,998: wide, and C's values among them), B (odd numbers
+    120,001-129,999, repeated). Sorted by their first number A, B, C: C overlaps A, not B, its
+    neighbour. The rows around each third's start hold a value both thirds beside it hold.
+    Numbers are v + `fraction` (".25": keys too thin for the direct table, merged by hash).
+    Returns the CSV and the column's values."""
+    third = 40_000
+    base = [150_000 + 2 * (i % 5_000) for i in range(third)]
+    base += [100_000 + 2 * i for i in range(third)]
+    base += [120_001 + 2 * (i % 5_000) for i in range(third)]
+    for r in range(third - 2, third + 3):
+        base[r] = 155_000  # in C and in A
+    for r in range(2 * third - 2, 2 * third + 3):
+        base[r] = 125_000  # in A and within B's span
+    texts = [f"{v}{fraction}" for v in base]
+    data = ("r,x\n" + "".join(f"{100_000 + r},{t}\n" for r, t in enumerate(texts))).encode()
+    return data, [float(t) if fraction else int(t) for t in texts]
+
+
+@pytest.mark.parametrize("fraction", ["", ".25"])
+def test_a_chunk_inside_another_chunks_span_is_merged(threads, fraction: str) -> None:
+    """A chunk whose numbers span a range no other chunk's overlaps is merged without a
+    look-up; one inside another chunk's range is looked up however the chunks between lie.
+    Ints merge by key, numbers with a fraction by hash."""
+    data, values = _spans_csv(fraction)
+    expected = list(dict.fromkeys(values))
+    for n in (1, 2, 3):
+        assoc.set_threads(n)
+        app = App.from_csv(data, "T")
+        assert app.symbols("x") == expected, n
+        assert app.table("T").column("x") == values, n
+        with app.session() as s:  # C's rows and A's row of one value: one symbol
+            s.select("x", [values[0]])
+            assert s.possible_rows("T") == values.count(values[0]) > 1
+
+
+@pytest.mark.parametrize("threads_n", [1, 2])
+def test_rising_numbers_then_texts_and_repeats_keep_each_value_once(threads, threads_n) -> None:
+    """Numbers that rise, each above every one before, are new without a look-up; texts
+    among them, and then numbers that repeat earlier ones, find their symbols all the same."""
+    rng = random.Random(9)
+    cells: list[Any] = []
+    for i in range(60_000):
+        cells.append("n/a" if i % 997 == 3 else f"{i * 37}.{rng.randrange(10, 100)}")
+    cells += [cells[i] for i in rng.sample(range(60_000), 2_000)]  # earlier ones again
+    cells += [f"{60_000 * 37 + i}.5" for i in range(1_000)]  # rising again, above all
+    cells.append(cells[5])
+    data = ("x\n" + "\n".join(cells) + "\n").encode()
+    values = [c if c == "n/a" else float(c) for c in cells]
+    assoc.set_threads(threads_n)
+    app = App.from_csv(data, "T")
+    assert app.table("T").column("x") == values
+    assert app.symbols("x") == list(dict.fromkeys(values))

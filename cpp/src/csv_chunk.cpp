@@ -186,6 +186,7 @@ void ChunkParser::intern_block(std::size_t n_rows) {
     // The key whose slot was prefetched last; while a column's keys rise above its table (ids)
     // no slot is read, so none is prefetched.
     std::int64_t last_line = col.unslotted != 0 ? INT64_MAX : INT64_MIN;
+    const double top_before = col.number_top;
     for (std::size_t r = 0; r < n_rows; ++r) {
       if (f[r].in_scratch) f[r].p = block_scratch_.data() + f[r].scratch_at;
       if (f[r].len == 0) {
@@ -205,7 +206,8 @@ void ChunkParser::intern_block(std::size_t n_rows) {
         } else {
           finish_number(r);
           hashes_[r] = mix64(number_key(numbers_[r].value));
-          col.number_map.prefetch(hashes_[r]);
+          // A number above every one before the block may be one that rises: no probe then.
+          if (numbers_[r].value <= top_before) col.number_map.prefetch(hashes_[r]);
         }
       } else {
         kinds_[r] = kTextCell;
@@ -302,6 +304,11 @@ std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::s
       col.leave_dense();
     }
   }
+  if (!col.dense.active() && num.value > col.number_top) {  // above every number: new
+    if (col.unhashed_from == ChunkColumn::kNoneUnhashed) col.unhashed_from = col.size();
+    return add();
+  }
+  col.hash_pending();
   const std::uint64_t key = number_key(num.value);
   std::size_t slot = 0;
   const std::uint32_t found = col.number_map.find(key, mix64(key), slot);
@@ -310,6 +317,20 @@ std::uint32_t ChunkParser::intern_number(ChunkColumn& col, const char* p, std::s
   col.number_map.insert(slot, key, index);
   ++col.hashed_numbers;
   return index;
+}
+
+void ChunkColumn::hash_pending() {
+  if (unhashed_from == kNoneUnhashed) return;
+  const std::size_t n = size();
+  for (std::size_t i = unhashed_from; i < n; ++i) {
+    if (!is_number(i)) continue;  // a text added among them
+    const std::uint64_t key = number_key(number(i));
+    std::size_t slot = 0;
+    number_map.find(key, mix64(key), slot);
+    number_map.insert(slot, key, static_cast<std::uint32_t>(i));
+    ++hashed_numbers;
+  }
+  unhashed_from = kNoneUnhashed;
 }
 
 std::uint32_t ChunkParser::intern_text(ChunkColumn& col, const char* p, std::size_t n, bool in_scratch,

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <limits>
 #include <vector>
 
 #include "assoc/number_text.hpp"
@@ -62,6 +63,15 @@ struct ChunkColumn {
   std::size_t unslotted = 0;
   NumberMap number_map;
   std::size_t hashed_numbers = 0;  // numbers in number_map
+  // The smallest and the largest number of any symbol so far (+inf and -inf: none).
+  double number_bottom = std::numeric_limits<double>::infinity();
+  double number_top = -std::numeric_limits<double>::infinity();
+  // Once the column has left `dense`: the numbers of symbols from this index on rose strictly,
+  // each above every number before it (running totals, timestamps). New by that alone, they are
+  // not yet in number_map (random probes of a large map are what hashing costs); hash_pending()
+  // puts them there before number_map is asked. kNoneUnhashed: none.
+  static constexpr std::size_t kNoneUnhashed = static_cast<std::size_t>(-1);
+  std::size_t unhashed_from = kNoneUnhashed;
   TextMap text_map;                // the pure texts, by their index in `texts`
   std::size_t text_symbols = 0;    // pure texts
 
@@ -88,6 +98,8 @@ struct ChunkColumn {
   void slot_pending();
   // Moves the numbers from direct addressing into the NumberMap.
   void leave_dense();
+  // Puts the numbers that rose (unhashed_from on) into the NumberMap.
+  void hash_pending();
 
   std::size_t size() const { return all_ints ? ints.size() : numbers.size(); }
   double number(std::size_t i) const { return all_ints ? ints[i] : numbers[i]; }
@@ -98,6 +110,8 @@ struct ChunkColumn {
   // Adds a symbol (text null: none); returns its index.
   [[gnu::always_inline]] std::uint32_t add(double number, const char* text, std::uint32_t len) {
     const auto index = static_cast<std::uint32_t>(size());
+    number_top = number > number_top ? number : number_top;  // NaN (a text) is neither
+    number_bottom = number < number_bottom ? number : number_bottom;
     if (all_ints && is_int32_symbol(number)) {
       ints.push_back(static_cast<std::int32_t>(number));
     } else {

@@ -73,6 +73,20 @@ struct MergedSymbols {
   bool allocated = false;
 };
 
+// Calls apart(k) for each span's chunk k whose [lo, hi] overlaps no other span.
+template <class Span, class Apart>
+void mark_apart(std::vector<Span>& spans, Apart apart) {
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+  decltype(Span::hi) highest{};
+  // Sorted by lo: a later span overlaps only if the next one does; an earlier one, if the
+  // highest hi before reaches this lo (not only the span just before: a wide one may).
+  for (std::size_t j = 0; j < spans.size(); ++j) {
+    const bool before = j == 0 || highest < spans[j].lo;
+    if (before && (j + 1 == spans.size() || spans[j].hi < spans[j + 1].lo)) apart(spans[j].k);
+    highest = j == 0 ? spans[j].hi : std::max(highest, spans[j].hi);
+  }
+}
+
 ColumnPlan plan_once(std::vector<ParsedChunk>& chunks, std::size_t c) {
   ColumnPlan plan;
   const std::size_t n_chunks = chunks.size();
@@ -107,13 +121,9 @@ ColumnPlan plan_once(std::vector<ParsedChunk>& chunks, std::size_t c) {
       plan.mul[k] = mul;
       spans.push_back(Span{dn.min_key() * mul, column(k).max_key() * mul, k});
     }
-    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
     plan.alone.assign(n_chunks, 0);
     for (std::size_t k = 0; k < n_chunks; ++k) plan.alone[k] = column(k).size() == 0;
-    for (std::size_t j = 0; j < spans.size(); ++j) {
-      const bool apart = (j == 0 || spans[j - 1].hi < spans[j].lo) && (j + 1 == spans.size() || spans[j].hi < spans[j + 1].lo);
-      plan.alone[spans[j].k] = apart && column(spans[j].k).text_symbols == 0;
-    }
+    mark_apart(spans, [&](std::size_t k) { plan.alone[k] = column(k).text_symbols == 0; });
     std::int64_t lo = DenseNumbers::kMaxKey, hi = -DenseNumbers::kMaxKey;
     for (const Span& sp : spans) {
       if (plan.alone[sp.k]) continue;
@@ -130,10 +140,27 @@ ColumnPlan plan_once(std::vector<ParsedChunk>& chunks, std::size_t c) {
       plan.hi = hi;
     }
   }
-  if (!plan.by_key) plan.alone.assign(n_chunks, 0);
+  if (!plan.by_key) {
+    // Numbers merge by hash; still, a chunk whose numbers span a range that no other chunk's
+    // overlaps (rising values: running totals, timestamps), and that has no pure texts, is
+    // alone (a pure text is never a number's value).
+    plan.alone.assign(n_chunks, 0);
+    struct Span {
+      double lo, hi;
+      std::size_t k;
+    };
+    std::vector<Span> spans;
+    for (std::size_t k = 0; k < n_chunks; ++k) {
+      const ChunkColumn& col = column(k);
+      plan.alone[k] = col.size() == 0;
+      if (col.number_bottom <= col.number_top) spans.push_back(Span{col.number_bottom, col.number_top, k});
+    }
+    mark_apart(spans, [&](std::size_t k) { plan.alone[k] = column(k).text_symbols == 0; });
+  }
   plan.ints = all_ints && !plan.texts;
   std::size_t hashed = 0;
-  for (std::size_t k = 0; k < n_chunks; ++k) hashed += plan.by_key ? column(k).text_symbols : column(k).size();
+  for (std::size_t k = 0; k < n_chunks; ++k)
+    hashed += plan.by_key ? column(k).text_symbols : plan.alone[k] ? 0 : column(k).size();
   plan.part_bits = hashed >= kPartitionThreshold ? kPartitionBits : 0;
   return plan;
 }

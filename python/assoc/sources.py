@@ -72,9 +72,11 @@ def read_source(source: Source) -> bytes:
 # Files below this size are read into memory: mapping one costs more than copying it (the
 # mapping's page faults, and unmapping it flushes the TLB of every core the process ran on).
 _READ_BELOW = 256 << 10
-# Larger files are mapped with their pages entered up front, in one call: parsing them
-# through page faults (one per 64 KB, from the threads of a parallel parse) costs more.
-_MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+# Larger files are mapped; up to _POPULATE_BELOW with their pages entered up front, in one
+# call, which costs less than the page faults of the parse (one per 64 KB). Past it the parse's
+# threads fault the pages in side by side, where one call would enter them on one thread.
+_POPULATE_BELOW = 32 << 20
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 
 
 def file_bytes(path: str | os.PathLike[str]) -> bytes | mmap.mmap:
@@ -84,7 +86,8 @@ def file_bytes(path: str | os.PathLike[str]) -> bytes | mmap.mmap:
     try:
         size = os.fstat(fd).st_size
         if size >= _READ_BELOW:
-            return mmap.mmap(fd, 0, flags=_MAP_FLAGS, prot=mmap.PROT_READ)
+            flags = mmap.MAP_SHARED | (_MAP_POPULATE if size < _POPULATE_BELOW else 0)
+            return mmap.mmap(fd, 0, flags=flags, prot=mmap.PROT_READ)
         chunks = []  # the size the file had (a special file's 0 reads nothing)
         while size > 0 and (chunk := os.read(fd, size)):
             chunks.append(chunk)
