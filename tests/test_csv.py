@@ -822,3 +822,17 @@ def test_rising_numbers_then_texts_and_repeats_keep_each_value_once(threads, thr
     app = App.from_csv(data, "T")
     assert app.table("T").column("x") == values
     assert app.symbols("x") == list(dict.fromkeys(values))
+
+
+def test_chunks_of_numbers_that_rise_each_keep_their_own(threads) -> None:
+    """Decimals that rise all through the file: every chunk's numbers lie apart from the
+    others', so no chunk is merged by hash; each value is one symbol, in file order."""
+    cells = [f"{i * 37 // 10}.{i % 10}5" for i in range(150_000)]
+    data = ("x\n" + "\n".join(cells) + "\n").encode()
+    assert len(data) > 3 * 256 * 1024
+    values = [float(c) for c in cells]
+    for n in (1, 2, 3):
+        assoc.set_threads(n)
+        app = App.from_csv(data, "T")
+        assert app.symbols("x") == values, n
+        assert app.table("T").column("x") == values, n

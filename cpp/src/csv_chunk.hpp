@@ -4,9 +4,9 @@
 // row's local symbol index.
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
-#include <limits>
 #include <vector>
 
 #include "assoc/number_text.hpp"
