@@ -17,15 +17,14 @@ anything.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import random
-import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from builds import parse_builds, per_build_medians, print_table
 
 SHAPES: dict[str, Callable[[int, random.Random], str]] = {
     "ids rising": lambda i, rng: str(i),
@@ -68,33 +67,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--build", action="append", default=[], metavar="NAME=PYTHONPATH")
     args = parser.parse_args()
-    builds = dict(b.split("=", 1) for b in args.build) or {"this": os.pathsep.join(sys.path)}
-    medians: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="assoc-csv-shapes-") as tmp:
-        files = {}
+        cases = {}
         for n, shape in enumerate(SHAPES):
-            files[shape] = Path(tmp) / f"{n}.csv"
-            write_shape(files[shape], shape, args.rows)
-        for _ in range(args.rounds):
-            for shape, path in files.items():
-                for name, package in builds.items():
-                    out = subprocess.run(
-                        [sys.executable, "-c", WORKER, str(path), "7"],
-                        env={**os.environ, "PYTHONPATH": package},
-                        capture_output=True, text=True, check=True,
-                    )  # fmt: skip
-                    ours, theirs = json.loads(out.stdout)
-                    medians.setdefault((shape, name), []).append(
-                        (statistics.median(ours), statistics.median(theirs))
-                    )
+            path = Path(tmp) / f"{n}.csv"
+            write_shape(path, shape, args.rows)
+            cases[shape] = [str(path), "7"]
+        medians = per_build_medians(cases, parse_builds(args.build), args.rounds, WORKER)
     print(f"{args.rows:,} rows, one column")
-    print("| shape | build | assoc | polars read_csv | ratio per round |")
-    print("|---|---|---:|---:|---|")
-    for (shape, name), pairs in medians.items():
-        ours_ms = statistics.median(p[0] for p in pairs) * 1e3
-        theirs_ms = statistics.median(p[1] for p in pairs) * 1e3
-        ratios = ", ".join(f"{a / b:.2f}" for a, b in pairs)
-        print(f"| {shape} | {name} | {ours_ms:.1f} ms | {theirs_ms:.1f} ms | {ratios} |")
+    print_table(medians, "shape", "polars read_csv", 1)
 
 
 if __name__ == "__main__":

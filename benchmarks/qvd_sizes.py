@@ -15,15 +15,12 @@ checked by compare_qvd.py; the times never gate anything.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from builds import parse_builds, per_build_medians, print_table
 from compare_qvd import make_columns, write_files
 
 HERE = Path(__file__).resolve().parent
@@ -58,34 +55,15 @@ def main() -> None:
     parser.add_argument("--build", action="append", default=[], metavar="NAME=PYTHONPATH")
     args = parser.parse_args()
     sizes = [int(r) for r in args.rows.split(",")]
-    builds = dict(b.split("=", 1) for b in args.build) or {"this": os.pathsep.join(sys.path)}
     with tempfile.TemporaryDirectory(prefix="assoc-qvd-sizes-") as tmp:
-        files = {}
+        cases = {}
         for rows in sizes:
             folder = Path(tmp) / str(rows)
             folder.mkdir()
-            files[rows] = write_files(folder, make_columns(rows))
-        medians: dict[tuple[int, str], list[tuple[float, float]]] = {}
-        for _ in range(args.rounds):
-            for rows, (qvd, arrow) in files.items():
-                for name, path in builds.items():
-                    out = subprocess.run(
-                        [sys.executable, "-c", WORKER, str(qvd), str(arrow), str(loads_for(rows)),
-                         str(HERE)],
-                        env={**os.environ, "PYTHONPATH": path},
-                        capture_output=True, text=True, check=True,
-                    )  # fmt: skip
-                    ours, theirs = json.loads(out.stdout)
-                    medians.setdefault((rows, name), []).append(
-                        (statistics.median(ours), statistics.median(theirs))
-                    )
-    print("| rows | build | assoc | arrow IPC read | ratio per round |")
-    print("|---:|---|---:|---:|---|")
-    for (rows, name), pairs in sorted(medians.items()):
-        ours_ms = statistics.median(p[0] for p in pairs) * 1e3
-        theirs_ms = statistics.median(p[1] for p in pairs) * 1e3
-        ratios = ", ".join(f"{a / b:.2f}" for a, b in pairs)
-        print(f"| {rows:,} | {name} | {ours_ms:.3f} ms | {theirs_ms:.3f} ms | {ratios} |")
+            qvd, arrow = write_files(folder, make_columns(rows))
+            cases[f"{rows:,}"] = [str(qvd), str(arrow), str(loads_for(rows)), str(HERE)]
+        medians = per_build_medians(cases, parse_builds(args.build), args.rounds, WORKER)
+    print_table(medians, "rows", "arrow IPC read", 3)
 
 
 if __name__ == "__main__":
