@@ -139,8 +139,10 @@ class NumberKeys {
     return scale;
   }
   // The scale and the bitmap for the first symbols, parsed before any is added.
-  void choose_scale(const double* first, std::size_t n) {
-    scale_ = scale_for(first, n);
+  void choose_scale(const double* first, std::size_t n) { set_scale(scale_for(first, n), first, n); }
+  // The same with the scale already chosen (scale_for of the same symbols).
+  void set_scale(double scale, const double* first, std::size_t n) {
+    scale_ = scale;
     std::uint64_t spread = 0;
     if (n > 0) {
       const auto [low, high] = std::minmax_element(first, first + n);
@@ -769,11 +771,11 @@ bool keys_may_repeat(std::size_t n, const Key& key, CpuAccount* cpu) {
   return repeat.load();
 }
 
-// Keys that meet in a KeyBitmap, which folds them onto 4 bits a symbol, may still be distinct:
-// values spread wider than that (amounts in cents, ids drawn from a larger set) fold onto one
-// another. Over their own range [lo, hi], when it is below kMaxBitsPerSymbol bits a symbol
-// (the bitmap half the size of the symbols' numbers), a bitmap tells them apart exactly and
-// with no hash. True when key_of(0) … key_of(n-1), each in [lo, hi], are proven distinct there.
+// Keys that meet in a KeyBitmap, which folds them onto its size (4 bits a symbol, more when the
+// first symbols spread wider), may still be distinct: values spread wider than that (amounts
+// in cents, ids drawn from a larger set) fold onto one another. Over their own range [lo, hi],
+// when it is below kMaxBitsPerSymbol bits a symbol (the bitmap half the size of the symbols'
+// numbers), a bitmap tells them apart exactly and with no hash. True when key_of(0) … key_of(n-1), each in [lo, hi], are proven distinct there.
 template <class KeyOf>
 bool distinct_over_range(std::size_t n, std::uint64_t lo, std::uint64_t hi, const KeyOf& key_of) {
   if (hi < lo || hi - lo >= kMaxBitsPerSymbol * n) return false;
@@ -819,7 +821,7 @@ bool symbols_may_repeat(const SymbolTable& t, Proof proof, CpuAccount* cpu) {
     const double scale = NumberKeys::scale_for(numbers.data(), std::min<std::size_t>(n, NumberKeys::kScaleSample));
     if (proof != Proof::kKeysMet) {
       NumberKeys keys(n);
-      keys.choose_scale(numbers.data(), std::min<std::size_t>(n, NumberKeys::kScaleSample));
+      keys.set_scale(scale, numbers.data(), std::min<std::size_t>(n, NumberKeys::kScaleSample));
       for (std::uint32_t i = 0; i < n; ++i) keys.add(numbers[i]);
       if (keys.distinct()) return false;
     }
