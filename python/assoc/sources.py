@@ -57,15 +57,9 @@ def detect_kind(head: bytes) -> SourceKind:
 
 
 def read_source(source: Source) -> bytes:
-    """The bytes of a path or a bytes-like source."""
+    """The bytes of a bytes-like source (paths go through file_bytes)."""
     if isinstance(source, bytes | bytearray | memoryview):
         return bytes(source)
-    if isinstance(source, str | os.PathLike):
-        try:
-            with open(source, "rb") as f:
-                return f.read()
-        except OSError as exc:
-            raise Error(f"cannot read {os.fspath(source)!r}: {exc.strerror}") from exc
     raise TypeError(f"expected a path or bytes, not {type(source).__name__}")
 
 
