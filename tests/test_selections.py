@@ -398,7 +398,8 @@ def test_counters_follow_sessions_selections_and_the_cache() -> None:
     assert mid["users"]["active"] == before["users"]["active"] + 2
     assert mid["users"]["total"] == before["users"]["total"] + 2
 
-    # A new selection state: one lookup that misses, one entry added holding the row bitset.
+    # A new selection state: one lookup that misses, one entry added holding the row bitset
+    # and the set of B's values that made it (B's 7 values and NULL: one word).
     s1.select("B", [3])
     after_first = counters()
     assert after_first["selections"] == mid["selections"] + 1
@@ -406,7 +407,8 @@ def test_counters_follow_sessions_selections_and_the_cache() -> None:
     assert after_first["cache"]["hits"] == mid["cache"]["hits"]
     assert after_first["cache"]["added"] == mid["cache"]["added"] + 1
     assert (
-        after_first["cache"]["bytes_added"] - mid["cache"]["bytes_added"] == (1000 + 63) // 64 * 8
+        after_first["cache"]["bytes_added"] - mid["cache"]["bytes_added"]
+        == (1000 + 63) // 64 * 8 + 8
     )
 
     # Another session reaching the same state finds it.
@@ -436,12 +438,13 @@ def test_cache_evicts_past_its_limit_and_counts_replacements() -> None:
     limit = assoc.cache_info()["limit"]
     assoc._core.clear_cache()  # entries of other tests would be evicted first
     try:
-        assoc.set_cache_limit(3 * 8000)  # room for three row bitsets of 8,000 bytes
+        # Room for three states: a row bitset of 8,000 bytes and B's value set of 8 each.
+        assoc.set_cache_limit(3 * 8008)
         before = counters()["cache"]
         with app.session() as s:
             for v in range(5):
                 s.select("B", [v])
-            assert assoc.cache_info()["bytes"] <= 3 * 8000
+            assert assoc.cache_info()["bytes"] <= 3 * 8008
             after = counters()["cache"]
             assert after["added"] - before["added"] == 5
             assert after["replaced"] - before["replaced"] == 2
@@ -619,3 +622,56 @@ def test_the_portable_match_kernel_agrees_with_numpy_too() -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert " passed" in done.stdout
     assert "failed" not in done.stdout
+
+
+@pytest.mark.parametrize("linked", [False, True])
+def test_a_fields_own_selection_states_agree_with_numpy_once_its_values_are_known(
+    linked,
+) -> None:
+    # Once a field's values on all rows are known (a list's layout before any selection), a
+    # selection of that field alone gives its states from those values, without a scan of the
+    # rows; with a second selection in its table, the rows are scanned again. Both agree with
+    # numpy, in a table alone and in one linked to another.
+    rng = np.random.default_rng(17 + linked)
+    n = 70_001
+    customer = rng.integers(0, 3000, n)
+    region = customer % 13
+    amount = rng.integers(0, 400, n)
+    tables: dict[str, dict[str, Any]] = {
+        "Sales": {"Customer": customer, "Region": region, "Amount": amount}
+    }
+    if linked:
+        tables["Regions"] = {"Region": np.arange(10), "Manager": [f"m{i % 4}" for i in range(10)]}
+    app = App.from_tables(tables)
+    symbols = {f: np.asarray(app.symbols(f)) for f in ("Customer", "Amount")}
+    present = set(np.unique(customer).tolist())
+
+    def codes_of(field: str, values: set[int], code: int) -> np.ndarray:
+        return np.where(np.isin(symbols[field], list(values)), code, EXCLUDED)
+
+    with app.session() as s:
+        for field in ("Customer", "Region", "Amount"):
+            s.state_codes(field)
+        for picks in ([5], [5, 77, 2999], list(range(0, 3000, 7))):
+            s.clear()
+            s.select("Customer", picks)
+            rows = np.isin(customer, picks)  # Regions leaves Sales' rows as they are
+            assert s.possible_rows("Sales") == int(rows.sum())
+            kept = set(np.unique(customer[rows]).tolist())
+            want = np.where(
+                np.isin(symbols["Customer"], list(kept)),
+                SELECTED,
+                np.where(np.isin(symbols["Customer"], picks), SELECTED_EXCLUDED, ALTERNATIVE),
+            )
+            np.testing.assert_array_equal(s.state_codes("Customer", True), want)
+            np.testing.assert_array_equal(
+                s.state_codes("Amount"), codes_of("Amount", set(amount[rows].tolist()), OPTION)
+            )
+            s.select("Amount", [int(amount[rows][0])])
+            rows &= amount == amount[rows][0]
+            kept = set(np.unique(customer[rows]).tolist())
+            selected = codes_of("Customer", kept, SELECTED)
+            excluded_picks = np.isin(symbols["Customer"], sorted(set(picks) - kept))
+            selected[excluded_picks] = SELECTED_EXCLUDED
+            np.testing.assert_array_equal(s.state_codes("Customer"), selected)
+            assert present >= kept

@@ -138,6 +138,8 @@ std::size_t RowStates::byte_size() const {
     if (r) n += r->byte_size();
   for (const auto& v : values)
     if (v) n += v->byte_size();
+  for (const auto& c : constrained)
+    if (c.allowed) n += c.allowed->byte_size();
   return n;
 }
 
@@ -233,9 +235,27 @@ void AssociativeModel::prepare_lookup(std::uint32_t field) const { lookup(field)
 
 Bitset AssociativeModel::values_on_possible(std::uint32_t field, const RowStates& rows) const {
   if (const Bitset* found = rows.values_of(field)) return *found;
+  // A field of one table whose rows one constraint on its column made (a selection of the
+  // field alone): the values allowed that the column holds at all, when those are known.
+  if (holders_[field].size() == 1) {
+    const Holder& h = holders_[field].front();
+    const RowStates::OneConstraint* one = rows.constraint_of(h.table);
+    if (one != nullptr && one->column == h.column) {
+      if (auto held = values_found_on(h.table, h.column)) {
+        Bitset out = *held;
+        out.and_with(*one->allowed);
+        return out;
+      }
+    }
+  }
   Bitset out = symbol_set(model_->fields()[field].symbols.size());
   for (const auto& h : holders_[field]) out.or_with(values_on(h.table, h.column, rows.rows[h.table].get()));
   return out;
+}
+
+std::shared_ptr<const Bitset> AssociativeModel::values_found_on(std::uint32_t table, std::uint32_t column) const {
+  std::lock_guard<std::mutex> lock(column_mutex_);
+  return column_values_.at(table).at(column);
 }
 
 Bitset AssociativeModel::values_on(std::uint32_t table, std::uint32_t column, const Bitset* rows) const {

@@ -72,6 +72,9 @@ class Evaluator {
       // Such a table's rows under a wider state hold all but the fields selected otherwise.
       const bool from_wider = wider_ != nullptr && !table.is_loose && alone;
       if (from_wider) rows = wider_rows_->rows[t];
+      // The constraints applied here, and the last one's column and values.
+      std::size_t constraints = rows ? 1 : 0;
+      RowStates::OneConstraint last;
       for (std::uint32_t c = 0; c < table.columns.size(); ++c) {
         const std::uint32_t f = table.columns[c].field;
         std::shared_ptr<const Bitset> matched;
@@ -84,6 +87,8 @@ class Evaluator {
             here.push_back({share(*constraint, f), {c, std::move(constraint)}});
           } else {
             matched = match(t, c);
+            ++constraints;
+            last = {c, to_table(t, c)};
           }
         }
         if (!matched) continue;
@@ -101,6 +106,12 @@ class Evaluator {
       for (const auto& item : here) {
         const auto& [c, allowed] = item.second;
         rows = std::make_shared<const Bitset>(match_rows(table.columns[c].index, *allowed, rows.get()));
+        ++constraints;
+        last = {c, allowed};
+      }
+      if (constraints == 1) {
+        if (out->constrained.empty()) out->constrained.resize(tables.size());
+        out->constrained[t] = std::move(last);
       }
       out->possible[t] = rows ? rows->count() : table.rows;
       out->rows[t] = std::move(rows);

@@ -93,6 +93,17 @@ struct RowStates {
   // key field that a selection reaches through a linked table); null, or absent: not found.
   std::vector<std::shared_ptr<const Bitset>> values;
   const Bitset* values_of(std::uint32_t field) const { return field < values.size() ? values[field].get() : nullptr; }
+  // Per table whose possible rows one constraint made: exactly the rows whose column `column`
+  // holds one of the values `allowed` (so that column's values on them are `allowed` less
+  // those it never holds). Absent, or null `allowed`: rows made otherwise.
+  struct OneConstraint {
+    std::uint32_t column = 0;
+    std::shared_ptr<const Bitset> allowed;
+  };
+  std::vector<OneConstraint> constrained;
+  const OneConstraint* constraint_of(std::uint32_t table) const {
+    return table < constrained.size() && constrained[table].allowed ? &constrained[table] : nullptr;
+  }
   std::size_t byte_size() const;
 };
 
@@ -180,6 +191,9 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
   // The values column `column` of table `table` holds on `rows` (null: every row; those are
   // found once per column and kept, the model being fixed), a set of its field's symbols.
   Bitset values_on(std::uint32_t table, std::uint32_t column, const Bitset* rows) const;
+  // The values column `column` of table `table` holds on any row when they were found before
+  // (values_on with null rows); null otherwise.
+  std::shared_ptr<const Bitset> values_found_on(std::uint32_t table, std::uint32_t column) const;
 
  private:
   struct Lookup;
