@@ -11,35 +11,57 @@ namespace assoc::detail {
 namespace {
 
 constexpr std::size_t kBatch = 1024;  // rows decoded at a time (16 whole blocks)
-// Blocks a scan of few rows per block looks ahead: their rows are far apart, so each read
-// misses the cache unless asked for early.
+// Blocks a scan of many rows per block looks ahead.
 constexpr std::size_t kAhead = 32;
+// Rows a scan of few rows per block keeps asked for ahead: their rows are far apart, each read
+// misses the cache, and memory serves this many misses at once rather than one by one.
+constexpr unsigned kRowsAhead = 24;
 // A block with at most this many rows of a row set is read row by row, not decoded whole.
 constexpr unsigned kFewRows = 8;
 
 // Read-ahead for a scan of a column over the blocks [first, last) of a row set. When at least
 // one block in 8 holds rows, every line of the blocks ahead is asked for: a stream, which
-// memory serves far faster than the same lines missed one by one. When fewer do, only the
-// line of the first row of each block ahead that holds one.
+// memory serves far faster than the same lines missed one by one. When fewer do, the line of
+// each row kRowsAhead rows ahead of the scan.
 class ReadAhead {
  public:
   ReadAhead(const PackedIndex& index, const std::uint64_t* rows, std::size_t first, std::size_t last)
       : data_(index.data()), block_bytes_(std::size_t{8} * index.bit_width()), width_(index.bit_width()),
-        rows_(rows), last_(last) {
+        rows_(rows), last_(last), next_(first) {
     std::size_t holding = 0;
     for (std::size_t w = first; w < last; ++w) holding += rows[w] != 0;
     stream_ = holding * 8 >= last - first;
+    if (next_ < last_) bits_ = rows_[next_];
   }
-  // Called at block w, in increasing order.
-  void at(std::size_t w) const {
-    const std::size_t ahead = w + kAhead;
-    if (ahead >= last_) return;
+  // Whether every block is read ahead (else only the rows): a scan that is not may skip the
+  // blocks without rows.
+  bool streaming() const { return stream_; }
+  // Called at block w before its rows are read, at increasing blocks (not necessarily each).
+  void at(std::size_t w) {
     if (stream_) {
+      const std::size_t ahead = w + kAhead;
+      if (ahead >= last_) return;
       const std::uint8_t* p = data_ + ahead * block_bytes_;
       for (std::size_t k = 0; k < block_bytes_; k += 64) __builtin_prefetch(p + k);
-    } else if (rows_[ahead] != 0) {
-      const std::size_t row = ahead * 64 + static_cast<std::size_t>(std::countr_zero(rows_[ahead]));
+      return;
+    }
+    if (next_ < w) {  // the scan passed blocks it was not called at: ask on from here
+      next_ = w;
+      bits_ = rows_[w];
+      asked_ = reached_;
+    }
+    const std::uint64_t here = rows_[w];
+    if (here == 0) return;
+    reached_ += popcount64(here);
+    while (asked_ < reached_ + kRowsAhead) {
+      while (bits_ == 0) {
+        if (++next_ >= last_) return;
+        bits_ = rows_[next_];
+      }
+      const std::size_t row = next_ * 64 + static_cast<std::size_t>(std::countr_zero(bits_));
+      bits_ &= bits_ - 1;
       __builtin_prefetch(data_ + row * width_ / 8);
+      ++asked_;
     }
   }
 
@@ -50,6 +72,9 @@ class ReadAhead {
   const std::uint64_t* rows_;
   std::size_t last_;
   bool stream_ = false;
+  std::size_t next_;        // the block of the next row to ask for
+  std::uint64_t bits_ = 0;  // its rows not asked for yet
+  std::size_t reached_ = 0, asked_ = 0;  // rows the scan reached, rows asked for
 };
 
 // Adds the symbols on rows of blocks [first, last) (all rows when `rows` is null) to `acc`.
@@ -71,8 +96,13 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
     return;
   }
   const std::uint64_t* m = rows->words();
-  const ReadAhead read_ahead(index, m, first, last);
+  ReadAhead read_ahead(index, m, first, last);
+  const bool skip = !read_ahead.streaming();
   for (std::size_t w = first; w < last; ++w) {
+    if (skip) {
+      while (w < last && m[w] == 0) ++w;
+      if (w == last) break;
+    }
     read_ahead.at(w);
     std::uint64_t bits = m[w];
     if (bits == 0) continue;
@@ -126,8 +156,13 @@ Bitset match_rows(const PackedIndex& index, const Bitset& set, const Bitset* wit
           return;
         }
         const std::uint64_t* m = within->words();
-        const ReadAhead read_ahead(index, m, begin, end);
+        ReadAhead read_ahead(index, m, begin, end);
+        const bool skip = !read_ahead.streaming();
         for (std::size_t w = begin; w < end;) {
+          if (skip) {
+            while (w < end && m[w] == 0) ++w;  // o's words there stay zero
+            if (w == end) break;
+          }
           read_ahead.at(w);
           const std::uint64_t bits = m[w];
           if (bits == 0) {
