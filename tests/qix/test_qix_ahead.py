@@ -4,12 +4,18 @@ socket of the session)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from qixclient import QixClient
 
+from assoc.server.qix import ahead
 from conftest import QixServer, symbols
 
 pytestmark = pytest.mark.server
@@ -132,3 +138,67 @@ def test_a_destroyed_object_s_layout_made_ahead_is_not_answered(qix: QixClient) 
     assert destroyed["close"] == [listbox]
     assert qix.call("GetLayout", [], listbox)["error"]["code"] == -32602
     assert rows(qix.result("GetLayout", [], cube)) == [("a", 15)]
+
+
+class _Engine:
+    """Engine threads without a memory budget (what LayoutsAhead needs of EngineWork)."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(1)
+
+    def submit(self, func: Any, *args: Any) -> asyncio.Future[Any]:
+        return asyncio.get_running_loop().run_in_executor(self.pool, func, *args)
+
+
+def _hand_over(monkeypatch: pytest.MonkeyPatch, send: str) -> list[str]:
+    """The order of an engine answer, its send and the layout made ahead after it; `send`:
+    "sent" (the loop sends the answer), "cancelled" (the request is given up)."""
+    monkeypatch.setattr(ahead, "SEND_WAIT", 30.0)  # the layout waits for the send, not the clock
+    events: list[str] = []
+    made = threading.Event()
+
+    def layout(*_: Any) -> None:
+        events.append("layout made")
+        made.set()
+
+    monkeypatch.setattr(ahead, "_layout", layout)
+    session = SimpleNamespace(
+        doc=SimpleNamespace(modal=None),
+        handles=SimpleNamespace(open_handles=lambda: [7]),
+        notice=([7], []),
+    )
+
+    async def main() -> None:
+        later = ahead.LayoutsAhead()
+        later.asked(7)  # the object was laid out before: the change makes it ahead
+        engine = _Engine()
+        job, answered = later.answer_then_make(
+            engine,  # type: ignore[arg-type]
+            session,  # type: ignore[arg-type]
+            lambda: events.append("answer made") or "answer",
+        )
+        if send == "cancelled":
+            answered.cancel()
+        else:
+            assert await answered == "answer"
+            await asyncio.sleep(0.05)  # the engine thread would have gone on by now
+            events.append("answer sent")
+            later.answer_sent()
+        await asyncio.wait({job})
+        engine.pool.shutdown()
+
+    asyncio.run(main())
+    assert made.is_set()
+    return events
+
+
+def test_layouts_ahead_are_made_once_the_answer_is_sent(monkeypatch) -> None:
+    # The engine thread that made an answer leaves the interpreter and the cores to the loop
+    # until the answer is sent: the client can ask for no layout before it has the answer.
+    assert _hand_over(monkeypatch, "sent") == ["answer made", "answer sent", "layout made"]
+
+
+def test_a_request_given_up_does_not_hold_its_layouts_back(monkeypatch) -> None:
+    started = time.monotonic()
+    assert _hand_over(monkeypatch, "cancelled")[-1] == "layout made"
+    assert time.monotonic() - started < 10  # not the 30 s the send is waited for at most

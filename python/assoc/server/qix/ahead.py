@@ -1,12 +1,12 @@
 """Layouts made ahead. An answer that changes objects the client lays out (a selection, a patch)
 is followed by their GetLayout requests, one round trip each (enigma.js asks on `change`). The
-session starts making those layouts as soon as the answer is made (the engine thread that made
-an engine method's answer goes on to make them; after any other method an engine thread starts
-while the answer is sent), while it travels and while the client reads the layouts before them;
-each GetLayout that follows takes its layout as made. Any other request (or a GetLayout asked
-again) first waits for that work to stop and drops what it made, so a layout made ahead is
-always the one its own GetLayout would have made at that point: nothing can change the session
-in between.
+session starts making those layouts as soon as the answer is on its way (the engine thread that
+made an engine method's answer goes on to make them once the loop has sent it; after any other
+method an engine thread starts while the answer is sent), while it travels and while the client
+reads the layouts before them; each GetLayout that follows takes its layout as made. Any other
+request (or a GetLayout asked again) first waits for that work to stop and drops what it made,
+so a layout made ahead is always the one its own GetLayout would have made at that point:
+nothing can change the session in between.
 
 When the socket whose answer started the work asks for its layouts as delta answers, each is
 also diffed there against that socket's bases (delta.py); they become its bases only when the
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,10 @@ from assoc.server.qix.workload import EngineWork, work_bytes
 
 # At most this many objects' layouts are made ahead after one change (the oldest asked first).
 AHEAD_MAX = 16
+# Seconds the engine thread that made an answer waits for the loop to send it before it makes
+# the layouts that answer changed: until then the loop needs the interpreter and a core, and
+# the client can ask for no layout before the answer reaches it.
+SEND_WAIT = 0.002
 # The start of an answer made with id null.
 _NULL_ID = '{"jsonrpc":"2.0","id":null,'
 _log = logging.getLogger("assoc.qix")
@@ -97,6 +102,7 @@ class LayoutsAhead:
         self._made: Made = {}
         self._job: asyncio.Future[None] | None = None
         self._stop = False  # read by the engine thread between layouts
+        self._sent = threading.Event()  # the answer that started the work was sent
         self.counts: LoopCounts | None = None  # the service's count of planned and served
 
     def asked(self, handle: int) -> None:
@@ -138,20 +144,27 @@ class LayoutsAhead:
         bases: DeltaBases | None = None,
     ) -> tuple[asyncio.Future[None], asyncio.Future[str]]:
         """Runs `work` (an engine request's answer) in an engine thread, which then goes on to
-        make the layouts that answer changed, as `start` would: the first cube starts without
-        the event loop handing the work to a thread again (a wake-up that waits for a core
-        while the loop sends the answer and the client reads it). The whole work and the
-        answer, as futures. Call it with nothing made ahead (after `settle`)."""
+        make the layouts that answer changed, as `start` would, once `answer_sent` is called:
+        the first cube starts without the event loop handing the work to a thread again. The
+        whole work and the answer, as futures. Call it with nothing made ahead (after
+        `settle`)."""
         loop = asyncio.get_running_loop()
         answered: asyncio.Future[str] = loop.create_future()
         made: Made = {}
         self._made, self._stop = {}, False
+        self._sent = sent = threading.Event()
         job = engine.submit(
-            self._answer_and_make, engine, session, work, answered, made, loop, bases
+            self._answer_and_make, engine, session, work, answered, made, loop, bases, sent
         )
         job.add_done_callback(lambda done: _ended(done, made, answered))
+        answered.add_done_callback(lambda done: _given_up(done, sent))
         self._job = job
         return job, answered
+
+    def answer_sent(self) -> None:
+        """The answer of `answer_then_make` was sent (or will not be): the layouts it changed
+        are made from now on."""
+        self._sent.set()
 
     def _plan(self, session: QixSession, changed: Sequence[int]) -> list[int]:
         """The objects to lay out ahead after `changed` (the session's lock held, by the loop
@@ -184,13 +197,17 @@ class LayoutsAhead:
         made: Made,
         loop: asyncio.AbstractEventLoop,
         bases: DeltaBases | None,
+        sent: threading.Event,
     ) -> None:
         """In an engine thread: the answer, handed to the loop with the plan it leads to (its
-        futures exist before any of its layouts is delivered), then the plan's layouts."""
+        futures exist before any of its layouts is delivered), then, once the loop has sent
+        the answer (SEND_WAIT at most), the plan's layouts."""
         text = work()
         notice = session.notice
         plan = self._plan(session, notice[0]) if notice is not None and notice[0] else []
         loop.call_soon_threadsafe(_answered, self, plan, made, answered, text)
+        if plan:
+            sent.wait(SEND_WAIT)
         self._make(engine, session, plan, made, loop, bases)
 
     def _make(
@@ -301,6 +318,12 @@ def _answered(
         return
     ahead._install(plan, made)
     answered.set_result(text)
+
+
+def _given_up(answered: asyncio.Future[str], sent: threading.Event) -> None:
+    """A request given up has no answer to send: its layouts are made at once."""
+    if answered.cancelled():
+        sent.set()
 
 
 def _ended(

@@ -121,7 +121,10 @@ class QixConnection:
             # engine method's thread went on to make them already).
             bases = self.bases if self.delta_layouts else None
             ahead.start(self.engine, session, session.notice[0], bases)
-        await self.send(answer)
+        try:
+            await self.send(answer)
+        finally:
+            ahead.answer_sent()
         await self._tell_peers()
 
     async def _tell_peers(self) -> None:
