@@ -6,11 +6,13 @@ from __future__ import annotations
 import ctypes
 import datetime as dt
 import decimal
+import itertools
 import re
 from typing import Any
 
+import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import assoc
@@ -507,3 +509,68 @@ def test_hostile_offsets_and_indexes_are_errors():
     )
     with pytest.raises(assoc.Error, match="string view at row 0 points outside its data buffers"):
         assoc.App.from_arrow({"T": one(bad_view)})
+
+
+def _first_seen(numbers: list[float]) -> tuple[list[float], list[float | None]]:
+    """The symbols of a column of numbers as Qlik's load makes them (distinct, -0 as 0, in the
+    order first seen) and its rows (NaN: NULL)."""
+    symbols: dict[float, float] = {}
+    rows: list[float | None] = []
+    for x in numbers:
+        if x != x:
+            rows.append(None)
+            continue
+        symbols.setdefault(x + 0.0, x)  # -0.0 + 0.0 is 0.0: one key for both
+        rows.append(symbols[x + 0.0])
+    return list(symbols.values()), rows
+
+
+_NUMBER_COLUMNS = st.one_of(
+    # integers over a narrow span (read by value), over a wide one (hashed), and decimals
+    st.lists(st.integers(-300, 300).map(float), max_size=400),
+    st.lists(st.integers(-(2**62), 2**62).map(float), max_size=200),
+    st.lists(st.sampled_from([0.5, -0.0, 0.0, 1.25, 3.0, float("nan"), 1e300, -7.0]), max_size=200),
+    # decimals (read by their value times 100), and two numbers with one such key: 0.1 + 0.2
+    # is not 0.3, but both are 30 hundredths
+    st.lists(st.integers(-10_000, 10_000).map(lambda k: k / 100), max_size=300),
+    st.lists(st.sampled_from([0.3, 0.1 + 0.2, 0.29, 2.5, 1.0, float("nan")]), max_size=100),
+    st.lists(
+        st.one_of(st.integers(-50, 50).map(float), st.just(float("nan")), st.just(-0.0)),
+        max_size=300,
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(numbers=_NUMBER_COLUMNS, cuts=st.lists(st.integers(0, 400), max_size=3))
+@example(numbers=[0.3, 0.1 + 0.2, 0.29, 0.3], cuts=[])  # one key, two numbers, in one batch
+@example(numbers=[7.0, -0.0, float("nan"), 0.0, 7.0], cuts=[2])
+def test_columns_of_numbers_load_alike_from_numpy_arrow_chunks_and_lists(numbers, cuts):
+    # Numbers are interned in a batch (whole multiples of a power of ten over a narrow span by
+    # their value, others by a hash of their bits); Arrow chunks are batches one after
+    # another, the later ones finding the earlier ones' symbols. Every way gives the symbols
+    # and rows a value at a time would.
+    symbols, rows = _first_seen(numbers)
+    bounds = sorted({0, len(numbers), *(c for c in cuts if c <= len(numbers))})
+    chunks = [numbers[a:b] for a, b in itertools.pairwise(bounds)] or [[]]
+    chunked = pa.chunked_array([pa.array(c, type=pa.float64()) for c in chunks])
+    lists = [None if x != x else x for x in numbers]
+    for app in (
+        assoc.App.from_tables({"T": {"x": np.asarray(numbers, dtype=np.float64)}}),
+        assoc.App.from_arrow({"T": pa.table({"x": chunked})}),
+        assoc.App.from_tables({"T": {"x": lists}}),
+    ):
+        got = app.symbols("x") if numbers else []
+        assert [float(v) for v in got] == symbols
+        assert [None if v is None else float(v) for v in values(app, "T", "x")] == rows
+
+
+def test_integer_ids_in_arrow_chunks_keep_one_symbol_each():
+    # The first chunk is read by value, the next ones through the hash made from it then.
+    ids = np.arange(300_000, dtype=np.int64)
+    chunked = pa.chunked_array([pa.array(ids[:100_000]), pa.array(ids[50_000:]), pa.array(ids)])
+    app = assoc.App.from_arrow({"T": pa.table({"Id": chunked})})
+    assert app.symbols("Id") == list(range(300_000))
+    with app.session() as s:
+        s.select("Id", [7, 150_000])
+        assert s.possible_rows("T") == 4  # 7 in the first and last chunks, 150,000 in the last two

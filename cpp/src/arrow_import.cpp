@@ -123,6 +123,12 @@ bool is_index_kind(Kind k) {
          k == Kind::kUInt32 || k == Kind::kInt64 || k == Kind::kUInt64;
 }
 
+// Whether a value type reads as numbers alone (no texts).
+bool is_number_kind(Kind k) {
+  return is_index_kind(k) || k == Kind::kFloat32 || k == Kind::kFloat64 || k == Kind::kBool ||
+         k == Kind::kDecimal128 || k == Kind::kDate32 || k == Kind::kDate64 || k == Kind::kTimestamp;
+}
+
 // How one column reads: its values' type, and its dictionary's when it is dictionary-encoded.
 struct ColumnType {
   std::string name;
@@ -366,6 +372,18 @@ class ColumnReader {
       return;
     }
     std::uint32_t* rows = rows_.data() + at;
+    if (is_number_kind(type_.values.kind)) {  // the numbers first, then interned at once
+      numbers_.resize(static_cast<std::size_t>(n));
+      double* numbers = numbers_.data();
+      for_each_value(a, type_.values, first, n, outer, outer_first, where_, [&](std::int64_t i, const DualView* v) {
+        numbers[i] = v == nullptr ? std::nan("") : v->number;
+      });
+      for (std::int64_t i = 0; i < n; ++i)
+        if (std::isinf(numbers[i]))
+          throw Error(where_ + ": infinite numbers are not values (row " + std::to_string(first + i) + ")");
+      symbols_.intern_numbers(numbers, static_cast<std::size_t>(n), rows);
+      return;
+    }
     for_each_value(a, type_.values, first, n, outer, outer_first, where_, [&](std::int64_t i, const DualView* v) {
       rows[i] = v == nullptr ? kNull : intern(*v, first + i);
     });
@@ -432,6 +450,7 @@ class ColumnReader {
   std::string where_;
   SymbolTableBuilder symbols_;
   std::vector<std::uint32_t> rows_;
+  std::vector<double> numbers_;  // a batch's numbers, NaN for NULL
 };
 
 }  // namespace

@@ -35,8 +35,11 @@ void ColumnBuilder::add_dual(double v, std::string_view text) {
 }
 
 void ColumnBuilder::add_numbers(const double* values, std::size_t n) {
-  reserve(rows() + n);
-  for (std::size_t i = 0; i < n; ++i) add_number(values[i]);
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::isinf(values[i])) throw Error("field '" + name_ + "': infinite numbers are not values");
+  const std::size_t at = rows_.size();
+  rows_.resize(at + n);
+  symbols_.intern_numbers(values, n, rows_.data() + at);
 }
 
 ModelBuilder::ModelBuilder() : model_(std::make_unique<DataModel>()) {}

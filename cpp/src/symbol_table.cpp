@@ -1,5 +1,6 @@
 #include "assoc/symbol_table.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -206,7 +207,7 @@ SymbolTableBuilder& SymbolTableBuilder::operator=(SymbolTableBuilder&&) noexcept
 
 void SymbolTableBuilder::reserve(std::size_t n_symbols, std::size_t text_bytes) {
   table_.text_.reserve(text_bytes);
-  if (hashing_) {
+  if (hashing_ && !hash_stale_) {
     std::size_t cap = slots_.size();
     while (cap < n_symbols * 2) cap <<= 1;
     if (cap != slots_.size()) rehash(cap);
@@ -221,10 +222,138 @@ std::uint64_t SymbolTableBuilder::hash_of(const DualView& v) const {
 void SymbolTableBuilder::rehash(std::size_t capacity) {
   slots_.assign(capacity, 0);
   mask_ = capacity - 1;
+  const bool numbers_alone = table_.text_offsets_.empty() && table_.numbers_.size() == table_.size_;
   for (std::uint32_t i = 0; i < table_.size_; ++i) {
-    std::size_t s = hash_of(table_.value(i)) & mask_;
+    std::size_t s =
+        (numbers_alone ? mix64(number_key(table_.numbers_[i])) : hash_of(table_.value(i))) & mask_;
     while (slots_[s] != 0) s = (s + 1) & mask_;
     slots_[s] = i + 1;
+  }
+}
+
+void SymbolTableBuilder::ensure_hash() {
+  if (!hash_stale_) return;
+  std::size_t cap = 16;
+  while (cap < static_cast<std::size_t>(table_.size_) * 2) cap <<= 1;
+  rehash(cap);
+  hash_stale_ = false;
+}
+
+std::uint32_t SymbolTableBuilder::push_number(double v) {
+  if (table_.size_ == 0xFFFFFFFEU) throw Error("too many distinct values in one field");
+  table_.numbers_.push_back(v);
+  return table_.size_++;
+}
+
+bool SymbolTableBuilder::intern_by_value(const double* values, std::size_t n, std::uint32_t* out) {
+  constexpr double kWhole = 4503599627370496.0;  // 2^52: every multiple of a half below is a double
+  // The scale: the smallest power of ten up to 10^4 that makes the first numbers whole.
+  constexpr double kScales[] = {1, 10, 100, 1000, 10000};
+  const auto whole = [](double y) { return std::fabs(y - std::nearbyint(y)) <= 1e-9 * std::max(1.0, std::fabs(y)); };
+  double scale = 0;
+  for (const double candidate : kScales) {
+    bool all = true;
+    for (std::size_t i = 0, seen = 0; i < n && seen < 64 && all; ++i) {
+      if (values[i] != values[i]) continue;
+      all = whole(values[i] * candidate);
+      ++seen;
+    }
+    if (all) {
+      scale = candidate;
+      break;
+    }
+  }
+  if (scale == 0) return false;
+  // Each number's key, round(number * scale): the span of the keys, every number near one.
+  double lo = kWhole, hi = -kWhole;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = values[i];
+    if (x != x) continue;  // NaN: NULL
+    const double y = x * scale;
+    if (!(std::fabs(y) < kWhole) || !whole(y)) return false;
+    lo = std::min(lo, y);
+    hi = std::max(hi, y);
+  }
+  lo = std::nearbyint(lo);
+  hi = std::nearbyint(hi);
+  if (lo > hi || hi - lo >= std::max(2.0 * static_cast<double>(n), 65536.0)) return false;
+  const auto first = static_cast<std::int64_t>(lo);
+  const auto span = static_cast<std::size_t>(hi - lo) + 1;
+  // Per key from the lowest: its symbol + 1, 0 while it has none.
+  std::vector<std::uint32_t> symbol(span, 0);
+  table_.numbers_.reserve(std::min(n, span));  // never grown (nor copied when finished)
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = values[i];
+    if (x != x) {
+      out[i] = kNull;
+      continue;
+    }
+    std::uint32_t& s = symbol[static_cast<std::size_t>(static_cast<std::int64_t>(std::nearbyint(x * scale)) - first)];
+    if (s == 0) {
+      s = push_number(x) + 1;
+    } else if (number_key(table_.numbers_[s - 1]) != number_key(x)) {
+      // Two numbers with one key (0.3 and 0.1 + 0.2): the hash finds them apart instead.
+      table_.numbers_.clear();
+      table_.size_ = 0;
+      return false;
+    }
+    out[i] = s - 1;
+  }
+  hash_stale_ = true;
+  return true;
+}
+
+void SymbolTableBuilder::intern_numbers(const double* values, std::size_t n, std::uint32_t* out) {
+  if (!hashing_) throw Error("internal: intern after append on one symbol table");
+  SymbolTable& t = table_;
+  if (!t.text_offsets_.empty() || t.numbers_.size() != t.size_) {  // symbols with texts: one by one
+    for (std::size_t i = 0; i < n; ++i) out[i] = values[i] != values[i] ? kNull : intern_number(values[i]);
+    return;
+  }
+  if (t.size_ == 0 && intern_by_value(values, n, out)) return;
+  ensure_hash();
+  // Each value's hash is made kAhead values before its turn, and its slot asked for then (a
+  // large table's slots miss the cache).
+  constexpr std::size_t kAhead = 8;
+  std::uint64_t hashes[kAhead];
+  const auto hash_at = [&](std::size_t i) { return mix64(number_key(values[i])); };
+  for (std::size_t i = 0; i < std::min(n, kAhead); ++i) hashes[i] = hash_at(i);
+  // After this many values, a column whose values were nearly all new gets its hash sized for
+  // the rest at once, rather than doubled (and every symbol placed again) step by step.
+  constexpr std::size_t kSample = 4096;
+  const std::uint32_t size_before = t.size_;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t hash = hashes[i % kAhead];
+    if (i + kAhead < n) {
+      const std::uint64_t ahead = hash_at(i + kAhead);
+      hashes[i % kAhead] = ahead;
+      __builtin_prefetch(&slots_[ahead & mask_]);
+    }
+    if (i == kSample && (t.size_ - size_before) * 4 >= kSample * 3) {
+      std::size_t cap = slots_.size();
+      while (cap < (static_cast<std::size_t>(t.size_) + n - i) * 2) cap <<= 1;
+      if (cap != slots_.size()) rehash(cap);
+    }
+    const double x = values[i];
+    if (x != x) {
+      out[i] = kNull;
+      continue;
+    }
+    const std::uint64_t key = number_key(x);
+    std::size_t s = hash & mask_;
+    std::uint32_t found = kNull;
+    for (std::uint32_t slot; (slot = slots_[s]) != 0; s = (s + 1) & mask_) {
+      if (number_key(t.numbers_[slot - 1]) == key) {
+        found = slot - 1;
+        break;
+      }
+    }
+    if (found == kNull) {
+      found = push_number(x);
+      slots_[s] = found + 1;
+      if (static_cast<std::size_t>(t.size_) * 2 > slots_.size()) rehash(slots_.size() * 2);
+    }
+    out[i] = found;
   }
 }
 
@@ -280,6 +409,7 @@ std::uint32_t SymbolTableBuilder::find_or_add(const DualView& v) {
 std::uint32_t SymbolTableBuilder::intern(const DualView& v) {
   if (!v.has_number() && !v.has_text) throw Error("a NULL value cannot be a symbol");
   if (!hashing_) throw Error("internal: intern after append on one symbol table");
+  ensure_hash();
   return find_or_add(v);
 }
 

@@ -129,6 +129,12 @@ class SymbolTableBuilder {
   std::uint32_t intern(const DualView& v);
   std::uint32_t intern_number(double v) { return intern(DualView::of_number(v)); }
   std::uint32_t intern_text(std::string_view t) { return intern(DualView::of_text(t)); }
+  // Interns each of `n` numbers into `out` (NaN: NULL, kNull; the caller refuses infinities),
+  // as intern would, faster while the table holds numbers alone: the numbers are compared as
+  // they are stored, and numbers into a table begun empty that are whole multiples of one
+  // power of ten (1 to 10^-4) spanning at most max(2n, 65,536) of them are found by their
+  // value in an array rather than a hash.
+  void intern_numbers(const double* values, std::size_t n, std::uint32_t* out);
   // Appends v as a new symbol without looking for an equal one (file formats whose symbols are distinct).
   std::uint32_t append(const DualView& v);
   std::uint32_t size() const { return table_.size_; }
@@ -142,11 +148,20 @@ class SymbolTableBuilder {
   std::uint64_t hash_of(const DualView& v) const;
   std::uint32_t find_or_add(const DualView& v);
   std::uint32_t push(const DualView& v);
+  // A new symbol of a table of numbers alone.
+  std::uint32_t push_number(double v);
+  // intern_numbers into an empty table by an array indexed by value (number * scale, for the
+  // least power of ten up to 10^4 that makes the numbers whole); false (nothing done) when
+  // some number is not whole so, the keys span too much, or two numbers share a key.
+  bool intern_by_value(const double* values, std::size_t n, std::uint32_t* out);
+  // Makes the hash again when symbols were added without it.
+  void ensure_hash();
 
   SymbolTable table_;
   std::vector<std::uint32_t> slots_;  // open addressing: symbol index + 1, 0 = empty
   std::size_t mask_ = 0;
   bool hashing_ = true;
+  bool hash_stale_ = false;  // symbols were added without the hash (intern_by_value)
 };
 
 }  // namespace assoc
