@@ -8,7 +8,11 @@ Large (text, 100,000 values), Qty (int) and Price (float). Measured, best of K a
 - export: polars.DataFrame(app.table(...)) through the capsule, against pl.from_arrow of the
   same data as a pyarrow table with dictionary columns (goal <= 1.5x);
 - import: App.from_arrow of that pyarrow table, against App.from_csv of the same data
-  written as CSV (goal <= 0.5x).
+  written as CSV (goal <= 0.5x);
+- numbers: App.from_tables of numpy columns of numbers (Id: every value distinct; Amount: cents
+  over 0-10,000; Qty: 1-999; Ratio: random floats, every value distinct), against pyarrow's
+  dictionary_encode of each column, which makes what a load makes of a column: its distinct
+  values in the order first seen, and each row's index among them.
 
 Both results are checked against the source data; the times never gate anything.
 """
@@ -24,6 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv
 
 import assoc
@@ -49,6 +54,41 @@ def make_table(rows: int, seed: int = 7) -> pa.Table:
             "Qty": pa.array(rng.integers(1, 1000, rows)),
             "Price": pa.array(np.round(rng.uniform(0, 1000, rows), 2)),
         }
+    )
+
+
+def make_numbers(rows: int, seed: int = 11) -> dict[str, np.ndarray]:
+    """The numeric columns of the numbers comparison."""
+    rng = np.random.default_rng(seed)
+    return {
+        "Id": np.arange(rows, dtype=np.int64),
+        "Amount": np.round(rng.uniform(0, 10_000, rows), 2),
+        "Qty": rng.integers(1, 1000, rows),
+        "Ratio": rng.uniform(0, 1, rows),
+    }
+
+
+def numbers(rows: int, repeat: int) -> dict[str, list[float]]:
+    """App.from_tables of numeric columns against pyarrow's dictionary_encode of each, after
+    checking that both find the same distinct values in the same order, and rows alike."""
+    columns = make_numbers(rows)
+    arrays = {name: pa.array(values) for name, values in columns.items()}
+    app = assoc.App.from_tables({"T": columns})
+    for name, array in arrays.items():
+        encoded = pc.dictionary_encode(array)
+        assert app.symbols(name) == encoded.dictionary.to_pylist(), name
+        indices = app.table("T").column_indices(name)
+        assert np.array_equal(indices, encoded.indices.to_numpy()), name
+    del app
+    return interleaved_times(
+        {
+            "App.from_tables": (lambda: assoc.App.from_tables({"T": columns}), None),
+            "dictionary_encode": (
+                lambda: [pc.dictionary_encode(a) for a in arrays.values()],
+                None,
+            ),
+        },
+        repeat,
     )
 
 
@@ -102,7 +142,7 @@ def run(rows: int, repeat: int) -> dict[str, Any]:
         repeat,
     )
     return {
-        "times": {**imports, **exports},
+        "times": {**imports, **exports, **numbers(rows, repeat)},
         "arrow_bytes": source.nbytes,
         "model_bytes": model_bytes(app),
         "frame_bytes": int(frame.estimated_size()),
@@ -133,6 +173,15 @@ def measures(repeat: int) -> list[Measure]:
             "the indexes and symbols, and the frame written",
             "<= 1.5x pl.from_arrow",
         ),
+        Measure(
+            "arrow.numbers",
+            f"{rows:,} rows x 4 numeric columns: App.from_tables vs pyarrow dictionary_encode",
+            t["App.from_tables"],
+            {"dictionary_encode": t["dictionary_encode"]},
+            rows * 4 * 8,
+            "the numbers read",
+            "",
+        ),
     ]
 
 
@@ -155,6 +204,11 @@ def main() -> None:
     print(
         f"export  capsule->polars {t_out:7.3f} s   pl.from_arrow {t_pl:8.3f} s   "
         f"ratio {t_out / t_pl:5.2f}x (goal <= 1.5x)"
+    )
+    t_num, t_dict = t["App.from_tables"], t["dictionary_encode"]
+    print(
+        f"numbers App.from_tables {t_num:7.3f} s   dictionary_encode {t_dict:5.3f} s   "
+        f"ratio {t_num / t_dict:5.2f}x"
     )
 
 
