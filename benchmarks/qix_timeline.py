@@ -1,9 +1,10 @@
-"""Where the time of one QIX step goes: compare_objects.py's ApplyPatches + GetLayout step (a
-bar chart's measure patched to an expression not computed before, then its layout asked, with
-delta answers as enigma.js asks) on a 10,000,000-row app, as a timeline of the client's and the
-server's hand-overs.
+"""Where the time of one QIX step goes, on a 10,000,000-row app, as a timeline of the client's
+and the server's hand-overs. The step is compare_objects.py's ApplyPatches + GetLayout (a bar
+chart's measure patched to an expression not computed before, then its layout asked, with
+delta answers as enigma.js asks), or with `--step select` compare_qix.py's select + layouts (a
+customer selected through a list object, then the list's and a cube's layouts).
 
-    python benchmarks/qix_timeline.py [--rows 10000000] [--steps 60]
+    python benchmarks/qix_timeline.py [--rows 10000000] [--steps 60] [--step patch|select]
 
 The server is `assoc serve` run by qix_timeline_serve.py, which stamps each hand-over inside the
 service (frame received, engine thread taken, patch, cube, layout, delta diff, hand-over to the
@@ -20,15 +21,18 @@ import asyncio
 import collections
 import json
 import os
+import random
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import websockets
+
 from compare_http import Server, import_qvd
 from compare_objects import _page
-from compare_qix import big_app_qvd
+from compare_qix import CUSTOMERS, QixSocket, big_app_qvd
 from conftest import scaled
 
 HERE = Path(__file__).resolve().parent
@@ -72,6 +76,44 @@ async def _steps(url: str, app_id: str, steps: int, stamps: list[tuple[int, str]
         return times
 
 
+async def _select_steps(
+    url: str, app_id: str, steps: int, stamps: list[tuple[int, str]]
+) -> list[float]:
+    """compare_qix.py's select + layouts steps (a customer not selected before each), the
+    client's stamps appended to `stamps`; each step's seconds."""
+
+    def stamp(name: str) -> None:
+        stamps.append((time.monotonic_ns(), name))
+
+    async with websockets.connect(url, max_size=None) as ws:
+        await ws.recv()
+        qix = QixSocket(ws)
+        listbox, cube = await qix.open_objects(app_id)
+        send, recv = ws.send, ws.recv
+
+        async def stamped_send(text: Any) -> None:
+            method = "GetLayout" if '"GetLayout"' in text else "SelectListObjectValues"
+            stamp(f"client: {method} sent")
+            await send(text)
+
+        async def stamped_recv() -> Any:
+            message = await recv()
+            stamp("client: answer received")
+            return message
+
+        ws.send, ws.recv = stamped_send, stamped_recv  # type: ignore[method-assign]
+        order = list(range(CUSTOMERS))
+        random.Random(3).shuffle(order)
+        times = []
+        for k in order[:steps]:
+            stamp("step")
+            start = time.perf_counter()
+            await qix.step(listbox, cube, k)
+            times.append(time.perf_counter() - start)
+            stamp("client: layouts parsed")
+        return times
+
+
 def timeline(stamps: list[tuple[int, str]]) -> list[tuple[str, float, float]]:
     """(event, median ms from the step's start, median ms since the event before) per event
     seen in most steps, in time order; an event seen twice in a step is numbered."""
@@ -101,8 +143,8 @@ def timeline(stamps: list[tuple[int, str]]) -> list[tuple[str, float, float]]:
     return sorted(rows, key=lambda row: row[1])
 
 
-def run(rows: int, steps: int) -> tuple[list[tuple[str, float, float]], float]:
-    """The timeline and the median step (ms)."""
+def run(rows: int, steps: int, step: str = "patch") -> tuple[list[tuple[str, float, float]], float]:
+    """The timeline and the median step (ms) of the patch or the select step."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp_dir = Path(tmp)
         qvd = tmp_dir / "sales.qvd"
@@ -115,7 +157,8 @@ def run(rows: int, steps: int) -> tuple[list[tuple[str, float, float]], float]:
         try:
             app_id = import_qvd(server, qvd)
             url = server.url.replace("http", "ws") + f"/app/{app_id}"
-            times = asyncio.run(_steps(url, app_id, steps, stamps))
+            steps_of = _select_steps if step == "select" else _steps
+            times = asyncio.run(steps_of(url, app_id, min(steps, CUSTOMERS), stamps))
         finally:
             server.close()
         stamps += [(t, name) for t, name in json.loads(out.read_text())]
@@ -126,9 +169,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=scaled(10_000_000))
     parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--step", choices=("patch", "select"), default="patch")
     args = parser.parse_args()
-    rows, step_ms = run(args.rows, max(args.steps, WARM_STEPS + 1))
-    print(f"{args.rows:,} rows, ApplyPatches + GetLayout, median step {step_ms:.2f} ms\n")
+    rows, step_ms = run(args.rows, max(args.steps, WARM_STEPS + 1), args.step)
+    what = "ApplyPatches + GetLayout" if args.step == "patch" else "select + layouts"
+    print(f"{args.rows:,} rows, {what}, median step {step_ms:.2f} ms\n")
     print("| event | at (ms) | since the one before (ms) |")
     print("|---|---:|---:|")
     for label, at, gap in rows:

@@ -2,10 +2,10 @@
 
     python benchmarks/qix_timeline_serve.py serve [assoc serve options]
 
-The methods a request passes through (frame received, engine thread taken, patch applied, cube,
-layout, delta, hand-over to the loop, send) are wrapped to stamp their start and end on
-CLOCK_MONOTONIC, the clock the client stamps with. The stamps go to the JSON file named by
-ASSOC_TIMELINE_OUT when the server stops.
+The methods a request passes through (frame received, engine thread taken, patch applied or
+selection made, cube, field states, layout, delta, hand-over to the loop, send) are wrapped to
+stamp their start and end on CLOCK_MONOTONIC, the clock the client stamps with. The stamps go
+to the JSON file named by ASSOC_TIMELINE_OUT when the server stops.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import assoc.session
 from assoc.cli import main
-from assoc.server.qix import ahead, delta, endpoint, hypercube, objects
+from assoc.server.qix import ahead, delta, endpoint, hypercube, listobject, objects
 
 STAMPS: list[tuple[int, str]] = []
 _lock = threading.Lock()
@@ -56,6 +56,7 @@ def _install() -> None:
     async def handled(self: endpoint.QixConnection, text: str) -> None:
         method = "GetLayout" if '"GetLayout"' in text else "other"
         method = "ApplyPatches" if '"ApplyPatches"' in text else method
+        method = "SelectListObjectValues" if '"SelectListObjectValues"' in text else method
         stamp(f"server: {method} frame received")
         await handle(self, text)
 
@@ -72,6 +73,9 @@ def _install() -> None:
     _stamped(objects.GenericObject, "apply_patches", "engine thread: patch")
     _stamped(ahead, "_layout", "engine thread: layout made ahead")
     _stamped(assoc.session.Session, "hypercube", "engine thread: cube")
+    _stamped(assoc.session.Session, "select_indices", "engine thread: select")
+    _stamped(assoc.session.Session, "state_codes", "engine thread: field states")
+    _stamped(listobject.ListObjectView, "layout", "engine thread: qListObject layout")
     _stamped(hypercube.HyperCubeView, "layout", "engine thread: qHyperCube layout")
     _stamped(delta.DeltaBases, "prepare", "engine thread: delta diff")
     _stamped(ahead, "_deliver_to", "loop: layout handed over", end=False)

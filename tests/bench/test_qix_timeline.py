@@ -11,12 +11,13 @@ from pathlib import Path
 TIMELINE = Path(__file__).resolve().parents[2] / "benchmarks" / "qix_timeline.py"
 
 
-def test_a_short_run_prints_the_steps_hand_overs_in_order() -> None:
+def timeline(*args: str) -> list[str]:
+    """The events of a short run's timeline, checked to be in time order."""
     env = dict(os.environ)
     package = str(Path(__import__("assoc").__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package, env.get("PYTHONPATH")) if p)
     done = subprocess.run(
-        [sys.executable, str(TIMELINE), "--rows", "20000", "--steps", "12"],
+        [sys.executable, str(TIMELINE), "--rows", "20000", "--steps", "12", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -25,9 +26,13 @@ def test_a_short_run_prints_the_steps_hand_overs_in_order() -> None:
     )
     assert done.returncode == 0, done.stderr
     rows = [line.split("|")[1:4] for line in done.stdout.splitlines() if line.startswith("| ")]
-    events = [name.strip() for name, _, _ in rows[1:]]  # the header row left out
-    at = [float(t) for _, t, _ in rows[1:]]
+    at = [float(t) for _, t, _ in rows[1:]]  # the header row left out
     assert at == sorted(at)
+    return [name.strip() for name, _, _ in rows[1:]]
+
+
+def test_a_short_run_prints_the_steps_hand_overs_in_order() -> None:
+    events = timeline()
     order = [
         "client: ApplyPatches sent",
         "server: ApplyPatches frame received",
@@ -43,3 +48,19 @@ def test_a_short_run_prints_the_steps_hand_overs_in_order() -> None:
     ]
     assert [e for e in events if e in order] == order
     assert "server: GetLayout frame received" in events
+
+
+def test_the_select_step_s_layouts_are_made_once_its_answer_is_sent() -> None:
+    events = timeline("--step", "select")
+    order = [
+        "client: SelectListObjectValues sent",
+        "server: SelectListObjectValues frame received",
+        "engine thread: request taken",
+        "engine thread: select done",
+        "server: answer sent",
+        "engine thread: qListObject layout done",
+        "engine thread: cube done",
+        "engine thread: qHyperCube layout done",
+        "client: layouts parsed",
+    ]
+    assert [e for e in events if e in order] == order
