@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
+#include <vector>
 
 #include "assoc/error.hpp"
 
@@ -30,6 +32,32 @@ PackedIndex repack(const PackedIndex& index, const std::vector<std::uint32_t>& r
   return out;
 }
 
+// out[i] = the symbol of values[at[i]] (values[i] when `at` is null; kNull for NULL), interned
+// in that order: values that are all numbers without texts go through intern_numbers at once.
+void intern_in_order(SymbolTableBuilder& builder, const std::vector<ScriptValue>& values, const std::uint32_t* at,
+                     std::size_t n, std::uint32_t* out) {
+  const auto value = [&](std::size_t i) -> const ScriptValue& { return values[at != nullptr ? at[i] : i]; };
+  bool numbers = true;
+  for (std::size_t i = 0; i < n && numbers; ++i) {
+    const ScriptValue& v = value(i);
+    numbers = !v || (v->has_number() && !v->has_text);
+  }
+  if (!numbers) {
+    builder.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const ScriptValue& v = value(i);
+      out[i] = v ? builder.intern(*v) : kNull;
+    }
+    return;
+  }
+  std::vector<double> x(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const ScriptValue& v = value(i);
+    x[i] = v ? v->number : std::numeric_limits<double>::quiet_NaN();  // NaN: NULL
+  }
+  builder.intern_numbers(x.data(), n, out);
+}
+
 }  // namespace
 
 LoadedColumn column_from_values(std::string name, const std::vector<ScriptValue>& values,
@@ -52,15 +80,12 @@ LoadedColumn column_from_values(std::string name, const std::vector<ScriptValue>
   }
   // Equal values collapse into one symbol here; NULL values make NULL rows.
   SymbolTableBuilder builder;
-  builder.reserve(order.size());
+  std::vector<std::uint32_t> symbols(order.size());
+  intern_in_order(builder, values, order.data(), order.size(), symbols.data());
   bool null_values = false;
-  for (const std::uint32_t v : order) {
-    if (values[v]) {
-      remap[v] = builder.intern(*values[v]);
-    } else {
-      remap[v] = kNull;
-      null_values = true;
-    }
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    remap[order[i]] = symbols[i];
+    null_values = null_values || symbols[i] == kNull;
   }
   std::size_t nulls = 0;
   for (std::size_t r = 0; r < n; ++r) nulls += codes[r] < 0 || (null_values && remap[static_cast<std::size_t>(codes[r])] == kNull);
@@ -81,13 +106,10 @@ LoadedColumn column_mapping_symbols(std::string name, const LoadedColumn& source
     throw Error("column '" + name + "': " + std::to_string(values.size()) + " values for " +
                 std::to_string(source.symbols.size()) + " symbols");
   SymbolTableBuilder builder;
-  builder.reserve(values.size());
   std::vector<std::uint32_t> remap(values.size());
+  intern_in_order(builder, values, nullptr, values.size(), remap.data());
   bool same_rows = true;
-  for (std::size_t k = 0; k < values.size(); ++k) {
-    remap[k] = values[k] ? builder.intern(*values[k]) : kNull;
-    same_rows = same_rows && remap[k] == k;
-  }
+  for (std::size_t k = 0; k < values.size() && same_rows; ++k) same_rows = remap[k] == k;
   LoadedColumn column;
   column.name = std::move(name);
   column.symbols = builder.finish();

@@ -312,3 +312,23 @@ def test_store_star_and_a_field_list(tmp_path: Path) -> None:
     assoc.App.from_script(script, folders={"d": tmp_path})
     assert rows_of(assoc.App.from_qvd(tmp_path / "all.qvd"), "T") == [(1, 10), (2, 20)]
     assert (tmp_path / "b.csv").read_bytes() == b"b\r\n10\r\n20\r\n"
+
+
+def test_computed_numbers_keep_first_seen_symbols_nulls_and_near_equal_values() -> None:
+    # A computed field of numbers is interned at once: its symbols keep the order they are
+    # first seen, NULLs stay NULL, -0 is 0's symbol, and 0.1 + 0.2 stays apart from 0.3 (both
+    # are 30 hundredths, the key numbers are found by).
+    app = assoc.App.from_script(
+        "T: LOAD RecNo() as R, Mod(RecNo() * 7, 5) as M, "
+        "If(RecNo() = 2, 0.1 + 0.2, If(RecNo() = 4, 0.3, If(RecNo() = 5, Null(), "
+        "If(RecNo() = 6, -0.0 * 1, RecNo() / 100)))) as D "
+        "AUTOGENERATE 8;"
+    )
+    t = app.table("T")
+    m = [(r * 7) % 5 for r in range(1, 9)]
+    assert t.column("M") == m
+    assert app.symbols("M") == list(dict.fromkeys(m))
+    d = [0.01, 0.1 + 0.2, 0.03, 0.3, None, 0, 0.07, 0.08]
+    assert t.column("D") == d
+    assert app.symbols("D") == [0.01, 0.1 + 0.2, 0.03, 0.3, 0, 0.07, 0.08]
+    assert app.symbols("R") == list(range(1, 9))
