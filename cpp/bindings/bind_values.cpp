@@ -84,6 +84,10 @@ std::vector<DualView> Cells::views() const {
 }
 
 void Cells::add_to(ColumnBuilder& column) const {
+  if (texts.empty()) {  // numbers and NULLs alone: interned at once
+    column.add_numbers(numbers.data(), numbers.size());
+    return;
+  }
   column.reserve(kinds.size());
   std::size_t t = 0;
   for (std::size_t i = 0; i < kinds.size(); ++i) {
