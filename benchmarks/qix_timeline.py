@@ -25,6 +25,7 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,27 +40,34 @@ HERE = Path(__file__).resolve().parent
 WARM_STEPS = 5  # steps left out of the medians
 
 
-async def _steps(url: str, app_id: str, steps: int, stamps: list[tuple[int, str]]) -> list[float]:
-    """The patch steps, the client's stamps appended to `stamps`; each step's seconds."""
+def _stamped(ws: Any, stamps: list[tuple[int, str]], first: str) -> Callable[[str], None]:
+    """Wraps a socket's send and recv to stamp each request sent (`first` names any request
+    that is not a GetLayout) and each answer received; the stamp function, for the steps."""
 
     def stamp(name: str) -> None:
         stamps.append((time.monotonic_ns(), name))
 
+    send, recv = ws.send, ws.recv
+
+    async def stamped_send(text: Any) -> None:
+        method = "GetLayout" if '"GetLayout"' in text else first
+        stamp(f"client: {method} sent")
+        await send(text)
+
+    async def stamped_recv() -> Any:
+        message = await recv()
+        stamp("client: answer received")
+        return message
+
+    ws.send, ws.recv = stamped_send, stamped_recv
+    return stamp
+
+
+async def _steps(url: str, app_id: str, steps: int, stamps: list[tuple[int, str]]) -> list[float]:
+    """The patch steps, the client's stamps appended to `stamps`; each step's seconds."""
     async with _page(url, app_id) as (qix, _, handles):
         bar = handles[0]
-        send, recv = qix.ws.send, qix.ws.recv
-
-        async def stamped_send(text: Any) -> None:
-            method = "ApplyPatches" if '"ApplyPatches"' in text else "GetLayout"
-            stamp(f"client: {method} sent")
-            await send(text)
-
-        async def stamped_recv() -> Any:
-            message = await recv()
-            stamp("client: answer received")
-            return message
-
-        qix.ws.send, qix.ws.recv = stamped_send, stamped_recv  # type: ignore[method-assign]
+        stamp = _stamped(qix.ws, stamps, "ApplyPatches")
         times = []
         for k in range(steps):
             patch = {
@@ -81,27 +89,11 @@ async def _select_steps(
 ) -> list[float]:
     """compare_qix.py's select + layouts steps (a customer not selected before each), the
     client's stamps appended to `stamps`; each step's seconds."""
-
-    def stamp(name: str) -> None:
-        stamps.append((time.monotonic_ns(), name))
-
     async with websockets.connect(url, max_size=None) as ws:
         await ws.recv()
         qix = QixSocket(ws)
         listbox, cube = await qix.open_objects(app_id)
-        send, recv = ws.send, ws.recv
-
-        async def stamped_send(text: Any) -> None:
-            method = "GetLayout" if '"GetLayout"' in text else "SelectListObjectValues"
-            stamp(f"client: {method} sent")
-            await send(text)
-
-        async def stamped_recv() -> Any:
-            message = await recv()
-            stamp("client: answer received")
-            return message
-
-        ws.send, ws.recv = stamped_send, stamped_recv  # type: ignore[method-assign]
+        stamp = _stamped(ws, stamps, "SelectListObjectValues")
         order = list(range(CUSTOMERS))
         random.Random(3).shuffle(order)
         times = []
