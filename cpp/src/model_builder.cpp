@@ -93,7 +93,7 @@ void ModelBuilder::add(LoadedTable&& loaded) {
       Field& f = m.fields_[it->second];
       SymbolTableBuilder merged(std::move(f.symbols));
       std::vector<std::uint32_t> remap(lc.symbols.size());
-      for (std::uint32_t s = 0; s < lc.symbols.size(); ++s) remap[s] = merged.intern(lc.symbols.value(s));
+      merged.intern_table(lc.symbols, remap.data());
       f.symbols = merged.finish();
       if (f.format.type == "UNKNOWN") f.format = std::move(lc.format);
       if (f.comment.empty()) f.comment = std::move(lc.comment);  // the first table's that has one

@@ -863,7 +863,7 @@ SymbolTable read_qvd_symbols(const FieldHeader& f, const std::uint8_t* data, std
   SymbolTableBuilder builder;
   builder.reserve(t.size());
   std::vector<std::uint32_t> remap(t.size());
-  for (std::uint32_t s = 0; s < t.size(); ++s) remap[s] = builder.intern(t.value(s));
+  builder.intern_table(t, remap.data());
   if (builder.size() == t.size()) return t;
   merged = std::move(remap);
   return builder.finish();

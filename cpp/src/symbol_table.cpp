@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "assoc/error.hpp"
 #include "assoc/hash.hpp"
@@ -404,6 +405,17 @@ std::uint32_t SymbolTableBuilder::find_or_add(const DualView& v) {
   slots_[s] = i + 1;
   if (static_cast<std::size_t>(table_.size_) * 2 > slots_.size()) rehash(slots_.size() * 2);
   return i;
+}
+
+void SymbolTableBuilder::intern_table(const SymbolTable& table, std::uint32_t* out) {
+  const std::uint32_t n = table.size();
+  if (table.all_numeric() && !table.any_text()) {
+    std::vector<double> numbers(n);
+    for (std::uint32_t s = 0; s < n; ++s) numbers[s] = table.number(s);
+    intern_numbers(numbers.data(), n, out);
+    return;
+  }
+  for (std::uint32_t s = 0; s < n; ++s) out[s] = intern(table.value(s));
 }
 
 std::uint32_t SymbolTableBuilder::intern(const DualView& v) {

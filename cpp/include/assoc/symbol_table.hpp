@@ -135,6 +135,9 @@ class SymbolTableBuilder {
   // power of ten (1 to 10^-4) spanning at most max(2n, 65,536) of them are found by their
   // value in an array rather than a hash.
   void intern_numbers(const double* values, std::size_t n, std::uint32_t* out);
+  // Interns every symbol of `table` in order into `out` (one per symbol): a table of numbers
+  // alone through intern_numbers (merging a field's symbols from another table or file).
+  void intern_table(const SymbolTable& table, std::uint32_t* out);
   // Appends v as a new symbol without looking for an equal one (file formats whose symbols are distinct).
   std::uint32_t append(const DualView& v);
   std::uint32_t size() const { return table_.size_; }
