@@ -33,9 +33,13 @@ class ReadAhead {
     stream_ = holding * 8 >= last - first;
     if (next_ < last_) bits_ = rows_[next_];
   }
-  // Whether every block is read ahead (else only the rows): a scan that is not may skip the
-  // blocks without rows.
-  bool streaming() const { return stream_; }
+  // The first block from w that the scan must look at: w itself while every block is read
+  // ahead, else the next that holds rows (`last` when none does).
+  std::size_t from(std::size_t w) const {
+    if (!stream_)
+      while (w < last_ && rows_[w] == 0) ++w;
+    return w;
+  }
   // Called at block w before its rows are read, at increasing blocks (not necessarily each).
   void at(std::size_t w) {
     if (stream_) {
@@ -97,12 +101,7 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
   }
   const std::uint64_t* m = rows->words();
   ReadAhead read_ahead(index, m, first, last);
-  const bool skip = !read_ahead.streaming();
-  for (std::size_t w = first; w < last; ++w) {
-    if (skip) {
-      while (w < last && m[w] == 0) ++w;
-      if (w == last) break;
-    }
+  for (std::size_t w = read_ahead.from(first); w < last; w = read_ahead.from(w + 1)) {
     read_ahead.at(w);
     std::uint64_t bits = m[w];
     if (bits == 0) continue;
@@ -157,12 +156,8 @@ Bitset match_rows(const PackedIndex& index, const Bitset& set, const Bitset* wit
         }
         const std::uint64_t* m = within->words();
         ReadAhead read_ahead(index, m, begin, end);
-        const bool skip = !read_ahead.streaming();
-        for (std::size_t w = begin; w < end;) {
-          if (skip) {
-            while (w < end && m[w] == 0) ++w;  // o's words there stay zero
-            if (w == end) break;
-          }
+        // (o's words of the blocks skipped stay zero.)
+        for (std::size_t w = read_ahead.from(begin); w < end; w = read_ahead.from(w)) {
           read_ahead.at(w);
           const std::uint64_t bits = m[w];
           if (bits == 0) {

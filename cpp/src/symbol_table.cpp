@@ -223,10 +223,9 @@ std::uint64_t SymbolTableBuilder::hash_of(const DualView& v) const {
 void SymbolTableBuilder::rehash(std::size_t capacity) {
   slots_.assign(capacity, 0);
   mask_ = capacity - 1;
-  const bool numbers_alone = table_.text_offsets_.empty() && table_.numbers_.size() == table_.size_;
+  const bool numbers = numbers_alone();
   for (std::uint32_t i = 0; i < table_.size_; ++i) {
-    std::size_t s =
-        (numbers_alone ? mix64(number_key(table_.numbers_[i])) : hash_of(table_.value(i))) & mask_;
+    std::size_t s = (numbers ? mix64(number_key(table_.numbers_[i])) : hash_of(table_.value(i))) & mask_;
     while (slots_[s] != 0) s = (s + 1) & mask_;
     slots_[s] = i + 1;
   }
@@ -307,7 +306,7 @@ bool SymbolTableBuilder::intern_by_value(const double* values, std::size_t n, st
 void SymbolTableBuilder::intern_numbers(const double* values, std::size_t n, std::uint32_t* out) {
   if (!hashing_) throw Error("internal: intern after append on one symbol table");
   SymbolTable& t = table_;
-  if (!t.text_offsets_.empty() || t.numbers_.size() != t.size_) {  // symbols with texts: one by one
+  if (!numbers_alone()) {  // symbols with texts: one by one
     for (std::size_t i = 0; i < n; ++i) out[i] = values[i] != values[i] ? kNull : intern_number(values[i]);
     return;
   }

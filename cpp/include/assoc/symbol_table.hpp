@@ -151,6 +151,8 @@ class SymbolTableBuilder {
   std::uint64_t hash_of(const DualView& v) const;
   std::uint32_t find_or_add(const DualView& v);
   std::uint32_t push(const DualView& v);
+  // Whether every symbol so far is a number without a text (none yet counts).
+  bool numbers_alone() const { return table_.text_offsets_.empty() && table_.numbers_.size() == table_.size_; }
   // A new symbol of a table of numbers alone.
   std::uint32_t push_number(double v);
   // intern_numbers into an empty table by an array indexed by value (number * scale, for the
