@@ -136,8 +136,8 @@ def run(rows: int, repeat: int) -> dict[str, Any]:
 
 def parts(rows: int, repeat: int) -> dict[str, float]:
     """The first open's steps timed apart (best of `repeat`, each right after a selection, as
-    in `run`): the grant, the look-up of its values' symbols, the row mask's inference, and
-    the selection of the same values (its inference and its Python)."""
+    in `run`): the user's access rows, their symbols, the row mask's inference, and the
+    selection of the same values (its inference and its Python)."""
     app, granted = make_app(rows, access=True)
     layout = app._access_layout
     times: dict[str, list[float]] = {}
@@ -154,9 +154,9 @@ def parts(rows: int, repeat: int) -> dict[str, float]:
         for _ in range(repeat):
             with app.session("root") as s:
                 timed("selection", lambda s=s: s.select("REGION", granted))
-            grant = timed("grant", lambda: app.access.grant("ann"))
-            codes = timed("value look-up", lambda g=grant: app._access_codes.codes(g))
-            masked = {**codes, **layout.hidden_system(grant.omit)}
+            rows = timed("access rows", lambda: app.access.rows_for("ann"))
+            codes = timed("value look-up", lambda r=rows: app._access_codes.codes_of_rows(r))
+            masked = {**codes, **layout.hidden_system(app.access.omitted(rows))}
             timed("row mask", lambda m=masked: _core.RowMask(app._associative, m))
     finally:
         assoc.set_cache_limit(limit)

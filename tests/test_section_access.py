@@ -543,3 +543,45 @@ ADMIN, ROOT, , ,
         s.state("PRICE")
     with app.session("eve") as s:
         assert s.hypercube(["Product"], []).rows == [("C",)]
+
+
+def test_a_users_symbols_read_from_their_rows_match_their_grant() -> None:
+    """A reduction read from each access row's symbols keeps what the user's whole grant
+    keeps: several rows, a group's rows, a value the data lacks, a reduction field the data
+    lacks, and OMIT; a row with `*` or an empty value leaves the reduction to the grant."""
+    from assoc import _core
+    from assoc.access import AccessTable, ValueCodes
+
+    access = AccessTable(
+        {
+            "ACCESS": ["USER", "USER", "USER", "USER", "USER", "ADMIN", "USER"],
+            "USERID": ["ann", "ann", "bob", "", "cid", "boss", "dan"],
+            "GROUP": ["", "", "", "team", "", "", ""],
+            "REGION": ["east", "5", "seven", "north", "nowhere", "*", ""],
+            "COUNTRY": ["se", "se", "no", "dk", "se", "", "se"],  # not in the data
+            "OMIT": ["", "Row", "", "", "", "", ""],
+        }
+    )
+    builder = _core.ModelBuilder()
+    builder.add_columns(
+        "Data",
+        {
+            "REGION": ["EAST", "WEST", "NORTH", "EAST", 5, assoc.Dual(7, "SEVEN")],
+            "Row": list(range(6)),
+        },
+    )
+    model = builder.build()
+    values = ValueCodes(access, _core.AssociativeModel(model), model.field_names())
+    read = {}
+    for user, groups in [("ann", []), ("bob", ["team"]), ("cid", []), ("boss", []), ("dan", [])]:
+        rows = access.rows_for(user, groups)
+        from_rows = values.codes_of_rows(rows)
+        grant = access.grant_of(rows)
+        assert from_rows is None or from_rows == values.codes(grant), user
+        read[user] = from_rows
+    assert read["ann"] == {"REGION": [0, 3]}  # EAST, and the number 5 by its text
+    assert access.omitted(access.rows_for("ann")) == frozenset({"ROW"})
+    assert read["bob"] == {"REGION": [2, 4]}  # SEVEN, and NORTH by the team's row
+    assert read["cid"] == {"REGION": []}  # granted nothing the data holds: refused later
+    assert read["boss"] is None  # `*` and an empty value need the grant
+    assert read["dan"] is None

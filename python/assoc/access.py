@@ -3,6 +3,7 @@ an app and the data each user sees (docs/scripts.md, "Section access")."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,13 +62,12 @@ class AccessTable:
         self._users = _rows_by_value(self.columns, ("USERID", "USER.EMAIL"))
         self._groups = _rows_by_value(self.columns, ("GROUP",))
         self._listed: dict[str, set[str]] = {}  # per reduction field, its values (made once)
+        # The columns that reduce data (all but ACCESS, USERID, GROUP, OMIT, …).
+        self.reduction_fields = [f for f in self.columns if f not in _SYSTEM]
 
-    @property
-    def reduction_fields(self) -> list[str]:
-        """The columns that reduce data (all but ACCESS, USERID, GROUP, OMIT, …)."""
-        return [f for f in self.columns if f not in _SYSTEM]
-
-    def _rows_for(self, user: str, groups: Iterable[str]) -> list[int]:
+    def rows_for(self, user: str, groups: Iterable[str] = ()) -> list[int]:
+        """The access rows that name the user, or one of their groups (`*`: everyone), in
+        order; none for an empty user."""
         who = user.strip().upper()
         if not who:  # a session without a user opens no app with section access
             return []
@@ -78,9 +78,13 @@ class AccessTable:
 
     def grant(self, user: str, groups: Iterable[str] = ()) -> Grant:
         """The user's grant; assoc.Error("Access denied") when no row names them."""
-        rows = self._rows_for(user, groups)
+        rows = self.rows_for(user, groups)
         if not rows:
             raise _core.Error(DENIED)
+        return self.grant_of(rows)
+
+    def grant_of(self, rows: Sequence[int]) -> Grant:
+        """What some access rows (`rows_for`) grant together."""
         reduction: dict[str, frozenset[str]] = {}
         for field in self.reduction_fields:
             column = self.columns[field]
@@ -101,9 +105,12 @@ class AccessTable:
                 # a USER row with no value reaches nothing in this field
             if not everything:
                 reduction[field] = frozenset(allowed)
+        return Grant(reduction, self.omitted(rows))
+
+    def omitted(self, rows: Sequence[int]) -> frozenset[str]:
+        """The fields some access rows omit."""
         omit_col = self.columns.get("OMIT")
-        omit = frozenset(omit_col[i] for i in rows if omit_col and omit_col[i])
-        return Grant(reduction, omit)
+        return frozenset(omit_col[i] for i in rows if omit_col and omit_col[i])
 
     def listed(self, field: str) -> set[str]:
         """The values a reduction column lists (not `*` nor empty)."""
@@ -115,7 +122,7 @@ class AccessTable:
     def sees_everything(self, user: str, groups: Iterable[str] = ()) -> bool:
         """True when an ADMIN row names the user and the grant reduces and omits nothing: only
         such a user may take the whole app (its package, access table included)."""
-        rows = self._rows_for(user, groups)
+        rows = self.rows_for(user, groups)
         if not any(self.columns["ACCESS"][i] == "ADMIN" for i in rows):
             return False
         grant = self.grant(user, groups)
@@ -166,6 +173,9 @@ class ValueCodes:
         self._model = model
         self._present = frozenset(fields)
         self._by_field: dict[str, dict[str, list[int]]] = {}
+        # Per reduction field, each access row's symbols; None for a row whose value is `*`
+        # or empty (what those grant depends on the other rows: `grant_of`).
+        self._by_row: dict[str, list[tuple[int, ...] | None]] = {}
 
     def codes(self, grant: Grant) -> dict[str, list[int]]:
         """Per reduced field of the grant, the symbols it keeps, sorted."""
@@ -173,15 +183,41 @@ class ValueCodes:
         for field, allowed in grant.reduction.items():
             if field not in self._present:
                 continue
-            by_value = self._by_field.get(field)
-            if by_value is None:
-                by_value = self._by_field[field] = self._match(field)
+            by_value = self._values_of(field)
             kept: list[int] = []
             for value in allowed:
                 kept += by_value.get(value, ())
             kept.sort()
             out[field] = kept
         return out
+
+    def codes_of_rows(self, rows: Sequence[int]) -> dict[str, list[int]] | None:
+        """`codes` of what the access rows `rows` grant, read from each row's symbols: when
+        each of those rows names a value in every reduction field; None otherwise."""
+        out: dict[str, list[int]] = {}
+        for field in self._access.reduction_fields:
+            by_row = self._by_row.get(field)
+            if by_row is None:
+                by_row = self._by_row[field] = self._row_symbols(field)
+            picked = [by_row[r] for r in rows]
+            if None in picked:
+                return None
+            if field in self._present:
+                out[field] = sorted(set(itertools.chain.from_iterable(picked)))  # type: ignore[arg-type]
+        return out
+
+    def _row_symbols(self, field: str) -> list[tuple[int, ...] | None]:
+        by_value = self._values_of(field) if field in self._present else {}
+        return [
+            None if value in ("", "*") else tuple(by_value.get(value, ()))
+            for value in self._access.columns[field]
+        ]
+
+    def _values_of(self, field: str) -> dict[str, list[int]]:
+        by_value = self._by_field.get(field)
+        if by_value is None:
+            by_value = self._by_field[field] = self._match(field)
+        return by_value
 
     def _match(self, field: str) -> dict[str, list[int]]:
         texts = sorted(self._access.listed(field))

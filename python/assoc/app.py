@@ -266,17 +266,26 @@ class App:
         if found is not None:
             return found
         layout = self._access_layout
-        grant = self.access.grant(user, groups)
-        codes = self._access_codes.codes(grant)
+        rows = self.access.rows_for(user, groups)
+        if not rows:
+            raise _core.Error(DENIED)
+        # Most users' rows each name their values: those rows' symbols, looked up once per
+        # app, make the reduction; `*` and empty values need the whole grant.
+        codes = self._access_codes.codes_of_rows(rows)
+        if codes is None:
+            grant = self.access.grant_of(rows)
+            codes, granted_omit = self._access_codes.codes(grant), grant.omit
+        else:
+            granted_omit = self.access.omitted(rows)
         if any(not c for c in codes.values()):
             raise _core.Error(DENIED)  # strict exclusion: a reduction that reaches no data
-        kept = (tuple((field, tuple(codes[field])) for field in sorted(codes)), grant.omit)
+        kept = (tuple((field, tuple(codes[field])) for field in sorted(codes)), granted_omit)
         found = self._shared_reductions.get(kept)
         if found is None:
-            mask = _core.RowMask(self._associative, {**codes, **layout.hidden_system(grant.omit)})
+            mask = _core.RowMask(self._associative, {**codes, **layout.hidden_system(granted_omit)})
             # The access table is nobody's data: its fields are unknown to every user, and so
             # are the system fields that would count what this one does not see.
-            omit = grant.omit | layout.access_fields | self._counting_system(grant.omit, mask)
+            omit = granted_omit | layout.access_fields | self._counting_system(granted_omit, mask)
             hidden = frozenset({ACCESS_TABLE})
             found = Reduction(codes, mask, omit, tables=layout.tables, hidden=hidden)
             _keep(self._shared_reductions, kept, found)
@@ -305,7 +314,7 @@ class App:
             mask.possible_rows(t) < rows for t, rows in layout.table_rows.items()
         ):
             out.add("$Rows")
-        if "$Fields" in layout.names and omit & set(layout.fields):
+        if "$Fields" in layout.names and not omit.isdisjoint(layout.fields):
             out |= {"$Fields", "$FieldNo"}
         return frozenset(out)
 
