@@ -675,3 +675,22 @@ def test_a_fields_own_selection_states_agree_with_numpy_once_its_values_are_know
             selected[excluded_picks] = SELECTED_EXCLUDED
             np.testing.assert_array_equal(s.state_codes("Customer"), selected)
             assert present >= kept
+
+
+@pytest.mark.parametrize("share", [0.02, 0.15, 0.3, 0.5, 0.99, 1.0])
+def test_a_fields_values_on_the_rows_of_another_fields_selection_agree_with_numpy(share) -> None:
+    # A field's values on the rows a selection leaves: blocks holding few of those rows are read
+    # row by row, blocks holding more are decoded whole and only their rows' values taken, full
+    # blocks all. With nearly every row a distinct value, one row taken for another shows.
+    rng = np.random.default_rng(int(share * 100))
+    n = 200_003  # a last, partial block
+    a = rng.integers(0, 100, n)
+    b = rng.permutation(n) + 1_000_000
+    app = App.from_tables({"T": {"A": a, "B": b}})
+    chosen = [int(x) for x in rng.choice(100, max(1, round(100 * share)), replace=False)]
+    symbols_b = np.asarray(app.symbols("B"))
+    with app.session() as s:
+        s.select("A", chosen)
+        mask = np.isin(a, chosen)
+        assert set(symbols_b[s.indices("B", "possible")].tolist()) == set(b[mask].tolist())
+        assert s.counts("B")["possible"] == int(mask.sum())

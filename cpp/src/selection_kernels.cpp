@@ -16,8 +16,11 @@ constexpr std::size_t kAhead = 32;
 // Rows a scan of few rows per block keeps asked for ahead: their rows are far apart, each read
 // misses the cache, and memory serves this many misses at once rather than one by one.
 constexpr unsigned kRowsAhead = 24;
-// A block with at most this many rows of a row set is read row by row, not decoded whole.
+// A block with at most this many rows of a row set is matched row by row, not as a whole.
 constexpr unsigned kFewRows = 8;
+// A block with at most this many rows of a row set has their values read row by row; one
+// with more is decoded whole, and its rows' values taken from that.
+constexpr unsigned kFewRowsToRead = 12;
 
 // Read-ahead for a scan of a column over the blocks [first, last) of a row set. When at least
 // one block in 8 holds rows, every line of the blocks ahead is asked for: a stream, which
@@ -106,7 +109,7 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
     std::uint64_t bits = m[w];
     if (bits == 0) continue;
     // Few rows in a block: read them one by one; many: decode the block.
-    if (popcount64(bits) <= kFewRows) {
+    if (popcount64(bits) <= kFewRowsToRead) {
       for (; bits != 0; bits &= bits - 1) {
         const std::uint32_t x = std::min(index.get(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))), limit);
         a[x >> 6] |= std::uint64_t{1} << (x & 63);
@@ -114,9 +117,17 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
     } else {
       const std::size_t k = std::min<std::size_t>(64, n - w * 64);
       index.decode(w * 64, k, buf);
-      for (std::size_t j = 0; j < k; ++j) {
-        const std::uint32_t x = std::min(buf[j], limit);
-        a[x >> 6] |= ((bits >> j) & 1U) << (x & 63);
+      if (k < 64) bits &= (std::uint64_t{1} << k) - 1;  // the last block: rows of the column only
+      if (bits == ~std::uint64_t{0}) {
+        for (std::size_t j = 0; j < k; ++j) {
+          const std::uint32_t x = std::min(buf[j], limit);
+          a[x >> 6] |= std::uint64_t{1} << (x & 63);
+        }
+        continue;
+      }
+      for (; bits != 0; bits &= bits - 1) {  // the block's rows of the set only
+        const std::uint32_t x = std::min(buf[std::countr_zero(bits)], limit);
+        a[x >> 6] |= std::uint64_t{1} << (x & 63);
       }
     }
   }
