@@ -595,11 +595,10 @@ constexpr auto avx512_code_matchers(std::integer_sequence<unsigned, Ws...>) {
 constexpr auto kAvx512CodeMatchers =
     avx512_code_matchers(std::make_integer_sequence<unsigned, PackedIndex::kMaxCodeSetWidth>{});
 
-// Whether this CPU (and its OS) runs AVX-512 with VBMI; ASSOC_SIMD=0 in the environment says no.
+// Whether this CPU (and its OS) runs AVX-512 with VBMI, and vector kernels may run.
 bool avx512_matching() {
   static const bool on = [] {
-    const char* env = std::getenv("ASSOC_SIMD");
-    if (env != nullptr && std::string(env) == "0") return false;
+    if (!simd_allowed()) return false;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vbmi");
@@ -695,6 +694,14 @@ void PackedIndex::decode_blocks(std::size_t first, std::size_t n, std::uint32_t*
   }
 #endif
   kBlockDecoders[width_ - 1](bytes_.data(), first, n, bias_, out);
+}
+
+bool simd_allowed() {
+  static const bool on = [] {
+    const char* env = std::getenv("ASSOC_SIMD");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
 }
 
 }  // namespace assoc

@@ -156,4 +156,8 @@ class PackedIndex::ColumnPacker {
   std::vector<bool> out_of_range_;
 };
 
+// Whether vector kernels may run: ASSOC_SIMD=0 in the environment says no (the portable code
+// then runs everywhere; the tests run both). Each kernel also asks the CPU for its extensions.
+bool simd_allowed();
+
 }  // namespace assoc
