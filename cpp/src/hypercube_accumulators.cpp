@@ -284,14 +284,4 @@ Accumulators merged(std::vector<Accumulators>& per_thread, const std::vector<Ter
   return acc;
 }
 
-// The positions (from 0) of the rows set in `count` rows of a row set's words, into `picked`;
-// how many.
-std::size_t possible_positions(const std::uint64_t* mask, std::size_t count, std::uint32_t* picked) {
-  std::size_t n = 0;
-  for (std::size_t w = 0; w < (count + 63) / 64; ++w)
-    for (std::uint64_t bits = mask[w]; bits != 0; bits &= bits - 1)
-      picked[n++] = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
-  return n;
-}
-
 }  // namespace assoc::detail

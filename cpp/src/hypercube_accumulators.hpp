@@ -12,6 +12,7 @@
 #include "assoc/bitset.hpp"
 #include "assoc/hypercube_aggregate.hpp"
 #include "assoc/thread_pool.hpp"
+#include "row_compress.hpp"
 
 namespace assoc::detail {
 
@@ -22,6 +23,7 @@ constexpr std::uint32_t kMany = 0xFFFFFFFEU;  // Only: two different values
 // Accumulator slots: 0 every record once (totals), 1 records that count nowhere, then groups.
 constexpr std::uint32_t kTotal = 0, kTrash = 1, kFirstGroup = 2;
 constexpr std::size_t kBatch = 1024;
+static_assert(kBatch % 16 == 0, "a chunk's rows are packed 16 at a time (row_compress.hpp)");
 
 // What a term reads: its field's numbers as held, and where its distinct values are marked.
 struct TermInput {
@@ -119,10 +121,6 @@ TermInput term_input(const DataModel& data, const Term& term);
 // The threads' accumulators as one: the first, with every other one's hits and terms merged
 // into it (a Count(distinct)'s pending pairs appended).
 Accumulators merged(std::vector<Accumulators>& per_thread, const std::vector<TermInput>& in, std::size_t slots);
-
-// The positions (from 0) of the rows set in `count` rows of a row set's words, into `picked`;
-// how many.
-std::size_t possible_positions(const std::uint64_t* mask, std::size_t count, std::uint32_t* picked);
 
 // Hands the chunks [0, n_chunks) of one pass to its threads, a run of consecutive chunks per
 // claim. A claim is an atomic add on a line every thread writes; one per 1,024-row chunk cost
@@ -228,7 +226,7 @@ Accumulators accumulate_chunks(std::size_t rows, const Bitset* possible, std::ui
           chunk(a, begin, count, nullptr, count, scratch);
           return;
         }
-        const std::size_t n = possible_positions(possible->words() + begin / 64, count, picked.data());
+        const std::size_t n = row_positions(possible->words() + begin / 64, count, picked.data());
         if (n != 0) chunk(a, begin, count, picked.data(), n, scratch);
       });
     }

@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -9,16 +8,12 @@
 
 #include "assoc/big_blocks.hpp"
 #include "assoc/hypercube_aggregate.hpp"
-#include "assoc/packed_index.hpp"
 #include "assoc/thread_pool.hpp"
 #include "hypercube_accumulators.hpp"
+#include "row_compress.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
-#endif
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define ASSOC_COMPRESS_KERNEL 1
 #endif
 
 namespace assoc::detail {
@@ -140,49 +135,6 @@ struct ChunkCodes {
 // the root table and no link): kFirstGroup + 1 + symbol, NULL (kNull) wrapping to
 // kFirstGroup, as its slot map says; otherwise the map is read.
 constexpr std::uint32_t kAffineSlot = kFirstGroup + 1;
-
-#if ASSOC_COMPRESS_KERNEL
-// The values of a chunk's rows of the words (bit j: value j, `count` values; bits past them
-// clear) packed to the front of `out`, 16 at a time (vpcompressd into a register, then one
-// store: the form that stores compressed is slow on some cores); how many. `out` may be `in`
-// (values only move down, each store below the values not loaded yet). Both hold kBatch
-// values: a store may write up to 15 past the last value kept, a load up to 15 past `count`.
-__attribute__((target("avx512f"))) std::size_t compress_rows_avx512(const std::uint64_t* words, std::size_t count,
-                                                                     const std::uint32_t* in, std::uint32_t* out) {
-  std::size_t m = 0;
-  for (std::size_t j = 0; j < count; j += 16) {
-    const auto keep = static_cast<__mmask16>(words[j >> 6] >> (j & 63));
-    const __m512i v = _mm512_loadu_si512(in + j);
-    _mm512_storeu_si512(out + m, _mm512_maskz_compress_epi32(keep, v));
-    m += static_cast<std::size_t>(std::popcount(static_cast<unsigned>(keep)));
-  }
-  return m;
-}
-
-bool compress_kernel() {
-  static const bool on = [] {
-    if (!simd_allowed()) return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
-  }();
-  return on;
-}
-#endif
-
-// The values of a chunk's rows of the words packed to the front of `out` (as above); how many.
-inline std::size_t compress_rows(const std::uint64_t* words, std::size_t count, const std::uint32_t* in,
-                                 std::uint32_t* out) {
-  static_assert(kBatch % 16 == 0, "whole vectors of a chunk's values");
-#if ASSOC_COMPRESS_KERNEL
-  if (compress_kernel()) return compress_rows_avx512(words, count, in, out);
-#endif
-  std::size_t m = 0;
-  for (std::size_t w = 0; w < (count + 63) / 64; ++w) {
-    for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m)
-      out[m] = in[w * 64 + static_cast<std::size_t>(std::countr_zero(bits))];  // m <= j: in place
-  }
-  return m;
-}
 
 // The slots of a chunk's rows whose codes are decoded (`decoded`, symbol indexes), the rows of
 // the chunk's words only (`n` of them), packed to the front; how many.

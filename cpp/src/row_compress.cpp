@@ -1,0 +1,77 @@
+#include "row_compress.hpp"
+
+#include <bit>
+
+#include "assoc/packed_index.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define ASSOC_ROW_COMPRESS_AVX512 1
+#endif
+
+namespace assoc::detail {
+namespace {
+
+#if ASSOC_ROW_COMPRESS_AVX512
+// Compressed into a register, then stored whole: the form that stores compressed is slow on
+// some cores. A store below the values not loaded yet (m <= j) leaves them intact in place.
+__attribute__((target("avx512f"))) std::size_t compress_avx512(const std::uint64_t* words, std::size_t count,
+                                                                const std::uint32_t* in, std::uint32_t* out) {
+  std::size_t m = 0;
+  for (std::size_t j = 0; j < count; j += 16) {
+    const auto keep = static_cast<__mmask16>(words[j >> 6] >> (j & 63));
+    const __m512i v = _mm512_loadu_si512(in + j);
+    _mm512_storeu_si512(out + m, _mm512_maskz_compress_epi32(keep, v));
+    m += static_cast<std::size_t>(std::popcount(static_cast<unsigned>(keep)));
+  }
+  return m;
+}
+
+__attribute__((target("avx512f"))) std::size_t positions_avx512(const std::uint64_t* words, std::size_t count,
+                                                                 std::uint32_t* out) {
+  std::size_t m = 0;
+  __m512i at = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i step = _mm512_set1_epi32(16);
+  for (std::size_t j = 0; j < count; j += 16, at = _mm512_add_epi32(at, step)) {
+    const auto keep = static_cast<__mmask16>(words[j >> 6] >> (j & 63));
+    _mm512_storeu_si512(out + m, _mm512_maskz_compress_epi32(keep, at));
+    m += static_cast<std::size_t>(std::popcount(static_cast<unsigned>(keep)));
+  }
+  return m;
+}
+
+bool avx512f() {
+  static const bool on = [] {
+    if (!simd_allowed()) return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return on;
+}
+#endif
+
+}  // namespace
+
+std::size_t compress_rows(const std::uint64_t* words, std::size_t count, const std::uint32_t* in, std::uint32_t* out) {
+#if ASSOC_ROW_COMPRESS_AVX512
+  if (avx512f()) return compress_avx512(words, count, in, out);
+#endif
+  std::size_t m = 0;
+  for (std::size_t w = 0; w < (count + 63) / 64; ++w)
+    for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m)
+      out[m] = in[w * 64 + static_cast<std::size_t>(std::countr_zero(bits))];  // m <= j: in place
+  return m;
+}
+
+std::size_t row_positions(const std::uint64_t* words, std::size_t count, std::uint32_t* out) {
+#if ASSOC_ROW_COMPRESS_AVX512
+  if (avx512f()) return positions_avx512(words, count, out);
+#endif
+  std::size_t m = 0;
+  for (std::size_t w = 0; w < (count + 63) / 64; ++w)
+    for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1)
+      out[m++] = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+  return m;
+}
+
+}  // namespace assoc::detail
