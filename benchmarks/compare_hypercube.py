@@ -145,6 +145,7 @@ def one_table(repeat: int) -> Times:
         out.update({f"{case}_{k}": v for k, v in times.items()})
 
     out.update(chart_cube(data, session, repeat))
+    out.update(by_share(data, session, repeat))
 
     # A repeated cube for the same state, through the Python API (served from the cache).
     session.hypercube(["Category"], measures)
@@ -205,6 +206,66 @@ def chart_cube(data: dict[str, Any], session: assoc.Session, repeat: int) -> Tim
     out: Times = {f"chart_{k}": v for k, v in times.items()}
     read = column_bytes(app, "T", ["Category", "Amount"])
     out["chart_bytes"] = read + symbol_bytes(app, ["Amount"])
+    return out
+
+
+# Shares of Sel's 1,000 values selected (and so of the rows) in the sweep below.
+SHARES = (0.1, 0.3, 0.6)
+
+
+def by_share(data: dict[str, Any], session: assoc.Session, repeat: int) -> Times:
+    """The cube of `one_table` and the bar chart's (Sum and Count of Amount) by Category
+    under selections of 10 %, 30 % and 60 % of the rows: most chunks of rows then hold
+    selected rows among others (the selection made before the timing; polars and duckdb
+    filter on Sel within theirs)."""
+    df, con = data["df"], data["con"]
+    out: Times = {}
+    for share in SHARES:
+        picked = list(range(round(1000 * share)))
+        picked_sql = ", ".join(map(str, picked))
+        session.clear()
+        session.select("Sel", picked)
+        for name, measures, sql in (
+            ("cube", ["Sum(Amount)", "Count(distinct Customer)"], "COUNT(DISTINCT Customer)"),
+            ("chart", ["Sum(Amount)", "Count(Amount)"], "COUNT(Amount)"),
+        ):
+            distinct = name == "cube"
+
+            def polars_query(picked: list[int] = picked, distinct: bool = distinct) -> Any:
+                amount = pl.col("Amount")
+                second = pl.col("Customer").n_unique() if distinct else amount.count().alias("n")
+                frame = df.filter(pl.col("Sel").is_in(picked))
+                return frame.group_by("Category").agg(amount.sum(), second)
+
+            def duckdb_query(where: str = picked_sql, sql: str = sql) -> list[tuple[Any, ...]]:
+                return con.execute(
+                    f"SELECT CategoryNo, SUM(Amount), {sql} FROM t WHERE Sel IN ({where}) "
+                    "GROUP BY CategoryNo"
+                ).fetchall()
+
+            def assoc_query(measures: list[str] = measures) -> assoc.Hypercube:
+                return session.hypercube(["Category"], measures)
+
+            want = {r[0]: (r[1], r[2]) for r in duckdb_query()}
+            got = {int(c): (total, n) for c, total, n in assoc_query().rows}
+            assert got.keys() == want.keys()
+            for k, (total, n) in got.items():
+                assert abs(total - want[k][0]) < 1e-6 * max(1.0, abs(total)), k
+                assert n == want[k][1], k
+            assert polars_query().height == len(got)
+            limit = assoc.cache_info()["limit"]
+            assoc.set_cache_limit(0)
+            try:
+                runs: dict[str, Run] = {
+                    "polars": (polars_query, None),
+                    "duckdb": (duckdb_query, None),
+                    "assoc": (assoc_query, None),
+                }
+                times = interleaved_times(runs, repeat)
+            finally:
+                assoc.set_cache_limit(limit)
+            out.update({f"share_{share}_{name}_{k}": v for k, v in times.items()})
+    session.clear()
     return out
 
 
@@ -415,6 +476,20 @@ def main() -> int:
         f"{a['chart_duckdb'] * ms:.1f} ms ({a['chart_assoc'] / chart_peer:.2f} of the best peer)"
     )
     print(f"Repeated cube for the same state (cached): {a['cached'] * 1e6:.1f} us")
+    print("\nUnder selections of a share of the rows (the selection made before the timing):\n")
+    print("| rows selected | cube | polars ms | duckdb ms | assoc ms | assoc vs best |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for share in SHARES:
+        for name, label in (
+            ("cube", "Sum, Count(distinct Customer)"),
+            ("chart", "Sum, Count of Amount"),
+        ):
+            key = f"share_{share}_{name}"
+            p, q, r = a[f"{key}_polars"], a[f"{key}_duckdb"], a[f"{key}_assoc"]
+            print(
+                f"| {share:.0%} | {label} | {p * ms:.1f} | {q * ms:.1f} | {r * ms:.1f} "
+                f"| {r / min(p, q):.2f} |"
+            )
     print(f"Extra peak memory while computing: {a['extra_bytes_per_row']:.2f} bytes per row\n")
 
     b = best(star(args.repeat))
