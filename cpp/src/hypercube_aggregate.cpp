@@ -120,9 +120,13 @@ struct FusedTerm {
   std::vector<double> own;         // the values, when built for this pass
 };
 
-// Where at least this many eighths of a chunk's rows are possible, its codes are decoded
-// block by block (shifts fixed per width) rather than read row by row.
-constexpr std::size_t kDenseEighths = 2;
+// Whether a chunk with `n` of its `count` rows possible has its codes decoded block by block
+// (shifts fixed per width) and the possible rows' packed, rather than read row by row: from a
+// quarter of the rows when a dimension's slot is its symbol (`affine`), from half when each
+// row's slot is looked up (a link's), whose look-ups the row-by-row pass overlaps better.
+constexpr bool dense_chunk(std::size_t n, std::size_t count, bool affine) {
+  return n * 8 >= count * (affine ? 2 : 4);
+}
 
 // Per-thread room for one chunk's codes.
 struct ChunkCodes {
@@ -203,7 +207,7 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
   const std::size_t n_words = (count + 63) / 64;
   std::size_t m = 0;
   Slots slot{buf.slot.data(), 0};
-  if (n * 8 >= count * kDenseEighths) {
+  if (dense_chunk(n, count, affine)) {
     slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
     if (affine && n == count) {
       slot = Slots{buf.decoded.data(), kAffineSlot};
@@ -418,7 +422,7 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
       } else {
         std::size_t n = 0;
         for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
-        if (n * 8 >= count * kDenseEighths) {
+        if (dense_chunk(n, count, affine)) {
           terms_dense(w, begin, count, n, slot_index, slot_codes, slot_of, affine, fts, sums.data(), counts.data(),
                       hits, buf, pair_of, pair.data());
         } else {
