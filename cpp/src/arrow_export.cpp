@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 
 #if defined(__SSE2__)
@@ -17,6 +18,7 @@
 #include "assoc/big_blocks.hpp"
 #include "assoc/error.hpp"
 #include "assoc/number_text.hpp"
+#include "row_compress.hpp"
 
 namespace assoc {
 
@@ -232,17 +234,14 @@ Bytes filtered_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std:
         const std::size_t last_word = std::min(n_words, (k + 1) * kChunkWords);
         std::size_t at = starts[k];
         if ((starts[k + 1] - starts[k]) * kSparse >= end - first) {
-          // Many rows kept: every row of the chunk decoded at once, the kept ones picked.
-          std::vector<std::uint32_t> rows(end - first);
-          index.decode(first, end - first, rows.data());
-          for (std::size_t w = k * kChunkWords; w < last_word; ++w) {
-            std::uint64_t bits = keep.words()[w];
-            while (bits != 0) {
-              const auto j = static_cast<std::size_t>(__builtin_ctzll(bits));
-              bits &= bits - 1;
-              codes[at++] = rows[w * 64 + j - first];
-            }
-          }
+          // Many rows kept: every row of the chunk decoded at once, the kept ones packed to
+          // the front (in the chunk's own buffer: a pack may write past what it keeps), then
+          // copied to their place.
+          const std::size_t count = end - first;
+          const std::unique_ptr<std::uint32_t[]> rows(new std::uint32_t[(count + 15) / 16 * 16]);
+          index.decode(first, count, rows.get());
+          const std::size_t kept = detail::compress_rows(keep.words() + k * kChunkWords, count, rows.get(), rows.get());
+          std::memcpy(codes + at, rows.get(), kept * sizeof(std::uint32_t));
           return;
         }
         // Few rows kept (a narrow selection): only the kept rows are read.

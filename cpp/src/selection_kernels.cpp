@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "assoc/thread_pool.hpp"
+#include "row_compress.hpp"
 
 namespace assoc::detail {
 namespace {
@@ -21,6 +22,9 @@ constexpr unsigned kFewRows = 8;
 // A block with at most this many rows of a row set has their values read row by row; one
 // with more is decoded whole, and its rows' values taken from that.
 constexpr unsigned kFewRowsToRead = 12;
+// A decoded block with more than this many rows of a row set has every row's value added
+// (those of other rows add nothing); one with fewer has its rows' values packed first.
+constexpr unsigned kManyRows = 40;
 
 // Read-ahead for a scan of a column over the blocks [first, last) of a row set. When at least
 // one block in 8 holds rows, every line of the blocks ahead is asked for: a stream, which
@@ -118,15 +122,17 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
       const std::size_t k = std::min<std::size_t>(64, n - w * 64);
       index.decode(w * 64, k, buf);
       if (k < 64) bits &= (std::uint64_t{1} << k) - 1;  // the last block: rows of the column only
-      if (bits == ~std::uint64_t{0}) {
+      if (popcount64(bits) > kManyRows) {  // most rows: every one, a row of the set or not
         for (std::size_t j = 0; j < k; ++j) {
           const std::uint32_t x = std::min(buf[j], limit);
-          a[x >> 6] |= std::uint64_t{1} << (x & 63);
+          a[x >> 6] |= ((bits >> j) & 1U) << (x & 63);
         }
         continue;
       }
-      for (; bits != 0; bits &= bits - 1) {  // the block's rows of the set only
-        const std::uint32_t x = std::min(buf[std::countr_zero(bits)], limit);
+      const std::uint64_t block[1] = {bits};  // (bits itself stays in a register)
+      const std::size_t m = compress_rows(block, k, buf, buf);  // the block's rows of the set only
+      for (std::size_t i = 0; i < m; ++i) {
+        const std::uint32_t x = std::min(buf[i], limit);
         a[x >> 6] |= std::uint64_t{1} << (x & 63);
       }
     }
