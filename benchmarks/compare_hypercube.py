@@ -166,6 +166,32 @@ def one_table(repeat: int) -> Times:
     return out
 
 
+def checked_times(
+    polars_query: Any, duckdb_query: Any, assoc_query: Any, repeat: int
+) -> dict[str, list[float]]:
+    """Each side's times over `repeat` interleaved rounds (assoc with the result cache off),
+    once the three agree: per Category (numbered as in duckdb), the Sum and the second
+    measure (a Count) of assoc equal duckdb's, and polars has as many groups."""
+    want = {r[0]: (r[1], r[2]) for r in duckdb_query()}
+    got = {int(c): (total, n) for c, total, n in assoc_query().rows}
+    assert got.keys() == want.keys()
+    for k, (total, n) in got.items():
+        assert abs(total - want[k][0]) < 1e-6 * max(1.0, abs(total)), k
+        assert n == want[k][1], k
+    assert polars_query().height == len(got)
+    limit = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)
+    try:
+        runs: dict[str, Run] = {
+            "polars": (polars_query, None),
+            "duckdb": (duckdb_query, None),
+            "assoc": (assoc_query, None),
+        }
+        return interleaved_times(runs, repeat)
+    finally:
+        assoc.set_cache_limit(limit)
+
+
 def chart_cube(data: dict[str, Any], session: assoc.Session, repeat: int) -> Times:
     """A bar chart's cube on every row: Sum(Amount) and Count(Amount) by Category (one field
     of the table: the fused pass)."""
@@ -185,24 +211,7 @@ def chart_cube(data: dict[str, Any], session: assoc.Session, repeat: int) -> Tim
         return session.hypercube(["Category"], chart)
 
     session.clear()
-    want = {r[0]: (r[1], r[2]) for r in duckdb_query()}
-    got = {int(c): (total, n) for c, total, n in assoc_query().rows}
-    assert got.keys() == want.keys()
-    for k, (total, n) in got.items():
-        assert abs(total - want[k][0]) < 1e-6 * max(1.0, abs(total)), k
-        assert n == want[k][1], k
-    assert polars_query().height == len(got)
-    limit = assoc.cache_info()["limit"]
-    assoc.set_cache_limit(0)
-    try:
-        runs: dict[str, Run] = {
-            "polars": (polars_query, None),
-            "duckdb": (duckdb_query, None),
-            "assoc": (assoc_query, None),
-        }
-        times = interleaved_times(runs, repeat)
-    finally:
-        assoc.set_cache_limit(limit)
+    times = checked_times(polars_query, duckdb_query, assoc_query, repeat)
     out: Times = {f"chart_{k}": v for k, v in times.items()}
     read = column_bytes(app, "T", ["Category", "Amount"])
     out["chart_bytes"] = read + symbol_bytes(app, ["Amount"])
@@ -246,24 +255,7 @@ def by_share(data: dict[str, Any], session: assoc.Session, repeat: int) -> Times
             def assoc_query(measures: list[str] = measures) -> assoc.Hypercube:
                 return session.hypercube(["Category"], measures)
 
-            want = {r[0]: (r[1], r[2]) for r in duckdb_query()}
-            got = {int(c): (total, n) for c, total, n in assoc_query().rows}
-            assert got.keys() == want.keys()
-            for k, (total, n) in got.items():
-                assert abs(total - want[k][0]) < 1e-6 * max(1.0, abs(total)), k
-                assert n == want[k][1], k
-            assert polars_query().height == len(got)
-            limit = assoc.cache_info()["limit"]
-            assoc.set_cache_limit(0)
-            try:
-                runs: dict[str, Run] = {
-                    "polars": (polars_query, None),
-                    "duckdb": (duckdb_query, None),
-                    "assoc": (assoc_query, None),
-                }
-                times = interleaved_times(runs, repeat)
-            finally:
-                assoc.set_cache_limit(limit)
+            times = checked_times(polars_query, duckdb_query, assoc_query, repeat)
             out.update({f"share_{share}_{name}_{k}": v for k, v in times.items()})
     session.clear()
     return out

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import math
-import os
 import random
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +14,7 @@ import assoc
 from assoc import App
 from reference_hypercube import ReferenceCube, nan_to_none, number_of
 from reference_inference import ReferenceModel
+from without_simd import assert_pass_without_simd
 
 FUNCS = {
     "sum": "Sum({})",
@@ -721,27 +719,10 @@ def test_the_portable_row_packing_agrees_too() -> None:
     # Where the CPU has AVX-512, a chunk's possible rows (their values, their positions) are
     # packed by a vector kernel; ASSOC_SIMD=0 turns it off. The checks of the passes that pack
     # them, again without it.
-    here = os.path.dirname(os.path.abspath(__file__))
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            os.path.join(here, "test_hypercube.py"),
-            "-k",
-            "random_models_match or dense_passes_count_and_sum or groups_reached_late",
-        ],
-        env={**os.environ, "ASSOC_SIMD": "0"},
-        capture_output=True,
-        text=True,
-        timeout=600,
+    assert_pass_without_simd(
+        "test_hypercube.py",
+        "random_models_match or dense_passes_count_and_sum or groups_reached_late",
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert " passed" in done.stdout
-    assert "failed" not in done.stdout
 
 
 def test_groups_reached_late_or_never_and_paired_terms(threads) -> None:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -16,6 +13,7 @@ import assoc
 from assoc import App
 from assoc.field_order import ALTERNATIVE, EXCLUDED, OPTION, SELECTED, SELECTED_EXCLUDED
 from reference_inference import ReferenceModel
+from without_simd import assert_pass_without_simd
 
 
 def read_back(app: App) -> tuple[dict[str, dict[str, list[Any]]], set[str]]:
@@ -600,28 +598,13 @@ def test_fields_selected_in_one_table_agree_with_numpy(share, wide) -> None:
 
 def test_the_portable_match_kernel_agrees_with_numpy_too() -> None:
     # Where the CPU has AVX-512 (VBMI), columns of widths 3 and 5 to 17 are matched by a vector
-    # kernel; ASSOC_SIMD=0 turns it off. The width and one-table checks above, again without it.
-    here = os.path.dirname(os.path.abspath(__file__))
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            os.path.join(here, "test_selections.py"),
-            "-k",
-            "every_bit_width or fields_selected_in_one_table or decodes_every_block",
-        ],
-        env={**os.environ, "ASSOC_SIMD": "0"},
-        capture_output=True,
-        text=True,
-        timeout=600,
+    # kernel, and a block's values on a row set packed by another; ASSOC_SIMD=0 turns them
+    # off. The width, one-table and row-set checks, again without them.
+    assert_pass_without_simd(
+        "test_selections.py",
+        "every_bit_width or fields_selected_in_one_table or decodes_every_block"
+        " or values_on_the_rows_of_another",
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert " passed" in done.stdout
-    assert "failed" not in done.stdout
 
 
 @pytest.mark.parametrize("linked", [False, True])
