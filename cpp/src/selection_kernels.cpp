@@ -130,8 +130,8 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
         continue;
       }
       const std::uint64_t block[1] = {bits};  // (bits itself stays in a register)
-      const std::size_t m = compress_rows(block, k, buf, buf);  // the block's rows of the set only
-      for (std::size_t i = 0; i < m; ++i) {
+      const std::size_t kept = compress_rows(block, k, buf, buf);  // the block's rows of the set only
+      for (std::size_t i = 0; i < kept; ++i) {
         const std::uint32_t x = std::min(buf[i], limit);
         a[x >> 6] |= std::uint64_t{1} << (x & 63);
       }
