@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from assoc import _core
 
@@ -203,7 +203,8 @@ class ValueCodes:
             if None in picked:
                 return None
             if field in self._present:
-                out[field] = sorted(set(itertools.chain.from_iterable(picked)))  # type: ignore[arg-type]
+                named = cast("list[tuple[int, ...]]", picked)  # no None among them
+                out[field] = sorted(set(itertools.chain.from_iterable(named)))
         return out
 
     def _row_symbols(self, field: str) -> list[tuple[int, ...] | None]:
