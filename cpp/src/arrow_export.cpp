@@ -231,7 +231,6 @@ Bytes filtered_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std:
       [&](std::size_t k) {
         const std::size_t first = k * kChunkWords * 64;
         const std::size_t end = std::min(t.rows, (k + 1) * kChunkWords * 64);
-        const std::size_t last_word = std::min(n_words, (k + 1) * kChunkWords);
         std::size_t at = starts[k];
         if ((starts[k + 1] - starts[k]) * kSparse >= end - first) {
           // Many rows kept: every row of the chunk decoded at once, the kept ones packed to
@@ -245,6 +244,7 @@ Bytes filtered_codes(const ArrowExportColumn& c, const ArrowExportTable& t, std:
           return;
         }
         // Few rows kept (a narrow selection): only the kept rows are read.
+        const std::size_t last_word = std::min(n_words, (k + 1) * kChunkWords);
         for (std::size_t w = k * kChunkWords; w < last_word; ++w) {
           std::uint64_t bits = keep.words()[w];
           while (bits != 0) {

@@ -377,10 +377,8 @@ class ColumnReader {
       double* numbers = numbers_.data();
       for_each_value(a, type_.values, first, n, outer, outer_first, where_, [&](std::int64_t i, const DualView* v) {
         numbers[i] = v == nullptr ? std::nan("") : v->number;
+        if (std::isinf(numbers[i])) refuse_infinite(first + i);
       });
-      for (std::int64_t i = 0; i < n; ++i)
-        if (std::isinf(numbers[i]))
-          throw Error(where_ + ": infinite numbers are not values (row " + std::to_string(first + i) + ")");
       symbols_.intern_numbers(numbers, static_cast<std::size_t>(n), rows);
       return;
     }
@@ -408,8 +406,12 @@ class ColumnReader {
       return s;
     }
     if (std::isnan(v.number)) return kNull;
-    if (std::isinf(v.number)) throw Error(where_ + ": infinite numbers are not values (row " + std::to_string(row) + ")");
+    if (std::isinf(v.number)) refuse_infinite(row);
     return symbols_.intern(v);
+  }
+
+  [[noreturn]] void refuse_infinite(std::int64_t row) const {
+    throw Error(where_ + ": infinite numbers are not values (row " + std::to_string(row) + ")");
   }
 
   void read_dictionary(const ArrowArray& a, std::int64_t first, std::int64_t n, const void* outer,

@@ -24,10 +24,12 @@ void ColumnBuilder::add_number(double v) {
   if (std::isnan(v)) {
     add_null();
   } else {
-    if (std::isinf(v)) throw Error("field '" + name_ + "': infinite numbers are not values");
+    if (std::isinf(v)) refuse_infinite();
     add(DualView::of_number(v));
   }
 }
+
+void ColumnBuilder::refuse_infinite() const { throw Error("field '" + name_ + "': infinite numbers are not values"); }
 
 void ColumnBuilder::add_dual(double v, std::string_view text) {
   if (!std::isfinite(v)) throw Error("field '" + name_ + "': a Dual needs a finite number");
@@ -36,7 +38,7 @@ void ColumnBuilder::add_dual(double v, std::string_view text) {
 
 void ColumnBuilder::add_numbers(const double* values, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
-    if (std::isinf(values[i])) throw Error("field '" + name_ + "': infinite numbers are not values");
+    if (std::isinf(values[i])) refuse_infinite();
   const std::size_t at = rows_.size();
   rows_.resize(at + n);
   symbols_.intern_numbers(values, n, rows_.data() + at);

@@ -173,6 +173,7 @@ class ColumnBuilder {
   LoadedColumn finish();
 
  private:
+  [[noreturn]] void refuse_infinite() const;
   std::string name_;
   SymbolTableBuilder symbols_;
   std::vector<std::uint32_t> rows_;
