@@ -16,6 +16,8 @@ import pytest
 from qixclient import QixClient
 
 from assoc.server.qix import ahead
+from assoc.server.qix.handles import ObjectTarget
+from assoc.server.qix.objects import GenericObject
 from conftest import QixServer, symbols
 
 pytestmark = pytest.mark.server
@@ -150,9 +152,10 @@ class _Engine:
         return asyncio.get_running_loop().run_in_executor(self.pool, func, *args)
 
 
-def _hand_over(monkeypatch: pytest.MonkeyPatch, send: str) -> list[str]:
+def _hand_over(monkeypatch: pytest.MonkeyPatch, send: str, first: Any = LIST) -> list[str]:
     """The order of an engine answer, its send and the layout made ahead after it; `send`:
-    "sent" (the loop sends the answer), "cancelled" (the request is given up)."""
+    "sent" (the loop sends the answer), "cancelled" (the request is given up); `first`: the
+    properties of the object laid out ahead."""
     monkeypatch.setattr(ahead, "SEND_WAIT", 30.0)  # the layout waits for the send, not the clock
     events: list[str] = []
     made = threading.Event()
@@ -162,9 +165,10 @@ def _hand_over(monkeypatch: pytest.MonkeyPatch, send: str) -> list[str]:
         made.set()
 
     monkeypatch.setattr(ahead, "_layout", layout)
+    target = ObjectTarget(doc=None, obj=GenericObject.create(first, "o"))  # type: ignore[arg-type]
     session = SimpleNamespace(
         doc=SimpleNamespace(modal=None),
-        handles=SimpleNamespace(open_handles=lambda: [7]),
+        handles=SimpleNamespace(open_handles=lambda: [7], get=lambda handle: target),
         notice=([7], []),
     )
 
@@ -196,6 +200,12 @@ def test_layouts_ahead_are_made_once_the_answer_is_sent(monkeypatch) -> None:
     # The engine thread that made an answer leaves the interpreter and the cores to the loop
     # until the answer is sent: the client can ask for no layout before it has the answer.
     assert _hand_over(monkeypatch, "sent") == ["answer made", "answer sent", "layout made"]
+
+
+def test_a_chart_s_layout_ahead_starts_before_the_answer_is_sent(monkeypatch) -> None:
+    # A layout that starts with its cube starts at once: the cube leaves the interpreter to
+    # the loop, and waiting would cost the engine thread's wake-up on top of the send.
+    assert _hand_over(monkeypatch, "sent", CUBE) == ["answer made", "layout made", "answer sent"]
 
 
 def test_a_request_given_up_does_not_hold_its_layouts_back(monkeypatch) -> None:

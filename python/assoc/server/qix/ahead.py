@@ -1,8 +1,9 @@
 """Layouts made ahead. An answer that changes objects the client lays out (a selection, a patch)
 is followed by their GetLayout requests, one round trip each (enigma.js asks on `change`). The
 session starts making those layouts as soon as the answer is on its way (the engine thread that
-made an engine method's answer goes on to make them once the loop has sent it; after any other
-method an engine thread starts while the answer is sent), while it travels and while the client
+made an engine method's answer goes on to make them: at once when the first starts with a cube,
+else once the loop has sent the answer; after any other method an engine thread starts while the
+answer is sent), while it travels and while the client
 reads the layouts before them; each GetLayout that follows takes its layout as made. Any other
 request (or a GetLayout asked again) first waits for that work to stop and drops what it made,
 so a layout made ahead is always the one its own GetLayout would have made at that point:
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from assoc.server.metrics import LoopCounts
 from assoc.server.qix.delta import DeltaBases, NotExpressible, Prepared
 from assoc.server.qix.handles import ObjectTarget
+from assoc.server.qix.hypercube import HyperCubeDef
 from assoc.server.qix.methods import Answer, Method
 from assoc.server.qix.rpc import Request, RpcError, encode_json, result_message
 from assoc.server.qix.session import QixSession
@@ -32,8 +34,11 @@ from assoc.server.qix.workload import EngineWork, work_bytes
 # At most this many objects' layouts are made ahead after one change (the oldest asked first).
 AHEAD_MAX = 16
 # Seconds the engine thread that made an answer waits for the loop to send it before it makes
-# the layouts that answer changed: until then the loop needs the interpreter and a core, and
-# the client can ask for no layout before the answer reaches it.
+# the layouts that answer changed, when the first of them would hold the interpreter at once
+# (a list object's page is built in Python): until then the loop needs the interpreter and a
+# core, and the client can ask for no layout before the answer reaches it. A layout that
+# starts with a cube starts at once: the cube is computed without the interpreter, and a
+# sleeping thread takes a few hundred microseconds to run again once signalled.
 SEND_WAIT = 0.002
 # The start of an answer made with id null.
 _NULL_ID = '{"jsonrpc":"2.0","id":null,'
@@ -200,13 +205,14 @@ class LayoutsAhead:
         sent: threading.Event,
     ) -> None:
         """In an engine thread: the answer, handed to the loop with the plan it leads to (its
-        futures exist before any of its layouts is delivered), then, once the loop has sent
-        the answer (SEND_WAIT at most), the plan's layouts."""
+        futures exist before any of its layouts is delivered), then the plan's layouts: at once
+        when the first starts with a cube, else once the loop has sent the answer (SEND_WAIT at
+        most)."""
         text = work()
         notice = session.notice
         plan = self._plan(session, notice[0]) if notice is not None and notice[0] else []
         loop.call_soon_threadsafe(_answered, self, plan, made, answered, text)
-        if plan:
+        if plan and not _starts_with_a_cube(session, plan[0]):
             sent.wait(SEND_WAIT)
         self._make(engine, session, plan, made, loop, bases)
 
@@ -262,6 +268,19 @@ class LayoutsAhead:
         if not job.done():
             await asyncio.wait({job})
         self._job = None
+
+
+def _starts_with_a_cube(session: QixSession, handle: int) -> bool:
+    """Whether an object's layout starts with engine work done without the interpreter: every
+    definition in it is a hypercube (a chart, not a list object or properties alone)."""
+    try:
+        target = session.handles.get(handle)
+    except RpcError:
+        return False
+    if not isinstance(target, ObjectTarget):
+        return False
+    definitions = target.obj.definitions.values()
+    return bool(definitions) and all(isinstance(d, HyperCubeDef) for d in definitions)
 
 
 def _layout(
