@@ -483,6 +483,38 @@ def test_invalid_utf8_is_found_in_any_chunk_before_a_later_error(threads, quoted
             App.from_csv(data)
 
 
+def _numbers_csv(seed: int, n_rows: int) -> tuple[bytes, dict[str, list[Any]]]:
+    """Columns whose per-row arrays and number tables are big blocks (1 MiB and more): a
+    rising id, a repeating count, a decimal and a code; the CSV and its values."""
+    rng = random.Random(seed)
+    ids = list(range(seed, seed + n_rows))
+    counts = [rng.randrange(100_000) for _ in range(n_rows)]
+    prices = [rng.randrange(1_000_000) / 100 for _ in range(n_rows)]
+    codes = [f"c{rng.randrange(1000)}" for _ in range(n_rows)]
+    lines = ["id,count,price,code"]
+    lines += [f"{a},{b},{c:.2f},{d}" for a, b, c, d in zip(ids, counts, prices, codes, strict=True)]
+    return ("\n".join(lines) + "\n").encode(), {
+        "id": ids,
+        "count": counts,
+        "price": prices,
+        "code": codes,
+    }
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_a_load_into_memory_another_load_freed_reads_its_own_values(threads, n_threads) -> None:
+    # The second load takes blocks the first one freed, still holding its values: any array
+    # read before it is written (a row's symbol, a number's slot) would show them.
+    assoc.set_threads(n_threads)
+    first, _ = _numbers_csv(1, 400_000)
+    App.from_csv(first, "T")
+    reused = assoc.memory_blocks()["reused"]
+    data, expected = _numbers_csv(2, 400_000)
+    got = columns(data, "T")
+    assert assoc.memory_blocks()["reused"] > reused
+    assert got == expected
+
+
 # ----------------------------------------------------------------------------------------------
 # Property: whatever Python's csv module writes reads back to the same values
 

@@ -81,24 +81,19 @@ Cache& cache() {
   return *c;
 }
 
-}  // namespace
-
-void* allocate(std::size_t bytes) {
-  if (bytes > (SIZE_MAX >> 1)) throw std::bad_alloc();  // the size class would overflow
-  const std::size_t mapped = class_bytes(bytes);
+// A kept block of `mapped` bytes (nullptr: none), counted as reused or, when none, as mapped.
+void* take_kept(std::size_t mapped) {
   Cache& c = cache();
-  void* kept = nullptr;
-  {
-    std::lock_guard lock(c.mutex);
-    kept = c.take(mapped);
-    ++(kept != nullptr ? c.counts.reused : c.counts.mapped);
-  }
-  if (kept != nullptr) {
-    // The slack past `bytes` is never handed out, so it needs no clearing either.
-    return uncleared_depth > 0 ? kept : std::memset(kept, 0, bytes);
-  }
+  std::lock_guard lock(c.mutex);
+  void* kept = c.take(mapped);
+  ++(kept != nullptr ? c.counts.reused : c.counts.mapped);
+  return kept;
+}
+
+void* map_fresh(std::size_t mapped) {
   void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
+    Cache& c = cache();
     std::lock_guard lock(c.mutex);
     --c.counts.mapped;
     throw std::bad_alloc();
@@ -107,6 +102,40 @@ void* allocate(std::size_t bytes) {
   if (mapped >= kHugeBytes) madvise(p, mapped, MADV_HUGEPAGE);
 #endif
   return p;
+}
+
+std::size_t checked_class(std::size_t bytes) {
+  if (bytes > (SIZE_MAX >> 1)) throw std::bad_alloc();  // the size class would overflow
+  return class_bytes(bytes);
+}
+
+}  // namespace
+
+void* allocate(std::size_t bytes) {
+  const std::size_t mapped = checked_class(bytes);
+  if (void* kept = take_kept(mapped)) {
+    // The slack past `bytes` is never handed out, so it needs no clearing either.
+    return uncleared_depth > 0 ? kept : std::memset(kept, 0, bytes);
+  }
+  return map_fresh(mapped);
+}
+
+void* allocate_lazy(std::size_t bytes) {
+  const std::size_t mapped = checked_class(bytes);
+  {
+    Cache& c = cache();
+    std::lock_guard lock(c.mutex);
+    ++c.counts.mapped;
+  }
+  return map_fresh(mapped);
+}
+
+void release_lazy(void* p, std::size_t bytes) noexcept {
+  if (p == nullptr) return;
+  munmap(p, class_bytes(bytes));
+  Cache& c = cache();
+  std::lock_guard lock(c.mutex);
+  ++c.counts.unmapped;
 }
 
 void release(void* p, std::size_t bytes) noexcept {

@@ -102,7 +102,7 @@ class DenseNumbers {
       const std::int64_t span = max_key_ - min_key_;
       if (span > (max_slots(n_symbols) - 1) / mul || min_key_ < -kMaxKey / mul || max_key_ > kMaxKey / mul)
         return false;
-      ZeroedArray<std::uint32_t> fresh(static_cast<std::size_t>(span * mul + 1));
+      ZeroedArray<std::uint32_t> fresh(static_cast<std::size_t>(span * mul + 1), ZeroedArray<std::uint32_t>::Sparse{});
       for (std::int64_t key = min_key_; key <= max_key_; ++key)
         fresh[static_cast<std::size_t>((key - min_key_) * mul)] = slots_[static_cast<std::size_t>(key - lo_)];
       std::swap(slots_, fresh);
@@ -139,7 +139,7 @@ class DenseNumbers {
       const std::int64_t first_cap = allowance_ > (std::int64_t{1} << 16) ? allowance_ : 1024;
       lo_ = first_cap > 1024 ? k - first_cap / 4 : k - 16;
       min_key_ = max_key_ = k;
-      slots_ = ZeroedArray<std::uint32_t>(static_cast<std::size_t>(first_cap));
+      slots_ = ZeroedArray<std::uint32_t>(static_cast<std::size_t>(first_cap), ZeroedArray<std::uint32_t>::Sparse{});
       return true;
     }
     // The keys seen, not the slack around them, count against the limit.
@@ -148,7 +148,7 @@ class DenseNumbers {
     if (need > max_slots(n_symbols)) return false;
     const std::int64_t fresh_cap = std::min(std::max(need, 2 * cap), max_slots(n_symbols));
     const std::int64_t fresh_lo = k < min_key_ ? hi_key + 1 - fresh_cap : lo_key;
-    ZeroedArray<std::uint32_t> fresh(static_cast<std::size_t>(fresh_cap));
+    ZeroedArray<std::uint32_t> fresh(static_cast<std::size_t>(fresh_cap), ZeroedArray<std::uint32_t>::Sparse{});
     std::memcpy(fresh.data() + (min_key_ - fresh_lo), slots_.data() + (min_key_ - lo_),
                 static_cast<std::size_t>(max_key_ - min_key_ + 1) * sizeof(std::uint32_t));
     std::swap(slots_, fresh);

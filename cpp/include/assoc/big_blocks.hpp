@@ -19,6 +19,11 @@ namespace big_blocks {
 inline constexpr std::size_t kMinBytes = std::size_t{1} << 20;
 
 void* allocate(std::size_t bytes);            // zeroed (see Uncleared); throws std::bad_alloc
+// Zeroed as each page is first touched, for tables that touch few of their pages (slots by
+// key): fresh pages from the system, given back by release_lazy (not kept: kept blocks are for
+// arrays that use every page, and clearing one in full would write every page).
+void* allocate_lazy(std::size_t bytes);
+void release_lazy(void* p, std::size_t bytes) noexcept;  // `bytes` as given to allocate_lazy
 void release(void* p, std::size_t bytes) noexcept;  // `bytes` as given to allocate
 
 struct Stats {
@@ -90,13 +95,24 @@ class ZeroedArray {
  public:
   ZeroedArray() = default;
   explicit ZeroedArray(std::size_t n) : data_(n == 0 ? nullptr : CallocAllocator<T>().allocate(n)), size_(n) {}
+  // An array most of whose pages may never be touched: a big one costs only the pages used.
+  struct Sparse {};
+  ZeroedArray(std::size_t n, Sparse) {
+    if (n == 0) return;
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
+    lazy_ = n * sizeof(T) >= big_blocks::kMinBytes;
+    data_ = lazy_ ? static_cast<T*>(big_blocks::allocate_lazy(n * sizeof(T))) : CallocAllocator<T>().allocate(n);
+    size_ = n;
+  }
   ~ZeroedArray() { release(); }
-  ZeroedArray(ZeroedArray&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  ZeroedArray(ZeroedArray&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), lazy_(std::exchange(o.lazy_, false)) {}
   ZeroedArray& operator=(ZeroedArray&& o) noexcept {
     if (this != &o) {
       release();
       data_ = std::exchange(o.data_, nullptr);
       size_ = std::exchange(o.size_, 0);
+      lazy_ = std::exchange(o.lazy_, false);
     }
     return *this;
   }
@@ -116,12 +132,20 @@ class ZeroedArray {
 
  private:
   void release() noexcept {
-    if (data_ != nullptr) CallocAllocator<T>().deallocate(data_, size_);
+    if (data_ != nullptr) {
+      if (lazy_) {
+        big_blocks::release_lazy(data_, size_ * sizeof(T));
+      } else {
+        CallocAllocator<T>().deallocate(data_, size_);
+      }
+    }
     data_ = nullptr;
     size_ = 0;
+    lazy_ = false;
   }
   T* data_ = nullptr;
   std::size_t size_ = 0;
+  bool lazy_ = false;  // from allocate_lazy
 };
 
 }  // namespace assoc
