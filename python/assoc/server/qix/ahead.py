@@ -3,11 +3,10 @@ is followed by their GetLayout requests, one round trip each (enigma.js asks on 
 session starts making those layouts as soon as the answer is on its way (the engine thread that
 made an engine method's answer goes on to make them: at once when the first starts with a cube,
 else once the loop has sent the answer; after any other method an engine thread starts while the
-answer is sent), while it travels and while the client
-reads the layouts before them; each GetLayout that follows takes its layout as made. Any other
-request (or a GetLayout asked again) first waits for that work to stop and drops what it made,
-so a layout made ahead is always the one its own GetLayout would have made at that point:
-nothing can change the session in between.
+answer is sent), while it travels and while the client reads the layouts before them; each
+GetLayout that follows takes its layout as made. Any other request (or a GetLayout asked again)
+first waits for that work to stop and drops what it made, so a layout made ahead is always the
+one its own GetLayout would have made at that point: nothing can change the session in between.
 
 When the socket whose answer started the work asks for its layouts as delta answers, each is
 also diffed there against that socket's bases (delta.py); they become its bases only when the
