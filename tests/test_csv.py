@@ -484,8 +484,9 @@ def test_invalid_utf8_is_found_in_any_chunk_before_a_later_error(threads, quoted
 
 
 def _numbers_csv(seed: int, n_rows: int) -> tuple[bytes, dict[str, list[Any]]]:
-    """Columns whose per-row arrays and number tables are big blocks (1 MiB and more): a
-    rising id, a repeating count, a decimal and a code; the CSV and its values."""
+    """Columns big enough for the table's arrays (symbols, packed indexes) to take big blocks
+    (1 MiB and more): a rising id, a repeating count, a decimal and a code; the CSV and its
+    values."""
     rng = random.Random(seed)
     ids = list(range(seed, seed + n_rows))
     counts = [rng.randrange(100_000) for _ in range(n_rows)]
@@ -503,8 +504,8 @@ def _numbers_csv(seed: int, n_rows: int) -> tuple[bytes, dict[str, list[Any]]]:
 
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_a_load_into_memory_another_load_freed_reads_its_own_values(threads, n_threads) -> None:
-    # The second load takes blocks the first one freed, still holding its values: any array
-    # read before it is written (a row's symbol, a number's slot) would show them.
+    # The second load takes blocks the first one freed, still holding its values: an array
+    # read before it is written would show them (the slot tables by key take fresh pages).
     assoc.set_threads(n_threads)
     limit = assoc.memory_blocks()["kept_limit"]
     assoc.set_memory_blocks_kept(256 << 20)  # what another test left does not matter
