@@ -585,3 +585,27 @@ def test_a_users_symbols_read_from_their_rows_match_their_grant() -> None:
     assert read["cid"] == {"REGION": []}  # granted nothing the data holds: refused later
     assert read["boss"] is None  # `*` and an empty value need the grant
     assert read["dan"] is None
+
+
+def test_a_users_access_rows_come_in_order_each_once() -> None:
+    """The rows naming a user: by USERID and by USER.EMAIL (the same row counted once), the
+    rows of their groups, and the rows of `*` (every user) when the table has them."""
+    from assoc.access import AccessTable
+
+    columns = {
+        "ACCESS": ["USER"] * 6,
+        "USERID": ["ann", "bob", "ann", "", "", "bob"],
+        "USER.EMAIL": ["ann", "", "", "ann", "", ""],
+        "GROUP": ["", "", "", "", "team", "team"],
+        "REGION": ["a", "b", "c", "d", "e", "f"],
+    }
+    access = AccessTable(columns)
+    assert list(access.rows_for("ann")) == [0, 2, 3]
+    assert list(access.rows_for(" Ann ")) == [0, 2, 3]
+    assert list(access.rows_for("ann", ["team"])) == [0, 2, 3, 4, 5]
+    assert list(access.rows_for("bob", ["TEAM", "team"])) == [1, 4, 5]
+    assert list(access.rows_for("eve")) == []
+    assert list(access.rows_for("")) == []
+    everyone = AccessTable({**columns, "USERID": ["ann", "bob", "ann", "", "*", "bob"]})
+    assert list(everyone.rows_for("ann")) == [0, 2, 3, 4]
+    assert list(everyone.rows_for("eve")) == [4]

@@ -61,17 +61,22 @@ class AccessTable:
         # reads only theirs, however many users the table lists.
         self._users = _rows_by_value(self.columns, ("USERID", "USER.EMAIL"))
         self._groups = _rows_by_value(self.columns, ("GROUP",))
+        # The rows every user gets (`*` as USERID or GROUP).
+        self._everyone = tuple(sorted({*self._users.get("*", ()), *self._groups.get("*", ())}))
         self._listed: dict[str, set[str]] = {}  # per reduction field, its values (made once)
         # The columns that reduce data (all but ACCESS, USERID, GROUP, OMIT, …).
         self.reduction_fields = [f for f in self.columns if f not in _SYSTEM]
 
-    def rows_for(self, user: str, groups: Iterable[str] = ()) -> list[int]:
+    def rows_for(self, user: str, groups: Iterable[str] = ()) -> Sequence[int]:
         """The access rows that name the user, or one of their groups (`*`: everyone), in
         order; none for an empty user."""
         who = user.strip().upper()
         if not who:  # a session without a user opens no app with section access
-            return []
-        found = {*self._users.get(who, ()), *self._users.get("*", ()), *self._groups.get("*", ())}
+            return ()
+        own = self._users.get(who, ())
+        if not groups and not self._everyone:
+            return own  # in order, each once
+        found = {*own, *self._everyone}
         for group in {g.strip().upper() for g in groups}:
             found.update(self._groups.get(group, ()))
         return sorted(found)
@@ -147,14 +152,16 @@ class AccessTable:
         )
 
 
-def _rows_by_value(columns: Mapping[str, list[str]], names: Sequence[str]) -> dict[str, list[int]]:
-    """The rows of each non-empty value of some columns."""
-    out: dict[str, list[int]] = {}
+def _rows_by_value(
+    columns: Mapping[str, list[str]], names: Sequence[str]
+) -> dict[str, tuple[int, ...]]:
+    """The rows of each non-empty value of some columns, in order, each once."""
+    out: dict[str, set[int]] = {}
     for name in names:
         for i, value in enumerate(columns.get(name, ())):
             if value:
-                out.setdefault(value, []).append(i)
-    return out
+                out.setdefault(value, set()).add(i)
+    return {value: tuple(sorted(rows)) for value, rows in out.items()}
 
 
 def hidden_name(name: str) -> bool:
