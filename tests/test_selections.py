@@ -677,3 +677,45 @@ def test_a_fields_values_on_the_rows_of_another_fields_selection_agree_with_nump
         mask = np.isin(a, chosen)
         assert set(symbols_b[s.indices("B", "possible")].tolist()) == set(b[mask].tolist())
         assert s.counts("B")["possible"] == int(mask.sum())
+
+
+@pytest.mark.parametrize("rare_at", ["end", "start", "nowhere"])
+@pytest.mark.parametrize("nulls", [False, True])
+@pytest.mark.parametrize("known", [False, True])
+def test_a_scan_for_few_values_finds_each_however_late_it_comes(rare_at, nulls, known) -> None:
+    # A scan for a field's values on a row set stops once it has found every value its column
+    # holds (a dimension of few values over many rows): all of the field's symbols, or the
+    # column's own values once those are known (`known`: asked before the selection). A value on
+    # one row only, at the table's end or start, or on no row of the set, must still be found or
+    # left out exactly; so must a value only the field's other table holds, and NULLs.
+    rng = np.random.default_rng(3 if nulls else 4)
+    n = 600_007  # several tasks per scan, and a last, partial block
+    region = rng.integers(0, 12, n).astype(object)
+    keep = rng.random(n) < 0.5
+    rare_row = {"end": n - 1, "start": 0, "nowhere": n - 2}[rare_at]
+    keep[rare_row] = rare_at != "nowhere"
+    if nulls:
+        region[rng.random(n) < 0.05] = None
+    region[rare_row] = 99  # the one row of value 99
+    app = App.from_tables(
+        {
+            # Code: Sales' alone; Region: also in Regions, with a value no Sales row has.
+            "Sales": {"Region": list(region), "Code": list(region), "Kept": keep.astype(np.int64)},
+            "Regions": {"Region": [0, 1, 99, 500], "Name": ["a", "b", "c", "d"]},
+        }
+    )
+    with app.session() as s:
+        if known:
+            for field in ("Region", "Code"):
+                s.indices(field, "possible")
+        for kept in (1, 0):
+            s.clear()
+            s.select("Kept", [kept])
+            rows = keep == bool(kept)
+            assert s.possible_rows("Sales") == int(rows.sum())
+            want = {v for v in region[rows] if v is not None}
+            for field in ("Region", "Code"):
+                symbols = list(app.symbols(field))
+                got = {symbols[i] for i in s.indices(field, "possible")}
+                assert got == want, field
+                assert (99 in got) == ((rare_at != "nowhere") == bool(kept)), field

@@ -261,14 +261,16 @@ std::shared_ptr<const Bitset> AssociativeModel::values_found_on(std::uint32_t ta
 Bitset AssociativeModel::values_on(std::uint32_t table, std::uint32_t column, const Bitset* rows) const {
   const Column& col = model_->tables().at(table).columns.at(column);
   const std::uint32_t n = model_->fields()[col.field].symbols.size();
-  if (rows != nullptr) return values_on_rows(col.index, rows, n);
   std::shared_ptr<const Bitset> kept;
   {
     std::lock_guard<std::mutex> lock(column_mutex_);
     kept = column_values_[table][column];
   }
+  // A scan stops once it has found every value the column holds (all the field's symbols until
+  // the column's own are known).
+  if (rows != nullptr) return values_on_rows(col.index, rows, n, kept ? kept->count() : n);
   if (!kept) {  // made outside the lock: two threads may both make it, alike
-    kept = std::make_shared<const Bitset>(values_on_rows(col.index, nullptr, n));
+    kept = std::make_shared<const Bitset>(values_on_rows(col.index, nullptr, n, n));
     std::lock_guard<std::mutex> lock(column_mutex_);
     if (!column_values_[table][column]) column_values_[table][column] = kept;
   }

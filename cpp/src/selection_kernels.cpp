@@ -2,6 +2,7 @@
 #include "selection_kernels.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <vector>
 
@@ -88,6 +89,38 @@ class ReadAhead {
   std::size_t reached_ = 0, asked_ = 0;  // rows the scan reached, rows asked for
 };
 
+// A scan for a column's values stops once it has found every value the column can hold: it
+// looks at its own finds (counting the words of its set) and at whether another task of the
+// same scan found them all, every kCheckBlocks blocks (64 rows each), or every
+// kCheckBlocksPerWord blocks per word of its set when that is longer: a look then costs
+// little beside the scan between two.
+constexpr std::size_t kCheckBlocks = 256;
+constexpr std::size_t kCheckBlocksPerWord = 32;
+
+// When a scan of values may stop early: `target` values (those of the column, NULL aside)
+// found by this task, or `found_all` set by another.
+struct EarlyExit {
+  std::size_t target;
+  std::atomic<bool>* found_all;
+  // Whether the symbols [0, limit) of `acc` are the target's count.
+  bool holds_all(const Bitset& acc, std::uint32_t limit) const {
+    const std::uint64_t* a = acc.words();
+    std::size_t n = 0;
+    const std::size_t whole = limit / 64;
+    for (std::size_t i = 0; i < whole; ++i) n += popcount64(a[i]);
+    if (limit % 64 != 0) n += popcount64(a[whole] & ((std::uint64_t{1} << (limit % 64)) - 1));
+    return n >= target;
+  }
+  // Whether the scan may stop: another task found every value, or `acc` holds them (the others
+  // are told).
+  bool reached(const Bitset& acc, std::uint32_t limit) const {
+    if (found_all->load(std::memory_order_relaxed)) return true;
+    if (!holds_all(acc, limit)) return false;
+    found_all->store(true, std::memory_order_relaxed);
+    return true;
+  }
+};
+
 // Adds the symbols on rows of blocks [first, last) (all rows when `rows` is null) to `acc`.
 void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t first, std::size_t last,
                     std::uint32_t limit, Bitset& acc) {
@@ -136,6 +169,17 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
         a[x >> 6] |= std::uint64_t{1} << (x & 63);
       }
     }
+  }
+}
+
+// collect_values in steps, stopping between two once `exit` says every value is found (by
+// this task: then `acc` holds them all).
+void collect_values_until(const PackedIndex& index, const Bitset* rows, std::size_t first, std::size_t last,
+                          std::uint32_t limit, Bitset& acc, const EarlyExit& exit) {
+  const std::size_t step = std::max(kCheckBlocks, kCheckBlocksPerWord * acc.word_count());
+  for (std::size_t from = first; from < last; from += step) {
+    if (from > first && exit.reached(acc, limit)) return;
+    collect_values(index, rows, from, std::min(last, from + step), limit, acc);
   }
 }
 
@@ -203,21 +247,41 @@ Bitset match_rows(const PackedIndex& index, const Bitset& set, const Bitset* wit
 }
 
 // Symbols that occur on `rows` (null: every row) of a column.
-Bitset values_on_rows(const PackedIndex& index, const Bitset* rows, std::uint32_t n_symbols) {
+Bitset values_on_rows(const PackedIndex& index, const Bitset* rows, std::uint32_t n_symbols, std::size_t held) {
   Bitset out = symbol_set(n_symbols);
   const std::size_t blocks = (index.size() + 63) / 64;
   // Each task gathers into a bitset of its own, at least 256 blocks (16K rows) per task.
   const std::size_t tasks = std::max<std::size_t>(1, std::min<std::size_t>(threads() * 2, blocks / 256));
   std::vector<Bitset> partial(tasks - 1);
+  // A task that finds every value the column holds ends the scan: worth looking for while
+  // there are many rows for each such value (few distinct values: dimensions, flags, years).
+  std::atomic<bool> found_all{false};
+  const EarlyExit exit{std::min<std::size_t>(held, n_symbols), &found_all};
+  const bool may_exit = held > 0 && held * 16 <= index.size();
+  std::atomic<std::size_t> winner{SIZE_MAX};
   parallel_for(tasks, [&](std::size_t t) {
     Bitset* acc = &out;
     if (t > 0) {
       partial[t - 1] = symbol_set(n_symbols);
       acc = &partial[t - 1];
     }
-    collect_values(index, rows, blocks * t / tasks, blocks * (t + 1) / tasks, n_symbols, *acc);
+    const std::size_t first = blocks * t / tasks, last = blocks * (t + 1) / tasks;
+    if (may_exit) {
+      collect_values_until(index, rows, first, last, n_symbols, *acc, exit);
+    } else {
+      collect_values(index, rows, first, last, n_symbols, *acc);
+    }
+    if (may_exit && exit.holds_all(*acc, n_symbols)) {
+      std::size_t none = SIZE_MAX;
+      winner.compare_exchange_strong(none, t);
+    }
   });
-  for (const auto& p : partial) out.or_with(p);
+  if (const std::size_t t = winner.load(); t != SIZE_MAX) {
+    // One task's finds are the whole answer; the others' may have stopped part way.
+    if (t > 0) out = std::move(partial[t - 1]);
+  } else {
+    for (const auto& p : partial) out.or_with(p);
+  }
   out.reset(n_symbols);
   return out;
 }

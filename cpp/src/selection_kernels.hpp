@@ -17,6 +17,8 @@ inline Bitset symbol_set(std::uint32_t n_symbols) { return Bitset(std::size_t{n_
 Bitset match_rows(const PackedIndex& index, const Bitset& set, const Bitset* within = nullptr);
 
 // Symbols that occur on `rows` (null: every row) of a column, in parallel over blocks of rows.
-Bitset values_on_rows(const PackedIndex& index, const Bitset* rows, std::uint32_t n_symbols);
+// `held`: how many of the field's values the column holds on any row (0: not known); the scan
+// stops once it has found that many.
+Bitset values_on_rows(const PackedIndex& index, const Bitset* rows, std::uint32_t n_symbols, std::size_t held = 0);
 
 }  // namespace assoc::detail
