@@ -204,7 +204,7 @@ def test_layouts_ahead_are_made_once_the_answer_is_sent(monkeypatch) -> None:
 
 def test_a_chart_s_layout_ahead_starts_before_the_answer_is_sent(monkeypatch) -> None:
     # A layout that starts with its cube starts at once: the cube leaves the interpreter to
-    # the loop, and waiting would cost the engine thread's wake-up on top of the send.
+    # the loop, and a thread that waited would go on only once the loop let go of it.
     assert _hand_over(monkeypatch, "sent", CUBE) == ["answer made", "layout made", "answer sent"]
 
 

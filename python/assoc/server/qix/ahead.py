@@ -37,7 +37,8 @@ AHEAD_MAX = 16
 # (a list object's page is built in Python): until then the loop needs the interpreter and a
 # core, and the client can ask for no layout before the answer reaches it. A layout that
 # starts with a cube starts at once: the cube is computed without the interpreter, and a
-# sleeping thread takes a few hundred microseconds to run again once signalled.
+# thread that waited goes on only once the loop lets go of the interpreter (0.3-0.5 ms after
+# the send, measured: docs/benchmarks-qix.md, nineteenth round).
 SEND_WAIT = 0.002
 # The start of an answer made with id null.
 _NULL_ID = '{"jsonrpc":"2.0","id":null,'
