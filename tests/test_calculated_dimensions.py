@@ -278,3 +278,63 @@ def test_matches_brute_force_reference(seed: int) -> None:
             assert cube.totals == [total, sum(v[1] for v in want.values())]
             kept = s.hypercube([dim], ["Sum(Amount)"], suppress_missing=True)
             assert {shown(r[0]) for r in kept.rows} == {k for k in want if k is not None}
+
+
+@pytest.fixture(scope="module")
+def batches() -> tuple[App, list[int | None], list[int | None]]:
+    """A table of several of the engine's row batches (65,536 rows each) and a part one:
+    Plain has no NULL, Holed one in 97 rows; Id is the row number."""
+    rng = random.Random(11)
+    n = 3 * 65_536 + 4_999
+    plain: list[int | None] = [rng.randrange(1_000) for _ in range(n)]
+    holed: list[int | None] = [None if i % 97 == 5 else v for i, v in enumerate(plain)]
+    tables = {"Facts": {"Id": list(range(n)), "Plain": plain, "Holed": holed}}
+    return App.from_tables(tables), plain, holed
+
+
+def by_label(ids: list[int], labels: list[Any]) -> dict[Any, tuple[float, float]]:
+    """Sum(Id), Count(Id) per label of the records `ids` (an Id is its row number)."""
+    out: dict[Any, tuple[float, float]] = {}
+    for i in ids:
+        total, count = out.get(labels[i], (0.0, 0.0))
+        out[labels[i]] = (total + i, count + 1)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("dim", "column", "label"),
+    [
+        # every record has a result, read from a field without NULLs / with NULLs
+        ("=If(Plain > 100, 'big', 'small')", "plain", lambda v: "big" if v > 100 else "small"),
+        (
+            "=If(IsNull(Holed), 'none', If(Holed > 100, 'big', 'small'))",
+            "holed",
+            lambda v: "none" if v is None else "big" if v > 100 else "small",
+        ),
+        # NULL results: the records' results are kept whole first
+        ("=If(Plain > 100, 'big')", "plain", lambda v: "big" if v > 100 else None),
+        # one result for every record: a column of no bits
+        ("=If(IsNull(Holed), 'x', 'x')", "holed", lambda v: "x"),
+        ("=Plain", "plain", lambda v: v),
+    ],
+)
+def test_a_column_of_several_batches_has_every_records_result(
+    batches: tuple[App, list[int | None], list[int | None]], dim: str, column: str, label: Any
+) -> None:
+    app, plain, holed = batches
+    labels = [label(v) for v in (plain if column == "plain" else holed)]
+    previous = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)  # the derived column made for this cube
+    try:
+        with app.session() as s:
+            cube = s.hypercube([dim], ["Sum(Id)", "Count(Id)"])
+            assert {shown(r[0]): (r[1], r[2]) for r in cube.rows} == by_label(
+                list(range(len(labels))), labels
+            )
+            # Under a selection across a batch's end and of the last record: their results.
+            kept = [*range(65_530, 65_545), len(labels) - 1]
+            s.select("Id", kept)
+            cube = s.hypercube([dim], ["Sum(Id)", "Count(Id)"])
+            assert {shown(r[0]): (r[1], r[2]) for r in cube.rows} == by_label(kept, labels)
+    finally:
+        assoc.set_cache_limit(previous)
