@@ -315,6 +315,7 @@ def by_label(ids: list[int], labels: list[Any]) -> dict[Any, tuple[float, float]
         ("=If(Plain > 100, 'big')", "plain", lambda v: "big" if v > 100 else None),
         # one result for every record: a column of no bits
         ("=If(IsNull(Holed), 'x', 'x')", "holed", lambda v: "x"),
+        ("='x'", "plain", lambda v: "x"),  # of no field
         ("=Plain", "plain", lambda v: v),
     ],
 )

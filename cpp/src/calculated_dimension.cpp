@@ -298,10 +298,12 @@ class Calculator {
     Derived out;
     out.table = table;
     SymbolTableBuilder symbols;
-    // Each record's result, where it is kept whole; not zeroed first: every row is written once.
+    // Each record's result where they are kept whole before packing (not zeroed: every row is
+    // written once), and how many are NULL.
     const auto all_rows = [&] { return std::unique_ptr<std::uint32_t[]>(new std::uint32_t[std::max<std::size_t>(t.rows, 1)]); };
     std::unique_ptr<std::uint32_t[]> codes;
-    std::atomic<std::uint64_t> nulls{0};
+    std::uint64_t null_rows = 0;
+    bool packed = false;  // the column made already
     std::vector<Value> in(leaves_.size());
     if (sources_.size() == 1) {
       // Once per distinct value of the one field read; records then map their codes.
@@ -316,58 +318,55 @@ class Calculator {
       }
       const PackedIndex& index = t.columns[static_cast<std::size_t>(t.column_of(f))].index;
       const std::size_t batches = (t.rows + kBatch - 1) / kBatch;
+      // The results of records [first, first+count) into o, from their codes of the field.
+      const auto results = [&](std::size_t first, std::size_t count, std::uint32_t* o) {
+        index.decode(first, count, o);
+        for (std::size_t i = 0; i < count; ++i) o[i] = remap[o[i] == kNull ? n : o[i]];
+      };
       const bool source_nulls = index.non_null_count() < t.rows;
-      bool to_null = source_nulls && remap[n] == kNull;
-      for (std::uint32_t s = 0; s < n; ++s) to_null = to_null || remap[s] == kNull;
-      if (!to_null) {
+      const auto values_end = remap.begin() + n;
+      if ((!source_nulls || remap[n] != kNull) && std::find(remap.begin(), values_end, kNull) == values_end) {
         // No record's result is NULL: the column is laid out at once and each batch of the
-        // source's codes is mapped and packed as it is decoded, with no array of every row's
+        // field's codes is mapped and packed as it is decoded, with no array of every record's
         // result (40 MB of fresh pages for 10M rows).
         out.symbols = symbols.finish();
         out.index = PackedIndex::for_rows(t.rows, out.symbols.size(), 0);
+        packed = true;
         if (out.index.bit_width() != 0) {
           parallel_for(batches, [&](std::size_t b) {
-            thread_local std::vector<std::uint32_t> decoded;
-            decoded.resize(kBatch);
+            thread_local std::vector<std::uint32_t> batch;
+            batch.resize(kBatch);
             const std::size_t first = b * kBatch, count = std::min(kBatch, t.rows - first);
-            std::uint32_t* o = decoded.data();
-            index.decode(first, count, o);
-            if (!source_nulls) {
-              out.index.write_rows(first, count, o, remap.data());  // mapped as packed
-              return;
+            if (source_nulls) {
+              results(first, count, batch.data());
+              out.index.write_rows(first, count, batch.data());
+            } else {
+              index.decode(first, count, batch.data());
+              out.index.write_rows(first, count, batch.data(), remap.data());  // mapped as packed
             }
-            for (std::size_t i = 0; i < count; ++i) o[i] = remap[o[i] == kNull ? n : o[i]];
-            out.index.write_rows(first, count, o);
           });
         }
-        remap.pop_back();
-        out.source_map = std::move(remap);
-        return out;
+      } else {
+        codes = all_rows();
+        std::atomic<std::uint64_t> nulls{0};
+        parallel_for(batches, [&](std::size_t b) {
+          const std::size_t first = b * kBatch, count = std::min(kBatch, t.rows - first);
+          std::uint32_t* o = codes.get() + first;
+          results(first, count, o);
+          nulls.fetch_add(static_cast<std::uint64_t>(std::count(o, o + count, kNull)), std::memory_order_relaxed);
+        });
+        null_rows = nulls.load();
       }
-      codes = all_rows();
-      parallel_for(batches, [&](std::size_t b) {
-        const std::size_t first = b * kBatch, count = std::min(kBatch, t.rows - first);
-        std::uint32_t* o = codes.get() + first;
-        index.decode(first, count, o);
-        std::uint64_t local = 0;
-        for (std::size_t i = 0; i < count; ++i) {
-          o[i] = remap[o[i] == kNull ? n : o[i]];
-          local += o[i] == kNull;
-        }
-        nulls.fetch_add(local, std::memory_order_relaxed);
-      });
       remap.pop_back();
       out.source_map = std::move(remap);
     } else if (sources_.empty()) {
-      codes = all_rows();
-      const std::uint32_t v = intern(symbols, plan.eval(in.data()));
-      std::fill(codes.get(), codes.get() + t.rows, v);
-      nulls = v == kNull ? t.rows : 0;
+      // One result for every record: a column of no bits (one symbol, or NULL alone), so no
+      // record's code is written.
+      null_rows = intern(symbols, plan.eval(in.data())) == kNull ? t.rows : 0;
     } else {
       codes = all_rows();
       std::vector<std::vector<std::uint32_t>> cols(sources_.size(), std::vector<std::uint32_t>(kBatch));
       std::vector<std::uint32_t> row(sources_.size());
-      std::uint64_t local = 0;
       for (std::size_t first = 0; first < t.rows; first += kBatch) {
         const std::size_t count = std::min(kBatch, t.rows - first);
         for (std::size_t s = 0; s < sources_.size(); ++s)
@@ -376,17 +375,17 @@ class Calculator {
           for (std::size_t s = 0; s < sources_.size(); ++s) row[s] = cols[s][i];
           fill(in, row.data());
           codes[first + i] = intern(symbols, plan.eval(in.data()));
-          local += codes[first + i] == kNull;
+          null_rows += codes[first + i] == kNull;
         }
       }
-      nulls = local;
     }
-    out.symbols = symbols.finish();
-    // The NULLs are counted already: the column is written in one parallel pass.
-    const std::uint64_t null_rows = nulls.load();
-    out.index = PackedIndex::for_rows(t.rows, null_rows == t.rows ? 0 : out.symbols.size(), null_rows);
-    if (out.index.bit_width() != 0)
-      parallel_ranges(t.rows, 64, [&](std::size_t b, std::size_t e) { out.index.write_rows(b, e - b, codes.get() + b); });
+    if (!packed) {
+      out.symbols = symbols.finish();
+      // The NULLs are counted already: the column is written in one parallel pass.
+      out.index = PackedIndex::for_rows(t.rows, null_rows == t.rows ? 0 : out.symbols.size(), null_rows);
+      if (out.index.bit_width() != 0)
+        parallel_ranges(t.rows, 64, [&](std::size_t b, std::size_t e) { out.index.write_rows(b, e - b, codes.get() + b); });
+    }
     return out;
   }
 

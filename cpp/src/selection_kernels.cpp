@@ -102,15 +102,8 @@ constexpr std::size_t kCheckBlocksPerWord = 32;
 struct EarlyExit {
   std::size_t target;
   std::atomic<bool>* found_all;
-  // Whether the symbols [0, limit) of `acc` are the target's count.
-  bool holds_all(const Bitset& acc, std::uint32_t limit) const {
-    const std::uint64_t* a = acc.words();
-    std::size_t n = 0;
-    const std::size_t whole = limit / 64;
-    for (std::size_t i = 0; i < whole; ++i) n += popcount64(a[i]);
-    if (limit % 64 != 0) n += popcount64(a[whole] & ((std::uint64_t{1} << (limit % 64)) - 1));
-    return n >= target;
-  }
+  // Whether `acc` (a symbol_set of `limit` symbols) holds the target's count, NULL's bit aside.
+  bool holds_all(const Bitset& acc, std::uint32_t limit) const { return acc.count() - acc.test(limit) >= target; }
   // Whether the scan may stop: another task found every value, or `acc` holds them (the others
   // are told).
   bool reached(const Bitset& acc, std::uint32_t limit) const {
