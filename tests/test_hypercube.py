@@ -803,6 +803,56 @@ def test_groups_reached_late_or_never_and_paired_terms(threads) -> None:
             assert top == pytest.approx(max(w[0] for w in want.values()))
 
 
+def test_a_sum_beside_a_count_of_another_column_counts_what_qlik_counts(threads) -> None:
+    """Sum(X) beside Count(Y) of a column Y that stores no NULL go in one pair per group: the
+    count is every row's, whatever X holds on it (NULL, text); Count of a column with NULLs
+    beside Sum(X) counts only its values. Every group, every selection, either order, and
+    chunks read ahead past the table's last row."""
+    rng = np.random.default_rng(29)
+    n = 70_001  # 68 chunks and a row
+    cat = rng.integers(0, 30, n)
+    sel = rng.integers(0, 10, n)
+    amount: list[Any] = [
+        None if i % 37 == 0 else "n/a" if i % 41 == 0 else float(v)
+        for i, v in enumerate(rng.integers(0, 1000, n) / 4)
+    ]
+    order_id = np.arange(n)  # no NULL
+    note: list[Any] = [None if i % 7 == 0 else f"t{i % 5}" for i in range(n)]
+    number = np.array([v if isinstance(v, float) else 0.0 for v in amount])
+    app = App.from_tables(
+        {"Fact": {"Cat": cat, "Sel": sel, "Amount": amount, "OrderId": order_id, "Note": note}}
+    )
+    has_note = np.array([v is not None for v in note])
+    with app.session() as s:
+        for chosen in (None, [1, 2, 3, 4, 5, 6, 7], [3]):
+            s.clear()
+            mask = np.ones(n, bool) if chosen is None else np.isin(sel, chosen)
+            if chosen is not None:
+                s.select("Sel", chosen)
+            groups = np.unique(cat[mask])
+            sums = {int(g): number[mask & (cat == g)].sum() for g in groups}
+            rows = {int(g): int((mask & (cat == g)).sum()) for g in groups}
+            notes = {int(g): int((mask & (cat == g) & has_note).sum()) for g in groups}
+            for measures in (
+                ["Sum(Amount)", "Count(OrderId)"],
+                ["Count(OrderId)", "Sum(Amount)"],
+                ["Sum(Amount)", "Count(Note)"],
+                ["Sum(OrderId)", "Sum(Amount)", "Count(OrderId)"],
+            ):
+                cube = s.hypercube(["Cat"], measures)
+                got = {r[0]: dict(zip(measures, r[1:], strict=True)) for r in cube.rows}
+                assert got.keys() == sums.keys(), (chosen, measures)
+                for g, row in got.items():
+                    assert row["Sum(Amount)"] == pytest.approx(sums[g]), (chosen, measures, g)
+                    if "Count(OrderId)" in row:
+                        assert row["Count(OrderId)"] == rows[g], (chosen, measures, g)
+                    if "Count(Note)" in row:
+                        assert row["Count(Note)"] == notes[g], (chosen, measures, g)
+                    if "Sum(OrderId)" in row:
+                        want = float(order_id[mask & (cat == g)].sum())
+                        assert row["Sum(OrderId)"] == want, (chosen, measures, g)
+
+
 def test_sparse_selections_sum_as_numpy_does(threads) -> None:
     """A selection leaving few of a table's rows (the last one among them, NULLs and texts in
     the summed field, a dimension in the table or one link away) sums what numpy sums."""

@@ -208,6 +208,8 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
   std::size_t m = 0;
   Slots slot{buf.slot.data(), 0};
   if (dense_chunk(n, count, affine)) {
+    slot_index.prefetch(begin + 2 * kBatch, kBatch);  // the chunk after next
+    index.prefetch(begin + 2 * kBatch, kBatch);
     slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
     if (affine && n == count) {
       slot = Slots{buf.decoded.data(), kAffineSlot};
@@ -267,21 +269,74 @@ void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t be
   }
 }
 
-// A Sum and a Count of one column next to each other among the terms (a bar chart's): their
-// positions, which terms_dense adds into one pair of numbers per slot; none when no two are.
+// A Sum and a Count among the terms that terms_dense adds into one pair of numbers per slot:
+// a Sum and a Count of one column next to each other (a bar chart's), else a Sum and a Count of
+// a column that stores no NULL (which counts every row, whatever the Sum's column holds); their
+// positions, none when no two are.
 struct SumCount {
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   std::size_t sum = kNone;
   std::size_t count = kNone;
+  bool every_row = false;  // the Count counts every row, NULL in the Sum's column or not
   bool found() const { return sum != kNone; }
-  std::size_t first() const { return std::min(sum, count); }
 };
 
 inline SumCount sum_count_pair(const std::vector<FusedTerm>& fts) {
   for (std::size_t k = 0; k + 1 < fts.size(); ++k)
-    if (fts[k].index == fts[k + 1].index && (fts[k].values != nullptr) != (fts[k + 1].values != nullptr))
-      return fts[k].values != nullptr ? SumCount{k, k + 1} : SumCount{k + 1, k};
-  return {};
+    if (fts[k].index == fts[k + 1].index && (fts[k].values != nullptr) != (fts[k + 1].values != nullptr)) {
+      const bool every_row = !fts[k].index->has_null();
+      return fts[k].values != nullptr ? SumCount{k, k + 1, every_row} : SumCount{k + 1, k, every_row};
+    }
+  SumCount pair;
+  for (std::size_t k = 0; k < fts.size(); ++k) {
+    if (fts[k].values != nullptr && pair.sum == SumCount::kNone) pair.sum = k;
+    if (fts[k].values == nullptr && !fts[k].index->has_null() && pair.count == SumCount::kNone) pair.count = k;
+  }
+  if (pair.sum == SumCount::kNone || pair.count == SumCount::kNone) return {};
+  pair.every_row = true;
+  return pair;
+}
+
+// A Sum and a Count (SumCount) over `m` rows: a row adds its number (by symbol index; NULL's
+// kNull wraps `values` to the 0 before it) and its 1 (with `Nullable`, 0 for NULL) to its
+// slot's pair, one load and one store. Kept apart from the chunk's loop so that its pointers
+// stay in registers.
+template <bool Nullable>
+void add_pairs(const std::uint32_t* __restrict slot, std::uint32_t slot_add, const std::uint32_t* __restrict code,
+               std::size_t m, const double* __restrict values, double* __restrict pair) {
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::uint32_t c = code[i];
+    double* at = pair + 2 * std::size_t{slot[i] + slot_add};
+    double one = 1.0;
+    if constexpr (Nullable) one = c != kNull ? 1.0 : 0.0;
+#if defined(__SSE2__)
+    _mm_storeu_pd(at, _mm_add_pd(_mm_loadu_pd(at), _mm_set_pd(one, values[static_cast<std::int32_t>(c)])));
+#else
+    at[0] += values[static_cast<std::int32_t>(c)];
+    at[1] += one;
+#endif
+  }
+}
+
+// A Sum over `m` rows: each row's number (by symbol index; NULL's kNull wraps `values` to the
+// 0 before it) added to its slot.
+void add_sums(const std::uint32_t* __restrict slot, std::uint32_t slot_add, const std::uint32_t* __restrict code,
+              std::size_t m, const double* __restrict values, double* __restrict sum) {
+  for (std::size_t i = 0; i < m; ++i) sum[slot[i] + slot_add] += values[static_cast<std::int32_t>(code[i])];
+}
+
+// A Count over `m` rows: each row that is not NULL adds 1 to its slot (every row, without
+// `Nullable`: `code` is not read).
+template <bool Nullable>
+void add_counts(const std::uint32_t* __restrict slot, std::uint32_t slot_add, const std::uint32_t* __restrict code,
+                std::size_t m, std::uint64_t* __restrict count) {
+  for (std::size_t i = 0; i < m; ++i) {
+    if constexpr (Nullable) {
+      count[slot[i] + slot_add] += code[i] != kNull ? 1U : 0U;
+    } else {
+      ++count[slot[i] + slot_add];
+    }
+  }
 }
 
 // The same, for a chunk where many rows are possible: each column's codes decoded block by
@@ -292,6 +347,8 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
                  const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts,
                  Hits& hits, ChunkCodes& buf, SumCount pair_of, double* pair) {
   std::uint32_t* code = buf.code.data();
+  slot_index.prefetch(begin + 2 * kBatch, kBatch);  // the chunk after next (PackedIndex::prefetch)
+  for (const FusedTerm& f : fts) f.index->prefetch(begin + 2 * kBatch, kBatch);
   slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
   Slots slot{buf.decoded.data(), kAffineSlot};
   std::size_t m = count;
@@ -302,10 +359,10 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
   hits.mark(slot, m);
   const PackedIndex* decoded = nullptr;  // the column whose codes `code` holds
   for (std::size_t k = 0; k < fts.size(); ++k) {
-    if (sums[k] == nullptr && k != pair_of.count && !fts[k].index->has_null()) {
+    if (k == pair_of.count) continue;  // added with its Sum
+    if (sums[k] == nullptr && !fts[k].index->has_null()) {
       // A Count of a column that stores no NULL counts every row: its codes are not read.
-      std::uint64_t* n_of = counts[k];
-      for (std::size_t i = 0; i < m; ++i) ++n_of[slot[i]];
+      add_counts<false>(slot.at, slot.add, nullptr, m, counts[k]);
       continue;
     }
     if (fts[k].index != decoded) {  // terms of one column (Sum(X), Count(X)) decode it once
@@ -313,29 +370,18 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
       decoded->decode(begin, count, code);
       pack_rows(words, count, n, code);
     }
-    if (pair_of.found() && k == pair_of.first()) {
-      // The Sum and the Count of one column: a row adds its number and its 1 (0 for NULL) to
-      // its slot's pair with one load and one store.
-      const double* values = fts[pair_of.sum].values + fts[pair_of.sum].codes.bias;  // NULL (kNull) wraps to 0
-      for (std::size_t i = 0; i < m; ++i) {
-        const std::uint32_t c = code[i];
-        double* at = pair + 2 * std::size_t{slot[i]};
-        const double one = c != kNull ? 1.0 : 0.0;
-#if defined(__SSE2__)
-        _mm_storeu_pd(at, _mm_add_pd(_mm_loadu_pd(at), _mm_set_pd(one, values[static_cast<std::int32_t>(c)])));
-#else
-        at[0] += values[static_cast<std::int32_t>(c)];
-        at[1] += one;
-#endif
+    if (k == pair_of.sum) {
+      // A row adds its number and its 1 to its slot's pair with one load and one store.
+      const double* values = fts[k].values + fts[k].codes.bias;  // NULL (kNull) wraps to 0
+      if (pair_of.every_row) {
+        add_pairs<false>(slot.at, slot.add, code, m, values, pair);
+      } else {
+        add_pairs<true>(slot.at, slot.add, code, m, values, pair);
       }
-      ++k;
     } else if (sums[k] != nullptr) {
-      const double* values = fts[k].values + fts[k].codes.bias;  // by symbol; NULL (kNull) wraps to 0
-      double* sum = sums[k];
-      for (std::size_t i = 0; i < m; ++i) sum[slot[i]] += values[static_cast<std::int32_t>(code[i])];
+      add_sums(slot.at, slot.add, code, m, fts[k].values + fts[k].codes.bias, sums[k]);
     } else {
-      std::uint64_t* n_of = counts[k];
-      for (std::size_t i = 0; i < m; ++i) n_of[slot[i]] += code[i] != kNull ? 1U : 0U;
+      add_counts<true>(slot.at, slot.add, code, m, counts[k]);
     }
   }
 }

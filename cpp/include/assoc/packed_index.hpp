@@ -14,6 +14,20 @@ namespace assoc {
 
 class CpuAccount;
 
+// Asks the CPU to bring `n` bytes from `p` into its second-level cache, a line at a time.
+inline void prefetch_bytes(const void* p, std::size_t n) {
+  const auto* at = static_cast<const std::uint8_t*>(p);
+  const std::size_t lines = (n + 63) / 64;
+  for (std::size_t i = 0; i < lines; ++i) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    // As an instruction of its own: GCC 12 drops a __builtin_prefetch loop under a condition.
+    asm volatile("prefetcht1 %0" : : "m"(at[64 * i]));
+#else
+    __builtin_prefetch(at + 64 * i, 0, 2);
+#endif
+  }
+}
+
 class PackedIndex {
  public:
   PackedIndex() = default;
@@ -83,6 +97,15 @@ class PackedIndex {
   // Decodes rows [begin, begin+count) to symbol indexes (kNull for NULL) — branch-free per value.
   // Whole 64-row blocks go through decode_blocks.
   void decode(std::size_t begin, std::size_t count, std::uint32_t* out) const;
+  // Asks the CPU to bring rows [begin, begin+count)'s bytes into its second-level cache ahead
+  // of their decoding (rows past the last are left out). A pass that decodes chunk after chunk
+  // and works on each in between asks for a chunk or two ahead: the hardware's own stream
+  // prefetch stops while the work runs, and each chunk's loads would otherwise wait on memory.
+  void prefetch(std::size_t begin, std::size_t count) const {
+    const std::size_t end = rows_ - begin < count ? rows_ : begin + count;  // begin past the last: none
+    const std::size_t first = begin * width_ / 8;
+    prefetch_bytes(bytes_.data() + first, begin < end ? (end * width_ + 7) / 8 - first : 0);
+  }
   // Decodes rows [begin, begin+count) to signed codes: the symbol index, -1 for NULL.
   void decode_signed(std::size_t begin, std::size_t count, std::int64_t* out) const;
   // Decodes the 64-row blocks [first, first+n) (rows first*64 …), which must lie within
