@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Iterator
@@ -806,11 +807,13 @@ def test_groups_reached_late_or_never_and_paired_terms(threads) -> None:
 def test_a_sum_beside_a_count_of_another_column_counts_what_qlik_counts(threads) -> None:
     """Sum(X) beside Count(Y) of a column Y that stores no NULL go in one pair per group: the
     count is every row's, whatever X holds on it (NULL, text); Count of a column with NULLs
-    beside Sum(X) counts only its values. Every group, every selection, either order, and
-    chunks read ahead past the table's last row."""
+    beside Sum(X) counts only its values. Every group, every selection, either order, chunks
+    read ahead past the table's last row, and a dimension of few values (whose sums the pass
+    keeps in several copies) as well as one of many."""
     rng = np.random.default_rng(29)
     n = 70_001  # 68 chunks and a row
-    cat = rng.integers(0, 30, n)
+    few = rng.integers(0, 30, n)
+    many = rng.integers(0, 700, n)
     sel = rng.integers(0, 10, n)
     amount: list[Any] = [
         None if i % 37 == 0 else "n/a" if i % 41 == 0 else float(v)
@@ -819,12 +822,13 @@ def test_a_sum_beside_a_count_of_another_column_counts_what_qlik_counts(threads)
     order_id = np.arange(n)  # no NULL
     note: list[Any] = [None if i % 7 == 0 else f"t{i % 5}" for i in range(n)]
     number = np.array([v if isinstance(v, float) else 0.0 for v in amount])
-    app = App.from_tables(
-        {"Fact": {"Cat": cat, "Sel": sel, "Amount": amount, "OrderId": order_id, "Note": note}}
-    )
+    fact = {"Few": few, "Many": many, "Sel": sel, "Amount": amount, "OrderId": order_id}
+    app = App.from_tables({"Fact": {**fact, "Note": note}})
     has_note = np.array([v is not None for v in note])
     with app.session() as s:
-        for chosen in (None, [1, 2, 3, 4, 5, 6, 7], [3]):
+        for (dim, cat), chosen in itertools.product(
+            (("Few", few), ("Many", many)), (None, [1, 2, 3, 4, 5, 6, 7], [3])
+        ):
             s.clear()
             mask = np.ones(n, bool) if chosen is None else np.isin(sel, chosen)
             if chosen is not None:
@@ -839,7 +843,7 @@ def test_a_sum_beside_a_count_of_another_column_counts_what_qlik_counts(threads)
                 ["Sum(Amount)", "Count(Note)"],
                 ["Sum(OrderId)", "Sum(Amount)", "Count(OrderId)"],
             ):
-                cube = s.hypercube(["Cat"], measures)
+                cube = s.hypercube([dim], measures)
                 got = {r[0]: dict(zip(measures, r[1:], strict=True)) for r in cube.rows}
                 assert got.keys() == sums.keys(), (chosen, measures)
                 for g, row in got.items():
