@@ -809,7 +809,9 @@ def test_a_sum_beside_a_count_of_another_column_counts_what_qlik_counts(threads)
     count is every row's, whatever X holds on it (NULL, text); Count of a column with NULLs
     beside Sum(X) counts only its values. Every group, every selection, either order, chunks
     read ahead past the table's last row, and a dimension of few values (whose sums the pass
-    keeps in several copies) as well as one of many."""
+    keeps in several copies) as well as one of many. Avg of a column of numbers and NULLs
+    takes the same pass (a sum and a count of its own), beside a Count of its column too;
+    Avg of a column with texts counts only the numbers."""
     rng = np.random.default_rng(29)
     n = 70_001  # 68 chunks and a row
     few = rng.integers(0, 30, n)
@@ -820,11 +822,22 @@ def test_a_sum_beside_a_count_of_another_column_counts_what_qlik_counts(threads)
         for i, v in enumerate(rng.integers(0, 1000, n) / 4)
     ]
     order_id = np.arange(n)  # no NULL
+    price: list[Any] = [None if i % 13 == 0 else float(v) for i, v in enumerate(rng.random(n))]
     note: list[Any] = [None if i % 7 == 0 else f"t{i % 5}" for i in range(n)]
     number = np.array([v if isinstance(v, float) else 0.0 for v in amount])
-    fact = {"Few": few, "Many": many, "Sel": sel, "Amount": amount, "OrderId": order_id}
+    fact = {
+        "Few": few,
+        "Many": many,
+        "Sel": sel,
+        "Amount": amount,
+        "OrderId": order_id,
+        "Price": price,
+    }
     app = App.from_tables({"Fact": {**fact, "Note": note}})
     has_note = np.array([v is not None for v in note])
+    has_price = np.array([v is not None for v in price])
+    prices = np.array([0.0 if v is None else v for v in price])
+    is_number = np.array([isinstance(v, float) for v in amount])
     with app.session() as s:
         for (dim, cat), chosen in itertools.product(
             (("Few", few), ("Many", many)), (None, [1, 2, 3, 4, 5, 6, 7], [3])
@@ -842,6 +855,9 @@ def test_a_sum_beside_a_count_of_another_column_counts_what_qlik_counts(threads)
                 ["Count(OrderId)", "Sum(Amount)"],
                 ["Sum(Amount)", "Count(Note)"],
                 ["Sum(OrderId)", "Sum(Amount)", "Count(OrderId)"],
+                ["Avg(Price)", "Sum(Amount)"],
+                ["Count(Price)", "Avg(Price)", "Sum(Amount)", "Count(OrderId)"],
+                ["Avg(Amount)", "Sum(Amount)"],
             ):
                 cube = s.hypercube([dim], measures)
                 got = {r[0]: dict(zip(measures, r[1:], strict=True)) for r in cube.rows}
@@ -852,6 +868,15 @@ def test_a_sum_beside_a_count_of_another_column_counts_what_qlik_counts(threads)
                         assert row["Count(OrderId)"] == rows[g], (chosen, measures, g)
                     if "Count(Note)" in row:
                         assert row["Count(Note)"] == notes[g], (chosen, measures, g)
+                    here = mask & (cat == g)
+                    if "Avg(Price)" in row:
+                        want_avg = prices[here].sum() / has_price[here].sum()
+                        assert row["Avg(Price)"] == pytest.approx(want_avg), (chosen, measures, g)
+                    if "Count(Price)" in row:
+                        assert row["Count(Price)"] == has_price[here].sum(), (chosen, measures, g)
+                    if "Avg(Amount)" in row:
+                        want_avg = number[here].sum() / is_number[here].sum()
+                        assert row["Avg(Amount)"] == pytest.approx(want_avg), (chosen, measures, g)
                     if "Sum(OrderId)" in row:
                         want = float(order_id[mask & (cat == g)].sum())
                         assert row["Sum(OrderId)"] == want, (chosen, measures, g)

@@ -116,7 +116,8 @@ struct CodeReader {
 struct FusedTerm {
   const PackedIndex* index = nullptr;
   CodeReader codes;
-  const double* values = nullptr;  // Sum: per stored code (0 for NULL and texts); Count: null
+  const double* values = nullptr;  // Sum, Avg: per stored code (0 for NULL and texts); Count: null
+  bool avg = false;                // Avg of a column of numbers only: its Sum and Count, divided at the end
   std::vector<double> own;         // the values, when built for this pass
 };
 
@@ -245,7 +246,7 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
   for (; i < m; ++i) sums[slot[i]] += at(i);
 }
 
-// The same into several terms, Sums and Counts.
+// The same into several terms, Sums, Counts and Avgs (a Sum and a Count).
 template <class Map>
 void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t begin, CodeReader slot_codes,
                  const Map* slot_of, const std::vector<FusedTerm>& fts, double* const* sums,
@@ -259,11 +260,8 @@ void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t be
       hits[s] = 1;
       for (std::size_t k = 0; k < n_terms; ++k) {
         const std::uint32_t c = fts[k].codes.at(row);
-        if (sums[k] != nullptr) {
-          sums[k][s] += fts[k].values[c];
-        } else {
-          counts[k][s] += c >= fts[k].codes.bias ? 1U : 0U;
-        }
+        if (sums[k] != nullptr) sums[k][s] += fts[k].values[c];
+        if (counts[k] != nullptr) counts[k][s] += c >= fts[k].codes.bias ? 1U : 0U;
       }
     }
   }
@@ -283,13 +281,14 @@ struct SumCount {
 
 inline SumCount sum_count_pair(const std::vector<FusedTerm>& fts) {
   for (std::size_t k = 0; k + 1 < fts.size(); ++k)
-    if (fts[k].index == fts[k + 1].index && (fts[k].values != nullptr) != (fts[k + 1].values != nullptr)) {
+    if (fts[k].index == fts[k + 1].index && !fts[k].avg && !fts[k + 1].avg &&
+        (fts[k].values != nullptr) != (fts[k + 1].values != nullptr)) {
       const bool every_row = !fts[k].index->has_null();
       return fts[k].values != nullptr ? SumCount{k, k + 1, every_row} : SumCount{k + 1, k, every_row};
     }
   SumCount pair;
   for (std::size_t k = 0; k < fts.size(); ++k) {
-    if (fts[k].values != nullptr && pair.sum == SumCount::kNone) pair.sum = k;
+    if (fts[k].values != nullptr && !fts[k].avg && pair.sum == SumCount::kNone) pair.sum = k;
     if (fts[k].values == nullptr && !fts[k].index->has_null() && pair.count == SumCount::kNone) pair.count = k;
   }
   if (pair.sum == SumCount::kNone || pair.count == SumCount::kNone) return {};
@@ -371,7 +370,7 @@ template <std::size_t Copies, class Map>
 void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
                  const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
                  const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts,
-                 Hits& hits, ChunkCodes& buf, SumCount pair_of, double* pair, std::size_t stride) {
+                 Hits& hits, ChunkCodes& buf, SumCount pair_of, double* const* pairs, std::size_t stride) {
   std::uint32_t* code = buf.code.data();
   slot_index.prefetch(begin + 2 * kBatch, kBatch);  // the chunk after next (PackedIndex::prefetch)
   for (const FusedTerm& f : fts) f.index->prefetch(begin + 2 * kBatch, kBatch);
@@ -396,13 +395,14 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
       decoded->decode(begin, count, code);
       pack_rows(words, count, n, code);
     }
-    if (k == pair_of.sum) {
-      // A row adds its number and its 1 to its slot's pair with one load and one store.
+    if (pairs[k] != nullptr) {
+      // The SumCount's Sum, or an Avg: a row adds its number and its 1 to its slot's pair with
+      // one load and one store.
       const double* values = fts[k].values + fts[k].codes.bias;  // NULL (kNull) wraps to 0
-      if (pair_of.every_row) {
-        add_pairs<false, Copies>(slot.at, slot.add, code, m, values, pair, stride);
+      if (k == pair_of.sum ? pair_of.every_row : !fts[k].index->has_null()) {
+        add_pairs<false, Copies>(slot.at, slot.add, code, m, values, pairs[k], stride);
       } else {
-        add_pairs<true, Copies>(slot.at, slot.add, code, m, values, pair, stride);
+        add_pairs<true, Copies>(slot.at, slot.add, code, m, values, pairs[k], stride);
       }
     } else if (sums[k] != nullptr) {
       add_sums<Copies>(slot.at, slot.add, code, m, fts[k].values + fts[k].codes.bias, sums[k], stride);
@@ -412,24 +412,41 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
   }
 }
 
-// A thread's sums, counts and Sum-Count pairs for the dense chunks: kCopies copies of each
-// where the slots are few (kFewSlots), else the pair alone (the terms' own accumulators take
-// the rest); fold() adds them into the accumulators at the end.
+// A thread's sums, counts and pairs for the dense chunks: a pair (a sum and a count side by
+// side) for the SumCount's Sum and for each Avg, and kCopies copies of everything where the
+// slots are few (kFewSlots), else the terms' own accumulators for the rest; fold() adds them
+// into the accumulators at the end (a pair's count as a double: exact below 2^53 rows).
 struct DenseCopies {
   std::size_t copies = 1;
   std::size_t stride = 0;  // slots
   std::vector<double*> sums;
   std::vector<std::uint64_t*> counts;
-  std::vector<double> pair;
+  std::vector<double*> pairs;           // per term: its pair, or null
+  std::vector<std::size_t> pair_count;  // per term with a pair: the term its count goes to
+  std::vector<double> pair_room;
   std::vector<double> sum_room;
   std::vector<std::uint64_t> count_room;
 
-  DenseCopies(std::size_t slots, const std::vector<double*>& own_sums, const std::vector<std::uint64_t*>& own_counts,
-              const SumCount& pair_of)
-      : copies(slots <= kFewSlots ? kCopies : 1), stride(slots), sums(own_sums), counts(own_counts) {
-    if (pair_of.found()) pair.assign(2 * copies * slots, 0.0);
+  DenseCopies(std::size_t slots, const std::vector<FusedTerm>& fts, const std::vector<double*>& own_sums,
+              const std::vector<std::uint64_t*>& own_counts, const SumCount& pair_of)
+      : copies(slots <= kFewSlots ? kCopies : 1),
+        stride(slots),
+        sums(own_sums),
+        counts(own_counts),
+        pairs(fts.size(), nullptr),
+        pair_count(fts.size(), SumCount::kNone) {
+    const std::size_t n = fts.size();
+    std::size_t n_pairs = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (k == pair_of.sum) pair_count[k] = pair_of.count;
+      if (fts[k].avg) pair_count[k] = k;
+      n_pairs += pair_count[k] != SumCount::kNone ? 1 : 0;
+    }
+    const std::size_t room = 2 * copies * slots;
+    pair_room.assign(n_pairs * room, 0.0);
+    for (std::size_t k = 0, at = 0; k < n; ++k)
+      if (pair_count[k] != SumCount::kNone) pairs[k] = pair_room.data() + room * at++;
     if (copies == 1) return;
-    const std::size_t n = own_sums.size();
     sum_room.assign(n * copies * slots, 0.0);
     count_room.assign(n * copies * slots, 0);
     for (std::size_t k = 0; k < n; ++k) {
@@ -438,11 +455,13 @@ struct DenseCopies {
     }
   }
 
-  void fold(const std::vector<double*>& own_sums, const std::vector<std::uint64_t*>& own_counts,
-            const SumCount& pair_of) const {
-    for (std::size_t x = 0; x < pair.size() / 2; ++x) {
-      own_sums[pair_of.sum][x % stride] += pair[2 * x];
-      own_counts[pair_of.count][x % stride] += static_cast<std::uint64_t>(pair[2 * x + 1]);
+  void fold(const std::vector<double*>& own_sums, const std::vector<std::uint64_t*>& own_counts) const {
+    for (std::size_t k = 0; k < pairs.size(); ++k) {
+      if (pairs[k] == nullptr) continue;
+      for (std::size_t x = 0; x < copies * stride; ++x) {
+        own_sums[k][x % stride] += pairs[k][2 * x];
+        own_counts[pair_count[k]][x % stride] += static_cast<std::uint64_t>(pairs[k][2 * x + 1]);
+      }
     }
     if (copies == 1) return;
     for (std::size_t k = 0; k < own_sums.size(); ++k) {
@@ -467,11 +486,10 @@ void terms_rows(std::size_t begin, const std::uint32_t* picked, std::size_t m, C
   for (std::size_t k = 0; k < fts.size(); ++k) {
     const CodeReader codes = fts[k].codes;
     for (std::size_t i = 0; i < m; ++i) code[i] = codes.at(begin + picked[i]);
-    if (sums[k] != nullptr) {
+    if (sums[k] != nullptr)
       for (std::size_t i = 0; i < m; ++i) sums[k][slot[i]] += fts[k].values[code[i]];
-    } else {
+    if (counts[k] != nullptr)
       for (std::size_t i = 0; i < m; ++i) counts[k][slot[i]] += code[i] >= codes.bias ? 1U : 0U;
-    }
   }
 }
 
@@ -495,11 +513,8 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
     std::vector<double*> sums(n_terms, nullptr);
     std::vector<std::uint64_t*> counts(n_terms, nullptr);
     for (std::size_t k = 0; k < n_terms; ++k) {
-      if (fts[k].values != nullptr) {
-        sums[k] = a.terms[k].a.data();
-      } else {
-        counts[k] = a.terms[k].n.data();
-      }
+      if (fts[k].values != nullptr) sums[k] = a.terms[k].a.data();
+      if (fts[k].values == nullptr || fts[k].avg) counts[k] = a.terms[k].n.data();
     }
     ChunkCodes buf;
     if (sparse) {
@@ -510,10 +525,10 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
       return;
     }
     Hits hits{a.hits.data(), reachable};
-    const bool one_sum = n_terms == 1 && sums[0] != nullptr;
+    const bool one_sum = n_terms == 1 && !fts[0].avg && sums[0] != nullptr;
     // A Sum and a Count: each slot's sum and count side by side (the count as a double: exact
     // while below 2^53 rows), folded into the terms at the end with any copies.
-    DenseCopies dense(slots, sums, counts, pair_of);
+    DenseCopies dense(slots, fts, sums, counts, pair_of);
     std::vector<double> lanes(one_sum ? 4 * slots : 0, 0.0);  // the four copies of one Sum
     std::uint64_t words[kBatch / 64];
     claims.each([&](std::size_t c) {
@@ -539,10 +554,10 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
         if (dense_chunk(n, count, affine)) {
           if (dense.copies > 1) {
             terms_dense<kCopies>(w, begin, count, n, slot_index, slot_codes, slot_of, affine, fts, dense.sums.data(),
-                                 dense.counts.data(), hits, buf, pair_of, dense.pair.data(), dense.stride);
+                                 dense.counts.data(), hits, buf, pair_of, dense.pairs.data(), dense.stride);
           } else {
             terms_dense<1>(w, begin, count, n, slot_index, slot_codes, slot_of, affine, fts, dense.sums.data(),
-                           dense.counts.data(), hits, buf, pair_of, dense.pair.data(), dense.stride);
+                           dense.counts.data(), hits, buf, pair_of, dense.pairs.data(), dense.stride);
           }
         } else {
           terms_chunk(w, n_words, begin, slot_codes, slot_of, fts, sums.data(), counts.data(), a.hits.data());
@@ -550,7 +565,7 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
       }
     });
     for (std::size_t k = 0; k < lanes.size(); ++k) sums[0][k % slots] += lanes[k];
-    dense.fold(sums, counts, pair_of);
+    dense.fold(sums, counts);
   });
 }
 
@@ -630,9 +645,11 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
   // one link and no dimension of the root.
   const std::vector<const DimPlace*> root_dims = walker.root_dims();
   const bool one_source = (root_dims.size() == 1 && links.empty()) || (root_dims.empty() && links.size() == 1);
-  const bool sums_only = std::all_of(terms.begin(), terms.end(), [](const Term& t) {
-    return t.func == AggFunc::kSum || t.func == AggFunc::kCount;
-  });
+  // Sums, Counts, and Avgs of columns of numbers only (where a value counts as a number does).
+  bool sums_only = true;
+  for (std::size_t k = 0; k < terms.size(); ++k)
+    sums_only = sums_only && (terms[k].func == AggFunc::kSum || terms[k].func == AggFunc::kCount ||
+                              (terms[k].func == AggFunc::kAvg && in[k].symbols->all_numeric()));
   if (table_root && functional && direct && one_source && sums_only) {
     const Table& table = data.tables()[root];
     const std::uint32_t column = links.empty() ? root_dims[0]->column : links[0].column;
@@ -655,9 +672,9 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
     std::vector<FusedTerm> fts;
     for (std::size_t k = 0; k < terms.size(); ++k) {
       const PackedIndex& index = table.columns[terms[k].column].index;
-      fts.push_back(FusedTerm{&index, CodeReader(index), nullptr, {}});
+      fts.push_back(FusedTerm{&index, CodeReader(index), nullptr, terms[k].func == AggFunc::kAvg, {}});
       FusedTerm& f = fts.back();
-      if (terms[k].func != AggFunc::kSum) continue;
+      if (terms[k].func == AggFunc::kCount) continue;
       const TermInput& t = in[k];
       if (f.codes.bias == 0 && t.doubles != nullptr && t.symbols->all_numeric()) {
         f.values = t.doubles;  // the symbols' numbers as they are
