@@ -281,15 +281,18 @@ def test_matches_brute_force_reference(seed: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def batches() -> tuple[App, list[int | None], list[int | None]]:
+def batches() -> tuple[App, dict[str, list[int | None]]]:
     """A table of several of the engine's row batches (65,536 rows each) and a part one:
-    Plain has no NULL, Holed one in 97 rows; Id is the row number."""
+    Plain has no NULL, Holed one in 97 rows, Wide more values than a code set covers (an
+    18-bit column); Id is the row number."""
     rng = random.Random(11)
     n = 3 * 65_536 + 4_999
     plain: list[int | None] = [rng.randrange(1_000) for _ in range(n)]
     holed: list[int | None] = [None if i % 97 == 5 else v for i, v in enumerate(plain)]
-    tables = {"Facts": {"Id": list(range(n)), "Plain": plain, "Holed": holed}}
-    return App.from_tables(tables), plain, holed
+    wide: list[int | None] = [rng.randrange(1_000_000) for _ in range(n)]
+    columns = {"plain": plain, "holed": holed, "wide": wide}
+    tables = {"Facts": {"Id": list(range(n)), "Plain": plain, "Holed": holed, "Wide": wide}}
+    return App.from_tables(tables), columns
 
 
 def by_label(ids: list[int], labels: list[Any]) -> dict[Any, tuple[float, float]]:
@@ -311,6 +314,10 @@ def by_label(ids: list[int], labels: list[Any]) -> dict[Any, tuple[float, float]
             "holed",
             lambda v: "none" if v is None else "big" if v > 100 else "small",
         ),
+        # two results, a column of one bit: the rows of one matched as a selection matches
+        # them; NULL's result the second (the rows of the first matched, the bits flipped)
+        ("=If(IsNull(Holed), 'none', 'some')", "holed", lambda v: "none" if v is None else "some"),
+        ("=If(Wide > 350000, 'hi', 'lo')", "wide", lambda v: "hi" if v > 350_000 else "lo"),
         # NULL results: the records' results are kept whole first
         ("=If(Plain > 100, 'big')", "plain", lambda v: "big" if v > 100 else None),
         # one result for every record: a column of no bits
@@ -320,10 +327,10 @@ def by_label(ids: list[int], labels: list[Any]) -> dict[Any, tuple[float, float]
     ],
 )
 def test_a_column_of_several_batches_has_every_records_result(
-    batches: tuple[App, list[int | None], list[int | None]], dim: str, column: str, label: Any
+    batches: tuple[App, dict[str, list[int | None]]], dim: str, column: str, label: Any
 ) -> None:
-    app, plain, holed = batches
-    labels = [label(v) for v in (plain if column == "plain" else holed)]
+    app, columns = batches
+    labels = [label(v) for v in columns[column]]
     previous = assoc.cache_info()["limit"]
     assoc.set_cache_limit(0)  # the derived column made for this cube
     try:

@@ -332,7 +332,37 @@ class Calculator {
         out.symbols = symbols.finish();
         out.index = PackedIndex::for_rows(t.rows, out.symbols.size(), 0);
         packed = true;
-        if (out.index.bit_width() != 0) {
+        if (out.index.bit_width() == 1) {
+          // Two results: the column's bits are the rows whose value gives the second, matched
+          // whole blocks at a time as a selection matches a field's rows, and stored as they
+          // come. NULL is in no set: where its result is the second, the rows giving the first
+          // are matched and the bits flipped.
+          const bool flip = source_nulls && remap[n] == 1;
+          Bitset set(std::size_t{n} + 1);
+          for (std::uint32_t s = 0; s < n; ++s)
+            if ((remap[s] == 1) != flip) set.set(s);
+          const bool by_code = index.bit_width() <= PackedIndex::kMaxCodeSetWidth;
+          const std::vector<std::uint8_t> code_set = by_code ? index.code_set(set.words(), n) : std::vector<std::uint8_t>{};
+          const std::size_t whole = t.rows / 64, per_batch = kBatch / 64;
+          parallel_for((whole + per_batch - 1) / per_batch, [&](std::size_t b) {
+            thread_local std::vector<std::uint64_t> words;
+            words.resize(per_batch);
+            const std::size_t first = b * per_batch, count = std::min(per_batch, whole - first);
+            if (by_code) {
+              index.match_codes(first, count, code_set.data(), words.data());
+            } else {
+              index.match_blocks(first, count, set.words(), n, words.data());
+            }
+            if (flip)
+              for (std::size_t i = 0; i < count; ++i) words[i] = ~words[i];
+            out.index.write_blocks(first, count, words.data());
+          });
+          if (whole * 64 < t.rows) {  // the rows past the last whole block
+            std::vector<std::uint32_t> tail(t.rows - whole * 64);
+            results(whole * 64, tail.size(), tail.data());
+            out.index.write_rows(whole * 64, tail.size(), tail.data());
+          }
+        } else if (out.index.bit_width() != 0) {
           parallel_for(batches, [&](std::size_t b) {
             thread_local std::vector<std::uint32_t> batch;
             batch.resize(kBatch);

@@ -679,6 +679,11 @@ void PackedIndex::write_codes(std::size_t first, std::size_t count, const std::u
   write_mapped<RowMap::kCode>(first, count, codes, nullptr, 0);
 }
 
+void PackedIndex::write_blocks(std::size_t first, std::size_t n, const std::uint64_t* words) {
+  if ((first + n) * 64 > rows_) throw Error("internal: write_blocks past the last whole block");
+  if (n != 0 && width_ != 0) std::memcpy(bytes_.data() + first * 8 * width_, words, n * 8 * width_);
+}
+
 void PackedIndex::decode_blocks(std::size_t first, std::size_t n, std::uint32_t* out) const {
   if (n == 0) return;
   if ((first + n) * 64 > rows_) throw Error("internal: decode_blocks past the last whole block");

@@ -75,6 +75,11 @@ class PackedIndex {
   // The same for rows whose codes are known already (symbol index + 1 when NULL has a code,
   // 0 for NULL), each below 2^bit_width().
   void write_codes(std::size_t first, std::size_t count, const std::uint32_t* codes);
+  // Writes the whole 64-row blocks [first, first+n) from their packed words as they are,
+  // bit_width() words a block as decode_blocks reads them: a one-bit column's words are row
+  // sets, as match_codes and match_blocks write them. Calls on disjoint blocks may run on
+  // several threads at once.
+  void write_blocks(std::size_t first, std::size_t n, const std::uint64_t* words);
 
   std::size_t size() const { return rows_; }
   std::uint32_t bit_width() const { return width_; }
