@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "assoc/big_blocks.hpp"
 #include "assoc/error.hpp"
 #include "assoc/state_functions.hpp"
 #include "assoc/expression.hpp"
@@ -443,7 +444,11 @@ bool reads_aggr(const std::string& text) {
 CalculatedModel build(const AssociativeModel& model, const SelectionState& state, std::shared_ptr<const RowStates> rows,
                       const NamedStates* states, const std::string& state_name,
                       const std::vector<std::string>& dimensions) {
-  auto data = std::make_shared<DataModel>(model.data());
+  std::shared_ptr<DataModel> data;
+  {
+    big_blocks::Uncleared every_byte_is_copied;  // a copy writes each element of its arrays
+    data = std::make_shared<DataModel>(model.data());
+  }
   CalculatedModel out;
   for (const std::string& d : dimensions) {
     if (!is_calculated_dimension(d)) {
