@@ -12,6 +12,7 @@ import datetime
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 import assoc
@@ -346,3 +347,24 @@ def test_a_column_of_several_batches_has_every_records_result(
             assert {shown(r[0]): (r[1], r[2]) for r in cube.rows} == by_label(kept, labels)
     finally:
         assoc.set_cache_limit(previous)
+
+
+def test_a_big_models_copy_keeps_every_code() -> None:
+    """The derived model is a copy of the model with the calculated column added; a column of
+    more than 4 MB is copied by both threads, a piece each: the cube then reads every code of
+    the copy as the model holds it."""
+    rng = np.random.default_rng(5)
+    n = 2_200_003  # a 17-bit column of 4.7 MB
+    amount = rng.integers(0, 131_072, n)
+    other = rng.integers(0, 1_000, n)
+    app = App.from_tables({"T": {"Amount": amount, "Other": other}})
+    previous = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)
+    try:
+        with app.session() as s:
+            cube = s.hypercube(["=If(Other > 499, 'hi', 'lo')"], ["Sum(Amount)", "Max(Amount)"])
+            got = {shown(r[0]): r[1:] for r in cube.rows}
+    finally:
+        assoc.set_cache_limit(previous)
+    for key, here in (("hi", other > 499), ("lo", other <= 499)):
+        assert got[key] == (float(amount[here].sum()), float(amount[here].max())), key

@@ -578,6 +578,24 @@ ASSOC_AVX512 void decode_blocks_avx512(const std::uint8_t* data, std::size_t fir
   }
 }
 
+// A one-bit column: each 16 rows' bits are a mask choosing 1 or 0 for each lane (the portable
+// loop shifts each row's bit out on its own, a quarter of a 2-value dimension's cube).
+ASSOC_AVX512 void decode_one_bit_avx512(const std::uint8_t* data, std::size_t first, std::size_t n, std::uint32_t bias,
+                                        std::uint32_t* out) {
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i less = _mm512_set1_epi32(static_cast<int>(bias));
+  for (std::size_t b = 0; b < n; ++b) {
+    std::uint64_t w;
+    std::memcpy(&w, data + (first + b) * 8, sizeof w);
+    std::uint32_t* o = out + b * 64;
+#pragma GCC unroll 4
+    for (unsigned g = 0; g < 4; ++g) {
+      const auto k = static_cast<__mmask16>(w >> (16 * g));
+      _mm512_storeu_si512(o + 16 * g, _mm512_sub_epi32(_mm512_maskz_mov_epi32(k, one), less));
+    }
+  }
+}
+
 template <unsigned... Ws>
 constexpr auto avx512_block_decoders(std::integer_sequence<unsigned, Ws...>) {
   return std::array<BlockDecoder, sizeof...(Ws)>{&decode_blocks_avx512<Ws + 1>...};
@@ -679,6 +697,31 @@ void PackedIndex::write_codes(std::size_t first, std::size_t count, const std::u
   write_mapped<RowMap::kCode>(first, count, codes, nullptr, 0);
 }
 
+// Copies from this size on are split over the engine's threads, a piece of at least 1 MiB each.
+constexpr std::size_t kParallelCopyBytes = std::size_t{4} << 20;
+
+PackedIndex::PackedIndex(const PackedIndex& other)
+    : rows_(other.rows_), non_null_(other.non_null_), mask_(other.mask_), width_(other.width_), bias_(other.bias_) {
+  const std::size_t n = other.bytes_.size();
+  {
+    big_blocks::Uncleared every_byte_is_copied_below;
+    bytes_.resize(n);  // elements made without a value are left as the memory holds them
+  }
+  const std::uint8_t* from = other.bytes_.data();
+  std::uint8_t* to = bytes_.data();
+  if (n < kParallelCopyBytes) {
+    if (n != 0) std::memcpy(to, from, n);
+    return;
+  }
+  parallel_ranges(n, 64, [&](std::size_t b, std::size_t e) { std::memcpy(to + b, from + b, e - b); }, nullptr,
+                  std::size_t{1} << 20);
+}
+
+PackedIndex& PackedIndex::operator=(const PackedIndex& other) {
+  if (this != &other) *this = PackedIndex(other);
+  return *this;
+}
+
 void PackedIndex::write_blocks(std::size_t first, std::size_t n, const std::uint64_t* words) {
   if ((first + n) * 64 > rows_) throw Error("internal: write_blocks past the last whole block");
   if (n != 0 && width_ != 0) std::memcpy(bytes_.data() + first * 8 * width_, words, n * 8 * width_);
@@ -692,7 +735,11 @@ void PackedIndex::decode_blocks(std::size_t first, std::size_t n, std::uint32_t*
     return;
   }
 #ifdef ASSOC_MATCH_AVX512
-  // Widths of whole bytes or their halves and quarters decode as fast without it.
+  if (width_ == 1 && avx512_matching()) {
+    decode_one_bit_avx512(bytes_.data(), first, n, bias_, out);
+    return;
+  }
+  // Widths of whole bytes or their halves decode as fast without it.
   if (width_ <= kMaxCodeSetWidth && (width_ & (width_ - 1)) != 0 && avx512_matching()) {
     kAvx512BlockDecoders[width_ - 1](bytes_.data(), first, n, bias_, out);
     return;

@@ -31,6 +31,12 @@ inline void prefetch_bytes(const void* p, std::size_t n) {
 class PackedIndex {
  public:
   PackedIndex() = default;
+  // A copy of a big index (a model copied to take a derived column) is made by both cores.
+  PackedIndex(const PackedIndex& other);
+  PackedIndex& operator=(const PackedIndex& other);
+  PackedIndex(PackedIndex&&) noexcept = default;
+  PackedIndex& operator=(PackedIndex&&) noexcept = default;
+  ~PackedIndex() = default;
 
   // Packs symbol indexes (kNull for NULL) of `n` rows; `n_symbols` bounds every index.
   // Worker threads charge their CPU time to `cpu` when one is given.
