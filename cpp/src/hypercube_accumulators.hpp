@@ -1,7 +1,7 @@
 #pragma once
 // A hypercube's accumulators: what each term reads, the per-slot accumulators of the terms,
 // folding records into them, merging the threads' accumulators and reading the values out.
-// Shared by the aggregation passes (hypercube_aggregate.cpp).
+// Shared by the aggregation passes (hypercube_aggregate.cpp, hypercube_fused.cpp).
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -234,5 +234,32 @@ Accumulators accumulate_chunks(std::size_t rows, const Bitset* possible, std::ui
   });
   return merged(per_thread, in, slots);
 }
+
+// A chunk's row slots as at[i] + add: a dimension of the table over every row of a chunk
+// reads its decoded symbols as they are (add kAffineSlot; NULL's kNull wraps to kFirstGroup, as
+// chunk_slots makes it), with no pass to copy them; made slots are read with add 0.
+struct Slots {
+  const std::uint32_t* at = nullptr;
+  std::uint32_t add = 0;
+  std::uint32_t operator[](std::size_t i) const { return at[i] + add; }
+};
+
+// A thread's marks of the slots its rows reached. `unhit` counts the slots a row can reach
+// (each stored code's) that are not marked yet: once none is left, a chunk's rows have nothing
+// to mark (a 1,000-value dimension over 10M rows: marked within the first few chunks).
+struct Hits {
+  std::uint8_t* marks = nullptr;
+  std::size_t unhit = 0;
+
+  void mark(Slots slot, std::size_t m) {
+    if (unhit == 0) return;
+    std::size_t fresh = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+      fresh += marks[slot[i]] ^ 1U;
+      marks[slot[i]] = 1;
+    }
+    unhit -= std::min(fresh, unhit);
+  }
+};
 
 }  // namespace assoc::detail

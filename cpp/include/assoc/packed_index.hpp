@@ -14,20 +14,6 @@ namespace assoc {
 
 class CpuAccount;
 
-// Asks the CPU to bring `n` bytes from `p` into its second-level cache, a line at a time.
-inline void prefetch_bytes(const void* p, std::size_t n) {
-  const auto* at = static_cast<const std::uint8_t*>(p);
-  const std::size_t lines = (n + 63) / 64;
-  for (std::size_t i = 0; i < lines; ++i) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    // As an instruction of its own: GCC 12 drops a __builtin_prefetch loop under a condition.
-    asm volatile("prefetcht1 %0" : : "m"(at[64 * i]));
-#else
-    __builtin_prefetch(at + 64 * i, 0, 2);
-#endif
-  }
-}
-
 class PackedIndex {
  public:
   PackedIndex() = default;
@@ -115,7 +101,16 @@ class PackedIndex {
   void prefetch(std::size_t begin, std::size_t count) const {
     const std::size_t end = rows_ - begin < count ? rows_ : begin + count;  // begin past the last: none
     const std::size_t first = begin * width_ / 8;
-    prefetch_bytes(bytes_.data() + first, begin < end ? (end * width_ + 7) / 8 - first : 0);
+    const std::size_t lines = begin < end ? ((end * width_ + 7) / 8 - first + 63) / 64 : 0;
+    const std::uint8_t* at = bytes_.data() + first;
+    for (std::size_t i = 0; i < lines; ++i) {
+#if defined(__x86_64__) && defined(__GNUC__)
+      // As an instruction of its own: GCC 12 drops a __builtin_prefetch loop under a condition.
+      asm volatile("prefetcht1 %0" : : "m"(at[64 * i]));
+#else
+      __builtin_prefetch(at + 64 * i, 0, 2);
+#endif
+    }
   }
   // Decodes rows [begin, begin+count) to signed codes: the symbol index, -1 for NULL.
   void decode_signed(std::size_t begin, std::size_t count, std::int64_t* out) const;
