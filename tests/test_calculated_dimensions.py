@@ -349,22 +349,26 @@ def test_a_column_of_several_batches_has_every_records_result(
         assoc.set_cache_limit(previous)
 
 
-def test_a_big_models_copy_keeps_every_code() -> None:
-    """The derived model is a copy of the model with the calculated column added; a column of
-    more than 4 MB is copied by both threads, a piece each: the cube then reads every code of
-    the copy as the model holds it."""
+def test_the_derived_model_shares_the_models_columns() -> None:
+    """The derived model is the model with the calculated column added; it shares the model's
+    packed indexes instead of copying them. The cube reads every code of the shared columns
+    as the model holds them, and the result cache counts what the derived model adds (its
+    column, the copied symbol tables), not the indexes it shares."""
     rng = np.random.default_rng(5)
-    n = 2_200_003  # a 17-bit column of 4.7 MB
+    n = 2_200_003  # a 17-bit column of 4.7 MB beside a 10-bit one of 2.75 MB
     amount = rng.integers(0, 131_072, n)
     other = rng.integers(0, 1_000, n)
     app = App.from_tables({"T": {"Amount": amount, "Other": other}})
-    previous = assoc.cache_info()["limit"]
-    assoc.set_cache_limit(0)
-    try:
-        with app.session() as s:
-            cube = s.hypercube(["=If(Other > 499, 'hi', 'lo')"], ["Sum(Amount)", "Max(Amount)"])
-            got = {shown(r[0]): r[1:] for r in cube.rows}
-    finally:
-        assoc.set_cache_limit(previous)
+    model = app._impl
+    shared = sum(n * model.bit_width("T", f) // 8 for f in ("Amount", "Other"))
+    limit = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)  # emptied
+    assoc.set_cache_limit(limit)
+    with app.session() as s:
+        cube = s.hypercube(["=If(Other > 499, 'hi', 'lo')"], ["Sum(Amount)", "Max(Amount)"])
+        got = {shown(r[0]): r[1:] for r in cube.rows}
+        cached = assoc.cache_info()["bytes"]
     for key, here in (("hi", other > 499), ("lo", other <= 499)):
         assert got[key] == (float(amount[here].sum()), float(amount[here].max())), key
+    # Amount's symbols (131,072 numbers) and the one-bit column (275 KB) are the most of it.
+    assert 0 < cached < shared / 3

@@ -446,7 +446,8 @@ CalculatedModel build(const AssociativeModel& model, const SelectionState& state
                       const std::vector<std::string>& dimensions) {
   std::shared_ptr<DataModel> data;
   {
-    big_blocks::Uncleared every_byte_is_copied;  // a copy writes each element of its arrays
+    // The copy shares the packed indexes; it copies the symbol tables, writing each element.
+    big_blocks::Uncleared every_byte_is_copied;
     data = std::make_shared<DataModel>(model.data());
   }
   CalculatedModel out;
@@ -496,7 +497,10 @@ CalculatedModel with_calculated_dimensions(const AssociativeModel& model, const 
   ResultCache& cache = ResultCache::instance();
   if (auto hit = cache.find(key)) return *std::static_pointer_cast<const CalculatedModel>(hit);
   auto built = std::make_shared<CalculatedModel>(build(model, state, std::move(rows), states, state_name, dimensions));
-  const std::size_t bytes = built->model->data().static_byte_size();
+  // The copy shares the model's packed indexes: its own bytes are the rest.
+  std::size_t bytes = built->model->data().static_byte_size();
+  for (const Table& t : model.data().tables())
+    for (const Column& c : t.columns) bytes -= c.index.byte_size();
   cache.insert(std::move(key), model.weak_from_this(), built, bytes);
   return *built;
 }

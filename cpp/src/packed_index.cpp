@@ -85,7 +85,7 @@ PackedIndex PackedIndex::for_rows(std::size_t n, std::uint32_t n_symbols, std::s
   p.width_ = width_for(max_code);
   p.mask_ = p.width_ == 0 ? 0 : ((std::uint64_t{1} << p.width_) - 1);
   const std::size_t data_bytes = (n * p.width_ + 7) / 8;
-  p.bytes_.resize(data_bytes + 8);  // zero, untouched until written
+  p.allocate(data_bytes + 8);  // zero, untouched until written
   return p;
 }
 
@@ -113,10 +113,10 @@ PackedIndex::ColumnPacker::ColumnPacker(std::size_t n, std::vector<Layout> layou
     const std::size_t size = (n * p.width_ + 7) / 8 + 8;
     {
       big_blocks::Uncleared whole_blocks_are_written_below;
-      p.bytes_.resize(size);
+      p.allocate(size);
     }
     const std::size_t whole = n / 64 * 8 * p.width_;
-    std::memset(p.bytes_.data() + whole, 0, size - whole);
+    std::memset(p.data_ + whole, 0, size - whole);
   }
   // Blocks of up to kPackBlock rows, fewer when there are many columns, so a task's buffer
   // stays near 1 MiB; always whole 64-row blocks, which write_rows stores without sharing.
@@ -255,7 +255,7 @@ void PackedIndex::decode(std::size_t begin, std::size_t count, std::uint32_t* ou
     count -= done;
     out += done;
   }
-  const std::uint8_t* data = bytes_.data();
+  const std::uint8_t* data = data_;
   const std::uint64_t mask = mask_;
   const std::size_t w = width_;
   for (std::size_t i = 0; i < count; ++i) {
@@ -652,11 +652,11 @@ void PackedIndex::match_codes(std::size_t first, std::size_t n, const std::uint8
 #ifdef ASSOC_MATCH_AVX512
   // Widths 1, 2 and 4 look up whole bytes already.
   if (width_ != 1 && width_ != 2 && width_ != 4 && avx512_matching()) {
-    kAvx512CodeMatchers[width_ - 1](bytes_.data(), first, n, code_set, out);
+    kAvx512CodeMatchers[width_ - 1](data_, first, n, code_set, out);
     return;
   }
 #endif
-  kCodeMatchers[width_ - 1](bytes_.data(), first, n, code_set, out);
+  kCodeMatchers[width_ - 1](data_, first, n, code_set, out);
 }
 
 void PackedIndex::match_blocks(std::size_t first, std::size_t n, const std::uint64_t* set_bits,
@@ -670,7 +670,7 @@ void PackedIndex::write_mapped(std::size_t first, std::size_t count, const std::
   if (count == 0 || width_ == 0) return;
   if (first > rows_ || count > rows_ - first) throw Error("internal: write_rows past the last row");
   const std::uint32_t w = width_;
-  std::uint8_t* data = bytes_.data();
+  std::uint8_t* data = writable();
   auto or_rows = [&](std::size_t b, std::size_t e) {
     for (std::size_t r = b; r < e; ++r) or_code(data, r, w, row_code<M>(rows[r - first], remap, add) & mask_);
   };
@@ -697,34 +697,19 @@ void PackedIndex::write_codes(std::size_t first, std::size_t count, const std::u
   write_mapped<RowMap::kCode>(first, count, codes, nullptr, 0);
 }
 
-// Copies from this size on are split over the engine's threads, a piece of at least 1 MiB each.
-constexpr std::size_t kParallelCopyBytes = std::size_t{4} << 20;
-
-PackedIndex::PackedIndex(const PackedIndex& other)
-    : rows_(other.rows_), non_null_(other.non_null_), mask_(other.mask_), width_(other.width_), bias_(other.bias_) {
-  const std::size_t n = other.bytes_.size();
-  {
-    big_blocks::Uncleared every_byte_is_copied_below;
-    bytes_.resize(n);  // elements made without a value are left as the memory holds them
-  }
-  const std::uint8_t* from = other.bytes_.data();
-  std::uint8_t* to = bytes_.data();
-  if (n < kParallelCopyBytes) {
-    if (n != 0) std::memcpy(to, from, n);
-    return;
-  }
-  parallel_ranges(n, 64, [&](std::size_t b, std::size_t e) { std::memcpy(to + b, from + b, e - b); }, nullptr,
-                  std::size_t{1} << 20);
+void PackedIndex::allocate(std::size_t size) {
+  bytes_ = std::make_shared<Bytes>(size);
+  data_ = bytes_->data();
 }
 
-PackedIndex& PackedIndex::operator=(const PackedIndex& other) {
-  if (this != &other) *this = PackedIndex(other);
-  return *this;
+std::uint8_t* PackedIndex::writable() {
+  if (bytes_ == nullptr || bytes_.use_count() > 1) throw Error("internal: a packed index written after it was copied");
+  return data_;
 }
 
 void PackedIndex::write_blocks(std::size_t first, std::size_t n, const std::uint64_t* words) {
   if ((first + n) * 64 > rows_) throw Error("internal: write_blocks past the last whole block");
-  if (n != 0 && width_ != 0) std::memcpy(bytes_.data() + first * 8 * width_, words, n * 8 * width_);
+  if (n != 0 && width_ != 0) std::memcpy(writable() + first * 8 * width_, words, n * 8 * width_);
 }
 
 void PackedIndex::decode_blocks(std::size_t first, std::size_t n, std::uint32_t* out) const {
@@ -736,16 +721,16 @@ void PackedIndex::decode_blocks(std::size_t first, std::size_t n, std::uint32_t*
   }
 #ifdef ASSOC_MATCH_AVX512
   if (width_ == 1 && avx512_matching()) {
-    decode_one_bit_avx512(bytes_.data(), first, n, bias_, out);
+    decode_one_bit_avx512(data_, first, n, bias_, out);
     return;
   }
   // Widths of whole bytes or their halves decode as fast without it.
   if (width_ <= kMaxCodeSetWidth && (width_ & (width_ - 1)) != 0 && avx512_matching()) {
-    kAvx512BlockDecoders[width_ - 1](bytes_.data(), first, n, bias_, out);
+    kAvx512BlockDecoders[width_ - 1](data_, first, n, bias_, out);
     return;
   }
 #endif
-  kBlockDecoders[width_ - 1](bytes_.data(), first, n, bias_, out);
+  kBlockDecoders[width_ - 1](data_, first, n, bias_, out);
 }
 
 bool simd_allowed() {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "assoc/big_blocks.hpp"
@@ -17,11 +19,22 @@ class CpuAccount;
 class PackedIndex {
  public:
   PackedIndex() = default;
-  // A copy of a big index (a model copied to take a derived column) is made by both cores.
-  PackedIndex(const PackedIndex& other);
-  PackedIndex& operator=(const PackedIndex& other);
-  PackedIndex(PackedIndex&&) noexcept = default;
-  PackedIndex& operator=(PackedIndex&&) noexcept = default;
+  // A copy shares the packed bytes: an index is written only while it is made, before anything
+  // copies it (a model copied to take a derived column shares every index it had). Writing to
+  // an index whose bytes are shared throws Error.
+  PackedIndex(const PackedIndex&) = default;
+  PackedIndex& operator=(const PackedIndex&) = default;
+  PackedIndex(PackedIndex&& other) noexcept { *this = std::move(other); }
+  PackedIndex& operator=(PackedIndex&& other) noexcept {
+    bytes_ = std::move(other.bytes_);
+    data_ = std::exchange(other.data_, nullptr);
+    rows_ = std::exchange(other.rows_, 0);
+    non_null_ = std::exchange(other.non_null_, 0);
+    mask_ = std::exchange(other.mask_, 0);
+    width_ = std::exchange(other.width_, 0);
+    bias_ = std::exchange(other.bias_, 0);
+    return *this;
+  }
   ~PackedIndex() = default;
 
   // Packs symbol indexes (kNull for NULL) of `n` rows; `n_symbols` bounds every index.
@@ -88,7 +101,7 @@ class PackedIndex {
     if (width_ == 0) return 0U - bias_;
     const std::size_t bit = row * width_;
     std::uint64_t w;
-    std::memcpy(&w, bytes_.data() + (bit >> 3), sizeof w);
+    std::memcpy(&w, data_ + (bit >> 3), sizeof w);
     return static_cast<std::uint32_t>((w >> (bit & 7)) & mask_) - bias_;
   }
   // Decodes rows [begin, begin+count) to symbol indexes (kNull for NULL) — branch-free per value.
@@ -102,7 +115,7 @@ class PackedIndex {
     const std::size_t end = rows_ - begin < count ? rows_ : begin + count;  // begin past the last: none
     const std::size_t first = begin * width_ / 8;
     const std::size_t lines = begin < end ? ((end * width_ + 7) / 8 - first + 63) / 64 : 0;
-    const std::uint8_t* at = bytes_.data() + first;
+    const std::uint8_t* at = data_ + first;
     for (std::size_t i = 0; i < lines; ++i) {
 #if defined(__x86_64__) && defined(__GNUC__)
       // As an instruction of its own: GCC 12 drops a __builtin_prefetch loop under a condition.
@@ -133,9 +146,11 @@ class PackedIndex {
   // clamp); widths 1, 2 and 4 look up a whole byte's rows at once.
   void match_codes(std::size_t first, std::size_t n, const std::uint8_t* code_set, std::uint64_t* out) const;
 
-  // Bytes of the packed data (allocated capacity).
-  std::size_t byte_size() const { return bytes_.capacity(); }
-  const std::uint8_t* data() const { return bytes_.data(); }
+  // Bytes of the packed data (allocated capacity), counted once for each index that shares them.
+  std::size_t byte_size() const { return bytes_ ? bytes_->capacity() : 0; }
+  const std::uint8_t* data() const { return data_; }
+  // Whether this index and `other` share their packed bytes (one is a copy of the other).
+  bool shares_bytes_with(const PackedIndex& other) const { return bytes_ != nullptr && bytes_ == other.bytes_; }
 
  private:
   // write_rows and write_codes: rows [first, first+count) mapped to codes as `M` says.
@@ -143,8 +158,15 @@ class PackedIndex {
   void write_mapped(std::size_t first, std::size_t count, const std::uint32_t* rows, const std::uint32_t* remap,
                     std::uint32_t add);
 
-  // rows_*width_ bits, plus 8 bytes of slack for 64-bit loads
-  std::vector<std::uint8_t, CallocAllocator<std::uint8_t>> bytes_;
+  using Bytes = std::vector<std::uint8_t, CallocAllocator<std::uint8_t>>;
+  // New packed bytes of `size`, zero unless allocated under big_blocks::Uncleared.
+  void allocate(std::size_t size);
+  // The bytes to write to; throws Error when a copy shares them.
+  std::uint8_t* writable();
+
+  // rows_*width_ bits, plus 8 bytes of slack for 64-bit loads; shared by copies
+  std::shared_ptr<Bytes> bytes_;
+  std::uint8_t* data_ = nullptr;  // bytes_->data()
   std::size_t rows_ = 0;
   std::uint64_t non_null_ = 0;
   std::uint64_t mask_ = 0;
@@ -163,7 +185,7 @@ class PackedIndex::ColumnPacker {
   // The same from a source that gives the codes themselves (no pass over them to add the bias).
   void pack_codes(std::size_t begin, std::size_t end, const CodeSource& source, CpuAccount* cpu = nullptr);
   // Column c's bytes and bit width, for a source that stores the packed bits itself.
-  std::uint8_t* column_bytes(std::size_t c) { return out_[c].bytes_.data(); }
+  std::uint8_t* column_bytes(std::size_t c) { return out_[c].writable(); }
   std::uint32_t column_width(std::size_t c) const { return out_[c].width_; }
   // Writes rows [begin, begin+count) of every column c itself: row r's code at bit
   // r * column_width(c) of column_bytes(c), each word of a whole 64-row block stored whole, the
