@@ -156,8 +156,9 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
   // The slot of a record read from one column: one dimension of the root and no link, or
   // one link and no dimension of the root.
   const std::vector<const DimPlace*> root_dims = walker.root_dims();
-  const bool one_source = (root_dims.size() == 1 && links.empty()) || (root_dims.empty() && links.size() == 1);
-  if (table_root && functional && direct && one_source && fused_terms(terms, in)) {
+  // Several dimensions of the root and no link: the first's slot plus the others' parts.
+  const bool one_source = (!root_dims.empty() && links.empty()) || (root_dims.empty() && links.size() == 1);
+  if (table_root && functional && direct && one_source && slots <= 0xFFFFFFFFULL && fused_terms(terms, in)) {
     const Table& table = data.tables()[root];
     const std::uint32_t column = links.empty() ? root_dims[0]->column : links[0].column;
     const std::uint32_t bias = table.columns[column].index.has_null() ? 1U : 0U;  // NULL's code, when it has one
@@ -175,8 +176,13 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
         slot_of[code] = key != kMissing ? static_cast<std::uint32_t>(kFirstGroup + key) : none;
       }
     }
-    const bool affine = links.empty() && root_dims[0]->stride == 1;  // slot_of[code] = code's symbol + 3
-    acc = fused_aggregate(table, rows.rows[root].get(), rows.possible[root], column, slot_of, affine, terms, in, slots);
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> more_dims;
+    for (std::size_t d = 1; d < root_dims.size(); ++d) more_dims.emplace_back(root_dims[d]->column, root_dims[d]->stride);
+    // slot_of[code] = code's symbol + 3
+    const bool affine = links.empty() && root_dims.size() == 1 && root_dims[0]->stride == 1;
+    const std::uint64_t first_stride = links.empty() ? root_dims[0]->stride : 0;
+    acc = fused_aggregate(table, rows.rows[root].get(), rows.possible[root], column, slot_of, affine, first_stride,
+                          more_dims, terms, in, slots);
   } else if (table_root && functional && direct) {
     // Each record reaches exactly one tuple: its key is its own dimension codes plus one
     // look-up per link. Rows are read in batches, by several threads, each into its own

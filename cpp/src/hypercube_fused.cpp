@@ -54,9 +54,11 @@ struct FusedTerm {
 // Whether a chunk with `n` of its `count` rows possible has its codes decoded block by block
 // (shifts fixed per width) and the possible rows' packed, rather than read row by row: from a
 // quarter of the rows when a dimension's slot is its symbol (`affine`), from half when each
-// row's slot is looked up (a link's), whose look-ups the row-by-row pass overlaps better.
-constexpr bool dense_chunk(std::size_t n, std::size_t count, bool affine) {
-  return n * 8 >= count * (affine ? 2 : 4);
+// row's slot is looked up (a link's), whose look-ups the row-by-row pass overlaps better, from
+// an eighth with several dimensions (`several`: row by row, each row reads each dimension's
+// column and looks its part up; decoded, the slots are arithmetic).
+constexpr bool dense_chunk(std::size_t n, std::size_t count, bool affine, bool several) {
+  return n * 8 >= count * (several ? 1 : affine ? 2 : 4);
 }
 
 // Per-thread room for one chunk's codes.
@@ -66,16 +68,51 @@ struct ChunkCodes {
   std::vector<std::uint32_t> decoded = std::vector<std::uint32_t>(kBatch);
 };
 
+// The dimensions of the table after the first, when it has several (and no link): a row's slot
+// is the first's slot_of entry plus each one's `add` entry of its stored code (the value, symbol
+// index + 1 or 0 for NULL, times the dimension's stride).
+struct ExtraDims {
+  struct Dim {
+    const PackedIndex* index = nullptr;
+    CodeReader codes;
+    std::uint32_t stride = 0;
+    std::vector<std::uint32_t> add;  // per stored code
+  };
+  std::vector<Dim> dims;
+  std::uint32_t first_stride = 0;  // the first dimension's
+
+  bool empty() const { return dims.empty(); }
+  std::uint32_t at(std::size_t row) const {
+    std::uint32_t s = 0;
+    for (const Dim& d : dims) s += d.add[d.codes.at(row)];
+    return s;
+  }
+  void prefetch(std::size_t begin, std::size_t count) const {
+    for (const Dim& d : dims) d.index->prefetch(begin, count);
+  }
+  // The slots of rows [begin, begin+count), whose first dimension's symbol indexes are
+  // `decoded`, decoding each further column into `scratch`: kFirstGroup plus each value (symbol
+  // index + 1, kNull wrapping to 0) times its stride, with no look-up.
+  void slots(const std::uint32_t* decoded, std::size_t begin, std::size_t count, std::uint32_t* slot,
+             std::uint32_t* scratch) const;
+};
+
 // A dimension's slot as an affine function of its symbol index (`affine`: one dimension of
 // the root table and no link): kFirstGroup + 1 + symbol, NULL (kNull) wrapping to
 // kFirstGroup, as its slot map says; otherwise the map is read.
 constexpr std::uint32_t kAffineSlot = kFirstGroup + 1;
 
 // The slots of a chunk's rows whose codes are decoded (`decoded`, symbol indexes), the rows of
-// the chunk's words only (`n` of them), packed to the front; how many.
+// the chunk's words only (`n` of them), packed to the front; how many. Further dimensions'
+// columns are decoded into `scratch`.
 template <class Map>
-std::size_t chunk_slots(const std::uint64_t* words, std::size_t count, std::size_t n, const std::uint32_t* decoded,
-                        CodeReader slot_codes, const Map* slot_of, bool affine, std::uint32_t* slot) {
+std::size_t chunk_slots(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
+                        const std::uint32_t* decoded, CodeReader slot_codes, const Map* slot_of, bool affine,
+                        const ExtraDims& extra, std::uint32_t* scratch, std::uint32_t* slot) {
+  if (!extra.empty()) {  // every row's slot, then the possible rows' packed once
+    extra.slots(decoded, begin, count, slot, scratch);
+    return n == count ? count : compress_rows(words, count, slot, slot);
+  }
   if (n == count) {  // every row: no gaps to close
     if (affine) {
       for (std::size_t j = 0; j < count; ++j) slot[j] = decoded[j] + kAffineSlot;
@@ -98,28 +135,41 @@ inline void pack_rows(const std::uint64_t* words, std::size_t count, std::size_t
   if (n != count) compress_rows(words, count, code, code);
 }
 
+void ExtraDims::slots(const std::uint32_t* decoded, std::size_t begin, std::size_t count, std::uint32_t* slot,
+                      std::uint32_t* scratch) const {
+  const std::uint32_t first = first_stride;
+  for (std::size_t i = 0; i < count; ++i) slot[i] = kFirstGroup + (decoded[i] + 1) * first;
+  for (const Dim& d : dims) {
+    d.index->decode(begin, count, scratch);
+    const std::uint32_t stride = d.stride;
+    for (std::size_t i = 0; i < count; ++i) slot[i] += (scratch[i] + 1) * stride;
+  }
+}
+
 // The rows of a chunk's row words (bit j of word w: row begin + 64w + j; `n` of them) into
 // one Sum.
 template <class Map>
 void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
                const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
-               const PackedIndex& index, CodeReader codes, const double* values, double* sums, std::size_t lane,
-               Hits& hits, ChunkCodes& buf) {
+               const ExtraDims& extra, const PackedIndex& index, CodeReader codes, const double* values, double* sums,
+               std::size_t lane, Hits& hits, ChunkCodes& buf) {
   // The codes first, then the numbers: the loop of look-ups is short, so many of them are
   // under way at once.
   std::uint32_t* code = buf.code.data();
   const std::size_t n_words = (count + 63) / 64;
   std::size_t m = 0;
   Slots slot{buf.slot.data(), 0};
-  if (dense_chunk(n, count, affine)) {
+  if (dense_chunk(n, count, affine, !extra.empty())) {
     slot_index.prefetch(begin + 2 * kBatch, kBatch);  // the chunk after next
+    extra.prefetch(begin + 2 * kBatch, kBatch);
     index.prefetch(begin + 2 * kBatch, kBatch);
     slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
     if (affine && n == count) {
       slot = Slots{buf.decoded.data(), kAffineSlot};
       m = count;
     } else {
-      m = chunk_slots(words, count, n, buf.decoded.data(), slot_codes, slot_of, affine, buf.slot.data());
+      m = chunk_slots(words, begin, count, n, buf.decoded.data(), slot_codes, slot_of, affine, extra, code,
+                      buf.slot.data());
     }
     index.decode(begin, count, code);  // symbol indexes, kNull for NULL
     pack_rows(words, count, n, code);
@@ -128,7 +178,7 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
       const std::size_t base = begin + w * 64;
       for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
         const std::size_t row = base + static_cast<std::size_t>(std::countr_zero(bits));
-        buf.slot[m] = slot_of[slot_codes.at(row)];
+        buf.slot[m] = slot_of[slot_codes.at(row)] + extra.at(row);
         code[m] = codes.at(row) - codes.bias;  // the symbol index, kNull for NULL
       }
     }
@@ -152,14 +202,14 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
 // The same into several terms, Sums, Counts and Avgs (a Sum and a Count).
 template <class Map>
 void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t begin, CodeReader slot_codes,
-                 const Map* slot_of, const std::vector<FusedTerm>& fts, double* const* sums,
+                 const Map* slot_of, const ExtraDims& extra, const std::vector<FusedTerm>& fts, double* const* sums,
                  std::uint64_t* const* counts, std::uint8_t* hits) {
   const std::size_t n_terms = fts.size();
   for (std::size_t w = 0; w < n_words; ++w) {
     const std::size_t base = begin + w * 64;
     for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1) {
       const std::size_t row = base + static_cast<std::size_t>(std::countr_zero(bits));
-      const std::size_t s = slot_of[slot_codes.at(row)];
+      const std::size_t s = slot_of[slot_codes.at(row)] + extra.at(row);
       hits[s] = 1;
       for (std::size_t k = 0; k < n_terms; ++k) {
         const std::uint32_t c = fts[k].codes.at(row);
@@ -272,17 +322,20 @@ void add_counts(const std::uint32_t* __restrict slot, std::uint32_t slot_add, co
 template <std::size_t Copies, class Map>
 void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
                  const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
-                 const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts,
-                 Hits& hits, ChunkCodes& buf, SumCount pair_of, double* const* pairs, std::size_t stride) {
+                 const ExtraDims& extra, const std::vector<FusedTerm>& fts, double* const* sums,
+                 std::uint64_t* const* counts, Hits& hits, ChunkCodes& buf, SumCount pair_of, double* const* pairs,
+                 std::size_t stride) {
   std::uint32_t* code = buf.code.data();
   slot_index.prefetch(begin + 2 * kBatch, kBatch);  // the chunk after next (PackedIndex::prefetch)
+  extra.prefetch(begin + 2 * kBatch, kBatch);
   for (const FusedTerm& f : fts) f.index->prefetch(begin + 2 * kBatch, kBatch);
   slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
   Slots slot{buf.decoded.data(), kAffineSlot};
   std::size_t m = count;
   if (!affine || n != count) {
     slot = Slots{buf.slot.data(), 0};
-    m = chunk_slots(words, count, n, buf.decoded.data(), slot_codes, slot_of, affine, buf.slot.data());
+    m = chunk_slots(words, begin, count, n, buf.decoded.data(), slot_codes, slot_of, affine, extra, code,
+                    buf.slot.data());
   }
   hits.mark(slot, m);
   const PackedIndex* decoded = nullptr;  // the column whose codes `code` holds
@@ -380,11 +433,13 @@ struct DenseCopies {
 // each row's reads are independent of the others', so many misses are under way at once.
 template <class Map>
 void terms_rows(std::size_t begin, const std::uint32_t* picked, std::size_t m, CodeReader slot_codes, const Map* slot_of,
-                const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts, std::uint8_t* hits,
+                const ExtraDims& extra, const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts, std::uint8_t* hits,
                 ChunkCodes& buf) {
   std::uint32_t* slot = buf.slot.data();
   std::uint32_t* code = buf.code.data();
   for (std::size_t i = 0; i < m; ++i) slot[i] = slot_of[slot_codes.at(begin + picked[i])];
+  if (!extra.empty())
+    for (std::size_t i = 0; i < m; ++i) slot[i] += extra.at(begin + picked[i]);
   for (std::size_t i = 0; i < m; ++i) hits[slot[i]] = 1;
   for (std::size_t k = 0; k < fts.size(); ++k) {
     const CodeReader codes = fts[k].codes;
@@ -402,7 +457,7 @@ void terms_rows(std::size_t begin, const std::uint32_t* picked, std::size_t m, C
 // over many chunks first, so the fixed work per chunk goes and their reads overlap.
 template <class Map>
 void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possible, const PackedIndex& slot_index,
-                const Map* slot_of, bool affine, const std::vector<FusedTerm>& fts, const std::vector<TermInput>& in,
+                const Map* slot_of, bool affine, const ExtraDims& extra, const std::vector<FusedTerm>& fts, const std::vector<TermInput>& in,
                 std::vector<Accumulators>& per_thread, std::size_t slots, std::size_t reachable) {
   const std::size_t n_chunks = (rows + kBatch - 1) / kBatch;
   ChunkClaims claims(n_chunks, per_thread.size());
@@ -423,11 +478,17 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
     if (sparse) {
       std::vector<std::uint32_t> picked(kBatch);
       gather_rows(claims, *possible, rows, picked.data(), [&](std::size_t begin, std::size_t, const std::uint32_t* p, std::size_t n) {
-        terms_rows(begin, p, n, slot_codes, slot_of, fts, sums.data(), counts.data(), a.hits.data(), buf);
+        terms_rows(begin, p, n, slot_codes, slot_of, extra, fts, sums.data(), counts.data(), a.hits.data(), buf);
       });
       return;
     }
-    Hits hits{a.hits.data(), reachable};
+    // A Count (or an Avg) of a column that stores no NULL counts every row: the slots it counts
+    // are those reached, so dense chunks mark none (several dimensions reach few of their slots,
+    // and the marks would go on to the last row).
+    std::size_t every_row = SumCount::kNone;
+    for (std::size_t k = 0; k < n_terms; ++k)
+      if (counts[k] != nullptr && !fts[k].index->has_null()) every_row = k;
+    Hits hits{a.hits.data(), every_row != SumCount::kNone ? 0 : reachable};
     const bool one_sum = n_terms == 1 && !fts[0].avg && sums[0] != nullptr;
     // A Sum and a Count: each slot's sum and count side by side (the count as a double: exact
     // while below 2^53 rows), folded into the terms at the end with any copies.
@@ -449,26 +510,29 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
       if (one_sum) {
         std::size_t n = 0;
         for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
-        sum_chunk(w, begin, count, n, slot_index, slot_codes, slot_of, affine, *fts[0].index, fts[0].codes,
+        sum_chunk(w, begin, count, n, slot_index, slot_codes, slot_of, affine, extra, *fts[0].index, fts[0].codes,
                   fts[0].values, lanes.data(), slots, hits, buf);
       } else {
         std::size_t n = 0;
         for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
-        if (dense_chunk(n, count, affine)) {
+        if (dense_chunk(n, count, affine, !extra.empty())) {
           if (dense.copies > 1) {
-            terms_dense<kCopies>(w, begin, count, n, slot_index, slot_codes, slot_of, affine, fts, dense.sums.data(),
+            terms_dense<kCopies>(w, begin, count, n, slot_index, slot_codes, slot_of, affine, extra, fts, dense.sums.data(),
                                  dense.counts.data(), hits, buf, pair_of, dense.pairs.data(), dense.stride);
           } else {
-            terms_dense<1>(w, begin, count, n, slot_index, slot_codes, slot_of, affine, fts, dense.sums.data(),
+            terms_dense<1>(w, begin, count, n, slot_index, slot_codes, slot_of, affine, extra, fts, dense.sums.data(),
                            dense.counts.data(), hits, buf, pair_of, dense.pairs.data(), dense.stride);
           }
         } else {
-          terms_chunk(w, n_words, begin, slot_codes, slot_of, fts, sums.data(), counts.data(), a.hits.data());
+          terms_chunk(w, n_words, begin, slot_codes, slot_of, extra, fts, sums.data(), counts.data(), a.hits.data());
         }
       }
     });
     for (std::size_t k = 0; k < lanes.size(); ++k) sums[0][k % slots] += lanes[k];
     dense.fold(sums, counts);
+    if (every_row != SumCount::kNone)
+      for (std::size_t x = 0; x < slots; ++x)
+        if (counts[every_row][x] != 0) a.hits[x] = 1;
   });
 }
 
@@ -483,11 +547,24 @@ bool fused_terms(const std::vector<Term>& terms, const std::vector<TermInput>& i
 }
 
 Accumulators fused_aggregate(const Table& table, const Bitset* possible, std::uint64_t n_possible, std::uint32_t column,
-                             const std::vector<std::uint32_t>& slot_of, bool affine, const std::vector<Term>& terms,
-                             const std::vector<TermInput>& in, std::size_t slots) {
+                             const std::vector<std::uint32_t>& slot_of, bool affine, std::uint64_t first_stride,
+                             const std::vector<std::pair<std::uint32_t, std::uint64_t>>& more_dims,
+                             const std::vector<Term>& terms, const std::vector<TermInput>& in, std::size_t slots) {
   const PackedIndex& slot_index = table.columns[column].index;
   const CodeReader slot_codes(slot_index);
   const std::size_t n_codes = slot_of.size();
+  ExtraDims extra;
+  extra.first_stride = static_cast<std::uint32_t>(first_stride);
+  for (const auto& [c, stride] : more_dims) {
+    const PackedIndex& index = table.columns[c].index;
+    ExtraDims::Dim d{&index, CodeReader(index), static_cast<std::uint32_t>(stride), {}};
+    // Stored code -> value (symbol index + 1, 0 for NULL) times the stride; codes past the
+    // width's last are read by no row.
+    const std::size_t n = std::size_t{1} << index.bit_width();
+    d.add.resize(n, 0);
+    for (std::size_t code = 0; code < n; ++code) d.add[code] = static_cast<std::uint32_t>((code + 1 - d.codes.bias) * stride);
+    extra.dims.push_back(std::move(d));
+  }
   std::vector<FusedTerm> fts;
   for (std::size_t k = 0; k < terms.size(); ++k) {
     const PackedIndex& index = table.columns[terms[k].column].index;
@@ -513,18 +590,20 @@ Accumulators fused_aggregate(const Table& table, const Bitset* possible, std::ui
       reachable += seen[slot_of[code]] ^ 1U;
       seen[slot_of[code]] = 1;
     }
+    // With more dimensions, rows hold few of their combinations: every slot stays to be marked.
+    if (!extra.empty()) reachable = slots;
   }
   std::vector<Accumulators> per_thread(pass_threads(table.rows, possible, n_possible, slots));
   if (slots <= 0x100) {
     const std::vector<std::uint8_t> map(slot_of.begin(), slot_of.end());
-    fused_pass(table.rows, possible, n_possible, slot_index, map.data(), affine, fts, in, per_thread, slots,
+    fused_pass(table.rows, possible, n_possible, slot_index, map.data(), affine, extra, fts, in, per_thread, slots,
                reachable);
   } else if (slots <= 0x10000) {
     const std::vector<std::uint16_t> map(slot_of.begin(), slot_of.end());
-    fused_pass(table.rows, possible, n_possible, slot_index, map.data(), affine, fts, in, per_thread, slots,
+    fused_pass(table.rows, possible, n_possible, slot_index, map.data(), affine, extra, fts, in, per_thread, slots,
                reachable);
   } else {
-    fused_pass(table.rows, possible, n_possible, slot_index, slot_of.data(), affine, fts, in, per_thread, slots,
+    fused_pass(table.rows, possible, n_possible, slot_index, slot_of.data(), affine, extra, fts, in, per_thread, slots,
                reachable);
   }
   return merged(per_thread, in, slots);

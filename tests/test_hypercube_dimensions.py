@@ -1,0 +1,137 @@
+"""Cubes by several dimensions of one table: every row lands in the group of its values, as a
+group-by over the same rows counts and sums it, whichever pass reads the rows (all rows, many
+of them selected, some, a few), with NULLs in the dimensions and in the measures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import assoc
+from assoc import App
+from without_simd import assert_pass_without_simd
+
+N = 70_003  # not a whole number of 64-row blocks, more chunks than a thread claims at once
+
+
+@pytest.fixture(params=[1, 2])
+def engine_threads(request: pytest.FixtureRequest) -> Iterator[int]:
+    old = assoc.threads()
+    assoc.set_threads(request.param)
+    yield request.param
+    assoc.set_threads(old)
+
+
+def _columns() -> dict[str, list[Any]]:
+    rng = np.random.default_rng(17)
+    ten = rng.integers(0, 10, N).astype(object)
+    ten[::37] = None
+    wide = rng.integers(0, 700, N).astype(object)
+    wide[-300:] = 999  # a value only the last rows hold: a group reached in the last chunk
+    two = rng.integers(0, 2, N)
+    quarters = rng.integers(0, 500, N) / 4
+    value: list[Any] = [None if i % 13 == 0 else float(v) for i, v in enumerate(quarters)]
+    return {
+        "Ten": list(ten),
+        "Wide": list(wide),
+        "Two": list(two),
+        "One": ["only"] * N,  # a column of no bits
+        "Sel": list(rng.integers(0, 100, N)),
+        "V": value,  # NULLs
+        "W": list(rng.integers(0, 50, N)),  # no NULL: its Count counts every row
+    }
+
+
+@pytest.fixture(scope="module")
+def table() -> tuple[App, dict[str, list[Any]]]:
+    columns = _columns()
+    return App.from_tables({"T": columns}), columns
+
+
+_GROUPS: dict[tuple[tuple[str, ...], int | None], dict[tuple, list[int]]] = {}
+
+
+def _groups(
+    columns: dict[str, list[Any]], dims: list[str], chosen: int | None
+) -> dict[tuple, list[int]]:
+    """The rows of each combination of the dimensions' values among the rows `chosen` keeps."""
+    key = (tuple(dims), chosen)
+    if key not in _GROUPS:
+        sel = columns["Sel"]
+        groups: dict[tuple, list[int]] = {}
+        for i in range(N):
+            if chosen is None or sel[i] < chosen:
+                groups.setdefault(tuple(columns[d][i] for d in dims), []).append(i)
+        _GROUPS[key] = groups
+    return _GROUPS[key]
+
+
+def _expected(
+    columns: dict[str, list[Any]], dims: list[str], measures: list[str], chosen: int | None
+) -> dict[tuple, tuple]:
+    out = {}
+    for key, members in _groups(columns, dims, chosen).items():
+        values: list[Any] = []
+        for m in measures:
+            field = m[m.index("(") + 1 : -1]
+            got = [columns[field][i] for i in members if columns[field][i] is not None]
+            if m.startswith("Sum"):
+                values.append(pytest.approx(float(sum(got))))
+            elif m.startswith("Count"):
+                values.append(len(got))
+            else:
+                values.append(pytest.approx(sum(got) / len(got)))
+        out[key] = tuple(values)
+    return out
+
+
+@pytest.mark.parametrize(
+    "dims",
+    [
+        ["Ten", "Two"],
+        ["Two", "Ten"],
+        ["Wide", "Ten"],
+        ["Ten", "Wide", "Two"],
+        ["One", "Ten"],
+        ["Ten", "One"],
+    ],
+    ids="|".join,
+)
+@pytest.mark.parametrize(
+    "measures",
+    [
+        ["Sum(V)"],  # one Sum: the groups reached are marked row by row
+        ["Sum(V)", "Count(V)"],  # a pair whose Count skips NULL
+        ["Sum(V)", "Count(W)"],  # a Count of every row: the groups reached are those it counts
+        ["Avg(W)", "Count(V)"],
+        ["Count(V)"],
+    ],
+    ids=lambda m: ",".join(m),
+)
+@pytest.mark.parametrize("chosen", [None, 60, 20, 2], ids=lambda c: f"sel{c}")
+def test_several_dimensions_group_every_row_as_a_group_by_does(
+    engine_threads: int,
+    table: tuple[App, dict[str, list[Any]]],
+    dims: list[str],
+    measures: list[str],
+    chosen: int | None,
+) -> None:
+    """All rows, 60 % (dense chunks whose possible rows are packed), 20 % (rows read one by
+    one) and 2 % (rows gathered over many chunks) of them."""
+    app, columns = table
+    with app.session() as s:
+        if chosen is not None:
+            s.select("Sel", list(range(chosen)))
+        cube = s.hypercube(dims, measures)
+    got = {tuple(r[: len(dims)]): tuple(r[len(dims) :]) for r in cube.rows}
+    want = _expected(columns, dims, measures, chosen)
+    assert got.keys() == want.keys()
+    for key, values in want.items():
+        assert got[key] == values, key
+
+
+def test_several_dimensions_agree_without_vector_kernels() -> None:
+    assert_pass_without_simd("test_hypercube_dimensions.py", "several_dimensions_group and sel60")
