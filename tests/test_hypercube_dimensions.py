@@ -135,3 +135,78 @@ def test_several_dimensions_group_every_row_as_a_group_by_does(
 
 def test_several_dimensions_agree_without_vector_kernels() -> None:
     assert_pass_without_simd("test_hypercube_dimensions.py", "several_dimensions_group and sel60")
+
+
+# Two fields of 3,000 values over 40,000 rows: more combinations than a cube gives direct slots,
+# so each combination met gets a slot as it comes, and the groups are put in order after.
+MANY = 40_000
+
+
+@pytest.fixture(scope="module")
+def many() -> tuple[App, dict[str, list[Any]]]:
+    rng = np.random.default_rng(23)
+    a = rng.integers(0, 3000, MANY).astype(object)
+    a[::53] = None
+    b = (rng.integers(0, 3000, MANY) * 7 % 3001).astype(object)  # loaded out of value order
+    b[::71] = None
+    v: list[Any] = [
+        None if i % 11 == 0 else float(x) for i, x in enumerate(rng.integers(0, 90, MANY))
+    ]
+    columns = {"A": list(a), "B": list(b), "V": v, "Sel": list(rng.integers(0, 10, MANY))}
+    return App.from_tables({"T": columns}), columns
+
+
+def _ranked(key: tuple) -> tuple:
+    # Numbers ascending, NULL after every value, column by column.
+    return tuple((x is None, x if x is not None else 0) for x in key)
+
+
+@pytest.mark.parametrize("chosen", [None, 4], ids=["all", "selected"])
+def test_many_combinations_group_and_sort_as_a_group_by_does(
+    engine_threads: int, many: tuple[App, dict[str, list[Any]]], chosen: int | None
+) -> None:
+    """Sum, Count, Min, Max, Avg, Only and Count(distinct) per combination and over all rows,
+    the rows in the dimensions' order (NULL last), then reversed by the first dimension."""
+    app, columns = many
+    rows = [i for i in range(MANY) if chosen is None or columns["Sel"][i] < chosen]
+    groups: dict[tuple, list[int]] = {}
+    for i in rows:
+        groups.setdefault((columns["A"][i], columns["B"][i]), []).append(i)
+    measures = [
+        "Sum(V)",
+        "Count(V)",
+        "Min(V)",
+        "Max(V)",
+        "Avg(V)",
+        "Only(Sel)",
+        "Count(distinct V)",
+    ]
+
+    def want_of(members: list[int]) -> tuple:
+        vs = [columns["V"][i] for i in members if columns["V"][i] is not None]
+        sels = {columns["Sel"][i] for i in members}
+        return (
+            pytest.approx(float(sum(vs))),
+            len(vs),
+            min(vs) if vs else None,
+            max(vs) if vs else None,
+            pytest.approx(sum(vs) / len(vs)) if vs else None,
+            sels.pop() if len(sels) == 1 else None,
+            len(set(vs)),
+        )
+
+    with app.session() as s:
+        if chosen is not None:
+            s.select("Sel", list(range(chosen)))
+        cube = s.hypercube(["A", "B"], measures)
+        desc = s.hypercube(["A", "B"], ["Sum(V)"], sort=[("A", "desc")])
+    assert len(groups) > 10_000  # most rows a combination of their own
+    got = [tuple(r[:2]) for r in cube.rows]
+    assert got == sorted(groups, key=_ranked)
+    for r in cube.rows:
+        assert tuple(r[2:]) == want_of(groups[tuple(r[:2])]), r[:2]
+    assert tuple(cube.totals) == want_of(rows)
+    # Descending by A (NULL still last), ascending by B within.
+    assert [tuple(r[:2]) for r in desc.rows] == sorted(
+        groups, key=lambda k: ((k[0] is None, -(k[0] or 0)), (k[1] is None, k[1] or 0))
+    )

@@ -1,6 +1,7 @@
 #include "assoc/hypercube.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -10,6 +11,7 @@
 #include "assoc/error.hpp"
 #include "assoc/result_cache.hpp"
 #include "hypercube_builder.hpp"
+#include "radix_sort.hpp"
 
 namespace assoc {
 
@@ -294,7 +296,8 @@ std::vector<std::uint64_t> HypercubeBuilder::part_keys(
       std::inplace_merge(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(runs[i - 1]),
                          keys.begin() + static_cast<std::ptrdiff_t>(runs[i]));
   } else {
-    std::sort(keys.begin(), keys.end());
+    const std::uint64_t top = keys.empty() ? 0 : *std::max_element(keys.begin(), keys.end());
+    detail::radix_sort(keys, static_cast<unsigned>(std::bit_width(top)));
   }
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   return keys;
@@ -328,17 +331,71 @@ std::vector<std::uint64_t> HypercubeBuilder::tuple_keys(const RowStates& rows) c
   return out;
 }
 
+namespace {
+
+// Sorts rows by whole-number keys (NaN last in each column, as sort_rows' order has it), the
+// first column's most significant, ties by place: each row's keys as one integer, its place
+// below them, radix sorted. False, with `order` as it was, when the keys and places do not fit
+// 64 bits.
+template <class Keys>
+bool sort_whole_keys(std::vector<std::size_t>& order, const Keys& key_of, std::size_t n_columns) {
+  const std::size_t n = order.size();
+  const unsigned place_bits = static_cast<unsigned>(std::bit_width(n));
+  std::vector<double> low(n_columns);
+  std::vector<std::uint64_t> span(n_columns);  // values, then one more for NaN
+  const std::uint64_t limit = std::uint64_t{1} << (64 - place_bits);  // composite keys below it
+  std::uint64_t product = 1;
+  for (std::size_t c = 0; c < n_columns; ++c) {
+    const std::vector<double>& key = key_of(c);
+    double lo = 0, hi = -1;
+    for (const std::size_t r : order) {
+      const double x = key[r];
+      if (std::isnan(x)) continue;
+      if (hi < lo) {
+        lo = hi = x;
+      } else {
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+      }
+    }
+    if (hi - lo >= 0x1p32) return false;
+    low[c] = lo;
+    span[c] = (hi < lo ? 0 : static_cast<std::uint64_t>(hi - lo) + 1) + 1;
+    if (span[c] > limit / product) return false;
+    product *= span[c];
+  }
+  std::vector<std::uint64_t> tagged(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t k = 0;
+    for (std::size_t c = 0; c < n_columns; ++c) {
+      const double x = key_of(c)[order[i]];
+      k = k * span[c] + (std::isnan(x) ? span[c] - 1 : static_cast<std::uint64_t>(x - low[c]));
+    }
+    tagged[i] = k << place_bits | i;
+  }
+  detail::radix_sort(tagged, static_cast<unsigned>(std::bit_width(product - 1)) + place_bits);
+  const std::uint64_t place_mask = (std::uint64_t{1} << place_bits) - 1;
+  std::vector<std::size_t> sorted(n);
+  for (std::size_t j = 0; j < n; ++j) sorted[j] = order[tagged[j] & place_mask];
+  order.swap(sorted);
+  return true;
+}
+
+}  // namespace
+
 void HypercubeBuilder::sort_rows(std::vector<std::size_t>& order) const {
   const HypercubeSpec& spec = cube_->spec_;
   struct SortColumn {
     std::vector<double> key;  // per row; NaN for None/NULL, which sorts last either way
     bool desc = false;
+    bool whole = false;  // a dimension's keys: whole numbers (ranks, or codes in load order)
   };
   std::vector<SortColumn> columns;
   std::vector<std::uint8_t> dim_sorted(dims_.size(), 0);
   auto dim_column = [&](std::size_t d, const std::string& direction) {
     SortColumn c;
     c.key = dim_sort_key(d, direction);
+    c.whole = true;
     dim_sorted[d] = 1;
     return c;
   };
@@ -381,6 +438,10 @@ void HypercubeBuilder::sort_rows(std::vector<std::size_t>& order) const {
   };
   // Rows often come in order already (keys follow the symbols, symbols the values).
   if (std::is_sorted(order.begin(), order.end(), before)) return;
+  if (std::all_of(columns.begin(), columns.end(), [](const SortColumn& c) { return c.whole; }) &&
+      sort_whole_keys(order, [&](std::size_t c) -> const std::vector<double>& { return columns[c].key; },
+                      columns.size()))
+    return;
   if (columns.size() != 1) {
     std::stable_sort(order.begin(), order.end(), before);
     return;

@@ -1,16 +1,21 @@
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <numeric>
+#include <type_traits>
 
 #include "assoc/big_blocks.hpp"
 #include "assoc/hypercube_aggregate.hpp"
 #include "assoc/thread_pool.hpp"
 #include "hypercube_accumulators.hpp"
 #include "hypercube_fused.hpp"
+#include "radix_sort.hpp"
+#include "row_compress.hpp"
 
 namespace assoc::detail {
 namespace {
@@ -248,6 +253,59 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
         for (std::size_t k = 0; k < terms.size(); ++k)
           accumulate(in[k], a.terms[k], slot, codes[term_source[k]].data(), n);
     });
+  } else if (table_root && links.empty()) {
+    // Every dimension in the table, and more tuples than direct slots take (a table by
+    // customer and product): a batch of rows' keys made from their codes, then their slots
+    // given out per key, the table's entries for the batch's keys fetched ahead together.
+    const Table& table = data.tables()[root];
+    const std::vector<const DimPlace*> dims = walker.root_dims();
+    std::vector<std::uint32_t> columns;
+    auto source_of = [&](std::uint32_t column) {
+      const auto at = std::find(columns.begin(), columns.end(), column);
+      if (at != columns.end()) return static_cast<std::size_t>(at - columns.begin());
+      columns.push_back(column);
+      return columns.size() - 1;
+    };
+    std::vector<std::size_t> dim_source, term_source;
+    for (const DimPlace* d : dims) dim_source.push_back(source_of(d->column));
+    for (const auto& t : terms) term_source.push_back(source_of(t.column));
+    acc.resize(in, slots);
+    KeyIndex slot_map;
+    std::vector<std::vector<std::uint32_t>> codes(columns.size(), std::vector<std::uint32_t>(kBatch));
+    std::vector<std::uint64_t> key(kBatch);
+    std::vector<std::uint32_t> slot(kBatch), picked(kBatch);
+    const Bitset* possible = rows.rows[root].get();
+    for (std::size_t begin = 0; begin < table.rows; begin += kBatch) {
+      const std::size_t count = std::min(kBatch, table.rows - begin);
+      const std::size_t n = possible != nullptr ? row_positions(possible->words() + begin / 64, count, picked.data()) : count;
+      if (n == 0) continue;
+      for (std::size_t c = 0; c < columns.size(); ++c) {
+        std::uint32_t* cs = codes[c].data();
+        table.columns[columns[c]].index.decode(begin, count, cs);
+        if (n != count)
+          for (std::size_t i = 0; i < n; ++i) cs[i] = cs[picked[i]];
+      }
+      std::fill_n(key.begin(), n, std::uint64_t{0});
+      for (std::size_t d = 0; d < dims.size(); ++d) {
+        const std::uint32_t* cs = codes[dim_source[d]].data();
+        const std::uint64_t stride = dims[d]->stride;
+        for (std::size_t i = 0; i < n; ++i) key[i] += std::uint64_t{cs[i] + 1} * stride;  // NULL's kNull + 1: 0
+      }
+      for (std::size_t i = 0; i < n; ++i) slot_map.prefetch(key[i]);
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto [at, added] = slot_map.emplace(key[i], static_cast<std::uint32_t>(slots));
+        if (added) {
+          key_of_slot.push_back(key[i]);
+          ++slots;
+        }
+        slot[i] = at;
+      }
+      acc.resize(in, slots);
+      for (std::size_t i = 0; i < n; ++i) acc.hits[slot[i]] = 1;
+      for (std::size_t k = 0; k < terms.size(); ++k)
+        accumulate(in[k], acc.terms[k], slot.data(), codes[term_source[k]].data(), n);
+    }
+    flush_all(in, acc.terms);
   } else {
     // Any shape: records one by one, each into the slots of every tuple it reaches and once
     // into the totals.
@@ -297,13 +355,36 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
   std::vector<std::uint32_t> group_slots;
   for (std::size_t s = kFirstGroup; s < slots; ++s)
     if (acc.hits[s] != 0) group_slots.push_back(static_cast<std::uint32_t>(s));
-  out.group_of = KeyIndex(group_slots.size());  // sized by the groups reached, not the slots
-  out.keys.reserve(group_slots.size());
-  for (const std::uint32_t s : group_slots) {
-    const std::uint64_t key = direct ? s - kFirstGroup : key_of_slot[s - kFirstGroup];
-    out.group_of.emplace(key, static_cast<std::uint32_t>(out.keys.size()));
-    out.keys.push_back(key);
+  // Groups in key order. Slots given out as keys came (not direct) are read in slot order, then
+  // put in key order: read in key order, each slot's accumulators would be a miss of the caches.
+  std::vector<std::uint32_t> key_order;  // position in group_slots of each group, by key
+  if (!direct) {
+    const std::size_t n = group_slots.size();
+    const auto place_bits = static_cast<unsigned>(std::bit_width(n));
+    const auto key_bits = static_cast<unsigned>(std::bit_width(key_space));
+    key_order.resize(n);
+    if (key_bits + place_bits <= 64) {
+      std::vector<std::uint64_t> tagged(n);
+      for (std::size_t i = 0; i < n; ++i) tagged[i] = key_of_slot[group_slots[i] - kFirstGroup] << place_bits | i;
+      radix_sort(tagged, key_bits + place_bits);
+      for (std::size_t j = 0; j < n; ++j)
+        key_order[j] = static_cast<std::uint32_t>(tagged[j] & ((std::uint64_t{1} << place_bits) - 1));
+    } else {
+      std::iota(key_order.begin(), key_order.end(), 0U);
+      std::sort(key_order.begin(), key_order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return key_of_slot[group_slots[a] - kFirstGroup] < key_of_slot[group_slots[b] - kFirstGroup];
+      });
+    }
   }
+  const auto in_key_order = [&](auto& v) {
+    if (key_order.empty()) return;
+    std::remove_reference_t<decltype(v)> sorted(v.size());
+    for (std::size_t j = 0; j < key_order.size(); ++j) sorted[j] = v[key_order[j]];
+    v.swap(sorted);
+  };
+  out.keys.reserve(group_slots.size());
+  for (const std::uint32_t s : group_slots) out.keys.push_back(direct ? s - kFirstGroup : key_of_slot[s - kFirstGroup]);
+  in_key_order(out.keys);
   for (std::size_t k = 0; k < terms.size(); ++k) {
     std::vector<std::uint64_t> distinct;
     if (in[k].func == AggFunc::kCountDistinct) distinct = distinct_counts(in[k], acc.terms[k], slots);
@@ -313,6 +394,8 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
       out.values[k].push_back(value_of(in[k], acc.terms[k], distinct, s, symbol));
       out.symbols[k].push_back(symbol);
     }
+    in_key_order(out.values[k]);
+    in_key_order(out.symbols[k]);
     out.totals.push_back(value_of(in[k], acc.terms[k], distinct, kTotal, symbol));
     out.total_symbols.push_back(symbol);
   }

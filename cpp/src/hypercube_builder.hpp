@@ -361,6 +361,10 @@ class HypercubeBuilder {
 
   // A row's key in the key space of a node's part.
   std::uint64_t part_key(std::uint64_t row_key, std::size_t p) const;
+  // Each row's group among a node's aggregates (KeyIndex::kAbsent where the node has none), for
+  // the rows' keys `keys` (sorted, unique) and the node's part `p`.
+  std::vector<std::uint32_t> groups_of_rows(const NodeAggregates& agg, const std::vector<std::uint64_t>& keys,
+                                            std::size_t p) const;
 
   // The generic terms of one node: each possible record's argument values, gathered per
   // group key it reaches (projected for TOTAL <…>), then reduced per group and over all.

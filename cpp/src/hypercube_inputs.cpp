@@ -5,6 +5,25 @@
 #include "hypercube_builder.hpp"
 
 namespace assoc {
+std::vector<std::uint32_t> HypercubeBuilder::groups_of_rows(const NodeAggregates& agg, const std::vector<std::uint64_t>& keys,
+                                                            std::size_t p) const {
+  std::vector<std::uint32_t> out(keys.size(), detail::KeyIndex::kAbsent);
+  if (p != kNoPart && parts_.size() <= 1 && std::is_sorted(keys.begin(), keys.end())) {
+    // The rows' keys are the groups' keys (one part): both lists walked side by side.
+    std::size_t g = 0;
+    for (std::size_t r = 0; r < keys.size(); ++r) {
+      while (g < agg.keys.size() && agg.keys[g] < keys[r]) ++g;
+      if (g < agg.keys.size() && agg.keys[g] == keys[r]) out[r] = static_cast<std::uint32_t>(g);
+    }
+    return out;
+  }
+  for (std::size_t r = 0; r < keys.size(); ++r) {
+    const std::uint64_t k = part_key(keys[r], p);
+    const auto at = std::lower_bound(agg.keys.begin(), agg.keys.end(), k);
+    if (at != agg.keys.end() && *at == k) out[r] = static_cast<std::uint32_t>(at - agg.keys.begin());
+  }
+  return out;
+}
 
 std::uint64_t HypercubeBuilder::project(std::uint64_t key, std::size_t p, const std::vector<std::uint8_t>& keep) const {
   if (p == kNoPart) return 0;
@@ -167,9 +186,9 @@ void HypercubeBuilder::fast_measure(std::size_t m, const MeasureInput& input,
     cube_->only_symbols_[m].assign(keys.size(), kNull);
     cube_->total_symbols_[m] = agg.total_symbols[input.term];
   }
-  const std::size_t p = part_of_node(input.node);
+  const std::vector<std::uint32_t> group = groups_of_rows(agg, keys, part_of_node(input.node));
   for (std::size_t r = 0; r < keys.size(); ++r) {
-    const std::uint32_t g = agg.group_of.find(part_key(keys[r], p));
+    const std::uint32_t g = group[r];
     if (g == detail::KeyIndex::kAbsent) {
       values[r] = detail::empty_value(term.func);
     } else {
@@ -221,8 +240,9 @@ Value HypercubeBuilder::input_column(const MeasureInput& input, const std::map<S
     out.assign(keys.size(), total);
     return total;
   }
+  const std::vector<std::uint32_t> group = groups_of_rows(agg, keys, p);
   for (std::size_t r = 0; r < keys.size(); ++r) {
-    const std::uint32_t g = agg.group_of.find(part_key(keys[r], p));
+    const std::uint32_t g = group[r];
     if (g == detail::KeyIndex::kAbsent) {
       out[r] = Value::number(detail::empty_value(term.func));
     } else if (only) {

@@ -51,6 +51,8 @@ class KeyIndex {
     return {index, true};
   }
   std::size_t size() const { return size_; }
+  // Asks the CPU for the key's first entry ahead of a find or an emplace.
+  void prefetch(std::uint64_t key) const { __builtin_prefetch(&slots_[home(key)]); }
 
  private:
   struct Entry {
@@ -81,12 +83,11 @@ class KeyIndex {
 
 // Per tuple key reached (a group), each term's value (NaN for NULL) and, for Only, its symbol.
 struct NodeAggregates {
-  std::vector<std::uint64_t> keys;
+  std::vector<std::uint64_t> keys;                  // per group, ascending
   std::vector<std::vector<double>> values;          // per term, per group
   std::vector<std::vector<std::uint32_t>> symbols;  // per term, per group: Only's symbol or kNull
   std::vector<double> totals;                       // per term, over every possible record once
   std::vector<std::uint32_t> total_symbols;
-  KeyIndex group_of;  // key -> group
 };
 
 // Aggregates `terms` over the possible records of the walker's root, per tuple they reach.
