@@ -275,6 +275,61 @@ def stacked_cube(data: dict[str, Any], session: assoc.Session, repeat: int) -> T
     return out
 
 
+def many_groups(repeat: int) -> Times:
+    """A table chart by two fields of many values: Sum(Amount) and Count(Amount) by Category
+    (1,000) and Customer (100,000) over 2,000,000 rows (scaled), nearly a group per row, in
+    the dimensions' order (duckdb and polars sort theirs too)."""
+    rng = np.random.default_rng(13)
+    n = scaled(2_000_000)
+    cat = rng.integers(0, 1000, n)
+    customer = rng.integers(0, 100_000, n)
+    amount = rng.integers(100, 100_000, n) / 100
+    df = pl.DataFrame({"Category": cat, "Customer": customer, "Amount": amount})
+    con = duckdb_holding(t=df)
+    app = assoc.App.from_tables({"T": {"Category": cat, "Customer": customer, "Amount": amount}})
+    session = app.session()
+
+    def polars_query() -> pl.DataFrame:
+        amount = pl.col("Amount")
+        by = ["Category", "Customer"]
+        return df.group_by(by).agg(amount.sum(), amount.count().alias("n")).sort(by)
+
+    def duckdb_query() -> Any:
+        return con.sql(
+            "SELECT Category, Customer, SUM(Amount), COUNT(Amount) FROM t "
+            "GROUP BY Category, Customer ORDER BY Category, Customer"
+        ).to_arrow_table()
+
+    def assoc_query() -> assoc.Hypercube:
+        return session.hypercube(["Category", "Customer"], ["Sum(Amount)", "Count(Amount)"])
+
+    cube, want = assoc_query(), duckdb_query()
+    assert len(cube) == want.num_rows == polars_query().height
+    first = [tuple(r[:2]) for r in cube.rows[:1000]]
+    assert first == list(zip(*(want.column(c).to_pylist()[:1000] for c in (0, 1)), strict=True))
+    assert sum(r[3] for r in cube.rows) == n
+    limit = assoc.cache_info()["limit"]
+    assoc.set_cache_limit(0)
+    try:
+        runs: dict[str, Run] = {
+            "polars": (polars_query, None),
+            "duckdb": (duckdb_query, None),
+            "assoc": (assoc_query, None),
+        }
+        times = interleaved_times(runs, repeat)
+    finally:
+        assoc.set_cache_limit(limit)
+    out: Times = {f"many_{k}": v for k, v in times.items()}
+    out["many_rows"] = float(n)
+    out["many_groups"] = float(len(cube))
+    out["many_bytes"] = column_bytes(app, "T", ["Category", "Customer", "Amount"]) + (
+        symbol_bytes(app, ["Amount"])
+    )
+    session.close()
+    con.close()
+    return out
+
+
 # Shares of Sel's 1,000 values selected (and so of the rows) in the sweep below.
 SHARES = (0.1, 0.3, 0.6)
 
@@ -474,6 +529,18 @@ def measures(repeat: int) -> list[Measure]:
         ),
         Measure("hypercube.cached", "repeated cube for the same state", a["cached"]),
     ]
+    c = many_groups(repeat)
+    out.append(
+        Measure(
+            "hypercube.many_groups",
+            f"{int(c['many_rows']):,} rows: Sum(Amount), Count(Amount) by Category and Customer, "
+            f"{int(c['many_groups']):,} groups in order (a table chart)",
+            c["many_assoc"],
+            {p: c[f"many_{p}"] for p in ("polars", "duckdb")},
+            c["many_bytes"],
+            "packed indexes of Category, Customer, Amount; Amount's symbols",
+        )
+    )
     b = star(repeat)
     star_peers = {"polars": b["polars"], "duckdb": b["duckdb"]}
     star_read = "packed Fact DimKey, Amount and Dim DimKey, Region; Amount's symbols"
@@ -556,6 +623,15 @@ def main() -> int:
                 f"| {r / min(p, q):.2f} |"
             )
     print(f"Extra peak memory while computing: {a['extra_bytes_per_row']:.2f} bytes per row\n")
+
+    c = best(many_groups(max(1, args.repeat // 3)))
+    many_peer = min(c["many_polars"], c["many_duckdb"])
+    print(
+        f"\nA table chart by Category and Customer, {int(c['many_rows']):,} rows, "
+        f"{int(c['many_groups']):,} groups in order: {c['many_assoc'] * ms:.0f} ms, polars "
+        f"{c['many_polars'] * ms:.0f} ms, duckdb {c['many_duckdb'] * ms:.0f} ms "
+        f"({c['many_assoc'] / many_peer:.2f} of the best peer)\n"
+    )
 
     b = best(star(args.repeat))
     print(
