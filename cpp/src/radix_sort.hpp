@@ -1,8 +1,9 @@
 #pragma once
 // Sorting unsigned 64-bit keys whose bits past the lowest `bits` are zero: least significant
-// digit first, 11 bits a pass, each pass a count and a scatter. n keys are read and written
-// about bits / 11 times, where a comparison sort would compare each about log2(n) times (a
-// cube of two million rows sorted by two dimensions: 48 bits, 5 passes against 21).
+// digit first, 11 bits a digit. One pass counts every digit's values, then each digit that
+// not every key shares is a scatter pass. n keys are read and written about bits / 11 times,
+// where a comparison sort would compare each about log2(n) times (a cube of two million rows
+// sorted by two dimensions: 48 bits, 5 passes against 21).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -18,21 +19,24 @@ inline void radix_sort(std::vector<std::uint64_t>& keys, unsigned bits) {
     std::sort(keys.begin(), keys.end());
     return;
   }
+  const unsigned digits = (bits + kDigit - 1) / kDigit;
+  std::vector<std::size_t> count(std::size_t{digits} * kBuckets, 0);
+  for (const std::uint64_t k : keys)
+    for (unsigned d = 0; d < digits; ++d) ++count[d * kBuckets + ((k >> (d * kDigit)) & (kBuckets - 1))];
   std::vector<std::uint64_t> other(n);
   std::uint64_t* from = keys.data();
   std::uint64_t* to = other.data();
-  std::vector<std::size_t> count(kBuckets);
-  for (unsigned shift = 0; shift < bits; shift += kDigit) {
-    std::fill(count.begin(), count.end(), std::size_t{0});
-    for (std::size_t i = 0; i < n; ++i) ++count[(from[i] >> shift) & (kBuckets - 1)];
-    if (count[(from[0] >> shift) & (kBuckets - 1)] == n) continue;  // one digit for all: in order
+  for (unsigned d = 0; d < digits; ++d) {
+    std::size_t* c = count.data() + std::size_t{d} * kBuckets;
+    const unsigned shift = d * kDigit;
+    if (c[(from[0] >> shift) & (kBuckets - 1)] == n) continue;  // one value for all: in order
     std::size_t at = 0;
-    for (std::size_t& c : count) {
-      const std::size_t here = c;
-      c = at;
+    for (std::size_t b = 0; b < kBuckets; ++b) {
+      const std::size_t here = c[b];
+      c[b] = at;
       at += here;
     }
-    for (std::size_t i = 0; i < n; ++i) to[count[(from[i] >> shift) & (kBuckets - 1)]++] = from[i];
+    for (std::size_t i = 0; i < n; ++i) to[c[(from[i] >> shift) & (kBuckets - 1)]++] = from[i];
     std::swap(from, to);
   }
   if (from != keys.data()) std::copy(from, from + n, keys.data());
