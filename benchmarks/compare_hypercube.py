@@ -624,7 +624,7 @@ def main() -> int:
             )
     print(f"Extra peak memory while computing: {a['extra_bytes_per_row']:.2f} bytes per row\n")
 
-    c = best(many_groups(max(1, args.repeat // 3)))
+    c = best(many_groups(args.repeat))
     many_peer = min(c["many_polars"], c["many_duckdb"])
     print(
         f"\nA table chart by Category and Customer, {int(c['many_rows']):,} rows, "
