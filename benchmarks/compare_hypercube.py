@@ -179,18 +179,25 @@ def one_table(repeat: int) -> Times:
 
 
 def checked_times(
-    polars_query: Any, duckdb_query: Any, assoc_query: Any, repeat: int
+    polars_query: Any, duckdb_query: Any, assoc_query: Any, repeat: int, n_dims: int = 1
 ) -> dict[str, list[float]]:
     """Each side's times over `repeat` interleaved rounds (assoc with the result cache off),
-    once the three agree: per Category (numbered as in duckdb), the Sum and the second
-    measure (a Count) of assoc equal duckdb's, and polars has as many groups."""
-    want = {r[0]: (r[1], r[2]) for r in duckdb_query()}
-    got = {int(c): (total, n) for c, total, n in assoc_query().rows}
+    once the three agree: per group (its `n_dims` dimensions numbered as in duckdb), the Sum
+    and the second measure (a Count) of assoc equal duckdb's, and polars has as many groups."""
+    want = {tuple(r[:n_dims]): tuple(r[n_dims:]) for r in duckdb_query()}
+    got = {tuple(int(c) for c in r[:n_dims]): tuple(r[n_dims:]) for r in assoc_query().rows}
     assert got.keys() == want.keys()
     for k, (total, n) in got.items():
         assert abs(total - want[k][0]) < 1e-6 * max(1.0, abs(total)), k
         assert n == want[k][1], k
     assert polars_query().height == len(got)
+    return times_cache_off(polars_query, duckdb_query, assoc_query, repeat)
+
+
+def times_cache_off(
+    polars_query: Any, duckdb_query: Any, assoc_query: Any, repeat: int
+) -> dict[str, list[float]]:
+    """Each side's times over `repeat` interleaved rounds, assoc with the result cache off."""
     limit = assoc.cache_info()["limit"]
     assoc.set_cache_limit(0)
     try:
@@ -250,24 +257,7 @@ def stacked_cube(data: dict[str, Any], session: assoc.Session, repeat: int) -> T
         return session.hypercube(["Category", "Channel"], chart)
 
     session.clear()
-    want = {(r[0], r[1]): (r[2], r[3]) for r in duckdb_query()}
-    got = {(int(c), int(ch)): (total, n) for c, ch, total, n in assoc_query().rows}
-    assert got.keys() == want.keys()
-    for k, (total, n) in got.items():
-        assert abs(total - want[k][0]) < 1e-6 * max(1.0, abs(total)), k
-        assert n == want[k][1], k
-    assert polars_query().height == len(got)
-    limit = assoc.cache_info()["limit"]
-    assoc.set_cache_limit(0)
-    try:
-        runs: dict[str, Run] = {
-            "polars": (polars_query, None),
-            "duckdb": (duckdb_query, None),
-            "assoc": (assoc_query, None),
-        }
-        times = interleaved_times(runs, repeat)
-    finally:
-        assoc.set_cache_limit(limit)
+    times = checked_times(polars_query, duckdb_query, assoc_query, repeat, n_dims=2)
     out: Times = {f"stacked_{k}": v for k, v in times.items()}
     out["stacked_bytes"] = column_bytes(app, "T", ["Category", "Channel", "Amount"]) + (
         symbol_bytes(app, ["Amount"])
@@ -308,17 +298,7 @@ def many_groups(repeat: int) -> Times:
     first = [tuple(r[:2]) for r in cube.rows[:1000]]
     assert first == list(zip(*(want.column(c).to_pylist()[:1000] for c in (0, 1)), strict=True))
     assert sum(r[3] for r in cube.rows) == n
-    limit = assoc.cache_info()["limit"]
-    assoc.set_cache_limit(0)
-    try:
-        runs: dict[str, Run] = {
-            "polars": (polars_query, None),
-            "duckdb": (duckdb_query, None),
-            "assoc": (assoc_query, None),
-        }
-        times = interleaved_times(runs, repeat)
-    finally:
-        assoc.set_cache_limit(limit)
+    times = times_cache_off(polars_query, duckdb_query, assoc_query, repeat)
     out: Times = {f"many_{k}": v for k, v in times.items()}
     out["many_rows"] = float(n)
     out["many_groups"] = float(len(cube))

@@ -1,5 +1,6 @@
 """Shared fixtures: the real Qlik QVD files beside the project (or where
-ASSOC_QLIK_QVD_DIR points), and the pinned npm packages the QIX and browser tests load."""
+ASSOC_QLIK_QVD_DIR points), the pinned npm packages the QIX and browser tests load, and the
+engine on one thread and on two."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+import assoc
 
 QLIK_QVD_DIR = Path(
     os.environ.get("ASSOC_QLIK_QVD_DIR")
@@ -26,6 +30,15 @@ def qlik_qvd_dir() -> Path:
 
 
 TESTS_DIR = Path(__file__).resolve().parent
+
+
+@pytest.fixture(params=[1, 2])
+def engine_threads(request: pytest.FixtureRequest) -> Iterator[int]:
+    """Runs a test with the engine on 1 and 2 threads (each thread's accumulators merged)."""
+    old = assoc.threads()
+    assoc.set_threads(request.param)
+    yield request.param
+    assoc.set_threads(old)
 
 
 @pytest.fixture(scope="session")

@@ -4,25 +4,15 @@ of them selected, some, a few), with NULLs in the dimensions and in the measures
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-import assoc
 from assoc import App
 from without_simd import assert_pass_without_simd
 
 N = 70_003  # not a whole number of 64-row blocks, more chunks than a thread claims at once
-
-
-@pytest.fixture(params=[1, 2])
-def engine_threads(request: pytest.FixtureRequest) -> Iterator[int]:
-    old = assoc.threads()
-    assoc.set_threads(request.param)
-    yield request.param
-    assoc.set_threads(old)
 
 
 def _columns() -> dict[str, list[Any]]:

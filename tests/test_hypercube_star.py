@@ -7,24 +7,13 @@ selections on either side, alternate states, zero suppression, several measures.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-import assoc
 from assoc import App
 from test_hypercube import FUNCS, check_cube, reference_for, same
-
-
-@pytest.fixture(params=[1, 2])
-def threads(request: pytest.FixtureRequest) -> Iterator[int]:
-    """Runs a test with the engine on 1 and 2 threads (per-thread sums merged)."""
-    old = assoc.threads()
-    assoc.set_threads(request.param)
-    yield request.param
-    assoc.set_threads(old)
 
 
 def star_tables(seed: int, n_fact: int = 5000) -> dict[str, dict[str, list[Any]]]:
@@ -74,7 +63,9 @@ SELECTIONS: list[dict[str, list[Any]]] = [
 
 
 @pytest.mark.parametrize("selection", SELECTIONS, ids=lambda s: "+".join(s) or "none")
-def test_star_cube_matches_the_reference(threads: int, selection: dict[str, list[Any]]) -> None:
+def test_star_cube_matches_the_reference(
+    engine_threads: int, selection: dict[str, list[Any]]
+) -> None:
     app = App.from_tables(star_tables(5))
     with app.session() as s:
         for field, values in selection.items():
@@ -84,7 +75,7 @@ def test_star_cube_matches_the_reference(threads: int, selection: dict[str, list
         check_cube(app, s, ["Region", "Segment"], [("sum", "Amount")])
 
 
-def test_star_cube_with_numbers_as_kept_and_no_nulls(threads: int) -> None:
+def test_star_cube_with_numbers_as_kept_and_no_nulls(engine_threads: int) -> None:
     """Amounts all numbers, keys never NULL: the numbers are read as the symbols hold them."""
     rng = np.random.default_rng(8)
     n_fact, n_dim = 7000, 500
@@ -126,7 +117,7 @@ def test_star_cube_with_numbers_as_kept_and_no_nulls(threads: int) -> None:
             assert cube.totals[2] == float(keep.sum() if chosen else n_fact)
 
 
-def test_star_cube_in_an_alternate_state_is_that_states_cube(threads: int) -> None:
+def test_star_cube_in_an_alternate_state_is_that_states_cube(engine_threads: int) -> None:
     tables = star_tables(6)
     app = App.from_tables(tables)
     measures = ["Sum(Amount)", "Count(Amount)", "Count(distinct Customer)"]
@@ -145,7 +136,7 @@ def test_star_cube_in_an_alternate_state_is_that_states_cube(threads: int) -> No
         assert s.hypercube(["Region"], measures).rows != got.rows
 
 
-def test_star_cube_suppresses_zero_rows(threads: int) -> None:
+def test_star_cube_suppresses_zero_rows(engine_threads: int) -> None:
     """Regions whose selected facts sum to 0 (no fact, or NULL and text amounts only) go."""
     tables = star_tables(7)
     fact = tables["Fact"]
@@ -186,7 +177,7 @@ def test_star_cube_of_a_dimension_without_any_fact_row() -> None:
         check_cube(app, s, ["Region"], [("sum", "Amount"), ("count", "Amount")])
 
 
-def test_one_table_sum_keeps_groups_each_thread_reached(threads: int) -> None:
+def test_one_table_sum_keeps_groups_each_thread_reached(engine_threads: int) -> None:
     """Groups of one row each, spread over the chunks the threads share: every one shows,
     whichever thread read it (the same pass as the star's, with the dimension in the table)."""
     n = 300_000
