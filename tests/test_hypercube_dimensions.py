@@ -1,6 +1,7 @@
-"""Cubes by several dimensions of one table: every row lands in the group of its values, as a
-group-by over the same rows counts and sums it, whichever pass reads the rows (all rows, many
-of them selected, some, a few), with NULLs in the dimensions and in the measures."""
+"""Cubes by dimensions of one table: every row lands in the group of its values, as a group-by
+over the same rows counts, sums and keeps its least and greatest number, whichever pass reads
+the rows (all rows, many of them selected, some, a few), with NULLs in the dimensions and
+NULLs and texts in the measures."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ def _columns() -> dict[str, list[Any]]:
         "Sel": list(rng.integers(0, 100, N)),
         "V": value,  # NULLs
         "W": list(rng.integers(0, 50, N)),  # no NULL: its Count counts every row
+        # negative numbers, texts (counted, not summed, never a Min or a Max) and NULLs
+        "X": [
+            None if i % 7 == 0 else f"t{x}" if i % 19 == 0 else float(x)
+            for i, x in enumerate(rng.integers(-300, 300, N))
+        ],
     }
 
 
@@ -68,12 +74,17 @@ def _expected(
         for m in measures:
             field = m[m.index("(") + 1 : -1]
             got = [columns[field][i] for i in members if columns[field][i] is not None]
+            numbers = [x for x in got if not isinstance(x, str)]
             if m.startswith("Sum"):
-                values.append(pytest.approx(float(sum(got))))
+                values.append(pytest.approx(float(sum(numbers))))
             elif m.startswith("Count"):
                 values.append(len(got))
+            elif m.startswith("Min"):
+                values.append(min(numbers) if numbers else None)
+            elif m.startswith("Max"):
+                values.append(max(numbers) if numbers else None)
             else:
-                values.append(pytest.approx(sum(got) / len(got)))
+                values.append(pytest.approx(sum(numbers) / len(numbers)))
         out[key] = tuple(values)
     return out
 
@@ -81,6 +92,7 @@ def _expected(
 @pytest.mark.parametrize(
     "dims",
     [
+        ["Ten"],
         ["Ten", "Two"],
         ["Two", "Ten"],
         ["Wide", "Ten"],
@@ -98,6 +110,8 @@ def _expected(
         ["Sum(V)", "Count(W)"],  # a Count of every row: the groups reached are those it counts
         ["Avg(W)", "Count(V)"],
         ["Count(V)"],
+        ["Min(X)", "Max(X)"],  # the least and the greatest number, kept per slot
+        ["Sum(X)", "Min(V)", "Count(W)", "Max(X)", "Count(X)"],
     ],
     ids=lambda m: ",".join(m),
 )

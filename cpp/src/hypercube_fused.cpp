@@ -14,13 +14,14 @@
 namespace assoc::detail {
 namespace {
 
-// The fused pass of a table whose records each reach one tuple through one column: the
-// column's stored code maps straight to a slot (a dimension's code, or a link's look-up of the
-// tuple beyond it), and every term is a Sum (a number per stored code), a Count, or an Avg
-// (a Sum and a Count). One pass
-// over the possible rows, word by word of the row set (empty words skipped): per row, its two
-// codes read in place, a slot look-up and a number look-up added into the slot; no per-row
-// branch on NULL (its stored code has an entry of its own).
+// The fused pass of a table whose records each reach one tuple through one column (or through
+// several dimensions of the table): the column's stored code maps straight to a slot (a
+// dimension's code, or a link's look-up of the tuple beyond it), and every term is a Sum (a
+// number per stored code), a Count, a Min or a Max (a number per stored code, ±inf where none
+// is), or an Avg (a Sum and a Count). One pass over the possible rows, word by word of the row
+// set (empty words skipped): per row, its codes read in place, a slot look-up and a number
+// look-up added into the slot; no per-row branch on NULL (its stored code has an entry of its
+// own).
 
 // A packed column's stored codes, row by row: the symbol index + 1 when NULL has a code (0),
 // else the symbol index. Held in locals, so a loop keeps them in registers.
@@ -46,10 +47,17 @@ struct CodeReader {
 struct FusedTerm {
   const PackedIndex* index = nullptr;
   CodeReader codes;
-  const double* values = nullptr;  // Sum, Avg: per stored code (0 for NULL and texts); Count: null
-  bool avg = false;                // Avg of a column of numbers only: its Sum and Count, divided at the end
+  // Sum, Avg: per stored code (0 for NULL and texts); Min, Max: the same with +inf (Min) or
+  // -inf (Max) for NULL and texts; Count: null
+  const double* values = nullptr;
+  bool avg = false;  // Avg of a column of numbers only: its Sum and Count, divided at the end
+  int extreme = 0;   // Min: -1, Max: +1 (the slot keeps the least or the greatest number)
   std::vector<double> own;         // the values, when built for this pass
 };
+
+// A row's number kept in its slot's extreme: the least (`extreme` -1, Min) or the greatest (+1,
+// Max); NULL and texts read ±inf, which no number passes.
+inline void keep_extreme(double& e, double x, int extreme) { e = extreme < 0 ? std::min(e, x) : std::max(e, x); }
 
 // Whether a chunk with `n` of its `count` rows possible has its codes decoded block by block
 // (shifts fixed per width) and the possible rows' packed, rather than read row by row: from a
@@ -203,7 +211,7 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
 template <class Map>
 void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t begin, CodeReader slot_codes,
                  const Map* slot_of, const ExtraDims& extra, const std::vector<FusedTerm>& fts, double* const* sums,
-                 std::uint64_t* const* counts, std::uint8_t* hits) {
+                 std::uint64_t* const* counts, double* const* extremes, std::uint8_t* hits) {
   const std::size_t n_terms = fts.size();
   for (std::size_t w = 0; w < n_words; ++w) {
     const std::size_t base = begin + w * 64;
@@ -215,6 +223,7 @@ void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t be
         const std::uint32_t c = fts[k].codes.at(row);
         if (sums[k] != nullptr) sums[k][s] += fts[k].values[c];
         if (counts[k] != nullptr) counts[k][s] += c >= fts[k].codes.bias ? 1U : 0U;
+        if (extremes[k] != nullptr) keep_extreme(extremes[k][s], fts[k].values[c], fts[k].extreme);
       }
     }
   }
@@ -234,14 +243,15 @@ struct SumCount {
 
 inline SumCount sum_count_pair(const std::vector<FusedTerm>& fts) {
   for (std::size_t k = 0; k + 1 < fts.size(); ++k)
-    if (fts[k].index == fts[k + 1].index && !fts[k].avg && !fts[k + 1].avg &&
+    if (fts[k].index == fts[k + 1].index && !fts[k].avg && !fts[k + 1].avg && fts[k].extreme == 0 &&
+        fts[k + 1].extreme == 0 &&
         (fts[k].values != nullptr) != (fts[k + 1].values != nullptr)) {
       const bool every_row = !fts[k].index->has_null();
       return fts[k].values != nullptr ? SumCount{k, k + 1, every_row} : SumCount{k + 1, k, every_row};
     }
   SumCount pair;
   for (std::size_t k = 0; k < fts.size(); ++k) {
-    if (fts[k].values != nullptr && !fts[k].avg && pair.sum == SumCount::kNone) pair.sum = k;
+    if (fts[k].values != nullptr && !fts[k].avg && fts[k].extreme == 0 && pair.sum == SumCount::kNone) pair.sum = k;
     if (fts[k].values == nullptr && !fts[k].index->has_null() && pair.count == SumCount::kNone) pair.count = k;
   }
   if (pair.sum == SumCount::kNone || pair.count == SumCount::kNone) return {};
@@ -316,6 +326,18 @@ void add_counts(const std::uint32_t* __restrict slot, std::uint32_t slot_add, co
   });
 }
 
+// A Min (`Max` false) or a Max over `m` rows: each row's number (by symbol index; NULL's kNull
+// wraps `values` to the ±inf before the first) kept in its slot.
+template <bool Max>
+void add_extremes(const std::uint32_t* __restrict slot, std::uint32_t slot_add, const std::uint32_t* __restrict code,
+                  std::size_t m, const double* __restrict values, double* __restrict out) {
+  for (std::size_t i = 0; i < m; ++i) {
+    double& e = out[std::uint32_t{slot[i] + slot_add}];
+    const double x = values[static_cast<std::int32_t>(code[i])];
+    e = Max ? std::max(e, x) : std::min(e, x);
+  }
+}
+
 // Sums and Counts of a chunk where many rows are possible (sum_chunk's for several terms):
 // each column's codes decoded block by block (shifts fixed per width) rather than read row by
 // row. Sums, counts and the pair go to `Copies` copies, `stride` slots apart (DenseCopies).
@@ -323,8 +345,8 @@ template <std::size_t Copies, class Map>
 void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
                  const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
                  const ExtraDims& extra, const std::vector<FusedTerm>& fts, double* const* sums,
-                 std::uint64_t* const* counts, Hits& hits, ChunkCodes& buf, SumCount pair_of, double* const* pairs,
-                 std::size_t stride) {
+                 std::uint64_t* const* counts, double* const* extremes, Hits& hits, ChunkCodes& buf, SumCount pair_of,
+                 double* const* pairs, std::size_t stride) {
   std::uint32_t* code = buf.code.data();
   slot_index.prefetch(begin + 2 * kBatch, kBatch);  // the chunk after next (PackedIndex::prefetch)
   extra.prefetch(begin + 2 * kBatch, kBatch);
@@ -341,7 +363,7 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
   const PackedIndex* decoded = nullptr;  // the column whose codes `code` holds
   for (std::size_t k = 0; k < fts.size(); ++k) {
     if (k == pair_of.count) continue;  // added with its Sum
-    if (sums[k] == nullptr && !fts[k].index->has_null()) {
+    if (extremes[k] == nullptr && sums[k] == nullptr && !fts[k].index->has_null()) {
       // A Count of a column that stores no NULL counts every row: its codes are not read.
       add_counts<false, Copies>(slot.at, slot.add, nullptr, m, counts[k], stride);
       continue;
@@ -362,6 +384,13 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
       }
     } else if (sums[k] != nullptr) {
       add_sums<Copies>(slot.at, slot.add, code, m, fts[k].values + fts[k].codes.bias, sums[k], stride);
+    } else if (extremes[k] != nullptr) {  // one copy: the thread's own
+      const double* values = fts[k].values + fts[k].codes.bias;
+      if (fts[k].extreme < 0) {
+        add_extremes<false>(slot.at, slot.add, code, m, values, extremes[k]);
+      } else {
+        add_extremes<true>(slot.at, slot.add, code, m, values, extremes[k]);
+      }
     } else {
       add_counts<true, Copies>(slot.at, slot.add, code, m, counts[k], stride);
     }
@@ -433,8 +462,8 @@ struct DenseCopies {
 // each row's reads are independent of the others', so many misses are under way at once.
 template <class Map>
 void terms_rows(std::size_t begin, const std::uint32_t* picked, std::size_t m, CodeReader slot_codes, const Map* slot_of,
-                const ExtraDims& extra, const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts, std::uint8_t* hits,
-                ChunkCodes& buf) {
+                const ExtraDims& extra, const std::vector<FusedTerm>& fts, double* const* sums, std::uint64_t* const* counts,
+                double* const* extremes, std::uint8_t* hits, ChunkCodes& buf) {
   std::uint32_t* slot = buf.slot.data();
   std::uint32_t* code = buf.code.data();
   for (std::size_t i = 0; i < m; ++i) slot[i] = slot_of[slot_codes.at(begin + picked[i])];
@@ -448,6 +477,8 @@ void terms_rows(std::size_t begin, const std::uint32_t* picked, std::size_t m, C
       for (std::size_t i = 0; i < m; ++i) sums[k][slot[i]] += fts[k].values[code[i]];
     if (counts[k] != nullptr)
       for (std::size_t i = 0; i < m; ++i) counts[k][slot[i]] += code[i] >= codes.bias ? 1U : 0U;
+    if (extremes[k] != nullptr)
+      for (std::size_t i = 0; i < m; ++i) keep_extreme(extremes[k][slot[i]], fts[k].values[code[i]], fts[k].extreme);
   }
 }
 
@@ -470,7 +501,12 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
     const std::size_t n_terms = fts.size();
     std::vector<double*> sums(n_terms, nullptr);
     std::vector<std::uint64_t*> counts(n_terms, nullptr);
+    std::vector<double*> extremes(n_terms, nullptr);
     for (std::size_t k = 0; k < n_terms; ++k) {
+      if (fts[k].extreme != 0) {
+        extremes[k] = a.terms[k].a.data();
+        continue;
+      }
       if (fts[k].values != nullptr) sums[k] = a.terms[k].a.data();
       if (fts[k].values == nullptr || fts[k].avg) counts[k] = a.terms[k].n.data();
     }
@@ -478,7 +514,8 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
     if (sparse) {
       std::vector<std::uint32_t> picked(kBatch);
       gather_rows(claims, *possible, rows, picked.data(), [&](std::size_t begin, std::size_t, const std::uint32_t* p, std::size_t n) {
-        terms_rows(begin, p, n, slot_codes, slot_of, extra, fts, sums.data(), counts.data(), a.hits.data(), buf);
+        terms_rows(begin, p, n, slot_codes, slot_of, extra, fts, sums.data(), counts.data(), extremes.data(),
+                   a.hits.data(), buf);
       });
       return;
     }
@@ -518,13 +555,16 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
         if (dense_chunk(n, count, affine, !extra.empty())) {
           if (dense.copies > 1) {
             terms_dense<kCopies>(w, begin, count, n, slot_index, slot_codes, slot_of, affine, extra, fts, dense.sums.data(),
-                                 dense.counts.data(), hits, buf, pair_of, dense.pairs.data(), dense.stride);
+                                 dense.counts.data(), extremes.data(), hits, buf, pair_of, dense.pairs.data(),
+                                 dense.stride);
           } else {
             terms_dense<1>(w, begin, count, n, slot_index, slot_codes, slot_of, affine, extra, fts, dense.sums.data(),
-                           dense.counts.data(), hits, buf, pair_of, dense.pairs.data(), dense.stride);
+                           dense.counts.data(), extremes.data(), hits, buf, pair_of, dense.pairs.data(),
+                           dense.stride);
           }
         } else {
-          terms_chunk(w, n_words, begin, slot_codes, slot_of, extra, fts, sums.data(), counts.data(), a.hits.data());
+          terms_chunk(w, n_words, begin, slot_codes, slot_of, extra, fts, sums.data(), counts.data(), extremes.data(),
+                      a.hits.data());
         }
       }
     });
@@ -541,7 +581,9 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
 bool fused_terms(const std::vector<Term>& terms, const std::vector<TermInput>& in) {
   for (std::size_t k = 0; k < terms.size(); ++k) {
     const AggFunc f = terms[k].func;
-    if (f != AggFunc::kSum && f != AggFunc::kCount && !(f == AggFunc::kAvg && in[k].symbols->all_numeric())) return false;
+    if (f != AggFunc::kSum && f != AggFunc::kCount && f != AggFunc::kMin && f != AggFunc::kMax &&
+        !(f == AggFunc::kAvg && in[k].symbols->all_numeric()))
+      return false;
   }
   return true;
 }
@@ -568,10 +610,19 @@ Accumulators fused_aggregate(const Table& table, const Bitset* possible, std::ui
   std::vector<FusedTerm> fts;
   for (std::size_t k = 0; k < terms.size(); ++k) {
     const PackedIndex& index = table.columns[terms[k].column].index;
-    fts.push_back(FusedTerm{&index, CodeReader(index), nullptr, terms[k].func == AggFunc::kAvg, {}});
+    const AggFunc func = terms[k].func;
+    const int extreme = func == AggFunc::kMin ? -1 : func == AggFunc::kMax ? 1 : 0;
+    fts.push_back(FusedTerm{&index, CodeReader(index), nullptr, func == AggFunc::kAvg, extreme, {}});
     FusedTerm& f = fts.back();
-    if (terms[k].func == AggFunc::kCount) continue;
+    if (func == AggFunc::kCount) continue;
     const TermInput& t = in[k];
+    if (extreme != 0) {  // ±inf where no number is: the start every slot holds already
+      f.own.assign(std::size_t{t.n_symbols} + f.codes.bias, extreme < 0 ? kInf : -kInf);
+      for (std::uint32_t x = 0; x < t.n_symbols; ++x)
+        if (t.symbols->has_number(x)) f.own[x + f.codes.bias] = t.symbols->number(x);
+      f.values = f.own.data();
+      continue;
+    }
     if (f.codes.bias == 0 && t.doubles != nullptr && t.symbols->all_numeric()) {
       f.values = t.doubles;  // the symbols' numbers as they are
       continue;

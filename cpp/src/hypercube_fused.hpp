@@ -1,7 +1,8 @@
 #pragma once
 // The fused pass of hypercube aggregation (hypercube_fused.cpp): a table whose records each
-// reach one tuple through one column, every term a Sum, a Count or an Avg of a column of
-// numbers only, read in one pass over the table's possible rows.
+// reach one tuple through one column (or through several dimensions of its own), every term a
+// Sum, a Count, a Min, a Max or an Avg of a column of numbers only, read in one pass over the
+// table's possible rows.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -11,8 +12,8 @@
 
 namespace assoc::detail {
 
-// Whether the fused pass takes these terms: Sums, Counts, and Avgs of columns whose values are
-// all numbers.
+// Whether the fused pass takes these terms: Sums, Counts, Mins, Maxes, and Avgs of columns
+// whose values are all numbers.
 bool fused_terms(const std::vector<Term>& terms, const std::vector<TermInput>& in);
 
 // The accumulators of `terms` over `table`'s possible rows (`possible` null: all; `n_possible`
