@@ -52,7 +52,7 @@ struct FusedTerm {
   const double* values = nullptr;
   bool avg = false;  // Avg of a column of numbers only: its Sum and Count, divided at the end
   int extreme = 0;   // Min: -1, Max: +1 (the slot keeps the least or the greatest number)
-  std::vector<double> own;         // the values, when built for this pass
+  std::vector<double> own;  // the values, when built for this pass
 };
 
 // A row's number kept in its slot's extreme: the least (`extreme` -1, Min) or the greatest (+1,
