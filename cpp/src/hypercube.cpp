@@ -337,8 +337,8 @@ namespace {
 // first column's most significant, ties by place: each row's keys as one integer, its place
 // below them, radix sorted. False, with `order` as it was, when the keys and places do not fit
 // 64 bits.
-template <class Keys>
-bool sort_whole_keys(std::vector<std::size_t>& order, const Keys& key_of, std::size_t n_columns) {
+bool sort_whole_keys(std::vector<std::size_t>& order, const std::vector<const std::vector<double>*>& keys) {
+  const std::size_t n_columns = keys.size();
   const std::size_t n = order.size();
   const unsigned place_bits = static_cast<unsigned>(std::bit_width(n));
   std::vector<double> low(n_columns);
@@ -346,7 +346,7 @@ bool sort_whole_keys(std::vector<std::size_t>& order, const Keys& key_of, std::s
   const std::uint64_t limit = std::uint64_t{1} << (64 - place_bits);  // composite keys below it
   std::uint64_t product = 1;
   for (std::size_t c = 0; c < n_columns; ++c) {
-    const std::vector<double>& key = key_of(c);
+    const std::vector<double>& key = *keys[c];
     double lo = 0, hi = -1;
     for (const std::size_t r : order) {
       const double x = key[r];
@@ -368,7 +368,7 @@ bool sort_whole_keys(std::vector<std::size_t>& order, const Keys& key_of, std::s
   for (std::size_t i = 0; i < n; ++i) {
     std::uint64_t k = 0;
     for (std::size_t c = 0; c < n_columns; ++c) {
-      const double x = key_of(c)[order[i]];
+      const double x = (*keys[c])[order[i]];
       k = k * span[c] + (std::isnan(x) ? span[c] - 1 : static_cast<std::uint64_t>(x - low[c]));
     }
     tagged[i] = k << place_bits | i;
@@ -438,10 +438,11 @@ void HypercubeBuilder::sort_rows(std::vector<std::size_t>& order) const {
   };
   // Rows often come in order already (keys follow the symbols, symbols the values).
   if (std::is_sorted(order.begin(), order.end(), before)) return;
-  if (std::all_of(columns.begin(), columns.end(), [](const SortColumn& c) { return c.whole; }) &&
-      sort_whole_keys(order, [&](std::size_t c) -> const std::vector<double>& { return columns[c].key; },
-                      columns.size()))
-    return;
+  if (std::all_of(columns.begin(), columns.end(), [](const SortColumn& c) { return c.whole; })) {
+    std::vector<const std::vector<double>*> keys;
+    for (const SortColumn& c : columns) keys.push_back(&c.key);
+    if (sort_whole_keys(order, keys)) return;
+  }
   if (columns.size() != 1) {
     std::stable_sort(order.begin(), order.end(), before);
     return;

@@ -105,6 +105,44 @@ double empty_value(AggFunc f) {
   return f == AggFunc::kSum || f == AggFunc::kCount || f == AggFunc::kCountDistinct ? 0.0 : kNaN;
 }
 
+namespace {
+
+// The columns a batch pass over a table reads, each once however many dimensions, links and
+// terms read it.
+struct BatchColumns {
+  std::vector<std::uint32_t> columns;
+
+  // The place of a column among them, added when new.
+  std::size_t source_of(std::uint32_t column) {
+    const auto at = std::find(columns.begin(), columns.end(), column);
+    if (at != columns.end()) return static_cast<std::size_t>(at - columns.begin());
+    columns.push_back(column);
+    return columns.size() - 1;
+  }
+
+  // Each column's codes of rows [begin, begin+count) into codes[place]: every row's (`picked`
+  // null), or only the `n` picked rows' (positions from `begin`), packed to the front: read one
+  // by one where they are few (or gathered over more than a batch of rows), decoded with the
+  // batch where many.
+  void read(const Table& table, std::size_t begin, std::size_t count, const std::uint32_t* picked, std::size_t n,
+            std::vector<std::vector<std::uint32_t>>& codes) const {
+    const bool one_by_one = picked != nullptr && (n * 8 <= count || count > kBatch);
+    for (std::size_t s = 0; s < columns.size(); ++s) {
+      const PackedIndex& index = table.columns[columns[s]].index;
+      std::uint32_t* cs = codes[s].data();
+      if (one_by_one) {
+        for (std::size_t i = 0; i < n; ++i) cs[i] = index.get(begin + picked[i]);
+        continue;
+      }
+      index.decode(begin, count, cs);
+      if (picked != nullptr)
+        for (std::size_t i = 0; i < n; ++i) cs[i] = cs[picked[i]];
+    }
+  }
+};
+
+}  // namespace
+
 NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& rows, JoinWalker& walker,
                               const std::vector<Term>& terms, std::uint64_t key_space) {
   const DataModel& data = model.data();
@@ -193,20 +231,14 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
     // look-up per link. Rows are read in batches, by several threads, each into its own
     // accumulators.
     const Table& table = data.tables()[root];
-    std::vector<std::uint32_t> columns;
-    auto source_of = [&](std::uint32_t column) {
-      for (std::size_t i = 0; i < columns.size(); ++i)
-        if (columns[i] == column) return i;
-      columns.push_back(column);
-      return columns.size() - 1;
-    };
+    BatchColumns read;
     std::vector<std::pair<std::size_t, std::uint32_t>> own;
     for (const DimPlace* d : walker.root_dims())
-      own.emplace_back(source_of(d->column), static_cast<std::uint32_t>(d->stride));
+      own.emplace_back(read.source_of(d->column), static_cast<std::uint32_t>(d->stride));
     std::vector<LinkLookup> lookups;
-    for (const auto& l : links) lookups.emplace_back(*l.sets, walker.inner(), source_of(l.column));
+    for (const auto& l : links) lookups.emplace_back(*l.sets, walker.inner(), read.source_of(l.column));
     std::vector<std::size_t> term_source;
-    for (const auto& t : terms) term_source.push_back(source_of(t.column));
+    for (const auto& t : terms) term_source.push_back(read.source_of(t.column));
 
     const Bitset* possible = rows.rows[root].get();
     struct Scratch {
@@ -214,30 +246,14 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
       std::vector<std::uint32_t> key;
     };
     const auto make_scratch = [&] {
-      return Scratch{std::vector<std::vector<std::uint32_t>>(columns.size(), std::vector<std::uint32_t>(kBatch)),
+      return Scratch{std::vector<std::vector<std::uint32_t>>(read.columns.size(), std::vector<std::uint32_t>(kBatch)),
                      std::vector<std::uint32_t>(kBatch)};
     };
     acc = accumulate_chunks(table.rows, possible, rows.possible[root], in, slots, make_scratch,
                             [&](Accumulators& a, std::size_t begin, std::size_t count, const std::uint32_t* picked,
                                 std::size_t n, Scratch& scratch) {
         auto& [codes, key] = scratch;
-        if (picked != nullptr) {
-          // Only possible rows go on: their codes read one by one where they are few (or
-          // gathered over more than a batch of rows), and decoded with the batch where many.
-          const bool one_by_one = n * 8 <= count || count > kBatch;
-          for (std::size_t s = 0; s < columns.size(); ++s) {
-            const PackedIndex& index = table.columns[columns[s]].index;
-            std::uint32_t* cs = codes[s].data();
-            if (one_by_one) {
-              for (std::size_t i = 0; i < n; ++i) cs[i] = index.get(begin + picked[i]);
-            } else {
-              index.decode(begin, count, cs);
-              for (std::size_t i = 0; i < n; ++i) cs[i] = cs[picked[i]];
-            }
-          }
-        } else {
-          for (std::size_t s = 0; s < columns.size(); ++s) table.columns[columns[s]].index.decode(begin, count, codes[s].data());
-        }
+        read.read(table, begin, count, picked, n, codes);  // only the possible rows go on
         std::fill(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(n), kFirstGroup);
         for (const auto& [s, stride] : own) {
           const std::uint32_t* cs = codes[s].data();
@@ -259,19 +275,13 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
     // given out per key, the table's entries for the batch's keys fetched ahead together.
     const Table& table = data.tables()[root];
     const std::vector<const DimPlace*> dims = walker.root_dims();
-    std::vector<std::uint32_t> columns;
-    auto source_of = [&](std::uint32_t column) {
-      const auto at = std::find(columns.begin(), columns.end(), column);
-      if (at != columns.end()) return static_cast<std::size_t>(at - columns.begin());
-      columns.push_back(column);
-      return columns.size() - 1;
-    };
+    BatchColumns read;
     std::vector<std::size_t> dim_source, term_source;
-    for (const DimPlace* d : dims) dim_source.push_back(source_of(d->column));
-    for (const auto& t : terms) term_source.push_back(source_of(t.column));
+    for (const DimPlace* d : dims) dim_source.push_back(read.source_of(d->column));
+    for (const auto& t : terms) term_source.push_back(read.source_of(t.column));
     acc.resize(in, slots);
     KeyIndex slot_map;
-    std::vector<std::vector<std::uint32_t>> codes(columns.size(), std::vector<std::uint32_t>(kBatch));
+    std::vector<std::vector<std::uint32_t>> codes(read.columns.size(), std::vector<std::uint32_t>(kBatch));
     std::vector<std::uint64_t> key(kBatch);
     std::vector<std::uint32_t> slot(kBatch), picked(kBatch);
     const Bitset* possible = rows.rows[root].get();
@@ -279,12 +289,7 @@ NodeAggregates aggregate_node(const AssociativeModel& model, const RowStates& ro
       const std::size_t count = std::min(kBatch, table.rows - begin);
       const std::size_t n = possible != nullptr ? row_positions(possible->words() + begin / 64, count, picked.data()) : count;
       if (n == 0) continue;
-      for (std::size_t c = 0; c < columns.size(); ++c) {
-        std::uint32_t* cs = codes[c].data();
-        table.columns[columns[c]].index.decode(begin, count, cs);
-        if (n != count)
-          for (std::size_t i = 0; i < n; ++i) cs[i] = cs[picked[i]];
-      }
+      read.read(table, begin, count, n != count ? picked.data() : nullptr, n, codes);
       std::fill_n(key.begin(), n, std::uint64_t{0});
       for (std::size_t d = 0; d < dims.size(); ++d) {
         const std::uint32_t* cs = codes[dim_source[d]].data();
