@@ -516,6 +516,27 @@ def test_selection_agrees_with_numpy_at_every_bit_width(bits, nulls) -> None:
         assert set(s.state("V")["alternative"]) == want
 
 
+@pytest.mark.parametrize("bits", range(18, 23))  # AVX2 decodes up to 21 bits, wider portably
+def test_wide_columns_decode_and_select_at_every_bit_width(bits) -> None:
+    # Columns of 2^(bits-1) and more distinct values (ids), with NULLs: their indexes decode
+    # to the values at every width the vector decoder takes and the first it leaves, the last
+    # partial block included, and a selection of some of them finds their rows.
+    rng = np.random.default_rng(bits)
+    n = 2 ** (bits - 1) * 103 // 100 + 4099
+    values = rng.permutation(n).astype(np.float64)
+    values[rng.random(n) < 0.01] = np.nan
+    app = App.from_tables({"T": {"V": values}})
+    assert app._impl.bit_width("T", "V") == bits
+    symbols = np.asarray(app.symbols("V"), dtype=np.float64)
+    idx = app.table("T").column_indices("V")
+    decoded = np.where(idx < 0, np.nan, symbols[np.maximum(idx, 0)])
+    assert np.array_equal(decoded, values, equal_nan=True)
+    chosen = [float(x) for x in rng.choice(symbols, 1000, replace=False)]
+    with app.session() as s:
+        s.select("V", chosen)
+        assert s.possible_rows("T") == int(np.isin(values, chosen).sum())
+
+
 def test_a_zero_cache_limit_caches_nothing() -> None:
     app = App.from_tables({"T": {"A": [1, 2, 3], "B": ["x", "y", "x"]}})
     limit = assoc.cache_info()["limit"]
@@ -597,9 +618,10 @@ def test_fields_selected_in_one_table_agree_with_numpy(share, wide) -> None:
 
 
 def test_the_portable_match_kernel_agrees_with_numpy_too() -> None:
-    # Where the CPU has AVX-512 (VBMI), columns of widths 3 and 5 to 17 are matched by a vector
-    # kernel, and a block's values on a row set packed by another; ASSOC_SIMD=0 turns them
-    # off. The width, one-table and row-set checks, again without them.
+    # Where the CPU has AVX-512 (VBMI) or AVX2, columns of widths 3 and 5 to 17 are matched by
+    # a vector kernel (decoded up to 17 or 21 bits), and a block's values on a row set packed by
+    # another; ASSOC_SIMD=0 turns them off. The width, one-table and row-set checks, again
+    # without them.
     assert_pass_without_simd(
         "test_selections.py",
         "every_bit_width or fields_selected_in_one_table or decodes_every_block"

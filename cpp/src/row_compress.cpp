@@ -1,18 +1,19 @@
 #include "row_compress.hpp"
 
+#include <algorithm>
 #include <bit>
 
 #include "assoc/packed_index.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define ASSOC_ROW_COMPRESS_AVX512 1
+#define ASSOC_ROW_COMPRESS_SIMD 1
 #endif
 
 namespace assoc::detail {
 namespace {
 
-#if ASSOC_ROW_COMPRESS_AVX512
+#if ASSOC_ROW_COMPRESS_SIMD
 // Compressed into a register, then stored whole: the form that stores compressed is slow on
 // some cores. A store below the values not loaded yet (m <= j) leaves them intact in place.
 __attribute__((target("avx512f"))) std::size_t compress_avx512(const std::uint64_t* words, std::size_t count,
@@ -40,6 +41,73 @@ __attribute__((target("avx512f"))) std::size_t positions_avx512(const std::uint6
   return m;
 }
 
+// AVX2: 8 rows a step. For each byte of row bits, the positions of its set bits packed to the
+// front, a byte each (a table of 256 entries, 2 KiB): they permute the 8 values loaded.
+struct EightRowPositions {
+  std::uint64_t at[256];
+};
+
+constexpr EightRowPositions eight_row_positions() {
+  EightRowPositions t{};
+  for (unsigned keep = 0; keep < 256; ++keep) {
+    unsigned m = 0;
+    for (unsigned j = 0; j < 8; ++j)
+      if ((keep >> j) & 1U) t.at[keep] |= std::uint64_t{j} << (8 * m++);
+  }
+  return t;
+}
+
+constexpr EightRowPositions kEightRowPositions = eight_row_positions();
+
+__attribute__((target("avx2"))) inline __m256i eight_positions(unsigned keep) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&kEightRowPositions.at[keep])));
+}
+
+// Words without rows are skipped whole. A store below the values not loaded yet (m <= j)
+// leaves them intact in place.
+__attribute__((target("avx2"))) std::size_t compress_avx2(const std::uint64_t* words, std::size_t count,
+                                                           const std::uint32_t* in, std::uint32_t* out) {
+  std::size_t m = 0;
+  for (std::size_t w = 0; w * 64 < count; ++w) {
+    const std::uint64_t bits = words[w];
+    if (bits == 0) continue;
+    const std::size_t end = std::min(count, w * 64 + 64);
+    for (std::size_t j = w * 64; j < end; j += 8) {
+      const auto keep = static_cast<unsigned>(bits >> (j & 63)) & 0xFFU;
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + j));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + m), _mm256_permutevar8x32_epi32(v, eight_positions(keep)));
+      m += static_cast<std::size_t>(std::popcount(keep));
+    }
+  }
+  return m;
+}
+
+__attribute__((target("avx2"))) std::size_t positions_avx2(const std::uint64_t* words, std::size_t count,
+                                                            std::uint32_t* out) {
+  std::size_t m = 0;
+  for (std::size_t w = 0; w * 64 < count; ++w) {
+    const std::uint64_t bits = words[w];
+    if (bits == 0) continue;
+    const std::size_t end = std::min(count, w * 64 + 64);
+    for (std::size_t j = w * 64; j < end; j += 8) {
+      const auto keep = static_cast<unsigned>(bits >> (j & 63)) & 0xFFU;
+      const __m256i at = _mm256_add_epi32(eight_positions(keep), _mm256_set1_epi32(static_cast<int>(j)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + m), at);
+      m += static_cast<std::size_t>(std::popcount(keep));
+    }
+  }
+  return m;
+}
+
+bool avx2() {
+  static const bool on = [] {
+    if (!simd_allowed()) return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return on;
+}
+
 bool avx512f() {
   static const bool on = [] {
     if (!simd_allowed()) return false;
@@ -53,8 +121,9 @@ bool avx512f() {
 }  // namespace
 
 std::size_t compress_rows(const std::uint64_t* words, std::size_t count, const std::uint32_t* in, std::uint32_t* out) {
-#if ASSOC_ROW_COMPRESS_AVX512
+#if ASSOC_ROW_COMPRESS_SIMD
   if (avx512f()) return compress_avx512(words, count, in, out);
+  if (avx2()) return compress_avx2(words, count, in, out);
 #endif
   std::size_t m = 0;
   for (std::size_t w = 0; w < (count + 63) / 64; ++w)
@@ -64,8 +133,9 @@ std::size_t compress_rows(const std::uint64_t* words, std::size_t count, const s
 }
 
 std::size_t row_positions(const std::uint64_t* words, std::size_t count, std::uint32_t* out) {
-#if ASSOC_ROW_COMPRESS_AVX512
+#if ASSOC_ROW_COMPRESS_SIMD
   if (avx512f()) return positions_avx512(words, count, out);
+  if (avx2()) return positions_avx2(words, count, out);
 #endif
   std::size_t m = 0;
   for (std::size_t w = 0; w < (count + 63) / 64; ++w)

@@ -1,7 +1,8 @@
 #pragma once
 // A chunk's rows of a row set, packed: the values of the rows whose bits are set, or those
-// rows' positions, to the front of an array. With AVX-512, 16 rows a step (vpcompressd);
-// elsewhere (or with ASSOC_SIMD=0) bit by bit.
+// rows' positions, to the front of an array. With AVX-512, 16 rows a step (vpcompressd); with
+// AVX2, 8 (a permutation looked up per byte of row bits); elsewhere (or with ASSOC_SIMD=0) bit
+// by bit.
 #include <cstddef>
 #include <cstdint>
 

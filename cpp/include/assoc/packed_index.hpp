@@ -159,6 +159,9 @@ class PackedIndex {
                     std::uint32_t add);
 
   using Bytes = std::vector<std::uint8_t, CallocAllocator<std::uint8_t>>;
+  // How many of the whole blocks [first, first+n) a vector kernel may read: loads of 16 bytes
+  // from within a block must end within the bytes (the last block's may not).
+  std::size_t vector_blocks(std::size_t first, std::size_t n) const;
   // New packed bytes of `size`, zero unless allocated under big_blocks::Uncleared.
   void allocate(std::size_t size);
   // The bytes to write to; throws Error when a copy shares them.
