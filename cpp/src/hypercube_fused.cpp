@@ -1,6 +1,8 @@
 // The fused pass of hypercube aggregation: see hypercube_fused.hpp.
 #include "hypercube_fused.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -53,6 +55,7 @@ struct FusedTerm {
   bool avg = false;  // Avg of a column of numbers only: its Sum and Count, divided at the end
   int extreme = 0;   // Min: -1, Max: +1 (the slot keeps the least or the greatest number)
   std::vector<double> own;  // the values, when built for this pass
+  std::size_t n_numbers = 0;  // of `values` (the column's symbols)
 };
 
 // A row's number kept in its slot's extreme: the least (`extreme` -1, Min) or the greatest (+1,
@@ -69,10 +72,28 @@ constexpr bool dense_chunk(std::size_t n, std::size_t count, bool affine, bool s
   return n * 8 >= count * (several ? 1 : affine ? 2 : 4);
 }
 
+// A column's numbers that fill more than half of the second-level cache (an amount of
+// 100,000 values: 800 KB) miss it at random, and a row's add waits for its number: the number
+// kValueAhead rows on is asked for first. Their codes are room enough past the batch's rows
+// (ChunkCodes); a prefetch of any address, even one read from a stale code, is harmless.
+constexpr std::size_t kValueAhead = 24;
+
+inline void number_ahead(const double* values, const std::uint32_t* code, std::size_t i) {
+  __builtin_prefetch(values + static_cast<std::int32_t>(code[i + kValueAhead]), 0, 3);
+}
+
+bool numbers_beyond_cache(std::size_t n_numbers) {
+  static const std::size_t half = [] {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 > 0 ? static_cast<std::size_t>(l2) / 2 : std::size_t{256} << 10;
+  }();
+  return n_numbers * sizeof(double) > half;
+}
+
 // Per-thread room for one chunk's codes.
 struct ChunkCodes {
   std::vector<std::uint32_t> slot = std::vector<std::uint32_t>(kBatch);
-  std::vector<std::uint32_t> code = std::vector<std::uint32_t>(kBatch);
+  std::vector<std::uint32_t> code = std::vector<std::uint32_t>(kBatch + kValueAhead);
   std::vector<std::uint32_t> decoded = std::vector<std::uint32_t>(kBatch);
 };
 
@@ -152,59 +173,6 @@ void ExtraDims::slots(const std::uint32_t* decoded, std::size_t begin, std::size
     const std::uint32_t stride = d.stride;
     for (std::size_t i = 0; i < count; ++i) slot[i] += (scratch[i] + 1) * stride;
   }
-}
-
-// The rows of a chunk's row words (bit j of word w: row begin + 64w + j; `n` of them) into
-// one Sum.
-template <class Map>
-void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
-               const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
-               const ExtraDims& extra, const PackedIndex& index, CodeReader codes, const double* values, double* sums,
-               std::size_t lane, Hits& hits, ChunkCodes& buf) {
-  // The codes first, then the numbers: the loop of look-ups is short, so many of them are
-  // under way at once.
-  std::uint32_t* code = buf.code.data();
-  const std::size_t n_words = (count + 63) / 64;
-  std::size_t m = 0;
-  Slots slot{buf.slot.data(), 0};
-  if (dense_chunk(n, count, affine, !extra.empty())) {
-    slot_index.prefetch(begin + 2 * kBatch, kBatch);  // the chunk after next
-    extra.prefetch(begin + 2 * kBatch, kBatch);
-    index.prefetch(begin + 2 * kBatch, kBatch);
-    slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
-    if (affine && n == count) {
-      slot = Slots{buf.decoded.data(), kAffineSlot};
-      m = count;
-    } else {
-      m = chunk_slots(words, begin, count, n, buf.decoded.data(), slot_codes, slot_of, affine, extra, code,
-                      buf.slot.data());
-    }
-    index.decode(begin, count, code);  // symbol indexes, kNull for NULL
-    pack_rows(words, count, n, code);
-  } else {
-    for (std::size_t w = 0; w < n_words; ++w) {
-      const std::size_t base = begin + w * 64;
-      for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
-        const std::size_t row = base + static_cast<std::size_t>(std::countr_zero(bits));
-        buf.slot[m] = slot_of[slot_codes.at(row)] + extra.at(row);
-        code[m] = codes.at(row) - codes.bias;  // the symbol index, kNull for NULL
-      }
-    }
-  }
-  hits.mark(slot, m);
-  // By symbol index: NULL's kNull reads the number before the first (0, the stored code 0's).
-  const double* number = values + codes.bias;
-  const auto at = [&](std::size_t i) { return number[static_cast<std::int32_t>(code[i])]; };
-  // Four rows at a time into four copies of the sums: a row's sum then seldom waits for the
-  // row before (a store and a load of the same slot).
-  std::size_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    sums[slot[i]] += at(i);
-    sums[lane + slot[i + 1]] += at(i + 1);
-    sums[2 * lane + slot[i + 2]] += at(i + 2);
-    sums[3 * lane + slot[i + 3]] += at(i + 3);
-  }
-  for (; i < m; ++i) sums[slot[i]] += at(i);
 }
 
 // The same into several terms, Sums, Counts and Avgs (a Sum and a Count).
@@ -294,20 +262,22 @@ inline void rows_in_turn(std::size_t m, Add add) {
 // A Sum and a Count (SumCount) over `m` rows into their slots' pairs, `Copies` copies of them
 // `stride` slots apart. These loops are functions of their own so that their pointers stay in
 // registers.
-template <bool Nullable, std::size_t Copies>
+template <bool Nullable, std::size_t Copies, bool Ahead>
 void add_pairs(const std::uint32_t* __restrict slot, std::uint32_t slot_add, const std::uint32_t* __restrict code,
                std::size_t m, const double* __restrict values, double* __restrict pair, std::size_t stride) {
   rows_in_turn<Copies>(m, [&](std::size_t i, std::size_t l) {
+    if constexpr (Ahead) number_ahead(values, code, i);
     add_pair<Nullable>(pair + 2 * (l * stride + std::uint32_t{slot[i] + slot_add}), values, code[i]);
   });
 }
 
 // A Sum over `m` rows: each row's number (by symbol index; NULL's kNull wraps `values` to the
 // 0 before it) added to its slot.
-template <std::size_t Copies>
+template <std::size_t Copies, bool Ahead>
 void add_sums(const std::uint32_t* __restrict slot, std::uint32_t slot_add, const std::uint32_t* __restrict code,
               std::size_t m, const double* __restrict values, double* __restrict sum, std::size_t stride) {
   rows_in_turn<Copies>(m, [&](std::size_t i, std::size_t l) {
+    if constexpr (Ahead) number_ahead(values, code, i);
     sum[l * stride + std::uint32_t{slot[i] + slot_add}] += values[static_cast<std::int32_t>(code[i])];
   });
 }
@@ -335,6 +305,53 @@ void add_extremes(const std::uint32_t* __restrict slot, std::uint32_t slot_add, 
     double& e = out[std::uint32_t{slot[i] + slot_add}];
     const double x = values[static_cast<std::int32_t>(code[i])];
     e = Max ? std::max(e, x) : std::min(e, x);
+  }
+}
+
+// The rows of a chunk's row words (bit j of word w: row begin + 64w + j; `n` of them) into
+// one Sum.
+template <class Map>
+void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
+               const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
+               const ExtraDims& extra, const PackedIndex& index, CodeReader codes, const double* values,
+               std::size_t n_numbers, double* sums, std::size_t lane, Hits& hits, ChunkCodes& buf) {
+  // The codes first, then the numbers: the loop of look-ups is short, so many of them are
+  // under way at once.
+  std::uint32_t* code = buf.code.data();
+  const std::size_t n_words = (count + 63) / 64;
+  std::size_t m = 0;
+  Slots slot{buf.slot.data(), 0};
+  if (dense_chunk(n, count, affine, !extra.empty())) {
+    slot_index.prefetch(begin + 2 * kBatch, kBatch);  // the chunk after next
+    extra.prefetch(begin + 2 * kBatch, kBatch);
+    index.prefetch(begin + 2 * kBatch, kBatch);
+    slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
+    if (affine && n == count) {
+      slot = Slots{buf.decoded.data(), kAffineSlot};
+      m = count;
+    } else {
+      m = chunk_slots(words, begin, count, n, buf.decoded.data(), slot_codes, slot_of, affine, extra, code,
+                      buf.slot.data());
+    }
+    index.decode(begin, count, code);  // symbol indexes, kNull for NULL
+    pack_rows(words, count, n, code);
+  } else {
+    for (std::size_t w = 0; w < n_words; ++w) {
+      const std::size_t base = begin + w * 64;
+      for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
+        const std::size_t row = base + static_cast<std::size_t>(std::countr_zero(bits));
+        buf.slot[m] = slot_of[slot_codes.at(row)] + extra.at(row);
+        code[m] = codes.at(row) - codes.bias;  // the symbol index, kNull for NULL
+      }
+    }
+  }
+  hits.mark(slot, m);
+  // By symbol index: NULL's kNull reads the number before the first (0, the stored code 0's).
+  const double* number = values + codes.bias;
+  if (numbers_beyond_cache(n_numbers)) {
+    add_sums<kCopies, true>(slot.at, slot.add, code, m, number, sums, lane);
+  } else {
+    add_sums<kCopies, false>(slot.at, slot.add, code, m, number, sums, lane);
   }
 }
 
@@ -377,13 +394,25 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
       // The SumCount's Sum, or an Avg: a row adds its number and its 1 to its slot's pair with
       // one load and one store.
       const double* values = fts[k].values + fts[k].codes.bias;  // NULL (kNull) wraps to 0
+      const bool ahead = numbers_beyond_cache(fts[k].n_numbers);
       if (k == pair_of.sum ? pair_of.every_row : !fts[k].index->has_null()) {
-        add_pairs<false, Copies>(slot.at, slot.add, code, m, values, pairs[k], stride);
+        if (ahead) {
+          add_pairs<false, Copies, true>(slot.at, slot.add, code, m, values, pairs[k], stride);
+        } else {
+          add_pairs<false, Copies, false>(slot.at, slot.add, code, m, values, pairs[k], stride);
+        }
+      } else if (ahead) {
+        add_pairs<true, Copies, true>(slot.at, slot.add, code, m, values, pairs[k], stride);
       } else {
-        add_pairs<true, Copies>(slot.at, slot.add, code, m, values, pairs[k], stride);
+        add_pairs<true, Copies, false>(slot.at, slot.add, code, m, values, pairs[k], stride);
       }
     } else if (sums[k] != nullptr) {
-      add_sums<Copies>(slot.at, slot.add, code, m, fts[k].values + fts[k].codes.bias, sums[k], stride);
+      const double* values = fts[k].values + fts[k].codes.bias;
+      if (numbers_beyond_cache(fts[k].n_numbers)) {
+        add_sums<Copies, true>(slot.at, slot.add, code, m, values, sums[k], stride);
+      } else {
+        add_sums<Copies, false>(slot.at, slot.add, code, m, values, sums[k], stride);
+      }
     } else if (extremes[k] != nullptr) {  // one copy: the thread's own
       const double* values = fts[k].values + fts[k].codes.bias;
       if (fts[k].extreme < 0) {
@@ -548,7 +577,7 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
         std::size_t n = 0;
         for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
         sum_chunk(w, begin, count, n, slot_index, slot_codes, slot_of, affine, extra, *fts[0].index, fts[0].codes,
-                  fts[0].values, lanes.data(), slots, hits, buf);
+                  fts[0].values, fts[0].n_numbers, lanes.data(), slots, hits, buf);
       } else {
         std::size_t n = 0;
         for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
@@ -616,6 +645,7 @@ Accumulators fused_aggregate(const Table& table, const Bitset* possible, std::ui
     FusedTerm& f = fts.back();
     if (func == AggFunc::kCount) continue;
     const TermInput& t = in[k];
+    f.n_numbers = t.n_symbols;
     if (extreme != 0) {  // ±inf where no number is: the start every slot holds already
       f.own.assign(std::size_t{t.n_symbols} + f.codes.bias, extreme < 0 ? kInf : -kInf);
       for (std::uint32_t x = 0; x < t.n_symbols; ++x)
