@@ -214,3 +214,61 @@ def test_many_combinations_group_and_sort_as_a_group_by_does(
     assert [tuple(r[:2]) for r in desc.rows] == sorted(
         groups, key=lambda k: ((k[0] is None, -(k[0] or 0)), (k[1] is None, k[1] or 0))
     )
+
+
+# A measure of ~280,000 distinct numbers (2.2 MB of them, more than half of any second-level
+# cache): each row's number is asked for ahead, and a chunk is decoded whole from a sixteenth
+# of its rows. Sum, Count, Avg, Min and Max by a 1,000-value dimension over all rows, 60 %,
+# 12 % (decoded whole only where numbers lie so far) and 4 % of them agree with numpy.
+FAR = 300_007
+
+
+@pytest.fixture(scope="module")
+def far() -> tuple[App, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(31)
+    amount = rng.integers(0, 2_000_000, FAR) / 100
+    amount[::13] = np.nan
+    columns = {
+        "Cat": rng.integers(0, 1000, FAR),
+        "Amount": amount,
+        "Sel": rng.integers(0, 100, FAR),
+    }
+    return App.from_tables({"T": columns}), columns
+
+
+@pytest.mark.parametrize(
+    "measures",
+    [
+        ["Sum(Amount)"],
+        ["Sum(Amount)", "Count(Amount)"],
+        ["Avg(Amount)", "Min(Amount)", "Max(Amount)"],
+    ],
+    ids=lambda m: ",".join(m),
+)
+@pytest.mark.parametrize("chosen", [None, 60, 12, 4], ids=lambda c: f"sel{c}")
+def test_measures_of_many_distinct_numbers_group_as_numpy_does(
+    engine_threads: int,
+    far: tuple[App, dict[str, np.ndarray]],
+    measures: list[str],
+    chosen: int | None,
+) -> None:
+    app, columns = far
+    assert len(app.symbols("Amount")) > 250_000
+    keep = np.ones(FAR, bool) if chosen is None else columns["Sel"] < chosen
+    cat, amount = columns["Cat"][keep], columns["Amount"][keep]
+    known = ~np.isnan(amount)
+    with app.session() as s:
+        if chosen is not None:
+            s.select("Sel", list(range(chosen)))
+        cube = s.hypercube(["Cat"], measures)
+    assert sorted(r[0] for r in cube.rows) == sorted(np.unique(cat).tolist())
+    for row in cube.rows:
+        mine = amount[(cat == row[0]) & known]
+        want = {
+            "Sum(Amount)": pytest.approx(float(mine.sum())),
+            "Count(Amount)": len(mine),
+            "Avg(Amount)": pytest.approx(float(mine.mean())),
+            "Min(Amount)": float(mine.min()),
+            "Max(Amount)": float(mine.max()),
+        }
+        assert tuple(row[1:]) == tuple(want[m] for m in measures), row[0]

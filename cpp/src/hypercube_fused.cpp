@@ -67,8 +67,11 @@ inline void keep_extreme(double& e, double x, int extreme) { e = extreme < 0 ? s
 // quarter of the rows when a dimension's slot is its symbol (`affine`), from half when each
 // row's slot is looked up (a link's), whose look-ups the row-by-row pass overlaps better, from
 // an eighth with several dimensions (`several`: row by row, each row reads each dimension's
-// column and looks its part up; decoded, the slots are arithmetic).
-constexpr bool dense_chunk(std::size_t n, std::size_t count, bool affine, bool several) {
+// column and looks its part up; decoded, the slots are arithmetic), and from a sixteenth where
+// a slot is its symbol and a term's numbers miss the second-level cache (`far`: row by row,
+// each row waits for its number; decoded, numbers are asked for ahead, number_ahead).
+constexpr bool dense_chunk(std::size_t n, std::size_t count, bool affine, bool several, bool far) {
+  if (affine && far && !several) return n * 16 >= count;
   return n * 8 >= count * (several ? 1 : affine ? 2 : 4);
 }
 
@@ -321,7 +324,8 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
   const std::size_t n_words = (count + 63) / 64;
   std::size_t m = 0;
   Slots slot{buf.slot.data(), 0};
-  if (dense_chunk(n, count, affine, !extra.empty())) {
+  const bool far = numbers_beyond_cache(n_numbers);
+  if (dense_chunk(n, count, affine, !extra.empty(), far)) {
     slot_index.prefetch(begin + 2 * kBatch, kBatch);  // the chunk after next
     extra.prefetch(begin + 2 * kBatch, kBatch);
     index.prefetch(begin + 2 * kBatch, kBatch);
@@ -348,7 +352,7 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
   hits.mark(slot, m);
   // By symbol index: NULL's kNull reads the number before the first (0, the stored code 0's).
   const double* number = values + codes.bias;
-  if (numbers_beyond_cache(n_numbers)) {
+  if (far) {
     add_sums<kCopies, true>(slot.at, slot.add, code, m, number, sums, lane);
   } else {
     add_sums<kCopies, false>(slot.at, slot.add, code, m, number, sums, lane);
@@ -559,6 +563,7 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
     // A Sum and a Count: each slot's sum and count side by side (the count as a double: exact
     // while below 2^53 rows), folded into the terms at the end with any copies.
     DenseCopies dense(slots, fts, sums, counts, pair_of);
+    const bool far = std::any_of(fts.begin(), fts.end(), [](const FusedTerm& f) { return numbers_beyond_cache(f.n_numbers); });
     std::vector<double> lanes(one_sum ? 4 * slots : 0, 0.0);  // the four copies of one Sum
     std::uint64_t words[kBatch / 64];
     claims.each([&](std::size_t c) {
@@ -581,7 +586,7 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
       } else {
         std::size_t n = 0;
         for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
-        if (dense_chunk(n, count, affine, !extra.empty())) {
+        if (dense_chunk(n, count, affine, !extra.empty(), far)) {
           if (dense.copies > 1) {
             terms_dense<kCopies>(w, begin, count, n, slot_index, slot_codes, slot_of, affine, extra, fts, dense.sums.data(),
                                  dense.counts.data(), extremes.data(), hits, buf, pair_of, dense.pairs.data(),
