@@ -141,6 +141,11 @@ def test_several_dimensions_agree_without_vector_kernels() -> None:
     assert_pass_without_simd("test_hypercube_dimensions.py", "several_dimensions_group and sel60")
 
 
+def test_cubes_agree_with_the_avx2_kernels() -> None:
+    selected = "(several_dimensions_group or many_distinct_numbers) and (sel60 or sel12)"
+    assert_pass_without_simd("test_hypercube_dimensions.py", selected, simd="avx2")
+
+
 # Two fields of 3,000 values over 40,000 rows: more combinations than a cube gives direct slots,
 # so each combination met gets a slot as it comes, and the groups are put in order after.
 MANY = 40_000

@@ -629,6 +629,16 @@ def test_the_portable_match_kernel_agrees_with_numpy_too() -> None:
     )
 
 
+def test_the_avx2_kernels_agree_with_numpy_where_avx512_is_there_too() -> None:
+    # A CPU with AVX-512 runs its AVX-512 kernels; ASSOC_SIMD=avx2 runs the AVX2 ones (a CPU
+    # without AVX-512 runs them by default): every width again, and the row sets packed.
+    assert_pass_without_simd(
+        "test_selections.py",
+        "every_bit_width or decodes_every_block or values_on_the_rows_of_another",
+        simd="avx2",
+    )
+
+
 @pytest.mark.parametrize("linked", [False, True])
 def test_a_fields_own_selection_states_agree_with_numpy_once_its_values_are_known(
     linked,

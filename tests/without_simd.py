@@ -1,5 +1,6 @@
 """Runs chosen tests again in a new process with ASSOC_SIMD=0: the engine's portable kernels
-in place of its vector ones, which must give the same answers."""
+in place of its vector ones, which must give the same answers; or with ASSOC_SIMD=avx2: its
+AVX2 kernels where the CPU has AVX-512 too (as a CPU without AVX-512 runs them)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def assert_pass_without_simd(test_file: str, selected: str) -> None:
+def assert_pass_without_simd(test_file: str, selected: str, simd: str = "0") -> None:
     """The tests of `test_file` (in this folder) that `-k selected` picks all pass with the
-    vector kernels off."""
+    vector kernels off (`simd` "0") or capped at AVX2 ("avx2")."""
     done = subprocess.run(
         [
             sys.executable,
@@ -25,7 +26,7 @@ def assert_pass_without_simd(test_file: str, selected: str) -> None:
             "-k",
             selected,
         ],
-        env={**os.environ, "ASSOC_SIMD": "0"},
+        env={**os.environ, "ASSOC_SIMD": simd},
         capture_output=True,
         text=True,
         timeout=600,

@@ -87,8 +87,11 @@ inline void number_ahead(const double* values, const std::uint32_t* code, std::s
 
 bool numbers_beyond_cache(std::size_t n_numbers) {
   static const std::size_t half = [] {
-    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return l2 > 0 ? static_cast<std::size_t>(l2) / 2 : std::size_t{256} << 10;
+    long l2 = 0;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return l2 > 0 ? static_cast<std::size_t>(l2) / 2 : std::size_t{256} << 10;  // unknown: 512 KB
   }();
   return n_numbers * sizeof(double) > half;
 }

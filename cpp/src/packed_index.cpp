@@ -616,7 +616,7 @@ constexpr auto kAvx512CodeMatchers =
 // Whether this CPU (and its OS) runs AVX-512 with VBMI, and vector kernels may run.
 bool avx512_matching() {
   static const bool on = [] {
-    if (!simd_allowed()) return false;
+    if (!avx512_allowed()) return false;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vbmi");
@@ -921,6 +921,14 @@ bool simd_allowed() {
   static const bool on = [] {
     const char* env = std::getenv("ASSOC_SIMD");
     return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
+
+bool avx512_allowed() {
+  static const bool on = [] {
+    const char* env = std::getenv("ASSOC_SIMD");
+    return simd_allowed() && (env == nullptr || std::string(env) != "avx2");
   }();
   return on;
 }

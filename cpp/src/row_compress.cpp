@@ -110,7 +110,7 @@ bool avx2() {
 
 bool avx512f() {
   static const bool on = [] {
-    if (!simd_allowed()) return false;
+    if (!avx512_allowed()) return false;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") != 0;
   }();
