@@ -628,7 +628,8 @@ bool avx512_matching() {
 // 128-bit lane. A lane's 16 bytes are loaded from the byte holding its first row's first bit
 // (one 16-byte load for both lanes when all 8 rows lie in it, W <= 14), a byte shuffle within
 // the lane gives each row's lane the 4 bytes from the one holding its first bit, a shift and a
-// mask its code. Widths above kMaxAvx2Width (a row may then span 5 bytes) stay portable.
+// mask its code. A code lies within 4 bytes up to 25 bits; wider than kMaxAvx2Width (the
+// widest the tests reach, 2^20 values and more) stays portable.
 constexpr std::uint32_t kMaxAvx2Width = 21;
 #define ASSOC_AVX2 __attribute__((target("avx2")))
 
@@ -773,15 +774,6 @@ constexpr auto avx2_code_matchers(std::integer_sequence<unsigned, Ws...>) {
 constexpr auto kAvx2CodeMatchers =
     avx2_code_matchers(std::make_integer_sequence<unsigned, PackedIndex::kMaxCodeSetWidth>{});
 
-// Whether this CPU (and its OS) runs AVX2, and its kernels may run.
-bool avx2_kernels() {
-  static const bool on = [] {
-    if (!simd_allowed()) return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return on;
-}
 #pragma GCC diagnostic pop
 #endif
 
@@ -923,6 +915,19 @@ bool simd_allowed() {
     return env == nullptr || std::string(env) != "0";
   }();
   return on;
+}
+
+bool avx2_kernels() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool on = [] {
+    if (!simd_allowed()) return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return on;
+#else
+  return false;
+#endif
 }
 
 bool avx512_allowed() {

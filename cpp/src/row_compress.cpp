@@ -63,10 +63,12 @@ __attribute__((target("avx2"))) inline __m256i eight_positions(unsigned keep) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&kEightRowPositions.at[keep])));
 }
 
-// Words without rows are skipped whole. A store below the values not loaded yet (m <= j)
-// leaves them intact in place.
-__attribute__((target("avx2"))) std::size_t compress_avx2(const std::uint64_t* words, std::size_t count,
-                                                           const std::uint32_t* in, std::uint32_t* out) {
+// The rows' values (or positions) 8 at a time: `eight(j, at)` gives rows j .. j+7's, where
+// `at` holds the positions of those kept packed to the front; words without rows are skipped
+// whole.
+template <class Eight>
+__attribute__((target("avx2"))) std::size_t each_eight(const std::uint64_t* words, std::size_t count, std::uint32_t* out,
+                                                        Eight eight) {
   std::size_t m = 0;
   for (std::size_t w = 0; w * 64 < count; ++w) {
     const std::uint64_t bits = words[w];
@@ -74,39 +76,28 @@ __attribute__((target("avx2"))) std::size_t compress_avx2(const std::uint64_t* w
     const std::size_t end = std::min(count, w * 64 + 64);
     for (std::size_t j = w * 64; j < end; j += 8) {
       const auto keep = static_cast<unsigned>(bits >> (j & 63)) & 0xFFU;
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + j));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + m), _mm256_permutevar8x32_epi32(v, eight_positions(keep)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + m), eight(j, eight_positions(keep)));
       m += static_cast<std::size_t>(std::popcount(keep));
     }
   }
   return m;
 }
 
-__attribute__((target("avx2"))) std::size_t positions_avx2(const std::uint64_t* words, std::size_t count,
-                                                            std::uint32_t* out) {
-  std::size_t m = 0;
-  for (std::size_t w = 0; w * 64 < count; ++w) {
-    const std::uint64_t bits = words[w];
-    if (bits == 0) continue;
-    const std::size_t end = std::min(count, w * 64 + 64);
-    for (std::size_t j = w * 64; j < end; j += 8) {
-      const auto keep = static_cast<unsigned>(bits >> (j & 63)) & 0xFFU;
-      const __m256i at = _mm256_add_epi32(eight_positions(keep), _mm256_set1_epi32(static_cast<int>(j)));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + m), at);
-      m += static_cast<std::size_t>(std::popcount(keep));
-    }
+// The 8 values from row j, the kept ones to the front. A store below the values not loaded yet
+// (m <= j) leaves them intact in place.
+struct EightValues {
+  const std::uint32_t* in;
+  __attribute__((target("avx2"))) __m256i operator()(std::size_t j, __m256i at) const {
+    return _mm256_permutevar8x32_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + j)), at);
   }
-  return m;
-}
+};
 
-bool avx2() {
-  static const bool on = [] {
-    if (!simd_allowed()) return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return on;
-}
+// The kept rows' positions from row j.
+struct EightPositions {
+  __attribute__((target("avx2"))) __m256i operator()(std::size_t j, __m256i at) const {
+    return _mm256_add_epi32(at, _mm256_set1_epi32(static_cast<int>(j)));
+  }
+};
 
 bool avx512f() {
   static const bool on = [] {
@@ -123,7 +114,7 @@ bool avx512f() {
 std::size_t compress_rows(const std::uint64_t* words, std::size_t count, const std::uint32_t* in, std::uint32_t* out) {
 #if ASSOC_ROW_COMPRESS_SIMD
   if (avx512f()) return compress_avx512(words, count, in, out);
-  if (avx2()) return compress_avx2(words, count, in, out);
+  if (avx2_kernels()) return each_eight(words, count, out, EightValues{in});
 #endif
   std::size_t m = 0;
   for (std::size_t w = 0; w < (count + 63) / 64; ++w)
@@ -135,7 +126,7 @@ std::size_t compress_rows(const std::uint64_t* words, std::size_t count, const s
 std::size_t row_positions(const std::uint64_t* words, std::size_t count, std::uint32_t* out) {
 #if ASSOC_ROW_COMPRESS_SIMD
   if (avx512f()) return positions_avx512(words, count, out);
-  if (avx2()) return positions_avx2(words, count, out);
+  if (avx2_kernels()) return each_eight(words, count, out, EightPositions{});
 #endif
   std::size_t m = 0;
   for (std::size_t w = 0; w < (count + 63) / 64; ++w)

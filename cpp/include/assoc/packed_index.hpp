@@ -213,6 +213,8 @@ class PackedIndex::ColumnPacker {
 // Whether vector kernels may run: ASSOC_SIMD=0 in the environment says no (the portable code
 // then runs everywhere; the tests run both). Each kernel also asks the CPU for its extensions.
 bool simd_allowed();
+// Whether AVX2 kernels may run: the CPU (and its OS) runs AVX2 and simd_allowed().
+bool avx2_kernels();
 // Whether AVX-512 kernels may run: not with ASSOC_SIMD=0, nor with ASSOC_SIMD=avx2 (the AVX2
 // kernels then run where the CPU has both, as on one without AVX-512; the tests run them so).
 bool avx512_allowed();
