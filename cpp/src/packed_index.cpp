@@ -903,8 +903,8 @@ void PackedIndex::decode_blocks(std::size_t first, std::size_t n, std::uint32_t*
 }
 
 std::size_t PackedIndex::vector_blocks(std::size_t first, std::size_t n) const {
-  // A group's loads read up to 16 bytes from within its block; the bytes end 8 past the rows.
-  const std::size_t end = (rows_ * width_ + 7) / 8 + 8;
+  // A group's loads read up to 16 bytes from within its block (the bytes end 8 past the rows).
+  const std::size_t end = bytes_ != nullptr ? bytes_->size() : 0;
   while (n > 0 && (first + n) * 8 * width_ + 16 > end) --n;
   return n;
 }
