@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from assoc import App
-from without_simd import assert_pass_without_simd
+from without_simd import assert_pass_with_avx2_kernels, assert_pass_without_simd
 
 N = 70_003  # not a whole number of 64-row blocks, more chunks than a thread claims at once
 
@@ -143,7 +143,7 @@ def test_several_dimensions_agree_without_vector_kernels() -> None:
 
 def test_cubes_agree_with_the_avx2_kernels() -> None:
     selected = "(several_dimensions_group or many_distinct_numbers) and (sel60 or sel12)"
-    assert_pass_without_simd("test_hypercube_dimensions.py", selected, simd="avx2")
+    assert_pass_with_avx2_kernels("test_hypercube_dimensions.py", selected)
 
 
 # Two fields of 3,000 values over 40,000 rows: more combinations than a cube gives direct slots,

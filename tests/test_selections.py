@@ -13,7 +13,7 @@ import assoc
 from assoc import App
 from assoc.field_order import ALTERNATIVE, EXCLUDED, OPTION, SELECTED, SELECTED_EXCLUDED
 from reference_inference import ReferenceModel
-from without_simd import assert_pass_without_simd
+from without_simd import assert_pass_with_avx2_kernels, assert_pass_without_simd
 
 
 def read_back(app: App) -> tuple[dict[str, dict[str, list[Any]]], set[str]]:
@@ -632,10 +632,9 @@ def test_the_portable_match_kernel_agrees_with_numpy_too() -> None:
 def test_the_avx2_kernels_agree_with_numpy_where_avx512_is_there_too() -> None:
     # A CPU with AVX-512 runs its AVX-512 kernels; ASSOC_SIMD=avx2 runs the AVX2 ones (a CPU
     # without AVX-512 runs them by default): every width again, and the row sets packed.
-    assert_pass_without_simd(
+    assert_pass_with_avx2_kernels(
         "test_selections.py",
         "every_bit_width or decodes_every_block or values_on_the_rows_of_another",
-        simd="avx2",
     )
 
 

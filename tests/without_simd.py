@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -34,3 +37,22 @@ def assert_pass_without_simd(test_file: str, selected: str, simd: str = "0") -> 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert " passed" in done.stdout
     assert "failed" not in done.stdout
+
+
+def cpu_without_avx512() -> bool:
+    """True when the CPU surely has no AVX-512 (Linux's list of its flags lacks avx512f):
+    there every vector kernel is already the AVX2 one by default."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    flags = next((line for line in info.splitlines() if line.startswith("flags")), "")
+    return bool(flags) and "avx512f" not in flags.split()
+
+
+def assert_pass_with_avx2_kernels(test_file: str, selected: str) -> None:
+    """assert_pass_without_simd with the kernels capped at AVX2; skipped on a CPU without
+    AVX-512, whose own run of the same tests already took the AVX2 kernels."""
+    if cpu_without_avx512():
+        pytest.skip("no AVX-512 on this CPU: the tests' own run used the AVX2 kernels")
+    assert_pass_without_simd(test_file, selected, simd="avx2")

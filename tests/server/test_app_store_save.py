@@ -21,11 +21,20 @@ pytestmark = needs_qvd_reader
 SHEET = {"qInfo": {"qId": "sheet1", "qType": "sheet"}, "qMetaDef": {"title": "Overview"}}
 
 
+@pytest.fixture(scope="module")
+def weed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
+    server = start_seaweedfs(tmp_path_factory.mktemp("seaweedfs"))
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[ServerProcess]]:
+def nodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, weed: SeaweedFS
+) -> Iterator[list[ServerProcess]]:
+    """Two nodes on a fresh prefix of the store."""
     for name, value in s3_env().items():
         monkeypatch.setenv(name, value)
-    weed: SeaweedFS = start_seaweedfs(tmp_path / "seaweedfs")
     url = weed.url()
     started: list[ServerProcess] = []
     try:
@@ -36,7 +45,6 @@ def nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Serv
     finally:
         for node in started:
             node.stop()
-        weed.stop()
 
 
 def _ws(node: ServerProcess) -> str:
