@@ -342,6 +342,20 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
     }
     index.decode(begin, count, code);  // symbol indexes, kNull for NULL
     pack_rows(words, count, n, code);
+  } else if (extra.empty()) {
+    // The rows' codes first, then their slots in a loop of look-ups alone: a look-up waits on
+    // no row's bits, so many are under way at once (in the loop above they waited in line
+    // behind the decoding, a star's slot table being in the second-level cache at best).
+    std::uint32_t* key = buf.slot.data();
+    for (std::size_t w = 0; w < n_words; ++w) {
+      const std::size_t base = begin + w * 64;
+      for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
+        const std::size_t row = base + static_cast<std::size_t>(std::countr_zero(bits));
+        key[m] = slot_codes.at(row);
+        code[m] = codes.at(row) - codes.bias;  // the symbol index, kNull for NULL
+      }
+    }
+    for (std::size_t i = 0; i < m; ++i) key[i] = slot_of[key[i]];
   } else {
     for (std::size_t w = 0; w < n_words; ++w) {
       const std::size_t base = begin + w * 64;
