@@ -376,28 +376,13 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
   }
 }
 
-// Sums and Counts of a chunk where many rows are possible (sum_chunk's for several terms):
-// each column's codes decoded block by block (shifts fixed per width) rather than read row by
-// row. Sums, counts and the pair go to `Copies` copies, `stride` slots apart (DenseCopies).
-template <std::size_t Copies, class Map>
-void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
-                 const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
-                 const ExtraDims& extra, const std::vector<FusedTerm>& fts, double* const* sums,
-                 std::uint64_t* const* counts, double* const* extremes, Hits& hits, ChunkCodes& buf, SumCount pair_of,
-                 double* const* pairs, std::size_t stride) {
-  std::uint32_t* code = buf.code.data();
-  slot_index.prefetch(begin + 2 * kBatch, kBatch);  // the chunk after next (PackedIndex::prefetch)
-  extra.prefetch(begin + 2 * kBatch, kBatch);
-  for (const FusedTerm& f : fts) f.index->prefetch(begin + 2 * kBatch, kBatch);
-  slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
-  Slots slot{buf.decoded.data(), kAffineSlot};
-  std::size_t m = count;
-  if (!affine || n != count) {
-    slot = Slots{buf.slot.data(), 0};
-    m = chunk_slots(words, begin, count, n, buf.decoded.data(), slot_codes, slot_of, affine, extra, code,
-                    buf.slot.data());
-  }
-  hits.mark(slot, m);
+// The terms of a chunk's `m` rows (their slots in `slot`) added into the dense pass's copies
+// (DenseCopies): fill(term, code) puts the rows' symbol indexes (kNull for NULL) of a term's
+// column in `code`, once for terms of one column.
+template <std::size_t Copies, class Fill>
+void add_terms(Slots slot, std::size_t m, const std::vector<FusedTerm>& fts, double* const* sums,
+               std::uint64_t* const* counts, double* const* extremes, SumCount pair_of, double* const* pairs,
+               std::size_t stride, std::uint32_t* code, Fill fill) {
   const PackedIndex* decoded = nullptr;  // the column whose codes `code` holds
   for (std::size_t k = 0; k < fts.size(); ++k) {
     if (k == pair_of.count) continue;  // added with its Sum
@@ -406,10 +391,9 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
       add_counts<false, Copies>(slot.at, slot.add, nullptr, m, counts[k], stride);
       continue;
     }
-    if (fts[k].index != decoded) {  // terms of one column (Sum(X), Count(X)) decode it once
+    if (fts[k].index != decoded) {  // terms of one column (Sum(X), Count(X)) read it once
       decoded = fts[k].index;
-      decoded->decode(begin, count, code);
-      pack_rows(words, count, n, code);
+      fill(fts[k], code);
     }
     if (pairs[k] != nullptr) {
       // The SumCount's Sum, or an Avg: a row adds its number and its 1 to its slot's pair with
@@ -445,6 +429,63 @@ void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t coun
       add_counts<true, Copies>(slot.at, slot.add, code, m, counts[k], stride);
     }
   }
+}
+
+// Sums and Counts of a chunk where many rows are possible (sum_chunk's for several terms):
+// each column's codes decoded block by block (shifts fixed per width) rather than read row by
+// row. Sums, counts and the pair go to `Copies` copies, `stride` slots apart (DenseCopies).
+template <std::size_t Copies, class Map>
+void terms_dense(const std::uint64_t* words, std::size_t begin, std::size_t count, std::size_t n,
+                 const PackedIndex& slot_index, CodeReader slot_codes, const Map* slot_of, bool affine,
+                 const ExtraDims& extra, const std::vector<FusedTerm>& fts, double* const* sums,
+                 std::uint64_t* const* counts, double* const* extremes, Hits& hits, ChunkCodes& buf, SumCount pair_of,
+                 double* const* pairs, std::size_t stride) {
+  std::uint32_t* code = buf.code.data();
+  slot_index.prefetch(begin + 2 * kBatch, kBatch);  // the chunk after next (PackedIndex::prefetch)
+  extra.prefetch(begin + 2 * kBatch, kBatch);
+  for (const FusedTerm& f : fts) f.index->prefetch(begin + 2 * kBatch, kBatch);
+  slot_index.decode(begin, count, buf.decoded.data());  // symbol indexes, kNull for NULL
+  Slots slot{buf.decoded.data(), kAffineSlot};
+  std::size_t m = count;
+  if (!affine || n != count) {
+    slot = Slots{buf.slot.data(), 0};
+    m = chunk_slots(words, begin, count, n, buf.decoded.data(), slot_codes, slot_of, affine, extra, code,
+                    buf.slot.data());
+  }
+  hits.mark(slot, m);
+  add_terms<Copies>(slot, m, fts, sums, counts, extremes, pair_of, pairs, stride, code,
+                    [&](const FusedTerm& f, std::uint32_t* out) {
+                      f.index->decode(begin, count, out);
+                      pack_rows(words, count, n, out);
+                    });
+}
+
+// The same where few rows of the chunk are possible (one dimension of its own table): the
+// possible rows' keys are read one by one, then turned into slots in a loop of look-ups alone,
+// and each column's codes are read at the rows' positions.
+template <std::size_t Copies, class Map>
+void terms_sparse(const std::uint64_t* words, std::size_t n_words, std::size_t begin, CodeReader slot_codes,
+                  const Map* slot_of, const std::vector<FusedTerm>& fts, double* const* sums,
+                  std::uint64_t* const* counts, double* const* extremes, Hits& hits, ChunkCodes& buf, SumCount pair_of,
+                  double* const* pairs, std::size_t stride) {
+  std::uint32_t* position = buf.decoded.data();  // rows from `begin`
+  std::uint32_t* key = buf.slot.data();
+  std::size_t m = 0;
+  for (std::size_t w = 0; w < n_words; ++w) {
+    for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
+      const auto at = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+      position[m] = at;
+      key[m] = slot_codes.at(begin + at);
+    }
+  }
+  for (std::size_t i = 0; i < m; ++i) key[i] = slot_of[key[i]];
+  const Slots slot{key, 0};
+  hits.mark(slot, m);
+  add_terms<Copies>(slot, m, fts, sums, counts, extremes, pair_of, pairs, stride, buf.code.data(),
+                    [&](const FusedTerm& f, std::uint32_t* out) {
+                      const CodeReader codes = f.codes;
+                      for (std::size_t i = 0; i < m; ++i) out[i] = codes.at(begin + position[i]) - codes.bias;
+                    });
 }
 
 // A thread's sums, counts and pairs for the dense chunks: a pair (a sum and a count side by
@@ -613,9 +654,15 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
                            dense.counts.data(), extremes.data(), hits, buf, pair_of, dense.pairs.data(),
                            dense.stride);
           }
-        } else {
+        } else if (!extra.empty()) {
           terms_chunk(w, n_words, begin, slot_codes, slot_of, extra, fts, sums.data(), counts.data(), extremes.data(),
                       a.hits.data());
+        } else if (dense.copies > 1) {
+          terms_sparse<kCopies>(w, n_words, begin, slot_codes, slot_of, fts, dense.sums.data(), dense.counts.data(),
+                                extremes.data(), hits, buf, pair_of, dense.pairs.data(), dense.stride);
+        } else {
+          terms_sparse<1>(w, n_words, begin, slot_codes, slot_of, fts, dense.sums.data(), dense.counts.data(),
+                          extremes.data(), hits, buf, pair_of, dense.pairs.data(), dense.stride);
         }
       }
     });
