@@ -181,7 +181,9 @@ void ExtraDims::slots(const std::uint32_t* decoded, std::size_t begin, std::size
   }
 }
 
-// The same into several terms, Sums, Counts and Avgs (a Sum and a Count).
+// A chunk's possible rows one by one into several terms (Sums, Counts, Avgs, Mins, Maxes), where
+// the table gives several dimensions (`extra`: a row's slot is summed from each one's column);
+// with one, terms_sparse.
 template <class Map>
 void terms_chunk(const std::uint64_t* words, std::size_t n_words, std::size_t begin, CodeReader slot_codes,
                  const Map* slot_of, const ExtraDims& extra, const std::vector<FusedTerm>& fts, double* const* sums,
