@@ -316,6 +316,26 @@ void add_extremes(const std::uint32_t* __restrict slot, std::uint32_t slot_add, 
   }
 }
 
+// The slots of a chunk's possible rows (bit j of word w: row begin + 64w + j), one dimension
+// of the table: each row's key read in turn (row(i, offset) is told the i-th row's offset from
+// `begin`), then the keys turned into slots in a loop of look-ups alone, which wait on no row's
+// bits, so many are under way at once (a star's slot table is in the second-level cache at
+// best). Returns the rows' count.
+template <class Map, class Row>
+std::size_t sparse_slots(const std::uint64_t* words, std::size_t n_words, std::size_t begin, CodeReader slot_codes,
+                         const Map* slot_of, std::uint32_t* slot, Row row) {
+  std::size_t m = 0;
+  for (std::size_t w = 0; w < n_words; ++w) {
+    for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
+      const std::size_t at = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+      slot[m] = slot_codes.at(begin + at);
+      row(m, at);
+    }
+  }
+  for (std::size_t i = 0; i < m; ++i) slot[i] = slot_of[slot[i]];
+  return m;
+}
+
 // The rows of a chunk's row words (bit j of word w: row begin + 64w + j; `n` of them) into
 // one Sum.
 template <class Map>
@@ -345,19 +365,9 @@ void sum_chunk(const std::uint64_t* words, std::size_t begin, std::size_t count,
     index.decode(begin, count, code);  // symbol indexes, kNull for NULL
     pack_rows(words, count, n, code);
   } else if (extra.empty()) {
-    // The rows' codes first, then their slots in a loop of look-ups alone: a look-up waits on
-    // no row's bits, so many are under way at once (in the loop above they waited in line
-    // behind the decoding, a star's slot table being in the second-level cache at best).
-    std::uint32_t* key = buf.slot.data();
-    for (std::size_t w = 0; w < n_words; ++w) {
-      const std::size_t base = begin + w * 64;
-      for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
-        const std::size_t row = base + static_cast<std::size_t>(std::countr_zero(bits));
-        key[m] = slot_codes.at(row);
-        code[m] = codes.at(row) - codes.bias;  // the symbol index, kNull for NULL
-      }
-    }
-    for (std::size_t i = 0; i < m; ++i) key[i] = slot_of[key[i]];
+    m = sparse_slots(words, n_words, begin, slot_codes, slot_of, buf.slot.data(), [&](std::size_t i, std::size_t at) {
+      code[i] = codes.at(begin + at) - codes.bias;  // the symbol index, kNull for NULL
+    });
   } else {
     for (std::size_t w = 0; w < n_words; ++w) {
       const std::size_t base = begin + w * 64;
@@ -471,17 +481,9 @@ void terms_sparse(const std::uint64_t* words, std::size_t n_words, std::size_t b
                   std::uint64_t* const* counts, double* const* extremes, Hits& hits, ChunkCodes& buf, SumCount pair_of,
                   double* const* pairs, std::size_t stride) {
   std::uint32_t* position = buf.decoded.data();  // rows from `begin`
-  std::uint32_t* key = buf.slot.data();
-  std::size_t m = 0;
-  for (std::size_t w = 0; w < n_words; ++w) {
-    for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1, ++m) {
-      const auto at = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
-      position[m] = at;
-      key[m] = slot_codes.at(begin + at);
-    }
-  }
-  for (std::size_t i = 0; i < m; ++i) key[i] = slot_of[key[i]];
-  const Slots slot{key, 0};
+  const std::size_t m = sparse_slots(words, n_words, begin, slot_codes, slot_of, buf.slot.data(),
+                                     [&](std::size_t i, std::size_t at) { position[i] = static_cast<std::uint32_t>(at); });
+  const Slots slot{buf.slot.data(), 0};
   hits.mark(slot, m);
   add_terms<Copies>(slot, m, fts, sums, counts, extremes, pair_of, pairs, stride, buf.code.data(),
                     [&](const FusedTerm& f, std::uint32_t* out) {
