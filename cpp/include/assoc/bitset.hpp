@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "assoc/big_blocks.hpp"
+
 namespace assoc {
 
 // Bits set in a word. Written out (SWAR) rather than std::popcount, which becomes a library
@@ -21,7 +23,9 @@ inline unsigned popcount64(std::uint64_t x) {
 class Bitset {
  public:
   Bitset() = default;
-  explicit Bitset(std::size_t bits) : bits_(bits), words_((bits + 63) / 64, 0) {}
+  // Zero, as the allocator hands out new memory (a row set of a million rows or more takes a
+  // kept big block, whose pages are already present, instead of faulting in fresh ones).
+  explicit Bitset(std::size_t bits) : bits_(bits), words_((bits + 63) / 64) {}
 
   std::size_t size() const { return bits_; }
   std::size_t word_count() const { return words_.size(); }
@@ -69,7 +73,7 @@ class Bitset {
 
  private:
   std::size_t bits_ = 0;
-  std::vector<std::uint64_t> words_;
+  std::vector<std::uint64_t, CallocAllocator<std::uint64_t>> words_;
 };
 
 }  // namespace assoc
