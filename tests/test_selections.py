@@ -516,6 +516,32 @@ def test_selection_agrees_with_numpy_at_every_bit_width(bits, nulls) -> None:
         assert set(s.state("V")["alternative"]) == want
 
 
+@pytest.mark.parametrize("bits", range(1, 18))  # the widths a code set covers
+@pytest.mark.parametrize("nulls", [False, True])
+def test_a_few_selected_values_find_their_rows_at_every_bit_width(bits, nulls) -> None:
+    # One to four selected values are matched by comparing each row's code with theirs (the
+    # commonest selection: a click on a value); five and more by a look-up of the code. Each
+    # count around that bound, with the value of the largest and of the smallest code among
+    # them, and the NULL rows (code 0) never selected.
+    rng = np.random.default_rng(100 + bits)
+    n = 70_001  # whole 64-row blocks and a partial one
+    values = rng.integers(0, 2**bits, n).astype(np.float64)
+    if nulls:
+        values[rng.random(n) < 0.05] = np.nan
+    app = App.from_tables({"T": {"V": values, "Row": np.arange(n)}})
+    symbols = [float(x) for x in app.symbols("V")]
+    with app.session() as s:
+        for count in (1, 2, 3, 4, 5):
+            for chosen in (symbols[:count], symbols[-count:], list(rng.choice(symbols, count))):
+                if len(set(chosen)) < count:
+                    continue
+                s.select("V", chosen)
+                mask = np.isin(values, chosen)
+                assert s.possible_rows("T") == int(mask.sum()), (count, chosen)
+                rows = s.indices("Row")  # Row's symbols are its rows in order
+                assert np.array_equal(np.sort(rows), np.flatnonzero(mask)), (count, chosen)
+
+
 @pytest.mark.parametrize("bits", range(18, 23))  # AVX2 decodes up to 21 bits, wider portably
 def test_wide_columns_decode_and_select_at_every_bit_width(bits) -> None:
     # Columns of 2^(bits-1) and more distinct values (ids), with NULLs: their indexes decode
@@ -625,7 +651,7 @@ def test_the_portable_match_kernel_agrees_with_numpy_too() -> None:
     assert_pass_without_simd(
         "test_selections.py",
         "(every_bit_width and not width[22]) or fields_selected_in_one_table"
-        " or decodes_every_block or values_on_the_rows_of_another",
+        " or decodes_every_block or values_on_the_rows_of_another or a_few_selected_values",
     )
 
 
@@ -635,7 +661,7 @@ def test_the_avx2_kernels_agree_with_numpy_where_avx512_is_there_too() -> None:
     assert_pass_with_avx2_kernels(
         "test_selections.py",
         "(every_bit_width and not width[22]) or decodes_every_block"
-        " or values_on_the_rows_of_another",
+        " or values_on_the_rows_of_another or a_few_selected_values",
     )
 
 

@@ -2,6 +2,7 @@
 #include "packed_index_x86.hpp"
 
 #include <array>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -240,9 +241,47 @@ ASSOC_AVX2 void decode_one_bit_avx2(const std::uint8_t* data, std::size_t first,
   }
 }
 
+// Codes a set holds at most for match_few_avx2 to take it: each one more costs a compare and
+// an or per eight rows, and at four the look-up below costs about as much.
+constexpr unsigned kFewCodes = 4;
+
+// match_codes for width W on AVX2 when the set holds 1 to kFewCodes codes (a click on a
+// value or a few, the commonest selection): each row's code compared with them, no look-up.
+// `codes` has kFewCodes entries (the first repeated where the set has fewer).
+template <unsigned W>
+ASSOC_AVX2 void match_few_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
+                               const std::uint32_t* codes, unsigned count, std::uint64_t* out) {
+  const EightRows<W> rows = eight_rows<W>();
+  const __m256i c0 = _mm256_set1_epi32(static_cast<int>(codes[0]));
+  const __m256i c1 = _mm256_set1_epi32(static_cast<int>(codes[1]));
+  const __m256i c2 = _mm256_set1_epi32(static_cast<int>(codes[2]));
+  const __m256i c3 = _mm256_set1_epi32(static_cast<int>(codes[3]));
+  const bool one = count == 1;
+  for (std::size_t b = 0; b < n; ++b) {
+    const std::uint8_t* block = data + (first + b) * 8 * W;
+    std::uint64_t word = 0;
+    if (one) {
+#pragma GCC unroll 8
+      for (unsigned g = 0; g < 8; ++g) {
+        const __m256i hit = _mm256_cmpeq_epi32(eight_codes(rows, block + W * g), c0);
+        word |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(hit)))} << (8 * g);
+      }
+    } else {
+#pragma GCC unroll 8
+      for (unsigned g = 0; g < 8; ++g) {
+        const __m256i code = eight_codes(rows, block + W * g);
+        const __m256i hit = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi32(code, c0), _mm256_cmpeq_epi32(code, c1)),
+                                            _mm256_or_si256(_mm256_cmpeq_epi32(code, c2), _mm256_cmpeq_epi32(code, c3)));
+        word |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(hit)))} << (8 * g);
+      }
+    }
+    out[b] = word;
+  }
+}
+
 // match_codes for width W on AVX2 (EightRows). The code set, as bits, answers in registers for
 // widths up to 10 (up to 1,024 codes: 32 words in four registers, chosen by the word index's
-// bits 3 and 4), by a gather above.
+// bits 3 and 4), by a gather above; a set of a few codes goes to match_few_avx2.
 template <unsigned W>
 ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
                                  const std::uint8_t* code_set, std::uint64_t* out) {
@@ -257,6 +296,18 @@ ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, st
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(code_set + c));
       bits[c / 32] = ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, zero)));
     }
+  }
+  std::uint32_t few[kFewCodes];
+  unsigned count = 0;
+  for (std::size_t w = 0; w < kWords && count <= kFewCodes; ++w) {
+    for (std::uint32_t x = bits[w]; x != 0 && count <= kFewCodes; x &= x - 1, ++count) {
+      if (count < kFewCodes) few[count] = static_cast<std::uint32_t>(w * 32 + static_cast<unsigned>(std::countr_zero(x)));
+    }
+  }
+  if (count >= 1 && count <= kFewCodes) {
+    for (unsigned i = count; i < kFewCodes; ++i) few[i] = few[0];
+    match_few_avx2<W>(data, first, n, few, count, out);
+    return;
   }
   const EightRows<W> rows = eight_rows<W>();
   const __m256i low5 = _mm256_set1_epi32(31);
