@@ -40,7 +40,8 @@ def best(times: Times) -> dict[str, float]:
 
 
 def one_table(repeat: int) -> Times:
-    """10M rows: select 10 of 1,000 categories, get the possible values of a 100K-value field."""
+    """10M rows: select 10 of 1,000 categories, get the possible values of a 100K-value field;
+    and one category alone (a click)."""
     data = selection_data.one_table()
     n, app, df = data["n"], data["app"], data["df"]
     chosen, chosen_labels = data["chosen"], data["chosen_labels"]
@@ -48,13 +49,22 @@ def one_table(repeat: int) -> Times:
     def polars_query() -> pl.Series:
         return df.filter(pl.col("Cat").is_in(chosen_labels)).get_column("Val").unique()
 
+    def polars_click() -> pl.Series:
+        return df.filter(pl.col("Cat") == chosen_labels[0]).get_column("Val").unique()
+
     session = app.session()
 
     def assoc_query() -> np.ndarray:
         session.select("Cat", chosen)
         return session.indices("Val", "possible")
 
-    # Same answer first.
+    def assoc_click() -> np.ndarray:
+        session.select("Cat", chosen[:1])
+        return session.indices("Val", "possible")
+
+    # Same answers first.
+    assoc_click()
+    assert possible_values(app, session, "Val") == set(polars_click().to_list())
     assoc_query()
     assert possible_values(app, session, "Val") == set(polars_query().to_list())
 
@@ -73,6 +83,8 @@ def one_table(repeat: int) -> Times:
                 "polars": (polars_query, None),
                 "assoc_1": (assoc_query, on_threads(1)),
                 "assoc_2": (assoc_query, on_threads(2)),
+                "polars_click": (polars_click, None),
+                "assoc_click": (assoc_click, on_threads(2)),
             },
             repeat,
         )
@@ -194,6 +206,14 @@ def measures(repeat: int) -> list[Measure]:
             a["bytes"],
             read_ab,
         ),
+        Measure(
+            "selection.one_value",
+            f"{int(a['rows']):,} rows: select 1 of 1,000 Cat (a click), possible Val",
+            a["assoc_click"],
+            {"polars": a["polars_click"]},
+            a["bytes"],
+            read_ab,
+        ),
         Measure("selection.cached", "cached repeat: select + counts", a["cached"]),
     ]
     b = fact_dimension(repeat)
@@ -244,6 +264,12 @@ def main() -> int:
         t = a[f"assoc_{threads}"]
         name = f"assoc, {threads} thread{'s' if threads > 1 else ''}"
         print(f"| {name} | {t * ms:.2f} | {t / a['polars']:.2f} |")
+    click, polars_click = a["assoc_click"], a["polars_click"]
+    print(
+        f"| one value selected (a click): polars | {polars_click * ms:.2f} | 1.00 |\n"
+        f"| one value selected (a click): assoc, 2 threads | {click * ms:.2f} | "
+        f"{click / polars_click:.2f} |"
+    )
     print(f"\nassoc speed-up from 1 to 2 threads: {a['assoc_1'] / a['assoc_2']:.2f}x")
     print(
         f"Cached repeat of the same selection state (select + counts): {a['cached'] * 1e6:.1f} us\n"
