@@ -377,8 +377,14 @@ async def _limited_stream(request: Request, limit: int, idle: float) -> AsyncIte
                 return
             except asyncio.CancelledError:
                 if watch.is_mine():
+                    # The rest of the body may still come: the connection cannot carry another
+                    # request, so the answer closes it (RFC 9110 15.5.9) instead of leaving the
+                    # client waiting out the keep-alive.
                     raise ApiError(
-                        408, "RequestTimeout", f"the request body stalled for {idle:g} s"
+                        408,
+                        "RequestTimeout",
+                        f"the request body stalled for {idle:g} s",
+                        headers={"Connection": "close"},
                     ) from None
                 raise
             watch.waiting_since = None
