@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import io
 import math
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -358,15 +359,29 @@ def _first_occurrences(texts: list[str | None]) -> tuple[list[Any], list[int | N
     return firsts, indices
 
 
-def _assert_symbols(got: list[Any], firsts: list[str]) -> None:
-    assert len(got) == len(firsts)
-    for symbol, first in zip(got, firsts, strict=True):
-        if _is_number(first):
-            number = symbol.number if isinstance(symbol, Dual) else symbol
-            assert number == float(first)
-            assert symbol.text == first if isinstance(symbol, Dual) else float(first) == number
+def _symbol_expectations(firsts: list[str]) -> list[tuple[float | None, str]]:
+    """Each first text as the symbol it must read as: (its number, its text), or (None, the
+    text) for a text."""
+    return [(float(first) if _is_number(first) else None, first) for first in firsts]
+
+
+def _assert_expected_symbols(got: list[Any], expected: list[tuple[float | None, str]]) -> None:
+    assert len(got) == len(expected)
+    for symbol, (number, first) in zip(got, expected, strict=True):
+        if number is not None:
+            value = symbol.number if isinstance(symbol, Dual) else symbol
+            assert value == number
+            assert symbol.text == first if isinstance(symbol, Dual) else number == value
         else:
             assert symbol == first
+
+
+def _assert_symbols(got: list[Any], firsts: list[str]) -> None:
+    _assert_expected_symbols(got, _symbol_expectations(firsts))
+
+
+# Rows of the files the chunked-load tests read: a chunk for each of five threads.
+CHUNKED_ROWS = 120_000
 
 
 @pytest.mark.parametrize("n_threads", [1, 2, 5])
@@ -375,8 +390,14 @@ def test_merged_symbols_are_in_first_occurrence_order(threads, n_threads) -> Non
     # over many key slices with negative keys, integers too sparse for a direct table,
     # decimals whose chunks have different scales and texts that make duals, texts and
     # numbers too many for one hash partition.
+    app = _load_and_check(_merged_columns, n_threads)
+    tags = {f["name"]: f["tags"] for f in app.metadata()["fields"]}
+    assert tags["id"] == ["$numeric", "$integer"]
+
+
+def _merged_columns() -> dict[str, list[str | None]]:
     rng = random.Random(21)
-    n = 120_000
+    n = CHUNKED_ROWS
     columns_in: dict[str, list[str | None]] = {
         "id": [str(i + 1) for i in range(n)],
         "wide": [str(rng.randrange(-300_000, 300_000)) for _ in range(n)],
@@ -397,30 +418,43 @@ def test_merged_symbols_are_in_first_occurrence_order(threads, n_threads) -> Non
         "text": [f"t{rng.randrange(100_000)}" for _ in range(n)],
         "real": [repr(rng.random() * 1e6) if rng.random() < 0.9 else "" for _ in range(n)],
     }
-    app = _load_and_check(columns_in, n, n_threads)
-    tags = {f["name"]: f["tags"] for f in app.metadata()["fields"]}
-    assert tags["id"] == ["$numeric", "$integer"]
+    return columns_in
 
 
-def _load_and_check(columns_in: dict[str, list[str | None]], n: int, n_threads: int) -> App:
-    """The columns ("" read as NULL) as one CSV of several chunks, loaded on `n_threads`;
-    each column's row indexes and symbols checked against Python's first occurrences."""
+@functools.cache
+def _chunked_file(
+    columns: Callable[[], dict[str, list[str | None]]],
+) -> tuple[bytes, dict[str, tuple[list[int], list[tuple[float | None, str]]]]]:
+    """The columns `columns()` makes ("" read as NULL) as one CSV, and each column's row
+    indexes and symbols as Python's first occurrences give them; made once for every thread
+    count that loads it."""
+    columns_in = columns()
     for values in columns_in.values():
         for i, v in enumerate(values):
             if v == "":
                 values[i] = None
     names = list(columns_in)
     lines = [",".join(names)]
-    lines += [",".join(columns_in[c][i] or "" for c in names) for i in range(n)]
+    lines += [",".join(columns_in[c][i] or "" for c in names) for i in range(CHUNKED_ROWS)]
     data = ("\n".join(lines) + "\n").encode()
     assert len(data) > 5 * 256 * 1024  # a chunk for each of five threads
+    expected = {}
+    for c in names:
+        firsts, indices = _first_occurrences(columns_in[c])
+        expected[c] = ([-1 if i is None else i for i in indices], _symbol_expectations(firsts))
+    return data, expected
+
+
+def _load_and_check(columns: Callable[[], dict[str, list[str | None]]], n_threads: int) -> App:
+    """The file of `columns` (_chunked_file) loaded on `n_threads`; each column's row indexes
+    and symbols checked against Python's first occurrences."""
+    data, expected = _chunked_file(columns)
     assoc.set_threads(n_threads)
     app = App.from_csv(data)
     table = app.table("Table1")
-    for c in names:
-        firsts, indices = _first_occurrences(columns_in[c])
-        assert list(table.column_indices(c)) == [-1 if i is None else i for i in indices], c
-        _assert_symbols(app.symbols(c), firsts)
+    for c, (indices, symbols) in expected.items():
+        assert list(table.column_indices(c)) == indices, c
+        _assert_expected_symbols(app.symbols(c), symbols)
     return app
 
 
@@ -430,7 +464,18 @@ def test_rising_integer_columns_keep_their_symbols_and_rows(threads, n_threads) 
     # column whose every row is a new symbol keeps no row array: each way such a run can end
     # (a repeat, a decimal, a text, a NULL, keys too sparse for a direct table, int32's limit,
     # texts that make duals) and runs that overlap across chunks must read as Python does.
-    n = 120_000
+    app = _load_and_check(_rising_columns, n_threads)
+    n = CHUNKED_ROWS
+    half = n // 2
+    # A value is found by selection: "twice" holds each of its values on two rows.
+    with app.session() as s:
+        s.select("twice", [half])
+        assert s.possible_rows("Table1") == 2
+        assert s.state("limit")["possible"] == [2**31 - 100_000 + half - 1, 2**31 - 100_000 + n - 1]
+
+
+def _rising_columns() -> dict[str, list[str | None]]:
+    n = CHUNKED_ROWS
     half = n // 2
     columns_in: dict[str, list[str | None]] = {
         "twice": [str(i % half + 1) for i in range(n)],  # two runs: chunks overlap
@@ -447,12 +492,7 @@ def test_rising_integer_columns_keep_their_symbols_and_rows(threads, n_threads) 
         "negative_zero": ["-0" if i == 0 else str(i) for i in range(n)],
         "first_null": [None if i < 300 else str(i) for i in range(n)],
     }
-    app = _load_and_check(columns_in, n, n_threads)
-    # A value is found by selection: "twice" holds each of its values on two rows.
-    with app.session() as s:
-        s.select("twice", [half])
-        assert s.possible_rows("Table1") == 2
-        assert s.state("limit")["possible"] == [2**31 - 100_000 + half - 1, 2**31 - 100_000 + n - 1]
+    return columns_in
 
 
 def test_first_error_in_file_order_is_reported_whatever_the_threads(threads) -> None:
