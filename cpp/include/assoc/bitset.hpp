@@ -23,8 +23,9 @@ inline unsigned popcount64(std::uint64_t x) {
 class Bitset {
  public:
   Bitset() = default;
-  // Zero, as the allocator hands out new memory (a row set of a million rows or more takes a
-  // kept big block, whose pages are already present, instead of faulting in fresh ones).
+  // Zero, as the allocator hands out new memory (a set of 1 MiB and up, the rows of a table of
+  // 8.4 million or more, takes a kept big block, whose pages are already present, instead of
+  // faulting in fresh ones).
   explicit Bitset(std::size_t bits) : bits_(bits), words_((bits + 63) / 64) {}
 
   std::size_t size() const { return bits_; }
