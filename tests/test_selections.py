@@ -519,10 +519,10 @@ def test_selection_agrees_with_numpy_at_every_bit_width(bits, nulls) -> None:
 @pytest.mark.parametrize("bits", range(1, 18))  # the widths a code set covers
 @pytest.mark.parametrize("nulls", [False, True])
 def test_a_few_selected_values_find_their_rows_at_every_bit_width(bits, nulls) -> None:
-    # One to four selected values are matched by comparing each row's code with theirs (the
-    # commonest selection: a click on a value); five and more by a look-up of the code. Each
-    # count around that bound, with the value of the largest and of the smallest code among
-    # them, and the NULL rows (code 0) never selected.
+    # One to four selected values (one up to width 8) are matched by comparing each row's code
+    # with theirs on AVX2 (the commonest selection: a click on a value); more by a look-up of
+    # the code. Each count around those bounds, with the value of the largest and of the
+    # smallest code among them, and the NULL rows (code 0) never selected.
     rng = np.random.default_rng(100 + bits)
     n = 70_001  # whole 64-row blocks and a partial one
     values = rng.integers(0, 2**bits, n).astype(np.float64)
