@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "assoc/bitset.hpp"
 #include "assoc/packed_index.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -251,16 +252,16 @@ constexpr unsigned few_codes_for(unsigned width) { return width <= 8 ? 1 : kFewC
 
 // match_codes for width W on AVX2 when the set holds 1 to kFewCodes codes (a click on a
 // value or a few, the commonest selection): each row's code compared with them, no look-up.
-// `codes` has kFewCodes entries (the first repeated where the set has fewer).
+// `codes` has kFewCodes entries (the first repeated where the set has fewer); `one`: the set
+// holds codes[0] alone.
 template <unsigned W>
 ASSOC_AVX2 void match_few_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
-                               const std::uint32_t* codes, unsigned count, std::uint64_t* out) {
+                               const std::uint32_t* codes, bool one, std::uint64_t* out) {
   const EightRows<W> rows = eight_rows<W>();
   const __m256i c0 = _mm256_set1_epi32(static_cast<int>(codes[0]));
   const __m256i c1 = _mm256_set1_epi32(static_cast<int>(codes[1]));
   const __m256i c2 = _mm256_set1_epi32(static_cast<int>(codes[2]));
   const __m256i c3 = _mm256_set1_epi32(static_cast<int>(codes[3]));
-  const bool one = count == 1;
   for (std::size_t b = 0; b < n; ++b) {
     const std::uint8_t* block = data + (first + b) * 8 * W;
     std::uint64_t word = 0;
@@ -292,25 +293,26 @@ ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, st
   constexpr std::size_t kCodes = std::size_t{1} << W;
   constexpr std::size_t kWords = W <= 8 ? 8 : W <= 10 ? 32 : kCodes / 32;  // 32-bit words of the bit set
   alignas(32) std::uint32_t bits[kWords] = {};
+  std::size_t count = 0;  // codes in the set, counted as its bits are made
   if constexpr (kCodes < 32) {
     for (std::size_t c = 0; c < kCodes; ++c) bits[c >> 5] |= std::uint32_t{code_set[c] != 0} << (c & 31);
+    count = popcount64(bits[0]);
   } else {
     const __m256i zero = _mm256_setzero_si256();
     for (std::size_t c = 0; c < kCodes; c += 32) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(code_set + c));
       bits[c / 32] = ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, zero)));
-    }
-  }
-  std::uint32_t few[kFewCodes];
-  unsigned count = 0;
-  for (std::size_t w = 0; w < kWords && count <= kFewCodes; ++w) {
-    for (std::uint32_t x = bits[w]; x != 0 && count <= kFewCodes; x &= x - 1, ++count) {
-      if (count < kFewCodes) few[count] = static_cast<std::uint32_t>(w * 32 + static_cast<unsigned>(std::countr_zero(x)));
+      count += popcount64(bits[c / 32]);
     }
   }
   if (count >= 1 && count <= few_codes_for(W)) {
-    for (unsigned i = count; i < kFewCodes; ++i) few[i] = few[0];
-    match_few_avx2<W>(data, first, n, few, count, out);
+    std::uint32_t few[kFewCodes];
+    unsigned k = 0;
+    for (std::size_t w = 0; k < count; ++w)
+      for (std::uint32_t x = bits[w]; x != 0; x &= x - 1)
+        few[k++] = static_cast<std::uint32_t>(w * 32 + static_cast<unsigned>(std::countr_zero(x)));
+    for (; k < kFewCodes; ++k) few[k] = few[0];
+    match_few_avx2<W>(data, first, n, few, count == 1, out);
     return;
   }
   const EightRows<W> rows = eight_rows<W>();
