@@ -397,7 +397,8 @@ def test_counters_follow_sessions_selections_and_the_cache() -> None:
     assert mid["users"]["total"] == before["users"]["total"] + 2
 
     # A new selection state: one lookup that misses, one entry added holding the row bitset
-    # and the set of B's values that made it (B's 7 values and NULL: one word).
+    # with its summary of the words that hold rows (16 words: one summary word) and the set
+    # of B's values that made it (B's 7 values and NULL: one word).
     s1.select("B", [3])
     after_first = counters()
     assert after_first["selections"] == mid["selections"] + 1
@@ -406,7 +407,7 @@ def test_counters_follow_sessions_selections_and_the_cache() -> None:
     assert after_first["cache"]["added"] == mid["cache"]["added"] + 1
     assert (
         after_first["cache"]["bytes_added"] - mid["cache"]["bytes_added"]
-        == (1000 + 63) // 64 * 8 + 8
+        == (1000 + 63) // 64 * 8 + 8 + 8
     )
 
     # Another session reaching the same state finds it.
@@ -436,13 +437,14 @@ def test_cache_evicts_past_its_limit_and_counts_replacements() -> None:
     limit = assoc.cache_info()["limit"]
     assoc._core.clear_cache()  # entries of other tests would be evicted first
     try:
-        # Room for three states: a row bitset of 8,000 bytes and B's value set of 8 each.
-        assoc.set_cache_limit(3 * 8008)
+        # Room for three states: a row bitset of 8,000 bytes, its summary of the words that
+        # hold rows (128) and B's value set of 8 each.
+        assoc.set_cache_limit(3 * 8136)
         before = counters()["cache"]
         with app.session() as s:
             for v in range(5):
                 s.select("B", [v])
-            assert assoc.cache_info()["bytes"] <= 3 * 8008
+            assert assoc.cache_info()["bytes"] <= 3 * 8136
             after = counters()["cache"]
             assert after["added"] - before["added"] == 5
             assert after["replaced"] - before["replaced"] == 2
@@ -540,6 +542,48 @@ def test_a_few_selected_values_find_their_rows_at_every_bit_width(bits, nulls) -
                 assert s.possible_rows("T") == int(mask.sum()), (count, chosen)
                 rows = s.indices("Row")  # Row's symbols are its rows in order
                 assert np.array_equal(np.sort(rows), np.flatnonzero(mask)), (count, chosen)
+
+
+@pytest.mark.parametrize("spacing", [1, 2_000, 60_000])
+def test_a_narrow_selection_gives_every_answer_of_its_rows(spacing) -> None:
+    # A selected set keeps a summary of which of its 64-row words hold rows; the counts, the
+    # next field's values and a cube read the rows through it. Rows far apart (one word in
+    # hundreds), rows bunched into few words, the table's last row (in its partial word), and
+    # a second selection in the same table (a set matched within the first) must all read
+    # the same rows as numpy.
+    rng = np.random.default_rng(spacing)
+    n = 1_000_037
+    key = rng.integers(1, 1_000, n)
+    picked = np.arange(0, n, spacing)[:150]
+    key[picked] = 0
+    key[n - 1] = 0
+    other = rng.integers(0, 300, n)
+    amount = rng.integers(0, 1_000, n).astype(np.float64)
+    app = App.from_tables(
+        {"T": {"Key": key, "Other": other, "Amount": amount, "Row": np.arange(n)}}
+    )
+
+    def check(s: assoc.Session, mask: np.ndarray) -> None:
+        assert s.possible_rows("T") == int(mask.sum())
+        assert np.array_equal(np.sort(s.indices("Row")), np.flatnonzero(mask))
+        assert sorted(s.state("Other")["possible"] + s.state("Other")["selected"]) == sorted(
+            int(x) for x in np.unique(other[mask])
+        )
+        cube = s.hypercube(["Other"], ["Sum(Amount)", "Count(Amount)"])
+        got = {row[0]: (row[1], row[2]) for row in cube.rows}
+        want = {
+            int(v): (float(amount[mask & (other == v)].sum()), int((mask & (other == v)).sum()))
+            for v in np.unique(other[mask])
+        }
+        assert got == want
+
+    with app.session() as s:
+        s.select("Key", [0])
+        mask = key == 0
+        check(s, mask)
+        chosen = [int(x) for x in np.unique(other[mask])[:5]]
+        s.select("Other", chosen)
+        check(s, mask & np.isin(other, chosen))
 
 
 @pytest.mark.parametrize("bits", range(18, 23))  # AVX2 decodes up to 21 bits, wider portably
@@ -647,11 +691,13 @@ def test_the_portable_match_kernel_agrees_with_numpy_too() -> None:
     # Where the CPU has AVX-512 (VBMI) or AVX2, columns of widths 3 and 5 to 17 are matched by
     # a vector kernel (decoded up to 17 or 21 bits), and a block's values on a row set packed by
     # another; ASSOC_SIMD=0 turns them off. The width, one-table and row-set checks, again
-    # without them. (Width 22 is decoded portably in every run: no kernel to leave out.)
+    # without them, and a selected set's summary of its words made without AVX2. (Width 22
+    # is decoded portably in every run: no kernel to leave out.)
     assert_pass_without_simd(
         "test_selections.py",
         "(every_bit_width and not width[22]) or fields_selected_in_one_table"
-        " or decodes_every_block or values_on_the_rows_of_another or a_few_selected_values",
+        " or decodes_every_block or values_on_the_rows_of_another or a_few_selected_values"
+        " or narrow_selection_gives_every_answer",
     )
 
 

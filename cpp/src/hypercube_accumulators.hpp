@@ -180,7 +180,8 @@ void gather_rows(ChunkClaims& claims, const Bitset& possible, std::size_t rows, 
   const std::uint64_t last = rows % 64 != 0 ? (std::uint64_t{1} << (rows % 64)) - 1 : ~std::uint64_t{0};
   std::size_t begin = 0, n = 0;
   claims.each_run([&](std::size_t first, std::size_t end) {
-    for (std::size_t w = first * (kBatch / 64), stop = std::min(end * (kBatch / 64), n_words); w < stop; ++w)
+    // The words that hold rows, by the set's summary when it has one (Bitset::for_each_word).
+    possible.for_each_word(first * (kBatch / 64), std::min(end * (kBatch / 64), n_words), [&](std::size_t w) {
       for (std::uint64_t bits = words[w] & (w + 1 == n_words ? last : ~std::uint64_t{0}); bits != 0; bits &= bits - 1) {
         const std::size_t row = w * 64 + static_cast<std::size_t>(std::countr_zero(bits));
         if (n == 0) begin = row;
@@ -190,6 +191,7 @@ void gather_rows(ChunkClaims& claims, const Bitset& possible, std::size_t rows, 
           n = 0;
         }
       }
+    });
   });
   if (n != 0) fn(begin, std::size_t{picked[n - 1]} + 1, picked, n);
 }

@@ -33,21 +33,15 @@ constexpr unsigned kManyRows = 40;
 // each row kRowsAhead rows ahead of the scan.
 class ReadAhead {
  public:
-  ReadAhead(const PackedIndex& index, const std::uint64_t* rows, std::size_t first, std::size_t last)
+  ReadAhead(const PackedIndex& index, const Bitset& rows, std::size_t first, std::size_t last)
       : data_(index.data()), block_bytes_(std::size_t{8} * index.bit_width()), width_(index.bit_width()),
-        rows_(rows), last_(last), next_(first) {
-    std::size_t holding = 0;
-    for (std::size_t w = first; w < last; ++w) holding += rows[w] != 0;
-    stream_ = holding * 8 >= last - first;
+        set_(rows), rows_(rows.words()), last_(last), next_(first) {
+    stream_ = rows.words_in_use(first, last) * 8 >= last - first;
     if (next_ < last_) bits_ = rows_[next_];
   }
   // The first block from w that the scan must look at: w itself while every block is read
   // ahead, else the next that holds rows (`last` when none does).
-  std::size_t from(std::size_t w) const {
-    if (!stream_)
-      while (w < last_ && rows_[w] == 0) ++w;
-    return w;
-  }
+  std::size_t from(std::size_t w) const { return stream_ ? w : set_.next_word(w, last_); }
   // Called at block w before its rows are read, at increasing blocks (not necessarily each).
   void at(std::size_t w) {
     if (stream_) {
@@ -67,7 +61,7 @@ class ReadAhead {
     reached_ += popcount64(here);
     while (asked_ < reached_ + kRowsAhead) {
       while (bits_ == 0) {
-        if (++next_ >= last_) return;
+        if ((next_ = set_.next_word(next_ + 1, last_)) >= last_) return;
         bits_ = rows_[next_];
       }
       const std::size_t row = next_ * 64 + static_cast<std::size_t>(std::countr_zero(bits_));
@@ -81,6 +75,7 @@ class ReadAhead {
   const std::uint8_t* data_;
   std::size_t block_bytes_;
   std::size_t width_;
+  const Bitset& set_;
   const std::uint64_t* rows_;
   std::size_t last_;
   bool stream_ = false;
@@ -133,7 +128,7 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
     return;
   }
   const std::uint64_t* m = rows->words();
-  ReadAhead read_ahead(index, m, first, last);
+  ReadAhead read_ahead(index, *rows, first, last);
   for (std::size_t w = read_ahead.from(first); w < last; w = read_ahead.from(w + 1)) {
     read_ahead.at(w);
     std::uint64_t bits = m[w];
@@ -209,7 +204,7 @@ Bitset match_rows(const PackedIndex& index, const Bitset& set, const Bitset* wit
           return;
         }
         const std::uint64_t* m = within->words();
-        ReadAhead read_ahead(index, m, begin, end);
+        ReadAhead read_ahead(index, *within, begin, end);
         // (o's words of the blocks skipped stay zero.)
         for (std::size_t w = read_ahead.from(begin); w < end; w = read_ahead.from(w)) {
           read_ahead.at(w);
@@ -235,7 +230,8 @@ Bitset match_rows(const PackedIndex& index, const Bitset& set, const Bitset* wit
       nullptr, std::size_t{1} << 10);
   // The last, partial block.
   for (std::size_t r = whole * 64; r < n; ++r)
-    if ((within == nullptr || within->test(r)) && member(r)) out.set(r);
+    if ((within == nullptr || within->test(r)) && member(r)) o[r / 64] |= std::uint64_t{1} << (r % 64);
+  out.summarize();
   return out;
 }
 

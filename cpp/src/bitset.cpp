@@ -1,0 +1,57 @@
+// Bitset's summary of the words that hold set bits (bitset.hpp).
+#include "assoc/bitset.hpp"
+
+#include "assoc/packed_index.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
+namespace assoc {
+namespace {
+
+// The summary word of words[0, 64): bit j set where words[j] is not zero.
+inline std::uint64_t used_words_portable(const std::uint64_t* words) {
+  std::uint64_t bits = 0;
+  for (unsigned j = 0; j < 64; ++j) bits |= std::uint64_t{words[j] != 0} << j;
+  return bits;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Four words to four bits a step: a compare with zero and the lanes' signs, with no
+// dependence from one word to the next.
+__attribute__((target("avx2"))) void summarize_avx2(const std::uint64_t* words, std::size_t n_summary,
+                                                    std::uint64_t* summary) {
+  const __m256i zero = _mm256_setzero_si256();
+  for (std::size_t at = 0; at < n_summary; ++at) {
+    const std::uint64_t* w = words + at * 64;
+    std::uint64_t bits = 0;
+    for (unsigned j = 0; j < 64; j += 4) {
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j));
+      const auto empty = static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(x, zero))));
+      bits |= std::uint64_t{~empty & 0xFU} << j;
+    }
+    summary[at] = bits;
+  }
+}
+#endif
+
+}  // namespace
+
+void Bitset::summarize() {
+  const std::size_t n = words_.size();
+  summary_.assign((n + 63) / 64, 0);
+  const std::size_t whole = n / 64;  // summary words of 64 words each
+  std::size_t at = 0;
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  if (avx2_kernels()) {  // the CPU runs AVX2 and ASSOC_SIMD allows vector kernels
+    summarize_avx2(words_.data(), whole, summary_.data());
+    at = whole;
+  }
+#endif
+  for (; at < whole; ++at) summary_[at] = used_words_portable(words_.data() + at * 64);
+  for (std::size_t w = whole * 64; w < n; ++w) summary_[whole] |= std::uint64_t{words_[w] != 0} << (w - whole * 64);
+  summary_ready_ = true;
+}
+
+}  // namespace assoc
