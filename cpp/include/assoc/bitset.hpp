@@ -73,14 +73,7 @@ class Bitset {
       for (std::size_t w = first; w < last; ++w) n += words_[w] != 0;
       return n;
     }
-    for (std::size_t w = first; w < last;) {
-      const std::size_t at = w / 64;
-      const std::size_t stop = std::min(last, (at + 1) * 64);
-      std::uint64_t bits = summary_[at] >> (w & 63);
-      if (stop - w < 64) bits &= (std::uint64_t{1} << (stop - w)) - 1;
-      n += popcount64(bits);
-      w = stop;
-    }
+    for_each_word(first, last, [&](std::size_t) { ++n; });
     return n;
   }
 
