@@ -130,8 +130,15 @@ def test_star_cube_in_an_alternate_state_is_that_states_cube(engine_threads: int
         t.select("Qty", [1, 2, 3, 4, 5, 6, 7])
         got = s.hypercube(["Region"], measures, state="S1")
         want = t.hypercube(["Region"], measures)
-        assert got.rows == want.rows
-        assert got.totals == want.totals
+        # The same rows; each sum equal up to the order its chunks were added in (two
+        # threads claim the chunks as they come, so the partial sums may differ).
+        assert [(r[0], *r[2:]) for r in got.rows] == [(r[0], *r[2:]) for r in want.rows]
+        assert all(
+            math.isclose(a[1], b[1], rel_tol=1e-12)
+            for a, b in zip(got.rows, want.rows, strict=True)
+        )
+        assert got.totals[1:] == want.totals[1:]
+        assert math.isclose(got.totals[0], want.totals[0], rel_tol=1e-12)
         check_cube(app, t, ["Region"], [("sum", "Amount"), ("countdistinct", "Customer")])
         assert s.hypercube(["Region"], measures).rows != got.rows
 
