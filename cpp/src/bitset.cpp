@@ -1,6 +1,8 @@
 // Bitset's summary of the words that hold set bits (bitset.hpp).
 #include "assoc/bitset.hpp"
 
+#include <algorithm>
+
 #include "assoc/packed_index.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -10,10 +12,10 @@
 namespace assoc {
 namespace {
 
-// The summary word of words[0, 64): bit j set where words[j] is not zero.
-inline std::uint64_t used_words_portable(const std::uint64_t* words) {
+// The summary word of words[0, k), k up to 64: bit j set where words[j] is not zero.
+inline std::uint64_t used_words_portable(const std::uint64_t* words, std::size_t k) {
   std::uint64_t bits = 0;
-  for (unsigned j = 0; j < 64; ++j) bits |= std::uint64_t{words[j] != 0} << j;
+  for (std::size_t j = 0; j < k; ++j) bits |= std::uint64_t{words[j] != 0} << j;
   return bits;
 }
 
@@ -49,9 +51,8 @@ void Bitset::summarize() {
     at = whole;
   }
 #endif
-  for (; at < whole; ++at) summary_[at] = used_words_portable(words_.data() + at * 64);
-  for (std::size_t w = whole * 64; w < n; ++w) summary_[whole] |= std::uint64_t{words_[w] != 0} << (w - whole * 64);
-  summary_ready_ = true;
+  for (; at < summary_.size(); ++at)
+    summary_[at] = used_words_portable(words_.data() + at * 64, std::min<std::size_t>(64, n - at * 64));
 }
 
 }  // namespace assoc

@@ -55,7 +55,7 @@ class Bitset {
 
   // The first word from `w` below `last` that is not zero, else `last`.
   std::size_t next_word(std::size_t w, std::size_t last) const {
-    if (!summary_ready_) {
+    if (summary_.empty()) {
       while (w < last && words_[w] == 0) ++w;
       return w;
     }
@@ -69,11 +69,7 @@ class Bitset {
   // Words of [first, last) that are not zero.
   std::size_t words_in_use(std::size_t first, std::size_t last) const {
     std::size_t n = 0;
-    if (!summary_ready_) {
-      for (std::size_t w = first; w < last; ++w) n += words_[w] != 0;
-      return n;
-    }
-    for_each_word(first, last, [&](std::size_t) { ++n; });
+    for_each_word(first, last, [&](std::size_t w) { n += words_[w] != 0; });
     return n;
   }
 
@@ -87,7 +83,7 @@ class Bitset {
 
   std::size_t count() const {
     std::size_t n = 0;
-    if (summary_ready_ && sparse_summary()) {
+    if (!summary_.empty() && sparse_summary()) {
       for_each_word(0, words_.size(), [&](std::size_t w) { n += popcount64(words_[w]); });
       return n;
     }
@@ -121,7 +117,7 @@ class Bitset {
   // the summary marks when it has one, every word otherwise.
   template <class Fn>
   void for_each_word(std::size_t first, std::size_t last, Fn&& fn) const {
-    if (!summary_ready_) {
+    if (summary_.empty()) {
       for (std::size_t w = first; w < last; ++w) fn(w);
       return;
     }
@@ -141,11 +137,9 @@ class Bitset {
   }
 
  private:
+  // Frees the summary's memory too, so that byte_size() counts only what is held.
   void drop_summary() {
-    if (summary_ready_) {
-      summary_ready_ = false;
-      summary_.clear();
-    }
+    if (!summary_.empty()) summary_ = std::vector<std::uint64_t>();
   }
   std::size_t bits_ = 0;
   std::vector<std::uint64_t, CallocAllocator<std::uint64_t>> words_;
@@ -158,8 +152,7 @@ class Bitset {
     return used * 64 <= words_.size();
   }
 
-  std::vector<std::uint64_t> summary_;  // see summarize
-  bool summary_ready_ = false;
+  std::vector<std::uint64_t> summary_;  // see summarize; empty while there is none
 };
 
 }  // namespace assoc
