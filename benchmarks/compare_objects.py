@@ -215,19 +215,24 @@ async def _page(url: str, app_id: str) -> AsyncIterator[tuple[Socket, int, list[
 async def _page_steps(url: str, app_id: str, customers: list[int]) -> list[float]:
     """Each step: a confirmed selection of one customer on the bar chart, then six layouts."""
     async with _page(url, app_id) as (qix, doc, handles):
-        bar = handles[0]
         times = []
         for customer in customers:
             await qix.call("ClearAll", [], doc)
             await qix.calls([("GetLayout", [], h) for h in handles])
             start = time.perf_counter()
-            await qix.call("BeginSelections", [["/qHyperCubeDef"]], bar)
-            await qix.call("SelectHyperCubeValues", ["/qHyperCubeDef", 0, [customer], False], bar)
-            await qix.call("EndSelections", [True], bar)
-            layouts = await qix.calls([("GetLayout", [], h) for h in handles])
+            await page_step(qix, handles, customer)
             times.append(time.perf_counter() - start)
-            assert layouts[0]["qLayout"]["qHyperCube"]["qSize"]["qcy"] == 1
         return times
+
+
+async def page_step(qix: Socket, handles: list[int], customer: int) -> None:
+    """One customer confirmed on the bar chart in selection mode, then the six layouts."""
+    bar = handles[0]
+    await qix.call("BeginSelections", [["/qHyperCubeDef"]], bar)
+    await qix.call("SelectHyperCubeValues", ["/qHyperCubeDef", 0, [customer], False], bar)
+    await qix.call("EndSelections", [True], bar)
+    layouts = await qix.calls([("GetLayout", [], h) for h in handles])
+    assert layouts[0]["qLayout"]["qHyperCube"]["qSize"]["qcy"] == 1
 
 
 def _embedded_page(

@@ -1,10 +1,12 @@
 """Where the time of one QIX step goes, on a 10,000,000-row app, as a timeline of the client's
 and the server's hand-overs. The step is compare_objects.py's ApplyPatches + GetLayout (a bar
 chart's measure patched to an expression not computed before, then its layout asked, with
-delta answers as enigma.js asks), or with `--step select` compare_qix.py's select + layouts (a
-customer selected through a list object, then the list's and a cube's layouts).
+delta answers as enigma.js asks), with `--step select` compare_qix.py's select + layouts (a
+customer selected through a list object, then the list's and a cube's layouts), or with
+`--step page` compare_objects.py's six-chart page (a confirmed selection on the bar chart, then
+the six layouts).
 
-    python benchmarks/qix_timeline.py [--rows 10000000] [--steps 60] [--step patch|select]
+    python benchmarks/qix_timeline.py [--rows 10000000] [--steps 60] [--step patch|select|page]
 
 The server is `assoc serve` run by qix_timeline_serve.py, which stamps each hand-over inside the
 service (frame received, engine thread taken, patch, cube, layout, delta diff, hand-over to the
@@ -22,6 +24,7 @@ import collections
 import json
 import os
 import random
+import re
 import statistics
 import tempfile
 import time
@@ -32,7 +35,7 @@ from typing import Any
 import websockets
 
 from compare_http import Server, import_qvd
-from compare_objects import _page
+from compare_objects import _page, page_step
 from compare_qix import CUSTOMERS, QixSocket, big_app_qvd
 from conftest import scaled
 
@@ -40,9 +43,15 @@ HERE = Path(__file__).resolve().parent
 WARM_STEPS = 5  # steps left out of the medians
 
 
-def _stamped(ws: Any, stamps: list[tuple[int, str]], first: str) -> Callable[[str], None]:
-    """Wraps a socket's send and recv to stamp each request sent (`first` names any request
-    that is not a GetLayout) and each answer received; the stamp function, for the steps."""
+def method_of(text: str) -> str:
+    """The method a QIX request names (as sent by these clients), for the stamps."""
+    found = re.search(r'"method": ?"(\w+)"', text)
+    return found.group(1) if found else "other"
+
+
+def _stamped(ws: Any, stamps: list[tuple[int, str]]) -> Callable[[str], None]:
+    """Wraps a socket's send and recv to stamp each request sent (by its method) and each
+    answer received; the stamp function, for the steps."""
 
     def stamp(name: str) -> None:
         stamps.append((time.monotonic_ns(), name))
@@ -50,8 +59,7 @@ def _stamped(ws: Any, stamps: list[tuple[int, str]], first: str) -> Callable[[st
     send, recv = ws.send, ws.recv
 
     async def stamped_send(text: Any) -> None:
-        method = "GetLayout" if '"GetLayout"' in text else first
-        stamp(f"client: {method} sent")
+        stamp(f"client: {method_of(text)} sent")
         await send(text)
 
     async def stamped_recv() -> Any:
@@ -67,7 +75,7 @@ async def _steps(url: str, app_id: str, steps: int, stamps: list[tuple[int, str]
     """The patch steps, the client's stamps appended to `stamps`; each step's seconds."""
     async with _page(url, app_id) as (qix, _, handles):
         bar = handles[0]
-        stamp = _stamped(qix.ws, stamps, "ApplyPatches")
+        stamp = _stamped(qix.ws, stamps)
         times = []
         for k in range(steps):
             patch = {
@@ -93,7 +101,7 @@ async def _select_steps(
         await ws.recv()
         qix = QixSocket(ws)
         listbox, cube = await qix.open_objects(app_id)
-        stamp = _stamped(ws, stamps, "SelectListObjectValues")
+        stamp = _stamped(ws, stamps)
         order = list(range(CUSTOMERS))
         random.Random(3).shuffle(order)
         times = []
@@ -103,6 +111,29 @@ async def _select_steps(
             await qix.step(listbox, cube, k)
             times.append(time.perf_counter() - start)
             stamp("client: layouts parsed")
+        return times
+
+
+async def _page_steps(
+    url: str, app_id: str, steps: int, stamps: list[tuple[int, str]]
+) -> list[float]:
+    """compare_objects.py's page steps (a customer not selected before confirmed on the bar
+    chart in selection mode, then the six layouts), the client's stamps appended to
+    `stamps`; each step's seconds. The untimed ClearAll and its layouts come after the stamp
+    "client: layouts parsed"."""
+    async with _page(url, app_id) as (qix, doc, handles):
+        stamp = _stamped(qix.ws, stamps)
+        order = list(range(CUSTOMERS))
+        random.Random(3).shuffle(order)
+        times = []
+        for customer in order[:steps]:
+            stamp("step")
+            start = time.perf_counter()
+            await page_step(qix, handles, customer)
+            times.append(time.perf_counter() - start)
+            stamp("client: layouts parsed")
+            await qix.call("ClearAll", [], doc)
+            await qix.calls([("GetLayout", [], h) for h in handles])
         return times
 
 
@@ -149,7 +180,7 @@ def run(rows: int, steps: int, step: str = "patch") -> tuple[list[tuple[str, flo
         try:
             app_id = import_qvd(server, qvd)
             url = server.url.replace("http", "ws") + f"/app/{app_id}"
-            steps_of = _select_steps if step == "select" else _steps
+            steps_of = {"select": _select_steps, "page": _page_steps}.get(step, _steps)
             times = asyncio.run(steps_of(url, app_id, min(steps, CUSTOMERS), stamps))
         finally:
             server.close()
@@ -161,10 +192,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=scaled(10_000_000))
     parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--step", choices=("patch", "select"), default="patch")
+    parser.add_argument("--step", choices=("patch", "select", "page"), default="patch")
     args = parser.parse_args()
     rows, step_ms = run(args.rows, max(args.steps, WARM_STEPS + 1), args.step)
-    what = "ApplyPatches + GetLayout" if args.step == "patch" else "select + layouts"
+    what = {"patch": "ApplyPatches + GetLayout", "select": "select + layouts"}.get(
+        args.step, "six-chart page: confirmed selection + six layouts"
+    )
     print(f"{args.rows:,} rows, {what}, median step {step_ms:.2f} ms\n")
     print("| event | at (ms) | since the one before (ms) |")
     print("|---|---:|---:|")

@@ -24,6 +24,7 @@ from typing import Any
 import assoc.session
 from assoc.cli import main
 from assoc.server.qix import ahead, delta, endpoint, hypercube, listobject, objects
+from qix_timeline import method_of
 
 STAMPS: list[tuple[int, str]] = []
 _lock = threading.Lock()
@@ -54,10 +55,7 @@ def _install() -> None:
     handle = endpoint.QixConnection.handle
 
     async def handled(self: endpoint.QixConnection, text: str) -> None:
-        method = "GetLayout" if '"GetLayout"' in text else "other"
-        method = "ApplyPatches" if '"ApplyPatches"' in text else method
-        method = "SelectListObjectValues" if '"SelectListObjectValues"' in text else method
-        stamp(f"server: {method} frame received")
+        stamp(f"server: {method_of(text)} frame received")
         await handle(self, text)
 
     endpoint.QixConnection.handle = handled  # type: ignore[method-assign]
