@@ -67,3 +67,25 @@ def test_the_select_step_s_layouts_are_made_once_its_answer_is_sending() -> None
         "client: layouts parsed",
     ]
     assert [e for e in events if e in order] == order
+
+
+def test_the_page_step_confirms_its_selection_before_the_six_layouts_are_made() -> None:
+    events = timeline("--step", "page")
+    order = [
+        "client: BeginSelections sent",
+        "server: BeginSelections frame received",
+        "client: SelectHyperCubeValues sent",
+        "engine thread: select done",
+        "client: EndSelections sent",
+        "server: EndSelections frame received",
+        "engine thread: layout made ahead",
+        "client: GetLayout sent",
+        "engine thread: qListObject layout done",
+        "client: layouts parsed",
+    ]
+    assert [e for e in events if e in order] == order
+    # Each of the six objects is laid out ahead once before the client has the six layouts
+    # (after them, the untimed ClearAll's six).
+    timed = events[: events.index("client: layouts parsed")]
+    made = [e for e in timed if e.startswith("engine thread: layout made ahead done")]
+    assert len(made) == 6
