@@ -28,7 +28,7 @@ import re
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,17 +101,9 @@ async def _select_steps(
         await ws.recv()
         qix = QixSocket(ws)
         listbox, cube = await qix.open_objects(app_id)
-        stamp = _stamped(ws, stamps)
-        order = list(range(CUSTOMERS))
-        random.Random(3).shuffle(order)
-        times = []
-        for k in order[:steps]:
-            stamp("step")
-            start = time.perf_counter()
-            await qix.step(listbox, cube, k)
-            times.append(time.perf_counter() - start)
-            stamp("client: layouts parsed")
-        return times
+        return await _customer_steps(
+            _stamped(ws, stamps), steps, lambda k: qix.step(listbox, cube, k)
+        )
 
 
 async def _page_steps(
@@ -122,19 +114,37 @@ async def _page_steps(
     `stamps`; each step's seconds. The untimed ClearAll and its layouts come after the stamp
     "client: layouts parsed"."""
     async with _page(url, app_id) as (qix, doc, handles):
-        stamp = _stamped(qix.ws, stamps)
-        order = list(range(CUSTOMERS))
-        random.Random(3).shuffle(order)
-        times = []
-        for customer in order[:steps]:
-            stamp("step")
-            start = time.perf_counter()
-            await page_step(qix, handles, customer)
-            times.append(time.perf_counter() - start)
-            stamp("client: layouts parsed")
+
+        async def cleared() -> None:
             await qix.call("ClearAll", [], doc)
             await qix.calls([("GetLayout", [], h) for h in handles])
-        return times
+
+        return await _customer_steps(
+            _stamped(qix.ws, stamps), steps, lambda k: page_step(qix, handles, k), cleared
+        )
+
+
+async def _customer_steps(
+    stamp: Callable[[str], None],
+    steps: int,
+    step: Callable[[int], Awaitable[Any]],
+    after: Callable[[], Awaitable[None]] | None = None,
+) -> list[float]:
+    """`steps` timed steps, each selecting a customer not selected before, stamped from
+    "step" to "client: layouts parsed" (`after` runs untimed after each); each step's
+    seconds."""
+    order = list(range(CUSTOMERS))
+    random.Random(3).shuffle(order)
+    times = []
+    for customer in order[:steps]:
+        stamp("step")
+        start = time.perf_counter()
+        await step(customer)
+        times.append(time.perf_counter() - start)
+        stamp("client: layouts parsed")
+        if after is not None:
+            await after()
+    return times
 
 
 def timeline(stamps: list[tuple[int, str]]) -> list[tuple[str, float, float]]:
