@@ -31,6 +31,11 @@ def timeline(*args: str) -> list[str]:
     return [name.strip() for name, _, _ in rows[1:]]
 
 
+def assert_in_order(events: list[str], order: list[str]) -> None:
+    """The events named in `order` happen in that order, each once."""
+    assert [e for e in events if e in order] == order
+
+
 def test_a_short_run_prints_the_steps_hand_overs_in_order() -> None:
     events = timeline()
     order = [
@@ -46,7 +51,7 @@ def test_a_short_run_prints_the_steps_hand_overs_in_order() -> None:
         "loop: layout handed over",
         "client: layout parsed",
     ]
-    assert [e for e in events if e in order] == order
+    assert_in_order(events, order)
     assert "server: GetLayout frame received" in events
 
 
@@ -66,7 +71,7 @@ def test_the_select_step_s_layouts_are_made_once_its_answer_is_sending() -> None
         "engine thread: qHyperCube layout done",
         "client: layouts parsed",
     ]
-    assert [e for e in events if e in order] == order
+    assert_in_order(events, order)
 
 
 def test_the_page_step_confirms_its_selection_before_the_six_layouts_are_made() -> None:
@@ -83,7 +88,7 @@ def test_the_page_step_confirms_its_selection_before_the_six_layouts_are_made() 
         "engine thread: qListObject layout done",
         "client: layouts parsed",
     ]
-    assert [e for e in events if e in order] == order
+    assert_in_order(events, order)
     # Each of the six objects is laid out ahead once before the client has the six layouts
     # (after them, the untimed ClearAll's six).
     timed = events[: events.index("client: layouts parsed")]
