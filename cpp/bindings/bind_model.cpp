@@ -11,6 +11,7 @@
 #include "assoc/error.hpp"
 #include "assoc/metadata.hpp"
 #include "assoc/number_text.hpp"
+#include "assoc/thread_name.hpp"
 #include "assoc/thread_pool.hpp"
 #include "bindings.hpp"
 
@@ -85,6 +86,8 @@ void bind_model(py::module_& m) {
   m.def("threads", &threads, "Threads heavy work uses now.");
   m.def("logical_cores", &logical_cores, "Logical cores of this machine.");
   m.def("total_memory", &total_memory, "Physical memory of this machine, in bytes.");
+  m.def("name_this_thread", &name_this_thread, py::arg("name"),
+        "Names the calling thread for the system (Linux: 15 bytes at most), as top -H shows it.");
 
   m.def(
       "memory_blocks",

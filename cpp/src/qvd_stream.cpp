@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "assoc/big_blocks.hpp"
+#include "assoc/thread_name.hpp"
 #include "assoc/error.hpp"
 #include "assoc/qvd.hpp"
 #include "qvd_header.hpp"
@@ -78,7 +79,10 @@ QvdStream::QvdStream(std::size_t size, const std::string& file, bool sync) : s_(
     s_->buffer.resize(size);
   }
   if (!file.empty()) s_->file.emplace(file, s_->buffer.data(), size, sync);
-  s_->parser = std::thread([state = s_.get()] { state->parse_loop(); });
+  s_->parser = std::thread([state = s_.get()] {
+    name_this_thread("assoc-qvd-parse");
+    state->parse_loop();
+  });
 }
 
 QvdStream::~QvdStream() {

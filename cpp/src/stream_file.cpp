@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "assoc/error.hpp"
+#include "assoc/thread_name.hpp"
 
 namespace assoc::detail {
 namespace {
@@ -53,7 +54,10 @@ StreamFile::StreamFile(std::string path, const std::uint8_t* buffer, std::size_t
   }
 #endif
   try {
-    writer_ = std::thread([this] { write_loop(); });
+    writer_ = std::thread([this] {
+      name_this_thread("assoc-file-write");
+      write_loop();
+    });
   } catch (...) {
     ::close(fd_);
     ::unlink(path_.c_str());

@@ -1,5 +1,6 @@
 #include "assoc/thread_pool.hpp"
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -12,7 +13,10 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <string>
 #include <vector>
+
+#include "assoc/thread_name.hpp"
 
 namespace assoc {
 namespace {
@@ -43,7 +47,11 @@ struct Job {
 class Pool {
  public:
   explicit Pool(unsigned n_threads) : n_threads_(std::max(1U, n_threads)) {
-    for (unsigned i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { loop(); });
+    for (unsigned i = 1; i < n_threads_; ++i)
+      workers_.emplace_back([this, i] {
+        name_this_thread("assoc-pool-" + std::to_string(i));
+        loop();
+      });
   }
   ~Pool() {
     {
@@ -160,6 +168,14 @@ std::shared_ptr<Pool> pool() {
 
 SerialScope::SerialScope() { ++serial_depth; }
 SerialScope::~SerialScope() { --serial_depth; }
+
+void name_this_thread(const std::string& name) {
+#ifdef __linux__
+  pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());  // fails only past 15 bytes
+#else
+  (void)name;
+#endif
+}
 
 void lower_thread_priority() {
 #if defined(__linux__) && defined(SYS_gettid)

@@ -17,6 +17,7 @@ from typing import Any
 import assoc
 from assoc.server.settings import Settings
 from assoc.server.store import AppStore
+from assoc.server.threads import name_os_thread
 
 _MB = 1024 * 1024
 # Probes answer without credentials and are not counted as calls.
@@ -85,6 +86,7 @@ class CpuSampler:
                 self._samples.popleft()
 
     def _run(self) -> None:
+        name_os_thread()
         while not self._stop.wait(self.interval):
             self.record()
 

@@ -17,6 +17,7 @@ from assoc.server.qix.hypercube import HyperCubeDef
 from assoc.server.qix.listobject import ListObjectDef
 from assoc.server.qix.rpc import RpcError
 from assoc.server.store.admission import LoadGate
+from assoc.server.threads import name_os_thread
 
 # Working memory of a hypercube per app row and column (the engine's row keys and codes, the
 # cube's columns and their int64/float64 copies, a sort's scratch), and of a field's values
@@ -55,10 +56,12 @@ def work_bytes(target: Target, method: str) -> int:
     return need
 
 
-def _lower_priority() -> None:
-    """Gives the calling thread a lower CPU priority (Linux: nice is per thread), so the event
-    loop answering probes and small requests is scheduled first on a busy machine. The
-    engine's own worker threads keep theirs: the service starts them (see create_app)."""
+def _engine_thread() -> None:
+    """An engine thread's start: named (`assoc-qix_N`), and given a lower CPU priority (Linux:
+    nice is per thread), so the event loop answering probes and small requests is scheduled
+    first on a busy machine. The engine's own worker threads keep theirs: the service starts
+    them (see create_app)."""
+    name_os_thread()
     with contextlib.suppress(OSError, AttributeError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), ENGINE_THREAD_NICE)
 
@@ -75,7 +78,7 @@ class EngineWork:
         self.threads = threads or default_threads()
         self.gate = gate
         self._pool = ThreadPoolExecutor(
-            self.threads, thread_name_prefix="assoc-qix", initializer=_lower_priority
+            self.threads, thread_name_prefix="assoc-qix", initializer=_engine_thread
         )
 
     async def run(self, func: Callable[..., T], *args: Any) -> T:

@@ -15,6 +15,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from assoc.server.threads import name_os_thread
+
 # Peak memory of a load above what it keeps, per byte of table file: the mapped file itself,
 # the chunk parsers' local symbol tables and row arrays (a 20 MB CSV peaks ~50 MB above its
 # start, measured with VmHWM), with a margin.
@@ -129,6 +131,7 @@ class LoadGate:
         """Hands free memory back once the gate has stayed idle for the delay: after a big
         import, the process's RSS drops; a stream of requests keeps its pages (trimming after
         each made the next one fault its working memory in again)."""
+        name_os_thread()
         while True:
             with self._lock:
                 while True:

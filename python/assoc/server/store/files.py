@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from assoc.server.store.errors import DataDirInUse
+from assoc.server.threads import name_os_thread
 
 LOCK_NAME = ".lock"
 
@@ -26,7 +27,9 @@ def _pool(name: str, workers: int) -> concurrent.futures.ThreadPoolExecutor:
     with _pools_lock:
         pool = _pools.get(name)
         if pool is None:
-            pool = _pools[name] = concurrent.futures.ThreadPoolExecutor(workers, name)
+            pool = _pools[name] = concurrent.futures.ThreadPoolExecutor(
+                workers, name, initializer=name_os_thread
+            )
         return pool
 
 
@@ -114,9 +117,7 @@ class EarlyFlush:
         With `root_final` nothing is added to root after, so it counts as flushed too."""
         # A pool of its own: the flush waits on fsync_paths' pool, and a task waiting on the
         # pool it runs in could wait for itself.
-        self._flushing = _pool("assoc-early-flush", 4).submit(
-            self._flush, root, skip, first, root_final
-        )
+        self._flushing = _pool("assoc-flush", 4).submit(self._flush, root, skip, first, root_final)
 
     @staticmethod
     def _flush(

@@ -33,6 +33,7 @@ from urllib.parse import urlparse
 from assoc import Error
 from assoc.server.store.errors import StoreUnavailable, VersionConflict
 from assoc.server.store.files import start_writeback
+from assoc.server.threads import name_os_thread
 
 T = TypeVar("T")
 log = logging.getLogger("assoc.server.store")
@@ -171,7 +172,9 @@ class ObjectStore:
             **config,
         )
         self.stats = StoreStats()
-        self._pool = concurrent.futures.ThreadPoolExecutor(_TRANSFER_THREADS, "assoc-s3")
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            _TRANSFER_THREADS, "assoc-s3", initializer=name_os_thread
+        )
         self._where = where
         self._endpoint = endpoint
         self._timeout = timeout_seconds
@@ -639,6 +642,7 @@ class StreamUpload:
             yield from chunks
 
     def _run(self) -> None:
+        name_os_thread()
         objects = self._objects
         try:
             objects._call(

@@ -22,6 +22,7 @@ from assoc.server.store.cache import Entry
 from assoc.server.store.errors import AppNotFound, StoreUnavailable
 from assoc.server.store.files import remove
 from assoc.server.store.s3 import NotModified, ObjectStore, Pointer, StreamUpload, VersionGone
+from assoc.server.threads import name_os_thread
 
 if TYPE_CHECKING:
     from assoc.server.store import AppStore
@@ -247,6 +248,7 @@ class Janitor:
         self._thread.join()
 
     def _run(self) -> None:
+        name_os_thread()
         while not self._stop.wait(self._interval):
             try:
                 removed = self._store.collect_garbage(self._grace)
