@@ -12,13 +12,18 @@ against the same work through the embedded API, on a 10,000,000-row app.
    computed before).
 
     python benchmarks/compare_objects.py [--rows 10000000] [--runs 5] [--steps 20] [--no-delta]
-        [--only page|patches]
+        [--only page|patches] [--cpu]
 
 The QIX client asks as enigma.js does by default (and so nebula.js charts): `"delta": true` on
 each request whose method has one out-parameter other than qSuccess (OpenDoc,
 CreateSessionObject, GetLayout; not ApplyPatches or the selections), applying the JSON-Patch
 operations of delta answers to the values it keeps per handle and method. `--no-delta` asks for
 full answers, as before delta answers existed.
+
+`--cpu` (Linux) adds the CPU time of each page step: the server's threads by role (read from
+/proc/<pid>/task, where the service names its threads) and the client's (this process). The
+server answers one session's requests one after another, so its CPU time is a floor under
+the step's wall time.
 
 Targets (issue: front-end objects): the page <= 1.5x embedded + 5 ms; ApplyPatches + GetLayout
 <= 1.2x a fresh cube. Runs alternate; each run's median is kept. It prints Markdown and never
@@ -29,13 +34,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,9 +198,62 @@ class Times:
     qix_s: list[float] = field(default_factory=list)
     embedded_s: list[float] = field(default_factory=list)
     parts: dict[str, list[float]] = field(default_factory=dict)  # embedded, by object
+    cpu: StepCpu | None = None  # the QIX steps' CPU time, when measured
 
     def ratios(self) -> list[float]:
         return [q / e for q, e in zip(self.qix_s, self.embedded_s, strict=True)]
+
+
+class StepCpu:
+    """The CPU time of each step: the server's threads by role (Linux: /proc/<pid>/task, by the
+    names the service gives its threads) and this process's, the client's."""
+
+    ROLES = ("event loop", "QIX engine threads", "engine pool", "other threads", "client")
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.steps: list[dict[str, float]] = []
+        self.embedded: list[float] = []  # the embedded page's CPU seconds, for comparison
+
+    def _role(self, tid: int, name: str) -> str:
+        if tid == self.pid:
+            return "event loop"  # the main thread runs uvicorn's loop
+        if name.startswith("assoc-qix"):
+            return "QIX engine threads"
+        return "engine pool" if name.startswith("assoc-pool") else "other threads"
+
+    def _read(self) -> dict[str, int]:
+        """Nanoseconds of CPU so far, by role."""
+        out = dict.fromkeys(self.ROLES, 0)
+        for task in Path(f"/proc/{self.pid}/task").iterdir():
+            try:
+                name = (task / "comm").read_text().strip()
+                ns = int((task / "schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):  # the thread ended meanwhile
+                continue
+            out[self._role(int(task.name), name)] += ns
+        out["client"] = time.process_time_ns()
+        return out
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        before = self._read()
+        yield
+        after = self._read()
+        self.steps.append({role: (after[role] - before[role]) / 1e9 for role in self.ROLES})
+
+    def report(self) -> str:
+        """Medians per step, in ms."""
+        med = {r: statistics.median(s[r] for s in self.steps) * 1e3 for r in self.ROLES}
+        server = statistics.median(
+            sum(v for r, v in s.items() if r != "client") for s in self.steps
+        )
+        parts = ", ".join(f"{r} {med[r]:.2f}" for r in self.ROLES[:-1])
+        return (
+            f"CPU per page step (medians of {len(self.steps)} steps, ms): the server "
+            f"{server * 1e3:.2f} ({parts}); the client {med['client']:.2f}; the embedded page "
+            f"{statistics.median(self.embedded) * 1e3:.2f}"
+        )
 
 
 @asynccontextmanager
@@ -212,16 +271,20 @@ async def _page(url: str, app_id: str) -> AsyncIterator[tuple[Socket, int, list[
         yield qix, doc, handles
 
 
-async def _page_steps(url: str, app_id: str, customers: list[int]) -> list[float]:
-    """Each step: a confirmed selection of one customer on the bar chart, then six layouts."""
+async def _page_steps(
+    url: str, app_id: str, customers: list[int], cpu: StepCpu | None = None
+) -> list[float]:
+    """Each step: a confirmed selection of one customer on the bar chart, then six layouts
+    (their CPU time into `cpu` when given)."""
     async with _page(url, app_id) as (qix, doc, handles):
         times = []
         for customer in customers:
             await qix.call("ClearAll", [], doc)
             await qix.calls([("GetLayout", [], h) for h in handles])
-            start = time.perf_counter()
-            await page_step(qix, handles, customer)
-            times.append(time.perf_counter() - start)
+            with cpu.step() if cpu is not None else contextlib.nullcontext():
+                start = time.perf_counter()
+                await page_step(qix, handles, customer)
+                times.append(time.perf_counter() - start)
         return times
 
 
@@ -252,8 +315,11 @@ def _embedded_page(
         parts.setdefault("filterpane", []).append(time.perf_counter() - start)
 
 
-def compare_page(url: str, app_id: str, app: assoc.App, runs: int, steps: int) -> Times:
-    """The six-chart page over QIX against the embedded work, alternating runs."""
+def compare_page(
+    url: str, app_id: str, app: assoc.App, runs: int, steps: int, cpu: StepCpu | None = None
+) -> Times:
+    """The six-chart page over QIX against the embedded work, alternating runs (the QIX steps'
+    CPU time into `cpu` when given)."""
     out = Times()
     order = list(range(CUSTOMERS))  # every step selects a customer neither side selected
     random.Random(5).shuffle(order)
@@ -264,11 +330,14 @@ def compare_page(url: str, app_id: str, app: assoc.App, runs: int, steps: int) -
             customers = [order.pop() for _ in range(steps)]
             times = []
             for customer in customers:
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 _embedded_page(session, customer, out.parts)
                 times.append(time.perf_counter() - start)
+                if cpu is not None:  # this process's threads: the caller and the engine's pool
+                    cpu.embedded.append(time.process_time() - cpu_start)
             out.embedded_s.append(statistics.median(times))
-            out.qix_s.append(statistics.median(asyncio.run(_page_steps(url, app_id, customers))))
+            qix_times = asyncio.run(_page_steps(url, app_id, customers, cpu))
+            out.qix_s.append(statistics.median(qix_times))
     return out
 
 
@@ -311,7 +380,7 @@ def compare_patches(url: str, app_id: str, app: assoc.App, runs: int, steps: int
 
 
 def _served(
-    rows: int, runs: int, steps: int, only: str | None = None
+    rows: int, runs: int, steps: int, only: str | None = None, cpu: bool = False
 ) -> tuple[Times, Times, int, int]:
     """Both comparisons on an app of `rows` rows served by `assoc serve`; the bytes the page's
     and a patched cube's engine work must read (their floors)."""
@@ -328,7 +397,11 @@ def _served(
         try:
             app_id = import_qvd(server, qvd)
             url = server.url.replace("http", "ws") + f"/app/{app_id}"
-            page = compare_page(url, app_id, app, runs, steps) if only != "patches" else Times()
+            page = Times()
+            if only != "patches":
+                step_cpu = StepCpu(server.proc.pid) if cpu else None
+                page = compare_page(url, app_id, app, runs, steps, step_cpu)
+                page.cpu = step_cpu
             patches = compare_patches(url, app_id, app, runs, steps) if only != "page" else Times()
         finally:
             server.close()
@@ -383,10 +456,13 @@ def main() -> None:
         "--no-delta", action="store_true", help="ask for full answers (not as enigma.js)"
     )
     parser.add_argument("--only", choices=("page", "patches"), help="run one comparison")
+    parser.add_argument(
+        "--cpu", action="store_true", help="the page steps' CPU time, by server thread (Linux)"
+    )
     args = parser.parse_args()
     global DELTA
     DELTA = not args.no_delta
-    page, patches, _, _ = _served(args.rows, args.runs, args.steps, args.only)
+    page, patches, _, _ = _served(args.rows, args.runs, args.steps, args.only, args.cpu)
     client = "delta answers, as enigma.js" if DELTA else "full answers"
     print(
         f"{args.rows:,} rows, {args.runs} alternating runs of {args.steps} steps (medians),"
@@ -404,6 +480,8 @@ def main() -> None:
             f"{kind} {statistics.median(times) * 1e3:.2f}" for kind, times in page.parts.items()
         )
         print(f"\nThe embedded page by object (median ms, each step a new customer): {by_object}")
+    if page.cpu is not None and page.cpu.steps:
+        print(f"\n{page.cpu.report()}")
 
 
 if __name__ == "__main__":
