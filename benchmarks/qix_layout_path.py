@@ -4,6 +4,13 @@ result cache on, so that the cubes come from it and what is timed is the service
 (parsing, properties, layout building, encoding, delta answers).
 
     python benchmarks/qix_layout_path.py [--rows 1000000] [--steps 400] [--profile] [--cold]
+    python benchmarks/qix_layout_path.py --page [--rows 10000000] [--steps 100]
+
+`--page` answers `compare_objects.py`'s page step instead (a customer confirmed on the bar
+chart in selection mode, then the six objects' delta layouts; each step a customer not
+selected before, so the engine computes every cube) beside the embedded page on the same app,
+and splits the step's time into the engine's calls (cubes, the selection, field states) and
+the service's Python around them.
 
 Prints the median and best time of each request; `--profile` adds cProfile's shares. `--cold`
 times each request right after a fresh cube of the same app (Sum of a new multiple of Amount
@@ -116,6 +123,74 @@ def run(
     return out
 
 
+# The embedded API's calls a page step's engine work goes through (timed apart by `run_page`).
+ENGINE_CALLS = {"cubes": "hypercube", "selection": "select_indices", "field states": "state_codes"}
+
+
+def run_page(driver: Driver, qvd: Path, steps: int) -> dict[str, list[float]]:
+    """Per part of the page step (the step, each object's layout, the engine's calls), the
+    seconds of each of `steps` steps after a warm-up; the embedded page beside it."""
+    d = driver
+    objects = [c[0] for c in compare_objects.CHARTS.values()] + [compare_objects.FILTER]
+    handles = [d.handle("CreateSessionObject", [props], d.doc) for props in objects]
+    for h in handles:
+        d.call("GetLayout", [], h, delta=True)
+    spent: dict[str, float] = dict.fromkeys(ENGINE_CALLS, 0.0)
+
+    def timed(part: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(call)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                spent[part] += time.perf_counter() - start
+
+        return wrapper
+
+    originals = {part: getattr(assoc.Session, name) for part, name in ENGINE_CALLS.items()}
+    for part, name in ENGINE_CALLS.items():
+        setattr(assoc.Session, name, timed(part, originals[part]))
+    customers = list(range(compare_objects.CUSTOMERS))
+    random.Random(7).shuffle(customers)
+    out: dict[str, list[float]] = {}
+    names = [*compare_objects.CHARTS, "filterpane"]
+    try:
+        for step in range(steps + 10):
+            d.call("ClearAll", [], d.doc)
+            for h in handles:
+                d.call("GetLayout", [], h, delta=True)
+            spent.update(dict.fromkeys(spent, 0.0))
+            bar, customer = handles[0], customers.pop()
+            times: dict[str, float] = {}
+            start = time.perf_counter()
+            d.call("BeginSelections", [["/qHyperCubeDef"]], bar)
+            d.call("SelectHyperCubeValues", ["/qHyperCubeDef", 0, [customer], False], bar)
+            d.call("EndSelections", [True], bar)
+            times["selection mode (3 requests)"] = time.perf_counter() - start
+            for name, h in zip(names, handles, strict=True):
+                started = time.perf_counter()
+                d.call("GetLayout", [], h, delta=True)
+                times[f"layout: {name}"] = time.perf_counter() - started
+            times["page step"] = time.perf_counter() - start
+            engine = sum(spent.values())
+            times.update({f"engine: {part}": t for part, t in spent.items()})
+            times["the service's Python"] = times["page step"] - engine
+            if step >= 10:
+                for part, t in times.items():
+                    out.setdefault(part, []).append(t)
+    finally:
+        for part, name in ENGINE_CALLS.items():
+            setattr(assoc.Session, name, originals[part])
+    with assoc.App.from_qvd(qvd).session() as session:
+        for step in range(steps + 10):
+            started = time.perf_counter()
+            compare_objects._embedded_page(session, customers.pop())
+            if step >= 10:
+                out.setdefault("embedded page", []).append(time.perf_counter() - started)
+    return out
+
+
 def _fresh_cube(session: assoc.Session, factors: Iterator[int]) -> None:
     """A cube no request asked before: Sum(Amount) times a new factor, by Customer."""
     session.hypercube(["Customer"], [f"Sum(Amount)*{next(factors)}"])
@@ -127,10 +202,21 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--profile", action="store_true", help="print cProfile's shares")
     parser.add_argument("--cold", action="store_true", help="each request after a fresh cube")
+    parser.add_argument("--page", action="store_true", help="compare_objects.py's page step")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         qvd = Path(tmp) / "sales.qvd"
         big_app_qvd(args.rows, qvd)
+        if args.page:
+            kept = Path(tmp) / "embedded.qvd"  # the store takes the file it imports
+            kept.write_bytes(qvd.read_bytes())
+            page = run_page(Driver(qvd, Path(tmp) / "data"), kept, args.steps)
+            print(f"{args.rows:,} rows, {args.steps} page steps, in this process (no sockets)")
+            print("| part | median ms |")
+            print("|---|---:|")
+            for name, seconds in page.items():
+                print(f"| {name} | {statistics.median(seconds) * 1e3:.3f} |")
+            return
         before = None
         if args.cold:  # read before the store takes the file
             session = assoc.App.from_qvd(qvd).session()
