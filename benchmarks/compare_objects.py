@@ -224,7 +224,7 @@ class StepCpu:
 
     def _read(self) -> dict[str, int]:
         """Nanoseconds of CPU so far, by role."""
-        out = dict.fromkeys(self.ROLES, 0)
+        out = dict.fromkeys(self.ROLES[:-1], 0)
         for task in Path(f"/proc/{self.pid}/task").iterdir():
             try:
                 name = (task / "comm").read_text().strip()
@@ -232,15 +232,17 @@ class StepCpu:
             except (OSError, ValueError, IndexError):  # the thread ended meanwhile
                 continue
             out[self._role(int(task.name), name)] += ns
-        out["client"] = time.process_time_ns()
         return out
 
     @contextmanager
     def step(self) -> Iterator[None]:
         before = self._read()
+        client = time.process_time_ns()  # the reads of /proc left out
         yield
+        client = time.process_time_ns() - client
         after = self._read()
-        self.steps.append({role: (after[role] - before[role]) / 1e9 for role in self.ROLES})
+        spent = {role: (after[role] - before[role]) / 1e9 for role in self.ROLES[:-1]}
+        self.steps.append({**spent, "client": client / 1e9})
 
     def report(self) -> str:
         """Medians per step, in ms."""

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "assoc/big_blocks.hpp"
-#include "assoc/thread_name.hpp"
 #include "assoc/error.hpp"
 #include "assoc/qvd.hpp"
+#include "assoc/thread_name.hpp"
 #include "qvd_header.hpp"
 #include "qvd_records.hpp"
 #include "qvd_symbols.hpp"

@@ -12,8 +12,8 @@
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "assoc/thread_name.hpp"
