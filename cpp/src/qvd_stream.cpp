@@ -79,10 +79,8 @@ QvdStream::QvdStream(std::size_t size, const std::string& file, bool sync) : s_(
     s_->buffer.resize(size);
   }
   if (!file.empty()) s_->file.emplace(file, s_->buffer.data(), size, sync);
-  s_->parser = std::thread([state = s_.get()] {
-    name_this_thread("assoc-qvd-parse");
-    state->parse_loop();
-  });
+  s_->parser = std::thread([state = s_.get()] { state->parse_loop(); });
+  name_thread(s_->parser, "assoc-qvd-parse");
 }
 
 QvdStream::~QvdStream() {

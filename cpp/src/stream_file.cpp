@@ -54,15 +54,13 @@ StreamFile::StreamFile(std::string path, const std::uint8_t* buffer, std::size_t
   }
 #endif
   try {
-    writer_ = std::thread([this] {
-      name_this_thread("assoc-file-write");
-      write_loop();
-    });
+    writer_ = std::thread([this] { write_loop(); });
   } catch (...) {
     ::close(fd_);
     ::unlink(path_.c_str());
     throw;
   }
+  name_thread(writer_, "assoc-file-write");
 }
 
 StreamFile::~StreamFile() {

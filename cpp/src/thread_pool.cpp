@@ -47,11 +47,10 @@ struct Job {
 class Pool {
  public:
   explicit Pool(unsigned n_threads) : n_threads_(std::max(1U, n_threads)) {
-    for (unsigned i = 1; i < n_threads_; ++i)
-      workers_.emplace_back([this, i] {
-        name_this_thread("assoc-pool-" + std::to_string(i));
-        loop();
-      });
+    for (unsigned i = 1; i < n_threads_; ++i) {
+      workers_.emplace_back([this] { loop(); });
+      name_thread(workers_.back(), "assoc-pool-" + std::to_string(i));
+    }
   }
   ~Pool() {
     {
@@ -169,13 +168,19 @@ std::shared_ptr<Pool> pool() {
 SerialScope::SerialScope() { ++serial_depth; }
 SerialScope::~SerialScope() { --serial_depth; }
 
-void name_this_thread(const std::string& name) {
+namespace {
+
+void name_pthread([[maybe_unused]] pthread_t thread, [[maybe_unused]] const std::string& name) {
 #ifdef __linux__
-  pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());  // fails only past 15 bytes
-#else
-  (void)name;
+  pthread_setname_np(thread, name.substr(0, 15).c_str());  // fails only past 15 bytes
 #endif
 }
+
+}  // namespace
+
+void name_this_thread(const std::string& name) { name_pthread(pthread_self(), name); }
+
+void name_thread(std::thread& thread, const std::string& name) { name_pthread(thread.native_handle(), name); }
 
 void lower_thread_priority() {
 #if defined(__linux__) && defined(SYS_gettid)
