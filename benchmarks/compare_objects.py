@@ -208,7 +208,7 @@ class StepCpu:
     """The CPU time of each step: the server's threads by role (Linux: /proc/<pid>/task, by the
     names the service gives its threads) and this process's, the client's."""
 
-    ROLES = ("event loop", "QIX engine threads", "engine pool", "other threads", "client")
+    SERVER_ROLES = ("event loop", "QIX engine threads", "engine pool", "other threads")
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -224,7 +224,7 @@ class StepCpu:
 
     def _read(self) -> dict[str, int]:
         """Nanoseconds of CPU so far, by role."""
-        out = dict.fromkeys(self.ROLES[:-1], 0)
+        out = dict.fromkeys(self.SERVER_ROLES, 0)
         for task in Path(f"/proc/{self.pid}/task").iterdir():
             try:
                 name = (task / "comm").read_text().strip()
@@ -241,16 +241,14 @@ class StepCpu:
         yield
         client = time.process_time_ns() - client
         after = self._read()
-        spent = {role: (after[role] - before[role]) / 1e9 for role in self.ROLES[:-1]}
+        spent = {role: (after[role] - before[role]) / 1e9 for role in self.SERVER_ROLES}
         self.steps.append({**spent, "client": client / 1e9})
 
     def report(self) -> str:
         """Medians per step, in ms."""
-        med = {r: statistics.median(s[r] for s in self.steps) * 1e3 for r in self.ROLES}
-        server = statistics.median(
-            sum(v for r, v in s.items() if r != "client") for s in self.steps
-        )
-        parts = ", ".join(f"{r} {med[r]:.2f}" for r in self.ROLES[:-1])
+        med = {r: statistics.median(s[r] for s in self.steps) * 1e3 for r in self.steps[0]}
+        server = statistics.median(sum(s[r] for r in self.SERVER_ROLES) for s in self.steps)
+        parts = ", ".join(f"{r} {med[r]:.2f}" for r in self.SERVER_ROLES)
         return (
             f"CPU per page step (medians of {len(self.steps)} steps, ms): the server "
             f"{server * 1e3:.2f} ({parts}); the client {med['client']:.2f}; the embedded page "

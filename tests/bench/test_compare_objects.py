@@ -3,26 +3,21 @@ thread role (the names the service gives its threads) and the client's."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 
 import pytest
-from benchscripts import BENCHMARKS, package_path
+from benchscripts import script_output
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
 
 
 def test_the_page_steps_cpu_is_told_by_server_thread_role() -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "compare_objects.py"), "--rows", "20000", "--runs",
-         "1", "--steps", "6", "--only", "page", "--cpu"],
-        env={**os.environ, "PYTHONPATH": package_path()},
-        capture_output=True, text=True, timeout=300, cwd=BENCHMARKS,
+    output = script_output(
+        "compare_objects.py", "--rows", "20000", "--runs", "1", "--steps", "6", "--only", "page",
+        "--cpu",
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    line = next(s for s in done.stdout.splitlines() if s.startswith("CPU per page step"))
+    line = next(s for s in output.splitlines() if s.startswith("CPU per page step"))
     found = re.search(
         r"of (\d+) steps, ms\): the server ([\d.]+) \(event loop ([\d.]+), QIX engine threads "
         r"([\d.]+), engine pool ([\d.]+), other threads ([\d.]+)\); the client ([\d.]+); "

@@ -3,29 +3,13 @@ passes through, and a short run prints every hand-over of the step in the order 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-TIMELINE = Path(__file__).resolve().parents[2] / "benchmarks" / "qix_timeline.py"
+from benchscripts import script_output
 
 
 def timeline(*args: str) -> list[str]:
     """The events of a short run's timeline, checked to be in time order."""
-    env = dict(os.environ)
-    package = str(Path(__import__("assoc").__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package, env.get("PYTHONPATH")) if p)
-    done = subprocess.run(
-        [sys.executable, str(TIMELINE), "--rows", "20000", "--steps", "12", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=TIMELINE.parent,
-    )
-    assert done.returncode == 0, done.stderr
-    rows = [line.split("|")[1:4] for line in done.stdout.splitlines() if line.startswith("| ")]
+    output = script_output("qix_timeline.py", "--rows", "20000", "--steps", "12", *args)
+    rows = [line.split("|")[1:4] for line in output.splitlines() if line.startswith("| ")]
     at = [float(t) for _, t, _ in rows[1:]]  # the header row left out
     assert at == sorted(at)
     return [name.strip() for name, _, _ in rows[1:]]

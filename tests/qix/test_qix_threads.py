@@ -4,6 +4,7 @@ sampler; the main thread, which runs the event loop, keeps the process's name.""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -73,4 +74,4 @@ def test_the_engine_names_its_pool_and_a_caller_names_its_thread() -> None:
 
 
 def _thread_names_of_this_process() -> list[str]:
-    return list(_thread_names(int(Path("/proc/self").resolve().name)).values())
+    return list(_thread_names(os.getpid()).values())
