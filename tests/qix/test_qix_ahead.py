@@ -18,6 +18,7 @@ from qixclient import QixClient
 from assoc.server.qix import ahead
 from assoc.server.qix.handles import ObjectTarget
 from assoc.server.qix.objects import GenericObject
+from assoc.server.qix.workload import Helper
 from conftest import QixServer, symbols
 
 pytestmark = pytest.mark.server
@@ -150,6 +151,12 @@ class _Engine:
 
     def submit(self, func: Any, *args: Any) -> asyncio.Future[Any]:
         return asyncio.get_running_loop().run_in_executor(self.pool, func, *args)
+
+    def helper(self, func: Any, *args: Any) -> Helper:
+        """No second thread: the one that asks makes every layout."""
+        helper = Helper(func, args)
+        helper.finish()
+        return helper
 
 
 def _hand_over(monkeypatch: pytest.MonkeyPatch, send: str, first: Any = LIST) -> list[str]:

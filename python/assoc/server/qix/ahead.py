@@ -225,10 +225,28 @@ class LayoutsAhead:
         loop: asyncio.AbstractEventLoop,
         bases: DeltaBases | None,
     ) -> None:
-        """In an engine thread: each layout in turn, handed to the loop as soon as it is made."""
-        for handle in plan:
-            if self._stop:
-                return
+        """In an engine thread: each layout in turn, handed to the loop as soon as it is made.
+        With a second engine thread free, it takes the next layout of the plan as this one
+        works on one: one object's cube is computed without the interpreter while the other's
+        layout is built in Python. It returns once both have stopped."""
+        work = _SharedPlan(plan)
+        helper = engine.helper(self._make_from, work, engine, session, made, loop, bases)
+        try:
+            self._make_from(work, engine, session, made, loop, bases)
+        finally:
+            helper.finish()
+
+    def _make_from(
+        self,
+        work: _SharedPlan,
+        engine: EngineWork,
+        session: QixSession,
+        made: Made,
+        loop: asyncio.AbstractEventLoop,
+        bases: DeltaBases | None,
+    ) -> None:
+        """In an engine thread: the plan's next layout while there is one left."""
+        while not self._stop and (handle := work.next()) is not None:
             layout = _layout(engine, session, handle, bases)
             loop.call_soon_threadsafe(_deliver_to, made, handle, layout)
 
@@ -268,6 +286,18 @@ class LayoutsAhead:
         if not job.done():
             await asyncio.wait({job})
         self._job = None
+
+
+class _SharedPlan:
+    """A plan's handles, taken one at a time by the engine threads that make them."""
+
+    def __init__(self, plan: list[int]) -> None:
+        self._left = iter(plan)
+        self._lock = threading.Lock()
+
+    def next(self) -> int | None:
+        with self._lock:
+            return next(self._left, None)
 
 
 def _starts_with_a_cube(session: QixSession, handle: int) -> bool:

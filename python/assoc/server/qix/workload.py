@@ -71,6 +71,46 @@ def default_threads() -> int:
     return max(os.cpu_count() or 1, 2)
 
 
+class Helper:
+    """Work that an engine thread hands to a second one to share its own (the two take their
+    parts from a common source). The helper may start late, when the engine threads are all
+    busy: `finish()`, called by the engine thread once its own part is done, then calls it off
+    if it has not started (the first thread has done everything meanwhile), else waits for it
+    to end. So an engine thread never waits for work that has not started, and the pool cannot
+    deadlock on helpers."""
+
+    def __init__(self, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self._func, self._args = func, args
+        self._lock = threading.Lock()
+        self._state = "queued"  # then "running" or "called off"; "running" then "ended"
+        self._ended = threading.Event()
+        self._failed: BaseException | None = None
+
+    def run(self) -> None:
+        """In the helping thread."""
+        with self._lock:
+            if self._state != "queued":
+                return
+            self._state = "running"
+        try:
+            self._func(*self._args)
+        except BaseException as exc:  # handed to the thread that waits for it
+            self._failed = exc
+        finally:
+            self._ended.set()
+
+    def finish(self) -> None:
+        """Calls the helper off when it has not started, else waits for it to end; raises what
+        it raised."""
+        with self._lock:
+            if self._state != "running":
+                self._state = "called off"
+                return
+        self._ended.wait()
+        if self._failed is not None:
+            raise self._failed
+
+
 class EngineWork:
     """Threads for QIX engine work, and the gate its working memory is admitted by."""
 
@@ -91,6 +131,16 @@ class EngineWork:
         its future. Cancelling the future drops the work when it has not started."""
         loop = asyncio.get_running_loop()
         return loop.run_in_executor(self._pool, functools.partial(func, *args))
+
+    def helper(self, func: Callable[..., Any], *args: Any) -> Helper:
+        """func(*args) in another engine thread when one is free, beside the calling engine
+        thread's work; `finish()` of the answer ends it (see Helper)."""
+        helper = Helper(func, args)
+        if self.threads > 1:
+            self._pool.submit(helper.run)
+        else:
+            helper.finish()
+        return helper
 
     @contextlib.contextmanager
     def admitted(self, need: int, method: str) -> Any:
