@@ -89,3 +89,12 @@ def test_with_one_engine_thread_nothing_is_handed_over() -> None:
         assert not ran.is_set()
     finally:
         engine.shutdown()
+
+
+def test_after_shutdown_nothing_is_handed_over_and_nothing_waits() -> None:
+    engine = EngineWork(2, LoadGate(1 << 30))
+    engine.shutdown()
+    ran = threading.Event()
+    helper = engine.helper(ran.set)
+    helper.finish()
+    assert not ran.is_set()

@@ -230,6 +230,9 @@ class LayoutsAhead:
         works on one: one object's cube is computed without the interpreter while the other's
         layout is built in Python. It returns once both have stopped."""
         work = _SharedPlan(plan)
+        if len(plan) < 2:
+            self._make_from(work, engine, session, made, loop, bases)
+            return
         helper = engine.helper(self._make_from, work, engine, session, made, loop, bases)
         try:
             self._make_from(work, engine, session, made, loop, bases)

@@ -82,7 +82,7 @@ class Helper:
     def __init__(self, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
         self._func, self._args = func, args
         self._lock = threading.Lock()
-        self._state = "queued"  # then "running" or "called off"; "running" then "ended"
+        self._state = "queued"  # then "running" (until _ended is set) or "called off"
         self._ended = threading.Event()
         self._failed: BaseException | None = None
 
@@ -137,9 +137,8 @@ class EngineWork:
         thread's work; `finish()` of the answer ends it (see Helper)."""
         helper = Helper(func, args)
         if self.threads > 1:
-            self._pool.submit(helper.run)
-        else:
-            helper.finish()
+            with contextlib.suppress(RuntimeError):  # shut down: nothing more is started
+                self._pool.submit(helper.run)
         return helper
 
     @contextlib.contextmanager
