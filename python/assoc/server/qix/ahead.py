@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -229,19 +229,19 @@ class LayoutsAhead:
         With a second engine thread free, it takes the next layout of the plan as this one
         works on one: one object's cube is computed without the interpreter while the other's
         layout is built in Python. It returns once both have stopped."""
-        work = _SharedPlan(plan)
-        if len(plan) < 2:
-            self._make_from(work, engine, session, made, loop, bases)
-            return
-        helper = engine.helper(self._make_from, work, engine, session, made, loop, bases)
+        left = deque(plan)  # popleft is safe from two threads
+        helper = None
+        if len(plan) > 1:
+            helper = engine.helper(self._make_from, left, engine, session, made, loop, bases)
         try:
-            self._make_from(work, engine, session, made, loop, bases)
+            self._make_from(left, engine, session, made, loop, bases)
         finally:
-            helper.finish()
+            if helper is not None:
+                helper.finish()
 
     def _make_from(
         self,
-        work: _SharedPlan,
+        left: deque[int],
         engine: EngineWork,
         session: QixSession,
         made: Made,
@@ -249,7 +249,11 @@ class LayoutsAhead:
         bases: DeltaBases | None,
     ) -> None:
         """In an engine thread: the plan's next layout while there is one left."""
-        while not self._stop and (handle := work.next()) is not None:
+        while not self._stop and left:
+            try:
+                handle = left.popleft()
+            except IndexError:  # the other thread took the last one
+                return
             layout = _layout(engine, session, handle, bases)
             loop.call_soon_threadsafe(_deliver_to, made, handle, layout)
 
@@ -289,18 +293,6 @@ class LayoutsAhead:
         if not job.done():
             await asyncio.wait({job})
         self._job = None
-
-
-class _SharedPlan:
-    """A plan's handles, taken one at a time by the engine threads that make them."""
-
-    def __init__(self, plan: list[int]) -> None:
-        self._left = iter(plan)
-        self._lock = threading.Lock()
-
-    def next(self) -> int | None:
-        with self._lock:
-            return next(self._left, None)
 
 
 def _starts_with_a_cube(session: QixSession, handle: int) -> bool:
