@@ -81,6 +81,8 @@ void bind_script(py::module_& m);
 // Adds Arrow import (ScriptTable.read_arrow) and export (ArrowExport, DataModel.arrow,
 // Session.arrow_table); call it after bind_script and bind_session.
 void bind_arrow(py::module_& m);
+// Adds JsonDelta, the walk of delta answers over Python values.
+void bind_delta(py::module_& m);
 // An ArrowExport of a computed hypercube ("number", "text" or "struct" duals).
 py::object hypercube_arrow(std::shared_ptr<const AssociativeModel> model, std::shared_ptr<const Hypercube> cube,
                            const std::string& duals, const std::shared_ptr<const RowMask>& mask = nullptr);

@@ -26,4 +26,5 @@ PYBIND11_MODULE(_core, m) {
   assoc::py_bind::bind_hypercube(m);
   assoc::py_bind::bind_script(m);
   assoc::py_bind::bind_arrow(m);
+  assoc::py_bind::bind_delta(m);
 }

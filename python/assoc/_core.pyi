@@ -733,3 +733,30 @@ class ArrowExport(metaclass=_pybind11_type):
     def column_names(self) -> list[str]: ...
     @property
     def num_rows(self) -> int: ...
+
+class JsonDelta(metaclass=_pybind11_type):
+    """
+    Snapshots and JSON-Patch operations of delta answers (assoc.server.qix.delta).
+    """
+    def __init__(self, raw_type: type) -> None: ...
+    def snapshot(self, value: typing.Any) -> tuple[typing.Any, int]:
+        """
+        (snapshot, approximate JSON size) of a value: its dicts, lists and tuples copied.
+        """
+    def diff(
+        self, old: typing.Any, new: typing.Any
+    ) -> tuple[list[typing.Any], typing.Any, int] | None:
+        """
+        (operations, snapshot, size) turning snapshot `old` into `new`; None when the whole
+        value cannot be set over what the client keeps.
+        """
+    def kind(self, value: typing.Any) -> str:
+        """
+        The kind enigma.js keeps: 'object', 'object_' (members `_…`/`$$…` it keeps), 'array'
+        or 'value'.
+        """
+    def root_fits(self, held: str | None, new: typing.Any) -> bool:
+        """
+        Whether enigma.js can set a whole value to `new` over one of kind `held` (None: nothing
+        kept).
+        """

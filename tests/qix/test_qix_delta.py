@@ -405,3 +405,44 @@ def test_enigma_js_layouts_with_delta_equal_full_ones(
     assert first != selected != patched  # each change shows
     assert selected["qHyperCube"]["qSize"]["qcy"] == 1
     assert patched["qHyperCube"]["qMeasureInfo"][0]["qFallbackTitle"] == "Sum(Amount)*3"
+
+
+def test_bases_are_copies_of_what_was_sent() -> None:
+    """A base does not follow the live value changed in place; values compare as JSON does."""
+    bases = DeltaBases()
+    live: dict[str, Any] = {"rows": [{"a": 1}], "pair": (1, 2), "flag": True, "n": 1}
+    bases.commit(bases.prepare(1, "GetLayout", {"qLayout": live}))
+    live["rows"][0]["a"] = 2
+    live["flag"] = 1  # true is not 1
+    live["n"] = 1.0  # 1 is 1.0
+    live["pair"] = [1, 2]  # a tuple was sent as an array
+    prepared = bases.prepare(1, "GetLayout", {"qLayout": live})
+    assert prepared.result == {
+        "qLayout": [
+            {"op": "replace", "path": "/rows/0/a", "value": 2},
+            {"op": "replace", "path": "/flag", "value": 1},
+        ]
+    }
+    bases.commit(prepared)
+    assert bases.prepare(1, "GetLayout", {"qLayout": live}).result == {"qLayout": []}
+
+
+def test_names_no_path_can_carry_replace_their_parent() -> None:
+    bases = DeltaBases()
+    bases.commit(bases.prepare(1, "GetLayout", {"qLayout": {"k": 1, "m": {"\ud800": 1}}}))
+    changed = {"k": 1, "m": {"\ud800": 2}}  # a lone surrogate: no UTF-8 path
+    prepared = bases.prepare(1, "GetLayout", {"qLayout": changed})
+    assert prepared.result == {"qLayout": [{"op": "replace", "path": "/m", "value": changed["m"]}]}
+
+
+def test_a_value_nested_past_the_interpreter_s_limit_raises() -> None:
+    """RecursionError, as the interpreter's own walks give, never a crash of the process."""
+    deep: dict[str, Any] = {}
+    for _ in range(100_000):
+        deep = {"d": deep}
+    bases = DeltaBases()
+    with pytest.raises(RecursionError):
+        bases.prepare(1, "GetLayout", {"qLayout": deep})
+    bases.commit(bases.prepare(1, "GetLayout", {"qLayout": {"d": {}}}))
+    with pytest.raises(RecursionError):
+        bases.prepare(1, "GetLayout", {"qLayout": deep})

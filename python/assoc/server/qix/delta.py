@@ -29,20 +29,16 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
+from assoc import _core
 from assoc.server.qix.rpc import RawJson
 
 MAX_BASES = 256
 MAX_BASE_BYTES = 16 << 20
 MAX_NOTES = 16_384  # kinds of bases let go; past this the socket answers in full
-_UNSAFE_NAMES = frozenset({"__proto__", "constructor", "prototype"})
-# What JavaScript's Number() turns into a number besides digits: a leading sign, dot, space
-# (trimmed), and Infinity. A name starting with anything else is not a number there.
-_NUMBERISH_START = frozenset("0123456789+-. \t\n\r\v\f\ufeff\xa0")
 _Key = tuple[int, str, str]
 
 
@@ -50,278 +46,11 @@ class NotExpressible(Exception):
     """A value no patch can carry to what the client keeps (the answer goes in full)."""
 
 
-@lru_cache(maxsize=4096)
-def _safe_name(name: Any) -> bool:
-    """Whether a member name can be a path segment enigma.js reads as that member."""
-    return (
-        type(name) is str
-        and name != ""
-        and name[0] not in _NUMBERISH_START
-        and not name[0].isspace()
-        and name != "Infinity"
-        and "/" not in name
-        and "~" not in name
-        and name not in _UNSAFE_NAMES
-    )
-
-
-def _special(value: dict[Any, Any]) -> bool:
-    """Whether enigma.js keeps some member of this object when it is replaced in place."""
-    return any(type(k) is str and (k[:1] == "_" or k[:2] == "$$") for k in value)
-
-
-# ---- snapshots: the values kept, compared with the live ones by `==` -------------------------
-# A snapshot is the live value with its containers copied (so changes of the live value in
-# place cannot reach it) as _Obj / _Arr, which carry their approximate JSON size, and with
-# what `==` would confuse wrapped: true / false and the numbers 0 and 1 (True == 1 in Python,
-# not in JSON) as _Exact, RawJson as _Raw. `snapshot == live` is then exact at C speed, and
-# holds for 1 and 1.0 (the same JSON number).
-
-
-class _Obj(dict[Any, Any]):
-    __slots__ = ("size",)
-    size: int
-
-
-class _Arr(list[Any]):
-    __slots__ = ("size",)
-    size: int
-
-
-class _Exact:
-    """true, false, 0 or 1 in a snapshot: equal only to the same bool, or to the same number."""
-
-    __slots__ = ("boolean", "value")
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-        self.boolean = type(value) is bool
-
-    def __eq__(self, other: object) -> bool:
-        return (type(other) is bool) is self.boolean and other == self.value
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class _Raw:
-    """A RawJson text in a snapshot, equal to a RawJson of the same text."""
-
-    __slots__ = ("items", "text")
-
-    def __init__(self, raw: RawJson) -> None:
-        self.text = raw.text
-        self.items = raw.items
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is RawJson and other.text == self.text
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-_BOOLS = {True: _Exact(True), False: _Exact(False)}
-_NUMBERS = {0: _Exact(0), 1: _Exact(1)}
-
-
-def _snap(value: Any) -> Any:
-    """A snapshot of a live value."""
-    t = type(value)
-    if t is dict:
-        out = _Obj()
-        size = 2
-        for key, item in value.items():
-            snap, item_size = _leaf(item)
-            out[key] = snap
-            size += _name_size(key) + item_size
-        out.size = size
-        return out
-    if t is list or t is tuple:
-        items = _Arr()
-        size = 2
-        for item in value:
-            snap, item_size = _leaf(item)
-            items.append(snap)
-            size += item_size + 1
-        items.size = size
-        return items
-    return _leaf(value)[0]
-
-
-def _name_size(name: Any) -> int:
-    """A member name's JSON size with its quotes, colon and comma (a number: its text's)."""
-    return len(name if type(name) is str else str(name)) + 4
-
-
-def _leaf(value: Any) -> tuple[Any, int]:
-    """The snapshot of a value and its approximate JSON size (the common kinds first)."""
-    t = type(value)
-    if t is str:
-        return value, len(value) + 2
-    if t is bool:
-        return _BOOLS[value], 5
-    if t is int or t is float:
-        return _NUMBERS.get(value, value), 8
-    if t is dict or t is list or t is tuple:
-        snap = _snap(value)
-        size: int = snap.size
-        return snap, size
-    if t is RawJson:
-        return _Raw(value), len(value.text)
-    return value, 4
-
-
-def _size(snap: Any) -> int:
-    """The approximate JSON size of a snapshot."""
-    t = type(snap)
-    if t is _Obj or t is _Arr:
-        size: int = snap.size
-        return size
-    if t is str:
-        return len(snap) + 2
-    if t is _Raw:
-        return len(snap.text)
-    return 8
-
-
-def _kind(value: Any) -> str:
-    """The kind enigma.js keeps for a value or snapshot: 'object', 'object_' (with members it
-    keeps on replace), 'array' or 'value'."""
-    if isinstance(value, dict):
-        return "object_" if _special(value) else "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    if type(value) in (RawJson, _Raw):
-        return {"[": "array", "{": "object_"}.get(value.text[:1], "value")
-    return "value"
-
-
-def _root_fits(held: str | None, new: Any) -> bool:
-    """Whether enigma.js can set a whole value to `new` over one of kind `held` (None: it
-    holds nothing)."""
-    if new is None:
-        return False
-    kind = _kind(new)
-    if kind == "value" or held is None:
-        return True
-    return held != "object_" and held == kind.rstrip("_")
-
-
-def _replace(old: Any, new: Any, path: str, in_list: bool, ops: list[Any]) -> Any:
-    """Appends operations that set `path` (a member of an array when `in_list`, the whole
-    value when empty) from snapshot `old` to `new` whole; the snapshot of `new`."""
-    if not path:
-        if not _root_fits(_kind(old), new):
-            raise NotExpressible
-        ops.append({"op": "replace", "path": "/", "value": new})
-    elif not in_list and type(old) is _Obj and type(new) is dict and _special(old):
-        ops.append({"op": "remove", "path": path})
-        ops.append({"op": "add", "path": path, "value": new})
-    else:
-        ops.append({"op": "replace", "path": path, "value": new})
-    return _snap(new)
-
-
-def _diff(old: Any, new: Any, path: str, in_list: bool, ops: list[Any]) -> Any:
-    """Appends the operations that turn snapshot `old` into live `new` at `path`; the
-    snapshot of `new` (`old` itself, or parts of it, where nothing changed)."""
-    if old == new:
-        return old
-    tn, to = type(new), type(old)
-    if tn is dict and to is _Obj:
-        return _object(old, new, path, in_list, ops)
-    if (tn is list or tn is tuple) and to is _Arr:
-        return _array(old, new, path, in_list, ops)
-    if tn is RawJson and to is _Raw:
-        was, rows = old.items, new.items
-        if was is not None and rows is not None:
-            return _rows(old, new, was, rows, path, in_list, ops)
-    return _replace(old, new, path, in_list, ops)
-
-
-def _object(old: _Obj, new: dict[Any, Any], path: str, in_list: bool, ops: list[Any]) -> Any:
-    sub: list[Any] = []
-    snap = _Obj()
-    same = present = 0
-    size = old.size  # changed by what changes (the members that stay keep their share)
-    for key, value in new.items():
-        if key in old:
-            present += 1
-            was = old[key]
-            if was == value:
-                snap[key] = was
-                same += 1
-            elif _safe_name(key):
-                now = snap[key] = _diff(was, value, f"{path}/{key}", False, sub)
-                size += _size(now) - _size(was)
-            else:  # not on a path: a change replaces this object
-                return _replace(old, new, path, in_list, ops)
-        elif _safe_name(key):
-            sub.append({"op": "add", "path": f"{path}/{key}", "value": value})
-            now = snap[key] = _snap(value)
-            size += _name_size(key) + _size(now)
-        else:
-            return _replace(old, new, path, in_list, ops)
-    if present < len(old):
-        for key in old:
-            if key not in new:
-                if not _safe_name(key):
-                    return _replace(old, new, path, in_list, ops)
-                sub.append({"op": "remove", "path": f"{path}/{key}"})
-                size -= _name_size(key) + _size(old[key])
-    if same == 0 and len(new) > 1 and (path or not _special(old)):
-        return _replace(old, new, path, in_list, ops)  # nothing stays: one operation
-    ops.extend(sub)
-    snap.size = size
-    return snap
-
-
-def _array(old: _Arr, new: Any, path: str, in_list: bool, ops: list[Any]) -> Any:
-    common = min(len(old), len(new))
-    longest = max(len(old), len(new))
-    changed = [i for i in range(common) if old[i] != new[i]]
-    objects = len(old) == len(new) and all(
-        type(old[i]) is _Obj and type(new[i]) is dict for i in changed
-    )  # objects changed in place: each by its members (or whole, when none stays)
-    if not objects and 2 * (common - len(changed)) < longest:  # fewer than half stay
-        return _replace(old, new, path, in_list, ops)
-    snap = _Arr(old[:common])
-    size = old.size  # changed by what changes
-    for i in changed:
-        now = snap[i] = _diff(old[i], new[i], f"{path}/{i}", True, ops)
-        size += _size(now) - _size(old[i])
-    for i in range(len(old) - 1, common - 1, -1):
-        ops.append({"op": "remove", "path": f"{path}/{i}"})
-        size -= _size(old[i]) + 1
-    for i in range(common, len(new)):
-        ops.append({"op": "add", "path": f"{path}/{i}", "value": new[i]})
-        now = _snap(new[i])
-        snap.append(now)
-        size += _size(now) + 1
-    snap.size = size
-    return snap
-
-
-def _rows(
-    old: _Raw,
-    new: RawJson,
-    was: Sequence[str],
-    rows: Sequence[str],
-    path: str,
-    in_list: bool,
-    ops: list[Any],
-) -> Any:
-    """A matrix's text by row (`was` and `rows` its rows' texts): the rows that changed, or
-    the whole."""
-    common = min(len(was), len(rows))
-    changed = [i for i in range(common) if was[i] != rows[i]]
-    if 2 * (common - len(changed)) < max(len(was), len(rows)):
-        return _replace(old, new, path, in_list, ops)
-    for i in changed:
-        ops.append({"op": "replace", "path": f"{path}/{i}", "value": RawJson(rows[i])})
-    for i in range(len(was) - 1, common - 1, -1):
-        ops.append({"op": "remove", "path": f"{path}/{i}"})
-    for i in range(common, len(rows)):
-        ops.append({"op": "add", "path": f"{path}/{i}", "value": RawJson(rows[i])})
-    return _Raw(new)
+# The walk itself (snapshots, comparisons, operations) is the engine's (_core.JsonDelta), as
+# every layout asked with "delta" goes through it. A snapshot is the value with its dicts,
+# lists and tuples copied (changes of the live value in place cannot reach it) and its other
+# values shared; values compare as JSON does (true is not 1, 1 is 1.0, RawJson by its text).
+_WALK = _core.JsonDelta(RawJson)
 
 
 @dataclass
@@ -370,20 +99,22 @@ class DeltaBases:
             for member, value in result.items():
                 key = (handle, method, member)
                 old = self._bases.get(key)
-                ops: list[Any] = []
                 if old is not None:
-                    snap = _diff(old.value, value, "", False, ops)
+                    made = _WALK.diff(old.value, value)
+                    if made is None:
+                        raise NotExpressible
+                    ops, snap, size = made
                 else:
                     note = self._notes.get(key)
-                    if not _root_fits(note, value):
+                    if not _WALK.root_fits(note, value):
                         raise NotExpressible
-                    ops.append({"op": "add" if note is None else "replace", "path": "/",
-                                "value": value})  # fmt: skip
-                    snap = _snap(value)
+                    first = "add" if note is None else "replace"
+                    ops = [{"op": first, "path": "/", "value": value}]
+                    snap, size = _WALK.snapshot(value)
                 patched[member] = ops
                 keys.append(key)
                 olds.append(old)
-                snaps.append(_Base(snap, _size(snap)))
+                snaps.append(_Base(snap, size))
         return Prepared(patched, keys, olds, snaps)
 
     def still_fits(self, prepared: Prepared) -> bool:
@@ -407,7 +138,7 @@ class DeltaBases:
             ):
                 key, base = self._bases.popitem(last=False)
                 self._bytes -= base.size
-                self._notes[key] = _kind(base.value)
+                self._notes[key] = _WALK.kind(base.value)
             if len(self._notes) > MAX_NOTES:
                 self.full_only = True
                 self._notes.clear()
