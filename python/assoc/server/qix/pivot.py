@@ -67,12 +67,27 @@ class PivotState:
     top: SideState = field(default_factory=SideState)
 
 
-@dataclass
 class _Tree:
-    """A node of dimension values: its code, children (the next dimension's values)."""
+    """A node of dimension values: its code and the cube's rows [start, end) below it (the
+    cube sorts by its dimensions in order, so rows sharing a prefix are adjacent). Its
+    children, the next dimension's values, are found when first asked for: a side shows the
+    nodes of its expanded paths only."""
 
-    code: int
-    children: list[_Tree] = field(default_factory=list)
+    __slots__ = ("_children", "_codes", "code", "end", "level", "start")
+
+    def __init__(self, codes: list[np.ndarray], level: int, start: int, end: int) -> None:
+        self._codes = codes
+        self.level = level
+        self.start = start
+        self.end = end
+        self.code = int(codes[level][start])
+        self._children: list[_Tree] | None = None
+
+    @property
+    def children(self) -> list[_Tree]:
+        if self._children is None:
+            self._children = _runs(self._codes, self.level + 1, self.start, self.end)
+        return self._children
 
 
 @dataclass
@@ -92,26 +107,19 @@ class Node:
     end: int = 0
 
 
+def _runs(codes: list[np.ndarray], level: int, start: int, end: int) -> list[_Tree]:
+    """The nodes of dimension `level` among rows [start, end): one per run of equal codes."""
+    if level >= len(codes) or start >= end:
+        return []
+    part = codes[level][start:end]
+    starts = [start, *(np.flatnonzero(part[1:] != part[:-1]) + start + 1).tolist()]
+    ends = [*starts[1:], end]
+    return [_Tree(codes, level, a, b) for a, b in zip(starts, ends, strict=True)]
+
+
 def _tree(codes: list[np.ndarray]) -> list[_Tree]:
-    """Sorted rows of codes (one array per dimension) as a tree: rows sharing a prefix are
-    adjacent because the cube sorts by its dimensions in order."""
-    roots: list[_Tree] = []
-    if not codes:
-        return roots
-    rows = np.stack(codes, axis=1).tolist()
-    stack: list[_Tree] = []
-    previous: list[int] = []
-    for row in rows:
-        same = 0
-        while same < len(previous) and same < len(stack) and previous[same] == row[same]:
-            same += 1
-        del stack[same:]
-        for level in range(same, len(row)):
-            node = _Tree(row[level])
-            (stack[-1].children if stack else roots).append(node)
-            stack.append(node)
-        previous = row
-    return roots
+    """Sorted rows of codes (one array per dimension) as a tree: its roots."""
+    return _runs(codes, 0, 0, len(codes[0])) if codes else []
 
 
 def pivot_cube(session: InState, d: HyperCubeDef, dims: list[int], top: int = 0) -> assoc.Hypercube:
