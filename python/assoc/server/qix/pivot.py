@@ -71,12 +71,21 @@ class _Tree:
     """A node of dimension values: its code and the cube's rows [start, end) below it (the
     cube sorts by its dimensions in order, so rows sharing a prefix are adjacent). Its
     children, the next dimension's values, are found when first asked for: a side shows the
-    nodes of its expanded paths only."""
+    nodes of its expanded paths only. `positions` maps the rows to the cube's when some were
+    left out (NULLs suppressed)."""
 
-    __slots__ = ("_children", "_codes", "code", "end", "level", "start")
+    __slots__ = ("_children", "_codes", "_positions", "code", "end", "level", "start")
 
-    def __init__(self, codes: list[np.ndarray], level: int, start: int, end: int) -> None:
+    def __init__(
+        self,
+        codes: list[np.ndarray],
+        positions: np.ndarray | None,
+        level: int,
+        start: int,
+        end: int,
+    ) -> None:
         self._codes = codes
+        self._positions = positions
         self.level = level
         self.start = start
         self.end = end
@@ -86,8 +95,14 @@ class _Tree:
     @property
     def children(self) -> list[_Tree]:
         if self._children is None:
-            self._children = _runs(self._codes, self.level + 1, self.start, self.end)
+            below = self.level + 1
+            self._children = _runs(self._codes, self._positions, below, self.start, self.end)
         return self._children
+
+    @property
+    def row(self) -> int:
+        """The cube's row of the node's first row (its only one at the cube's last level)."""
+        return self.start if self._positions is None else int(self._positions[self.start])
 
 
 @dataclass
@@ -105,21 +120,24 @@ class Node:
     children: list[Node] = field(default_factory=list)
     start: int = 0
     end: int = 0
+    row: int = -1  # a value node of the side's every dimension: its row in the side's cube
 
 
-def _runs(codes: list[np.ndarray], level: int, start: int, end: int) -> list[_Tree]:
+def _runs(
+    codes: list[np.ndarray], positions: np.ndarray | None, level: int, start: int, end: int
+) -> list[_Tree]:
     """The nodes of dimension `level` among rows [start, end): one per run of equal codes."""
     if level >= len(codes) or start >= end:
         return []
     part = codes[level][start:end]
     starts = [start, *(np.flatnonzero(part[1:] != part[:-1]) + start + 1).tolist()]
     ends = [*starts[1:], end]
-    return [_Tree(codes, level, a, b) for a, b in zip(starts, ends, strict=True)]
+    return [_Tree(codes, positions, level, a, b) for a, b in zip(starts, ends, strict=True)]
 
 
-def _tree(codes: list[np.ndarray]) -> list[_Tree]:
+def _tree(codes: list[np.ndarray], positions: np.ndarray | None = None) -> list[_Tree]:
     """Sorted rows of codes (one array per dimension) as a tree: its roots."""
-    return _runs(codes, 0, 0, len(codes[0])) if codes else []
+    return _runs(codes, positions, 0, 0, len(codes[0])) if codes else []
 
 
 def pivot_cube(session: InState, d: HyperCubeDef, dims: list[int], top: int = 0) -> assoc.Hypercube:
@@ -168,8 +186,14 @@ class PivotView:
         self.left_dims = [c for c in d.left if c != PSEUDO]
         self.top_dims = [c for c in d.top if c != PSEUDO]
         self._cubes: dict[tuple[int, int], tuple[dict[tuple[int, ...], int], list[Any]]] = {}
-        self.left = self._side(d.left, self.left_dims, self.state.left)
-        self.top = self._side(d.top, self.top_dims, self.state.top)
+        # The measures of the left side's cube: a cell of its deepest nodes without a top
+        # dimension is a row of it (no index of the cube's rows is made for such cells).
+        self.left, cube = self._side(d.left, self.left_dims, self.state.left)
+        width = len(self.left_dims)
+        self._left_values = (
+            [cube.array(width + m) for m in range(len(d.measures))] if cube is not None else None
+        )
+        self.top, _ = self._side(d.top, self.top_dims, self.state.top)
         self.rows = self._leaves(self.left, d.left)
         self.columns = self._leaves(self.top, d.top)
 
@@ -179,7 +203,11 @@ class PivotView:
         """A cube over these dimensions, the last `top` of them on top (HRank's columns)."""
         return pivot_cube(self.session, self.definition, dims, top)
 
-    def _side(self, levels: tuple[int, ...], dims: list[int], state: SideState) -> list[Node]:
+    def _side(
+        self, levels: tuple[int, ...], dims: list[int], state: SideState
+    ) -> tuple[list[Node], assoc.Hypercube | None]:
+        """A side's shown nodes, and the cube of its dimensions (None without any)."""
+        cube = None
         if not dims:
             roots: list[_Tree] = []
         else:
@@ -189,10 +217,13 @@ class PivotView:
             for c, column in zip(dims, codes, strict=True):
                 if self.definition.dimensions[c].null_suppression:
                     keep &= column >= 0
-            roots = _tree([column[keep] for column in codes])
+            if keep.all():
+                roots = _tree(codes)
+            else:
+                roots = _tree([column[keep] for column in codes], np.flatnonzero(keep))
         nodes = self._show(levels, 0, roots, (), None, state)
         self._span(nodes, 0)
-        return nodes
+        return nodes, cube
 
     def _pseudo(self, levels: tuple[int, ...], at: int, path: tuple[int, ...]) -> list[Node]:
         """The measures as nodes at level `at` (leaves)."""
@@ -224,6 +255,8 @@ class PivotView:
         for tree in trees:
             here = (*path, tree.code)
             node = Node("N", at, here, tree.code, measure)
+            if not deeper:
+                node.row = tree.row
             open_ = deeper and (d.fully_expanded or state.is_expanded(here))
             if open_:
                 node.children = self._show(levels, at + 1, tree.children, here, measure, state)
@@ -301,6 +334,8 @@ class PivotView:
         )
         if not self.definition.measures:
             return float("nan")
+        if row is not None and row.row >= 0 and not top and self._left_values is not None:
+            return float(self._left_values[measure][row.row])
         index, arrays = self._values(len(left), len(top))
         found = index.get((*left, *top))
         return float("nan") if found is None else float(arrays[measure][found])
