@@ -69,27 +69,24 @@ class PivotState:
 
 class _Tree:
     """A node of dimension values: its code and the cube's rows [start, end) below it (the
-    cube sorts by its dimensions in order, so rows sharing a prefix are adjacent). Its
-    children, the next dimension's values, are found when first asked for: a side shows the
-    nodes of its expanded paths only. `positions` maps the rows to the cube's when some were
-    left out (NULLs suppressed)."""
+    cube sorts by its dimensions in order, so rows sharing a prefix are adjacent), `row` the
+    first of them in the cube's own rows (`positions` maps them when NULLs were left out).
+    Its children, the next dimension's values, are found when first asked for: a side shows
+    the nodes of its expanded paths only."""
 
-    __slots__ = ("_children", "_codes", "_positions", "code", "end", "level", "start")
+    __slots__ = ("_children", "_codes", "_positions", "code", "end", "level", "row", "start")
 
     def __init__(
         self,
         codes: list[np.ndarray],
         positions: np.ndarray | None,
         level: int,
-        start: int,
-        end: int,
+        span: tuple[int, int, int, int],
     ) -> None:
         self._codes = codes
         self._positions = positions
         self.level = level
-        self.start = start
-        self.end = end
-        self.code = int(codes[level][start])
+        self.start, self.end, self.code, self.row = span
         self._children: list[_Tree] | None = None
 
     @property
@@ -99,13 +96,8 @@ class _Tree:
             self._children = _runs(self._codes, self._positions, below, self.start, self.end)
         return self._children
 
-    @property
-    def row(self) -> int:
-        """The cube's row of the node's first row (its only one at the cube's last level)."""
-        return self.start if self._positions is None else int(self._positions[self.start])
 
-
-@dataclass
+@dataclass(slots=True)
 class Node:
     """A shown node: kind N (a value), P (a measure), T (a total); its path of dimension
     codes, its measure (P), its children and the leaves it spans [start, end)."""
@@ -130,9 +122,16 @@ def _runs(
     if level >= len(codes) or start >= end:
         return []
     part = codes[level][start:end]
-    starts = [start, *(np.flatnonzero(part[1:] != part[:-1]) + start + 1).tolist()]
+    firsts = np.flatnonzero(part[1:] != part[:-1]) + 1
+    firsts = np.concatenate(([0], firsts))
+    starts = (firsts + start).tolist()
     ends = [*starts[1:], end]
-    return [_Tree(codes, positions, level, a, b) for a, b in zip(starts, ends, strict=True)]
+    values = part[firsts].tolist()
+    rows = starts if positions is None else positions[firsts + start].tolist()
+    return [
+        _Tree(codes, positions, level, span)
+        for span in zip(starts, ends, values, rows, strict=True)
+    ]
 
 
 def _tree(codes: list[np.ndarray], positions: np.ndarray | None = None) -> list[_Tree]:
