@@ -196,6 +196,20 @@ def test_fully_expanded_with_totals_above(qix: QixClient) -> None:
     assert nodes[0]["qSubNodes"][-1]["qType"] == "T"
 
 
+def test_null_suppressed_region_expanded_cell_by_cell(qix: QixClient) -> None:
+    """Customer d (orders, no region) is left out where the region is NULL-suppressed: the
+    cells of the deepest nodes after it read their rows past the row left out."""
+    props = pivot(["Customer", "Region"], ["Sum(Amount)", "Count(Amount)"])
+    props["qHyperCubeDef"]["qDimensions"][1]["qNullSuppression"] = True
+    obj = qix.handle_of("CreateSessionObject", [props], 1)
+    qix.result("ExpandLeft", ["/qHyperCubeDef", 0, 0, True], obj)
+    page = hypercube(qix, obj)["qPivotDataPages"][0]
+    pairs = sorted([c, r] for r, c in PAIRS if r != "-")
+    assert left_texts(page["qLeft"]) == pairs
+    # The measures' pseudo-dimension is on top: a column each.
+    assert numbers(page) == [[total(orders(r, c)), len(orders(r, c))] for c, r in pairs]
+
+
 def test_dimension_on_top(qix: QixClient) -> None:
     props = pivot(["Region", "Customer"], ["Sum(Amount)"], qNoOfLeftDims=1)
     obj = qix.handle_of("CreateSessionObject", [props], 1)
