@@ -5,12 +5,17 @@ result cache on, so that the cubes come from it and what is timed is the service
 
     python benchmarks/qix_layout_path.py [--rows 1000000] [--steps 400] [--profile] [--cold]
     python benchmarks/qix_layout_path.py --page [--rows 10000000] [--steps 100]
+    python benchmarks/qix_layout_path.py --pivot [--rows 10000000] [--steps 40]
 
 `--page` answers `compare_objects.py`'s page step instead (a customer confirmed on the bar
 chart in selection mode, then the six objects' delta layouts; each step a customer not
 selected before, so the engine computes every cube) beside the embedded page on the same app,
 and splits the step's time into the engine's calls (cubes, the selection, field states) and
 the service's Python around them.
+
+`--pivot` times the page's pivot table (Region, Customer; nothing selected, its cubes from the
+result cache) as it opens collapsed, with its first region expanded and with every region
+expanded: the service's Python for the pivot's trees and cells.
 
 Prints the median and best time of each request; `--profile` adds cProfile's shares. `--cold`
 times each request right after a fresh cube of the same app (Sum of a new multiple of Amount
@@ -191,6 +196,28 @@ def run_page(driver: Driver, qvd: Path, steps: int) -> dict[str, list[float]]:
     return out
 
 
+def run_pivot(driver: Driver, steps: int) -> dict[str, list[float]]:
+    """The pivot table's layout, in seconds, `steps` times in each of its three shapes."""
+    d = driver
+    pivot = d.handle("CreateSessionObject", [compare_objects.CHARTS["pivot-table"][0]], d.doc)
+    d.call("GetLayout", [], pivot)  # its cubes made, then kept by the result cache
+    out: dict[str, list[float]] = {}
+    shapes = [
+        ("collapsed", None),
+        ("first region expanded", ["/qHyperCubeDef", 0, 0, False]),
+        ("every region expanded", ["/qHyperCubeDef", 0, 0, True]),
+    ]
+    for name, expand in shapes:
+        if expand is not None:
+            d.call("ExpandLeft", expand, pivot)
+        d.call("GetLayout", [], pivot)
+        for _ in range(steps):
+            start = time.perf_counter()
+            d.call("GetLayout", [], pivot)
+            out.setdefault(name, []).append(time.perf_counter() - start)
+    return out
+
+
 def _fresh_cube(session: assoc.Session, factors: Iterator[int]) -> None:
     """A cube no request asked before: Sum(Amount) times a new factor, by Customer."""
     session.hypercube(["Customer"], [f"Sum(Amount)*{next(factors)}"])
@@ -203,6 +230,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="print cProfile's shares")
     parser.add_argument("--cold", action="store_true", help="each request after a fresh cube")
     parser.add_argument("--page", action="store_true", help="compare_objects.py's page step")
+    parser.add_argument("--pivot", action="store_true", help="the pivot table's layouts")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         qvd = Path(tmp) / "sales.qvd"
@@ -216,6 +244,15 @@ def main() -> None:
             print("|---|---:|")
             for name, seconds in page.items():
                 print(f"| {name} | {statistics.median(seconds) * 1e3:.3f} |")
+            return
+        if args.pivot:
+            shapes = run_pivot(Driver(qvd, Path(tmp) / "data"), args.steps)
+            print(f"{args.rows:,} rows, the pivot table's layout (Region, Customer)")
+            print("| shape | median ms | best ms |")
+            print("|---|---:|---:|")
+            for name, seconds in shapes.items():
+                median, best = statistics.median(seconds) * 1e3, min(seconds) * 1e3
+                print(f"| {name} | {median:.3f} | {best:.3f} |")
             return
         before = None
         if args.cold:  # read before the store takes the file
