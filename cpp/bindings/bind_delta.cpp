@@ -8,8 +8,11 @@
 // 1.0, a RawJson equals a RawJson of the same text. Every layout a client asks with
 // `"delta": true` goes through here, under the GIL.
 #include <Python.h>
+#include <pybind11/stl.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -126,12 +129,13 @@ class JsonDelta {
     return "value";
   }
 
-  // Whether enigma.js can set a whole value to `now` over one of kind `held` (None: nothing).
-  bool root_fits(const py::handle& held, PyObject* now) const {
+  // Whether enigma.js can set a whole value to `now` over one of kind `held` (null: it holds
+  // nothing).
+  bool root_fits(const char* held, PyObject* now) const {
     if (now == Py_None) return false;
-    const std::string k = kind(now);
-    if (k == "value" || held.is_none()) return true;
-    const std::string h = py::cast<std::string>(held);
+    const std::string_view k = kind(now);
+    if (k == "value" || held == nullptr) return true;
+    const std::string_view h = held;
     return h != "object_" && h == (k == "object_" ? "object" : k);
   }
 
@@ -291,7 +295,7 @@ class JsonDelta {
   py::object replace(PyObject* old, PyObject* now, const std::string& path, bool in_list,
                      std::vector<py::object>& ops) const {
     if (path.empty()) {
-      if (!root_fits(py::str(kind(old)), now)) throw NotExpressible{};
+      if (!root_fits(kind(old), now)) throw NotExpressible{};
       ops.push_back(op(words().replace, "/", now));
     } else if (!in_list && PyDict_CheckExact(old) && PyDict_CheckExact(now) && special(old)) {
       ops.push_back(op(words().remove, path, nullptr));  // enigma.js would keep its `_…` members
@@ -430,8 +434,8 @@ void bind_delta(py::module_& m) {
           "The kind enigma.js keeps: 'object', 'object_' (members `_…`/`$$…` it keeps), 'array' or 'value'.")
       .def(
           "root_fits",
-          [](const JsonDelta& self, const py::handle& held, const py::handle& now) {
-            return self.root_fits(held, now.ptr());
+          [](const JsonDelta& self, const std::optional<std::string>& held, const py::handle& now) {
+            return self.root_fits(held ? held->c_str() : nullptr, now.ptr());
           },
           py::arg("held"), py::arg("new"),
           "Whether enigma.js can set a whole value to `new` over one of kind `held` (None: nothing kept).");

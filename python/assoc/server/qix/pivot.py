@@ -185,13 +185,11 @@ class PivotView:
         self.left_dims = [c for c in d.left if c != PSEUDO]
         self.top_dims = [c for c in d.top if c != PSEUDO]
         self._cubes: dict[tuple[int, int], tuple[dict[tuple[int, ...], int], list[Any]]] = {}
-        # The measures of the left side's cube: a cell of its deepest nodes without a top
-        # dimension is a row of it (no index of the cube's rows is made for such cells).
-        self.left, cube = self._side(d.left, self.left_dims, self.state.left)
-        width = len(self.left_dims)
-        self._left_values = (
-            [cube.array(width + m) for m in range(len(d.measures))] if cube is not None else None
-        )
+        # The left side's cube: a cell of its deepest nodes without a top dimension is a row
+        # of it (no index of the cube's rows is made for such cells); its measures read once
+        # a page shows such a cell.
+        self.left, self._left_cube = self._side(d.left, self.left_dims, self.state.left)
+        self._left_values: dict[int, np.ndarray] = {}
         self.top, _ = self._side(d.top, self.top_dims, self.state.top)
         self.rows = self._leaves(self.left, d.left)
         self.columns = self._leaves(self.top, d.top)
@@ -333,8 +331,11 @@ class PivotView:
         )
         if not self.definition.measures:
             return float("nan")
-        if row is not None and row.row >= 0 and not top and self._left_values is not None:
-            return float(self._left_values[measure][row.row])
+        if row is not None and row.row >= 0 and not top and self._left_cube is not None:
+            values = self._left_values.get(measure)
+            if values is None:
+                values = self._left_values[measure] = self._left_cube.array(len(left) + measure)
+            return float(values[row.row])
         index, arrays = self._values(len(left), len(top))
         found = index.get((*left, *top))
         return float("nan") if found is None else float(arrays[measure][found])
