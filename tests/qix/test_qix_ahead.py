@@ -143,6 +143,63 @@ def test_a_destroyed_object_s_layout_made_ahead_is_not_answered(qix: QixClient) 
     assert rows(qix.result("GetLayout", [], cube)) == [("a", 15)]
 
 
+def _in_selection_mode(qix: QixClient, cube: int, customer: str) -> None:
+    """BeginSelections on the cube, then a selection of one customer in it."""
+    assert qix.call("BeginSelections", [["/qHyperCubeDef"]], cube)["change"] == [cube]
+    code = symbols("Customer").index(customer)
+    answer = qix.call("SelectHyperCubeValues", ["/qHyperCubeDef", 0, [code], False], cube)
+    assert answer["result"] == {"qSuccess": True}
+
+
+def _selection_info(layout: dict[str, Any]) -> dict[str, bool]:
+    return layout["qLayout"]["qSelectionInfo"]
+
+
+def test_layouts_asked_in_selection_mode_then_after_accepting(qix: QixClient) -> None:
+    # As nebula.js asks: the charts' layouts right after the selection, the modal chart's
+    # again once the selection is accepted (its answer changes that chart alone).
+    listbox, cube = laid_out(qix)
+    _in_selection_mode(qix, cube, "b")
+    modal = qix.result("GetLayout", [], cube)
+    assert rows(modal) == [("b", 21)]
+    assert _selection_info(modal) == {"qInSelections": True, "qMadeSelections": True}
+    assert selected(qix.result("GetLayout", [], listbox)) == ["b"]
+    assert qix.call("EndSelections", [True], cube)["change"] == [cube]
+    accepted = qix.result("GetLayout", [], cube)
+    assert rows(accepted) == [("b", 21)]
+    assert _selection_info(accepted) == {"qInSelections": False, "qMadeSelections": False}
+
+
+def test_layouts_asked_once_the_selection_is_accepted(qix: QixClient) -> None:
+    # As enigma.js programs often ask: every layout after EndSelections(true). The ones made
+    # ahead in selection mode are kept; the modal chart's is made out of selection mode.
+    listbox, cube = laid_out(qix)
+    _in_selection_mode(qix, cube, "c")
+    assert qix.call("EndSelections", {"qAccept": True}, cube)["change"] == [cube]
+    accepted = qix.result("GetLayout", [], cube)
+    assert rows(accepted) == [("c", 7)]
+    assert _selection_info(accepted) == {"qInSelections": False, "qMadeSelections": False}
+    assert selected(qix.result("GetLayout", [], listbox)) == ["c"]
+    assert _selection_info(qix.result("GetLayout", [], listbox))["qInSelections"] is False
+
+
+def test_layouts_made_in_selection_mode_are_dropped_when_it_is_cancelled(
+    qix: QixClient,
+) -> None:
+    listbox, cube = laid_out(qix)
+    before = rows(qix.result("GetLayout", [], cube))
+    _in_selection_mode(qix, cube, "a")
+    assert qix.call("EndSelections", [False], cube)["result"] == {}
+    assert rows(qix.result("GetLayout", [], cube)) == before
+    assert selected(qix.result("GetLayout", [], listbox)) == []
+    # Accepting in another object than the modal one changes nothing.
+    _in_selection_mode(qix, cube, "a")
+    assert qix.call("EndSelections", [True], listbox)["result"] == {}
+    assert _selection_info(qix.result("GetLayout", [], cube))["qInSelections"] is True
+    assert qix.call("EndSelections", [True], cube)["change"] == [cube]
+    assert rows(qix.result("GetLayout", [], cube)) == [("a", 15)]
+
+
 class _Engine:
     """Engine threads without a memory budget (what LayoutsAhead needs of EngineWork)."""
 
@@ -219,3 +276,40 @@ def test_a_request_given_up_does_not_hold_its_layouts_back(monkeypatch) -> None:
     started = time.monotonic()
     assert _hand_over(monkeypatch, "cancelled")[-1] == "layout made"
     assert time.monotonic() - started < 10  # not the 30 s the send is waited for at most
+
+
+def test_a_layout_begun_before_its_object_is_remade_is_not_answered(monkeypatch) -> None:
+    # The engine thread is making object 7's layout when the loop learns that it changed
+    # (EndSelections(true) of the modal object): the GetLayout that follows gets the layout
+    # made after the change, never the one begun before it.
+    begun, release = threading.Event(), threading.Event()
+    made: list[str] = []
+
+    def layout(*_: Any) -> SimpleNamespace:
+        name = "before" if not made else "after"
+        made.append(name)
+        if name == "before":
+            begun.set()
+            release.wait(10)
+        return SimpleNamespace(full=lambda request: name)
+
+    monkeypatch.setattr(ahead, "_layout", layout)
+    session = SimpleNamespace(
+        doc=SimpleNamespace(modal=None), handles=SimpleNamespace(open_handles=lambda: [7])
+    )
+
+    async def main() -> str | None:
+        later = ahead.LayoutsAhead()
+        later.asked(7)
+        engine = _Engine()
+        later.start(engine, session, [7])  # type: ignore[arg-type]
+        await asyncio.get_running_loop().run_in_executor(None, begun.wait, 10)
+        later.remake(engine, session, [7])  # type: ignore[arg-type]
+        release.set()
+        answer = await later.serve(ahead.Request(1, 7, "GetLayout", None))
+        await later.settle()
+        engine.pool.shutdown()
+        return answer
+
+    assert asyncio.run(main()) == "after"
+    assert made == ["before", "after"]

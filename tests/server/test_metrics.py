@@ -285,9 +285,9 @@ def test_layouts_made_ahead_are_counted_planned_and_served(client: TestClient) -
 
 @needs_qvd_reader
 def test_layouts_after_selection_mode_are_made_ahead(client: TestClient) -> None:
-    """A selection made in selection mode changes every chart, whose layouts the client asks
-    once the selection is confirmed (EndSelections changes the modal chart alone): those
-    layouts are made ahead then, and show the selection."""
+    """A selection made in selection mode changes every chart: their layouts are made ahead
+    from the selection on; accepting it (EndSelections changes the modal chart alone) keeps
+    them and makes the modal chart's again, out of selection mode."""
     with qix_doc(client) as (call, doc):
         pie = {**BAR, "qInfo": {"qType": "piechart"}}
         charts = [
@@ -304,8 +304,10 @@ def test_layouts_after_selection_mode_are_made_ahead(client: TestClient) -> None
             layout = call(handle, "GetLayout", [])["result"]["qLayout"]
             matrix = layout["qHyperCube"]["qDataPages"][0]["qMatrix"]
             assert [(r[0]["qText"], r[1]["qNum"]) for r in matrix] == [("a", 15)]
+            assert layout["qSelectionInfo"] == {"qInSelections": False, "qMadeSelections": False}
     text = scrape(client)
-    assert value(text, "assoc_qix_layouts_ahead_total", outcome="planned") == 2
+    # The two charts after the selection, the modal one again after EndSelections.
+    assert value(text, "assoc_qix_layouts_ahead_total", outcome="planned") == 3
     assert value(text, "assoc_qix_layouts_ahead_total", outcome="served") == 2
 
 

@@ -7,6 +7,10 @@ answer is sent), while it travels and while the client reads the layouts before 
 GetLayout that follows takes its layout as made. Any other request (or a GetLayout asked again)
 first waits for that work to stop and drops what it made, so a layout made ahead is always the
 one its own GetLayout would have made at that point: nothing can change the session in between.
+The one request let through is EndSelections(true) of the object in selection mode: a selection
+made in selection mode changes every chart at once (the client asks their layouts then, or once
+the mode ends), and accepting it changes the modal object's layout alone, which is made again
+first while the others made since the selection are kept.
 
 When the socket whose answer started the work asks for its layouts as delta answers, each is
 also diffed there against that socket's bases (delta.py); they become its bases only when the
@@ -23,10 +27,10 @@ from dataclasses import dataclass
 
 from assoc.server.metrics import LoopCounts
 from assoc.server.qix.delta import DeltaBases, NotExpressible, Prepared
-from assoc.server.qix.handles import ObjectTarget
+from assoc.server.qix.handles import ObjectTarget, Target
 from assoc.server.qix.hypercube import HyperCubeDef
 from assoc.server.qix.methods import Answer, Method
-from assoc.server.qix.rpc import Request, RpcError, encode_json, result_message
+from assoc.server.qix.rpc import Request, RpcError, bind_params, encode_json, result_message
 from assoc.server.qix.session import QixSession
 from assoc.server.qix.workload import EngineWork, work_bytes
 
@@ -105,8 +109,15 @@ class LayoutsAhead:
         # ends (EndSelections changes the modal object alone).
         self.stale: set[int] = set()
         self._made: Made = {}
-        self._job: asyncio.Future[None] | None = None
+        self._jobs: list[asyncio.Future[None]] = []  # the work making layouts now
         self._stop = False  # read by the engine thread between layouts
+        # The plan the engine threads take layouts from while they take them (a remade layout
+        # joins it), its futures, and each handle's remakes: a layout made before its object
+        # changed is not delivered.
+        self._lock = threading.Lock()
+        self._left: deque[int] | None = None
+        self._left_made: Made = {}
+        self._remade: dict[int, int] = {}
         self._sent = threading.Event()  # the answer that started the work was sent
         self.counts: LoopCounts | None = None  # the service's count of planned and served
 
@@ -127,7 +138,7 @@ class LayoutsAhead:
         earlier one changed since (none while an object is in selection mode: its selections
         come one request after another), as delta answers against `bases` when given. Call it
         with nothing made ahead (after `settle`)."""
-        if self._job is not None:
+        if self._jobs:
             self.stale.update(changed)
             return
         plan = self._plan(session, changed)
@@ -137,9 +148,67 @@ class LayoutsAhead:
         made: Made = {handle: loop.create_future() for handle in plan}
         self._install(plan, made)
         # In an engine thread from now on: before the answer that started it is sent.
+        self._submit(engine, session, plan, made, loop, bases)
+
+    def _submit(
+        self,
+        engine: EngineWork,
+        session: QixSession,
+        plan: list[int],
+        made: Made,
+        loop: asyncio.AbstractEventLoop,
+        bases: DeltaBases | None,
+    ) -> None:
         job = engine.submit(self._make, engine, session, plan, made, loop, bases)
         job.add_done_callback(lambda done: _ended(done, made))
-        self._job = job
+        self._jobs.append(job)
+
+    def keeps(self, session: QixSession, request: Request, target: Target, method: Method) -> bool:
+        """Whether a request leaves the layouts made ahead as they are: EndSelections(true) of
+        the object in selection mode while layouts are made or kept (it changes that object's
+        layout alone: `remake` it after the answer)."""
+        if not self._jobs or method.name != "EndSelections":
+            return False
+        doc = session.doc
+        if doc is None or doc.modal is None or not isinstance(target, ObjectTarget):
+            return False
+        if doc.modal.object_id != target.obj.object_id:
+            return False
+        try:
+            return bool(bind_params(method.name, method.params, request.params)["qAccept"])
+        except (RpcError, KeyError):
+            return False
+
+    def remake(
+        self,
+        engine: EngineWork,
+        session: QixSession,
+        changed: Sequence[int],
+        bases: DeltaBases | None = None,
+    ) -> None:
+        """After a request `keeps` let through: the layouts it changed are made again, before
+        those not made yet; the layouts made of them before are not answered."""
+        again = [h for h in changed if h in self.laid_out]
+        self.stale.update(again)
+        if not again:
+            return
+        loop = asyncio.get_running_loop()
+        fresh: Made = {handle: loop.create_future() for handle in again}
+        self._count("planned", len(again))
+        with self._lock:
+            for handle in again:
+                self._remade[handle] = self._remade.get(handle, 0) + 1
+                self._made.pop(handle, None)
+            self._made.update(fresh)
+            left = self._left
+            if left is not None:  # engine threads take layouts from it: these first
+                for handle in again:
+                    while handle in left:
+                        left.remove(handle)
+                self._left_made.update(fresh)
+                left.extendleft(reversed(again))
+                return
+        self._submit(engine, session, again, fresh, loop, bases)
 
     def answer_then_make(
         self,
@@ -163,7 +232,7 @@ class LayoutsAhead:
         )
         job.add_done_callback(lambda done: _ended(done, made, answered))
         answered.add_done_callback(lambda done: _given_up(done, sent))
-        self._job = job
+        self._jobs = [job]
         return job, answered
 
     def answer_sent(self) -> None:
@@ -173,16 +242,25 @@ class LayoutsAhead:
 
     def _plan(self, session: QixSession, changed: Sequence[int]) -> list[int]:
         """The objects to lay out ahead after `changed` (the session's lock held, by the loop
-        or by the engine thread it waits for), oldest asked first; it forgets closed ones."""
+        or by the engine thread it waits for), oldest asked first; it forgets closed ones. In
+        selection mode, a change of the modal object alone (BeginSelections) makes nothing
+        ahead, since a selection follows at once; after a selection the modal object comes
+        last, as accepting the selection changes its layout again."""
         self.stale.update(changed)
         doc = session.doc
-        if doc is None or doc.modal is not None:
+        if doc is None:
             return []
         open_now = set(session.handles.open_handles())
         for handle in [h for h in self.laid_out if h not in open_now]:
             del self.laid_out[handle]  # closed
         self.stale &= open_now
-        return [h for h in self.laid_out if h in self.stale][:AHEAD_MAX]
+        plan = [h for h in self.laid_out if h in self.stale]
+        if doc.modal is not None:
+            modal = {h for h in plan if _object_id(session, h) == doc.modal.object_id}
+            if not set(changed) - modal:
+                return []
+            plan = [h for h in plan if h not in modal] + [h for h in plan if h in modal]
+        return plan[:AHEAD_MAX]
 
     def _install(self, plan: list[int], made: Made) -> None:
         """On the loop: the plan's futures, which its GetLayout requests take."""
@@ -206,13 +284,13 @@ class LayoutsAhead:
     ) -> None:
         """In an engine thread: the answer, handed to the loop with the plan it leads to (its
         futures exist before any of its layouts is delivered), then the plan's layouts: at once
-        when the first starts with a cube, else once the loop has sent the answer (SEND_WAIT at
-        most)."""
+        when the first starts with a cube outside selection mode, else once the loop has sent
+        the answer (SEND_WAIT at most)."""
         text = work()
         notice = session.notice
         plan = self._plan(session, notice[0]) if notice is not None and notice[0] else []
         loop.call_soon_threadsafe(_answered, self, plan, made, answered, text)
-        if plan and not _starts_with_a_cube(session, plan[0]):
+        if plan and (_in_selection_mode(session) or not _starts_with_a_cube(session, plan[0])):
             sent.wait(SEND_WAIT)
         self._make(engine, session, plan, made, loop, bases)
 
@@ -229,7 +307,9 @@ class LayoutsAhead:
         With a second engine thread free, it takes the next layout of the plan as this one
         works on one: one object's cube is computed without the interpreter while the other's
         layout is built in Python. It returns once both have stopped."""
-        left = deque(plan)  # popleft is safe from two threads
+        left = deque(plan)
+        with self._lock:
+            self._left, self._left_made = left, made
         helper = None
         if len(plan) > 1:
             helper = engine.helper(self._make_from, left, engine, session, made, loop, bases)
@@ -248,14 +328,23 @@ class LayoutsAhead:
         loop: asyncio.AbstractEventLoop,
         bases: DeltaBases | None,
     ) -> None:
-        """In an engine thread: the plan's next layout while there is one left."""
-        while not self._stop and left:
-            try:
+        """In an engine thread: the plan's next layout while there is one left (once none is,
+        a layout remade later is made by work of its own)."""
+        while not self._stop:
+            with self._lock:
+                if not left:
+                    if self._left is left:
+                        self._left = None
+                    return
                 handle = left.popleft()
-            except IndexError:  # the other thread took the last one
-                return
+                remade = self._remade.get(handle, 0)
             layout = _layout(engine, session, handle, bases)
-            loop.call_soon_threadsafe(_deliver_to, made, handle, layout)
+            loop.call_soon_threadsafe(self._deliver, made, handle, remade, layout)
+
+    def _deliver(self, made: Made, handle: int, remade: int, layout: Layout | None) -> None:
+        """On the loop: a layout made, unless its object was remade since it was begun."""
+        if self._remade.get(handle, 0) == remade:
+            _deliver_to(made, handle, layout)
 
     async def serve(self, request: Request, bases: DeltaBases | None = None) -> str | None:
         """The answer to a GetLayout whose layout is made ahead (waiting for it when it is being
@@ -283,16 +372,36 @@ class LayoutsAhead:
         """Stops making layouts ahead (the one being made finishes) and drops those made: call
         it before anything else uses the session. Objects whose layouts were not asked after
         the change are made ahead no more until they are asked again."""
-        job = self._job
-        if job is None:
+        jobs = self._jobs
+        if not jobs:
             return
         self._stop = True
         for handle in self._made:
             self.laid_out.pop(handle, None)
         self._made = {}
-        if not job.done():
-            await asyncio.wait({job})
-        self._job = None
+        running = {job for job in jobs if not job.done()}
+        if running:
+            await asyncio.wait(running)
+        self._jobs = []
+        with self._lock:
+            self._left, self._left_made = None, {}
+            self._remade.clear()
+
+
+def _in_selection_mode(session: QixSession) -> bool:
+    """Whether an object of the session's document is in selection mode: the client's next
+    request then ends it (or selects again), and the layouts wait for the answer's send."""
+    doc = session.doc
+    return doc is not None and doc.modal is not None
+
+
+def _object_id(session: QixSession, handle: int) -> str | None:
+    """The id of the object an open handle names (None for any other handle)."""
+    try:
+        target = session.handles.get(handle)
+    except RpcError:
+        return None
+    return target.obj.object_id if isinstance(target, ObjectTarget) else None
 
 
 def _starts_with_a_cube(session: QixSession, handle: int) -> bool:

@@ -104,6 +104,9 @@ class QixConnection:
         if made is not None:
             await self.send(made)
             return
+        if ahead.keeps(session, request, target, method):
+            await self._keeping_layouts(request, target, method)
+            return
         await ahead.settle()
         session.notice = None
         if not method.engine:
@@ -125,6 +128,19 @@ class QixConnection:
             await self.send(answer)
         finally:
             ahead.answer_sent()
+        await self._tell_peers()
+
+    async def _keeping_layouts(self, request: Request, target: Target, method: Method) -> None:
+        """Answers a request that leaves the layouts made ahead as they are (LayoutsAhead.keeps:
+        accepting a selection, which sets a flag), on the loop; the layouts it changed are
+        made again first."""
+        session = self.session
+        session.notice = None
+        answer = session.answer(request, target, method, self.bases)
+        if session.notice is not None and session.notice[0]:
+            bases = self.bases if self.delta_layouts else None
+            self.kept.ahead.remake(self.engine, session, session.notice[0], bases)
+        await self.send(answer)
         await self._tell_peers()
 
     async def _tell_peers(self) -> None:
