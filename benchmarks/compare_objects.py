@@ -12,13 +12,17 @@ against the same work through the embedded API, on a 10,000,000-row app.
    computed before).
 
     python benchmarks/compare_objects.py [--rows 10000000] [--runs 5] [--steps 20] [--no-delta]
-        [--only page|patches] [--cpu]
+        [--only page|patches] [--cpu] [--nebula-order]
 
 The QIX client asks as enigma.js does by default (and so nebula.js charts): `"delta": true` on
 each request whose method has one out-parameter other than qSuccess (OpenDoc,
 CreateSessionObject, GetLayout; not ApplyPatches or the selections), applying the JSON-Patch
 operations of delta answers to the values it keeps per handle and method. `--no-delta` asks for
 full answers, as before delta answers existed.
+
+`--nebula-order` asks the page's six layouts as nebula.js charts do: on `changed`, right after
+the selection (the bar chart in selection mode), then EndSelections(true) and the bar chart's
+layout again; the embedded side is the same.
 
 `--cpu` (Linux) adds the CPU time of each page step: the server's threads by role (read from
 /proc/<pid>/task, where the service names its threads) and the client's (this process). The
@@ -104,6 +108,8 @@ FILTER = {
 
 # Whether the client asks for delta answers (--no-delta: not).
 DELTA = True
+# Whether the page step asks the layouts in selection mode, as nebula.js does (--nebula-order).
+NEBULA_ORDER = False
 
 
 def _delta_methods() -> frozenset[str]:
@@ -289,12 +295,21 @@ async def _page_steps(
 
 
 async def page_step(qix: Socket, handles: list[int], customer: int) -> None:
-    """One customer confirmed on the bar chart in selection mode, then the six layouts."""
+    """One customer confirmed on the bar chart in selection mode, then the six layouts; with
+    NEBULA_ORDER, the six layouts asked in selection mode right after the selection (as
+    nebula.js charts ask on `changed`), then the confirmation and the bar chart's layout."""
     bar = handles[0]
     await qix.call("BeginSelections", [["/qHyperCubeDef"]], bar)
     await qix.call("SelectHyperCubeValues", ["/qHyperCubeDef", 0, [customer], False], bar)
-    await qix.call("EndSelections", [True], bar)
-    layouts = await qix.calls([("GetLayout", [], h) for h in handles])
+    if NEBULA_ORDER:
+        layouts = await qix.calls([("GetLayout", [], h) for h in handles])
+        assert layouts[0]["qLayout"]["qSelectionInfo"]["qInSelections"] is True
+        await qix.call("EndSelections", [True], bar)
+        layouts[0] = await qix.call("GetLayout", [], bar)
+        assert layouts[0]["qLayout"]["qSelectionInfo"]["qInSelections"] is False
+    else:
+        await qix.call("EndSelections", [True], bar)
+        layouts = await qix.calls([("GetLayout", [], h) for h in handles])
     assert layouts[0]["qLayout"]["qHyperCube"]["qSize"]["qcy"] == 1
 
 
@@ -459,9 +474,15 @@ def main() -> None:
     parser.add_argument(
         "--cpu", action="store_true", help="the page steps' CPU time, by server thread (Linux)"
     )
+    parser.add_argument(
+        "--nebula-order",
+        action="store_true",
+        help="the page's layouts asked in selection mode, then the bar chart's after confirming",
+    )
     args = parser.parse_args()
-    global DELTA
+    global DELTA, NEBULA_ORDER
     DELTA = not args.no_delta
+    NEBULA_ORDER = args.nebula_order
     page, patches, _, _ = _served(args.rows, args.runs, args.steps, args.only, args.cpu)
     client = "delta answers, as enigma.js" if DELTA else "full answers"
     print(
@@ -472,6 +493,8 @@ def main() -> None:
     print("|---|---:|---:|---|---|---|")
     if page.qix_s:
         title = "six-chart page: confirmed selection → six layouts"
+        if NEBULA_ORDER:
+            title = "six-chart page: selection → six layouts → confirmed → the bar chart's"
         print(_row(title, "≤ 1.5x + 5 ms", page, 5, 1.5))
     if patches.qix_s:
         print(_row("ApplyPatches + GetLayout vs a fresh cube", "≤ 1.2x", patches, 0, 1.2))

@@ -34,3 +34,13 @@ def test_the_page_steps_cpu_is_told_by_server_thread_role() -> None:
     assert embedded > 0
     # Medians of the parts need not add up to the median of the sums, but come close.
     assert 0.5 * server <= loop + engine + pool + other <= 1.5 * server
+
+
+def test_the_page_in_nebula_s_order_is_timed() -> None:
+    # The layouts asked in selection mode, then the confirmation and the bar chart's layout:
+    # the step asserts each layout's selection-mode flag, so a wrong answer fails the run.
+    output = script_output(
+        "compare_objects.py", "--rows", "20000", "--runs", "1", "--steps", "4", "--only", "page",
+        "--nebula-order",
+    )  # fmt: skip
+    assert "six-chart page: selection → six layouts → confirmed → the bar chart's" in output
