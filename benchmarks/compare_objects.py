@@ -20,8 +20,9 @@ CreateSessionObject, GetLayout; not ApplyPatches or the selections), applying th
 operations of delta answers to the values it keeps per handle and method. `--no-delta` asks for
 full answers, as before delta answers existed.
 
-`--nebula-order` asks the page's six layouts as nebula.js charts do: on `changed`, right after
-the selection (the bar chart in selection mode), then EndSelections(true) and the bar chart's
+`--nebula-order` asks the page's six layouts as nebula.js charts do (a recorded click): on
+`changed`, right after the selection (the bar chart in selection mode), the bar chart's
+GetEffectiveProperties first; then EndSelections(true), and the bar chart's properties and
 layout again; the embedded side is the same.
 
 `--cpu` (Linux) adds the CPU time of each page step: the server's threads by role (read from
@@ -301,11 +302,13 @@ async def page_step(qix: Socket, handles: list[int], customer: int) -> None:
     bar = handles[0]
     await qix.call("BeginSelections", [["/qHyperCubeDef"]], bar)
     await qix.call("SelectHyperCubeValues", ["/qHyperCubeDef", 0, [customer], False], bar)
-    if NEBULA_ORDER:
-        layouts = await qix.calls([("GetLayout", [], h) for h in handles])
+    if NEBULA_ORDER:  # the chart in selection mode reads its properties first, as stardust does
+        asked = [("GetEffectiveProperties", [], bar)] + [("GetLayout", [], h) for h in handles]
+        layouts = (await qix.calls(asked))[1:]
         assert layouts[0]["qLayout"]["qSelectionInfo"]["qInSelections"] is True
         await qix.call("EndSelections", [True], bar)
-        layouts[0] = await qix.call("GetLayout", [], bar)
+        again = await qix.calls([("GetEffectiveProperties", [], bar), ("GetLayout", [], bar)])
+        layouts[0] = again[1]
         assert layouts[0]["qLayout"]["qSelectionInfo"]["qInSelections"] is False
     else:
         await qix.call("EndSelections", [True], bar)

@@ -60,23 +60,28 @@ def test_the_select_step_s_layouts_are_made_once_its_answer_is_sending() -> None
     assert_in_order(ahead, ["engine thread: cube done", "engine thread: qHyperCube layout done"])
 
 
-def test_the_page_step_confirms_its_selection_before_the_six_layouts_are_made() -> None:
+def test_the_page_step_makes_the_layouts_from_the_selection_on() -> None:
     events = timeline("--step", "page")
     order = [
         "client: BeginSelections sent",
         "server: BeginSelections frame received",
         "client: SelectHyperCubeValues sent",
         "engine thread: select done",
-        "client: EndSelections sent",
-        "server: EndSelections frame received",
         "engine thread: layout made ahead",
-        "client: GetLayout sent",
-        "engine thread: qListObject layout done",
         "client: layouts parsed",
     ]
     assert_in_order(events, order)
-    # Each of the six objects is laid out ahead once before the client has the six layouts
+    assert_in_order(
+        events,
+        [
+            "client: EndSelections sent",
+            "server: EndSelections frame received",
+            "client: GetLayout sent",
+        ],
+    )
+    # Each of the six objects is laid out ahead once before the client has the six layouts,
+    # the bar chart (in selection mode) once more when it was laid out before its confirmation
     # (after them, the untimed ClearAll's six).
     timed = events[: events.index("client: layouts parsed")]
     made = [e for e in timed if e.startswith("engine thread: layout made ahead done")]
-    assert len(made) == 6
+    assert len(made) in (6, 7)

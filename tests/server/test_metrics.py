@@ -312,6 +312,35 @@ def test_layouts_after_selection_mode_are_made_ahead(client: TestClient) -> None
 
 
 @needs_qvd_reader
+def test_requests_that_change_nothing_keep_the_layouts_made_ahead(client: TestClient) -> None:
+    """As nebula.js asks after a selection: the chart's effective properties, the app's
+    layout, an object by id and a layout asked twice come between the GetLayouts of the
+    changed charts; none of them drops the layouts made ahead, and each answers as always."""
+    with qix_doc(client) as (call, doc):
+        pie = {**BAR, "qInfo": {"qType": "piechart", "qId": "pie-1"}}
+        charts = [
+            call(doc, "CreateSessionObject", [props])["result"]["qReturn"]["qHandle"]
+            for props in (BAR, pie)
+        ]
+        for handle in charts:
+            call(handle, "GetLayout", [])
+        picked = call(charts[0], "SelectHyperCubeValues", ["/qHyperCubeDef", 0, [0], False])
+        assert set(charts) <= set(picked["change"])
+        props = call(charts[0], "GetEffectiveProperties", [])["result"]["qProp"]
+        assert props["qInfo"]["qType"] == BAR["qInfo"]["qType"]
+        assert call(doc, "GetAppLayout", [])["result"]["qLayout"]["qHasData"] is True
+        found = call(doc, "GetObject", ["pie-1"])["result"]["qReturn"]["qHandle"]
+        assert found == charts[1]
+        for handle in (charts[0], charts[0], charts[1]):  # the bar chart's a second time
+            layout = call(handle, "GetLayout", [])["result"]["qLayout"]
+            matrix = layout["qHyperCube"]["qDataPages"][0]["qMatrix"]
+            assert [(r[0]["qText"], r[1]["qNum"]) for r in matrix] == [("a", 15)]
+    text = scrape(client)
+    assert value(text, "assoc_qix_layouts_ahead_total", outcome="planned") == 2
+    assert value(text, "assoc_qix_layouts_ahead_total", outcome="served") == 2
+
+
+@needs_qvd_reader
 def test_a_pivot_s_cells_reuse_its_cube(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,13 +4,14 @@ session starts making those layouts as soon as the answer is on its way (the eng
 made an engine method's answer goes on to make them: at once when the first starts with a cube,
 else once the loop has sent the answer; after any other method an engine thread starts while the
 answer is sent), while it travels and while the client reads the layouts before them; each
-GetLayout that follows takes its layout as made. Any other request (or a GetLayout asked again)
-first waits for that work to stop and drops what it made, so a layout made ahead is always the
-one its own GetLayout would have made at that point: nothing can change the session in between.
-The one request let through is EndSelections(true) of the object in selection mode: a selection
-made in selection mode changes every chart at once (the client asks their layouts then, or once
-the mode ends), and accepting it changes the modal object's layout alone, which is made again
-first while the others made since the selection are kept.
+GetLayout that follows takes its layout as made. A request whose method `keeps_layouts` (it
+changes nothing a layout shows: a getter, a GetLayout not made ahead) is answered beside that
+work; any other request first waits for it to stop and drops what it made, so a layout made
+ahead is always the one its own GetLayout would have made at that point: nothing can change
+the session in between. The one change let through is EndSelections(true) of the object in
+selection mode: a selection made in selection mode changes every chart at once (the client asks
+their layouts then, or once the mode ends), and accepting it changes the modal object's layout
+alone, which is made again first while the others made since the selection are kept.
 
 When the socket whose answer started the work asks for its layouts as delta answers, each is
 also diffed there against that socket's bases (delta.py); they become its bases only when the
@@ -162,6 +163,11 @@ class LayoutsAhead:
         job = engine.submit(self._make, engine, session, plan, made, loop, bases)
         job.add_done_callback(lambda done: _ended(done, made))
         self._jobs.append(job)
+
+    @property
+    def making(self) -> bool:
+        """Whether layouts are being made ahead or kept for their GetLayout (until `settle`)."""
+        return bool(self._jobs)
 
     def keeps(self, session: QixSession, request: Request, target: Target, method: Method) -> bool:
         """Whether a request leaves the layouts made ahead as they are: EndSelections(true) of

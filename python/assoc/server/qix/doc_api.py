@@ -35,7 +35,7 @@ def _in_state(target: DocTarget, state: str) -> InState:
     return InState(session, known_state(session, state))
 
 
-@DOC_METHODS.method("GetAppLayout", engine=False)
+@DOC_METHODS.method("GetAppLayout", engine=False, keeps_layouts=True)
 def get_app_layout(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Answer:
     """NxAppLayout from the app's attributes."""
     a = target.doc.attributes
@@ -67,7 +67,7 @@ def get_tables_and_keys(s: SessionState, target: DocTarget, args: dict[str, Any]
     return Answer(tables_and_keys(target.doc.facts, args["qSyntheticMode"]))
 
 
-@DOC_METHODS.method("GetField")
+@DOC_METHODS.method("GetField", keeps_layouts=True)
 def get_field(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """A Field handle (the same one for the same field); error 2 for an unknown field."""
     state = _in_state(target, args["qStateName"]).state
@@ -184,7 +184,7 @@ def destroy_session_object(s: SessionState, target: DocTarget, args: dict[str, A
     return Answer({"qSuccess": True}, close=closed, change=[parent.handle] if parent else [])
 
 
-@DOC_METHODS.method("GetObject", engine=False)
+@DOC_METHODS.method("GetObject", engine=False, keeps_layouts=True)
 def get_object(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """An object's handle (children too); error 2 "Object not found" when there is none."""
     obj = target.doc.objects.get(args["qId"])

@@ -61,7 +61,7 @@ class QixConnection:
         self.websocket = websocket
         self.session = session
         self.engine = engine
-        self._work: asyncio.Future[None] | None = None  # the engine request being answered
+        self._work: asyncio.Future[Any] | None = None  # the engine request being answered
         self.kept = kept
         kept.ahead.counts = metrics.qix_ahead
         self.lock = kept.lock  # the session's: its sockets' requests are answered one at a time
@@ -106,6 +106,14 @@ class QixConnection:
             return
         if ahead.keeps(session, request, target, method):
             await self._keeping_layouts(request, target, method)
+            return
+        if method.keeps_layouts and ahead.making:
+            # Answered beside the layouts made ahead (it changes nothing they show).
+            if method.engine:
+                answer = await self._beside_layouts(request, target, method)
+            else:
+                answer = session.answer(request, target, method, self.bases)
+            await self.send(answer)
             return
         await ahead.settle()
         session.notice = None
@@ -168,6 +176,16 @@ class QixConnection:
         self._work = job
         try:
             return await answered
+        finally:
+            self._work = None
+
+    async def _beside_layouts(self, request: Request, target: Target, method: Method) -> str:
+        """The answer of an engine method that keeps the layouts made ahead, made in an engine
+        thread beside them."""
+        work = self.engine.submit(self._answer, request, target, method)
+        self._work = work
+        try:
+            return await work
         finally:
             self._work = None
 

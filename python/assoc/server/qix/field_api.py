@@ -147,7 +147,7 @@ def unlock(s: SessionState, target: FieldTarget, _: dict[str, Any]) -> Answer:
     return Answer({"qReturn": done}, selections_changed=done)
 
 
-@FIELD_METHODS.method("GetCardinal", engine=False)
+@FIELD_METHODS.method("GetCardinal", engine=False, keeps_layouts=True)
 def get_cardinal(s: SessionState, target: FieldTarget, _: dict[str, Any]) -> Answer:
     """The number of distinct values of the field."""
     return Answer({"qReturn": int(target.doc.facts.field(target.name)["cardinal"])})

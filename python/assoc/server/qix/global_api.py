@@ -25,7 +25,7 @@ from assoc.server.store import AppNotFound
 GLOBAL_METHODS = MethodTable("Global")
 
 
-@GLOBAL_METHODS.method("EngineVersion", engine=False)
+@GLOBAL_METHODS.method("EngineVersion", engine=False, keeps_layouts=True)
 def engine_version(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Answer:
     """{qVersion: {qComponentVersion}} from the EngineVersion setting."""
     return Answer({"qVersion": {"qComponentVersion": s.settings.component_version}})

@@ -26,12 +26,15 @@ Runner = Callable[[SessionState, Any, dict[str, Any]], Answer]
 
 @dataclass(frozen=True)
 class Method:
-    """One method of one object type; `engine` methods run off the event loop."""
+    """One method of one object type; `engine` methods run off the event loop. A method that
+    `keeps_layouts` reads the session without changing anything a layout shows: it is answered
+    beside layouts being made ahead (ahead.py) instead of stopping them."""
 
     name: str
     params: tuple[Param, ...]
     run: Runner
     engine: bool = True
+    keeps_layouts: bool = False
 
 
 class MethodTable(dict[str, Method]):
@@ -56,6 +59,7 @@ class MethodTable(dict[str, Method]):
         name: str,
         *,
         engine: bool = True,
+        keeps_layouts: bool = False,
         optional: Sequence[str] = (),
         kinds: Mapping[str, str] | None = None,
         defaults: Mapping[str, Any] | None = None,
@@ -81,7 +85,7 @@ class MethodTable(dict[str, Method]):
         )
 
         def register(run: Runner) -> Runner:
-            self[name] = Method(name, params, run, engine)
+            self[name] = Method(name, params, run, engine, keeps_layouts)
             return run
 
         return register

@@ -55,13 +55,13 @@ def _selections(target: ObjectTarget, definition: Any) -> InState:
     return InState(target.doc.selections, state)
 
 
-@OBJECT_METHODS.method("GetLayout")
+@OBJECT_METHODS.method("GetLayout", keeps_layouts=True)
 def get_layout(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """GenericObjectLayout for the session's current selections."""
     return Answer({"qLayout": target.obj.layout(target.doc.layout_context())})
 
 
-@OBJECT_METHODS.method("GetListObjectData")
+@OBJECT_METHODS.method("GetListObjectData", keeps_layouts=True)
 def get_list_object_data(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Pages of a list object (at most 10,000 cells)."""
     definition = _list_def(target, args["qPath"])
@@ -73,7 +73,7 @@ def get_list_object_data(s: SessionState, target: ObjectTarget, args: dict[str, 
     return Answer({"qDataPages": [view.page(p) for p in pages]})
 
 
-@OBJECT_METHODS.method("GetHyperCubeData")
+@OBJECT_METHODS.method("GetHyperCubeData", keeps_layouts=True)
 def get_hypercube_data(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Pages of a straight hypercube (at most 10,000 cells)."""
     definition = _cube_def(target, args["qPath"])
@@ -400,19 +400,19 @@ def _changed(obj: GenericObject) -> list[int]:
     return [obj.handle] + ([obj.parent.handle] if obj.parent is not None else [])
 
 
-@OBJECT_METHODS.method("GetInfo")
+@OBJECT_METHODS.method("GetInfo", engine=False, keeps_layouts=True)
 def get_info(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """NxInfo {qId, qType}."""
     return Answer({"qInfo": target.obj.info})
 
 
-@OBJECT_METHODS.method("GetProperties")
+@OBJECT_METHODS.method("GetProperties", engine=False, keeps_layouts=True)
 def get_properties(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """The properties as set (without soft patches)."""
     return Answer({"qProp": target.obj.properties})
 
 
-@OBJECT_METHODS.method("GetEffectiveProperties")
+@OBJECT_METHODS.method("GetEffectiveProperties", engine=False, keeps_layouts=True)
 def get_effective_properties(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """The properties with the soft patches applied."""
     return Answer({"qProp": target.obj.effective_properties()})
@@ -440,7 +440,7 @@ def clear_soft_patches(s: SessionState, target: ObjectTarget, _: dict[str, Any])
     return Answer({}, change=_changed(target.obj))
 
 
-@OBJECT_METHODS.method("GetFullPropertyTree")
+@OBJECT_METHODS.method("GetFullPropertyTree", keeps_layouts=True)
 def get_full_property_tree(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """GenericObjectEntry: the properties and every child's, recursively."""
     return Answer({"qPropEntry": target.obj.property_tree()})
@@ -575,7 +575,7 @@ def destroy_all_children(s: SessionState, target: ObjectTarget, args: dict[str, 
     return Answer({}, change=[target.obj.handle], close=closed)
 
 
-@OBJECT_METHODS.method("GetChildInfos")
+@OBJECT_METHODS.method("GetChildInfos", engine=False, keeps_layouts=True)
 def get_child_infos(s: SessionState, target: ObjectTarget, _: dict[str, Any]) -> Answer:
     """NxInfo of each child, in order."""
     return Answer({"qInfos": [c.info for c in target.obj.children]})
