@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import http.server
 import posixpath
+import re
 import threading
 import time
+import urllib.request
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -310,6 +312,37 @@ def test_a_bar_click_then_confirm_selects_the_customer_in_every_chart(
         ("SelectHyperCubeValues", ["/qHyperCubeDef", 0, [CUSTOMER_ELEM["Berlin"]], False]),
         ("EndSelections", [True]),
     ]
+
+
+def _layouts_ahead(ws_url: str) -> dict[str, float]:
+    """The service's count of layouts made ahead and of those served, from /metrics."""
+    parts = urlsplit(ws_url)
+    base = f"http://{parts.netloc}"
+    with urllib.request.urlopen(base + "/metrics") as response:
+        text = response.read().decode()
+    found = re.findall(r'assoc_qix_layouts_ahead_total\{outcome="(\w+)"\} ([\d.]+)', text)
+    return {outcome: float(count) for outcome, count in found}
+
+
+def test_the_layouts_a_click_asks_for_were_made_ahead(
+    charts: Page, engine: tuple[str, str]
+) -> None:
+    # After the selection nebula.js reads the modal chart's properties, then asks every
+    # changed object's layout (some twice): each layout it takes was made while it asked.
+    page = charts
+    before = _layouts_ahead(engine[0])
+    click_centre(page, 'svg[data-key="bar"] rect[data-label="Berlin"]')
+    confirm = page.locator('[data-testid="actions-toolbar-confirm"]')
+    expect(confirm).to_be_visible()
+    by_customer, _ = sums({"Berlin"})
+    expect(page.locator(".sn-kpi-value")).to_have_text(str(by_customer["Berlin"]))
+    confirm.click()
+    expect(confirm).to_have_count(0)
+    expect_customers(page, {"Berlin"})
+    after = _layouts_ahead(engine[0])
+    served = after.get("served", 0) - before.get("served", 0)
+    # The six charts, the toolbar's objects and the bar chart once more after confirming.
+    assert served >= 7, (before, after)
 
 
 def test_cancel_restores_the_state_before_the_click(charts: Page) -> None:
