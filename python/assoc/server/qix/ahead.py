@@ -262,9 +262,10 @@ class LayoutsAhead:
         self.stale &= open_now
         plan = [h for h in self.laid_out if h in self.stale]
         if doc.modal is not None:
-            modal = {h for h in plan if _object_id(session, h) == doc.modal.object_id}
-            if not set(changed) - modal:
+            modal_id = doc.modal.object_id
+            if all(_object_id(session, h) == modal_id for h in changed):
                 return []
+            modal = {h for h in plan if _object_id(session, h) == modal_id}
             plan = [h for h in plan if h not in modal] + [h for h in plan if h in modal]
         return plan[:AHEAD_MAX]
 
