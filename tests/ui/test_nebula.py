@@ -287,20 +287,26 @@ def test_the_charts_draw_the_numbers_the_engine_computes(charts: Page) -> None:
         assert chart in created
 
 
+def confirm_a_bar_click(page: Page, customer: str) -> None:
+    """A click on the customer's bar, then the chart toolbar's confirm."""
+    click_centre(page, f'svg[data-key="bar"] rect[data-label="{customer}"]')
+    # Modal: the chart's own toolbar pops up; the other charts already show the selection.
+    confirm = page.locator('[data-testid="actions-toolbar-confirm"]')
+    expect(confirm).to_be_visible()
+    by_customer, _ = sums({customer})
+    expect(page.locator(".sn-kpi-value")).to_have_text(str(by_customer[customer]))
+    confirm.click()
+    expect(confirm).to_have_count(0)
+    expect_customers(page, {customer})
+
+
 def test_a_bar_click_then_confirm_selects_the_customer_in_every_chart(
     charts: Page, screenshots: Path
 ) -> None:
     page = charts
     page.screenshot(path=str(screenshots / "nebula-before.png"))
-    click_centre(page, 'svg[data-key="bar"] rect[data-label="Berlin"]')
-    # Modal: the chart's own toolbar pops up; the other charts already show the selection.
-    confirm = page.locator('[data-testid="actions-toolbar-confirm"]')
-    expect(confirm).to_be_visible()
+    confirm_a_bar_click(page, "Berlin")
     by_customer, _ = sums({"Berlin"})
-    expect(page.locator(".sn-kpi-value")).to_have_text(str(by_customer["Berlin"]))
-    confirm.click()
-    expect(confirm).to_have_count(0)
-    expect_customers(page, {"Berlin"})
     settles(lambda: pie_labels(page), ["South", str(by_customer["Berlin"])])
     settles(lambda: listbox(page, "Customer")["Berlin"], "S")
     settles(lambda: listbox(page, "Region"), {"South": "", "East": "X", "North": "X"})
@@ -329,16 +335,8 @@ def test_the_layouts_a_click_asks_for_were_made_ahead(
 ) -> None:
     # After the selection nebula.js reads the modal chart's properties, then asks every
     # changed object's layout (some twice): each layout it takes was made while it asked.
-    page = charts
     before = _layouts_ahead(engine[0])
-    click_centre(page, 'svg[data-key="bar"] rect[data-label="Berlin"]')
-    confirm = page.locator('[data-testid="actions-toolbar-confirm"]')
-    expect(confirm).to_be_visible()
-    by_customer, _ = sums({"Berlin"})
-    expect(page.locator(".sn-kpi-value")).to_have_text(str(by_customer["Berlin"]))
-    confirm.click()
-    expect(confirm).to_have_count(0)
-    expect_customers(page, {"Berlin"})
+    confirm_a_bar_click(charts, "Berlin")
     after = _layouts_ahead(engine[0])
     served = after.get("served", 0) - before.get("served", 0)
     # The six charts, the toolbar's objects and the bar chart once more after confirming.
