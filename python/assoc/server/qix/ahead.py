@@ -105,9 +105,9 @@ class LayoutsAhead:
     def __init__(self) -> None:
         # Object handles by their latest GetLayout, oldest first: the order of making.
         self.laid_out: OrderedDict[int, None] = OrderedDict()
-        # Handles an answer changed since their latest GetLayout: a selection made in
-        # selection mode changes every chart, whose layouts the client may ask only once it
-        # ends (EndSelections changes the modal object alone).
+        # Handles an answer changed since their latest GetLayout: a change that made nothing
+        # ahead (BeginSelections, or one while layouts were made) leaves its objects here for
+        # the next plan.
         self.stale: set[int] = set()
         self._made: Made = {}
         self._jobs: list[asyncio.Future[None]] = []  # the work making layouts now
@@ -136,9 +136,8 @@ class LayoutsAhead:
         bases: DeltaBases | None = None,
     ) -> None:
         """Starts making the layouts of the objects laid out before that this answer or an
-        earlier one changed since (none while an object is in selection mode: its selections
-        come one request after another), as delta answers against `bases` when given. Call it
-        with nothing made ahead (after `settle`)."""
+        earlier one changed since (`_plan`), as delta answers against `bases` when given. Call
+        it with nothing made ahead (after `settle`)."""
         if self._jobs:
             self.stale.update(changed)
             return
