@@ -109,8 +109,6 @@ FILTER = {
 
 # Whether the client asks for delta answers (--no-delta: not).
 DELTA = True
-# Whether the page step asks the layouts in selection mode, as nebula.js does (--nebula-order).
-NEBULA_ORDER = False
 
 
 def _delta_methods() -> frozenset[str]:
@@ -279,10 +277,10 @@ async def _page(url: str, app_id: str) -> AsyncIterator[tuple[Socket, int, list[
 
 
 async def _page_steps(
-    url: str, app_id: str, customers: list[int], cpu: StepCpu | None = None
+    url: str, app_id: str, customers: list[int], cpu: StepCpu | None = None, nebula: bool = False
 ) -> list[float]:
-    """Each step: a confirmed selection of one customer on the bar chart, then six layouts
-    (their CPU time into `cpu` when given)."""
+    """Each step: a confirmed selection of one customer on the bar chart and six layouts, in
+    page_step's order (their CPU time into `cpu` when given)."""
     async with _page(url, app_id) as (qix, doc, handles):
         times = []
         for customer in customers:
@@ -290,19 +288,19 @@ async def _page_steps(
             await qix.calls([("GetLayout", [], h) for h in handles])
             with cpu.step() if cpu is not None else contextlib.nullcontext():
                 start = time.perf_counter()
-                await page_step(qix, handles, customer)
+                await page_step(qix, handles, customer, nebula)
                 times.append(time.perf_counter() - start)
         return times
 
 
-async def page_step(qix: Socket, handles: list[int], customer: int) -> None:
+async def page_step(qix: Socket, handles: list[int], customer: int, nebula: bool = False) -> None:
     """One customer confirmed on the bar chart in selection mode, then the six layouts; with
-    NEBULA_ORDER, the six layouts asked in selection mode right after the selection (as
+    `nebula`, the six layouts asked in selection mode right after the selection (as
     nebula.js charts ask on `changed`), then the confirmation and the bar chart's layout."""
     bar = handles[0]
     await qix.call("BeginSelections", [["/qHyperCubeDef"]], bar)
     await qix.call("SelectHyperCubeValues", ["/qHyperCubeDef", 0, [customer], False], bar)
-    if NEBULA_ORDER:  # the chart in selection mode reads its properties first, as stardust does
+    if nebula:  # the chart in selection mode reads its properties first, as stardust does
         asked = [("GetEffectiveProperties", [], bar)] + [("GetLayout", [], h) for h in handles]
         layouts = (await qix.calls(asked))[1:]
         assert layouts[0]["qLayout"]["qSelectionInfo"]["qInSelections"] is True
@@ -334,16 +332,22 @@ def _embedded_page(
 
 
 def compare_page(
-    url: str, app_id: str, app: assoc.App, runs: int, steps: int, cpu: StepCpu | None = None
+    url: str,
+    app_id: str,
+    app: assoc.App,
+    runs: int,
+    steps: int,
+    cpu: StepCpu | None = None,
+    nebula: bool = False,
 ) -> Times:
-    """The six-chart page over QIX against the embedded work, alternating runs (the QIX steps'
-    CPU time into `cpu` when given)."""
+    """The six-chart page over QIX (in nebula.js's order with `nebula`) against the embedded
+    work, alternating runs (the QIX steps' CPU time into `cpu` when given)."""
     out = Times()
     order = list(range(CUSTOMERS))  # every step selects a customer neither side selected
     random.Random(5).shuffle(order)
     with app.session() as session:
         _embedded_page(session, order.pop())  # warm-up: both sides load what they need once
-        asyncio.run(_page_steps(url, app_id, [order.pop()]))
+        asyncio.run(_page_steps(url, app_id, [order.pop()], nebula=nebula))
         for _ in range(runs):
             customers = [order.pop() for _ in range(steps)]
             times = []
@@ -354,7 +358,7 @@ def compare_page(
                 if cpu is not None:  # this process's threads: the caller and the engine's pool
                     cpu.embedded.append(time.process_time() - cpu_start)
             out.embedded_s.append(statistics.median(times))
-            qix_times = asyncio.run(_page_steps(url, app_id, customers, cpu))
+            qix_times = asyncio.run(_page_steps(url, app_id, customers, cpu, nebula))
             out.qix_s.append(statistics.median(qix_times))
     return out
 
@@ -398,10 +402,16 @@ def compare_patches(url: str, app_id: str, app: assoc.App, runs: int, steps: int
 
 
 def _served(
-    rows: int, runs: int, steps: int, only: str | None = None, cpu: bool = False
-) -> tuple[Times, Times, int, int]:
-    """Both comparisons on an app of `rows` rows served by `assoc serve`; the bytes the page's
-    and a patched cube's engine work must read (their floors)."""
+    rows: int,
+    runs: int,
+    steps: int,
+    only: str | None = None,
+    cpu: bool = False,
+    orders: tuple[bool, ...] = (False,),
+) -> tuple[list[Times], Times, int, int]:
+    """Both comparisons on an app of `rows` rows served by `assoc serve`, the page in each of
+    `orders` (True: nebula.js's); the bytes the page's and a patched cube's engine work must
+    read (their floors)."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp_dir = Path(tmp)
         qvd = tmp_dir / "sales.qvd"
@@ -415,22 +425,23 @@ def _served(
         try:
             app_id = import_qvd(server, qvd)
             url = server.url.replace("http", "ws") + f"/app/{app_id}"
-            page = Times()
-            if only != "patches":
+            pages = []
+            for nebula in orders if only != "patches" else ():
                 step_cpu = StepCpu(server.proc.pid) if cpu else None
-                page = compare_page(url, app_id, app, runs, steps, step_cpu)
+                page = compare_page(url, app_id, app, runs, steps, step_cpu, nebula)
                 page.cpu = step_cpu
+                pages.append(page)
             patches = compare_patches(url, app_id, app, runs, steps) if only != "page" else Times()
         finally:
             server.close()
-    return page, patches, floor, cube_floor
+    return pages, patches, floor, cube_floor
 
 
 def measures(repeat: int) -> list[Measure]:
     """The page and the patch steps as measures for run_all.py (each run's median step)."""
     rows = scaled(10_000_000)
     steps = 5 if SCALE < 0.1 else 20
-    page, patches, floor, cube_floor = _served(rows, repeat, steps)
+    (page, nebula), patches, floor, cube_floor = _served(rows, repeat, steps, orders=(False, True))
     return [
         Measure(
             "objects.page",
@@ -441,6 +452,16 @@ def measures(repeat: int) -> list[Measure]:
             floor,
             "packed Sales Customer, Region, Amount and their symbols",
             "<= 1.5x embedded + 5 ms",
+        ),
+        Measure(
+            "objects.page_nebula",
+            f"{rows:,} rows: the same page as nebula.js asks it: the modal chart's properties"
+            " and the six layouts in selection mode, then the confirmation and its layout",
+            nebula.qix_s,
+            {"embedded": nebula.embedded_s},
+            floor,
+            "packed Sales Customer, Region, Amount and their symbols",
+            "(measured)",
         ),
         Measure(
             "objects.apply_patches",
@@ -483,10 +504,11 @@ def main() -> None:
         help="the page's layouts asked in selection mode, then the bar chart's after confirming",
     )
     args = parser.parse_args()
-    global DELTA, NEBULA_ORDER
+    global DELTA
     DELTA = not args.no_delta
-    NEBULA_ORDER = args.nebula_order
-    page, patches, _, _ = _served(args.rows, args.runs, args.steps, args.only, args.cpu)
+    orders = (bool(args.nebula_order),)
+    pages, patches, _, _ = _served(args.rows, args.runs, args.steps, args.only, args.cpu, orders)
+    page = pages[0] if pages else Times()
     client = "delta answers, as enigma.js" if DELTA else "full answers"
     print(
         f"{args.rows:,} rows, {args.runs} alternating runs of {args.steps} steps (medians),"
@@ -496,7 +518,7 @@ def main() -> None:
     print("|---|---:|---:|---|---|---|")
     if page.qix_s:
         title = "six-chart page: confirmed selection → six layouts"
-        if NEBULA_ORDER:
+        if args.nebula_order:
             title = "six-chart page: selection → six layouts → confirmed → the bar chart's"
         print(_row(title, "≤ 1.5x + 5 ms", page, 5, 1.5))
     if patches.qix_s:
