@@ -76,7 +76,7 @@ def _install() -> None:
     _stamped(listobject.ListObjectView, "layout", "engine thread: qListObject layout")
     _stamped(hypercube.HyperCubeView, "layout", "engine thread: qHyperCube layout")
     _stamped(delta.DeltaBases, "prepare", "engine thread: delta diff")
-    _stamped(ahead, "_deliver_to", "loop: layout handed over", end=False)
+    _stamped(ahead.LayoutsAhead, "_deliver", "loop: layout handed over", end=False)
 
 
 def _dump() -> None:

@@ -31,6 +31,7 @@ from assoc.server.qix.delta import DeltaBases, NotExpressible, Prepared
 from assoc.server.qix.handles import ObjectTarget, Target
 from assoc.server.qix.hypercube import HyperCubeDef
 from assoc.server.qix.methods import Answer, Method
+from assoc.server.qix.objects import GenericObject
 from assoc.server.qix.rpc import Request, RpcError, bind_params, encode_json, result_message
 from assoc.server.qix.session import QixSession
 from assoc.server.qix.workload import EngineWork, work_bytes
@@ -148,7 +149,7 @@ class LayoutsAhead:
         made: Made = {handle: loop.create_future() for handle in plan}
         self._install(plan, made)
         # In an engine thread from now on: before the answer that started it is sent.
-        self._submit(engine, session, plan, made, loop, bases)
+        self._submit(engine, session, plan, made, bases)
 
     def _submit(
         self,
@@ -156,9 +157,11 @@ class LayoutsAhead:
         session: QixSession,
         plan: list[int],
         made: Made,
-        loop: asyncio.AbstractEventLoop,
         bases: DeltaBases | None,
     ) -> None:
+        """On the loop: `_make` of the plan in an engine thread, as one of the jobs `settle`
+        waits for."""
+        loop = asyncio.get_running_loop()
         job = engine.submit(self._make, engine, session, plan, made, loop, bases)
         job.add_done_callback(lambda done: _ended(done, made))
         self._jobs.append(job)
@@ -181,7 +184,7 @@ class LayoutsAhead:
             return False
         try:
             return bool(bind_params(method.name, method.params, request.params)["qAccept"])
-        except (RpcError, KeyError):
+        except RpcError:
             return False
 
     def remake(
@@ -213,7 +216,7 @@ class LayoutsAhead:
                 self._left_made.update(fresh)
                 left.extendleft(reversed(again))
                 return
-        self._submit(engine, session, again, fresh, loop, bases)
+        self._submit(engine, session, again, fresh, bases)
 
     def answer_then_make(
         self,
@@ -349,8 +352,9 @@ class LayoutsAhead:
 
     def _deliver(self, made: Made, handle: int, remade: int, layout: Layout | None) -> None:
         """On the loop: a layout made, unless its object was remade since it was begun."""
-        if self._remade.get(handle, 0) == remade:
-            _deliver_to(made, handle, layout)
+        future = made.get(handle)  # none when the request that planned it was given up
+        if future is not None and self._remade.get(handle, 0) == remade:
+            _deliver(future, layout)
 
     async def serve(self, request: Request, bases: DeltaBases | None = None) -> str | None:
         """The answer to a GetLayout whose layout is made ahead (waiting for it when it is being
@@ -401,25 +405,27 @@ def _in_selection_mode(session: QixSession) -> bool:
     return doc is not None and doc.modal is not None
 
 
-def _object_id(session: QixSession, handle: int) -> str | None:
-    """The id of the object an open handle names (None for any other handle)."""
+def _object(session: QixSession, handle: int) -> GenericObject | None:
+    """The object an open handle names (None for any other handle)."""
     try:
         target = session.handles.get(handle)
     except RpcError:
         return None
-    return target.obj.object_id if isinstance(target, ObjectTarget) else None
+    return target.obj if isinstance(target, ObjectTarget) else None
+
+
+def _object_id(session: QixSession, handle: int) -> str | None:
+    obj = _object(session, handle)
+    return obj.object_id if obj is not None else None
 
 
 def _starts_with_a_cube(session: QixSession, handle: int) -> bool:
     """Whether an object's layout starts with engine work done without the interpreter: every
     definition in it is a hypercube (a chart, not a list object or properties alone)."""
-    try:
-        target = session.handles.get(handle)
-    except RpcError:
+    obj = _object(session, handle)
+    if obj is None:
         return False
-    if not isinstance(target, ObjectTarget):
-        return False
-    definitions = target.obj.definitions.values()
+    definitions = obj.definitions.values()
     return bool(definitions) and all(isinstance(d, HyperCubeDef) for d in definitions)
 
 
@@ -460,12 +466,6 @@ def _layout(
 def _deliver(future: asyncio.Future[Layout | None], layout: Layout | None) -> None:
     if not future.done():
         future.set_result(layout)
-
-
-def _deliver_to(made: Made, handle: int, layout: Layout | None) -> None:
-    future = made.get(handle)  # none when the request that planned it was given up
-    if future is not None:
-        _deliver(future, layout)
 
 
 def _answered(
