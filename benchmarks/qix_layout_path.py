@@ -238,12 +238,19 @@ def main() -> None:
         if args.page:
             kept = Path(tmp) / "embedded.qvd"  # the store takes the file it imports
             kept.write_bytes(qvd.read_bytes())
+            profile = cProfile.Profile() if args.profile else None
+            if profile is not None:
+                profile.enable()
             page = run_page(Driver(qvd, Path(tmp) / "data"), kept, args.steps)
+            if profile is not None:
+                profile.disable()
             print(f"{args.rows:,} rows, {args.steps} page steps, in this process (no sockets)")
             print("| part | median ms |")
             print("|---|---:|")
             for name, seconds in page.items():
                 print(f"| {name} | {statistics.median(seconds) * 1e3:.3f} |")
+            if profile is not None:
+                pstats.Stats(profile).sort_stats("tottime").print_stats(30)
             return
         if args.pivot:
             shapes = run_pivot(Driver(qvd, Path(tmp) / "data"), args.steps)

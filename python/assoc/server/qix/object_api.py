@@ -350,7 +350,7 @@ def unlock(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answe
 # ---- selection mode -------------------------------------------------------------------
 
 
-@OBJECT_METHODS.method("BeginSelections")
+@OBJECT_METHODS.method("BeginSelections", engine=False)
 def begin_selections(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """Puts the object in selection mode: the selections now are saved, to come back to with
     EndSelections(false) or ResetMadeSelections. Each path names a list object or hypercube of
