@@ -246,7 +246,9 @@ class LayoutsAhead:
     def answer_sent(self) -> None:
         """The answer of `answer_then_make` was sent (or will not be): the layouts it changed
         are made from now on."""
-        self._sent.set()
+        sent = self._sent
+        if not sent.is_set():  # set() takes the event's lock and wakes waiters even when set
+            sent.set()
 
     def _plan(self, session: QixSession, changed: Sequence[int]) -> list[int]:
         """The objects to lay out ahead after `changed` (the session's lock held, by the loop
