@@ -57,6 +57,39 @@ def get_app_layout(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Ans
     return Answer({"qLayout": layout})
 
 
+@DOC_METHODS.method("GetAppProperties", engine=False, keeps_layouts=True)
+def get_app_properties(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Answer:
+    """NxAppProperties: title, last reload, the version answering, thumbnail and whether a
+    section access table guards the app."""
+    a, app = target.doc.attributes, target.doc.facts.app
+    props = {
+        "qTitle": a.get("name", ""),
+        "qLastReloadTime": a.get("lastReloadTime", ""),
+        "qMigrationHash": "",
+        "qSavedInProductVersion": s.settings.component_version,
+        "qThumbnail": {"qUrl": a.get("thumbnail") or ""},
+        "qHasSectionAccess": app.access is not None,
+    }
+    return Answer({"qProp": props})
+
+
+@DOC_METHODS.method("GetAllInfos", engine=False, keeps_layouts=True)
+def get_all_infos(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Answer:
+    """{qInfos}: NxInfo {qId, qType} of every object of the app: its objects and their
+    children, master dimensions and measures, bookmarks and variables. Session objects and
+    session variables are the session's, not the app's."""
+    doc = target.doc
+    infos = [obj.info for obj in doc.objects.values() if _root(obj).app_object]
+    infos += [item.info for item in doc.library.items.values() if not item.session_only]
+    return Answer({"qInfos": infos})
+
+
+def _root(obj: GenericObject) -> GenericObject:
+    while obj.parent is not None:
+        obj = obj.parent
+    return obj
+
+
 @DOC_METHODS.method(
     "GetTablesAndKeys",
     optional=("qWindowSize", "qNullSize", "qCellHeight", "qSyntheticMode", "qIncludeSysVars"),

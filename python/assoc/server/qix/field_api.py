@@ -147,6 +147,21 @@ def unlock(s: SessionState, target: FieldTarget, _: dict[str, Any]) -> Answer:
     return Answer({"qReturn": done}, selections_changed=done)
 
 
+@FIELD_METHODS.method("ClearAllButThis")
+def clear_all_but_this(s: SessionState, target: FieldTarget, _: dict[str, Any]) -> Answer:
+    """Clears the selections of every other field in the handle's state (locked fields keep
+    theirs, as with Clear; qSoftLock as elsewhere); true."""
+    changed = _in_state(target).clear_all_but(target.name)
+    return Answer({"qReturn": True}, selections_changed=changed)
+
+
+@FIELD_METHODS.method("GetNxProperties", engine=False, keeps_layouts=True)
+def get_nx_properties(s: SessionState, target: FieldTarget, _: dict[str, Any]) -> Answer:
+    """NxFieldProperties: qOneAndOnlyOne is false (no field of an app is set to always one
+    selected value)."""
+    return Answer({"qProperties": {"qOneAndOnlyOne": False}})
+
+
 @FIELD_METHODS.method("GetCardinal", engine=False, keeps_layouts=True)
 def get_cardinal(s: SessionState, target: FieldTarget, _: dict[str, Any]) -> Answer:
     """The number of distinct values of the field."""

@@ -1,7 +1,9 @@
-"""Global methods (handle -1): versions, OpenDoc, GetActiveDoc."""
+"""Global methods (handle -1): versions, the apps (GetDocList, GetAppEntry), OpenDoc,
+GetActiveDoc."""
 
 from __future__ import annotations
 
+import datetime
 import platform
 from typing import Any
 
@@ -66,6 +68,64 @@ def _find_app(s: SessionState, name: str) -> str:
         if attributes["name"] == name:
             return str(attributes["id"])
     raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found")
+
+
+def _serial_date(iso: str) -> float | None:
+    """An ISO date-time as Qlik's serial number (days since 1899-12-30, UTC); None when it
+    cannot be read."""
+    try:
+        moment = datetime.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return (moment - _SERIAL_EPOCH) / datetime.timedelta(days=1)
+
+
+_SERIAL_EPOCH = datetime.datetime(1899, 12, 30, tzinfo=datetime.timezone.utc)
+
+
+def _doc_entry(attributes: dict[str, Any]) -> dict[str, Any]:
+    """DocListEntry of an app: its id, name, last reload and modification times."""
+    entry: dict[str, Any] = {
+        "qDocName": attributes["name"],
+        "qDocId": attributes["id"],
+        "qTitle": attributes["name"],
+        "qLastReloadTime": attributes.get("lastReloadTime", ""),
+        "qReadOnly": False,
+        "qMeta": {},
+        "qThumbnail": {"qUrl": attributes.get("thumbnail") or ""},
+    }
+    modified = _serial_date(str(attributes.get("modifiedDate") or ""))
+    if modified is not None:
+        entry["qFileTime"] = modified
+    return entry
+
+
+@GLOBAL_METHODS.method("GetDocList", keeps_layouts=True)
+def get_doc_list(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+    """{qDocList}: every app of the store (as OpenDoc takes them), by name then id."""
+    return Answer({"qDocList": [_doc_entry(a) for a in s.store.list_attributes()]})
+
+
+@GLOBAL_METHODS.method("GetAppEntry", keeps_layouts=True)
+def get_app_entry(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Answer:
+    """{qEntry}: AppEntry of an app by id or name (error 1003 when there is none)."""
+    app_id = _find_app(s, args["qAppID"])
+    try:
+        attributes = s.store.attributes(app_id)
+    except AppNotFound:
+        raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found") from None
+    entry = {
+        "qID": attributes["id"],
+        "qTitle": attributes["name"],
+        "qPath": attributes["id"],
+        "qLastReloadTime": attributes.get("lastReloadTime", ""),
+        "qReadOnly": False,
+        "qMeta": {},
+        "qThumbnail": {"qUrl": attributes.get("thumbnail") or ""},
+    }
+    return Answer({"qEntry": entry})
 
 
 @GLOBAL_METHODS.method("OpenDoc")

@@ -119,6 +119,17 @@ class InState:
         """Clears a field's selection (false when it is locked)."""
         return self.session.clear_field(field, state=self.state)
 
+    def clear_all_but(self, field: str) -> bool:
+        """Clears the selection of every field but `field` (locked ones keep theirs); true
+        when a selection changed."""
+        session = self.session
+        others = [f for f in session.selections(self.state) if f != field]
+        changed = False
+        with session.step():  # one step of Back / Forward
+            for other in others:
+                changed = self.clear_field(other) or changed
+        return changed
+
     def clear(self, locked_also: bool = False) -> None:
         """Clears every selection of the state (locked fields only with `locked_also`)."""
         self.session.clear(locked_also=locked_also, state=self.state)
