@@ -6,6 +6,7 @@ methods ClearAllButThis and GetNxProperties."""
 from __future__ import annotations
 
 import datetime
+import json
 
 import pytest
 from qixclient import QixClient, QixError
@@ -134,3 +135,21 @@ def test_field_nx_properties(qix: QixClient) -> None:
     doc = qix.result("GetActiveDoc")["qReturn"]["qHandle"]
     field = qix.handle_of("GetField", ["Customer"], doc)
     assert qix.result("GetNxProperties", [], field) == {"qProperties": {"qOneAndOnlyOne": False}}
+
+
+def test_delete_app_removes_it_and_closes_it_where_open(qix_server: QixServer) -> None:
+    app = qix_server.import_app()
+    with (
+        QixClient(qix_server.ws_base + f"/app/{app}") as holder,
+        QixClient(qix_server.ws_base + "/app/engineData") as qix,
+        qix_server.process.client() as rest,
+    ):
+        doc = holder.open_doc(app)
+        assert qix.result("DeleteApp", [app]) == {"qSuccess": True}
+        closed = json.loads(holder.ws.recv(timeout=10))
+        assert closed == {"jsonrpc": "2.0", "close": [doc]}
+        assert rest.get(f"/v1/apps/{app}").status_code == 404
+        assert app not in {d["qDocId"] for d in qix.result("GetDocList")["qDocList"]}
+        with pytest.raises(QixError) as again:
+            qix.result("DeleteApp", [app])
+        assert again.value.code == 1003

@@ -1,5 +1,5 @@
-"""Global methods (handle -1): versions, the apps (GetDocList, GetAppEntry), OpenDoc,
-GetActiveDoc."""
+"""Global methods (handle -1): versions, the apps (GetDocList, GetAppEntry, DeleteApp),
+OpenDoc, GetActiveDoc."""
 
 from __future__ import annotations
 
@@ -126,6 +126,17 @@ def get_app_entry(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Ans
         "qThumbnail": {"qUrl": attributes.get("thumbnail") or ""},
     }
     return Answer({"qEntry": entry})
+
+
+@GLOBAL_METHODS.method("DeleteApp")
+def delete_app(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Answer:
+    """Deletes an app by id, as `DELETE /v1/apps/{appId}` does (sessions that have it open
+    are told its handles closed); error 1003 when there is no such app."""
+    try:
+        s.store.delete(args["qAppId"])
+    except AppNotFound:
+        raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found") from None
+    return Answer({"qSuccess": True})
 
 
 @GLOBAL_METHODS.method("OpenDoc")
