@@ -182,6 +182,43 @@ def test_connections_are_confined(server: ScriptServer) -> None:
         assert caught.value.code == 2001
 
 
+def test_a_connection_read_and_modified_by_id(server: ScriptServer) -> None:
+    """GetConnection and ModifyConnection (corectl's `connection get` and its build's update
+    of a connection that exists), checked as CreateConnection is."""
+    with QixClient(server.ws_base + "/app/") as qix:
+        doc = _session_app(qix, server.files)
+        data = qix.result("GetConnections", [], doc)["qConnections"][0]
+        assert qix.result("GetConnection", [data["qId"]], doc) == {"qConnection": data}
+        sub = server.files / "sub"
+        sub.mkdir(exist_ok=True)
+        other = {"qName": "other", "qConnectionString": str(sub), "qType": "folder"}
+        other_id = qix.result("CreateConnection", [other], doc)["qConnectionId"]
+
+        def modify(name: str, path: str, kind: str = "folder") -> dict[str, object]:
+            connection = {"qName": name, "qConnectionString": path, "qType": kind}
+            return qix.call("ModifyConnection", [other_id, connection, True], doc)
+
+        assert modify("renamed", str(server.files))["result"] == {}
+        got = qix.result("GetConnection", [other_id], doc)["qConnection"]
+        assert (got["qId"], got["qName"], got["qConnectionString"]) == (
+            other_id,
+            "renamed",
+            str(server.files),
+        )
+        assert modify("DATA", str(sub))["error"]["code"] == 2000  # another's name
+        assert modify("renamed", str(server.outside))["error"]["code"] == 10000
+        assert modify("a/b", str(sub))["error"]["code"] == 2004
+        assert modify("web", "https://example.com/", "internet")["error"]["code"] == 20
+        assert qix.call("ModifyConnection", [other_id, {"qName": 5}], doc)["error"]["code"] == 8
+        # The refused changes changed nothing.
+        assert qix.result("GetConnection", [other_id], doc)["qConnection"] == got
+        for method, params in (
+            ("GetConnection", ["no-such-id"]),
+            ("ModifyConnection", ["no-such-id", other]),
+        ):
+            assert qix.call(method, params, doc)["error"]["code"] == 2001
+
+
 @pytest.mark.parametrize(
     ("path", "message"),
     [

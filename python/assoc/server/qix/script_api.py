@@ -120,18 +120,40 @@ def check_script_syntax(s: SessionState, target: DocTarget, _: dict[str, Any]) -
 # ---- Doc: connections ------------------------------------------------------------------
 
 
-@SCRIPT_DOC_METHODS.method("CreateConnection")
-def create_connection(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
-    """A folder connection inside AllowedFolders (2000 when the name exists)."""
-    raw = args["qConnection"]
+def _folder(raw: Any) -> tuple[str, str]:
+    """A Connection struct's name and folder (8 unless strings; 20 unless a folder)."""
+    if not isinstance(raw, dict):
+        raise RpcError(INVALID_PARAMETERS, "qConnection", "must be an object")
     name, path, kind = raw.get("qName"), raw.get("qConnectionString"), raw.get("qType", "")
     if not isinstance(name, str) or not isinstance(path, str) or not isinstance(kind, str):
         message = "qName, qConnectionString and qType must be strings"
         raise RpcError(INVALID_PARAMETERS, "qConnection", message)
     if kind.lower() != "folder":
         raise RpcError(NOT_IMPLEMENTED, kind, "only folder connections are implemented")
+    return name, path
+
+
+@SCRIPT_DOC_METHODS.method("CreateConnection")
+def create_connection(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """A folder connection inside AllowedFolders (2000 when the name exists)."""
+    name, path = _folder(args["qConnection"])
     connection = target.doc.script.add(name, path, _confinement(s))
     return Answer({"qConnectionId": connection.connection_id})
+
+
+@SCRIPT_DOC_METHODS.method("GetConnection", engine=False)
+def get_connection(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """One connection by id (2001 when there is none)."""
+    return Answer({"qConnection": target.doc.script.get(args["qConnectionId"]).record()})
+
+
+@SCRIPT_DOC_METHODS.method("ModifyConnection", optional=("qOverrideCredentials",))
+def modify_connection(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """A connection's new name and folder, checked as CreateConnection checks them (folder
+    connections hold no credentials: qOverrideCredentials changes nothing)."""
+    name, path = _folder(args["qConnection"])
+    target.doc.script.modify(args["qConnectionId"], name, path, _confinement(s))
+    return Answer({})
 
 
 @SCRIPT_DOC_METHODS.method("GetConnections", engine=False)

@@ -22,6 +22,20 @@ CONNECTION_NAME_IS_INVALID = 2004
 DATASOURCE_ACCESS_DENIED = 10000
 
 
+def _now_stamp() -> str:
+    """Now, as a connection's qModifiedDate."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
+
+
+def _check_folder(name: str, path: str, confinement: FolderConfinement) -> None:
+    """10000 for a folder outside AllowedFolders, 2004 for a name a connection cannot have."""
+    try:
+        FolderConnections(None, confinement).add(name, path)
+    except ScriptError as exc:
+        code = DATASOURCE_ACCESS_DENIED if name and "/" not in name else CONNECTION_NAME_IS_INVALID
+        raise RpcError(code, name, exc.message) from None
+
+
 @dataclass
 class FolderConnection:
     """One folder connection of a document."""
@@ -29,11 +43,7 @@ class FolderConnection:
     name: str
     path: str
     connection_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    modified: str = field(
-        default_factory=lambda: (
-            datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
-        )
-    )
+    modified: str = field(default_factory=lambda: _now_stamp())
 
     def record(self) -> dict[str, Any]:
         """The Connection struct GetConnections answers."""
@@ -73,15 +83,30 @@ class DocScript:
         """A new folder connection; 2000 when the name exists, 10000 outside AllowedFolders."""
         if self.find(name) is not None:
             raise RpcError(CONNECTION_ALREADY_EXISTS, name, "Connection already exists")
-        try:
-            FolderConnections(None, confinement).add(name, path)
-        except ScriptError as exc:
-            code = (
-                DATASOURCE_ACCESS_DENIED if name and "/" not in name else CONNECTION_NAME_IS_INVALID
-            )
-            raise RpcError(code, name, exc.message) from None
+        _check_folder(name, path, confinement)
         connection = FolderConnection(name, path)
         self.connections.append(connection)
+        return connection
+
+    def get(self, connection_id: str) -> FolderConnection:
+        """The connection with this id (2001 when there is none)."""
+        for c in self.connections:
+            if c.connection_id == connection_id:
+                return c
+        raise RpcError(CONNECTION_NOT_FOUND, connection_id, "Connection not found")
+
+    def modify(
+        self, connection_id: str, name: str, path: str, confinement: FolderConfinement
+    ) -> FolderConnection:
+        """Gives a connection a new name and folder, checked as `add` checks them (2000 when
+        another connection has the name); its id stays."""
+        connection = self.get(connection_id)
+        other = self.find(name)
+        if other is not None and other is not connection:
+            raise RpcError(CONNECTION_ALREADY_EXISTS, name, "Connection already exists")
+        _check_folder(name, path, confinement)
+        connection.name, connection.path = name, path
+        connection.modified = _now_stamp()
         return connection
 
     def remove(self, connection_id: str) -> None:
