@@ -115,3 +115,22 @@ def test_enigma_js_hears_a_selection_made_on_another_socket_of_its_session(
     seen = run_node(script, qix_server.ws_base, app_id)
     assert seen["heard"] == "changed"
     assert seen["selected"] == ["North"]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_enigma_js_reads_the_apps_and_the_apps_entities(
+    qix_server: QixServer, node_packages: Path
+) -> None:
+    """corectl's catalog calls through the real enigma.js: GetDocList, GetAppEntry,
+    GetAllInfos, GetAppProperties, ClearAllButThis, GetNxProperties."""
+    app_id = qix_server.import_app()
+    seen = run_node(SCRIPT.with_name("enigma_catalog.js"), qix_server.ws_base, app_id)
+    assert app_id in seen["docs"]
+    assert seen["entry"] == app_id
+    assert seen["infos"] == ["chart1:barchart", "dimC:dimension", "sheet1:sheet"]
+    with qix_server.process.client() as rest:
+        assert seen["title"] == rest.get(f"/v1/apps/{app_id}").json()["attributes"]["name"]
+    assert seen["clearAllButThis"] is True
+    assert seen["regionCleared"] is True
+    assert seen["customerKept"] == "a"
+    assert seen["nx"] == {"qOneAndOnlyOne": False}
