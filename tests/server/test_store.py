@@ -210,6 +210,25 @@ def test_delete(tmp_path: Path, open_store: OpenStore) -> None:
     assert open_store(tmp_path).app_ids() == []
 
 
+def test_requests_for_apps_that_do_not_exist_leave_nothing_behind(
+    tmp_path: Path, open_store: OpenStore
+) -> None:
+    """Each app has a lock; a request naming an unknown app (a client may send any id) must
+    not keep one, or a stream of random ids grows the service's memory without bound."""
+    store = open_store(tmp_path)
+    app_id = str(_import(store, package_bytes())["id"])
+    kept = len(store._app_locks)
+    for i in range(200):
+        with pytest.raises(AppNotFound):
+            store.delete(f"no-such-app-{i}")
+        with pytest.raises(AppNotFound):
+            store.media_list(f"no-such-app-{i}", "", ListForm.FLAT)
+    assert len(store._app_locks) == kept
+    assert app_id in store._app_locks  # an app that exists keeps its lock
+    store.delete(app_id)
+    assert store.app_ids() == []
+
+
 def test_start_up_removes_leftovers_of_interrupted_work(
     tmp_path: Path, open_store: OpenStore
 ) -> None:

@@ -11,6 +11,7 @@ import logging
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +108,11 @@ class AppStore:
         self._lock_file = lock_data_dir(self.data_dir)
         self.load_gate = LoadGate(load_capacity(memory_budget_bytes))
         self._cache = AppCache(memory_budget_bytes, self._load)
-        self._app_locks: dict[str, threading.RLock] = {}
+        # Each app's lock, kept while something holds it: an app's cache entry, or a caller
+        # inside it. A request naming an app that does not exist leaves nothing behind.
+        self._app_locks: weakref.WeakValueDictionary[str, threading.RLock] = (
+            weakref.WeakValueDictionary()
+        )
         self._listeners: list[Listener] = []
         # What is staged for uploads (stage_upload), by the upload's path.
         self._staged: dict[Path, _Staged] = {}
