@@ -43,7 +43,7 @@ class FolderConnection:
     name: str
     path: str
     connection_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    modified: str = field(default_factory=lambda: _now_stamp())
+    modified: str = field(default_factory=_now_stamp)
 
     def record(self) -> dict[str, Any]:
         """The Connection struct GetConnections answers."""
