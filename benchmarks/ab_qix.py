@@ -33,7 +33,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +42,6 @@ from compare_http import Server, import_qvd
 from compare_objects import _page, page_step
 from compare_qix import CUSTOMERS, QixSocket, big_app_qvd
 from conftest import scaled
-
-Step = Callable[[int], Awaitable[None]]
 
 
 def package_server(package: Path, data_dir: Path) -> Server:
@@ -104,8 +101,15 @@ async def _stepper(kind: str, url: str, app_id: str) -> Any:
         yield (page, clear) if kind == "page" else (patch, None)
 
 
-async def paired(kind: str, urls: list[str], apps: list[str], steps: int) -> list[list[float]]:
-    """Each server's step times, taken in pairs (the first of each pair alternating)."""
+# Pairs of steps the warm-up takes (their customers are not used again).
+WARM_PAIRS = 5
+
+
+async def paired(
+    kind: str, urls: list[str], apps: list[str], steps: int, first: int = 0
+) -> list[list[float]]:
+    """Each server's step times, taken in pairs (the first of each pair alternating), from
+    pair number `first` on: each pair's customers (factors) are its own."""
     order = list(range(CUSTOMERS))
     random.Random(11).shuffle(order)
     times: list[list[float]] = [[], []]
@@ -114,13 +118,13 @@ async def paired(kind: str, urls: list[str], apps: list[str], steps: int) -> lis
             await stack.enter_async_context(_stepper(kind, url, app))
             for url, app in zip(urls, apps, strict=True)
         ]
-        for i in range(steps):
+        for i in range(first, first + steps):
             for side in (0, 1) if i % 2 == 0 else (1, 0):
                 step, before = steppers[side]
                 if before is not None:
                     await before()
-                # A customer (a factor) neither server saw before: nothing from the cache.
-                arg = order[(2 * i + side) % CUSTOMERS] if kind != "patch" else 10 + 2 * i + side
+                # A customer (a factor) no step asked before: nothing from the result cache.
+                arg = order[2 * i + side] if kind != "patch" else 10 + 2 * i + side
                 start = time.perf_counter()
                 await step(arg)
                 times[side].append(time.perf_counter() - start)
@@ -135,6 +139,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100, help="pairs of steps timed")
     parser.add_argument("--rows", type=int, default=scaled(10_000_000))
     args = parser.parse_args()
+    most = CUSTOMERS // 2 - WARM_PAIRS  # a new customer for every step
+    if args.step != "patch" and not 1 <= args.steps <= most:
+        parser.error(f"--steps must be from 1 to {most} (a customer not selected before each)")
     with tempfile.TemporaryDirectory() as tmp:
         tmp_dir = Path(tmp)
         qvd = tmp_dir / "sales.qvd"
@@ -148,8 +155,8 @@ def main() -> None:
                 s.url.replace("http", "ws") + f"/app/{a}"
                 for s, a in zip(servers, apps, strict=True)
             ]
-            asyncio.run(paired(args.step, urls, apps, 5))  # both warm
-            before, after = asyncio.run(paired(args.step, urls, apps, args.steps))
+            asyncio.run(paired(args.step, urls, apps, WARM_PAIRS))  # both warm
+            before, after = asyncio.run(paired(args.step, urls, apps, args.steps, first=WARM_PAIRS))
         finally:
             for server in servers:
                 server.close()
