@@ -57,17 +57,24 @@ def product_version(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Ans
     return Answer({"qReturn": s.settings.component_version})
 
 
-def _find_app(s: SessionState, name: str) -> str:
-    """An app id from OpenDoc's qDocName: the id, else an app's name (1003 when neither)."""
+def _no_app() -> RpcError:
+    return RpcError(APP_NOT_FOUND, "Could not find app", "App not found")
+
+
+def _find_app(s: SessionState, name: str) -> dict[str, Any]:
+    """The attributes of the app OpenDoc's qDocName names: by id, else by name (1003 when
+    neither)."""
     try:
-        s.store.attributes(name)
-        return name
+        return s.store.attributes(name)
     except AppNotFound:
         pass
     for attributes in s.store.list_attributes():
         if attributes["name"] == name:
-            return str(attributes["id"])
-    raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found")
+            try:
+                return s.store.attributes(str(attributes["id"]))  # as current as an id's
+            except AppNotFound:
+                break  # deleted since the list was read
+    raise _no_app()
 
 
 def _serial_date(iso: str) -> float | None:
@@ -85,17 +92,21 @@ def _serial_date(iso: str) -> float | None:
 _SERIAL_EPOCH = datetime.datetime(1899, 12, 30, tzinfo=datetime.timezone.utc)
 
 
-def _doc_entry(attributes: dict[str, Any]) -> dict[str, Any]:
-    """DocListEntry of an app: its id, name, last reload and modification times."""
-    entry: dict[str, Any] = {
-        "qDocName": attributes["name"],
-        "qDocId": attributes["id"],
+def _entry_members(attributes: dict[str, Any]) -> dict[str, Any]:
+    """What DocListEntry and AppEntry both say of an app."""
+    return {
         "qTitle": attributes["name"],
         "qLastReloadTime": attributes.get("lastReloadTime", ""),
         "qReadOnly": False,
         "qMeta": {},
         "qThumbnail": {"qUrl": attributes.get("thumbnail") or ""},
     }
+
+
+def _doc_entry(attributes: dict[str, Any]) -> dict[str, Any]:
+    """DocListEntry of an app: its id, name, last reload and modification times."""
+    entry = {"qDocName": attributes["name"], "qDocId": attributes["id"]}
+    entry.update(_entry_members(attributes))
     modified = _serial_date(str(attributes.get("modifiedDate") or ""))
     if modified is not None:
         entry["qFileTime"] = modified
@@ -111,20 +122,9 @@ def get_doc_list(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Answer
 @GLOBAL_METHODS.method("GetAppEntry", keeps_layouts=True)
 def get_app_entry(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Answer:
     """{qEntry}: AppEntry of an app by id or name (error 1003 when there is none)."""
-    app_id = _find_app(s, args["qAppID"])
-    try:
-        attributes = s.store.attributes(app_id)
-    except AppNotFound:
-        raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found") from None
-    entry = {
-        "qID": attributes["id"],
-        "qTitle": attributes["name"],
-        "qPath": attributes["id"],
-        "qLastReloadTime": attributes.get("lastReloadTime", ""),
-        "qReadOnly": False,
-        "qMeta": {},
-        "qThumbnail": {"qUrl": attributes.get("thumbnail") or ""},
-    }
+    attributes = _find_app(s, args["qAppID"])
+    entry = {"qID": attributes["id"], "qPath": attributes["id"]}
+    entry.update(_entry_members(attributes))
     return Answer({"qEntry": entry})
 
 
@@ -135,7 +135,7 @@ def delete_app(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Answer
     try:
         s.store.delete(args["qAppId"])
     except AppNotFound:
-        raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found") from None
+        raise _no_app() from None
     return Answer({"qSuccess": True})
 
 
@@ -144,13 +144,13 @@ def open_doc(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Answer:
     """Opens an app in this session: a Doc handle, and selections of the session's own."""
     if s.doc is not None:
         raise RpcError(APP_ALREADY_OPEN, args["qDocName"], "App already open")
-    app_id = _find_app(s, args["qDocName"])
+    attributes = _find_app(s, args["qDocName"])
+    app_id = str(attributes["id"])
     try:
-        attributes = s.store.attributes(app_id)
         script = DocScript.stored(*s.store.script(app_id))
         lease = s.store.lease(app_id)
     except AppNotFound:
-        raise RpcError(APP_NOT_FOUND, "Could not find app", "App not found") from None
+        raise _no_app() from None
     try:
         selections = lease.app.session(s.user, s.groups)
         facts = app_facts(lease.app).for_session(selections)
