@@ -158,10 +158,15 @@ def run(rows: int, open_rows: int, runs: int, requests: int) -> dict[str, Any]:
         root = Path(tmp)
         body = qvd_body(rows, root)
         open_body = body if open_rows == rows else qvd_body(open_rows, root)
-        cluster = start_cluster(root / "cluster", 3)
         (port,) = free_ports(1)  # fixed: the local node restarts on it
-        local = ServerProcess(root / "local", port=port).start(timeout=60)
+        local = ServerProcess(root / "local", port=port).launch()  # starts beside the cluster
         try:
+            cluster = start_cluster(root / "cluster", 3)
+        except BaseException:
+            local.stop()
+            raise
+        try:
+            local.ready(timeout=60)
             store_node, fresh_node = cluster.nodes[0], cluster.nodes[1]
             # 1. import
             store_times, local_times = [], []

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +31,17 @@ def qlik_qvd_dir() -> Path:
 
 
 TESTS_DIR = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="session")
+def shared_weed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One SeaweedFS (seaweed.SeaweedFS; ~7 s to start) for the tests that keep their data
+    under a store prefix of their own (`url()`) and read nothing else of the bucket."""
+    from seaweed import start_seaweedfs
+
+    server = start_seaweedfs(tmp_path_factory.mktemp("seaweedfs"))
+    yield server
+    server.stop()
 
 
 @pytest.fixture(params=[1, 2])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from appfiles import ServerProcess
+from appfiles import TLS, ServerProcess
 from seaweed import SeaweedFS, free_ports, s3_env, start_seaweedfs
 
 CONFIG = Path(__file__).resolve().parents[1] / "deploy" / "haproxy" / "assoc.cfg"
@@ -48,10 +48,11 @@ class Cluster:
     nodes: list[ServerProcess] = field(default_factory=list)
     proxy: str = ""
     haproxy: subprocess.Popen[bytes] | None = None
+    owns_weed: bool = True  # False: SeaweedFS was started by the caller, who stops it
 
     def client(self) -> httpx.Client:
         """An HTTP client for HAProxy."""
-        return httpx.Client(base_url=self.proxy, timeout=30)
+        return httpx.Client(base_url=self.proxy, timeout=30, verify=TLS)
 
     def restart(self, index: int) -> None:
         """Starts node `index` again (after kill()), on its port, on its data dir."""
@@ -66,24 +67,33 @@ class Cluster:
             self.haproxy.wait(10)
         for node in self.nodes:
             node.stop()
-        self.weed.stop()
+        if self.owns_weed:
+            self.weed.stop()
 
 
-def start_cluster(root: Path, count: int = 3, *settings: str) -> Cluster:
-    """Starts SeaweedFS, `count` nodes on one fresh store prefix and HAProxy in front; the
-    AWS variables are set in this process's environment (the nodes inherit them)."""
+def start_cluster(
+    root: Path, count: int = 3, *settings: str, weed: SeaweedFS | None = None
+) -> Cluster:
+    """Starts SeaweedFS (unless given a running `weed`), `count` nodes on one fresh store
+    prefix and HAProxy in front; the AWS variables are set in this process's environment (the
+    nodes inherit them)."""
     haproxy = shutil.which("haproxy")
     if haproxy is None:
         raise ClusterUnavailable("no haproxy on PATH (apt-get install -y haproxy)")
     os.environ.update(s3_env())
-    cluster = Cluster(root, start_seaweedfs(root / "seaweedfs"))
+    if weed is None:
+        cluster = Cluster(root, start_seaweedfs(root / "seaweedfs"))
+    else:
+        cluster = Cluster(root, weed, owns_weed=False)
     try:
         url = cluster.weed.url()
         *ports, proxy_port = free_ports(count + 1)
         for i, port in enumerate(ports):
             node_settings = (f"AppStore={url}", f"S3Endpoint={cluster.weed.endpoint}", *settings)
             node = ServerProcess(root / f"node{i}", *node_settings, port=port)
-            cluster.nodes.append(node.start(timeout=30))
+            cluster.nodes.append(node.launch())
+        for node in cluster.nodes:
+            node.ready(timeout=30)
         config = root / "haproxy.cfg"
         config.write_text(haproxy_config(proxy_port, [f"127.0.0.1:{p}" for p in ports]))
         log_path = root / "haproxy.log"
@@ -97,7 +107,7 @@ def start_cluster(root: Path, count: int = 3, *settings: str) -> Cluster:
             if cluster.haproxy.poll() is not None:
                 raise RuntimeError("haproxy exited: " + log_path.read_text())
             try:
-                if httpx.get(cluster.proxy + "/health", timeout=1).is_success:
+                if httpx.get(cluster.proxy + "/health", timeout=1, verify=TLS).is_success:
                     break
             except httpx.HTTPError:
                 pass

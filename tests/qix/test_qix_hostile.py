@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -454,7 +453,7 @@ def test_every_method_answers_hostile_params(
             if "error" in answer:
                 assert answer["error"]["code"] != -32603, (name, params, answer)
         still_works(qix)
-    with httpx.Client(base_url=qix_server.process.base_url, timeout=10) as client:
+    with qix_server.process.client() as client:
         assert client.get("/health").status_code == 200
 
 

@@ -8,7 +8,6 @@ import re
 import threading
 import time
 
-import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -86,7 +85,7 @@ def test_health_answers_while_a_search_runs(qix_server: QixServer) -> None:
         thread = threading.Thread(target=search)
         thread.start()
         health = []
-        with httpx.Client(base_url=qix_server.process.base_url, timeout=30) as rest:
+        with qix_server.process.client() as rest:
             while thread.is_alive() or not health:
                 health.append(rest.get("/health").status_code)
                 time.sleep(0.01)

@@ -36,11 +36,10 @@ pytest.importorskip("obstore", reason="the S3 client is the extra assoc[s3]")
 pytestmark = needs_qvd_reader
 
 
-@pytest.fixture(scope="module")
-def weed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
-    server = start_seaweedfs(tmp_path_factory.mktemp("seaweedfs"))
-    yield server
-    server.stop()
+@pytest.fixture
+def weed(shared_weed: SeaweedFS) -> SeaweedFS:
+    """The tests' shared SeaweedFS: each test here works under a prefix of its own."""
+    return shared_weed
 
 
 @pytest.fixture

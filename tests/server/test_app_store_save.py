@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from appfiles import CUSTOMERS, ORDERS, ServerProcess, needs_qvd_reader, package_bytes, qvd_bytes
-from seaweed import SeaweedFS, s3_env, start_seaweedfs
+from seaweed import SeaweedFS, s3_env
 
 pytest.importorskip("obstore", reason="the S3 client is the extra assoc[s3]")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "qix"))
@@ -21,11 +21,10 @@ pytestmark = needs_qvd_reader
 SHEET = {"qInfo": {"qId": "sheet1", "qType": "sheet"}, "qMetaDef": {"title": "Overview"}}
 
 
-@pytest.fixture(scope="module")
-def weed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
-    server = start_seaweedfs(tmp_path_factory.mktemp("seaweedfs"))
-    yield server
-    server.stop()
+@pytest.fixture
+def weed(shared_weed: SeaweedFS) -> SeaweedFS:
+    """The tests' shared SeaweedFS: each test here works under a prefix of its own."""
+    return shared_weed
 
 
 @pytest.fixture

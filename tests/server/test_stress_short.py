@@ -25,7 +25,7 @@ def test_kill_9_during_writes_keeps_every_acknowledged_operation(tmp_path: Path)
 def test_soak_stays_within_the_budget_and_answers_everything(
     budget_mb: int, tmp_path: Path
 ) -> None:
-    result = soak.soak(minutes=0.25, clients=4, budget_mb=budget_mb, csv_mb=2, keep=tmp_path)
+    result = soak.soak(minutes=0.15, clients=4, budget_mb=budget_mb, csv_mb=2, keep=tmp_path)
     assert result["failures"] == []
     assert result["requests"] > 20
     assert result["rss_max_mb"] <= budget_mb + 300
