@@ -145,8 +145,8 @@ class Manifest:
 
 
 def _parse_tables(raw: Any) -> list[TableEntry]:
-    if not isinstance(raw, list) or not raw:
-        raise Error(f'{MANIFEST_NAME}: "tables" must be a non-empty array')
+    if not isinstance(raw, list):  # empty: an app without data (QIX CreateApp makes them)
+        raise Error(f'{MANIFEST_NAME}: "tables" must be an array')
     tables: list[TableEntry] = []
     names: set[str] = set()
     for i, item in enumerate(raw):

@@ -130,6 +130,41 @@ async function halyardFlow(out) {
   out.halyardErrors = errors;
 }
 
+// halyard.js's enigma mixin with stored apps: createAppUsingHalyard makes the app (CreateApp,
+// OpenDoc, reload, DoSave); reloadAppUsingHalyard opens it by name from another session and
+// reloads it with another script.
+async function halyardStored(out) {
+  const name = 'Movies built by halyard';
+  const fields = [{ src: 'Movie', name: 'Movie' }, { src: 'Year', name: 'Year' }];
+  let session = open('', halyardMixin);
+  let global = await session.open();
+  const app = await global.createAppUsingHalyard(name, halyardTable(`${folder}/movies.csv`, 'Movies', fields));
+  out.storedLayout = await app.getAppLayout();
+  const cube = await app.createSessionObject(movieCube);
+  out.storedMovies = cubeColumn(await cube.getLayout());
+  await session.close();
+
+  session = open('', halyardMixin);
+  global = await session.open();
+  const films = halyardTable(`${folder}/movies.csv`, 'Films', [{ src: 'Movie', name: 'Film' }]);
+  const again = await global.reloadAppUsingHalyard(name, films, false);
+  const filmCube = await again.createSessionObject({
+    qInfo: { qType: 'films' },
+    qHyperCubeDef: { qDimensions: [{ qDef: { qFieldDefs: ['Film'] } }], qInitialDataFetch: [{ qHeight: 10, qWidth: 1 }] },
+  });
+  out.storedFilms = cubeColumn(await filmCube.getLayout());
+  out.storedTables = (await again.getTablesAndKeys({ qcx: 1000, qcy: 1000 }, { qcx: 0, qcy: 0 }, 30, true, false))
+    .qtr.map((t) => t.qName);
+  try {
+    await global.createApp(name);
+    out.storedDuplicate = null;
+  } catch (err) {
+    out.storedDuplicate = err.code;
+  }
+  out.storedDocs = (await global.getDocList()).filter((d) => d.qDocName === name).map((d) => d.qDocId);
+  await session.close();
+}
+
 // core-get-started hello-data-halyard as written: schema 3.2, a date field read with Date#.
 async function helloDataHalyard(out) {
   const halyard = new Halyard();
@@ -166,6 +201,7 @@ async function main() {
   await helloData(out);
   await listObject(out);
   await halyardFlow(out);
+  await halyardStored(out);
   await helloDataHalyard(out);
   process.stdout.write(JSON.stringify(out));
 }

@@ -122,7 +122,7 @@ def test_errors_for_bad_requests(qix_server: QixServer, app_id: str) -> None:
             "parameter": "NoSuchMethod",
             "message": "Method not found",
         }
-        assert qix.call("CreateApp", ["x"])["error"]["code"] == 20  # in the schema, not here
+        assert qix.call("CopyApp", ["x", "y"])["error"]["code"] == 20  # in the schema, not here
         assert qix.call("GetLayout", [], handle=42)["error"]["code"] == -32602
         assert qix.call("OpenDoc", [5])["error"]["code"] == -32602  # wrong type
         assert qix.call("OpenDoc", [app_id, "", "", "", False, "extra"])["error"]["code"] == -32602

@@ -134,6 +134,15 @@ def test_enigma_and_halyard_programs(server: ScriptServer, node_packages: Path) 
     assert syntax_error["type"] == "Syntax Error"
     assert syntax_error["item"] == "Broken"  # found by the error's qTextPos
 
+    # halyard.js with stored apps: CreateApp, then the app reopened by name and reloaded
+    assert seen["storedLayout"]["qTitle"] == "Movies built by halyard"
+    assert seen["storedLayout"]["qHasData"] is True
+    assert sorted(seen["storedMovies"]) == titles
+    assert sorted(seen["storedFilms"]) == titles
+    assert seen["storedTables"] == ["Films"]
+    assert seen["storedDuplicate"] == 1000
+    assert len(seen["storedDocs"]) == 1
+
     # hello-data-halyard as written (schema 3.2): DATE(DATE#(date, 'YYYYMMDD')) as day numbers
     epoch = datetime.date(1899, 12, 30)
     expected = []

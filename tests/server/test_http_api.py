@@ -328,6 +328,22 @@ def test_export_imports_back_to_the_same_app(make_client: MakeClient) -> None:
     assert client.get(f"/v1/apps/{back['id']}/media/list/?show=a").json() == ["docs/", "logo.png"]
 
 
+def test_a_package_without_tables_is_an_app_without_data(client: TestClient) -> None:
+    source = package_bytes({}, attributes={"name": "Empty"})
+    attrs = _import(client, source)["attributes"]
+    assert attrs["name"] == "Empty"
+    metadata = client.get(f"/v1/apps/{attrs['id']}/data/metadata")
+    assert metadata.status_code == 200
+    assert metadata.json()["tables"] == []
+    assert [f for f in metadata.json()["fields"] if not f["is_system"]] == []
+    exported = client.get(f"/v1/apps/{attrs['id']}/export")
+    assert exported.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(exported.content)) as archive:
+        assert json.loads(archive.read("app.json"))["tables"] == []
+    again = _import(client, exported.content)["attributes"]
+    assert client.get(f"/v1/apps/{again['id']}/data/metadata").json() == metadata.json()
+
+
 # ---- errors ---------------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import assoc
 from appfiles import needs_qvd_reader, package_bytes
-from assoc.server.store import AppStore
+from assoc.server.store import AppExists, AppStore
 
 pytestmark = needs_qvd_reader
 
@@ -56,16 +56,38 @@ def test_a_committed_reload_replaces_tables_and_keeps_the_rest(tmp_path: Path) -
         lease.release()
 
 
-def test_a_reload_without_tables_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+def test_a_reload_without_tables_leaves_an_app_without_data(tmp_path: Path) -> None:
+    # As Qlik: a script that loads nothing reloads to an app with no data.
     with AppStore(tmp_path) as store:
         app_id = _stored_app(store)
-        empty = assoc.App.from_script("")
-        with pytest.raises(assoc.Error, match="no tables"):
-            store.commit_reload(app_id, empty, "", [])
-        assert store.script(app_id) == ("", [])
+        script = "SET ThousandSep=',';"
+        store.commit_reload(app_id, assoc.App.from_script(script), script, [])
+        assert store.script(app_id) == (script, [])
         with store.using(app_id) as app:
-            assert app.tables == ["Old"]
+            assert app.tables == []
         assert list(store.tmp_dir.iterdir()) == []
+    with AppStore(tmp_path) as reopened, reopened.using(app_id) as app:
+        assert app.tables == []
+
+
+def test_created_apps_have_no_data_and_names_of_their_own(tmp_path: Path) -> None:
+    with AppStore(tmp_path) as store:
+        created = store.create("Budget", "SET A=1;", owner="ann")
+        app_id = created["id"]
+        assert (created["name"], created["owner"], created["lastReloadTime"]) == (
+            "Budget",
+            "ann",
+            "",
+        )
+        assert store.script(app_id) == ("SET A=1;", [])
+        with pytest.raises(AppExists, match="Budget"):
+            store.create("Budget", "", owner="bob")
+        assert [a["id"] for a in store.list_attributes()] == [app_id]
+        assert list(store.tmp_dir.iterdir()) == []
+    with AppStore(tmp_path) as reopened:
+        assert reopened.attributes(app_id) == created
+        with reopened.using(app_id) as app:
+            assert app.tables == []
 
 
 ANNOTATED = """T: LOAD * INLINE [

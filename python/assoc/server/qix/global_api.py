@@ -1,5 +1,5 @@
-"""Global methods (handle -1): versions, the apps (GetDocList, GetAppEntry, DeleteApp),
-OpenDoc, GetActiveDoc."""
+"""Global methods (handle -1): versions, the apps (GetDocList, GetAppEntry, CreateApp,
+DeleteApp), OpenDoc, GetActiveDoc."""
 
 from __future__ import annotations
 
@@ -9,20 +9,23 @@ from typing import Any
 
 import assoc
 from assoc.access import DENIED
+from assoc.script import empty_script
 from assoc.server.qix.facts import app_facts
 from assoc.server.qix.handles import GlobalTarget, OpenDocument
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.persist import open_stored
 from assoc.server.qix.rpc import (
     ACCESS_DENIED,
+    APP_ALREADY_EXISTS,
     APP_ALREADY_OPEN,
     APP_INVALID,
+    APP_INVALID_NAME,
     APP_NOT_FOUND,
     RpcError,
 )
 from assoc.server.qix.scripts import DocScript
 from assoc.server.qix.session_state import SessionState
-from assoc.server.store import AppNotFound
+from assoc.server.store import AppExists, AppNotFound
 
 GLOBAL_METHODS = MethodTable("Global")
 
@@ -45,7 +48,7 @@ for _name, _value in (
     ("QTProduct", "Qlik Core"),
     ("IsDesktopMode", False),
     ("IsPersonalMode", False),
-    ("AllowCreateApp", False),
+    ("AllowCreateApp", True),
 ):
     _constant(_name, _value)
 
@@ -126,6 +129,25 @@ def get_app_entry(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Ans
     entry = {"qID": attributes["id"], "qPath": attributes["id"]}
     entry.update(_entry_members(attributes))
     return Answer({"qEntry": entry})
+
+
+@GLOBAL_METHODS.method("CreateApp", defaults={"qLocalizedScriptMainSection": "Main"})
+def create_app(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Answer:
+    """{qSuccess, qAppId}: a new stored app named qAppName, with no data and the script a new
+    app starts with (its first section named qLocalizedScriptMainSection); OpenDoc opens it by
+    id or name. Error 1001 for a name that is empty or not one line, 1000 when an app has
+    that name already."""
+    name = args["qAppName"]
+    if not name.strip() or any(c in name for c in "\r\n\x00"):
+        raise RpcError(APP_INVALID_NAME, name, "Invalid app name")
+    section = args["qLocalizedScriptMainSection"].strip() or "Main"
+    if any(c in section for c in "\r\n"):
+        raise RpcError(APP_INVALID_NAME, section, "Invalid script section name")
+    try:
+        attributes = s.store.create(name, f"///$tab {section}\n{empty_script()}", s.user)
+    except AppExists:
+        raise RpcError(APP_ALREADY_EXISTS, name, "App already exists") from None
+    return Answer({"qSuccess": True, "qAppId": attributes["id"]})
 
 
 @GLOBAL_METHODS.method("DeleteApp")

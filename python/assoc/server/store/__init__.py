@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 from assoc import Error
 from assoc.access import DENIED
 from assoc.app import App
-from assoc.package import MANIFEST_NAME, Manifest, PackageLimits
+from assoc.package import MANIFEST_NAME, Manifest, PackageLimits, normalize_attributes
 from assoc.qvd_stream import QvdStream
 from assoc.server.store import media
 from assoc.server.store.admission import (
@@ -117,6 +117,7 @@ class AppStore:
         # What is staged for uploads (stage_upload), by the upload's path.
         self._staged: dict[Path, _Staged] = {}
         self._staged_lock = threading.Lock()
+        self._create_lock = threading.Lock()  # one CreateApp at a time checks the names
         try:
             self._dirs = VersionDirs(self.data_dir)
             for app_id, version_dir, manifest in self._dirs.recover():
@@ -424,6 +425,30 @@ class AppStore:
             self._cache.entries[app_id] = entry
         if app is not None:
             self._cache.hold(entry, app)
+
+    # ---- new apps ----------------------------------------------------------------------
+
+    def create(self, name: str, script: str, owner: str = "") -> dict[str, Any]:
+        """Commits a new app named `name` with no data, `script` its load script and never
+        reloaded (QIX CreateApp), as durably as an import; returns its attributes. AppExists
+        when an app has that name already (names are how clients open what they created)."""
+        stage_dir, version_dir = self._dirs.new_stage()
+        try:
+            (version_dir / MEDIA_DIR).mkdir()
+            manifest = Manifest(tables=[], attributes=normalize_attributes({}), script=script)
+            attrs = set_attributes(manifest, ImportMode.NEW, name, owner)
+            attrs["lastReloadTime"] = ""  # as Qlik shows an app never reloaded
+            carry_over(manifest, None)
+            app = App(load_model([]))
+            app_id = attrs["id"]
+            with self._create_lock:
+                if any(a["name"] == name for a in self.list_attributes()):
+                    raise AppExists(f"an app named {name!r} exists")
+                with self._app_lock(app_id):
+                    self._publish(app_id, version_dir, manifest, app, None)
+            return dict(attrs)
+        finally:
+            remove(stage_dir)
 
     # ---- reloads ---------------------------------------------------------------------
 

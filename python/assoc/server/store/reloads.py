@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from assoc import Error
 from assoc.annotations import Annotations
 from assoc.app import App
 from assoc.package import Manifest, TableEntry, table_file_names
@@ -15,9 +14,8 @@ from assoc.server.store.media import MEDIA_DIR
 
 
 def stage_tables(app: App, version_dir: Path) -> list[TableEntry]:
-    """Writes every table of the reloaded app as a QVD under version_dir."""
-    if not app.stored_tables:
-        raise Error("the script loaded no tables")
+    """Writes every table of the reloaded app as a QVD under version_dir (none when its
+    script loaded none: the app then holds no data, as a new one)."""
     files = table_file_names(app.stored_tables)
     for name, file in zip(app.stored_tables, files, strict=True):
         target = version_dir.joinpath(*file.split("/"))
