@@ -155,6 +155,8 @@ def test_encrypted_entry_is_refused() -> None:
         ({**MANIFEST, "objects": [{"type": "sheet"}]}, "id"),
         ({**MANIFEST, "objects": [{"id": "a"}, {"id": "a"}]}, "twice"),
         ({**MANIFEST, "annotations": []}, "annotations must be an object"),
+        ({**MANIFEST, "properties": []}, '"properties" must be an object'),
+        ({**MANIFEST, "properties": {"qTitle": 5}}, r"properties\.qTitle must be a name"),
         ({**MANIFEST, "annotations": {"tags": {}}}, "unknown member 'tags'"),
         ({**MANIFEST, "annotations": {"fieldTags": []}}, r"annotations\.fieldTags must be"),
         ({**MANIFEST, "annotations": {"fieldTags": {"A": "kpi"}}}, "array of strings"),

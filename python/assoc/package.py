@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import io
 import json
@@ -76,6 +77,9 @@ class Manifest:
     # The number interpretation variables the app's script left (DateFormat, …): its charts
     # read and write numbers and dates by them.
     interpretation: dict[str, str] = field(default_factory=dict)
+    # The app's properties a client set (QIX SetAppProperties): NxAppProperties members and
+    # its own, such as a theme; "qTitle" is the app's name once saved.
+    properties: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, data: bytes) -> Manifest:
@@ -113,6 +117,7 @@ class Manifest:
                 key: _parse_items(doc.get(key, []), key) for key in LIBRARY_KEYS if doc.get(key)
             },
             states=_parse_states(doc.get("states", [])),
+            properties=_parse_properties(doc.get("properties", {})),
             interpretation=_parse_interpretation(doc.get("interpretation", {})),
             annotations=Annotations.from_json(
                 doc.get("annotations", {}), f"{MANIFEST_NAME}: annotations"
@@ -137,6 +142,8 @@ class Manifest:
                 doc[key] = self.library[key]
         if self.states:
             doc["states"] = self.states
+        if self.properties:
+            doc["properties"] = self.properties
         if self.annotations:
             doc["annotations"] = self.annotations.to_json()
         if self.interpretation:
@@ -254,6 +261,18 @@ def _parse_interpretation(raw: Any) -> dict[str, str]:
             raise Error(
                 f'{MANIFEST_NAME}: interpretation "{name}" must be a text of at most 4096 bytes'
             )
+    return dict(raw)
+
+
+def _parse_properties(raw: Any) -> dict[str, Any]:
+    """The app's properties: an object whose "qTitle", when there, is a name."""
+    if not isinstance(raw, dict):
+        raise Error(f'{MANIFEST_NAME}: "properties" must be an object')
+    title = raw.get("qTitle", "")
+    if not isinstance(title, str) or len(title.encode("utf-8")) > NAME_MAX_BYTES:
+        raise Error(
+            f"{MANIFEST_NAME}: properties.qTitle must be a name of at most {NAME_MAX_BYTES} bytes"
+        )
     return dict(raw)
 
 
@@ -520,17 +539,9 @@ def write_package(
 ) -> None:
     """Writes a package to `out`: app.json, one QVD per table (via write_table) and media."""
     files = table_file_names(model_tables)
-    manifest = Manifest(
-        tables=[TableEntry(n, f) for n, f in zip(model_tables, files, strict=True)],
-        attributes=manifest.attributes,
-        objects=manifest.objects,
-        script=manifest.script,
-        connections=manifest.connections,
-        library=manifest.library,
-        states=manifest.states,
-        annotations=manifest.annotations,
-        interpretation=manifest.interpretation,
-    )
+    # Everything the manifest holds, its tables as written here.
+    tables = [TableEntry(n, f) for n, f in zip(model_tables, files, strict=True)]
+    manifest = dataclasses.replace(manifest, tables=tables)
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         archive.writestr(MANIFEST_NAME, manifest.to_json())
         with tempfile.TemporaryDirectory(prefix="export-", dir=tmp_dir) as tmp:

@@ -1,10 +1,14 @@
 """Global.CreateApp against a real `assoc serve`: a stored app with no data that a client names,
 opens (by id or name), gives a script, reloads and saves, as corectl's `build` and halyard.js's
-createAppUsingHalyard do; the names it refuses, and that a refused call stores nothing."""
+createAppUsingHalyard do; the names it refuses, and that a refused call stores nothing. Then
+Doc.SetAppProperties and SaveObjects, the rest of what corectl's `build` sends."""
 
 from __future__ import annotations
 
+import io
+import json
 import uuid
+import zipfile
 from typing import Any
 
 import pytest
@@ -136,3 +140,61 @@ def test_a_name_an_app_has_already_is_refused(qix_server: QixServer) -> None:
                 qix.result("CreateApp", [existing])
             assert refused.value.code == 1000
     assert _rest_apps(qix_server) == before
+
+
+def test_app_properties_are_the_documents_until_saved_then_the_apps(
+    qix_server: QixServer,
+) -> None:
+    name, title = f"Props {uuid.uuid4().hex[:8]}", f"Renamed {uuid.uuid4().hex[:8]}"
+    with QixClient(qix_server.ws_base + "/app/engineData") as qix:
+        app_id = qix.result("CreateApp", [name])["qAppId"]
+    with (
+        QixClient(qix_server.ws_base + f"/app/{app_id}") as qix,
+        QixClient(qix_server.ws_base + f"/app/{app_id}/identity/other") as other,
+    ):
+        doc, other_doc = qix.open_doc(app_id), other.open_doc(app_id)
+        props = {"qTitle": title, "theme": "sense-dark", "qLastReloadTime": "2001-01-01"}
+        answer = qix.call("SetAppProperties", [props], doc)
+        assert answer["result"] == {}
+        assert doc in answer["change"]
+        seen = qix.result("GetAppProperties", [], doc)["qProp"]
+        assert (seen["qTitle"], seen["theme"], seen["qLastReloadTime"]) == (title, "sense-dark", "")
+        assert qix.result("GetAppLayout", [], doc)["qLayout"]["qTitle"] == title
+        # Not saved: the app and its other sessions keep what they had.
+        assert other.result("GetAppProperties", [], other_doc)["qProp"]["qTitle"] == name
+        assert next(a for a in _rest_apps(qix_server) if a["id"] == app_id)["name"] == name
+        for bad in ({"qTitle": 5}, {"qTitle": "a\nb"}, {"qTitle": "x" * 300}):
+            with pytest.raises(QixError) as refused:
+                qix.result("SetAppProperties", [bad], doc)
+            assert refused.value.code == 8
+        with pytest.raises(QixError) as refused:
+            qix.result("SetAppProperties", ["theme"], doc)
+        assert refused.value.code == -32602
+        assert qix.result("SaveObjects", [], doc) == {}
+    assert next(a for a in _rest_apps(qix_server) if a["id"] == app_id)["name"] == title
+
+    with QixClient(qix_server.ws_base + f"/app/{app_id}") as qix:
+        doc = qix.open_doc(title)
+        qix.result("SetScript", [SCRIPT], doc)
+        assert qix.result("DoReload", [], doc) == {"qReturn": True}
+        seen = qix.result("GetAppProperties", [], doc)["qProp"]
+        assert (seen["qTitle"], seen["theme"]) == (title, "sense-dark")
+        assert seen["qLastReloadTime"]
+    with qix_server.process.client() as client:
+        exported = client.get(f"/v1/apps/{app_id}/export")
+        assert exported.status_code == 200
+        with zipfile.ZipFile(io.BytesIO(exported.content)) as archive:
+            stored = json.loads(archive.read("app.json"))
+    assert stored["properties"] == {"qTitle": title, "theme": "sense-dark"}
+    assert stored["attributes"]["name"] == title
+
+
+def test_session_apps_keep_their_properties_but_cannot_save_them(qix_server: QixServer) -> None:
+    with QixClient(qix_server.ws_base + "/app/engineData") as qix:
+        doc = qix.handle_of("CreateSessionApp")
+        qix.result("SetAppProperties", [{"qTitle": "Scratch", "colour": 3}], doc)
+        seen = qix.result("GetAppProperties", [], doc)["qProp"]
+        assert (seen["qTitle"], seen["colour"]) == ("Scratch", 3)
+        with pytest.raises(QixError) as refused:
+            qix.result("SaveObjects", [], doc)
+        assert refused.value.code == 20

@@ -217,3 +217,23 @@ def test_a_package_with_a_bad_interpretation_is_refused(interpretation: Any, pro
     body = package_bytes({"T": {"A": [1]}}, manifest=manifest)
     with pytest.raises(assoc.Error, match=problem):
         assoc.App.from_package(body)
+
+
+def test_a_save_whose_app_json_would_not_load_again_keeps_the_old_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import assoc.server.store as store_module
+
+    monkeypatch.setattr(store_module, "MAX_MANIFEST_BYTES", 4096)
+    with AppStore(tmp_path) as store:
+        app_id = _stored_app(store)
+        before, objects = store.attributes(app_id), store.objects(app_id)
+        big = [{"id": "o1", "type": "sheet", "approved": False, "properties": {"x": "y" * 5000}}]
+        with store.using(app_id) as app, pytest.raises(assoc.Error, match="larger than 4096"):
+            store.commit_save(app_id, app, big, {}, [], {"theme": "t"})
+        assert store.attributes(app_id) == before
+        assert store.objects(app_id) == objects
+        assert store.app_properties(app_id) == {}
+        assert list(store.tmp_dir.iterdir()) == []
+    with AppStore(tmp_path) as reopened:
+        assert reopened.attributes(app_id) == before

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from assoc.package import NAME_MAX_BYTES
 from assoc.script import locale_info
 from assoc.server.qix.facts import field_description, table_data, tables_and_keys
 from assoc.server.qix.handles import (
@@ -40,7 +41,7 @@ def get_app_layout(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Ans
     """NxAppLayout from the app's attributes."""
     a = target.doc.attributes
     layout = {
-        "qTitle": a.get("name", ""),
+        "qTitle": _title(target),
         "qFileName": target.doc.app_id,
         "qLastReloadTime": a.get("lastReloadTime", ""),
         "qModified": False,
@@ -62,15 +63,44 @@ def get_app_properties(s: SessionState, target: DocTarget, _: dict[str, Any]) ->
     """NxAppProperties: title, last reload, the version answering, thumbnail and whether a
     section access table guards the app."""
     a, app = target.doc.attributes, target.doc.facts.app
-    props = {
-        "qTitle": a.get("name", ""),
-        "qLastReloadTime": a.get("lastReloadTime", ""),
-        "qMigrationHash": "",
-        "qSavedInProductVersion": s.settings.component_version,
-        "qThumbnail": {"qUrl": a.get("thumbnail") or ""},
-        "qHasSectionAccess": app.access is not None,
-    }
+    props = {"qTitle": a.get("name", ""), "qThumbnail": {"qUrl": a.get("thumbnail") or ""}}
+    props.update(target.doc.properties)
+    props.update(
+        qTitle=_title(target),
+        qLastReloadTime=a.get("lastReloadTime", ""),
+        qMigrationHash="",
+        qSavedInProductVersion=s.settings.component_version,
+        qHasSectionAccess=app.access is not None,
+    )
     return Answer({"qProp": props})
+
+
+# What GetAppProperties computes: SetAppProperties does not keep them.
+_COMPUTED_PROPERTIES = frozenset(
+    {"qLastReloadTime", "qMigrationHash", "qSavedInProductVersion", "qHasSectionAccess"}
+)
+
+
+def _title(target: DocTarget) -> str:
+    """The app's title: the one SetAppProperties gave (stored by DoSave as the app's name),
+    else its name."""
+    title = target.doc.properties.get("qTitle")
+    return title if isinstance(title, str) and title.strip() else target.doc.attributes["name"]
+
+
+@DOC_METHODS.method("SetAppProperties", engine=False)
+def set_app_properties(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """Sets the app's properties (NxAppProperties and a client's own members, such as a
+    theme); DoSave stores them, a non-empty qTitle as the app's name. The members the engine
+    computes are not kept. Error 8 when qTitle is not a name."""
+    props = {k: v for k, v in args["qProp"].items() if k not in _COMPUTED_PROPERTIES}
+    title = props.get("qTitle", "")
+    if not isinstance(title, str) or len(title.encode("utf-8")) > NAME_MAX_BYTES:
+        raise RpcError(INVALID_PARAMETERS, "qTitle", f"a name of at most {NAME_MAX_BYTES} bytes")
+    if any(c in title for c in "\r\n\x00"):
+        raise RpcError(INVALID_PARAMETERS, "qTitle", "a name of one line")
+    target.doc.properties = props
+    return Answer({}, change=[target.doc.handle])
 
 
 @DOC_METHODS.method("GetAllInfos", engine=False, keeps_layouts=True)

@@ -48,6 +48,7 @@ def _stored_object(
 def open_stored(s: SessionState, doc: OpenDocument) -> None:
     """Gives a stored app's document its library and objects (each with a handle)."""
     doc.library = Library.from_records(s.store.library(doc.app_id))
+    doc.properties = s.store.app_properties(doc.app_id)
     for state in s.store.states(doc.app_id):
         if state not in doc.selections.states:
             doc.selections.add_state(state)
@@ -93,6 +94,7 @@ def do_save(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
             object_records(doc),
             doc.library.records(),
             list(doc.app_states),
+            dict(doc.properties),
         )
         lease = s.store.lease(doc.app_id)
     except assoc.Error as exc:
@@ -100,3 +102,10 @@ def do_save(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     old, doc.lease = doc.lease, lease
     old.release()
     return Answer({})
+
+
+@PERSIST_DOC_METHODS.method("SaveObjects")
+def save_objects(s: SessionState, target: DocTarget, _: dict[str, Any]) -> Answer:
+    """What DoSave stores: the objects, the library, the states and the app properties (each
+    reload commits the data already)."""
+    return do_save(s, target, {"qFileName": ""})

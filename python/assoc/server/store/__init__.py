@@ -20,7 +20,13 @@ from typing import Any, BinaryIO
 from assoc import Error
 from assoc.access import DENIED
 from assoc.app import App
-from assoc.package import MANIFEST_NAME, Manifest, PackageLimits, normalize_attributes
+from assoc.package import (
+    MANIFEST_NAME,
+    MAX_MANIFEST_BYTES,
+    Manifest,
+    PackageLimits,
+    normalize_attributes,
+)
 from assoc.qvd_stream import QvdStream
 from assoc.server.store import media
 from assoc.server.store.admission import (
@@ -404,6 +410,8 @@ class AppStore:
         `streamed` (by key in the version) are being uploaded to the object store already."""
         manifest_path = version_dir / MANIFEST_NAME
         data = manifest.to_json()
+        if len(data) > MAX_MANIFEST_BYTES:  # it would not load again: keep the old version
+            raise Error(f"{MANIFEST_NAME} would be larger than {MAX_MANIFEST_BYTES} bytes")
         if data != written:
             manifest_path.write_bytes(data)
             flushed -= {str(manifest_path)}
@@ -467,6 +475,10 @@ class AppStore:
         """The app's alternate states (app.json "states")."""
         return list(self._cache.entry(app_id).manifest.states)
 
+    def app_properties(self, app_id: str) -> dict[str, Any]:
+        """The app properties a client set and saved (app.json "properties")."""
+        return dict(self._cache.entry(app_id).manifest.properties)
+
     def commit_save(
         self,
         app_id: str,
@@ -474,18 +486,20 @@ class AppStore:
         objects: list[dict[str, Any]],
         library: dict[str, list[dict[str, Any]]],
         states: list[str],
+        properties: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Stores an app's objects, library and alternate states as its new version (QIX
-        DoSave), as durably as
-        an import; the data files are the old version's (hard links). `app` is the loaded
-        app, served by the new version. Sessions that hold the old version go on with it.
-        Returns the new attributes."""
+        """Stores an app's objects, library, alternate states and app properties (kept as
+        they were when None) as its new version (QIX DoSave), as durably as an import; the
+        data files are the old version's (hard links). `app` is the loaded app, served by the
+        new version. Sessions that hold the old version go on with it. Returns the new
+        attributes."""
         stage_dir, version_dir = self._dirs.new_stage()
         try:
             with self._app_lock(app_id):
                 old = self._cache.entry(app_id)
                 stage_unchanged(old, version_dir)
-                manifest = saved_manifest(old, objects, library, states)
+                kept = old.manifest.properties if properties is None else properties
+                manifest = saved_manifest(old, objects, library, states, kept)
                 self._publish(app_id, version_dir, manifest, app, old)
             return dict(manifest.attributes)
         finally:

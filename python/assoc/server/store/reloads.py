@@ -49,4 +49,5 @@ def reload_manifest(
         library={k: list(v) for k, v in old.manifest.library.items()},
         states=list(old.manifest.states),
         annotations=annotations or Annotations(),
+        properties=dict(old.manifest.properties),
     )

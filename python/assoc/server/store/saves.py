@@ -40,9 +40,14 @@ def saved_manifest(
     objects: list[dict[str, Any]],
     library: dict[str, list[dict[str, Any]]],
     states: list[str],
+    properties: dict[str, Any],
 ) -> Manifest:
-    """The new version's manifest: the old one with these objects, library and states."""
+    """The new version's manifest: the old one with these objects, library, states and app
+    properties (a "qTitle" among them names the app)."""
     attributes = dict(old.manifest.attributes, modifiedDate=utc_now_iso())
+    title = properties.get("qTitle")
+    if isinstance(title, str) and title.strip():
+        attributes["name"] = title
     return Manifest(
         tables=list(old.manifest.tables),
         attributes=attributes,
@@ -53,4 +58,5 @@ def saved_manifest(
         states=list(states),
         annotations=old.manifest.annotations,
         interpretation=dict(old.manifest.interpretation),
+        properties=dict(properties),
     )
