@@ -417,3 +417,64 @@ def test_the_locale_is_the_one_the_script_left(server: ScriptServer) -> None:
         # The app's charts write dates and months the same way.
         value = qix.result("Evaluate", ["Date(Min(D)) & ' ' & Month(Max(D))"], doc)
         assert value == {"qReturn": "04.01.2021 jan"}
+
+
+def test_a_debug_reload_reads_at_most_the_fetch_limit(server: ScriptServer) -> None:
+    # corectl's `reload --limit`: SetFetchLimit, then DoReload in debug mode.
+    script = (
+        f"Movies: {LOAD_MOVIES}\n"
+        "Numbers: LOAD RecNo() as N AUTOGENERATE 10;\n"
+        "Few: FIRST 3 LOAD N as Few RESIDENT Numbers WHERE N > 4;\n"
+    )
+    with QixClient(server.ws_base + "/app/") as qix:
+        doc = _session_app(qix, server.files)
+        qix.result("SetScript", [script], doc)
+
+        def rows() -> dict[str, int]:
+            tk = qix.result(
+                "GetTablesAndKeys",
+                [{"qcx": 9, "qcy": 9}, {"qcx": 0, "qcy": 0}, 30, True, False],
+                doc,
+            )
+            return {t["qName"]: t["qNoOfRows"] for t in tk["qtr"]}
+
+        assert qix.result("DoReload", [], doc) == {"qReturn": True}
+        assert rows() == {"Movies": len(MOVIES), "Numbers": 10, "Few": 3}
+        assert qix.result("SetFetchLimit", [2], doc) == {}
+        assert qix.result("DoReload", [], doc) == {"qReturn": True}  # not in debug mode
+        assert rows() == {"Movies": len(MOVIES), "Numbers": 10, "Few": 3}
+        assert qix.result("DoReload", [0, False, True], doc) == {"qReturn": True}
+        assert rows() == {"Movies": 2, "Numbers": 2, "Few": 0}  # N of 1 and 2 only
+        qix.result("SetFetchLimit", [4], doc)
+        done = qix.result("DoReloadEx", [{"qDebug": True}], doc)
+        assert done["qResult"]["qSuccess"] is True
+        assert rows() == {"Movies": 4, "Numbers": 4, "Few": 0}
+        qix.result("SetFetchLimit", [7], doc)
+        assert qix.result("DoReload", {"qDebug": True}, doc) == {"qReturn": True}
+        assert rows() == {"Movies": len(MOVIES), "Numbers": 7, "Few": 3}  # FIRST 3 the lesser
+        for bad, code in ((-1, 8), ("2", -32602), (None, -32602)):
+            with pytest.raises(QixError) as refused:
+                qix.result("SetFetchLimit", [bad], doc)
+            assert refused.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("script", "column", "message"),
+    [
+        ("T: FIRST LOAD 1 as A AUTOGENERATE 1;", 10, "FIRST needs a number of records"),
+        # Counts are known as the statement runs: its LOAD is where it failed.
+        ("T: FIRST -2 LOAD 1 as A AUTOGENERATE 5;", 13, "FIRST needs a whole number"),
+        ("T: FIRST 1.5 LOAD 1 as A AUTOGENERATE 5;", 14, "FIRST needs a whole number"),
+    ],
+)
+def test_first_that_is_no_count_fails_where_it_is_written(
+    server: ScriptServer, script: str, column: int, message: str
+) -> None:
+    with QixClient(server.ws_base + "/app/") as qix:
+        doc = _session_app(qix, server.files)
+        qix.result("SetScript", [script], doc)
+        assert qix.result("DoReload", [], doc) == {"qReturn": False}
+        [error] = qix.result("GetProgress", [0])["qProgressData"]["qErrorData"]
+        assert error["qLineNumber"] == 1
+        assert error["qColumn"] == column, error
+        assert message in error["qErrorString"]

@@ -229,6 +229,29 @@ def test_order_by_on_a_resident_load() -> None:
     assert [r[:3] for r in rows_of(app, "S")] == [FACT[i] for i in order]
 
 
+def test_first_loads_at_most_n_records_of_any_load() -> None:
+    n = 7
+    script = f"""
+    Fact: FIRST {n} LOAD * {inline(["k", "c", "v"], FACT)};
+    Big: NOCONCATENATE FIRST (2 + 3) LOAD k, c, v RESIDENT Fact WHERE v > 0 AND c <> 'q';
+    CONCATENATE (Big) FIRST 0 LOAD k, c, v RESIDENT Fact;
+    Gen: FIRST 4 LOAD RecNo() AS g AUTOGENERATE 1000;
+    Pre: FIRST 3 LOAD k * 10 AS k10; LOAD k RESIDENT Fact WHERE k > 10;
+    Map: MAPPING FIRST 1 LOAD * {inline(["a", "b"], [(1, "one"), (2, "two")])};
+    Mapped: LOAD ApplyMap('Map', x, '-') AS y {inline(["x"], [(1,), (2,)])};
+    All: FIRST 1000 LOAD k AS kk RESIDENT Fact;
+    """
+    app = assoc.App.from_script(script)
+    assert rows_of(app, "Fact") == FACT[:n]
+    big = [r for r in FACT[:n] if r[2] > 0 and r[1] != "q"][:5]
+    assert big
+    assert rows_of(app, "Big") == big  # and FIRST 0 added nothing to it
+    assert rows_of(app, "Gen") == [(1,), (2,), (3,), (4,)]
+    assert rows_of(app, "Pre") == [(r[0] * 10,) for r in FACT[:n] if r[0] > 10][:3]
+    assert rows_of(app, "Mapped") == [("one",), ("-",)]
+    assert len(rows_of(app, "All")) == n
+
+
 def test_where_exists_sees_earlier_tables_and_rows_of_the_same_load() -> None:
     keys = [RNG.randint(1, 20) for _ in range(200)]
     script = f"""

@@ -422,6 +422,10 @@ def parse_statement(lexer: Lexer, following: Callable[[], ast.Load] | None) -> a
             p.expect_op(")")
         elif tok.is_word("GENERIC") and "generic" not in prefixes:
             prefixes["generic"] = True
+        elif tok.is_word("FIRST") and "first" not in prefixes:
+            if lexer.peek().is_word("LOAD"):
+                raise p.error("FIRST needs a number of records before LOAD", lexer.peek())
+            prefixes["first"] = p.expression()
         elif (
             tok.is_word("LEFT", "RIGHT", "INNER", "OUTER", "JOIN", "KEEP")
             and "join" not in prefixes
@@ -443,7 +447,7 @@ def parse_statement(lexer: Lexer, following: Callable[[], ast.Load] | None) -> a
         tok = lexer.next()
     if tok.is_word("LOAD"):
         load = p.load(tok, label, concatenate, target, following)
-        # JOIN, KEEP, MAPPING, CROSSTABLE as read before LOAD.
+        # JOIN, KEEP, MAPPING, CROSSTABLE, FIRST as read before LOAD.
         return dataclasses.replace(load, **prefixes) if prefixes else load  # type: ignore[arg-type]
     if tok.is_word("SELECT", "SQL"):
         raise p.error("SQL SELECT needs a database connection, which scripts here cannot use", tok)

@@ -22,6 +22,7 @@ from assoc.script.expressions import (
 )
 from assoc.script.files import write_parquet, write_qvd, write_txt
 from assoc.script.flow import ControlFlow, Exit, RunFrame, no_following
+from assoc.script.functions import numbers_of
 from assoc.script.lexer import (
     Lexer,
     Positions,
@@ -91,9 +92,13 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
         text: str,
         connections: FolderConnections | None = None,
         variables: Mapping[str, str] | None = None,
+        fetch_limit: int | None = None,
     ) -> None:
         super().__init__()
         self.text = text
+        # A limited load (QIX DoReload in debug mode after SetFetchLimit): at most this many
+        # records each LOAD, as if every LOAD had FIRST n.
+        self.fetch_limit = fetch_limit
         self.connections = connections or FolderConnections()
         self.variables: dict[str, str] = dict(variables or {})
         self.progress = Progress()
@@ -328,7 +333,7 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
             target = self._concat_target(stmt, qualified)
             return 0 if target is None else self.tables[target].rows
 
-        frame = self._rows_of(stmt, name, row_base)
+        frame = self._first(stmt, self._rows_of(stmt, name, row_base))
         frame.name = name
         if stmt.crosstable is not None:
             attribute, data, qualifiers = stmt.crosstable
@@ -375,6 +380,18 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
             self.tables[name] = frame
             self._last_table = name
         self.progress.log.append(f"{self._last_table} << {name} {frame.rows} Lines fetched")
+
+    def _first(self, stmt: ast.Load, frame: Frame) -> Frame:
+        """The LOAD's first records: at most FIRST n of them, and at most the fetch limit."""
+        limit = self.fetch_limit
+        if stmt.first is not None:
+            count = numbers_of(self._constant(stmt.first), self.interpretation())[0]
+            if not count >= 0 or count != int(count):
+                raise ScriptError("FIRST needs a whole number of records", stmt.line, stmt.column)
+            limit = int(count) if limit is None else min(limit, int(count))
+        if limit is None or frame.rows <= limit:
+            return frame
+        return filtered(frame, np.arange(frame.rows) < limit)
 
     def _join(self, stmt: ast.Load, frame: Frame) -> None:
         """JOIN: the loaded rows joined into the target table (the last loaded one unless

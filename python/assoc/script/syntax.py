@@ -132,6 +132,7 @@ class Load(Statement):
     order_by: tuple[tuple[str, bool], ...] = ()  # (field, descending)
     interval_match: tuple[str, ...] = ()  # INTERVALMATCH (match field, key fields…)
     generic: bool = False
+    first: Expr | None = None  # FIRST n: at most n records loaded
 
 
 @dataclass(frozen=True)

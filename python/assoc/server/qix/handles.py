@@ -40,6 +40,7 @@ class OpenDocument:
     approved: dict[str, bool] = field(default_factory=dict)  # stored objects' approved flags
     app_states: list[str] = field(default_factory=list)  # AddAlternateState's, kept by DoSave
     properties: dict[str, Any] = field(default_factory=dict)  # SetAppProperties', kept by DoSave
+    fetch_limit: int | None = None  # SetFetchLimit's: records a LOAD reads in a debug reload
     # The states that stand for bookmarks in set expressions ({BM01}), by name: their
     # selections, and the library (and its version) they were made from.
     bookmark_states: dict[str, dict[str, list[Any]]] = field(default_factory=dict)

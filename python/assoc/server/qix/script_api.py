@@ -178,15 +178,18 @@ def _failed(last: LastReload, error: ScriptError) -> bool:
     return False
 
 
-def _reload(s: SessionState, doc: OpenDocument) -> bool:
-    """Runs the document's script; on success serves (and, for a stored app, commits) the
-    result. A failure keeps the app's data and leaves its error in GetProgress."""
+def _reload(s: SessionState, doc: OpenDocument, debug: bool = False) -> bool:
+    """Runs the document's script (in `debug` mode each LOAD reads at most SetFetchLimit's
+    records); on success serves (and, for a stored app, commits) the result. A failure keeps
+    the app's data and leaves its error in GetProgress."""
     script = doc.script.text
     started = time.perf_counter()
     last = s.last_reload = LastReload(Progress(), script)
     try:
         try:
-            runner = ScriptRunner(script, doc.script.folder_connections(_confinement(s)))
+            connections = doc.script.folder_connections(_confinement(s))
+            limit = doc.fetch_limit if debug else None
+            runner = ScriptRunner(script, connections, fetch_limit=limit)
         except ScriptError as exc:
             return _failed(last, exc)
         last.progress = runner.progress
@@ -225,12 +228,23 @@ def _reload_answer(s: SessionState, ok: bool, result: dict[str, Any]) -> Answer:
     return Answer(result, change=change)
 
 
+@SCRIPT_DOC_METHODS.method("SetFetchLimit", engine=False)
+def set_fetch_limit(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
+    """How many records each LOAD reads in the document's debug reloads (DoReload with
+    qDebug): a limited load, as if every LOAD had FIRST qLimit. Error 8 below 0."""
+    limit = args["qLimit"]
+    if limit < 0:
+        raise RpcError(INVALID_PARAMETERS, "qLimit", "a number of records, 0 or more")
+    target.doc.fetch_limit = limit
+    return Answer({})
+
+
 @SCRIPT_DOC_METHODS.method("DoReload")
 def do_reload(s: SessionState, target: DocTarget, args: dict[str, Any]) -> Answer:
     """Reloads the document from its script: true, or false with the error in GetProgress."""
     if args["qPartial"]:
         raise RpcError(NOT_IMPLEMENTED, "qPartial", "partial reloads are not implemented")
-    ok = _reload(s, target.doc)
+    ok = _reload(s, target.doc, bool(args["qDebug"]))
     return _reload_answer(s, ok, {"qReturn": ok})
 
 
@@ -239,6 +253,6 @@ def do_reload_ex(s: SessionState, target: DocTarget, args: dict[str, Any]) -> An
     """DoReload answering {qResult: {qSuccess, qLogFile, qEndedWithMemoryConstraint}}."""
     if args["qParams"].get("qPartial"):
         raise RpcError(NOT_IMPLEMENTED, "qPartial", "partial reloads are not implemented")
-    ok = _reload(s, target.doc)
+    ok = _reload(s, target.doc, args["qParams"].get("qDebug") is True)
     result = {"qSuccess": ok, "qLogFile": "", "qEndedWithMemoryConstraint": False}
     return _reload_answer(s, ok, {"qResult": result})
