@@ -110,6 +110,7 @@ def test_the_script_section_is_named_as_asked(qix_server: QixServer) -> None:
         (["   "], 1001),
         (["two\nlines"], 1001),
         (["nul\x00"], 1001),
+        (["x" * 256], 1001),
         (["fine", "two\nlines"], 1001),
         ([7], -32602),
         ([None], -32602),

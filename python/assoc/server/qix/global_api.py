@@ -9,6 +9,7 @@ from typing import Any
 
 import assoc
 from assoc.access import DENIED
+from assoc.package import NAME_MAX_BYTES
 from assoc.script import empty_script
 from assoc.server.qix.facts import app_facts
 from assoc.server.qix.handles import GlobalTarget, OpenDocument
@@ -135,11 +136,15 @@ def get_app_entry(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Ans
 def create_app(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Answer:
     """{qSuccess, qAppId}: a new stored app named qAppName, with no data and the script a new
     app starts with (its first section named qLocalizedScriptMainSection); OpenDoc opens it by
-    id or name. Error 1001 for a name that is empty or not one line, 1000 when an app has
-    that name already."""
+    id or name. Error 1001 for a name that is empty, not one line or over 255 bytes, 1000
+    when an app has that name already."""
     name = args["qAppName"]
-    if not name.strip() or any(c in name for c in "\r\n\x00"):
-        raise RpcError(APP_INVALID_NAME, name, "Invalid app name")
+    if (
+        not name.strip()
+        or any(c in name for c in "\r\n\x00")
+        or len(name.encode("utf-8")) > NAME_MAX_BYTES
+    ):
+        raise RpcError(APP_INVALID_NAME, name[:80], "Invalid app name")
     section = args["qLocalizedScriptMainSection"].strip() or "Main"
     if any(c in section for c in "\r\n"):
         raise RpcError(APP_INVALID_NAME, section, "Invalid script section name")
