@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from qixclient import QixClient
@@ -45,6 +46,13 @@ class QixServer:
             assert response.status_code == 200, response.text
             app_id: str = response.json()["attributes"]["id"]
             return app_id
+
+    def rest_apps(self) -> list[dict[str, Any]]:
+        """Every app's attributes as `GET /v1/apps` lists them."""
+        with self.process.client() as client:
+            response = client.get("/v1/apps")
+            assert response.status_code == 200, response.text
+            return [app["attributes"] for app in response.json()]
 
 
 @pytest.fixture(scope="package")

@@ -16,18 +16,11 @@ from conftest import QixServer
 SERIAL_EPOCH = datetime.datetime(1899, 12, 30, tzinfo=datetime.timezone.utc)
 
 
-def _rest_apps(qix_server: QixServer) -> list[dict[str, object]]:
-    with qix_server.process.client() as client:
-        response = client.get("/v1/apps")
-        assert response.status_code == 200, response.text
-        return [app["attributes"] for app in response.json()]
-
-
 def test_doc_list_names_every_app_as_rest_does(qix_server: QixServer, app_id: str) -> None:
     other = qix_server.import_app({"T": {"x": [1, 2]}})
     with QixClient(qix_server.ws_base + "/app/engineData") as qix:
         docs = qix.result("GetDocList")["qDocList"]
-    rest = _rest_apps(qix_server)
+    rest = qix_server.rest_apps()
     assert [d["qDocId"] for d in docs] == [a["id"] for a in rest]
     by_id = {d["qDocId"]: d for d in docs}
     assert {app_id, other} <= set(by_id)
@@ -45,13 +38,13 @@ def test_doc_list_names_every_app_as_rest_does(qix_server: QixServer, app_id: st
 
 
 def test_app_entry_by_id_or_name_and_unknown_apps(qix_server: QixServer, app_id: str) -> None:
-    name = next(a["name"] for a in _rest_apps(qix_server) if a["id"] == app_id)
+    name = next(a["name"] for a in qix_server.rest_apps() if a["id"] == app_id)
     with QixClient(qix_server.ws_base + "/app/engineData") as qix:
         entry = qix.result("GetAppEntry", [app_id])["qEntry"]
         assert entry["qID"] == entry["qPath"] == app_id
         assert entry["qTitle"] == name
         assert entry["qReadOnly"] is False
-        if sum(a["name"] == name for a in _rest_apps(qix_server)) == 1:
+        if sum(a["name"] == name for a in qix_server.rest_apps()) == 1:
             assert qix.result("GetAppEntry", {"qAppID": name})["qEntry"]["qID"] == app_id
         with pytest.raises(QixError) as missing:
             qix.result("GetAppEntry", ["no-such-app"])
@@ -90,7 +83,7 @@ def test_all_infos_list_the_apps_entities_not_the_sessions(qix_server: QixServer
 
 
 def test_app_properties(qix_server: QixServer, app_id: str, qix: QixClient) -> None:
-    name = next(a for a in _rest_apps(qix_server) if a["id"] == app_id)
+    name = next(a for a in qix_server.rest_apps() if a["id"] == app_id)
     doc = qix.result("GetActiveDoc")["qReturn"]["qHandle"]
     props = qix.result("GetAppProperties", [], doc)["qProp"]
     assert props["qTitle"] == name["name"]

@@ -27,13 +27,6 @@ REGIONS = {
 }
 
 
-def _rest_apps(qix_server: QixServer) -> list[dict[str, Any]]:
-    with qix_server.process.client() as client:
-        response = client.get("/v1/apps")
-        assert response.status_code == 200, response.text
-        return [app["attributes"] for app in response.json()]
-
-
 def _rows(qix: QixClient, doc: int) -> list[tuple[str, float]]:
     cube = qix.handle_of("CreateSessionObject", [REGIONS], doc)
     layout = qix.result("GetLayout", [], cube)["qLayout"]
@@ -54,7 +47,7 @@ def test_a_created_app_opens_empty_then_keeps_what_its_reload_and_save_made(
         listed = {d["qDocId"]: d for d in qix.result("GetDocList")["qDocList"]}
         assert listed[app_id]["qDocName"] == name
         assert listed[app_id]["qLastReloadTime"] == ""
-    rest = next(a for a in _rest_apps(qix_server) if a["id"] == app_id)
+    rest = next(a for a in qix_server.rest_apps() if a["id"] == app_id)
     assert rest["name"] == name
     assert rest["lastReloadTime"] == ""
     assert rest["createdDate"] == rest["modifiedDate"]
@@ -89,7 +82,7 @@ def test_a_created_app_opens_empty_then_keeps_what_its_reload_and_save_made(
         assert _rows(qix, doc) == [("North", 15), ("South", 32)]
         infos = qix.result("GetAllInfos", [], doc)["qInfos"]
         assert {"qId": "sheet1", "qType": "sheet"} in infos
-    assert next(a for a in _rest_apps(qix_server) if a["id"] == app_id)["lastReloadTime"]
+    assert next(a for a in qix_server.rest_apps() if a["id"] == app_id)["lastReloadTime"]
 
 
 def test_the_script_section_is_named_as_asked(qix_server: QixServer) -> None:
@@ -120,27 +113,27 @@ def test_the_script_section_is_named_as_asked(qix_server: QixServer) -> None:
 def test_names_that_are_refused_store_nothing(
     qix_server: QixServer, params: list[Any], code: int
 ) -> None:
-    before = _rest_apps(qix_server)
+    before = qix_server.rest_apps()
     with QixClient(qix_server.ws_base + "/app/engineData") as qix:
         with pytest.raises(QixError) as refused:
             qix.result("CreateApp", params)
         assert refused.value.code == code
         assert "qVersion" in qix.result("EngineVersion")  # the socket still answers
-    assert _rest_apps(qix_server) == before
+    assert qix_server.rest_apps() == before
 
 
 def test_a_name_an_app_has_already_is_refused(qix_server: QixServer) -> None:
     imported = qix_server.import_app()
-    taken = next(a["name"] for a in _rest_apps(qix_server) if a["id"] == imported)
+    taken = next(a["name"] for a in qix_server.rest_apps() if a["id"] == imported)
     name = f"Once {uuid.uuid4().hex[:8]}"
     with QixClient(qix_server.ws_base + "/app/engineData") as qix:
         qix.result("CreateApp", [name])
-        before = _rest_apps(qix_server)
+        before = qix_server.rest_apps()
         for existing in (name, taken):
             with pytest.raises(QixError) as refused:
                 qix.result("CreateApp", [existing])
             assert refused.value.code == 1000
-    assert _rest_apps(qix_server) == before
+    assert qix_server.rest_apps() == before
 
 
 def test_app_properties_are_the_documents_until_saved_then_the_apps(
@@ -163,7 +156,7 @@ def test_app_properties_are_the_documents_until_saved_then_the_apps(
         assert qix.result("GetAppLayout", [], doc)["qLayout"]["qTitle"] == title
         # Not saved: the app and its other sessions keep what they had.
         assert other.result("GetAppProperties", [], other_doc)["qProp"]["qTitle"] == name
-        assert next(a for a in _rest_apps(qix_server) if a["id"] == app_id)["name"] == name
+        assert next(a for a in qix_server.rest_apps() if a["id"] == app_id)["name"] == name
         for bad in ({"qTitle": 5}, {"qTitle": "a\nb"}, {"qTitle": "x" * 300}):
             with pytest.raises(QixError) as refused:
                 qix.result("SetAppProperties", [bad], doc)
@@ -172,7 +165,7 @@ def test_app_properties_are_the_documents_until_saved_then_the_apps(
             qix.result("SetAppProperties", ["theme"], doc)
         assert refused.value.code == -32602
         assert qix.result("SaveObjects", [], doc) == {}
-    assert next(a for a in _rest_apps(qix_server) if a["id"] == app_id)["name"] == title
+    assert next(a for a in qix_server.rest_apps() if a["id"] == app_id)["name"] == title
 
     with QixClient(qix_server.ws_base + f"/app/{app_id}") as qix:
         doc = qix.open_doc(title)
