@@ -6,9 +6,13 @@ from __future__ import annotations
 import csv
 import datetime
 import io
+import json
 import shutil
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from qixclient import QixClient, QixError
@@ -478,3 +482,69 @@ def test_first_that_is_no_count_fails_where_it_is_written(
         assert error["qLineNumber"] == 1
         assert error["qColumn"] == column, error
         assert message in error["qErrorString"]
+
+
+def _send(qix: QixClient, number: int, method: str, params: Any, handle: int = -1) -> None:
+    request = {"jsonrpc": "2.0", "id": number, "method": method, "handle": handle}
+    qix.ws.send(json.dumps({**request, "params": params}))
+
+
+def _answers(qix: QixClient, count: int) -> dict[int, dict[str, Any]]:
+    found: dict[int, dict[str, Any]] = {}
+    while len(found) < count:
+        answer = qix.receive_answer()
+        found[answer["id"]] = answer
+    return found
+
+
+LONG_SCRIPT = "FOR i = 1 TO 100000000\n  LET x = i;\nNEXT i\nT: LOAD 1 as Never AUTOGENERATE 1;\n"
+
+
+@pytest.mark.parametrize("how", ["CancelReload", "CancelRequest", "another socket"])
+def test_a_reload_in_progress_shows_its_progress_and_is_cancelled(
+    server: ScriptServer, how: str
+) -> None:
+    # As the data load editor and corectl do: GetProgress while DoReload runs, then a cancel.
+    url, shared = server.ws_base + "/app/", {"X-Qlik-Session": uuid.uuid4().hex}
+    with (
+        QixClient(url, shared, delta=False) as qix,
+        QixClient(url, shared, delta=False) as peer,
+    ):
+        doc = _session_app(qix, server.files)
+        qix.result("SetScript", [LOAD_MOVIES], doc)
+        assert qix.result("DoReload", [], doc) == {"qReturn": True}
+        qix.result("SetScript", [LONG_SCRIPT], doc)
+        _send(qix, 101, "DoReload", [], doc)
+        deadline = time.monotonic() + 30
+        while True:  # answered while the reload runs (at first maybe the one before's)
+            _send(qix, 102, "GetProgress", [101])
+            progress = _answers(qix, 1)[102]["result"]["qProgressData"]
+            running = progress["qStarted"] and not progress["qFinished"]
+            if running or time.monotonic() > deadline:
+                break
+        assert progress["qStarted"] is True
+        assert progress["qFinished"] is False
+        if how == "CancelReload":
+            _send(qix, 103, "CancelReload", [])
+        elif how == "CancelRequest":
+            _send(qix, 103, "CancelRequest", [999])  # another id: nothing stops
+            assert _answers(qix, 1)[103]["result"] == {}
+            _send(qix, 103, "CancelRequest", [101])
+        else:  # the session's other socket
+            assert peer.result("CancelReload", []) == {}
+        wanted = {101} if how == "another socket" else {101, 103}
+        answers: dict[int, dict[str, Any]] = {}
+        while not wanted <= answers.keys():
+            answer = qix.receive_answer()
+            answers[answer["id"]] = answer
+        if how != "another socket":
+            assert answers[103]["result"] == {}
+        assert answers[101]["result"] == {"qReturn": False}
+        [error] = qix.result("GetProgress", [0])["qProgressData"]["qErrorData"]
+        assert "cancelled" in error["qErrorString"]
+        cube = qix.handle_of("CreateSessionObject", [MOVIE_CUBE], doc)
+        assert _movies(qix, cube) == sorted(m for m, _ in MOVIES)  # the data it had
+        # The next reload runs to its end.
+        qix.result("SetScript", [LOAD_MOVIES], doc)
+        assert qix.result("DoReload", [], doc) == {"qReturn": True}
+        assert qix.result("CancelReload", []) == {}  # nothing running: nothing happens

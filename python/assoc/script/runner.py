@@ -93,6 +93,7 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
         connections: FolderConnections | None = None,
         variables: Mapping[str, str] | None = None,
         fetch_limit: int | None = None,
+        cancelled: threading.Event | None = None,
     ) -> None:
         super().__init__()
         self.text = text
@@ -105,7 +106,8 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
         self._qualify: list[str] = []
         self._unqualify: list[str] = []
         self._subs = {}
-        self._cancelled = threading.Event()
+        # Set (here by `cancel`, or by whoever passed it) to stop before the next statement.
+        self._cancelled = cancelled if cancelled is not None else threading.Event()
         self._positions = Positions(text)
         self._auto_names = 0
         # Section access: while in it, loaded tables go to `access_tables` (not the model).

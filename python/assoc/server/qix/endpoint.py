@@ -23,6 +23,7 @@ from assoc.server.qix.delta import DeltaBases
 from assoc.server.qix.handles import ObjectTarget, Target
 from assoc.server.qix.methods import Method
 from assoc.server.qix.rpc import (
+    GLOBAL_HANDLE,
     InvalidRequest,
     Request,
     RpcError,
@@ -41,6 +42,12 @@ from assoc.server.store import AppStore
 MESSAGE_TOO_BIG = 1009
 GOING_AWAY = 1001
 RELOAD_METHODS = frozenset({"DoReload", "DoReloadEx"})
+# Global methods answered at once, without the session's lock, even while a reload of the
+# session runs (they read its progress or stop it, and change nothing else).
+BESIDE_RELOAD = frozenset({"GetProgress", "CancelReload", "CancelRequest"})
+# Text every frame of those methods, and of a reload, holds: others skip the parse that
+# tells them apart.
+_MARKERS = ('"GetProgress"', '"CancelReload"', '"CancelRequest"', '"DoReload')
 _log = logging.getLogger("assoc.qix")
 _NOT_QIX = "not a QIX path: QIX is served on / and [/<prefix>]/app[/<id>][/identity/<x>][/ttl/<n>]"
 
@@ -137,6 +144,45 @@ class QixConnection:
         finally:
             ahead.answer_sent()
         await self._tell_peers()
+
+    def kind(self, text: str) -> str:
+        """ "beside" for a frame of BESIDE_RELOAD on the Global handle, "reload" for a reload,
+        else "" (every other frame, and frames that do not parse: answered in turn)."""
+        if not any(marker in text for marker in _MARKERS):
+            return ""
+        try:
+            request = parse_request(text)
+        except (InvalidRequest, RpcError):
+            return ""
+        if request.method in BESIDE_RELOAD and request.handle == GLOBAL_HANDLE:
+            return "beside"
+        return "reload" if request.method in RELOAD_METHODS else ""
+
+    async def answer_beside(self, text: str) -> None:
+        """Answers a frame of BESIDE_RELOAD at once, without the session's lock."""
+        request = parse_request(text)  # parsed by `kind` already
+        self._count_call()
+        try:
+            target, method = self.session.resolve(request)
+        except RpcError as exc:
+            await self.send(error_message(request.id, exc))
+            return
+        self.metrics.count_qix(method.name)
+        await self.send(self.session.beside(request, target, method, self.bases))
+
+    async def reload(self, text: str) -> None:
+        """Answers a reload frame under the session's lock, as its socket reads on: the
+        session's CancelReload, or CancelRequest of its id, stop it before its next
+        statement."""
+        async with self.lock:
+            session = self.session
+            session.reload_cancel.clear()
+            session.reload_request_id = parse_request(text).id
+            try:
+                await self.handle(text)
+            finally:
+                session.reload_request_id = None
+                session.reload_cancel.clear()
 
     async def _keeping_layouts(self, request: Request, target: Target, method: Method) -> None:
         """Answers a request that leaves the layouts made ahead as they are (LayoutsAhead.keeps:
@@ -349,6 +395,9 @@ class QixEndpoint:
         connections.add(connection)
         limit = settings.qix_max_message_bytes
         state_name = "SESSION_ATTACHED" if attached else "SESSION_CREATED"
+        # A reload of this socket in progress: the frames after it wait for it, but those of
+        # BESIDE_RELOAD (its progress, cancelling it) are answered meanwhile.
+        reloading: asyncio.Task[None] | None = None
         try:
             await connection.send(notification("OnConnected", {"qSessionState": state_name}))
             while True:
@@ -363,8 +412,21 @@ class QixEndpoint:
                 if len(text) > limit:
                     await websocket.close(MESSAGE_TOO_BIG, f"messages are limited to {limit} bytes")
                     break
+                kind = connection.kind(text)
+                if kind == "beside":
+                    await connection.answer_beside(text)
+                    continue
+                if reloading is not None:
+                    task, reloading = reloading, None
+                    await task
+                if kind == "reload":
+                    reloading = asyncio.create_task(connection.reload(text))
+                    continue
                 async with connection.lock:
                     await connection.handle(text)
+            if reloading is not None:
+                task, reloading = reloading, None
+                await task
         except (WebSocketDisconnect, RuntimeError, OSError) as exc:
             _log.debug("QIX socket ended: %s", exc)
         except asyncio.CancelledError:
@@ -372,6 +434,9 @@ class QixEndpoint:
                 raise
             # Stopping: going_away gave up this socket's request (logged there).
         finally:
+            if reloading is not None:  # the socket ended while its reload ran: it ends first
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await reloading
             connections.discard(connection)
             # Stopping, the session ends with the process: a request given up may still use it.
             ends = connections.sessions.detach(connection, target.ttl_seconds)

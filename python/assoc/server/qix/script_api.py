@@ -73,6 +73,25 @@ def get_progress(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Answer
     return Answer({"qProgressData": progress_data(last.progress, last.script, last.millis)})
 
 
+@SCRIPT_GLOBAL_METHODS.method("CancelReload", engine=False, optional=("qReason",))
+def cancel_reload(s: SessionState, _: GlobalTarget, __: dict[str, Any]) -> Answer:
+    """Stops the session's reload in progress before its next statement: its DoReload answers
+    false, GetProgress says it was cancelled, and the app keeps what it had. Nothing when no
+    reload runs."""
+    if s.reload_request_id is not None:
+        s.reload_cancel.set()
+    return Answer({})
+
+
+@SCRIPT_GLOBAL_METHODS.method("CancelRequest", engine=False)
+def cancel_request(s: SessionState, _: GlobalTarget, args: dict[str, Any]) -> Answer:
+    """Stops the request with this id when it is the session's reload in progress (as
+    CancelReload); other requests are answered too soon to be stopped."""
+    if s.reload_request_id is not None and args["qRequestId"] == s.reload_request_id:
+        s.reload_cancel.set()
+    return Answer({})
+
+
 @SCRIPT_GLOBAL_METHODS.method(
     "ConfigureReload",
     engine=False,
@@ -189,7 +208,7 @@ def _reload(s: SessionState, doc: OpenDocument, debug: bool = False) -> bool:
         try:
             connections = doc.script.folder_connections(_confinement(s))
             limit = doc.fetch_limit if debug else None
-            runner = ScriptRunner(script, connections, fetch_limit=limit)
+            runner = ScriptRunner(script, connections, fetch_limit=limit, cancelled=s.reload_cancel)
         except ScriptError as exc:
             return _failed(last, exc)
         last.progress = runner.progress

@@ -86,6 +86,19 @@ class QixSession(SessionState):
             return outcome
         return self.message(request, method, outcome, bases)
 
+    def beside(
+        self, request: Request, target: Target, method: Method, bases: DeltaBases | None = None
+    ) -> str:
+        """`answer` for a method that reads or stops a reload in progress (GetProgress,
+        CancelReload, CancelRequest) while another thread runs it: nothing of the document is
+        touched (no bookmark states synced) and nothing is noted for other sockets."""
+        try:
+            args = bind_params(method.name, method.params, request.params)
+            answer = method.run(self, target, args)
+        except RpcError as exc:
+            return error_message(request.id, exc)
+        return self.message(request, method, answer, bases)
+
     def outcome(self, request: Request, target: Target, method: Method) -> Answer | str:
         """Runs a resolved request: its Answer, or its error answer's JSON text."""
         try:

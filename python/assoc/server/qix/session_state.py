@@ -3,6 +3,7 @@ modules work on it; `session.py` adds how a request becomes an answer."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,10 @@ class SessionState:
         self.handles = HandleTable(settings.qix_max_objects_per_session)
         self.doc: OpenDocument | None = None
         self.last_reload: LastReload | None = None  # for GetProgress
+        # The reload a socket of the session is running (its request id), and the flag that
+        # stops it before its next statement (CancelReload, CancelRequest).
+        self.reload_request_id: int | str | None = None
+        self.reload_cancel = threading.Event()
         # The handles the last answer changed and closed, for the session's other sockets.
         self.notice: tuple[list[int], list[int]] | None = None
 
