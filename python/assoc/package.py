@@ -264,6 +264,12 @@ def _parse_interpretation(raw: Any) -> dict[str, str]:
     return dict(raw)
 
 
+def saved_title(properties: dict[str, Any]) -> str:
+    """The app name a saved app's properties give (their non-blank "qTitle"), else ""."""
+    title = properties.get("qTitle")
+    return title if isinstance(title, str) and title.strip() else ""
+
+
 def _parse_properties(raw: Any) -> dict[str, Any]:
     """The app's properties: an object whose "qTitle", when there, is a name."""
     if not isinstance(raw, dict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assoc.package import NAME_MAX_BYTES
+from assoc.package import NAME_MAX_BYTES, saved_title
 from assoc.script import locale_info
 from assoc.server.qix.facts import field_description, table_data, tables_and_keys
 from assoc.server.qix.handles import (
@@ -63,8 +63,7 @@ def get_app_properties(s: SessionState, target: DocTarget, _: dict[str, Any]) ->
     """NxAppProperties: title, last reload, the version answering, thumbnail and whether a
     section access table guards the app."""
     a, app = target.doc.attributes, target.doc.facts.app
-    props = {"qTitle": a.get("name", ""), "qThumbnail": {"qUrl": a.get("thumbnail") or ""}}
-    props.update(target.doc.properties)
+    props = {"qThumbnail": {"qUrl": a.get("thumbnail") or ""}, **target.doc.properties}
     props.update(
         qTitle=_title(target),
         qLastReloadTime=a.get("lastReloadTime", ""),
@@ -84,8 +83,7 @@ _COMPUTED_PROPERTIES = frozenset(
 def _title(target: DocTarget) -> str:
     """The app's title: the one SetAppProperties gave (stored by DoSave as the app's name),
     else its name."""
-    title = target.doc.properties.get("qTitle")
-    return title if isinstance(title, str) and title.strip() else target.doc.attributes["name"]
+    return saved_title(target.doc.properties) or str(target.doc.attributes["name"])
 
 
 @DOC_METHODS.method("SetAppProperties", engine=False)

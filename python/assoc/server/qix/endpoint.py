@@ -145,22 +145,22 @@ class QixConnection:
             ahead.answer_sent()
         await self._tell_peers()
 
-    def kind(self, text: str) -> str:
-        """ "beside" for a frame of BESIDE_RELOAD on the Global handle, "reload" for a reload,
-        else "" (every other frame, and frames that do not parse: answered in turn)."""
+    def kind(self, text: str) -> tuple[str, Request | None]:
+        """("beside", the request) for a frame of BESIDE_RELOAD on the Global handle,
+        ("reload", the request) for a reload, else ("", None): every other frame, and frames
+        that do not parse, are answered in turn."""
         if not any(marker in text for marker in _MARKERS):
-            return ""
+            return "", None
         try:
             request = parse_request(text)
         except (InvalidRequest, RpcError):
-            return ""
+            return "", None
         if request.method in BESIDE_RELOAD and request.handle == GLOBAL_HANDLE:
-            return "beside"
-        return "reload" if request.method in RELOAD_METHODS else ""
+            return "beside", request
+        return ("reload", request) if request.method in RELOAD_METHODS else ("", None)
 
-    async def answer_beside(self, text: str) -> None:
-        """Answers a frame of BESIDE_RELOAD at once, without the session's lock."""
-        request = parse_request(text)  # parsed by `kind` already
+    async def answer_beside(self, request: Request) -> None:
+        """Answers a request of BESIDE_RELOAD at once, without the session's lock."""
         self._count_call()
         try:
             target, method = self.session.resolve(request)
@@ -170,14 +170,14 @@ class QixConnection:
         self.metrics.count_qix(method.name)
         await self.send(self.session.beside(request, target, method, self.bases))
 
-    async def reload(self, text: str) -> None:
-        """Answers a reload frame under the session's lock, as its socket reads on: the
-        session's CancelReload, or CancelRequest of its id, stop it before its next
-        statement."""
+    async def reload(self, text: str, request: Request) -> None:
+        """Answers a reload frame (`request` its parse) under the session's lock, as its socket
+        reads on: the session's CancelReload, or CancelRequest of its id, stop it before its
+        next statement."""
         async with self.lock:
             session = self.session
             session.reload_cancel.clear()
-            session.reload_request_id = parse_request(text).id
+            session.reload_request_id = request.id
             try:
                 await self.handle(text)
             finally:
@@ -412,15 +412,15 @@ class QixEndpoint:
                 if len(text) > limit:
                     await websocket.close(MESSAGE_TOO_BIG, f"messages are limited to {limit} bytes")
                     break
-                kind = connection.kind(text)
-                if kind == "beside":
-                    await connection.answer_beside(text)
+                kind, request = connection.kind(text)
+                if kind == "beside" and request is not None:
+                    await connection.answer_beside(request)
                     continue
                 if reloading is not None:
                     task, reloading = reloading, None
                     await task
-                if kind == "reload":
-                    reloading = asyncio.create_task(connection.reload(text))
+                if kind == "reload" and request is not None:
+                    reloading = asyncio.create_task(connection.reload(text, request))
                     continue
                 async with connection.lock:
                     await connection.handle(text)

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from assoc.package import MANIFEST_NAME, Manifest
+from assoc.package import MANIFEST_NAME, Manifest, saved_title
 from assoc.server.store.cache import Entry
 from assoc.server.store.imports import utc_now_iso
 
@@ -45,9 +45,7 @@ def saved_manifest(
     """The new version's manifest: the old one with these objects, library, states and app
     properties (a "qTitle" among them names the app)."""
     attributes = dict(old.manifest.attributes, modifiedDate=utc_now_iso())
-    title = properties.get("qTitle")
-    if isinstance(title, str) and title.strip():
-        attributes["name"] = title
+    attributes["name"] = saved_title(properties) or attributes["name"]
     return Manifest(
         tables=list(old.manifest.tables),
         attributes=attributes,
