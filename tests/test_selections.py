@@ -521,10 +521,11 @@ def test_selection_agrees_with_numpy_at_every_bit_width(bits, nulls) -> None:
 @pytest.mark.parametrize("bits", range(1, 18))  # the widths a code set covers
 @pytest.mark.parametrize("nulls", [False, True])
 def test_a_few_selected_values_find_their_rows_at_every_bit_width(bits, nulls) -> None:
-    # One to four selected values (one up to width 8) are matched by comparing each row's code
-    # with theirs on AVX2 (the commonest selection: a click on a value); more by a look-up of
-    # the code. Each count around those bounds, with the value of the largest and of the
-    # smallest code among them, and the NULL rows (code 0) never selected.
+    # Up to 64 selected values of a column of up to 16 bits are matched on AVX2 in 16-bit
+    # lanes: one to four by comparing each row's code with theirs (the commonest selection: a
+    # click on a value), more by a hash of the code to a slot's candidates; more than 64 by a
+    # look-up of the code. Each count around those bounds, with the value of the largest and
+    # of the smallest code among them, and the NULL rows (code 0) never selected.
     rng = np.random.default_rng(100 + bits)
     n = 70_001  # whole 64-row blocks and a partial one
     values = rng.integers(0, 2**bits, n).astype(np.float64)
@@ -533,7 +534,9 @@ def test_a_few_selected_values_find_their_rows_at_every_bit_width(bits, nulls) -
     app = App.from_tables({"T": {"V": values, "Row": np.arange(n)}})
     symbols = [float(x) for x in app.symbols("V")]
     with app.session() as s:
-        for count in (1, 2, 3, 4, 5):
+        for count in (1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 63, 64, 65):
+            if count >= len(symbols):
+                continue
             for chosen in (symbols[:count], symbols[-count:], list(rng.choice(symbols, count))):
                 if len(set(chosen)) < count:
                     continue
@@ -541,6 +544,28 @@ def test_a_few_selected_values_find_their_rows_at_every_bit_width(bits, nulls) -
                 mask = np.isin(values, chosen)
                 assert s.possible_rows("T") == int(mask.sum()), (count, chosen)
                 rows = s.indices("Row")  # Row's symbols are its rows in order
+                assert np.array_equal(np.sort(rows), np.flatnonzero(mask)), (count, chosen)
+
+
+def test_a_few_selected_values_of_a_full_sixteen_bit_column() -> None:
+    # 65,535 values and NULL fill every code of 16 bits, 0xFFFF (the last value's) included: a
+    # hashed match's empty candidates must equal no row's code of their slot.
+    rng = np.random.default_rng(16)
+    first_seen = rng.permutation(65_535)  # symbol i is the value first_seen[i], code i + 1
+    tail = rng.integers(0, 65_535, 60_000).astype(np.float64)
+    tail[rng.random(len(tail)) < 0.02] = np.nan
+    tail[rng.random(len(tail)) < 0.02] = first_seen[-1]  # code 0xFFFF's rows, here and there
+    values = np.concatenate([first_seen.astype(np.float64), tail])
+    app = App.from_tables({"T": {"V": values, "Row": np.arange(len(values))}})
+    symbols = [float(x) for x in app.symbols("V")]
+    assert app.table("T").column_indices("V").max() == 65_534
+    with app.session() as s:
+        for count in (2, 5, 9, 40, 64):
+            spread = list(rng.choice(symbols[:-1], count, replace=False))
+            for chosen in (symbols[:count], symbols[-count:], spread):
+                s.select("V", chosen)
+                mask = np.isin(values, chosen)
+                rows = s.indices("Row")
                 assert np.array_equal(np.sort(rows), np.flatnonzero(mask)), (count, chosen)
 
 

@@ -1,6 +1,7 @@
 // The x86 vector kernels of PackedIndex: see packed_index_x86.hpp.
 #include "packed_index_x86.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdlib>
@@ -284,9 +285,250 @@ ASSOC_AVX2 void match_few_avx2(const std::uint8_t* data, std::size_t first, std:
   }
 }
 
-// match_codes for width W on AVX2 (EightRows). The code set, as bits, answers in registers for
-// widths up to 10 (up to 1,024 codes: 32 words in four registers, chosen by the word index's
-// bits 3 and 4), by a gather above; a set of a few codes goes to match_few_avx2.
+// Sixteen-bit lanes for codes of up to 16 bits: a 256-bit register holds 16 rows, twice the
+// 32-bit lanes' (on CPUs that split 256-bit work into 128-bit halves, the permutations and
+// blends of match_codes_avx2 cost most of a selection). ShortCodes<W>::half gives the codes of
+// a block's 32 rows from `at` as two registers, the first holding rows 0-7 and 16-23, the
+// second 8-15 and 24-31, so that packing two registers' lanes to bytes puts the 32 rows in
+// order for one movemask.
+//
+// Where every code lies within the two bytes from the one holding its first bit (rows of 8
+// start at bit offsets i * W % 8: up to 9 bits, 10 and 12), a byte shuffle within each 128-bit
+// half gives each row's lane those bytes, a multiplication (a shift of its own per lane) moves
+// the code to the lane's top and a shift down. Wider, 4 rows go to 32-bit lanes of each half
+// (as in EightRows), shifted and masked there, and two such registers are packed to 16 bits.
+template <unsigned W>
+constexpr bool two_byte_rows() {
+  for (unsigned i = 0; i < 8; ++i)
+    if (i * W % 8 + W > 16) return false;
+  return true;
+}
+
+template <unsigned W, bool = two_byte_rows<W>()>
+struct ShortCodes;
+
+template <unsigned W>
+struct ShortCodes<W, true> {
+  __m256i shuffle, lift;
+
+  ASSOC_AVX2 static ShortCodes make() {
+    alignas(32) std::uint8_t index[32];
+    alignas(32) std::uint16_t lift[16];
+    for (unsigned i = 0; i < 16; ++i) {
+      const unsigned row = i % 8;
+      index[2 * i] = static_cast<std::uint8_t>(row * W / 8);
+      index[2 * i + 1] = static_cast<std::uint8_t>(row * W / 8 + 1);
+      lift[i] = static_cast<std::uint16_t>(1U << (16 - W - row * W % 8));
+    }
+    return {_mm256_load_si256(reinterpret_cast<const __m256i*>(index)),
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(lift))};
+  }
+
+  // The codes of the 8 rows at `low` (low half) and the 8 at `high` (high half).
+  ASSOC_AVX2 __m256i eight_and_eight(const std::uint8_t* low, const std::uint8_t* high) const {
+    const __m256i bytes = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(low))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(high)), 1);
+    return _mm256_srli_epi16(_mm256_mullo_epi16(_mm256_shuffle_epi8(bytes, shuffle), lift), 16 - W);
+  }
+
+  ASSOC_AVX2 void half(const std::uint8_t* at, __m256i& first, __m256i& second) const {
+    first = eight_and_eight(at, at + 2 * W);
+    second = eight_and_eight(at + W, at + 3 * W);
+  }
+};
+
+template <unsigned W>
+struct ShortCodes<W, false> {
+  static_assert(W <= 16, "codes of 16 bits at most");
+  // Four rows from a whole byte (`even`), and four from the byte holding bit 4 * W (`odd`,
+  // which starts 4 bits in when W is odd): 32-bit lanes' bytes and shifts for each.
+  __m256i even, even_shifts, odd, odd_shifts, mask;
+
+  ASSOC_AVX2 static ShortCodes make() {
+    alignas(32) std::uint8_t index[2][32];
+    alignas(32) std::uint32_t shift[2][8];
+    for (unsigned kind = 0; kind < 2; ++kind) {
+      const unsigned skip = kind == 0 ? 0 : 4 * W % 8;
+      for (unsigned i = 0; i < 8; ++i) {
+        const unsigned bit = skip + (i % 4) * W;
+        for (unsigned k = 0; k < 4; ++k) index[kind][4 * i + k] = static_cast<std::uint8_t>(bit / 8 + k);
+        shift[kind][i] = bit % 8;
+      }
+    }
+    return {_mm256_load_si256(reinterpret_cast<const __m256i*>(index[0])),
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(shift[0])),
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(index[1])),
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(shift[1])),
+            _mm256_set1_epi32(static_cast<int>((1U << W) - 1))};
+  }
+
+  // The codes of the 4 rows at `low` (low half) and the 4 at `high` (high half), 32 bits each.
+  ASSOC_AVX2 static __m256i four_and_four(const std::uint8_t* low, const std::uint8_t* high, __m256i index,
+                                          __m256i shifts, __m256i mask) {
+    const __m256i bytes = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(low))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(high)), 1);
+    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(bytes, index), shifts), mask);
+  }
+
+  // Rows 0-3 and 16-19 with 4-7 and 20-23 packed give rows 0-7 and 16-23; likewise from row 8.
+  ASSOC_AVX2 void half(const std::uint8_t* at, __m256i& first, __m256i& second) const {
+    constexpr unsigned kOdd = 4 * W / 8;  // the byte holding row 4's first bit
+    for (unsigned k = 0; k < 2; ++k) {
+      const std::uint8_t* from = at + k * W;  // row 8k
+      const __m256i low = four_and_four(from, from + 2 * W, even, even_shifts, mask);
+      const __m256i high = four_and_four(from + kOdd, from + 2 * W + kOdd, odd, odd_shifts, mask);
+      (k == 0 ? first : second) = _mm256_packus_epi32(low, high);
+    }
+  }
+};
+
+// How a set of up to kHashedCodes codes is matched in 16-bit lanes: by a hash of each row's
+// code, (code * multiplier mod 2^16) >> 13, to one of 8 slots, each holding up to `tables`
+// candidates (one per 16-byte table of eight 16-bit entries, a byte shuffle's look-up), or, for
+// up to 4 codes, by comparing each row's code with every one (tables == 0). Each table more
+// costs a shuffle, a compare and an or per 16 rows; 8 tables still cost less than half of
+// match_codes_avx2's look-up on a CPU that splits 256-bit work.
+constexpr unsigned kHashedCodes = 64;
+constexpr unsigned kHashTables = 8;
+constexpr unsigned kMultipliers = 64;  // multipliers tried for a set
+
+struct ShortMatch {
+  unsigned tables = 0;
+  std::uint16_t multiplier = 0;
+  alignas(16) std::uint16_t candidates[kHashTables][8];
+};
+
+inline unsigned hash_slot(std::uint16_t code, std::uint16_t multiplier) {
+  return static_cast<std::uint16_t>(code * multiplier) >> 13;
+}
+
+// The multiplier of kMultipliers (a fixed run of odd ones) that needs the fewest tables for the
+// set codes[0 .. k); false when even that needs more than kHashTables. An empty candidate holds
+// a code of another slot, which no row of this slot's can equal.
+inline bool hash_codes(const std::uint16_t* codes, unsigned k, ShortMatch& plan) {
+  const unsigned fewest = (k + 7) / 8;
+  unsigned best = kHashTables + 1;
+  std::uint16_t best_multiplier = 0;
+  for (unsigned attempt = 0; attempt < kMultipliers && best > fewest; ++attempt) {
+    const auto m = static_cast<std::uint16_t>((0x9E37U * (attempt + 1)) | 1U);
+    unsigned load[8] = {};
+    unsigned most = 0;
+    for (unsigned i = 0; i < k && most < best; ++i) most = std::max(most, ++load[hash_slot(codes[i], m)]);
+    if (most < best) {
+      best = most;
+      best_multiplier = m;
+    }
+  }
+  if (best > kHashTables) return false;
+  plan.tables = best;
+  plan.multiplier = best_multiplier;
+  unsigned load[8] = {};
+  for (unsigned i = 0; i < k; ++i) {
+    const unsigned slot = hash_slot(codes[i], best_multiplier);
+    plan.candidates[load[slot]++][slot] = codes[i];
+  }
+  std::uint16_t elsewhere = 1;  // a code of a slot other than 0 (code 0's)
+  while (hash_slot(elsewhere, best_multiplier) == 0) ++elsewhere;
+  for (unsigned slot = 0; slot < 8; ++slot)
+    for (unsigned t = load[slot]; t < kHashTables; ++t) plan.candidates[t][slot] = slot == 0 ? elsewhere : 0;
+  return true;
+}
+
+// Lanes (0 or all ones) of the rows in `code` whose code is in the set: T tables by the hash,
+// or (T == 0) the codes c[0..3] compared (C of them).
+template <unsigned T, unsigned C>
+ASSOC_AVX2 inline __m256i short_hits(__m256i code, const __m256i* c, __m256i multiplier) {
+  if constexpr (T == 0) {
+    __m256i hit = _mm256_cmpeq_epi16(code, c[0]);
+    for (unsigned i = 1; i < C; ++i) hit = _mm256_or_si256(hit, _mm256_cmpeq_epi16(code, c[i]));
+    return hit;
+  } else {
+    // A table holds its 8 entries' low bytes, then their high bytes: a lane's slot s looks up
+    // bytes s and s + 8. (Shuffles, not a multiplication: that unit is the busiest already.)
+    const __m256i slot = _mm256_srli_epi16(_mm256_mullo_epi16(code, multiplier), 13);
+    const __m256i twice = _mm256_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14, 0, 0, 2, 2, 4, 4, 6, 6, 8,
+                                           8, 10, 10, 12, 12, 14, 14);
+    const __m256i at = _mm256_add_epi16(_mm256_shuffle_epi8(slot, twice), _mm256_set1_epi16(0x0800));
+    __m256i hit = _mm256_cmpeq_epi16(code, _mm256_shuffle_epi8(c[0], at));
+    for (unsigned i = 1; i < T; ++i) hit = _mm256_or_si256(hit, _mm256_cmpeq_epi16(code, _mm256_shuffle_epi8(c[i], at)));
+    return hit;
+  }
+}
+
+// match_codes in 16-bit lanes (ShortCodes), 32 rows of a block at a time.
+template <unsigned W, unsigned T, unsigned C>
+ASSOC_AVX2 void match_shorts_avx2(const std::uint8_t* data, std::size_t first, std::size_t n, const __m256i* c,
+                                  __m256i multiplier, std::uint64_t* out) {
+  const ShortCodes<W> rows = ShortCodes<W>::make();
+  for (std::size_t b = 0; b < n; ++b) {
+    const std::uint8_t* block = data + (first + b) * 8 * W;
+    std::uint64_t word = 0;
+#pragma GCC unroll 2
+    for (unsigned h = 0; h < 2; ++h) {
+      __m256i a, z;
+      rows.half(block + 4 * W * h, a, z);
+      a = short_hits<T, C>(a, c, multiplier);
+      z = short_hits<T, C>(z, c, multiplier);
+      const auto bits = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_packs_epi16(a, z)));
+      word |= std::uint64_t{bits} << (32 * h);
+    }
+    out[b] = word;
+  }
+}
+
+// match_codes_avx2's route for a set of 1 to kHashedCodes codes of up to 16 bits: false (nothing matched) when no hash of up to kHashTables tables separates them.
+template <unsigned W>
+ASSOC_AVX2 bool match_few_shorts_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
+                                      const std::uint32_t* bits, std::size_t count, std::uint64_t* out) {
+  std::uint16_t codes[kHashedCodes];
+  unsigned k = 0;
+  for (std::size_t w = 0; k < count; ++w)
+    for (std::uint32_t x = bits[w]; x != 0; x &= x - 1)
+      codes[k++] = static_cast<std::uint16_t>(w * 32 + static_cast<unsigned>(std::countr_zero(x)));
+  __m256i c[kHashTables];
+  if (k <= 4) {
+    for (unsigned i = 0; i < 4; ++i) c[i] = _mm256_set1_epi16(static_cast<short>(codes[std::min(i, k - 1)]));
+    const __m256i none = _mm256_setzero_si256();
+    if (k == 1) {
+      match_shorts_avx2<W, 0, 1>(data, first, n, c, none, out);
+    } else if (k == 2) {
+      match_shorts_avx2<W, 0, 2>(data, first, n, c, none, out);
+    } else {
+      match_shorts_avx2<W, 0, 4>(data, first, n, c, none, out);
+    }
+    return true;
+  }
+  ShortMatch plan;
+  if (!hash_codes(codes, k, plan)) return false;
+  for (unsigned i = 0; i < kHashTables; ++i) {
+    alignas(16) std::uint8_t bytes[16];
+    for (unsigned slot = 0; slot < 8; ++slot) {
+      bytes[slot] = static_cast<std::uint8_t>(plan.candidates[i][slot]);
+      bytes[slot + 8] = static_cast<std::uint8_t>(plan.candidates[i][slot] >> 8);
+    }
+    c[i] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(bytes)));
+  }
+  const __m256i multiplier = _mm256_set1_epi16(static_cast<short>(plan.multiplier));
+  switch (plan.tables) {
+    case 1: match_shorts_avx2<W, 1, 0>(data, first, n, c, multiplier, out); break;
+    case 2: match_shorts_avx2<W, 2, 0>(data, first, n, c, multiplier, out); break;
+    case 3: match_shorts_avx2<W, 3, 0>(data, first, n, c, multiplier, out); break;
+    case 4: match_shorts_avx2<W, 4, 0>(data, first, n, c, multiplier, out); break;
+    case 5: match_shorts_avx2<W, 5, 0>(data, first, n, c, multiplier, out); break;
+    case 6: match_shorts_avx2<W, 6, 0>(data, first, n, c, multiplier, out); break;
+    case 7: match_shorts_avx2<W, 7, 0>(data, first, n, c, multiplier, out); break;
+    default: match_shorts_avx2<W, 8, 0>(data, first, n, c, multiplier, out); break;
+  }
+  return true;
+}
+
+// match_codes for width W on AVX2 (EightRows). A set of up to kHashedCodes codes of up to 16
+// bits goes to match_few_shorts_avx2 (one code of a width ShortCodes packs from 32-bit lanes to
+// match_few_avx2); otherwise the code set, as bits, answers in registers for widths up to 10
+// (up to 1,024 codes: 32 words in four registers, chosen by the word index's bits 3 and 4), by
+// a gather above.
 template <unsigned W>
 ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
                                  const std::uint8_t* code_set, std::uint64_t* out) {
@@ -304,6 +546,11 @@ ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, st
       bits[c / 32] = ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, zero)));
       count += popcount64(bits[c / 32]);
     }
+  }
+  if constexpr (W <= 16) {
+    // (One code in 32-bit lanes is as fast where the 16-bit lanes are packed from them.)
+    const bool shorts = count >= 1 && count <= kHashedCodes && (count > 1 || two_byte_rows<W>());
+    if (shorts && match_few_shorts_avx2<W>(data, first, n, bits, count, out)) return;
   }
   if (count >= 1 && count <= few_codes_for(W)) {
     std::uint32_t few[kFewCodes];
