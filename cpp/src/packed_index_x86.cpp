@@ -243,13 +243,10 @@ ASSOC_AVX2 void decode_one_bit_avx2(const std::uint8_t* data, std::size_t first,
   }
 }
 
-// Codes a set holds at most for match_few_avx2 to take it: each one more costs a compare and
-// an or per eight rows. Up to width 8 the look-up below is one permutation, which only a
-// single code beats (measured, 10M rows: width 7, one code 0.9-1.0 ms against 1.2 ms, two to
-// four 1.3-1.5 ms); wider, it takes four permutations and blends or a gather, and four codes
-// still win (width 10: 1.2-1.6 ms against 2.4 ms; width 14: 1.4-1.6 against 4.3 ms).
+// Codes a set holds at most for match_few_avx2 to take it (widths over 10, where the look-up
+// is a gather): each one more costs a compare and an or per eight rows (width 14: 1.4-1.6 ms
+// against 4.3 ms for one to four codes, 10M rows, on a CPU with AVX-512 running AVX2).
 constexpr unsigned kFewCodes = 4;
-constexpr unsigned few_codes_for(unsigned width) { return width <= 8 ? 1 : kFewCodes; }
 
 // match_codes for width W on AVX2 when the set holds 1 to kFewCodes codes (a click on a
 // value or a few, the commonest selection): each row's code compared with them, no look-up.
@@ -405,11 +402,11 @@ inline unsigned hash_slot(std::uint16_t code, std::uint16_t multiplier) {
 }
 
 // The multiplier of kMultipliers (a fixed run of odd ones) that needs the fewest tables for the
-// set codes[0 .. k); false when even that needs more than kHashTables. An empty candidate holds
+// set codes[0 .. k); false when even that needs more than `most_tables` (up to kHashTables). An empty candidate holds
 // a code of another slot, which no row of this slot's can equal.
-inline bool hash_codes(const std::uint16_t* codes, unsigned k, ShortMatch& plan) {
+inline bool hash_codes(const std::uint16_t* codes, unsigned k, unsigned most_tables, ShortMatch& plan) {
   const unsigned fewest = (k + 7) / 8;
-  unsigned best = kHashTables + 1;
+  unsigned best = most_tables + 1;
   std::uint16_t best_multiplier = 0;
   for (unsigned attempt = 0; attempt < kMultipliers && best > fewest; ++attempt) {
     const auto m = static_cast<std::uint16_t>((0x9E37U * (attempt + 1)) | 1U);
@@ -421,7 +418,7 @@ inline bool hash_codes(const std::uint16_t* codes, unsigned k, ShortMatch& plan)
       best_multiplier = m;
     }
   }
-  if (best > kHashTables) return false;
+  if (best > most_tables) return false;
   plan.tables = best;
   plan.multiplier = best_multiplier;
   unsigned load[8] = {};
@@ -478,10 +475,63 @@ ASSOC_AVX2 void match_shorts_avx2(const std::uint8_t* data, std::size_t first, s
   }
 }
 
-// match_codes_avx2's route for a set of 1 to kHashedCodes codes of up to 16 bits: false (nothing matched) when no hash of up to kHashTables tables separates them.
+// Any set in a column of up to 10 bits, in byte lanes: the set's bits are 2^W / 8 bytes (up to
+// 128, in 16-byte tables), each row's byte found by one shuffle per table (its index less the
+// table's first, saturated so that other tables' indexes have the top bit, which a shuffle
+// answers with 0), its bit by another shuffle. 32 rows a register: half the instructions of the
+// 32-bit look-up per row for 10 bits, a quarter for 9.
+template <unsigned W>
+ASSOC_AVX2 void match_bytes_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
+                                 const std::uint32_t* bits, std::uint64_t* out) {
+  static_assert(W <= 10 && two_byte_rows<W>());
+  constexpr unsigned kTables = W <= 7 ? 1 : 1U << (W - 7);
+  const ShortCodes<W> rows = ShortCodes<W>::make();
+  __m256i table[kTables];
+  for (unsigned t = 0; t < kTables; ++t)
+    table[t] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bits) + t));
+  const __m256i bit_of = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16,
+                                          32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+  const __m256i seven = _mm256_set1_epi16(7);
+  const __m256i zero = _mm256_setzero_si256();
+  for (std::size_t b = 0; b < n; ++b) {
+    const std::uint8_t* block = data + (first + b) * 8 * W;
+    std::uint64_t word = 0;
+#pragma GCC unroll 2
+    for (unsigned h = 0; h < 2; ++h) {
+      __m256i a, z;
+      rows.half(block + 4 * W * h, a, z);
+      const __m256i at = _mm256_packus_epi16(_mm256_srli_epi16(a, 3), _mm256_srli_epi16(z, 3));
+      const __m256i bit = _mm256_shuffle_epi8(bit_of, _mm256_packus_epi16(_mm256_and_si256(a, seven),
+                                                                           _mm256_and_si256(z, seven)));
+      __m256i byte = _mm256_shuffle_epi8(table[0], kTables == 1 ? at : _mm256_adds_epu8(at, _mm256_set1_epi8(0x70)));
+      for (unsigned t = 1; t < kTables; ++t) {
+        const __m256i own = _mm256_xor_si256(at, _mm256_set1_epi8(static_cast<char>(t << 4)));
+        byte = _mm256_or_si256(byte, _mm256_shuffle_epi8(table[t], _mm256_adds_epu8(own, _mm256_set1_epi8(0x70))));
+      }
+      const auto missed =
+          static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(byte, bit), zero)));
+      word |= std::uint64_t{~missed} << (32 * h);
+    }
+    out[b] = word;
+  }
+}
+
+// The codes compared, and the most hash tables taken, rather than match_bytes_avx2's look-up
+// at width W (measured, 10M rows, one thread, AMD EPYC without AVX-512: at width 7 the look-up
+// took 2.2 ms against 1.9 for one code compared, 2.6 for four, 2.3-2.5 for one table; at 9,
+// 3.6 against 2.5-3.1 for one or two tables, 2.9-3.6 for three; at 10, 4.6 against 2.6-2.8,
+// 3.0, 3.6 and 4.5 for one to four tables).
+template <unsigned W>
+constexpr unsigned codes_compared() { return W <= 8 ? 1 : 4; }
+template <unsigned W>
+constexpr unsigned most_hash_tables() { return W <= 8 ? 0 : W == 9 ? 2 : W == 10 ? 3 : kHashTables; }
+
+// match_codes_avx2's route for a set of 1 to kHashedCodes codes of up to 16 bits: false
+// (nothing matched) when no hash of up to `most_tables` tables separates them.
 template <unsigned W>
 ASSOC_AVX2 bool match_few_shorts_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
-                                      const std::uint32_t* bits, std::size_t count, std::uint64_t* out) {
+                                      const std::uint32_t* bits, std::size_t count, unsigned most_tables,
+                                      std::uint64_t* out) {
   std::uint16_t codes[kHashedCodes];
   unsigned k = 0;
   for (std::size_t w = 0; k < count; ++w)
@@ -501,7 +551,7 @@ ASSOC_AVX2 bool match_few_shorts_avx2(const std::uint8_t* data, std::size_t firs
     return true;
   }
   ShortMatch plan;
-  if (!hash_codes(codes, k, plan)) return false;
+  if (!hash_codes(codes, k, most_tables, plan)) return false;
   for (unsigned i = 0; i < kHashTables; ++i) {
     alignas(16) std::uint8_t bytes[16];
     for (unsigned slot = 0; slot < 8; ++slot) {
@@ -524,16 +574,15 @@ ASSOC_AVX2 bool match_few_shorts_avx2(const std::uint8_t* data, std::size_t firs
   return true;
 }
 
-// match_codes for width W on AVX2 (EightRows). A set of up to kHashedCodes codes of up to 16
-// bits goes to match_few_shorts_avx2 (one code of a width ShortCodes packs from 32-bit lanes to
-// match_few_avx2); otherwise the code set, as bits, answers in registers for widths up to 10
-// (up to 1,024 codes: 32 words in four registers, chosen by the word index's bits 3 and 4), by
-// a gather above.
+// match_codes for width W on AVX2. A set of up to kHashedCodes codes of up to 16 bits goes to
+// match_few_shorts_avx2 where that is faster (codes_compared, most_hash_tables); otherwise, up
+// to 10 bits, to match_bytes_avx2; wider, one code (as up to 17 bits, four) to match_few_avx2,
+// more to a gather from the code set as bits (EightRows).
 template <unsigned W>
 ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
                                  const std::uint8_t* code_set, std::uint64_t* out) {
   constexpr std::size_t kCodes = std::size_t{1} << W;
-  constexpr std::size_t kWords = W <= 8 ? 8 : W <= 10 ? 32 : kCodes / 32;  // 32-bit words of the bit set
+  constexpr std::size_t kWords = W <= 10 ? 32 : kCodes / 32;  // 32-bit words of the bit set (zeros past it)
   alignas(32) std::uint32_t bits[kWords] = {};
   std::size_t count = 0;  // codes in the set, counted as its bits are made
   if constexpr (kCodes < 32) {
@@ -549,54 +598,38 @@ ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, st
   }
   if constexpr (W <= 16) {
     // (One code in 32-bit lanes is as fast where the 16-bit lanes are packed from them.)
-    const bool shorts = count >= 1 && count <= kHashedCodes && (count > 1 || two_byte_rows<W>());
-    if (shorts && match_few_shorts_avx2<W>(data, first, n, bits, count, out)) return;
+    const bool few = count <= codes_compared<W>() || (count <= kHashedCodes && most_hash_tables<W>() > 0);
+    const bool shorts = count >= 1 && few && (count > 1 || two_byte_rows<W>());
+    if (shorts && match_few_shorts_avx2<W>(data, first, n, bits, count, most_hash_tables<W>(), out)) return;
   }
-  if (count >= 1 && count <= few_codes_for(W)) {
-    std::uint32_t few[kFewCodes];
-    unsigned k = 0;
-    for (std::size_t w = 0; k < count; ++w)
-      for (std::uint32_t x = bits[w]; x != 0; x &= x - 1)
-        few[k++] = static_cast<std::uint32_t>(w * 32 + static_cast<unsigned>(std::countr_zero(x)));
-    for (; k < kFewCodes; ++k) few[k] = few[0];
-    match_few_avx2<W>(data, first, n, few, count == 1, out);
-    return;
-  }
-  const EightRows<W> rows = eight_rows<W>();
-  const __m256i low5 = _mm256_set1_epi32(31);
-  const __m256i t0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(bits));
-  __m256i t1 = t0, t2 = t0, t3 = t0;
-  if constexpr (W > 8 && W <= 10) {
-    t1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(bits + 8));
-    t2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(bits + 16));
-    t3 = _mm256_load_si256(reinterpret_cast<const __m256i*>(bits + 24));
-  }
-  for (std::size_t b = 0; b < n; ++b) {
-    const std::uint8_t* block = data + (first + b) * 8 * W;
-    std::uint64_t word = 0;
-#pragma GCC unroll 8
-    for (unsigned g = 0; g < 8; ++g) {
-      const __m256i code = eight_codes(rows, block + W * g);
-      const __m256i at = _mm256_srli_epi32(code, 5);
-      __m256i w32;
-      if constexpr (W <= 8) {
-        w32 = _mm256_permutevar8x32_epi32(t0, at);
-      } else if constexpr (W <= 10) {
-        const __m256 bit3 = _mm256_castsi256_ps(_mm256_slli_epi32(at, 28));
-        const __m256 bit4 = _mm256_castsi256_ps(_mm256_slli_epi32(at, 27));
-        const __m256 low = _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_permutevar8x32_epi32(t0, at)),
-                                            _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(t1, at)), bit3);
-        const __m256 high = _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_permutevar8x32_epi32(t2, at)),
-                                             _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(t3, at)), bit3);
-        w32 = _mm256_castps_si256(_mm256_blendv_ps(low, high, bit4));
-      } else {
-        w32 = _mm256_i32gather_epi32(reinterpret_cast<const int*>(bits), at, 4);
-      }
-      // The code's bit to the lane's top, where movemask reads it.
-      const __m256i top = _mm256_sllv_epi32(w32, _mm256_sub_epi32(low5, _mm256_and_si256(code, low5)));
-      word |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(top)))} << (8 * g);
+  if constexpr (W <= 10) {
+    match_bytes_avx2<W>(data, first, n, bits, out);
+  } else {
+    if (count >= 1 && count <= kFewCodes) {
+      std::uint32_t few[kFewCodes];
+      unsigned k = 0;
+      for (std::size_t w = 0; k < count; ++w)
+        for (std::uint32_t x = bits[w]; x != 0; x &= x - 1)
+          few[k++] = static_cast<std::uint32_t>(w * 32 + static_cast<unsigned>(std::countr_zero(x)));
+      for (; k < kFewCodes; ++k) few[k] = few[0];
+      match_few_avx2<W>(data, first, n, few, count == 1, out);
+      return;
     }
-    out[b] = word;
+    const EightRows<W> rows = eight_rows<W>();
+    const __m256i low5 = _mm256_set1_epi32(31);
+    for (std::size_t b = 0; b < n; ++b) {
+      const std::uint8_t* block = data + (first + b) * 8 * W;
+      std::uint64_t word = 0;
+#pragma GCC unroll 8
+      for (unsigned g = 0; g < 8; ++g) {
+        const __m256i code = eight_codes(rows, block + W * g);
+        const __m256i w32 = _mm256_i32gather_epi32(reinterpret_cast<const int*>(bits), _mm256_srli_epi32(code, 5), 4);
+        // The code's bit to the lane's top, where movemask reads it.
+        const __m256i top = _mm256_sllv_epi32(w32, _mm256_sub_epi32(low5, _mm256_and_si256(code, low5)));
+        word |= std::uint64_t{static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(top)))} << (8 * g);
+      }
+      out[b] = word;
+    }
   }
 }
 
