@@ -475,15 +475,17 @@ ASSOC_AVX2 void match_shorts_avx2(const std::uint8_t* data, std::size_t first, s
   }
 }
 
-// Any set in a column of up to 10 bits, in byte lanes: the set's bits are 2^W / 8 bytes (up to
-// 128, in 16-byte tables), each row's byte found by one shuffle per table (its index less the
+constexpr unsigned kMostByteTableWidth = 11;
+
+// Any set in a column of up to 11 bits, in byte lanes: the set's bits are 2^W / 8 bytes (up to
+// 256, in 16-byte tables), each row's byte found by one shuffle per table (its index less the
 // table's first, saturated so that other tables' indexes have the top bit, which a shuffle
 // answers with 0), its bit by another shuffle. 32 rows a register: half the instructions of the
 // 32-bit look-up per row for 10 bits, a quarter for 9.
 template <unsigned W>
 ASSOC_AVX2 void match_bytes_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
                                  const std::uint32_t* bits, std::uint64_t* out) {
-  static_assert(W <= 10 && two_byte_rows<W>());
+  static_assert(W <= kMostByteTableWidth);
   constexpr unsigned kTables = W <= 7 ? 1 : 1U << (W - 7);
   const ShortCodes<W> rows = ShortCodes<W>::make();
   __m256i table[kTables];
@@ -520,7 +522,7 @@ ASSOC_AVX2 void match_bytes_avx2(const std::uint8_t* data, std::size_t first, st
 // at width W (measured, 10M rows, one thread, AMD EPYC without AVX-512: at width 7 the look-up
 // took 2.2 ms against 1.9 for one code compared, 2.6 for four, 2.3-2.5 for one table; at 9,
 // 3.6 against 2.5-3.1 for one or two tables, 2.9-3.6 for three; at 10, 4.6 against 2.6-2.8,
-// 3.0, 3.6 and 4.5 for one to four tables).
+// 3.0, 3.6 and 4.5 for one to four tables; at 11, 9.4 against 8.3-9.0 for 6 to 8 tables).
 template <unsigned W>
 constexpr unsigned codes_compared() { return W <= 8 ? 1 : 4; }
 template <unsigned W>
@@ -575,9 +577,9 @@ ASSOC_AVX2 bool match_few_shorts_avx2(const std::uint8_t* data, std::size_t firs
 }
 
 // match_codes for width W on AVX2. A set of up to kHashedCodes codes of up to 16 bits goes to
-// match_few_shorts_avx2 where that is faster (codes_compared, most_hash_tables); otherwise, up
-// to 10 bits, to match_bytes_avx2; wider, one code (as up to 17 bits, four) to match_few_avx2,
-// more to a gather from the code set as bits (EightRows).
+// match_few_shorts_avx2 where that is faster (codes_compared, most_hash_tables), but one code
+// of a width not two_byte_rows (at 17 bits, up to four) to match_few_avx2; otherwise, up to 11
+// bits, to match_bytes_avx2; wider, to a gather from the code set as bits (EightRows).
 template <unsigned W>
 ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
                                  const std::uint8_t* code_set, std::uint64_t* out) {
@@ -602,19 +604,19 @@ ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, st
     const bool shorts = count >= 1 && few && (count > 1 || two_byte_rows<W>());
     if (shorts && match_few_shorts_avx2<W>(data, first, n, bits, count, most_hash_tables<W>(), out)) return;
   }
-  if constexpr (W <= 10) {
+  if (count >= 1 && count <= kFewCodes && !two_byte_rows<W>() && (count == 1 || W > 16)) {
+    std::uint32_t few[kFewCodes];
+    unsigned k = 0;
+    for (std::size_t w = 0; k < count; ++w)
+      for (std::uint32_t x = bits[w]; x != 0; x &= x - 1)
+        few[k++] = static_cast<std::uint32_t>(w * 32 + static_cast<unsigned>(std::countr_zero(x)));
+    for (; k < kFewCodes; ++k) few[k] = few[0];
+    match_few_avx2<W>(data, first, n, few, count == 1, out);
+    return;
+  }
+  if constexpr (W <= kMostByteTableWidth) {
     match_bytes_avx2<W>(data, first, n, bits, out);
   } else {
-    if (count >= 1 && count <= kFewCodes) {
-      std::uint32_t few[kFewCodes];
-      unsigned k = 0;
-      for (std::size_t w = 0; k < count; ++w)
-        for (std::uint32_t x = bits[w]; x != 0; x &= x - 1)
-          few[k++] = static_cast<std::uint32_t>(w * 32 + static_cast<unsigned>(std::countr_zero(x)));
-      for (; k < kFewCodes; ++k) few[k] = few[0];
-      match_few_avx2<W>(data, first, n, few, count == 1, out);
-      return;
-    }
     const EightRows<W> rows = eight_rows<W>();
     const __m256i low5 = _mm256_set1_epi32(31);
     for (std::size_t b = 0; b < n; ++b) {
