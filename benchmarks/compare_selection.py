@@ -41,7 +41,7 @@ def best(times: Times) -> dict[str, float]:
 
 def one_table(repeat: int) -> Times:
     """10M rows: select 10 of 1,000 categories, get the possible values of a 100K-value field;
-    and one category alone (a click)."""
+    one category alone (a click); and 300 of them."""
     data = selection_data.one_table()
     n, app, df = data["n"], data["app"], data["df"]
     chosen, chosen_labels = data["chosen"], data["chosen_labels"]
@@ -51,6 +51,12 @@ def one_table(repeat: int) -> Times:
 
     def polars_click() -> pl.Series:
         return df.filter(pl.col("Cat") == chosen_labels[0]).get_column("Val").unique()
+
+    many = [c for c in range(1000) if c % 10 < 3]  # 300 categories: a set too big to compare
+    many_labels = [f"c{i}" for i in many]
+
+    def polars_many() -> pl.Series:
+        return df.filter(pl.col("Cat").is_in(many_labels)).get_column("Val").unique()
 
     session = app.session()
 
@@ -62,9 +68,15 @@ def one_table(repeat: int) -> Times:
         session.select("Cat", chosen[:1])
         return session.indices("Val", "possible")
 
+    def assoc_many() -> np.ndarray:
+        session.select("Cat", many)
+        return session.indices("Val", "possible")
+
     # Same answers first.
     assoc_click()
     assert possible_values(app, session, "Val") == set(polars_click().to_list())
+    assoc_many()
+    assert possible_values(app, session, "Val") == set(polars_many().to_list())
     assoc_query()
     assert possible_values(app, session, "Val") == set(polars_query().to_list())
 
@@ -85,6 +97,8 @@ def one_table(repeat: int) -> Times:
                 "assoc_2": (assoc_query, on_threads(2)),
                 "polars_click": (polars_click, None),
                 "assoc_click": (assoc_click, on_threads(2)),
+                "polars_many": (polars_many, None),
+                "assoc_many": (assoc_many, on_threads(2)),
             },
             repeat,
         )
@@ -214,6 +228,14 @@ def measures(repeat: int) -> list[Measure]:
             a["bytes"],
             read_ab,
         ),
+        Measure(
+            "selection.many_values",
+            f"{int(a['rows']):,} rows: select 300 of 1,000 Cat, possible Val",
+            a["assoc_many"],
+            {"polars": a["polars_many"]},
+            a["bytes"],
+            read_ab,
+        ),
         Measure("selection.cached", "cached repeat: select + counts", a["cached"]),
     ]
     b = fact_dimension(repeat)
@@ -269,6 +291,12 @@ def main() -> int:
         f"| one value selected (a click): polars | {polars_click * ms:.2f} | 1.00 |\n"
         f"| one value selected (a click): assoc, 2 threads | {click * ms:.2f} | "
         f"{click / polars_click:.2f} |"
+    )
+    many, polars_many = a["assoc_many"], a["polars_many"]
+    print(
+        f"| 300 values selected: polars | {polars_many * ms:.2f} | 1.00 |\n"
+        f"| 300 values selected: assoc, 2 threads | {many * ms:.2f} | "
+        f"{many / polars_many:.2f} |"
     )
     print(f"\nassoc speed-up from 1 to 2 threads: {a['assoc_1'] / a['assoc_2']:.2f}x")
     print(

@@ -38,7 +38,29 @@ __attribute__((target("avx2"))) void summarize_avx2(const std::uint64_t* words, 
 }
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("popcnt"))) std::size_t count_bits_popcnt(const std::uint64_t* w, std::size_t n) {
+  std::size_t bits = 0;
+  for (std::size_t i = 0; i < n; ++i) bits += static_cast<std::size_t>(__builtin_popcountll(w[i]));
+  return bits;
+}
+// Read while the library loads, after the CPU model (whatever the order of initialisers).
+const bool kHasPopcnt = (__builtin_cpu_init(), __builtin_cpu_supports("popcnt"));
+#endif
+
 }  // namespace
+
+// The build's baseline CPU has no popcount instruction: the words counted one by one in
+// registers (popcount64) took 7 % of a selection's CPU on 10M rows (the count of its rows),
+// and a library call per word in its place cost a tenth of a large number field's parse.
+std::size_t count_bits(const std::uint64_t* words, std::size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (kHasPopcnt) return count_bits_popcnt(words, n);
+#endif
+  std::size_t bits = 0;
+  for (std::size_t i = 0; i < n; ++i) bits += popcount64(words[i]);
+  return bits;
+}
 
 void Bitset::summarize() {
   const std::size_t n = words_.size();

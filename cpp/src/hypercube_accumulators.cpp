@@ -159,7 +159,7 @@ std::vector<std::uint64_t> distinct_counts(TermInput& t, TermAcc& acc, std::size
       for (std::size_t b = first; b < end; ++b) {
         for (std::size_t s = 0; s < slots; ++s) {
           const std::uint64_t* w = t.words(b, s);
-          for (std::size_t i = 0; i < t.words_per_bucket; ++i) counts[s] += popcount64(w[i]);
+          counts[s] += count_bits(w, t.words_per_bucket);
         }
       }
       std::lock_guard<std::mutex> hold(lock);

@@ -641,13 +641,11 @@ void fused_pass(std::size_t rows, const Bitset* possible, std::uint64_t n_possib
         w = words;
       }
       if (one_sum) {
-        std::size_t n = 0;
-        for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
+        const std::size_t n = count_bits(w, n_words);
         sum_chunk(w, begin, count, n, slot_index, slot_codes, slot_of, affine, extra, *fts[0].index, fts[0].codes,
                   fts[0].values, fts[0].n_numbers, lanes.data(), slots, hits, buf);
       } else {
-        std::size_t n = 0;
-        for (std::size_t i = 0; i < n_words; ++i) n += popcount64(w[i]);
+        const std::size_t n = count_bits(w, n_words);
         if (dense_chunk(n, count, affine, !extra.empty(), far)) {
           if (dense.copies > 1) {
             terms_dense<kCopies>(w, begin, count, n, slot_index, slot_codes, slot_of, affine, extra, fts, dense.sums.data(),

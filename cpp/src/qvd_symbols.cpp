@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "assoc/big_blocks.hpp"
+#include "assoc/bitset.hpp"
 #include "assoc/hash.hpp"
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -52,30 +53,6 @@ inline void prefetch_ahead(const std::uint8_t* p, std::size_t n) {
 inline double round_small(double x) {
   constexpr double kShift = 0x1.8p52;
   return (x + kShift) - kShift;
-}
-
-// The set bits of n words. The build's baseline CPU has no popcnt instruction, and the library
-// call in its place cost a tenth of a large number field's parse: the instruction where the
-// CPU has it.
-std::uint64_t count_bits_portable(const std::uint64_t* w, std::size_t n) {
-  std::uint64_t bits = 0;
-  for (std::size_t i = 0; i < n; ++i) bits += static_cast<std::uint64_t>(std::popcount(w[i]));
-  return bits;
-}
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("popcnt"))) std::uint64_t count_bits_popcnt(const std::uint64_t* w, std::size_t n) {
-  std::uint64_t bits = 0;
-  for (std::size_t i = 0; i < n; ++i) bits += static_cast<std::uint64_t>(__builtin_popcountll(w[i]));
-  return bits;
-}
-// Read while the library loads, after the CPU model (whatever the order of initialisers).
-const bool kHasPopcnt = (__builtin_cpu_init(), __builtin_cpu_supports("popcnt"));
-#endif
-std::uint64_t count_bits(const std::uint64_t* w, std::size_t n) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (kHasPopcnt) return count_bits_popcnt(w, n);
-#endif
-  return count_bits_portable(w, n);
 }
 
 // A bitmap of integer keys taken modulo its size, a power of two of at least 4 bits a symbol

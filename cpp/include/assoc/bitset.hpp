@@ -20,6 +20,9 @@ inline unsigned popcount64(std::uint64_t x) {
   return static_cast<unsigned>((x * 0x0101010101010101ULL) >> 56);
 }
 
+// Bits set in words[0, n): the CPU's popcount instruction where it has one.
+std::size_t count_bits(const std::uint64_t* words, std::size_t n);
+
 class Bitset {
  public:
   Bitset() = default;
@@ -87,8 +90,7 @@ class Bitset {
       for_each_word(0, words_.size(), [&](std::size_t w) { n += popcount64(words_[w]); });
       return n;
     }
-    for (const std::uint64_t w : words_) n += popcount64(w);
-    return n;
+    return count_bits(words_.data(), words_.size());
   }
   // Sizes must match in the three below.
   void and_with(const Bitset& o) {
