@@ -73,14 +73,16 @@ _POPULATE_BELOW = 32 << 20
 _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 
 
-def file_bytes(path: str | os.PathLike[str]) -> bytes | mmap.mmap:
+def file_bytes(path: str | os.PathLike[str], whole: bool = True) -> bytes | mmap.mmap:
     """A file's bytes: read when small (or empty, which cannot be mapped), else mapped
-    read-only (the caller closes the map). OSError when the file cannot be read."""
+    read-only (the caller closes the map). `whole`: all of it will be read, so a mapping of
+    a mid-sized file has its pages brought in at once. OSError when the file cannot be read."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
     try:
         size = os.fstat(fd).st_size
         if size >= _READ_BELOW:
-            flags = mmap.MAP_SHARED | (_MAP_POPULATE if size < _POPULATE_BELOW else 0)
+            populate = whole and size < _POPULATE_BELOW
+            flags = mmap.MAP_SHARED | (_MAP_POPULATE if populate else 0)
             return mmap.mmap(fd, 0, flags=flags, prot=mmap.PROT_READ)
         chunks = []  # the size the file had (a special file's 0 reads nothing)
         while size > 0 and (chunk := os.read(fd, size)):

@@ -252,6 +252,57 @@ def test_first_loads_at_most_n_records_of_any_load() -> None:
     assert len(rows_of(app, "All")) == n
 
 
+def _quoted_csv(rows: int, spans: bool = True) -> tuple[str, list[tuple]]:
+    """A CSV of quoted texts, every third spanning two lines (`spans`, as msq quoting reads
+    them) or holding the delimiter, and the records it holds."""
+    mark = "\n" if spans else ","
+    records = [(i, f"line {i}{mark}more" if i % 3 == 0 else f"t{i}", i * 2) for i in range(rows)]
+    body = "".join(f'{k},"{t}",{v}\n' for k, t, v in records)
+    return "k,t,v\n" + body, records
+
+
+@pytest.mark.parametrize("quoting", ["", ", msq"])
+def test_first_reads_a_files_first_records_whatever_lines_they_span(tmp_path, quoting) -> None:
+    # FIRST n of a load that keeps each record it reads reads the file only as far as its
+    # first records reach: the records at every n around quoted fields that span lines (msq)
+    # or hold the delimiter are those of the whole file, and a WHERE (which may need any
+    # record) still reads on.
+    text, records = _quoted_csv(400, spans=bool(quoting))
+    (tmp_path / "q.csv").write_text(text)
+    header = "junk line\nmore junk\n" + text
+    (tmp_path / "h.csv").write_text(header)
+    source = f"FROM [lib://d/q.csv] (txt, embedded labels{quoting})"
+    for n in (0, 1, 2, 3, 4, 5, 6, 29, 30, 31, 399, 400, 401):
+        script = f"""
+        T: FIRST {n} LOAD k, t, v {source};
+        W: FIRST 3 LOAD k AS wk, v AS wv {source} WHERE k > 100;
+        H: FIRST {n} LOAD k AS hk, t AS ht FROM [lib://d/h.csv] (txt, header is 2 lines{quoting});
+        """
+        app = assoc.App.from_script(script, folders={"d": str(tmp_path)})
+        assert rows_of(app, "T") == records[:n], n
+        assert rows_of(app, "W") == [(k, v) for k, _, v in records if k > 100][:3]
+        assert rows_of(app, "H") == [(k, t) for k, t, _ in records][:n], n
+
+
+def test_first_of_a_large_file_parses_only_the_lines_it_needs(tmp_path) -> None:
+    # The prefix read: 200,000 records, 10 wanted; a field spanning lines just past them.
+    from assoc.script import syntax
+    from assoc.script.files import read_file
+    from assoc.script.numbers import DEFAULTS, Interpretation
+
+    text, records = _quoted_csv(200_000)
+    path = tmp_path / "big.csv"
+    path.write_text(text)
+    fmt = syntax.FileFormat(kind="txt", quoting="msq")
+    for wanted in (10, 11, 12, 1000):
+        frame = read_file(path, fmt, "Big", Interpretation(DEFAULTS), records=wanted)
+        assert wanted < frame.rows < 10 * wanted + 10
+        k = frame.column("k")
+        assert k.symbols.nums[k.codes[:wanted]].tolist() == [r[0] for r in records[:wanted]]
+    assert read_file(path, fmt, "Big", Interpretation(DEFAULTS)).rows == 200_000
+    assert read_file(path, fmt, "Big", Interpretation(DEFAULTS), records=300_000).rows == 200_000
+
+
 def test_where_exists_sees_earlier_tables_and_rows_of_the_same_load() -> None:
     keys = [RNG.randint(1, 20) for _ in range(200)]
     script = f"""

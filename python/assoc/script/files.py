@@ -44,39 +44,98 @@ def read_file(
     name: str,
     interp: Interpretation,
     cpu: _core.CpuAccount | None = None,
+    records: int | None = None,
 ) -> Frame:
     """A table file as a frame: QVD, or delimited text as `fmt` says (`cpu` collects the
-    worker threads' time)."""
+    worker threads' time). `records`: no more records than these are needed (a FIRST n or a
+    fetch limit on a load that keeps every record it reads), so delimited text is read from
+    the start of the file only as far as it holds them (the frame may hold more)."""
     suffix = path.suffix.lower()
     kind = fmt.kind or {".qvd": "qvd", ".parquet": "parquet"}.get(suffix, "txt")
     if kind == "parquet":
         return read_parquet(path, name, interp, cpu)
     try:
-        data = file_bytes(path)
+        data = file_bytes(path, whole=records is None or kind == "qvd")
     except OSError as exc:
         raise ScriptError(f"cannot open file {path.name!r}: {exc.strerror}") from None
     try:
         if kind == "qvd":
             return Frame.of_native(_core.ScriptTable.read_qvd(data, name, cpu))
-        first_line = bytes(data[:65536]).split(b"\n", 1)[0]
-        quoting = _ENGINE_QUOTING[fmt.quoting]
-        fast = (
-            fmt.labels is not False
-            and fmt.header_lines == 0
-            and fmt.encoding in ("utf8", "cp65001")
-            and (fmt.delimiter is None or fmt.delimiter == _engine_delimiter(first_line, quoting))
-        )
-        if fast:
-            frame = Frame.of_native(_core.ScriptTable.read_csv(data, name, cpu, quoting))
-            # Money, dates and grouped digits the reader left as text become duals.
-            frame.interpret_texts(interp.read, interp.number_characters(), cpu)
-            return frame
-        return read_delimited(
-            bytes(data).decode(_encoding(fmt.encoding), "replace"), fmt, name, interp
-        )
+        if records is not None:
+            # The lines before the labels, the labels', the records and one more, so that
+            # the last record wanted is whole whatever quotes a cut line leaves open.
+            lines = fmt.header_lines + (fmt.labels is not False) + records + 1
+            return _first_records(data, lines, records, fmt, name, interp, cpu)
+        return _delimited(data, fmt, name, interp, cpu)
     finally:
         if isinstance(data, mmap.mmap):
             data.close()
+
+
+def _first_records(
+    data: bytes | mmap.mmap,
+    lines: int,
+    records: int,
+    fmt: ast.FileFormat,
+    name: str,
+    interp: Interpretation,
+    cpu: _core.CpuAccount | None,
+) -> Frame:
+    """At least `records` records of delimited text (all of them when it holds fewer), read
+    from the bytes up to the end of line `lines`, four times as many lines while the records
+    read from them are not more than `records` (a quoted field may span lines; a line cut
+    within one may not read at all)."""
+    size = len(data)
+    while True:
+        end = _after_line(data, lines)
+        if end >= size:
+            return _delimited(data, fmt, name, interp, cpu)
+        with memoryview(data) as view, view[:end] as start:
+            try:
+                frame = _delimited(start, fmt, name, interp, cpu)
+            except (ScriptError, _core.Error):
+                frame = None
+        if frame is not None and frame.rows > records:
+            return frame
+        lines *= 4
+
+
+def _after_line(data: bytes | mmap.mmap | memoryview, lines: int) -> int:
+    """The offset just past the end of line `lines` (its newline) in data, or its length
+    when it has fewer lines."""
+    size = len(data)
+    end = min(size, max(1 << 16, lines * 128))
+    while True:
+        newlines = np.flatnonzero(np.frombuffer(data, np.uint8, count=end) == ord("\n"))
+        if len(newlines) >= lines:
+            return int(newlines[lines - 1]) + 1
+        if end == size:
+            return size
+        end = min(size, end * 4)
+
+
+def _delimited(
+    data: bytes | mmap.mmap | memoryview,
+    fmt: ast.FileFormat,
+    name: str,
+    interp: Interpretation,
+    cpu: _core.CpuAccount | None,
+) -> Frame:
+    """Delimited text as `fmt` says: the engine's reader where the format is its own."""
+    first_line = bytes(data[:65536]).split(b"\n", 1)[0]
+    quoting = _ENGINE_QUOTING[fmt.quoting]
+    fast = (
+        fmt.labels is not False
+        and fmt.header_lines == 0
+        and fmt.encoding in ("utf8", "cp65001")
+        and (fmt.delimiter is None or fmt.delimiter == _engine_delimiter(first_line, quoting))
+    )
+    if fast:
+        frame = Frame.of_native(_core.ScriptTable.read_csv(data, name, cpu, quoting))
+        # Money, dates and grouped digits the reader left as text become duals.
+        frame.interpret_texts(interp.read, interp.number_characters(), cpu)
+        return frame
+    return read_delimited(bytes(data).decode(_encoding(fmt.encoding), "replace"), fmt, name, interp)
 
 
 def _encoding(name: str) -> str:

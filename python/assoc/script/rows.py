@@ -73,10 +73,16 @@ class LoadRows:
 
         def interpretation(self) -> Interpretation: ...
 
-    def _rows_of(self, stmt: ast.Load, name: str, row_base: RowBase | None = None) -> Frame:
+    def _rows_of(
+        self,
+        stmt: ast.Load,
+        name: str,
+        row_base: RowBase | None = None,
+        records: int | None = None,
+    ) -> Frame:
         """A LOAD's rows: its source, filtered, its fields computed, made distinct.
         `row_base(fields)` is how many rows the table they go to holds already (RowNo counts
-        on from there)."""
+        on from there); `records`, how many records of its file are needed at most."""
         src = stmt.source
         interp = self.interpretation()
         if isinstance(src, ast.FileSource):
@@ -86,7 +92,7 @@ class LoadRows:
                     f"cannot open file {src.path!r}: no such file", stmt.line, stmt.column
                 )
             try:
-                source = read_file(path, src.format, name, interp, self.cpu)
+                source = read_file(path, src.format, name, interp, self.cpu, records)
             except ScriptError as exc:
                 raise ScriptError(exc.message, stmt.line, stmt.column) from None
             except _core.Error as exc:

@@ -335,7 +335,7 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
             target = self._concat_target(stmt, qualified)
             return 0 if target is None else self.tables[target].rows
 
-        frame = self._first(stmt, self._rows_of(stmt, name, row_base))
+        frame = self._first(stmt, self._rows_of(stmt, name, row_base, self._records_read(stmt)))
         frame.name = name
         if stmt.crosstable is not None:
             attribute, data, qualifiers = stmt.crosstable
@@ -383,14 +383,32 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
             self._last_table = name
         self.progress.log.append(f"{self._last_table} << {name} {frame.rows} Lines fetched")
 
-    def _first(self, stmt: ast.Load, frame: Frame) -> Frame:
-        """The LOAD's first records: at most FIRST n of them, and at most the fetch limit."""
+    def _record_limit(self, stmt: ast.Load) -> int | None:
+        """The most records the LOAD keeps: FIRST n, and the fetch limit (None: no limit)."""
         limit = self.fetch_limit
         if stmt.first is not None:
             count = numbers_of(self._constant(stmt.first), self.interpretation())[0]
             if not count >= 0 or count != int(count):
                 raise ScriptError("FIRST needs a whole number of records", stmt.line, stmt.column)
             limit = int(count) if limit is None else min(limit, int(count))
+        return limit
+
+    def _records_read(self, stmt: ast.Load) -> int | None:
+        """How many records of its file a LOAD needs at most: its record limit where each
+        record read makes one it keeps (no WHERE, WHILE, DISTINCT, GROUP BY or ORDER BY, and
+        the file its own source); None: all of them."""
+        keeps_each = (
+            stmt.where is None
+            and stmt.while_ is None
+            and not (stmt.distinct or stmt.group_by or stmt.order_by)
+        )
+        if not keeps_each or not isinstance(stmt.source, ast.FileSource):
+            return None
+        return self._record_limit(stmt)
+
+    def _first(self, stmt: ast.Load, frame: Frame) -> Frame:
+        """The LOAD's first records: at most FIRST n of them, and at most the fetch limit."""
+        limit = self._record_limit(stmt)
         if limit is None or frame.rows <= limit:
             return frame
         return filtered(frame, np.arange(frame.rows) < limit)
