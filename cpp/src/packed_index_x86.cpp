@@ -29,6 +29,8 @@ namespace {
 
 using BlockDecoder = void (*)(const std::uint8_t*, std::size_t, std::size_t, std::uint32_t, std::uint32_t*);
 using CodeMatcher = void (*)(const std::uint8_t*, std::size_t, std::size_t, const std::uint8_t*, std::uint64_t*);
+// false: the blocks are left to the portable loop.
+using Avx2CodeMatcher = bool (*)(const std::uint8_t*, std::size_t, std::size_t, const std::uint8_t*, std::uint64_t*);
 
 
 // 16 rows of width W at a time: 16 rows are 2W whole bytes; a byte permutation gives each
@@ -475,10 +477,10 @@ ASSOC_AVX2 void match_shorts_avx2(const std::uint8_t* data, std::size_t first, s
   }
 }
 
-constexpr unsigned kMostByteTableWidth = 11;
+constexpr unsigned kMostByteTableWidth = 10;  // at 11 (16 tables), the portable loop is faster on Zen 1
 
-// Any set in a column of up to 11 bits, in byte lanes: the set's bits are 2^W / 8 bytes (up to
-// 256, in 16-byte tables), each row's byte found by one shuffle per table (its index less the
+// Any set in a column of up to 10 bits, in byte lanes: the set's bits are 2^W / 8 bytes (up to
+// 128, in 16-byte tables), each row's byte found by one shuffle per table (its index less the
 // table's first, saturated so that other tables' indexes have the top bit, which a shuffle
 // answers with 0), its bit by another shuffle. 32 rows a register: half the instructions of the
 // 32-bit look-up per row for 10 bits, a quarter for 9.
@@ -522,7 +524,7 @@ ASSOC_AVX2 void match_bytes_avx2(const std::uint8_t* data, std::size_t first, st
 // at width W (measured, 10M rows, one thread, AMD EPYC without AVX-512: at width 7 the look-up
 // took 2.2 ms against 1.9 for one code compared, 2.6 for four, 2.3-2.5 for one table; at 9,
 // 3.6 against 2.5-3.1 for one or two tables, 2.9-3.6 for three; at 10, 4.6 against 2.6-2.8,
-// 3.0, 3.6 and 4.5 for one to four tables; at 11, 9.4 against 8.3-9.0 for 6 to 8 tables).
+// 3.0, 3.6 and 4.5 for one to four tables).
 template <unsigned W>
 constexpr unsigned codes_compared() { return W <= 8 ? 1 : 4; }
 template <unsigned W>
@@ -576,12 +578,26 @@ ASSOC_AVX2 bool match_few_shorts_avx2(const std::uint8_t* data, std::size_t firs
   return true;
 }
 
+// Whether a gather of 8 lanes costs more here than the portable loop's 8 look-ups: AMD's
+// family 17h (Zen 1 and 2) runs it as microcode. Measured on Zen 1, 10M rows, one thread, 100
+// to 5,000 codes: the gather 12.1-13.2 ms at width 16 and 12.5-13.6 ms at 17, the portable
+// loop 6.4-7.6 and 9.4-10.4 ms (the codes decoded 8 at a time and stored for the look-ups,
+// 10.9-16.5 ms: the look-ups' loads wait on the stores).
+bool slow_gather() {
+  static const bool slow = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("znver1") || __builtin_cpu_is("znver2");
+  }();
+  return slow;
+}
+
 // match_codes for width W on AVX2. A set of up to kHashedCodes codes of up to 16 bits goes to
 // match_few_shorts_avx2 where that is faster (codes_compared, most_hash_tables), but one code
-// of a width not two_byte_rows (at 17 bits, up to four) to match_few_avx2; otherwise, up to 11
-// bits, to match_bytes_avx2; wider, to a gather from the code set as bits (EightRows).
+// of a width not two_byte_rows (at 17 bits, up to four) to match_few_avx2; otherwise, up to 10
+// bits, to match_bytes_avx2; wider, to a gather from the code set as bits (EightRows), or where
+// that is slow (slow_gather) to the portable loop (false).
 template <unsigned W>
-ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
+ASSOC_AVX2 bool match_codes_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
                                  const std::uint8_t* code_set, std::uint64_t* out) {
   constexpr std::size_t kCodes = std::size_t{1} << W;
   constexpr std::size_t kWords = W <= 10 ? 32 : kCodes / 32;  // 32-bit words of the bit set (zeros past it)
@@ -600,9 +616,13 @@ ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, st
   }
   if constexpr (W <= 16) {
     // (One code in 32-bit lanes is as fast where the 16-bit lanes are packed from them.)
-    const bool few = count <= codes_compared<W>() || (count <= kHashedCodes && most_hash_tables<W>() > 0);
+    // Where the wider sets go to the portable loop (slow_gather), fewer tables beat it: at
+    // widths 11 to 16 it took 5.9-6.5 ms, four tables 5.8-6.0 ms, seven or eight 6.0-8.7 ms.
+    const unsigned most_tables =
+        W > kMostByteTableWidth && slow_gather() ? std::min(most_hash_tables<W>(), 4U) : most_hash_tables<W>();
+    const bool few = count <= codes_compared<W>() || (count <= kHashedCodes && most_tables > 0);
     const bool shorts = count >= 1 && few && (count > 1 || two_byte_rows<W>());
-    if (shorts && match_few_shorts_avx2<W>(data, first, n, bits, count, most_hash_tables<W>(), out)) return;
+    if (shorts && match_few_shorts_avx2<W>(data, first, n, bits, count, most_tables, out)) return true;
   }
   if (count >= 1 && count <= kFewCodes && !two_byte_rows<W>() && (count == 1 || W > 16)) {
     std::uint32_t few[kFewCodes];
@@ -612,11 +632,12 @@ ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, st
         few[k++] = static_cast<std::uint32_t>(w * 32 + static_cast<unsigned>(std::countr_zero(x)));
     for (; k < kFewCodes; ++k) few[k] = few[0];
     match_few_avx2<W>(data, first, n, few, count == 1, out);
-    return;
+    return true;
   }
   if constexpr (W <= kMostByteTableWidth) {
     match_bytes_avx2<W>(data, first, n, bits, out);
   } else {
+    if (slow_gather()) return false;
     const EightRows<W> rows = eight_rows<W>();
     const __m256i low5 = _mm256_set1_epi32(31);
     for (std::size_t b = 0; b < n; ++b) {
@@ -633,6 +654,7 @@ ASSOC_AVX2 void match_codes_avx2(const std::uint8_t* data, std::size_t first, st
       out[b] = word;
     }
   }
+  return true;
 }
 
 template <unsigned... Ws>
@@ -644,7 +666,7 @@ constexpr auto kAvx2BlockDecoders = avx2_block_decoders(std::make_integer_sequen
 
 template <unsigned... Ws>
 constexpr auto avx2_code_matchers(std::integer_sequence<unsigned, Ws...>) {
-  return std::array<CodeMatcher, sizeof...(Ws)>{&match_codes_avx2<Ws + 1>...};
+  return std::array<Avx2CodeMatcher, sizeof...(Ws)>{&match_codes_avx2<Ws + 1>...};
 }
 
 constexpr auto kAvx2CodeMatchers =
@@ -685,8 +707,7 @@ std::size_t vector_match(const std::uint8_t* data, std::uint32_t width, std::siz
     return n;
   }
   if (avx2_kernels()) {
-    kAvx2CodeMatchers[width - 1](data, first, reach, code_set, out);
-    return reach;
+    return kAvx2CodeMatchers[width - 1](data, first, reach, code_set, out) ? reach : 0;
   }
   return 0;
 }
