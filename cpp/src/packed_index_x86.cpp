@@ -456,10 +456,11 @@ ASSOC_AVX2 inline __m256i short_hits(__m256i code, const __m256i* c, __m256i mul
   }
 }
 
-// match_codes in 16-bit lanes (ShortCodes), 32 rows of a block at a time.
-template <unsigned W, unsigned T, unsigned C>
-ASSOC_AVX2 void match_shorts_avx2(const std::uint8_t* data, std::size_t first, std::size_t n, const __m256i* c,
-                                  __m256i multiplier, std::uint64_t* out) {
+// match_codes in 16-bit lanes (ShortCodes), 32 rows of a block at a time: `hits(a, z)` gives
+// the bits of the 32 rows whose codes ShortCodes::half put in a and z.
+template <unsigned W, typename Hits>
+ASSOC_AVX2 inline void match_halves_avx2(const std::uint8_t* data, std::size_t first, std::size_t n, const Hits& hits,
+                                         std::uint64_t* out) {
   const ShortCodes<W> rows = ShortCodes<W>::make();
   for (std::size_t b = 0; b < n; ++b) {
     const std::uint8_t* block = data + (first + b) * 8 * W;
@@ -468,13 +469,27 @@ ASSOC_AVX2 void match_shorts_avx2(const std::uint8_t* data, std::size_t first, s
     for (unsigned h = 0; h < 2; ++h) {
       __m256i a, z;
       rows.half(block + 4 * W * h, a, z);
-      a = short_hits<T, C>(a, c, multiplier);
-      z = short_hits<T, C>(z, c, multiplier);
-      const auto bits = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_packs_epi16(a, z)));
-      word |= std::uint64_t{bits} << (32 * h);
+      word |= std::uint64_t{hits(a, z)} << (32 * h);
     }
     out[b] = word;
   }
+}
+
+// short_hits of the 32 rows, in order (packing a's and z's lanes to bytes).
+template <unsigned T, unsigned C>
+struct ShortHits {
+  const __m256i* c;
+  __m256i multiplier;
+  ASSOC_AVX2 std::uint32_t operator()(__m256i a, __m256i z) const {
+    return static_cast<std::uint32_t>(
+        _mm256_movemask_epi8(_mm256_packs_epi16(short_hits<T, C>(a, c, multiplier), short_hits<T, C>(z, c, multiplier))));
+  }
+};
+
+template <unsigned W, unsigned T, unsigned C>
+ASSOC_AVX2 void match_shorts_avx2(const std::uint8_t* data, std::size_t first, std::size_t n, const __m256i* c,
+                                  __m256i multiplier, std::uint64_t* out) {
+  match_halves_avx2<W>(data, first, n, ShortHits<T, C>{c, multiplier}, out);
 }
 
 constexpr unsigned kMostByteTableWidth = 10;  // at 11 (16 tables), the portable loop is faster on Zen 1
@@ -484,40 +499,38 @@ constexpr unsigned kMostByteTableWidth = 10;  // at 11 (16 tables), the portable
 // table's first, saturated so that other tables' indexes have the top bit, which a shuffle
 // answers with 0), its bit by another shuffle. 32 rows a register: half the instructions of the
 // 32-bit look-up per row for 10 bits, a quarter for 9.
+// The rows' bits in the set's byte tables (match_bytes_avx2).
+template <unsigned W>
+struct ByteHits {
+  static constexpr unsigned kTables = W <= 7 ? 1 : 1U << (W - 7);
+  __m256i table[kTables];
+
+  ASSOC_AVX2 std::uint32_t operator()(__m256i a, __m256i z) const {
+    const __m256i seven = _mm256_set1_epi16(7);
+    const __m256i bit_of = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16,
+                                            32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+    const __m256i at = _mm256_packus_epi16(_mm256_srli_epi16(a, 3), _mm256_srli_epi16(z, 3));
+    const __m256i bit =
+        _mm256_shuffle_epi8(bit_of, _mm256_packus_epi16(_mm256_and_si256(a, seven), _mm256_and_si256(z, seven)));
+    __m256i byte = _mm256_shuffle_epi8(table[0], kTables == 1 ? at : _mm256_adds_epu8(at, _mm256_set1_epi8(0x70)));
+    for (unsigned t = 1; t < kTables; ++t) {
+      const __m256i own = _mm256_xor_si256(at, _mm256_set1_epi8(static_cast<char>(t << 4)));
+      byte = _mm256_or_si256(byte, _mm256_shuffle_epi8(table[t], _mm256_adds_epu8(own, _mm256_set1_epi8(0x70))));
+    }
+    const auto missed = static_cast<std::uint32_t>(
+        _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(byte, bit), _mm256_setzero_si256())));
+    return ~missed;
+  }
+};
+
 template <unsigned W>
 ASSOC_AVX2 void match_bytes_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
                                  const std::uint32_t* bits, std::uint64_t* out) {
   static_assert(W <= kMostByteTableWidth);
-  constexpr unsigned kTables = W <= 7 ? 1 : 1U << (W - 7);
-  const ShortCodes<W> rows = ShortCodes<W>::make();
-  __m256i table[kTables];
-  for (unsigned t = 0; t < kTables; ++t)
-    table[t] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bits) + t));
-  const __m256i bit_of = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16,
-                                          32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
-  const __m256i seven = _mm256_set1_epi16(7);
-  const __m256i zero = _mm256_setzero_si256();
-  for (std::size_t b = 0; b < n; ++b) {
-    const std::uint8_t* block = data + (first + b) * 8 * W;
-    std::uint64_t word = 0;
-#pragma GCC unroll 2
-    for (unsigned h = 0; h < 2; ++h) {
-      __m256i a, z;
-      rows.half(block + 4 * W * h, a, z);
-      const __m256i at = _mm256_packus_epi16(_mm256_srli_epi16(a, 3), _mm256_srli_epi16(z, 3));
-      const __m256i bit = _mm256_shuffle_epi8(bit_of, _mm256_packus_epi16(_mm256_and_si256(a, seven),
-                                                                           _mm256_and_si256(z, seven)));
-      __m256i byte = _mm256_shuffle_epi8(table[0], kTables == 1 ? at : _mm256_adds_epu8(at, _mm256_set1_epi8(0x70)));
-      for (unsigned t = 1; t < kTables; ++t) {
-        const __m256i own = _mm256_xor_si256(at, _mm256_set1_epi8(static_cast<char>(t << 4)));
-        byte = _mm256_or_si256(byte, _mm256_shuffle_epi8(table[t], _mm256_adds_epu8(own, _mm256_set1_epi8(0x70))));
-      }
-      const auto missed =
-          static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(byte, bit), zero)));
-      word |= std::uint64_t{~missed} << (32 * h);
-    }
-    out[b] = word;
-  }
+  ByteHits<W> hits;
+  for (unsigned t = 0; t < ByteHits<W>::kTables; ++t)
+    hits.table[t] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bits) + t));
+  match_halves_avx2<W>(data, first, n, hits, out);
 }
 
 // The codes compared, and the most hash tables taken, rather than match_bytes_avx2's look-up
