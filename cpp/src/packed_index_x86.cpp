@@ -400,14 +400,15 @@ struct ShortMatch {
 };
 
 inline unsigned hash_slot(std::uint16_t code, std::uint16_t multiplier) {
-  return static_cast<std::uint16_t>(code * multiplier) >> 13;
+  return static_cast<std::uint16_t>(std::uint32_t{code} * multiplier) >> 13;
 }
 
 // The multiplier of kMultipliers (a fixed run of odd ones) that needs the fewest tables for the
-// set codes[0 .. k); false when even that needs more than `most_tables` (up to kHashTables). An empty candidate holds
-// a code of another slot, which no row of this slot's can equal.
+// set codes[0 .. k); false when even that needs more than `most_tables` (up to kHashTables).
+// An empty candidate holds a code of another slot, which no row of this slot's can equal.
 inline bool hash_codes(const std::uint16_t* codes, unsigned k, unsigned most_tables, ShortMatch& plan) {
   const unsigned fewest = (k + 7) / 8;
+  if (fewest > most_tables) return false;
   unsigned best = most_tables + 1;
   std::uint16_t best_multiplier = 0;
   for (unsigned attempt = 0; attempt < kMultipliers && best > fewest; ++attempt) {
@@ -447,11 +448,12 @@ ASSOC_AVX2 inline __m256i short_hits(__m256i code, const __m256i* c, __m256i mul
     // A table holds its 8 entries' low bytes, then their high bytes: a lane's slot s looks up
     // bytes s and s + 8. (Shuffles, not a multiplication: that unit is the busiest already.)
     const __m256i slot = _mm256_srli_epi16(_mm256_mullo_epi16(code, multiplier), 13);
-    const __m256i twice = _mm256_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14, 0, 0, 2, 2, 4, 4, 6, 6, 8,
-                                           8, 10, 10, 12, 12, 14, 14);
+    const __m256i twice = _mm256_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14,  //
+                                           0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14);
     const __m256i at = _mm256_add_epi16(_mm256_shuffle_epi8(slot, twice), _mm256_set1_epi16(0x0800));
     __m256i hit = _mm256_cmpeq_epi16(code, _mm256_shuffle_epi8(c[0], at));
-    for (unsigned i = 1; i < T; ++i) hit = _mm256_or_si256(hit, _mm256_cmpeq_epi16(code, _mm256_shuffle_epi8(c[i], at)));
+    for (unsigned i = 1; i < T; ++i)
+      hit = _mm256_or_si256(hit, _mm256_cmpeq_epi16(code, _mm256_shuffle_epi8(c[i], at)));
     return hit;
   }
 }
@@ -481,8 +483,8 @@ struct ShortHits {
   const __m256i* c;
   __m256i multiplier;
   ASSOC_AVX2 std::uint32_t operator()(__m256i a, __m256i z) const {
-    return static_cast<std::uint32_t>(
-        _mm256_movemask_epi8(_mm256_packs_epi16(short_hits<T, C>(a, c, multiplier), short_hits<T, C>(z, c, multiplier))));
+    const __m256i both = _mm256_packs_epi16(short_hits<T, C>(a, c, multiplier), short_hits<T, C>(z, c, multiplier));
+    return static_cast<std::uint32_t>(_mm256_movemask_epi8(both));
   }
 };
 
@@ -494,11 +496,6 @@ ASSOC_AVX2 void match_shorts_avx2(const std::uint8_t* data, std::size_t first, s
 
 constexpr unsigned kMostByteTableWidth = 10;  // at 11 (16 tables), the portable loop is faster on Zen 1
 
-// Any set in a column of up to 10 bits, in byte lanes: the set's bits are 2^W / 8 bytes (up to
-// 128, in 16-byte tables), each row's byte found by one shuffle per table (its index less the
-// table's first, saturated so that other tables' indexes have the top bit, which a shuffle
-// answers with 0), its bit by another shuffle. 32 rows a register: half the instructions of the
-// 32-bit look-up per row for 10 bits, a quarter for 9.
 // The rows' bits in the set's byte tables (match_bytes_avx2).
 template <unsigned W>
 struct ByteHits {
@@ -523,6 +520,11 @@ struct ByteHits {
   }
 };
 
+// Any set in a column of up to 10 bits, in byte lanes: the set's bits are 2^W / 8 bytes (up to
+// 128, in 16-byte tables), each row's byte found by one shuffle per table (its index less the
+// table's first, saturated so that other tables' indexes have the top bit, which a shuffle
+// answers with 0), its bit by another shuffle. 32 rows a register: half the instructions of the
+// 32-bit look-up per row for 10 bits, a quarter for 9.
 template <unsigned W>
 ASSOC_AVX2 void match_bytes_avx2(const std::uint8_t* data, std::size_t first, std::size_t n,
                                  const std::uint32_t* bits, std::uint64_t* out) {
