@@ -808,6 +808,28 @@ def test_a_fields_values_on_the_rows_of_another_fields_selection_agree_with_nump
         assert s.counts("B")["possible"] == int(mask.sum())
 
 
+@pytest.mark.parametrize("dense_run", [3, 16, 17, 40])
+def test_values_on_runs_of_dense_and_sparse_blocks_agree_with_numpy(dense_run) -> None:
+    # Blocks holding many rows of the set are decoded in runs of up to 16 blocks, each block's
+    # rows then taken from the run's codes: runs shorter and longer than that, between runs of
+    # sparse blocks, and one that ends at the table's last, partial block.
+    rng = np.random.default_rng(dense_run)
+    n = 64 * (dense_run + 11) * 9 + 37
+    block = np.arange(n) // 64
+    dense = block % (dense_run + 11) < dense_run
+    a = np.where(dense, rng.integers(0, 3, n), rng.integers(3, 400, n))
+    a[-37:] = rng.integers(0, 3, 37)  # the partial block's rows are of the set too
+    b = rng.permutation(n) + 1_000_000
+    app = App.from_tables({"T": {"A": a, "B": b}})
+    symbols_b = np.asarray(app.symbols("B"))
+    chosen = [0, 1, 2, 3]  # the sparse blocks hold a row of the set here and there
+    with app.session() as s:
+        s.select("A", chosen)
+        mask = np.isin(a, chosen)
+        assert set(symbols_b[s.indices("B", "possible")].tolist()) == set(b[mask].tolist())
+        assert s.counts("B")["possible"] == int(mask.sum())
+
+
 @pytest.mark.parametrize("rare_at", ["end", "start", "nowhere"])
 @pytest.mark.parametrize("nulls", [False, True])
 @pytest.mark.parametrize("known", [False, True])

@@ -140,22 +140,31 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
         a[x >> 6] |= std::uint64_t{1} << (x & 63);
       }
     } else {
-      const std::size_t k = std::min<std::size_t>(64, n - w * 64);
-      index.decode(w * 64, k, buf);
-      if (k < 64) bits &= (std::uint64_t{1} << k) - 1;  // the last block: rows of the column only
-      if (popcount64(bits) > kManyRows) {  // most rows: every one, a row of the set or not
-        for (std::size_t j = 0; j < k; ++j) {
-          const std::uint32_t x = std::min(buf[j], limit);
-          a[x >> 6] |= ((bits >> j) & 1U) << (x & 63);
+      // A run of such blocks (up to a batch) decoded in one call, each then read from it.
+      std::size_t e = w + 1;
+      while (e < last && e - w < kBatch / 64 && popcount64(m[e]) > kFewRowsToRead) read_ahead.at(e++);
+      const std::size_t rows_decoded = std::min(n, e * 64) - w * 64;
+      index.decode(w * 64, rows_decoded, buf);
+      for (std::size_t at = w; at < e; ++at) {
+        std::uint32_t* codes = buf + (at - w) * 64;
+        const std::size_t k = std::min<std::size_t>(64, rows_decoded - (at - w) * 64);
+        std::uint64_t these = m[at];
+        if (k < 64) these &= (std::uint64_t{1} << k) - 1;  // the last block: rows of the column only
+        if (popcount64(these) > kManyRows) {  // most rows: every one, a row of the set or not
+          for (std::size_t j = 0; j < k; ++j) {
+            const std::uint32_t x = std::min(codes[j], limit);
+            a[x >> 6] |= ((these >> j) & 1U) << (x & 63);
+          }
+          continue;
         }
-        continue;
+        const std::uint64_t block[1] = {these};  // (these itself stays in a register)
+        const std::size_t kept = compress_rows(block, k, codes, codes);  // the block's rows of the set only
+        for (std::size_t i = 0; i < kept; ++i) {
+          const std::uint32_t x = std::min(codes[i], limit);
+          a[x >> 6] |= std::uint64_t{1} << (x & 63);
+        }
       }
-      const std::uint64_t block[1] = {bits};  // (bits itself stays in a register)
-      const std::size_t kept = compress_rows(block, k, buf, buf);  // the block's rows of the set only
-      for (std::size_t i = 0; i < kept; ++i) {
-        const std::uint32_t x = std::min(buf[i], limit);
-        a[x >> 6] |= std::uint64_t{1} << (x & 63);
-      }
+      w = e - 1;  // the loop goes on from e
     }
   }
 }
