@@ -335,7 +335,9 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
             target = self._concat_target(stmt, qualified)
             return 0 if target is None else self.tables[target].rows
 
-        frame = self._first(stmt, self._rows_of(stmt, name, row_base, self._records_read(stmt)))
+        limit = self._record_limit(stmt)
+        records = limit if self._keeps_each_record(stmt) else None
+        frame = self._first(self._rows_of(stmt, name, row_base, records), limit)
         frame.name = name
         if stmt.crosstable is not None:
             attribute, data, qualifiers = stmt.crosstable
@@ -393,22 +395,21 @@ class ScriptRunner(ControlFlow, Reshaping, LoadedTables, LoadRows):
             limit = int(count) if limit is None else min(limit, int(count))
         return limit
 
-    def _records_read(self, stmt: ast.Load) -> int | None:
-        """How many records of its file a LOAD needs at most: its record limit where each
-        record read makes one it keeps (no WHERE, WHILE, DISTINCT, GROUP BY or ORDER BY, and
-        the file its own source); None: all of them."""
-        keeps_each = (
-            stmt.where is None
+    @staticmethod
+    def _keeps_each_record(stmt: ast.Load) -> bool:
+        """Whether each record of the LOAD's file makes one it keeps (no WHERE, WHILE,
+        DISTINCT, GROUP BY or ORDER BY, and the file its own source): then its record limit
+        is all of the file it needs."""
+        return (
+            isinstance(stmt.source, ast.FileSource)
+            and stmt.where is None
             and stmt.while_ is None
             and not (stmt.distinct or stmt.group_by or stmt.order_by)
         )
-        if not keeps_each or not isinstance(stmt.source, ast.FileSource):
-            return None
-        return self._record_limit(stmt)
 
-    def _first(self, stmt: ast.Load, frame: Frame) -> Frame:
-        """The LOAD's first records: at most FIRST n of them, and at most the fetch limit."""
-        limit = self._record_limit(stmt)
+    @staticmethod
+    def _first(frame: Frame, limit: int | None) -> Frame:
+        """The LOAD's first records: at most `limit` (FIRST n, the fetch limit) of them."""
         if limit is None or frame.rows <= limit:
             return frame
         return filtered(frame, np.arange(frame.rows) < limit)
