@@ -830,6 +830,35 @@ def test_values_on_runs_of_dense_and_sparse_blocks_agree_with_numpy(dense_run) -
         assert s.counts("B")["possible"] == int(mask.sum())
 
 
+@pytest.mark.parametrize("last_value_at", ["first_rows", "last_rows", "no_kept_row"])
+@pytest.mark.parametrize("nulls", [False, True])
+def test_a_scan_stops_when_its_tasks_together_found_every_value(
+    engine_threads, last_value_at, nulls
+) -> None:
+    # A scan for a wide field's values on a row set is split in tasks (two per thread), none
+    # of which sees every value, while together the first ones may. Once together they hold
+    # every value the column holds the rest stop; NULL is no value there, and a value met only
+    # by a later task, or on no row of the set, must come out exactly.
+    n, values = 640_000, 2000
+    v: list[int | None] = [i % (values - 1) for i in range(n)]  # all values but the last
+    if nulls:
+        v[: n // 4 : 7] = [None] * len(range(0, n // 4, 7))
+    kept = np.ones(n, dtype=np.int64)
+    kept[3::11] = 0
+    at = {"first_rows": 5, "last_rows": n - 5, "no_kept_row": n - 6}[last_value_at]
+    v[at] = values - 1
+    kept[at] = last_value_at != "no_kept_row"
+    app = App.from_tables({"T": {"V": v, "Kept": kept}})
+    symbols = list(app.symbols("V"))
+    with app.session() as s:
+        s.indices("V", "possible")  # the column's own values known: the scan's target
+        s.select("Kept", [1])
+        got = {symbols[i] for i in s.indices("V", "possible")}
+    want = {x for x, k in zip(v, kept, strict=True) if k and x is not None}
+    assert got == want
+    assert ((values - 1) in got) == (last_value_at != "no_kept_row")
+
+
 @pytest.mark.parametrize("rare_at", ["end", "start", "nowhere"])
 @pytest.mark.parametrize("nulls", [False, True])
 @pytest.mark.parametrize("known", [False, True])

@@ -84,26 +84,53 @@ class ReadAhead {
   std::size_t reached_ = 0, asked_ = 0;  // rows the scan reached, rows asked for
 };
 
-// A scan for a column's values stops once it has found every value the column can hold: it
-// looks at its own finds (counting the words of its set) and at whether another task of the
-// same scan found them all, every kCheckBlocks blocks (64 rows each), or every
-// kCheckBlocksPerWord blocks per word of its set when that is longer: a look then costs
-// little beside the scan between two.
+// A scan for a column's values stops once its tasks together have found every value the
+// column can hold. Every kCheckBlocks blocks (64 rows each), or every kCheckBlocksPerWord
+// blocks per word of its set when that is longer (a look then costs little beside the scan
+// between two), and when it ends while others still scan or wait, a task adds its finds to the
+// tasks' together and counts those, once it has found half the values itself. Between two
+// such looks it asks every kFlagBlocks blocks whether another task saw them all.
 constexpr std::size_t kCheckBlocks = 256;
 constexpr std::size_t kCheckBlocksPerWord = 32;
+// (The scan's read-ahead starts again after each.)
+constexpr std::size_t kFlagBlocks = 2048;
+
+// The values a scan's tasks found, together: a set each task adds its own finds to.
+class Finds {
+ public:
+  explicit Finds(std::size_t words) : words_(words) {}
+  // Adds `acc`'s bits (a symbol_set of `limit` symbols); whether the tasks together now hold
+  // `target` values, NULL's bit aside.
+  bool add(const Bitset& acc, std::uint32_t limit, std::size_t target) {
+    const std::uint64_t* a = acc.words();
+    std::size_t found = 0;
+    for (std::size_t i = 0; i < words_.size(); ++i) {
+      std::uint64_t w = words_[i].load(std::memory_order_acquire);
+      if ((a[i] & ~w) != 0) w = words_[i].fetch_or(a[i], std::memory_order_acq_rel) | a[i];
+      if (i == limit / 64) w &= ~(std::uint64_t{1} << (limit % 64));
+      found += static_cast<std::size_t>(std::popcount(w));
+    }
+    return found >= target;
+  }
+
+ private:
+  std::vector<std::atomic<std::uint64_t>> words_;
+};
 
 // When a scan of values may stop early: `target` values (those of the column, NULL aside)
-// found by this task, or `found_all` set by another.
+// found by the tasks together (`finds`), which `found_all` tells every task; `unfinished`
+// counts the tasks that have not ended.
 struct EarlyExit {
   std::size_t target;
   std::atomic<bool>* found_all;
-  // Whether `acc` (a symbol_set of `limit` symbols) holds the target's count, NULL's bit aside.
-  bool holds_all(const Bitset& acc, std::uint32_t limit) const { return acc.count() - acc.test(limit) >= target; }
-  // Whether the scan may stop: another task found every value, or `acc` holds them (the others
-  // are told).
+  Finds* finds;
+  std::atomic<std::size_t>* unfinished;
+  bool found() const { return found_all->load(std::memory_order_relaxed); }
+  // Adds a task's finds (once they are half the values); whether the scan may stop (the other
+  // tasks are told).
   bool reached(const Bitset& acc, std::uint32_t limit) const {
-    if (found_all->load(std::memory_order_relaxed)) return true;
-    if (!holds_all(acc, limit)) return false;
+    if (found()) return true;
+    if (2 * acc.count() < target || !finds->add(acc, limit, target)) return false;
     found_all->store(true, std::memory_order_relaxed);
     return true;
   }
@@ -169,15 +196,23 @@ void collect_values(const PackedIndex& index, const Bitset* rows, std::size_t fi
   }
 }
 
-// collect_values in steps, stopping between two once `exit` says every value is found (by
-// this task: then `acc` holds them all).
+// collect_values in steps, stopping between two once `exit` says the tasks together found
+// every value (then the union of their sets holds them all).
 void collect_values_until(const PackedIndex& index, const Bitset* rows, std::size_t first, std::size_t last,
                           std::uint32_t limit, Bitset& acc, const EarlyExit& exit) {
-  const std::size_t step = std::max(kCheckBlocks, kCheckBlocksPerWord * acc.word_count());
+  const std::size_t look = std::max(kCheckBlocks, kCheckBlocksPerWord * acc.word_count());
+  const std::size_t step = std::min(look, kFlagBlocks);
+  std::size_t next_look = first + look;
   for (std::size_t from = first; from < last; from += step) {
-    if (from > first && exit.reached(acc, limit)) return;
+    if (exit.found()) break;
+    if (from >= next_look) {
+      if (exit.reached(acc, limit)) break;
+      next_look = from + look;
+    }
     collect_values(index, rows, from, std::min(last, from + step), limit, acc);
   }
+  // The tasks still scanning, or yet to begin, may be spared the rest.
+  if (exit.unfinished->fetch_sub(1, std::memory_order_acq_rel) > 1) exit.reached(acc, limit);
 }
 
 }  // namespace
@@ -251,12 +286,14 @@ Bitset values_on_rows(const PackedIndex& index, const Bitset* rows, std::uint32_
   // Each task gathers into a bitset of its own, at least 256 blocks (16K rows) per task.
   const std::size_t tasks = std::max<std::size_t>(1, std::min<std::size_t>(threads() * 2, blocks / 256));
   std::vector<Bitset> partial(tasks - 1);
-  // A task that finds every value the column holds ends the scan: worth looking for while
-  // there are many rows for each such value (few distinct values: dimensions, flags, years).
+  // Once the tasks together have found every value the column holds, the scan ends: worth
+  // looking for while there are many rows for each such value (few distinct values:
+  // dimensions, flags, years; or a large share of the rows of a wider field).
   std::atomic<bool> found_all{false};
-  const EarlyExit exit{std::min<std::size_t>(held, n_symbols), &found_all};
+  std::atomic<std::size_t> unfinished{tasks};
+  Finds finds(out.word_count());
+  const EarlyExit exit{std::min<std::size_t>(held, n_symbols), &found_all, &finds, &unfinished};
   const bool may_exit = held > 0 && held * 16 <= index.size();
-  std::atomic<std::size_t> winner{SIZE_MAX};
   parallel_for(tasks, [&](std::size_t t) {
     Bitset* acc = &out;
     if (t > 0) {
@@ -269,17 +306,9 @@ Bitset values_on_rows(const PackedIndex& index, const Bitset* rows, std::uint32_
     } else {
       collect_values(index, rows, first, last, n_symbols, *acc);
     }
-    if (may_exit && exit.holds_all(*acc, n_symbols)) {
-      std::size_t none = SIZE_MAX;
-      winner.compare_exchange_strong(none, t);
-    }
   });
-  if (const std::size_t t = winner.load(); t != SIZE_MAX) {
-    // One task's finds are the whole answer; the others' may have stopped part way.
-    if (t > 0) out = std::move(partial[t - 1]);
-  } else {
-    for (const auto& p : partial) out.or_with(p);
-  }
+  // Every task's finds: those that stopped part way hold some of the values, the others the rest.
+  for (const auto& p : partial) out.or_with(p);
   out.reset(n_symbols);
   return out;
 }
