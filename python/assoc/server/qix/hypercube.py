@@ -700,7 +700,7 @@ class HyperCubeView:
             "qMeasureInfo": [],
             "qEffectiveInterColumnSortOrder": list(d.column_order),
             "qGrandTotalRow": [],
-            "qDataPages": [self.page(p) for p in d.initial_pages],
+            "qDataPages": [self.page(p) for p in d.initial_pages] if d.mode == "S" else [],
             "qPivotDataPages": [],
             "qStackedDataPages": [],
             "qMode": "S",
@@ -711,7 +711,6 @@ class HyperCubeView:
         if d.mode == "P":
             layout.update(
                 qMode="P",
-                qDataPages=[],
                 qPivotDataPages=[self.pivot_page(p) for p in d.initial_pages],
                 qNoOfLeftDims=len(d.left),
                 qEffectiveInterColumnSortOrder=list(d.left + d.top),
@@ -722,7 +721,6 @@ class HyperCubeView:
         if d.mode == "K":
             layout.update(
                 qMode="K",
-                qDataPages=[],
                 qStackedDataPages=[stack_page(self, p) for p in d.initial_pages],
                 qSize={"qcx": self.width, "qcy": outer_size(self)},
                 qEffectiveInterColumnSortOrder=list(range(len(d.dimensions))),
