@@ -307,7 +307,7 @@ def test_large_fields_are_checked_exactly(kind: str, repeat: bool) -> None:
 KINDS = [
     "increasing-ints",  # all int32: the parallel int32 loop's running compare
     "shuffled-ints",  # all int32, out of order: the bitmap of their values
-    "increasing-floats",  # all float64: the parallel float64 loop's running compare
+    "increasing-floats",  # all float64: each part's running compare, then across parts
     "increasing-decimals",  # int32 and float64 mixed, in order
     "decimals",  # int32 and float64 mixed, shuffled: keys in cents
     # Numbers spread wider than the bitmap's 4 bits a symbol: a bitmap sized by the first
@@ -315,7 +315,7 @@ KINDS = [
     "spread-ints",  # int32 over 16 values a symbol: the bitmap over the values' range
     "spread-decimals",  # mixed, cents over 16 keys a symbol: the first symbols size the bitmap
     "skewed-decimals",  # the first symbols close together, the rest spread: the range's bitmap
-    "spread-floats",  # all float64, shuffled: keyed after the parse, sized by the first ones
+    "spread-floats",  # all float64, shuffled: keyed as parsed, each part into a bitmap of its own
     "texts",
     "duals",
 ]
@@ -324,6 +324,10 @@ KINDS = [
 CHUNKED = 65_538
 BOUNDARY = 32_769
 CHUNKED_KINDS = ("increasing-ints", "shuffled-ints", "increasing-floats")
+# A section of float64 symbols alone is parsed in parts of at least 65,536 symbols, a part a
+# thread: 131,074 symbols make two parts of 65,537 on two threads.
+PARTED = 131_074
+PARTED_KINDS = ("increasing-floats", "spread-floats")
 PLACES = {
     "start": (3_000, 1, 0),  # (symbols, the symbol replaced, the symbol it repeats)
     "early": (3_000, 37, 36),  # among the first 64 numbers, which choose the keys' scale
@@ -334,7 +338,10 @@ PLACES = {
     "far-middle": (3_000, 2_000, 500),
     "chunk-boundary": (CHUNKED, BOUNDARY, BOUNDARY - 1),
     "far-chunks": (CHUNKED, CHUNKED - 1, 5),
+    "part-boundary": (PARTED, PARTED // 2, PARTED // 2 - 1),
+    "far-parts": (PARTED, PARTED - 1, 5),
 }
+SIZED_KINDS = {CHUNKED: CHUNKED_KINDS, PARTED: PARTED_KINDS}
 
 
 def kind_values(kind: str, n: int) -> list[Any]:
@@ -393,7 +400,7 @@ def comparable(values: Sequence[Any]) -> list[Any]:
         (kind, place)
         for kind in KINDS
         for place in PLACES
-        if PLACES[place][0] < CHUNKED or kind in CHUNKED_KINDS
+        if kind in SIZED_KINDS.get(PLACES[place][0], KINDS)
     ],
 )
 def test_a_value_stored_twice_is_found_by_the_parsing_loops(kind: str, place: str) -> None:
@@ -414,7 +421,9 @@ def test_a_value_stored_twice_is_found_by_the_parsing_loops(kind: str, place: st
 
 
 @pytest.mark.parametrize(
-    ("kind", "n"), [(kind, 3_000) for kind in KINDS] + [(kind, CHUNKED) for kind in CHUNKED_KINDS]
+    ("kind", "n"),
+    [(kind, 3_000) for kind in KINDS]
+    + [(kind, n) for n, kinds in SIZED_KINDS.items() for kind in kinds],
 )
 def test_distinct_values_keep_every_symbol(kind: str, n: int) -> None:
     values = kind_values(kind, n)
@@ -422,6 +431,22 @@ def test_distinct_values_keep_every_symbol(kind: str, n: int) -> None:
         raw_qvd("T", {"V": ([kind_symbol(kind, v) for v in values], list(range(n)))})
     )
     assert comparable(app.symbols("V")) == comparable(values)
+
+
+def test_other_symbols_in_a_section_as_long_as_float64_alone_are_read_one_by_one() -> None:
+    """An int32 and a text of 13 bytes take as many bytes as two float64 symbols: the section
+    is as long as float64 symbols alone would be, and starts with one. The part that holds
+    them gives up, and the general reader reads every symbol."""
+    values: list[Any] = [i / 8 + 0.0625 for i in range(PARTED)]
+    at = PARTED - 1_000  # in the second part
+    values[at : at + 2] = [7, "abcdefghijk"]
+    symbols = [
+        int32(v) if isinstance(v, int) else text(v) if isinstance(v, str) else float64(v)
+        for v in values
+    ]
+    assert sum(map(len, symbols)) == 9 * PARTED
+    app = App.from_qvd(raw_qvd("T", {"V": (symbols, list(range(PARTED)))}))
+    assert app.symbols("V") == values
 
 
 @pytest.mark.parametrize(

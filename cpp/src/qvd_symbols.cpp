@@ -84,6 +84,11 @@ class KeyBitmap {
   // place of a test and a branch-free merge per key.
   void set(std::uint64_t key) { words_[(key & mask_) >> 6] |= std::uint64_t{1} << (key & 63); }
   std::uint64_t set_bits() const { return count_bits(words_.data(), words_.size()); }
+  std::size_t bytes() const { return words_.size() * 8; }
+  // Adds the keys of another bitmap of the same size.
+  void or_with(const KeyBitmap& other) {
+    for (std::size_t i = 0; i < words_.size(); ++i) words_[i] |= other.words_[i];
+  }
   // The words and the mask, for a loop that sets keys itself as set() does.
   std::uint64_t* words() { return words_.data(); }
   std::uint64_t mask() const { return mask_; }
@@ -129,6 +134,7 @@ class NumberKeys {
     seen_ = KeyBitmap(n_, spread);
   }
   double scale() const { return scale_; }
+  std::size_t bitmap_bytes() const { return seen_.bytes(); }
   // A number's key at `scale`.
   static std::uint64_t key(double v, double scale) { return std::bit_cast<std::uint64_t>(rounded_sum(v * scale, kShift)); }
   // Each number in file order, after choose_scale.
@@ -148,6 +154,15 @@ class NumberKeys {
     keys_ += keys;
     last_ = last;
     up_ &= up;
+  }
+  // Adds the keys of the numbers that follow these in the file (another part of the same
+  // section, keyed at the same scale for as many numbers); `ordered`: the first of them is
+  // above the last of these.
+  void join(const NumberKeys& next, bool ordered) {
+    seen_.or_with(next.seen_);
+    keys_ += next.keys_;
+    up_ = up_ && next.up_ && ordered;
+    last_ = next.last_;
   }
   // True when the numbers added are proven distinct.
   bool distinct() const { return up_ || seen_.set_bits() == keys_; }
@@ -416,15 +431,12 @@ bool int32_range(const std::uint8_t* p, std::size_t n, std::int32_t& first, CpuA
   return !other.load();
 }
 
-// A section of symbols that all have type `Type` (1: int32, 2: float64) at a fixed stride,
-// parsed in parallel chunks straight into the table's array; nothing when a symbol has
-// another type (or, for float64, is not finite). `proof` is kDistinct when every value is
-// above the one before it.
-template <class T, std::uint8_t Type>
-std::optional<SymbolTable> read_fixed_symbols(const std::uint8_t* p, std::size_t n, Proof& proof, CpuAccount* cpu) {
-  constexpr std::size_t kStride = 1 + sizeof(T);
+// A section of int32 symbols alone (5 bytes each), parsed in parallel chunks straight into the
+// table's array; nothing when a symbol has another type. `proof` is kDistinct when every value
+// is above the one before it.
+std::optional<SymbolTable> read_int32_symbols(const std::uint8_t* p, std::size_t n, Proof& proof, CpuAccount* cpu) {
   constexpr std::size_t kMinChunk = std::size_t{1} << 16;
-  std::vector<T, CallocAllocator<T>> values;
+  IntArray values;
   {
     big_blocks::Uncleared every_element_is_written_below;
     values.resize(n);
@@ -433,30 +445,27 @@ std::optional<SymbolTable> read_fixed_symbols(const std::uint8_t* p, std::size_t
   parallel_ranges(
       n, 1,
       [&](std::size_t begin, std::size_t end) {
-        const std::uint8_t* q = p + kStride * begin;
-        T* out = values.data();
+        const std::uint8_t* q = p + 5 * begin;
+        std::int32_t* out = values.data();
         // The value before the chunk, from the file (another chunk writes it to `values`). The
-        // first symbol has none: below every finite double, or the least int32 (a first
-        // symbol of that value then only costs the hash check).
-        T last = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
-        if (begin > 0) std::memcpy(&last, q - sizeof(T), sizeof(T));
+        // first symbol has none: the least int32 (a first symbol of that value then only costs
+        // the hash check).
+        std::int32_t last = std::numeric_limits<std::int32_t>::lowest();
+        if (begin > 0) std::memcpy(&last, q - 4, 4);
         bool up = true;
         unsigned bad = 0;  // a loop without an exit: no branch per symbol
 #ifdef ASSOC_X86_SIMD
-        if constexpr (std::is_same_v<T, std::int32_t>) {
-          if (kHasSse41) {
-            if (int32_symbols_sse41(q, end - begin, out + begin, last, up)) other.store(true, std::memory_order_relaxed);
-            if (!up) down.store(true, std::memory_order_relaxed);
-            return;
-          }
+        if (kHasSse41) {
+          if (int32_symbols_sse41(q, end - begin, out + begin, last, up)) other.store(true, std::memory_order_relaxed);
+          if (!up) down.store(true, std::memory_order_relaxed);
+          return;
         }
 #endif
-        for (std::size_t i = begin; i < end; ++i, q += kStride) {
-          bad |= q[0] ^ Type;
-          T v;
-          std::memcpy(&v, q + 1, sizeof(T));
+        for (std::size_t i = begin; i < end; ++i, q += 5) {
+          bad |= q[0] ^ 1U;
+          std::int32_t v;
+          std::memcpy(&v, q + 1, 4);
           out[i] = v;
-          if constexpr (std::is_floating_point_v<T>) bad |= !(std::fabs(v) <= std::numeric_limits<T>::max());
           up &= last < v;
           last = v;
         }
@@ -466,11 +475,134 @@ std::optional<SymbolTable> read_fixed_symbols(const std::uint8_t* p, std::size_t
       cpu, kMinChunk);
   if (other.load()) return std::nullopt;
   if (!down.load()) proof = Proof::kDistinct;
-  if constexpr (std::is_floating_point_v<T>) {
-    return SymbolTable::of_numbers(std::move(values), /*all_finite=*/true);  // checked above
+  return SymbolTable::of_ints(std::move(values));
+}
+
+// One number (an int32 or float64 symbol) stored into the table's array, streamed past the
+// caches where the CPU can (runs and single numbers alike, so that no line mixes both kinds of
+// store); a StoreFence must end the stores before the array is handed over.
+inline void put_number(double* at, double v) {
+#ifdef ASSOC_X86_SIMD
+  stream_number(at, v);
+#else
+  *at = v;
+#endif
+}
+
+// Orders the streamed stores of the thread that made it before whatever follows (nothing to
+// do where stores are not streamed).
+struct StoreFence {
+#ifdef ASSOC_X86_SIMD
+  StreamFence fence;
+#else
+  ~StoreFence() {}  // (nothing to order; not a variable left unused)
+#endif
+};
+
+// One int32 or float64 symbol at q (before `end`) into v, q moved past it; false at another
+// type or a symbol cut short. `ok` turns false at a number that is not finite.
+inline bool one_number(const std::uint8_t*& q, const std::uint8_t* end, double& v, bool& ok) {
+  if (end - q >= 9 && *q == 2) {
+    std::memcpy(&v, q + 1, 8);
+    ok &= std::isfinite(v);
+    q += 9;
+  } else if (end - q >= 5 && *q == 1) {
+    std::int32_t w;
+    std::memcpy(&w, q + 1, 4);
+    v = w;
+    q += 5;
   } else {
-    return SymbolTable::of_ints(std::move(values));
+    return false;
   }
+  return true;
+}
+
+// Symbols i to n-1 of a section of int32 and float64 symbols, from q (before `end`), into out,
+// each number keyed in `keys` (its scale chosen); q moves past them. False at a symbol of
+// another type or one cut short; `ok` turns false at a number that is not finite.
+bool parse_numbers(const std::uint8_t*& q, const std::uint8_t* end, double* out, std::size_t i, std::size_t n,
+                   NumberKeys& keys, bool& ok) {
+  // Runs of eight float64 symbols are checked with one branch (the common case).
+  const auto run_fits = [&] { return end - q >= 72 && n - i >= 8; };
+  while (i < n) {
+#ifdef ASSOC_X86_SIMD
+    if (kHasAvx2) i = float64_runs_avx2(q, end, out, i, n, ok, keys);
+#endif
+    while (run_fits()) {
+      prefetch_ahead(q, 128);  // the 72 bytes of a run, a few pages ahead
+      unsigned types = 0;
+      for (std::size_t k = 0; k < 8; ++k) types |= q[9 * k] ^ 2U;
+      if (types) break;
+      for (std::size_t k = 0; k < 8; ++k) {
+        double v;
+        std::memcpy(&v, q + 9 * k + 1, 8);
+        ok &= std::fabs(v) <= std::numeric_limits<double>::max();
+        put_number(&out[i + k], v);
+        keys.add(v);
+      }
+      q += 72;
+      i += 8;
+    }
+    if (i == n) break;
+    double v;
+    if (!one_number(q, end, v, ok)) return false;
+    put_number(&out[i], v);
+    keys.add(v);
+    ++i;
+  }
+  return true;
+}
+
+// A section of float64 symbols alone (9 bytes each), parsed in parallel parts straight into
+// the table's array. Each part keys its numbers as the section of int32 and float64 symbols
+// does, at the scale the first symbols choose, into a bitmap of its own; the bitmaps are then
+// merged. Nothing when a symbol is of another type or a number is not finite. Parts are at
+// least kMinPart symbols, and their bitmaps take at most kPartKeyBytes together.
+constexpr std::size_t kMinPart = std::size_t{1} << 16;
+constexpr std::size_t kPartKeyBytes = std::size_t{64} << 20;
+std::optional<SymbolTable> read_float64_symbols(const std::uint8_t* p, std::size_t n, Proof& proof, CpuAccount* cpu) {
+  double first[NumberKeys::kScaleSample];
+  const std::size_t n_first = std::min(n, NumberKeys::kScaleSample);
+  for (std::size_t i = 0; i < n_first; ++i) {
+    if (p[9 * i] != 2) return std::nullopt;
+    std::memcpy(&first[i], p + 9 * i + 1, 8);
+  }
+  const double scale = NumberKeys::scale_for(first, n_first);
+  std::vector<NumberKeys> keys;
+  keys.emplace_back(n);
+  keys.back().set_scale(scale, first, n_first);
+  const std::size_t key_bytes = keys.back().bitmap_bytes();
+  const std::size_t parts = std::clamp<std::size_t>(
+      std::min<std::size_t>({threads(), n / kMinPart, kPartKeyBytes / std::max<std::size_t>(key_bytes, 1)}), 1, n);
+  for (std::size_t k = 1; k < parts; ++k) {
+    keys.emplace_back(n);
+    keys.back().set_scale(scale, first, n_first);
+  }
+  NumberArray numbers;
+  {
+    big_blocks::Uncleared every_element_is_written_below;  // or the table is dropped
+    numbers.resize(n);
+  }
+  double* out = numbers.data();
+  const auto part_start = [&](std::size_t k) { return n * k / parts; };
+  std::atomic<bool> bad{false};
+  parallel_for(
+      parts,
+      [&](std::size_t k) {
+        const std::size_t begin = part_start(k), end = part_start(k + 1);
+        const std::uint8_t* q = p + 9 * begin;
+        const std::uint8_t* const stop = p + 9 * end;
+        bool ok = true;
+        const StoreFence fence;
+        // An int32 symbol among them would end the part short of its last byte.
+        if (!parse_numbers(q, stop, out, begin, end, keys[k], ok) || !ok || q != stop)
+          bad.store(true, std::memory_order_relaxed);
+      },
+      cpu);
+  if (bad.load()) return std::nullopt;
+  for (std::size_t k = 1; k < parts; ++k) keys[0].join(keys[k], out[part_start(k) - 1] < out[part_start(k)]);
+  proof = keys[0].distinct() ? Proof::kDistinct : Proof::kKeysMet;
+  return SymbolTable::of_numbers(std::move(numbers), /*all_finite=*/true);  // checked above
 }
 
 // Fields whose symbols are all int32, all float64 or all text (the common case) are read by
@@ -493,9 +625,9 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
           proof = Proof::kDistinct;  // each above the one before
           return SymbolTable::of_int_range(first, static_cast<std::uint32_t>(n));
         }
-        if (auto t = read_fixed_symbols<std::int32_t, 1>(p, n, proof, cpu)) return t;
+        if (auto t = read_int32_symbols(p, n, proof, cpu)) return t;
       } else if (p[0] == 2 && length == 9 * n) {
-        if (auto t = read_fixed_symbols<double, 2>(p, n, proof, cpu)) return t;
+        if (auto t = read_float64_symbols(p, n, proof, cpu)) return t;
       }
       // Numbers: float64, with int32 where a value is an integer (as Qlik writes them), parsed
       // straight into the table's array and keyed as they are parsed.
@@ -505,71 +637,22 @@ std::optional<SymbolTable> read_plain_symbols(const FieldHeader& f, const std::u
         numbers.resize(n);
       }
       double* out = numbers.data();
-#ifdef ASSOC_X86_SIMD
-      // Numbers are streamed past the caches (the runs, and the single ones beside them, so
-      // that no line mixes both kinds of store); fenced on every way out.
-      const StreamFence fence;
-      const auto put = [](double* at, double v) { stream_number(at, v); };
-#else
-      const auto put = [](double* at, double v) { *at = v; };
-#endif
-      NumberKeys keys(n);
       const std::uint8_t* q = p;
       const std::uint8_t* const end = p + length;
       bool ok = true;
-      // One int32 or float64 symbol into v; false at another type or past the end.
-      const auto one = [&](double& v) {
-        if (end - q >= 9 && *q == 2) {
-          std::memcpy(&v, q + 1, 8);
-          ok &= std::isfinite(v);
-          q += 9;
-        } else if (end - q >= 5 && *q == 1) {
-          std::int32_t w;
-          std::memcpy(&w, q + 1, 4);
-          v = w;
-          q += 5;
-        } else {
-          return false;
+      NumberKeys keys(n);
+      {
+        const StoreFence fence;  // the numbers are streamed past the caches
+        // The first symbols one by one: they choose the keys' scale.
+        double first[NumberKeys::kScaleSample];
+        const std::size_t n_first = std::min(n, NumberKeys::kScaleSample);
+        for (std::size_t i = 0; i < n_first; ++i) {
+          if (!one_number(q, end, first[i], ok)) return std::nullopt;
+          put_number(&out[i], first[i]);
         }
-        return true;
-      };
-      // The first symbols one by one: they choose the keys' scale.
-      double first[NumberKeys::kScaleSample];
-      const std::size_t n_first = std::min(n, NumberKeys::kScaleSample);
-      for (std::size_t i = 0; i < n_first; ++i) {
-        if (!one(first[i])) return std::nullopt;
-        put(&out[i], first[i]);
-      }
-      keys.choose_scale(first, n_first);
-      for (std::size_t i = 0; i < n_first; ++i) keys.add(first[i]);
-      std::size_t i = n_first;
-      // Runs of eight float64 symbols are checked with one branch (the common case).
-      const auto run_fits = [&] { return end - q >= 72 && n - i >= 8; };
-      while (i < n) {
-#ifdef ASSOC_X86_SIMD
-        if (kHasAvx2) i = float64_runs_avx2(q, end, out, i, n, ok, keys);
-#endif
-        while (run_fits()) {
-          prefetch_ahead(q, 128);  // the 72 bytes of a run, a few pages ahead
-          unsigned types = 0;
-          for (std::size_t k = 0; k < 8; ++k) types |= q[9 * k] ^ 2U;
-          if (types) break;
-          for (std::size_t k = 0; k < 8; ++k) {
-            double v;
-            std::memcpy(&v, q + 9 * k + 1, 8);
-            ok &= std::fabs(v) <= std::numeric_limits<double>::max();
-            put(&out[i + k], v);
-            keys.add(v);
-          }
-          q += 72;
-          i += 8;
-        }
-        if (i == n) break;
-        double v;
-        if (!one(v)) return std::nullopt;
-        put(&out[i], v);
-        keys.add(v);
-        ++i;
+        keys.choose_scale(first, n_first);
+        for (std::size_t i = 0; i < n_first; ++i) keys.add(first[i]);
+        if (!parse_numbers(q, end, out, n_first, n, keys, ok)) return std::nullopt;
       }
       if (!ok || q != end) return std::nullopt;
       proof = keys.distinct() ? Proof::kDistinct : Proof::kKeysMet;
