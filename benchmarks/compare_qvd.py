@@ -37,13 +37,19 @@ from harness import Measure, interleaved_times, model_bytes
 N_CATEGORIES = 1000
 
 
-def make_columns(rows: int, seed: int = 42) -> dict[str, np.ndarray]:
-    """The benchmark table's columns: Id (int64), Amount (float64) and Category (str)."""
+def make_columns(rows: int, seed: int = 42, float64_only: bool = False) -> dict[str, np.ndarray]:
+    """The benchmark table's columns: Id (int64), Amount (float64) and Category (str). Amount
+    has 2 decimals, so that one value in a hundred is an integer (an int32 symbol among the
+    float64 ones, as Qlik writes them); with `float64_only`, each integer gets 0.5 more, so
+    that every symbol is a float64 (prices that never end in .00)."""
     rng = np.random.default_rng(seed)
     names = np.array([f"category-{i:04d}" for i in range(N_CATEGORIES)], dtype=object)
+    amount = np.round(rng.uniform(0, 10_000, rows), 2)
+    if float64_only:
+        amount = np.where(amount == np.floor(amount), amount + 0.5, amount)
     return {
         "Id": np.arange(rows, dtype=np.int64),
-        "Amount": np.round(rng.uniform(0, 10_000, rows), 2),
+        "Amount": amount,
         "Category": names[rng.integers(0, N_CATEGORIES, rows)],
     }
 
@@ -169,11 +175,11 @@ def assoc_bytes(app: App) -> tuple[int, int]:
     return symbols + indexes, indexes
 
 
-def measures(repeat: int, rows: int | None = None) -> list[Measure]:
-    """App.from_qvd against pyarrow reading the same table from an Arrow IPC file (into
-    memory, and memory-mapped), as measures for run_all.py; results checked first."""
-    rows = rows or scaled(1_000_000)
-    columns = make_columns(rows)
+def _read_times(rows: int, repeat: int, float64_only: bool) -> tuple[dict[str, list[float]], int]:
+    """Times of App.from_qvd and of pyarrow reading the same table from an Arrow IPC file
+    (into memory, and memory-mapped), results checked first; and the bytes the load reads
+    and writes."""
+    columns = make_columns(rows, float64_only=float64_only)
     with tempfile.TemporaryDirectory(prefix="assoc-bench-qvd-") as tmp:
         qvd, arrow = write_files(Path(tmp), columns)
         app = App.from_qvd(qvd)
@@ -187,7 +193,16 @@ def measures(repeat: int, rows: int | None = None) -> list[Measure]:
             },
             repeat,
         )
-        floor = qvd.stat().st_size + model_bytes(app)
+        return times, qvd.stat().st_size + model_bytes(app)
+
+
+def measures(repeat: int, rows: int | None = None) -> list[Measure]:
+    """App.from_qvd against pyarrow reading the same table from an Arrow IPC file (into
+    memory, and memory-mapped), as measures for run_all.py; then the same with Amount's
+    symbols float64 alone."""
+    rows = rows or scaled(1_000_000)
+    times, floor = _read_times(rows, repeat, float64_only=False)
+    floats, floats_floor = _read_times(rows, repeat, float64_only=True)
     what = f"{rows:,} rows x 3 fields, App.from_qvd"
     read = "the QVD file, and the indexes and symbols written"
     return [
@@ -206,6 +221,14 @@ def measures(repeat: int, rows: int | None = None) -> list[Measure]:
             times["assoc"],
             {"arrow IPC mapped": times["arrow IPC mapped"]},
             floor,
+            read,
+        ),
+        Measure(
+            "qvd.read_float64",
+            what + ", Amount's symbols float64 alone (no amount is an integer)",
+            floats["assoc"],
+            {"arrow IPC read": floats["arrow IPC read"]},
+            floats_floor,
             read,
         ),
     ]
