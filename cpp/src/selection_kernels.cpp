@@ -98,7 +98,9 @@ constexpr std::size_t kFlagBlocks = 2048;
 // The values a scan's tasks found, together: a set each task adds its own finds to.
 class Finds {
  public:
-  explicit Finds(std::size_t words) : words_(words) {}
+  explicit Finds(std::size_t words) : words_(words) {
+    for (auto& w : words_) w.store(0, std::memory_order_relaxed);
+  }
   // Adds `acc`'s bits (a symbol_set of `limit` symbols); whether the tasks together now hold
   // `target` values, NULL's bit aside.
   bool add(const Bitset& acc, std::uint32_t limit, std::size_t target) {
