@@ -371,3 +371,70 @@ def test_select_pivot_cells(qix: QixClient) -> None:
     for bad in ({"qType": "D", "qRow": 0, "qCol": 0}, {"qType": "L", "qRow": 50, "qCol": 0}):
         answer = qix.call("SelectPivotCells", ["/qHyperCubeDef", [bad]], obj)
         assert answer["error"]["code"] == 8
+
+
+def test_pages_of_a_wide_side_cross_its_regions_and_totals(qix_server: QixServer) -> None:
+    """Three regions of 1,500 customers each, every region expanded, a total below each
+    region's customers: pages across a region's end, a page at the very end, and a selection
+    of a customer deep in the second region read the nodes and cells they show."""
+    regions = ["East", "North", "West"]
+    customers = [f"c{i:05d}" for i in range(4500)]  # ascii order is the numbers' order
+    region_of = {c: regions[i // 1500] for i, c in enumerate(customers)}
+    amount_of = {c: float(i % 97 + 1) for i, c in enumerate(customers)}
+    rows = [c for c in customers for _ in range(2)]  # two rows each
+    app = qix_server.import_app(
+        {
+            "Sales": {
+                "Customer": list(rows),
+                "Region": [region_of[c] for c in rows],
+                "Amount": [amount_of[c] for c in rows],
+            }
+        }
+    )
+    props = pivot(["Region", "Customer"], ["Sum(Amount)"])
+    props["qHyperCubeDef"]["qDimensions"][1]["qOtherTotalSpec"] = {"qTotalMode": "TOTAL_EXPR"}
+    # The display's rows: each region's 1,500 customers, then its total.
+    shown = [
+        (region, customer)
+        for i, region in enumerate(regions)
+        for customer in [*customers[1500 * i : 1500 * (i + 1)], "Totals"]
+    ]
+
+    def want(row: tuple[str, str]) -> float:
+        region, customer = row
+        if customer == "Totals":
+            return sum(2 * amount_of[c] for c in customers if region_of[c] == region)
+        return 2 * amount_of[customer]
+
+    with QixClient(qix_server.ws_base + "/app/engineData") as qix:
+        qix.open_doc(app)
+        obj = qix.handle_of("CreateSessionObject", [props], 1)
+        qix.result("ExpandLeft", ["/qHyperCubeDef", 0, 0, True], obj)
+        assert hypercube(qix, obj)["qSize"] == {"qcx": 1, "qcy": len(shown)}
+        for top, height in ((1495, 10), (len(shown) - 3, 10), (3000, 3)):
+            page = qix.result(
+                "GetHyperCubePivotData",
+                ["/qHyperCubeDef", [{"qTop": top, "qLeft": 0, "qWidth": 1, "qHeight": height}]],
+                obj,
+            )["qDataPages"][0]
+            expected = shown[top : top + height]
+            assert page["qArea"]["qHeight"] == len(expected)
+            assert left_texts(page["qLeft"]) == [list(row) for row in expected]
+            assert numbers(page) == [[want(row)] for row in expected]
+            leaves = [node for region in page["qLeft"] for node in region["qSubNodes"]]
+            assert [n["qType"] for n in leaves] == [
+                "T" if c == "Totals" else "N" for _, c in expected
+            ]
+            assert all(n["qUp"] == n["qDown"] == 0 for n in leaves)
+            # A region's node counts its rows above and below the page.
+            first, last = page["qLeft"][0], page["qLeft"][-1]
+            assert first["qUp"] == top - 1501 * regions.index(first["qText"])
+            end = 1501 * (regions.index(last["qText"]) + 1)
+            assert last["qDown"] == max(0, end - (top + height))
+        # Row 2,000 of the display: the second region's 499th customer (after 1,500 + a total).
+        picked = customers[1500 + 2000 - 1501]
+        cell = {"qType": "L", "qRow": 2000, "qCol": 1}
+        assert qix.result("SelectPivotCells", ["/qHyperCubeDef", [cell]], obj) == {"qSuccess": True}
+        page = hypercube(qix, obj)["qPivotDataPages"][0]
+        assert left_texts(page["qLeft"]) == [["North", picked], ["North", "Totals"]]
+        assert numbers(page) == [[2 * amount_of[picked]], [2 * amount_of[picked]]]

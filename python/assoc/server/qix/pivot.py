@@ -9,14 +9,17 @@ Those cubes are computed once per depth pair a view needs."""
 
 from __future__ import annotations
 
+import bisect
+import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 import assoc
 from assoc.field_order import value_text
-from assoc.server.qix.facts import AppFacts
+from assoc.server.qix.facts import AppFacts, FieldValues
 from assoc.server.qix.pages import Page, page_area
 from assoc.server.qix.rpc import INVALID_PARAMETERS, RpcError, json_number
 from assoc.server.qix.states import InState
@@ -67,76 +70,69 @@ class PivotState:
     top: SideState = field(default_factory=SideState)
 
 
-class _Tree:
-    """A node of dimension values: its code and the cube's rows [start, end) below it (the
-    cube sorts by its dimensions in order, so rows sharing a prefix are adjacent), `row` the
-    first of them in the cube's own rows (`positions` maps them when NULLs were left out).
-    Its children, the next dimension's values, are found when first asked for: a side shows
-    the nodes of its expanded paths only."""
+class Node:
+    """A shown node: kind N (a value), P (a measure), T (a total); its path of dimension
+    codes, its measure (P), its children and the leaves it spans [start, end); `row` is a
+    value node's row in the side's cube when it is of the side's deepest dimension."""
 
-    __slots__ = ("_children", "_codes", "_positions", "code", "end", "level", "row", "start")
+    __slots__ = (
+        "can_collapse", "can_expand", "children", "code", "end", "kind", "level", "measure",
+        "path", "row", "start",
+    )  # fmt: skip
 
     def __init__(
         self,
-        codes: list[np.ndarray],
-        positions: np.ndarray | None,
+        kind: str,
         level: int,
-        span: tuple[int, int, int, int],
+        path: tuple[int, ...],
+        code: int,
+        measure: int | None,
+        row: int = -1,
     ) -> None:
-        self._codes = codes
-        self._positions = positions
+        self.kind = kind
         self.level = level
-        self.start, self.end, self.code, self.row = span
-        self._children: list[_Tree] | None = None
-
-    @property
-    def children(self) -> list[_Tree]:
-        if self._children is None:
-            below = self.level + 1
-            self._children = _runs(self._codes, self._positions, below, self.start, self.end)
-        return self._children
-
-
-@dataclass(slots=True)
-class Node:
-    """A shown node: kind N (a value), P (a measure), T (a total); its path of dimension
-    codes, its measure (P), its children and the leaves it spans [start, end)."""
-
-    kind: str
-    level: int
-    path: tuple[int, ...]
-    code: int
-    measure: int | None
-    can_expand: bool = False
-    can_collapse: bool = False
-    children: list[Node] = field(default_factory=list)
-    start: int = 0
-    end: int = 0
-    row: int = -1  # a value node of the side's every dimension: its row in the side's cube
+        self.path = path
+        self.code = code
+        self.measure = measure
+        self.row = row
+        self.can_expand = False
+        self.can_collapse = False
+        self.children: Sequence[Node] = ()
+        self.start = 0
+        self.end = 0
 
 
-def _runs(
-    codes: list[np.ndarray], positions: np.ndarray | None, level: int, start: int, end: int
-) -> list[_Tree]:
-    """The nodes of dimension `level` among rows [start, end): one per run of equal codes."""
-    if level >= len(codes) or start >= end:
-        return []
-    part = codes[level][start:end]
-    firsts = np.flatnonzero(part[1:] != part[:-1]) + 1
-    firsts = np.concatenate(([0], firsts))
-    starts = (firsts + start).tolist()
-    ends = [*starts[1:], end]
-    values = part[firsts].tolist()
-    rows = starts if positions is None else positions[firsts + start].tolist()
-    return [
-        _Tree(codes, positions, level, span)
-        for span in zip(starts, ends, values, rows, strict=True)
-    ]
+class _Runs:
+    """The values of one dimension among the side cube's rows [lo, hi): a run of equal codes
+    each (the cube sorts by its dimensions in order, so rows sharing a prefix are adjacent):
+    their codes, the rows each spans, and `rows`, the first of them in the cube's own rows
+    (`positions` maps them when NULLs were left out). Arrays: a run of leaves reads those it
+    shows."""
 
+    __slots__ = ("codes", "hi", "rows", "starts")
 
-def _tree(codes: list[np.ndarray], positions: np.ndarray | None = None) -> list[_Tree]:
-    """Sorted rows of codes (one array per dimension) as a tree: its roots."""
-    return _runs(codes, positions, 0, 0, len(codes[0])) if codes else []
+    def __init__(
+        self, codes: list[np.ndarray], positions: np.ndarray | None, level: int, lo: int, hi: int
+    ) -> None:
+        self.hi = hi
+        if level >= len(codes) or lo >= hi:
+            self.codes = self.starts = self.rows = np.zeros(0, dtype=np.int64)
+            return
+        part = codes[level][lo:hi]
+        firsts = np.flatnonzero(part[1:] != part[:-1]) + 1
+        firsts = np.concatenate(([0], firsts))
+        self.codes = part[firsts]
+        self.starts = firsts + lo
+        self.rows = self.starts if positions is None else positions[self.starts]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def each(self) -> Iterator[tuple[int, int, int, int]]:
+        """Each run's code, first and last row + 1 among the side's rows, and cube row."""
+        starts = self.starts.tolist()
+        ends = [*starts[1:], self.hi]
+        return zip(self.codes.tolist(), starts, ends, self.rows.tolist(), strict=True)
 
 
 def pivot_cube(session: InState, d: HyperCubeDef, dims: list[int], top: int = 0) -> assoc.Hypercube:
@@ -167,6 +163,201 @@ def leaf_dims(d: HyperCubeDef) -> tuple[list[int], int] | None:
     return dims, len(top)
 
 
+class _LeafRun(Sequence[Node]):
+    """The value nodes of a side's deepest dimension below one parent, with the parent's
+    totals node when its dimension has one: all of them leaves, so each is made only when a
+    page or a selection reads it (a side of 100,000 values shows a page of them)."""
+
+    __slots__ = ("_made", "at", "codes", "first", "measure", "path", "rows", "start", "total")
+
+    def __init__(
+        self,
+        at: int,
+        path: tuple[int, ...],
+        measure: int | None,
+        runs: _Runs,
+        total: Node | None,
+        total_first: bool,
+    ) -> None:
+        self.at = at
+        self.path = path
+        self.measure = measure
+        self.codes = runs.codes
+        self.rows = runs.rows
+        self.total = total
+        self.first = 1 if total is not None and total_first else 0  # the first value's index
+        self.start = 0  # the leaf of the first node, once placed
+        self._made: dict[int, Node] = {}
+
+    def __len__(self) -> int:
+        return len(self.codes) + (self.total is not None)
+
+    @overload
+    def __getitem__(self, i: int) -> Node: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Node]: ...
+    def __getitem__(self, i: int | slice) -> Node | list[Node]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        node = self._made.get(i)
+        if node is None:
+            k = i - self.first
+            if self.total is not None and not 0 <= k < len(self.codes):
+                node = self.total
+            else:
+                code = int(self.codes[k])
+                row = int(self.rows[k])
+                node = Node("N", self.at, (*self.path, code), code, self.measure, row)
+            node.start = self.start + i
+            node.end = node.start + 1
+            self._made[i] = node
+        return node
+
+    def place(self, start: int) -> int:
+        """Places the run's nodes from leaf `start`; returns the leaf after its last."""
+        self.start = start
+        self._made.clear()
+        return start + len(self)
+
+    def meeting(self, first: int, last: int) -> list[Node]:
+        """The nodes on leaves [first, last)."""
+        return [
+            self[i] for i in range(max(0, first - self.start), min(len(self), last - self.start))
+        ]
+
+
+def _meeting(nodes: Sequence[Node], first: int, last: int) -> Sequence[Node]:
+    """Of sibling nodes, those whose leaves meet [first, last)."""
+    if isinstance(nodes, _LeafRun):
+        return nodes.meeting(first, last)
+    return [n for n in nodes if n.end > first and n.start < last]
+
+
+class _Leaves(Sequence[Node | None]):
+    """A side's leaves in order: single nodes and leaf runs, each from its first leaf."""
+
+    def __init__(self) -> None:
+        self._parts: list[Node | _LeafRun] = []
+        self._starts: list[int] = []
+        self._count = 0
+
+    def add(self, part: Node | _LeafRun) -> None:
+        if isinstance(part, _LeafRun) and not part:
+            return
+        self._parts.append(part)
+        self._starts.append(self._count)
+        self._count += len(part) if isinstance(part, _LeafRun) else 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, i: int) -> Node: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Node]: ...
+    def __getitem__(self, i: int | slice) -> Node | list[Node]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += self._count
+        if not 0 <= i < self._count:
+            raise IndexError(i)
+        j = bisect.bisect_right(self._starts, i) - 1
+        part = self._parts[j]
+        return part[i - self._starts[j]] if isinstance(part, _LeafRun) else part
+
+
+class _SideBuilder:
+    """Makes the shown nodes of one side of a pivot from its cube's sorted codes."""
+
+    def __init__(
+        self,
+        definition: HyperCubeDef,
+        levels: tuple[int, ...],
+        codes: list[np.ndarray],
+        positions: np.ndarray | None,
+        state: SideState,
+    ) -> None:
+        self.definition = definition
+        self.levels = levels
+        self.codes = codes
+        self.positions = positions
+        self.state = state
+        self.n_measures = len(definition.measures)
+
+    def pseudo(self, at: int, path: tuple[int, ...]) -> list[Node]:
+        """The measures as nodes at level `at` (leaves)."""
+        return [Node("P", at, path, m, m) for m in range(self.n_measures)]
+
+    def show(
+        self,
+        at: int,
+        depth: int,
+        lo: int,
+        hi: int,
+        path: tuple[int, ...] = (),
+        measure: int | None = None,
+    ) -> Sequence[Node]:
+        """The nodes shown at display level `at` below `path`: the values of the side's
+        dimension `depth` among its cube's rows [lo, hi)."""
+        levels = self.levels
+        if at >= len(levels):
+            return []
+        d = self.definition
+        if levels[at] == PSEUDO:
+            out = self.pseudo(at, path)
+            for node in out:
+                node.children = self.show(at + 1, depth, lo, hi, path, node.measure)
+            return out
+        runs = _Runs(self.codes, self.positions, depth, lo, hi)
+        below = levels[at + 1 :]
+        deeper = any(c != PSEUDO for c in below)
+        has_total = d.dimensions[levels[at]].total and len(runs) > 0
+        if not deeper and PSEUDO not in below:  # leaves, made when read
+            total = Node("T", at, path, -1, measure) if has_total else None
+            return _LeafRun(at, path, measure, runs, total, d.totals_above)
+        pseudo_at = levels.index(PSEUDO, at + 1) if PSEUDO in below else -1
+        every = d.fully_expanded
+        out = []
+        for code, start, end, row in runs.each():
+            here = (*path, code)
+            node = Node("N", at, here, code, measure, -1 if deeper else row)
+            open_ = deeper and (every or self.state.is_expanded(here))
+            if open_:
+                node.children = self.show(at + 1, depth + 1, start, end, here, measure)
+            elif pseudo_at >= 0 and measure is None:
+                node.children = self.pseudo(pseudo_at, here)
+            node.can_expand = deeper and not open_ and not every
+            node.can_collapse = open_ and not every
+            out.append(node)
+        if has_total:
+            total = Node("T", at, path, -1, measure)
+            if PSEUDO in below and measure is None:
+                total.children = self.pseudo(levels.index(PSEUDO, at + 1), path)
+            out.insert(0 if d.totals_above else len(out), total)
+        return out
+
+
+def _place(nodes: Sequence[Node], start: int, leaves: _Leaves) -> int:
+    """Sets the leaves each node spans, from leaf `start`; adds the leaves in order."""
+    if isinstance(nodes, _LeafRun):
+        leaves.add(nodes)
+        return nodes.place(start)
+    for node in nodes:
+        node.start = start
+        if node.children:
+            start = _place(node.children, start, leaves)
+        else:
+            leaves.add(node)
+            start += 1
+        node.end = start
+    return start
+
+
 class PivotView:
     """The left and top trees of a pivot cube as shown, and its cells."""
 
@@ -188,11 +379,10 @@ class PivotView:
         # The left side's cube: a cell of its deepest nodes without a top dimension is a row
         # of it (no index of the cube's rows is made for such cells); its measures read once
         # a page shows such a cell.
-        self.left, self._left_cube = self._side(d.left, self.left_dims, self.state.left)
+        self.left, self.rows, self._left_cube = self._side(d.left, self.left_dims, self.state.left)
         self._left_values: dict[int, np.ndarray] = {}
-        self.top, _ = self._side(d.top, self.top_dims, self.state.top)
-        self.rows = self._leaves(self.left, d.left)
-        self.columns = self._leaves(self.top, d.top)
+        self._shown_values: dict[tuple[str, int], FieldValues] = {}  # by side and level
+        self.top, self.columns, _ = self._side(d.top, self.top_dims, self.state.top)
 
     # ---- trees -------------------------------------------------------------------------
 
@@ -202,99 +392,36 @@ class PivotView:
 
     def _side(
         self, levels: tuple[int, ...], dims: list[int], state: SideState
-    ) -> tuple[list[Node], assoc.Hypercube | None]:
-        """A side's shown nodes, and the cube of its dimensions (None without any)."""
+    ) -> tuple[Sequence[Node], Sequence[Node | None], assoc.Hypercube | None]:
+        """A side's shown nodes, its leaves in order (one empty leaf for a side without
+        levels: the whole cube), and the cube of its dimensions (None without any)."""
         cube = None
-        if not dims:
-            roots: list[_Tree] = []
-        else:
+        codes: list[np.ndarray] = []
+        positions = None
+        if dims:
             cube = self._cube(dims)
             codes = [cube.codes(i) for i in range(len(dims))]
             keep = np.ones(len(cube), dtype=bool)
             for c, column in zip(dims, codes, strict=True):
                 if self.definition.dimensions[c].null_suppression:
                     keep &= column >= 0
-            if keep.all():
-                roots = _tree(codes)
-            else:
-                roots = _tree([column[keep] for column in codes], np.flatnonzero(keep))
-        nodes = self._show(levels, 0, roots, (), None, state)
-        self._span(nodes, 0)
-        return nodes, cube
-
-    def _pseudo(self, levels: tuple[int, ...], at: int, path: tuple[int, ...]) -> list[Node]:
-        """The measures as nodes at level `at` (leaves)."""
-        return [Node("P", at, path, m, m) for m in range(len(self.definition.measures))]
-
-    def _show(
-        self,
-        levels: tuple[int, ...],
-        at: int,
-        trees: list[_Tree],
-        path: tuple[int, ...],
-        measure: int | None,
-        state: SideState,
-    ) -> list[Node]:
-        """The nodes shown at level `at` below `path`."""
-        if at >= len(levels):
-            return []
-        d = self.definition
-        if levels[at] == PSEUDO:
-            out = []
-            for node in self._pseudo(levels, at, path):
-                node.children = self._show(levels, at + 1, trees, path, node.measure, state)
-                out.append(node)
-            return out
-        deeper = any(c != PSEUDO for c in levels[at + 1 :])
-        pseudo_below = PSEUDO in levels[at + 1 :]
-        pseudo_at = levels.index(PSEUDO) if pseudo_below else -1
-        out = []
-        for tree in trees:
-            here = (*path, tree.code)
-            node = Node("N", at, here, tree.code, measure)
-            if not deeper:
-                node.row = tree.row
-            open_ = deeper and (d.fully_expanded or state.is_expanded(here))
-            if open_:
-                node.children = self._show(levels, at + 1, tree.children, here, measure, state)
-            elif pseudo_below and measure is None:
-                node.children = self._pseudo(levels, pseudo_at, here)
-            node.can_expand = deeper and not open_ and not d.fully_expanded
-            node.can_collapse = open_ and not d.fully_expanded
-            out.append(node)
-        if d.dimensions[levels[at]].total and trees:
-            total = Node("T", at, path, -1, measure)
-            if pseudo_below and measure is None:
-                total.children = self._pseudo(levels, pseudo_at, path)
-            out.insert(0 if d.totals_above else len(out), total)
-        return out
-
-    def _span(self, nodes: list[Node], start: int) -> int:
-        for node in nodes:
-            node.start = start
-            start = self._span(node.children, start) if node.children else start + 1
-            node.end = start
-        return start
-
-    def _leaves(self, nodes: list[Node], levels: tuple[int, ...]) -> list[Node | None]:
-        """The leaves in order; one empty leaf for a side without levels (the whole cube)."""
-        out: list[Node | None] = []
-        stack = list(reversed(nodes))
-        while stack:
-            node = stack.pop()
-            if node.children:
-                stack.extend(reversed(node.children))
-            else:
-                out.append(node)
-        return out if levels else [None]
+            if not keep.all():
+                codes = [column[keep] for column in codes]
+                positions = np.flatnonzero(keep)
+        rows = len(codes[0]) if codes else 0
+        nodes = _SideBuilder(self.definition, levels, codes, positions, state).show(0, 0, 0, rows)
+        leaves = _Leaves()
+        _place(nodes, 0, leaves)
+        return nodes, leaves if levels else [None], cube
 
     def find(self, side: str, leaf: int, level: int) -> Node:
         """The node of `side` (left: at row `leaf`, top: at column) on display `level`."""
+        nodes: Sequence[Node]
         nodes, count = (self.left, len(self.rows)) if side == "L" else (self.top, len(self.columns))
         if not 0 <= leaf < count:
             raise RpcError(INVALID_PARAMETERS, "qRow" if side == "L" else "qCol", "no such cell")
         while nodes:
-            node = next(n for n in nodes if n.start <= leaf < n.end)
+            node = _meeting(nodes, leaf, leaf + 1)[0]
             if node.level == level:
                 return node
             nodes = node.children
@@ -326,9 +453,12 @@ class PivotView:
     def value(self, row: Node | None, column: Node | None) -> float:
         left = row.path if row is not None else ()
         top = column.path if column is not None else ()
-        measure = next(
-            (n.measure for n in (row, column) if n is not None and n.measure is not None), 0
-        )
+        if row is not None and row.measure is not None:
+            measure = row.measure
+        elif column is not None and column.measure is not None:
+            measure = column.measure
+        else:
+            measure = 0
         if not self.definition.measures:
             return float("nan")
         if row is not None and row.row >= 0 and not top and self._left_cube is not None:
@@ -349,11 +479,14 @@ class PivotView:
         elif node.kind == "T":
             text, number, elem = TOTAL_TEXT, float("nan"), -1
         else:
-            values = self.facts.values(self.field_of(side, node))
+            values = self._shown_values.get((side, node.level))
+            if values is None:
+                values = self.facts.values(self.field_of(side, node))
+                self._shown_values[side, node.level] = values
             elem = node.code
             text = values.texts[elem] if elem >= 0 else "-"
             number = float(values.numbers[elem]) if elem >= 0 else float("nan")
-        shown = [c for c in node.children if c.end > first and c.start < last]
+        shown = _meeting(node.children, first, last)
         return {
             "qText": text,
             "qElemNo": elem,
@@ -368,13 +501,12 @@ class PivotView:
             "qAttrDims": {"qValues": []},
         }
 
-    def _cells(self, side: str, nodes: list[Node], span: range) -> list[dict[str, Any]]:
+    def _cells(self, side: str, nodes: Sequence[Node], span: range) -> list[dict[str, Any]]:
         if not span:
             return []
         cells = [
             self._cell(side, n, span.start, span.stop)
-            for n in nodes
-            if n.end > span.start and n.start < span.stop
+            for n in _meeting(nodes, span.start, span.stop)
         ]
         _pad_to_depth(cells)
         return cells
@@ -384,19 +516,20 @@ class PivotView:
         rows, cols = page_area(page, len(self.rows), len(self.columns))
         if not rows or not cols:
             rows, cols = range(rows.start, rows.start), range(cols.start, cols.start)
+        columns = [self.columns[c] for c in cols]
+        column_totals = [n is not None and n.kind == "T" for n in columns]
         data = []
         for r in rows:
             line: list[dict[str, Any]] = []
             row = self.rows[r]
-            for c in cols:
-                column = self.columns[c]
+            row_total = row is not None and row.kind == "T"
+            for column, column_total in zip(columns, column_totals, strict=True):
                 value = self.value(row, column)
-                total = any(n is not None and n.kind == "T" for n in (row, column))
                 line.append(
                     {
                         "qNum": json_number(value),
-                        "qText": "-" if np.isnan(value) else value_text(value),
-                        "qType": "T" if total else "V",
+                        "qText": "-" if math.isnan(value) else value_text(value),
+                        "qType": "T" if row_total or column_total else "V",
                         "qAttrExps": {"qValues": []},
                     }
                 )
