@@ -382,15 +382,12 @@ def test_pages_of_a_wide_side_cross_its_regions_and_totals(qix_server: QixServer
     region_of = {c: regions[i // 1500] for i, c in enumerate(customers)}
     amount_of = {c: float(i % 97 + 1) for i, c in enumerate(customers)}
     rows = [c for c in customers for _ in range(2)]  # two rows each
-    app = qix_server.import_app(
-        {
-            "Sales": {
-                "Customer": list(rows),
-                "Region": [region_of[c] for c in rows],
-                "Amount": [amount_of[c] for c in rows],
-            }
-        }
-    )
+    sales: dict[str, list[object]] = {
+        "Customer": list(rows),
+        "Region": [region_of[c] for c in rows],
+        "Amount": [amount_of[c] for c in rows],
+    }
+    app = qix_server.import_app({"Sales": sales})
     props = pivot(["Region", "Customer"], ["Sum(Amount)"])
     props["qHyperCubeDef"]["qDimensions"][1]["qOtherTotalSpec"] = {"qTotalMode": "TOTAL_EXPR"}
     # The display's rows: each region's 1,500 customers, then its total.

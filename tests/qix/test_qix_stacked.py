@@ -97,3 +97,52 @@ def test_stack_data_of_other_cubes_is_an_error(qix: tuple[QixClient, int]) -> No
             "GetHyperCubeStackData", ["/qHyperCubeDef", [{"qTop": 0, "qHeight": 1}]], handle
         )
     assert caught.value.code == 8
+
+
+def test_stack_pages_hold_at_most_their_cells(qix_server: QixServer) -> None:
+    """A stacked layout's pages hold at most qMaxStackedCells measure cells (5,000 unless the
+    definition says), GetHyperCubeStackData's at most qMaxNbrCells (10,000): whole
+    first-dimension nodes while they fit, the first one cut when it alone holds more."""
+    customers = [f"c{i:04d}" for i in range(3000)]
+    region_of = {c: ["East", "North", "West"][i // 1000] for i, c in enumerate(customers)}
+    sales: dict[str, list[object]] = {
+        "Customer": list(customers),
+        "Region": [region_of[c] for c in customers],
+        "Amount": [float(i % 7) for i in range(3000)],
+    }
+    app = qix_server.import_app({"Sales": sales})
+    props = stacked(height=3)
+    measures = props["qHyperCubeDef"]["qMeasures"]
+    measures[1] = {"qDef": {"qDef": "Count(Amount)"}}
+    with QixClient(qix_server.ws_base + "/app/engineData") as client:
+        handle = client.handle_of("CreateSessionObject", [props], client.open_doc(app))
+        cube = client.result("GetLayout", [], handle)["qLayout"]["qHyperCube"]
+        assert cube["qSize"]["qcy"] == 3
+        page = cube["qStackedDataPages"][0]
+        root = page["qData"][0]
+        # 2 measures x 1,000 customers a region: two regions (4,000 cells) fit in 5,000.
+        assert [r["qText"] for r in root["qSubNodes"]] == ["East", "North"]
+        assert [len(r["qSubNodes"]) for r in root["qSubNodes"]] == [1000, 1000]
+        assert (page["qArea"]["qHeight"], root["qUp"], root["qDown"]) == (2, 0, 1)
+
+        def stack_data(top: int, height: int, *limit: object) -> dict[str, Any]:
+            page = {"qTop": top, "qLeft": 0, "qWidth": 4, "qHeight": height}
+            params = ["/qHyperCubeDef", [page], *limit]
+            pages = client.result("GetHyperCubeStackData", params, handle)["qDataPages"]
+            return dict(pages[0])
+
+        whole = stack_data(0, 3)["qData"][0]  # 6,000 cells within 10,000
+        assert [len(r["qSubNodes"]) for r in whole["qSubNodes"]] == [1000, 1000, 1000]
+        cut = stack_data(1, 2, 1000)  # North alone holds 2,000 cells: its first 500 customers
+        north = cut["qData"][0]["qSubNodes"]
+        assert [r["qText"] for r in north] == ["North"]
+        assert [c["qText"] for c in north[0]["qSubNodes"]] == customers[1000:1500]
+        assert cut["qArea"]["qHeight"] == 1
+        assert stack_data(0, 3, 0) == stack_data(0, 3)  # 0: the default, as the .NET SDK sends
+        with pytest.raises(QixError) as caught:
+            stack_data(0, 3, "many")
+        assert caught.value.code in (8, -32602)
+        props["qHyperCubeDef"]["qMaxStackedCells"] = 100_000
+        client.result("SetProperties", [props], handle)
+        cube = client.result("GetLayout", [], handle)["qLayout"]["qHyperCube"]
+        assert cube["qStackedDataPages"][0]["qArea"]["qHeight"] == 3

@@ -14,6 +14,7 @@ from assoc.server.qix.handles import ObjectTarget
 from assoc.server.qix.hypercube import HyperCubeView
 from assoc.server.qix.listobject import cube_by
 from assoc.server.qix.listsearch import ListSearch
+from assoc.server.qix.members import cell_limit
 from assoc.server.qix.methods import Answer, MethodTable
 from assoc.server.qix.object_api import (
     _cube_def,
@@ -32,6 +33,8 @@ from assoc.server.qix.stacked import stack_page
 from assoc.server.qix.states import InState
 
 CUBE_METHODS = MethodTable("GenericObject")
+# The measure cells of a GetHyperCubeStackData page unless its qMaxNbrCells says (Qlik's default).
+MAX_STACK_CELLS = 10_000
 
 
 def _key(path: str) -> str:
@@ -187,16 +190,18 @@ def get_hypercube_pivot_data(s: SessionState, target: ObjectTarget, args: dict[s
     return Answer({"qDataPages": [view.pivot_page(p) for p in pages]})
 
 
-@CUBE_METHODS.method("GetHyperCubeStackData", defaults={"qMaxNbrCells": 10000})
+@CUBE_METHODS.method("GetHyperCubeStackData", defaults={"qMaxNbrCells": MAX_STACK_CELLS})
 def get_hypercube_stack_data(s: SessionState, target: ObjectTarget, args: dict[str, Any]) -> Answer:
     """NxStackPages of a stacked cube (qMode K): each page's first-dimension nodes
-    (qTop, qHeight) with the nodes and measure leaves under them."""
+    (qTop, qHeight) with the nodes and measure leaves under them, as many nodes as hold at
+    most qMaxNbrCells measure cells."""
     definition = _cube_def(target, args["qPath"])
     if definition.mode != "K":
         raise RpcError(INVALID_PARAMETERS, args["qPath"], "not a stacked hypercube (qMode K)")
     pages = parse_pages(args["qPages"])
+    max_cells = cell_limit(args["qMaxNbrCells"], "qMaxNbrCells", MAX_STACK_CELLS)
     view = HyperCubeView(definition, target.doc.facts, _selections(target, definition))
-    return Answer({"qDataPages": [stack_page(view, p) for p in pages]})
+    return Answer({"qDataPages": [stack_page(view, p, max_cells) for p in pages]})
 
 
 def _expansion(side: str, expand: bool) -> None:

@@ -27,7 +27,13 @@ from assoc.server.qix.listobject import (
     sort_criteria,
     unknown_state,
 )
-from assoc.server.qix.members import flag, member_object, member_objects, string_list
+from assoc.server.qix.members import (
+    cell_limit,
+    flag,
+    member_object,
+    member_objects,
+    string_list,
+)
 from assoc.server.qix.pages import Page, data_page, page_area, parse_pages
 from assoc.server.qix.pivot import PivotState, PivotView, leaf_dims, pivot_cube
 from assoc.server.qix.rpc import (
@@ -43,6 +49,8 @@ from assoc.server.qix.stacked import outer_size, stack_page
 from assoc.server.qix.states import InState, state_name
 
 NO_OTHERS = OtherSpec()
+# The measure cells of a stacked (qMode K) cube's initial pages, unless qMaxStackedCells says.
+MAX_STACKED_CELLS = 5000
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,7 @@ class HyperCubeDef:
     totals_above: bool = False
     state_name: str = ""  # qStateName ("" = the object's state)
     calc_condition: tuple[str, str] | None = None  # (condition, message)
+    max_stacked_cells: int = MAX_STACKED_CELLS  # qMaxStackedCells: a stacked layout's cells
 
     @property
     def engine_measures(self) -> list[str]:
@@ -218,6 +227,7 @@ class HyperCubeDef:
             flag(raw, "qShowTotalsAbove"),
             state_name(raw.get("qStateName")),
             calc_condition(raw),
+            cell_limit(raw.get("qMaxStackedCells"), "qMaxStackedCells", MAX_STACKED_CELLS),
         )
 
     def sort(self) -> list[tuple[str, str]]:
@@ -721,7 +731,9 @@ class HyperCubeView:
         if d.mode == "K":
             layout.update(
                 qMode="K",
-                qStackedDataPages=[stack_page(self, p) for p in d.initial_pages],
+                qStackedDataPages=[
+                    stack_page(self, p, d.max_stacked_cells) for p in d.initial_pages
+                ],
                 qSize={"qcx": self.width, "qcy": outer_size(self)},
                 qEffectiveInterColumnSortOrder=list(range(len(d.dimensions))),
             )

@@ -16,6 +16,15 @@ def flag(raw: dict[str, Any], name: str) -> bool:
     return value
 
 
+def cell_limit(raw: Any, name: str, default: int) -> int:
+    """A positive cell count (absent, 0 or below: `default`, as the .NET SDK's 0 means)."""
+    if raw is None:
+        return default
+    if not isinstance(raw, int) or isinstance(raw, bool):
+        raise RpcError(INVALID_PARAMETERS, name, "must be an integer")
+    return raw if raw > 0 else default
+
+
 def member_object(raw: Any, name: str) -> dict[str, Any]:
     """An object member (absent: empty)."""
     if raw is None:

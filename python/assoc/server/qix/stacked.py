@@ -74,36 +74,54 @@ def _stack(node: dict[str, Any]) -> tuple[float, float]:
     return positive, negative
 
 
-def _tree(view: HyperCubeView) -> _Tree:
-    """The rows grouped by each dimension in turn, groups in the order the cube sorts."""
+def _tree(view: HyperCubeView, rows: np.ndarray) -> _Tree:
+    """The cube's `rows` grouped by each dimension in turn, groups in the order the cube
+    sorts."""
     root: _Tree = {}
-    index = view.rows if view.rows is not None else np.arange(len(view))
-    columns = [c[index].tolist() for c in view.codes]
-    for i, row in enumerate(index.tolist()):
+    columns = [c[rows].tolist() for c in view.codes]
+    for i, row in enumerate(rows.tolist()):
         level = root
         for column in columns:
-            children, rows = level.setdefault(column[i], ({}, []))
-            rows.append(row)
+            children, under = level.setdefault(column[i], ({}, []))
+            under.append(row)
             level = children
     return root
+
+
+def _shown_rows(view: HyperCubeView) -> np.ndarray:
+    return view.rows if view.rows is not None else np.arange(len(view))
 
 
 def outer_size(view: HyperCubeView) -> int:
     """How many nodes the first dimension has (what stack pages page over)."""
     if view.error is not None or not view.codes:
         return 0
-    return len(_tree(view))
+    return len(np.unique(view.codes[0][_shown_rows(view)]))
 
 
-def stack_page(view: HyperCubeView, page: Page) -> dict[str, Any]:
+def stack_page(view: HyperCubeView, page: Page, max_cells: int) -> dict[str, Any]:
     """NxStackPage: the root node with the first dimension's nodes `page.top` … (qHeight of
-    them) and everything under them."""
+    them) and everything under them, as many of those nodes as hold at most `max_cells`
+    measure cells (at least the first, cut at that many cells)."""
     if view.error is not None or not view.codes:
         return {"qData": [], "qArea": _EMPTY_AREA}
-    tree = _tree(view)
-    outer = list(tree.items())
-    top = min(page.top, len(outer))
-    chosen = outer[top : top + page.height]
+    shown = _shown_rows(view)
+    # Each row's first-dimension node, numbered in the order the cube first shows them.
+    codes, first_at, node_of = np.unique(
+        view.codes[0][shown], return_index=True, return_inverse=True
+    )
+    number = np.empty(len(codes), dtype=np.int64)
+    number[np.argsort(first_at, kind="stable")] = np.arange(len(codes))
+    node_of = number[node_of.reshape(-1)]
+    top = min(page.top, len(codes))
+    end = min(top + page.height, len(codes))
+    in_page = (node_of >= top) & (node_of < end)
+    per_cell = max(1, len(view.arrays))
+    cells = np.cumsum(np.bincount(node_of[in_page] - top, minlength=end - top) * per_cell)
+    taken = max(1, int(np.searchsorted(cells, max_cells, side="right"))) if end > top else 0
+    rows = np.flatnonzero(in_page & (node_of < top + taken))[: max(1, max_cells // per_cell)]
+    tree = _tree(view, shown[rows])
+    chosen = list(tree.items())
     counter = [0]
 
     def build(level: int, code: int, children: _Tree, rows: list[int]) -> dict[str, Any]:
@@ -124,7 +142,7 @@ def stack_page(view: HyperCubeView, page: Page) -> dict[str, Any]:
         "qType": "R",
         "qRow": 0,
         "qUp": top,
-        "qDown": len(outer) - top - len(chosen),
+        "qDown": len(codes) - top - len(chosen),
         "qSubNodes": [build(0, c, children, rows) for c, (children, rows) in chosen],
     }
     _stack(root)
