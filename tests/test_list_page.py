@@ -8,9 +8,11 @@ import functools
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 import assoc
+from assoc.field_order import state_counts
 
 pa = pytest.importorskip("pyarrow")
 pl = pytest.importorskip("polars")
@@ -119,6 +121,42 @@ def test_sort_and_paging_match_the_rules(seed: int) -> None:
         assert (part.top, part.size) == (top, len(order))
         assert page_rows(part) == whole[top : top + height]
         assert s.list_page("F", len(order) + 5, 3, sort=sort).num_rows == 0
+
+
+def test_a_field_asked_in_many_orders_keeps_the_latest_right() -> None:
+    """A field keeps its latest sort orders for the next layout; asked in eight orders and
+    then again backwards (the oldest no longer kept), each page follows its own rules."""
+    rng = random.Random(7)
+    pool: list[Any] = ["x", "X", "Äb", "ab", 3, 12, 2.5, -1, "7", assoc.Dual(4, "four")]
+    values = [rng.choice(pool) if i % 3 else f"v{rng.randrange(500)}" for i in range(400)]
+    app = assoc.App.from_tables({"T": {"F": values}})
+    symbols = app.symbols("F")
+    texts = [v.text if isinstance(v, assoc.Dual) else str(v) for v in symbols]
+    texts = [t[:-2] if t.endswith(".0") else t for t in texts]
+    numbers = [
+        None if isinstance(v, str) else float(v.number if isinstance(v, assoc.Dual) else v)
+        for v in symbols
+    ]
+    sorts = [
+        {"numeric": n, "ascii": a, "load": load}
+        for n in (1, -1)
+        for a in (1, 0)
+        for load in (1, -1)
+    ]
+    with app.session() as s:
+        for sort in [*sorts, *reversed(sorts), sorts[0]]:
+            order = expected_order(texts, numbers, ["O"] * len(symbols), sort)
+            assert [r[1] for r in page_rows(s.list_page("F", sort=sort))] == order, sort
+
+
+@pytest.mark.parametrize("size", [0, 7, 65_536, 200_001])
+def test_state_counts_of_short_and_long_fields(size: int) -> None:
+    """A list's qStateCounts: how many values are in each state, whatever the field's size
+    (long fields count state by state)."""
+    states = np.random.default_rng(size).integers(0, 5, size).astype(np.int8)
+    counts = state_counts(states)
+    assert counts == [int((states == code).sum()) for code in range(5)]
+    assert sum(counts) == size
 
 
 def test_numbers_duals_and_consumers(app: assoc.App) -> None:

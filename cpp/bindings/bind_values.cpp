@@ -296,6 +296,33 @@ void bind_values(py::module_& m) {
       "dimension's cell (codes, states, prefixes: as cells_json writes it, `null_state` for NULL)\n"
       "or a measure's (its values: as measure_cells_json writes it).");
   m.def(
+      "distinct_codes",
+      [](const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& codes, std::size_t size) {
+        const auto n = static_cast<std::size_t>(codes.size());
+        const std::int64_t* c = codes.data();
+        std::size_t distinct = 0;
+        bool negative = false;
+        {
+          py::gil_scoped_release release;
+          std::vector<std::uint64_t> seen((size + 63) / 64, 0);
+          for (std::size_t i = 0; i < n; ++i) {
+            const std::int64_t code = c[i];
+            if (code < 0) {
+              negative = true;
+              continue;
+            }
+            const auto word = static_cast<std::size_t>(code) >> 6;
+            if (word >= seen.size()) seen.resize(word + 1, 0);  // `size` was only a hint
+            seen[word] |= std::uint64_t{1} << (code & 63);
+          }
+          for (const std::uint64_t w : seen) distinct += static_cast<std::size_t>(__builtin_popcountll(w));
+        }
+        return distinct + (negative ? 1 : 0);
+      },
+      py::arg("codes"), py::arg("size"),
+      "How many distinct codes `codes` holds, the negative ones (NULL, Others) counting as one;\n"
+      "`size`, the number of values they index, sizes the bitmap.");
+  m.def(
       "number_facts",
       [](const py::array_t<double, py::array::c_style | py::array::forcecast>& values, std::size_t first) {
         const auto n = static_cast<std::size_t>(values.size());

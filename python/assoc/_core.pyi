@@ -586,6 +586,14 @@ class Interpretation(metaclass=_pybind11_type):
         A day number in a date/time format (DateFormat without one).
         """
 
+def distinct_codes(
+    codes: numpy.typing.ArrayLike, size: typing.SupportsInt | typing.SupportsIndex
+) -> int:
+    """
+    How many distinct codes `codes` holds, the negative ones (NULL, Others) counting as one;
+    `size`, the number of values they index, sizes the bitmap.
+    """
+
 def number_facts(
     values: numpy.typing.ArrayLike, first: typing.SupportsInt | typing.SupportsIndex
 ) -> tuple[int, float, float, int]:

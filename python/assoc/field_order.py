@@ -16,8 +16,9 @@ T = TypeVar("T")
 # State codes, in the order a sort by state ranks them.
 SELECTED, OPTION, ALTERNATIVE, SELECTED_EXCLUDED, EXCLUDED = range(5)
 STATE_NAMES = ("S", "O", "A", "XS", "X")
-# Fields with more values compute each sort order when asked rather than keeping it.
-CACHED_ORDERS_MAX = 100_000
+# The sort orders a field's values keep, the latest asked (a list asks for the same one on
+# every layout; a field is seldom shown in more than one or two).
+KEPT_ORDERS = 4
 
 
 def value_text(value: Any) -> str:
@@ -92,8 +93,8 @@ class FieldOrder:
 
     def sort_order(self, numeric_ascii: tuple[int, int], load: int) -> np.ndarray:
         """Symbol indexes sorted by number (numbers before texts), then text, then load order,
-        each direction 1, -1 or 0 (not a key); read-only. Kept for fields of at most
-        CACHED_ORDERS_MAX values (a list asks for the same order on every layout)."""
+        each direction 1, -1 or 0 (not a key); read-only. The last KEPT_ORDERS asked are
+        kept: sorting a field of a million values takes a tenth of a second."""
         key = (*numeric_ascii, load)
         order = self._orders.get(key)
         if order is not None:
@@ -108,8 +109,10 @@ class FieldOrder:
         keys.append(np.arange(len(self), dtype=np.int64) * load)
         order = np.lexsort(tuple(reversed(keys)))
         order.flags.writeable = False
-        if len(self) <= CACHED_ORDERS_MAX:
-            self._orders[key] = order
+        kept = list(self._orders)  # one step under the GIL: other threads may sort too
+        for old in kept[: max(0, len(kept) - KEPT_ORDERS + 1)]:
+            self._orders.pop(old, None)
+        self._orders[key] = order
         return order
 
 
@@ -123,6 +126,15 @@ def value_states(session: StateSource, field: str, show_alternatives: bool) -> n
     """The state code of each of a field's values in a session, in symbol order (one engine
     call: Session.state_codes)."""
     return session.state_codes(field, show_alternatives)
+
+
+def state_counts(states: np.ndarray) -> list[int]:
+    """How many of a field's values are in each state, in STATE_NAMES' order. A count per
+    state over a long array: bincount converts every code to a machine word first (5 ms a
+    million values, against 0.5 ms)."""
+    if len(states) <= 65_536:
+        return [int(c) for c in np.bincount(states, minlength=len(STATE_NAMES))]
+    return [int(np.count_nonzero(states == code)) for code in range(len(STATE_NAMES))]
 
 
 def display_order(

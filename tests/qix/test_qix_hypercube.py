@@ -81,6 +81,32 @@ def test_rows_totals_and_infos(qix: QixClient) -> None:
     assert info["qCardinal"] == len(set(CUSTOMERS["Region"]))
 
 
+def test_hypercube_cardinal_counts_the_values_the_cube_holds(qix: QixClient) -> None:
+    """qCardinalities.qHypercubeCardinal: a dimension's distinct values among the cube's rows
+    (NULL, d's region, counts as one), which a selection narrows; qCardinal stays the
+    field's."""
+    props = cube_props()
+    props["qHyperCubeDef"]["qDimensions"].append({"qDef": {"qFieldDefs": ["Customer"]}})
+    obj = qix.handle_of("CreateSessionObject", [props], 1)
+
+    def cardinals() -> list[tuple[int, int]]:
+        cube = qix.result("GetLayout", [], obj)["qLayout"]["qHyperCube"]
+        return [
+            (i["qCardinalities"]["qHypercubeCardinal"], i["qCardinal"])
+            for i in cube["qDimensionInfo"]
+        ]
+
+    regions, customers = set(CUSTOMERS["Region"]), set(CUSTOMERS["Customer"] + ORDERS["Customer"])
+    assert cardinals() == [(len(regions) + 1, len(regions)), (len(customers), len(customers))]
+    listbox = {"qInfo": {"qType": "lb"}, "qListObjectDef": {"qDef": {"qFieldDefs": ["Region"]}}}
+    lb = qix.handle_of("CreateSessionObject", [listbox], 1)
+    north = symbols("Region").index("North")
+    qix.result("SelectListObjectValues", ["/qListObjectDef", [north], False], lb)
+    of_north = [c for c, r in zip(*CUSTOMERS.values(), strict=True) if r == "North"]
+    assert cardinals() == [(1, len(regions)), (len(of_north), len(customers))]
+    qix.result("ClearAll", [], 1)
+
+
 def test_suppression(qix: QixClient) -> None:
     regions = sorted(set(CUSTOMERS["Region"]))
     missing = layout_of(qix, cube_props(qSuppressMissing=True))

@@ -10,7 +10,15 @@ import numpy as np
 
 import assoc
 from assoc import _core
-from assoc.field_order import EXCLUDED, OPTION, SELECTED, STATE_NAMES, value_states, value_text
+from assoc.field_order import (
+    EXCLUDED,
+    OPTION,
+    SELECTED,
+    STATE_NAMES,
+    state_counts,
+    value_states,
+    value_text,
+)
 from assoc.server.qix.cubeextras import (
     OTHERS_CODE,
     TOTAL_CODE,
@@ -325,14 +333,6 @@ def measure_cell(value: float, state: str = "L") -> dict[str, Any]:
 def measure_cells_json(values: np.ndarray | list[float]) -> list[str]:
     """encode_json(measure_cell(v)) of each value, made by the engine: a page has thousands."""
     return _core.measure_cells_json(np.asarray(values, dtype=np.float64))
-
-
-def _distinct(codes: np.ndarray, size: int) -> int:
-    """How many distinct codes (-1, NULL, counts as one) a column holds: a count per symbol
-    rather than a sort or a hash of the whole column (seconds on millions of rows)."""
-    present = codes[codes >= 0]
-    seen = int(np.count_nonzero(np.bincount(present, minlength=size)))
-    return seen + int(present.size < codes.size)
 
 
 class HyperCubeView:
@@ -749,7 +749,7 @@ class HyperCubeView:
                 "tags": [],
                 "is_numeric": bool(values.is_numeric.all()) and len(values) > 0,
             }
-            counts = np.bincount(states, minlength=len(STATE_NAMES))
+            counts = state_counts(states)
             direction = dim.criteria.get("qSortByNumeric") or dim.criteria.get("qSortByAscii") or 0
             layout["qDimensionInfo"].append(
                 {
@@ -782,7 +782,7 @@ class HyperCubeView:
                     "qReverseSort": dim.reverse,
                     "qCardinalities": {
                         "qCardinal": f["cardinal"],
-                        "qHypercubeCardinal": _distinct(
+                        "qHypercubeCardinal": _core.distinct_codes(
                             self.base_codes[len(layout["qDimensionInfo"])], len(values)
                         ),
                         "qAllValuesCardinal": -1,

@@ -15,8 +15,8 @@ from assoc.field_order import (
     OPTION,
     SELECTED,
     SELECTED_EXCLUDED,
-    STATE_NAMES,
     display_order,
+    state_counts,
     value_states,
 )
 from assoc.server.qix.facts import AppFacts, FieldValues
@@ -184,7 +184,7 @@ class ListObjectView:
             size = 0
         else:
             f = self.facts.fields[d.field]
-            counts = np.bincount(self.states, minlength=len(STATE_NAMES))
+            counts = state_counts(self.states)
             size = len(self.order)
             direction = d.criteria.get("qSortByAscii") or d.criteria.get("qSortByNumeric") or 0
             info.update(
