@@ -14,6 +14,8 @@ comparisons.
 from __future__ import annotations
 
 import re
+import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -111,14 +113,122 @@ class ListSearch:
                     else:
                         keep &= numbers <= bound
             return keep
-        if "*" in text or "?" in text:
-            matches = Wildcard(text).matches
-            return np.fromiter((matches(t) for t in values.texts), dtype=bool, count=len(values))
-        # A word starts where no letter or digit comes before it; literal pieces only, so
-        # each look-up is a linear scan.
-        words = [re.compile(r"(?<!\w)" + re.escape(w)) for w in fold(text).split()]
-        return np.fromiter(
-            (all(w.search(folded) for w in words) for folded in map(fold, values.texts)),
-            dtype=bool,
-            count=len(values),
+        return _index_of(values).mask(text)
+
+
+# The character each value follows in a field's joined texts (a literal search without it
+# cannot match across two values).
+_SEPARATOR = "\x00"
+_KEPT_MASKS = 8  # the last text searches' masks each field keeps (layouts and pages reread)
+
+
+class _SearchIndex:
+    """A field's texts as text searches read them: folded to lower case and joined, each
+    after a separator, so that a literal is found in every value by one scan in C; and the
+    masks of the latest searches (each layout and page of a list being searched rereads its
+    search's)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self._masks: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+        self.joined: str | None = None  # None: a text holds the separator, matched one by one
+        self.starts = np.zeros(0, dtype=np.int64)
+        joined = _SEPARATOR + _SEPARATOR.join(texts) + _SEPARATOR
+        if joined.count(_SEPARATOR) != len(texts) + 1:
+            return
+        # Lower case of the whole is each value's when no character changed its length (the
+        # separator, neither cased nor case-ignorable, stands as a value's end would).
+        lowered = joined.lower()
+        if len(lowered) != len(joined):
+            lowered = _SEPARATOR + _SEPARATOR.join(map(fold, texts)) + _SEPARATOR
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        self.starts = np.cumsum(lengths + 1) - lengths  # value i's first character
+        self.joined = lowered
+
+    def mask(self, text: str) -> np.ndarray:
+        """The values a word or wildcard search matches (read-only)."""
+        with self._lock:
+            found = self._masks.get(text)
+        if found is not None:
+            return found
+        found = self._wildcard(text) if "*" in text or "?" in text else self._words(text)
+        found.flags.writeable = False
+        with self._lock:
+            for old in list(self._masks)[: max(0, len(self._masks) - _KEPT_MASKS + 1)]:
+                del self._masks[old]
+            self._masks[text] = found
+        return found
+
+    def _values_at(self, pattern: re.Pattern[str]) -> np.ndarray:
+        """The values holding a match of `pattern` (a literal, maybe with a look-behind)."""
+        assert self.joined is not None
+        at = np.fromiter((m.start() for m in pattern.finditer(self.joined)), dtype=np.int64)
+        out = np.zeros(len(self.texts), dtype=bool)
+        out[np.searchsorted(self.starts, at, side="right") - 1] = True
+        return out
+
+    def _words(self, text: str) -> np.ndarray:
+        """Every word of `text` starts a word of the value (where no letter or digit comes
+        before it); literal pieces only, so each look-up is a linear scan."""
+        words = fold(text).split()
+        if self.joined is None or any(_SEPARATOR in w for w in words):
+            starts = [re.compile(r"(?<!\w)" + re.escape(w)) for w in words]
+            return np.fromiter(
+                (all(w.search(folded) for w in starts) for folded in map(fold, self.texts)),
+                dtype=bool,
+                count=len(self.texts),
+            )
+        out = np.ones(len(self.texts), dtype=bool)
+        for word in words:
+            # The word, then a look back past it: a literal first lets the scan skip ahead.
+            literal = re.escape(word)
+            out &= self._values_at(re.compile(literal + r"(?<!\w" + literal + ")"))
+        return out
+
+    def _wildcard(self, text: str) -> np.ndarray:
+        """The whole value matches the pattern (wildcard.py). Values are first narrowed to
+        those holding its longest literal piece (at their start or end when it is the first
+        or last), then each of them is matched."""
+        matches = Wildcard(text).matches
+        pieces = fold(text).split("*")
+        if not any(pieces):  # `*`: every value
+            return np.ones(len(self.texts), dtype=bool)
+        if "?" in text:  # its literal parts, none anchored
+            anchored = [part for piece in pieces for part in piece.split("?")]
+        elif len(pieces) == 1:
+            anchored = [_SEPARATOR + pieces[0] + _SEPARATOR]
+        else:
+            anchored = [_SEPARATOR + pieces[0], *pieces[1:-1], pieces[-1] + _SEPARATOR]
+        # The longest part, anchored when it can be (one the separator alone would find
+        # every value).
+        literal = max(anchored, key=lambda piece: (len(piece.strip(_SEPARATOR)), len(piece)))
+        if self.joined is None or _SEPARATOR in text or not literal:
+            return np.fromiter((matches(t) for t in self.texts), dtype=bool, count=len(self.texts))
+        # A match's position is that of its first character: past the separator it starts with.
+        lead = 1 if literal.startswith(_SEPARATOR) else 0
+        assert self.joined is not None
+        at = np.fromiter(
+            (m.start() + lead for m in re.finditer(re.escape(literal), self.joined)),
+            dtype=np.int64,
         )
+        out = np.zeros(len(self.texts), dtype=bool)
+        candidates = np.unique(np.searchsorted(self.starts, at, side="right") - 1)
+        texts = self.texts
+        out[candidates] = [matches(texts[i]) for i in candidates.tolist()]
+        return out
+
+
+_INDEXES: weakref.WeakKeyDictionary[FieldValues, _SearchIndex] = weakref.WeakKeyDictionary()
+_INDEXES_LOCK = threading.Lock()
+
+
+def _index_of(values: FieldValues) -> _SearchIndex:
+    """The field's search index, made on its first text search and kept with its values."""
+    with _INDEXES_LOCK:
+        index = _INDEXES.get(values)
+    if index is None:
+        index = _SearchIndex(values.texts)
+        with _INDEXES_LOCK:
+            index = _INDEXES.setdefault(values, index)
+    return index
