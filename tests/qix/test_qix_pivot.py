@@ -435,3 +435,37 @@ def test_pages_of_a_wide_side_cross_its_regions_and_totals(qix_server: QixServer
         page = hypercube(qix, obj)["qPivotDataPages"][0]
         assert left_texts(page["qLeft"]) == [["North", picked], ["North", "Totals"]]
         assert numbers(page) == [[2 * amount_of[picked]], [2 * amount_of[picked]]]
+
+
+def test_cells_of_a_wide_top_side_read_their_rows(qix_server: QixServer) -> None:
+    """Customer on top, 3,000 of them, by region on the left: a page far along the columns
+    reads each cell's row of the (Region, Customer) cube, and a customer with no row in a
+    region is a NULL cell."""
+    regions = ["East", "North", "West"]
+    customers = [f"c{i:04d}" for i in range(3000)]
+    # Each customer buys in one or two regions.
+    pairs = [(regions[i % 3], c) for i, c in enumerate(customers)]
+    pairs += [(regions[(i + 1) % 3], c) for i, c in enumerate(customers) if i % 4 == 0]
+    sales: dict[str, list[object]] = {
+        "Region": [r for r, _ in pairs],
+        "Customer": [c for _, c in pairs],
+        "Amount": [float(len(c) + i % 5) for i, (_, c) in enumerate(pairs)],
+    }
+    amount = {(r, c): a for r, c, a in zip(*sales.values(), strict=True)}
+    app = qix_server.import_app({"Sales": sales})
+    props = pivot(["Region", "Customer"], ["Sum(Amount)"], qNoOfLeftDims=1)
+    with QixClient(qix_server.ws_base + "/app/engineData") as qix:
+        qix.open_doc(app)
+        obj = qix.handle_of("CreateSessionObject", [props], 1)
+        qix.result("ExpandTop", ["/qHyperCubeDef", 0, 0, True], obj)
+        left, width = 2000, 40
+        page = qix.result(
+            "GetHyperCubePivotData",
+            ["/qHyperCubeDef", [{"qTop": 0, "qLeft": left, "qWidth": width, "qHeight": 3}]],
+            obj,
+        )["qDataPages"][0]
+        assert [n["qText"] for n in page["qLeft"]] == regions
+        shown = [n["qText"] for n in page["qTop"]]
+        assert shown == customers[left : left + width]
+        want = [[amount.get((r, c), "NaN") for c in shown] for r in regions]
+        assert numbers(page) == want

@@ -375,7 +375,10 @@ class PivotView:
         d = definition
         self.left_dims = [c for c in d.left if c != PSEUDO]
         self.top_dims = [c for c in d.top if c != PSEUDO]
-        self._cubes: dict[tuple[int, int], tuple[dict[tuple[int, ...], int], list[Any]]] = {}
+        # The cubes cells read, by how many left and top dimensions: codes and measures; the
+        # index of the rows the page being made reads.
+        self._cubes: dict[tuple[int, int], tuple[list[np.ndarray], list[np.ndarray]]] = {}
+        self._indexes: dict[tuple[int, int], dict[tuple[int, ...], int]] = {}
         # The left side's cube: a cell of its deepest nodes without a top dimension is a row
         # of it (no index of the cube's rows is made for such cells); its measures read once
         # a page shows such a cell.
@@ -436,21 +439,50 @@ class PivotView:
 
     # ---- cells ---------------------------------------------------------------------------
 
-    def _values(self, a: int, b: int) -> tuple[dict[tuple[int, ...], int], list[Any]]:
-        """The cube of the first `a` left and `b` top dimensions: row by codes, measures."""
+    def _columns(self, a: int, b: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """The cube of the first `a` left and `b` top dimensions: its codes, its measures."""
         found = self._cubes.get((a, b))
         if found is None:
             cube = self._cube(self.left_dims[:a] + self.top_dims[:b], top=b)
             width = a + b
             codes = [cube.codes(i) for i in range(width)]
-            keys = zip(*(c.tolist() for c in codes), strict=True) if width else iter([()])
-            index = {key: row for row, key in enumerate(keys)}
             arrays = [cube.array(width + m) for m in range(len(self.definition.measures))]
-            found = (index, arrays)
-            self._cubes[(a, b)] = found
+            found = self._cubes[(a, b)] = (codes, arrays)
         return found
 
+    def _index(self, a: int, b: int, keys: set[tuple[int, ...]]) -> dict[tuple[int, ...], int]:
+        """The rows of the (a, b) cube by their codes, for the rows whose codes `keys` could
+        name (a page's cells: the cube may hold millions of rows, a page a few thousand)."""
+        codes, _ = self._columns(a, b)
+        if not codes:
+            return {(): 0}
+        if len(codes[0]) <= 4 * len(keys) + 1024:  # a small cube: every row
+            found = zip(*(column.tolist() for column in codes), strict=True)
+            return {key: row for row, key in enumerate(found)}
+        keep = np.ones(len(codes[0]), dtype=bool)
+        for i, column in enumerate(codes):
+            keep &= np.isin(column, np.fromiter({key[i] for key in keys}, dtype=np.int64))
+        rows = np.flatnonzero(keep)
+        found = zip(*(column[rows].tolist() for column in codes), strict=True)
+        return {key: row for row, key in zip(rows.tolist(), found, strict=True)}
+
+    def _from_left_cube(self, row: Node | None, top: tuple[int, ...]) -> bool:
+        """Whether a cell is a row of the left side's cube (no index of the cubes needed)."""
+        return row is not None and row.row >= 0 and not top and self._left_cube is not None
+
+    def _prepare(self, rows: list[Node | None], columns: list[Node | None]) -> None:
+        """The indexes of the cubes the cells of these rows and columns read."""
+        wanted: dict[tuple[int, int], set[tuple[int, ...]]] = {}
+        for row in rows:
+            left = row.path if row is not None else ()
+            for column in columns:
+                top = column.path if column is not None else ()
+                if not self._from_left_cube(row, top):
+                    wanted.setdefault((len(left), len(top)), set()).add((*left, *top))
+        self._indexes = {ab: self._index(*ab, keys) for ab, keys in wanted.items()}
+
     def value(self, row: Node | None, column: Node | None) -> float:
+        """A cell's value (its cube's index made by `_prepare`)."""
         left = row.path if row is not None else ()
         top = column.path if column is not None else ()
         if row is not None and row.measure is not None:
@@ -461,13 +493,15 @@ class PivotView:
             measure = 0
         if not self.definition.measures:
             return float("nan")
-        if row is not None and row.row >= 0 and not top and self._left_cube is not None:
+        if self._from_left_cube(row, top):
+            assert row is not None
+            assert self._left_cube is not None
             values = self._left_values.get(measure)
             if values is None:
                 values = self._left_values[measure] = self._left_cube.array(len(left) + measure)
             return float(values[row.row])
-        index, arrays = self._values(len(left), len(top))
-        found = index.get((*left, *top))
+        _, arrays = self._columns(len(left), len(top))
+        found = self._indexes[(len(left), len(top))].get((*left, *top))
         return float("nan") if found is None else float(arrays[measure][found])
 
     # ---- answers -------------------------------------------------------------------------
@@ -518,10 +552,12 @@ class PivotView:
             rows, cols = range(rows.start, rows.start), range(cols.start, cols.start)
         columns = [self.columns[c] for c in cols]
         column_totals = [n is not None and n.kind == "T" for n in columns]
+        shown = [self.rows[r] for r in rows]
+        if self.definition.measures:
+            self._prepare(shown, columns)
         data = []
-        for r in rows:
+        for row in shown:
             line: list[dict[str, Any]] = []
-            row = self.rows[r]
             row_total = row is not None and row.kind == "T"
             for column, column_total in zip(columns, column_totals, strict=True):
                 value = self.value(row, column)
