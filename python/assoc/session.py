@@ -223,7 +223,10 @@ class Session:
         False (and nothing changes) when the field is locked. `search`: the search text that
         found these values, which GetFieldSelections and the current selections then show
         (until the field's selection changes otherwise)."""
-        codes = [int(i) for i in indices]
+        if isinstance(indices, np.ndarray) and indices.dtype.kind in "iu":
+            codes = indices.astype(np.int64).tolist()  # a selection of a million values
+        else:
+            codes = [int(i) for i in indices]
         if search is not None and not isinstance(search, str):
             raise _core.Error("search must be the search text (str) or None")
         self._field(field)

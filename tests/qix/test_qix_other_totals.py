@@ -283,3 +283,67 @@ def test_attribute_dimensions(qix: tuple[QixClient, int]) -> None:
     assert info[0]["qCardinal"] == len(set(CUSTOMERS["Region"]))
     props["qHyperCubeDef"]["qDimensions"][0]["qAttributeDimensions"] = [{"qDef": "Nothing"}]
     assert cube_layout(client, doc, props)["qError"]["qErrorCode"] == 7000
+
+
+def test_others_and_attribute_dimensions_of_thousands_of_values(qix_server: QixServer) -> None:
+    """5,000 customers in 4 regions: the top 3 of each region, an Others row per region (its
+    sum over the region's other customers) and a totals row per region; a page far down reads
+    each row's region as its attribute dimension."""
+    regions = ["East", "North", "South", "West"]
+    customers = [f"c{i:04d}" for i in range(5000)]
+    region_of = {c: regions[i % 4] for i, c in enumerate(customers)}
+    amount_of = {c: float((i * 7919) % 5000) for i, c in enumerate(customers)}  # distinct
+    sales: dict[str, list[object]] = {
+        "Region": [region_of[c] for c in customers],
+        "Customer": list(customers),
+        "Amount": [amount_of[c] for c in customers],
+    }
+    app = qix_server.import_app({"Sales": sales})
+    customer_dim: dict[str, Any] = {
+        "qDef": {"qFieldDefs": ["Customer"]},
+        "qOtherTotalSpec": {
+            "qOtherMode": "OTHER_COUNTED",
+            "qOtherCounted": "3",
+            "qTotalMode": "TOTAL_EXPR",  # a totals row after each region's rows
+        },
+    }
+    region_dim = {"qDef": {"qFieldDefs": ["Region"], "qSortCriterias": [{"qSortByAscii": 1}]}}
+    props = {
+        "qInfo": {"qType": "table"},
+        "qHyperCubeDef": {
+            "qDimensions": [region_dim, customer_dim],
+            "qMeasures": [{"qDef": {"qDef": "Sum(Amount)"}, "qSortBy": {"qSortByNumeric": -1}}],
+            "qInterColumnSortOrder": [0, 2, 1],
+            "qInitialDataFetch": [{"qTop": 0, "qLeft": 0, "qWidth": 3, "qHeight": 100}],
+        },
+    }
+    with QixClient(qix_server.ws_base + "/app/engineData") as client:
+        doc = client.open_doc(app)
+        rows = cube_layout(client, doc, props)["qDataPages"][0]["qMatrix"]
+        want: list[list[Any]] = []
+        for region in regions:
+            ranked = sorted((c for c in customers if region_of[c] == region), key=amount_of.get)
+            top = sorted(ranked[-3:], key=lambda c: -amount_of[c])
+            want += [[region, c, amount_of[c]] for c in top]
+            want.append([region, "Others", sum(amount_of[c] for c in ranked[:-3])])
+            want.append([region, "Totals", sum(amount_of[c] for c in ranked)])
+        assert [[r[0]["qText"], r[1]["qText"], r[2]["qNum"]] for r in rows] == want
+        # Customers by amount, each with its region as an attribute dimension, page 3,000.
+        props["qHyperCubeDef"] = {
+            "qDimensions": [
+                {
+                    "qDef": {"qFieldDefs": ["Customer"], "qSortCriterias": [{"qSortByAscii": 1}]},
+                    "qAttributeDimensions": [{"qDef": "Region"}],
+                }
+            ],
+            "qMeasures": [{"qDef": {"qDef": "Sum(Amount)"}}],
+        }
+        handle = client.handle_of("CreateSessionObject", [props], doc)
+        page = client.result(
+            "GetHyperCubeData",
+            ["/qHyperCubeDef", [{"qTop": 3000, "qLeft": 0, "qWidth": 2, "qHeight": 20}]],
+            handle,
+        )["qDataPages"][0]["qMatrix"]
+        assert [(r[0]["qText"], r[0]["qAttrDims"]["qValues"][0]["qText"]) for r in page] == [
+            (c, region_of[c]) for c in customers[3000:3020]
+        ]

@@ -124,37 +124,43 @@ class OtherSpec:
             string_expr(spec.get("qTotalLabel"), "qTotalLabel", "Totals") or "Totals",
         )
 
-    def _passes(self, value: float) -> bool:
+    def _passes(self, values: np.ndarray) -> np.ndarray:
         limit = self.limit
-        return {
-            "OTHER_GE_LIMIT": value >= limit,
-            "OTHER_LE_LIMIT": value <= limit,
-            "OTHER_GT_LIMIT": value > limit,
-            "OTHER_LT_LIMIT": value < limit,
-        }[self.limit_mode]
+        with np.errstate(invalid="ignore"):
+            if self.limit_mode == "OTHER_GE_LIMIT":
+                return values >= limit
+            if self.limit_mode == "OTHER_LE_LIMIT":
+                return values <= limit
+            if self.limit_mode == "OTHER_GT_LIMIT":
+                return values > limit
+            return values < limit
 
-    def kept(self, values: list[int], scores: list[float]) -> set[int]:
-        """The values (of one group) that keep their own rows; the rest go to Others."""
-        bad = [v for v, s in zip(values, scores, strict=True) if math.isnan(s)]
-        good = [(s, v) for v, s in zip(values, scores, strict=True) if not math.isnan(s)]
-        good.sort(key=lambda p: p[0], reverse=not self.ascending)
-        keep = set(bad) if self.keep_bad else set()
-        total = sum(s for s, _ in good)
-        share = [(s / total if total else math.nan, v) for s, v in good]
+    def kept_mask(self, scores: np.ndarray) -> np.ndarray:
+        """Of one group's values (their scores, in the order the cube shows them), those that
+        keep their own rows; the rest go to Others. Values are ranked by score (highest first
+        unless ascending, ties in their order); a value without a score (NaN) is kept when
+        bad values are. Sums run in rank order, one value after the other."""
+        bad = np.isnan(scores)
+        keep = bad.copy() if self.keep_bad else np.zeros(len(scores), dtype=bool)
+        good = np.flatnonzero(~bad)
+        ranked = good[np.argsort(scores[good] if self.ascending else -scores[good], kind="stable")]
+        ordered = scores[ranked].astype(np.float64)
+        sums = np.cumsum(ordered)
+        total = float(sums[-1]) if len(sums) else 0.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = ordered / total if total else np.full(len(ordered), np.nan)
         mode = self.mode
         if mode == "OTHER_COUNTED":
-            keep |= {v for _, v in good[: self.counted]}
+            keep[ranked[: self.counted]] = True
         elif mode == "OTHER_ABS_LIMITED":
-            keep |= {v for s, v in good if self._passes(s)}
+            keep[ranked[self._passes(ordered)]] = True
         elif mode == "OTHER_REL_LIMITED":
-            keep |= {v for s, v in share if not math.isnan(s) and self._passes(s)}
+            keep[ranked[~np.isnan(share) & self._passes(share)]] = True
         else:  # accumulate until the target is reached (the value reaching it is kept)
-            running = 0.0
-            for s, v in good if mode == "OTHER_ABS_ACC_TARGET" else share:
-                if math.isnan(s) or running >= self.limit:
-                    break
-                keep.add(v)
-                running += s
+            steps = ordered if mode == "OTHER_ABS_ACC_TARGET" else share
+            before = np.concatenate([[0.0], np.cumsum(steps)[:-1]])
+            stops = np.flatnonzero(np.isnan(steps) | (before >= self.limit))
+            keep[ranked[: stops[0] if len(stops) else len(ranked)]] = True
         return keep
 
 
@@ -189,7 +195,9 @@ def _totals_of(cube: Any, measures: list[str]) -> list[float]:
     return [math.nan if t is None else float(t) for t in totals]
 
 
-def _evaluate_others(view: HyperCubeView, picks: list[tuple[str, list[int]]]) -> list[float]:
+def _evaluate_others(
+    view: HyperCubeView, picks: list[tuple[str, list[int] | np.ndarray]]
+) -> list[float]:
     """The engine measures over the records of the picked values (every field's selection
     in the cube's state kept otherwise), in a selection state made for that."""
     session, base = view.session.session, view.session.state
@@ -206,35 +214,72 @@ def _evaluate_others(view: HyperCubeView, picks: list[tuple[str, list[int]]]) ->
         session.remove_state(_OTHERS_STATE)
 
 
+def _groups(codes: list[np.ndarray], k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each of the `n` rows' group (its first `k` codes), groups numbered in the order the
+    rows first show them; and each group's codes (a row of k codes per group)."""
+    if k == 0:
+        return np.zeros(n, dtype=np.int64), np.zeros((1, 0), dtype=np.int64)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, k), dtype=np.int64)
+    stacked = np.stack([c.astype(np.int64) for c in codes[:k]], axis=1)
+    keys, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    number = np.empty(len(order), dtype=np.int64)
+    number[order] = np.arange(len(order))
+    return number[inverse.reshape(-1)], keys[order]
+
+
+def _last_rows(group: np.ndarray, count: int) -> np.ndarray:
+    """The last row of each of `count` groups (every group has one)."""
+    n = len(group)
+    _, first_from_end = np.unique(group[::-1], return_index=True)
+    out = np.full(count, -1, dtype=np.int64)
+    out[np.unique(group)] = n - 1 - first_from_end
+    return out
+
+
+def _rows_of(keys: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """For each row of `keys` (codes), the row of `table` holding the same codes (the last
+    one when several do; -1 for none)."""
+    if len(keys) == 0 or len(table) == 0:
+        return np.full(len(keys), -1, dtype=np.int64)
+    both = np.concatenate([keys, table]).astype(np.int64)
+    _, ids = np.unique(both, axis=0, return_inverse=True)
+    ids = ids.reshape(-1)
+    where = np.full(int(ids.max()) + 1, -1, dtype=np.int64)
+    table_ids = ids[len(keys) :]
+    _, last_from_end = np.unique(table_ids[::-1], return_index=True)
+    where[np.unique(table_ids)] = len(table_ids) - 1 - last_from_end
+    return where[ids[: len(keys)]]
+
+
 def _rebuild(
     codes: list[np.ndarray],
     columns: dict[str, np.ndarray],
-    order: list[tuple[str, Any]],
+    kept: np.ndarray,
+    after: np.ndarray,
+    new_codes: list[np.ndarray],
+    new_values: dict[str, np.ndarray],
 ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
-    """New rows: ("row", i) keeps row i; ("new", (codes, values by expression)) adds one."""
-    new_codes: list[list[int]] = [[] for _ in codes]
-    new_columns: dict[str, list[float]] = {e: [] for e in columns}
-    for kind, item in order:
-        if kind == "row":
-            for j, c in enumerate(codes):
-                new_codes[j].append(int(c[item]))
-            for e, a in columns.items():
-                new_columns[e].append(float(a[item]))
-        else:
-            row_codes, values = item
-            for j, c in enumerate(row_codes):
-                new_codes[j].append(c)
-            for e in columns:
-                new_columns[e].append(values[e])
-    return (
-        [np.array(c, dtype=np.int64) for c in new_codes],
-        {e: np.array(v, dtype=np.float64) for e, v in new_columns.items()},
-    )
+    """The rows `kept` (a mask over them) with new rows added, new row j right after row
+    after[j] (-1: before the first), those after one row in their order."""
+    at = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])[after + 1]
+    out_codes = [
+        np.insert(c[kept].astype(np.int64), at, new.astype(np.int64))
+        for c, new in zip(codes, new_codes, strict=True)
+    ]
+    out_columns = {
+        e: np.insert(a[kept].astype(np.float64), at, new_values[e].astype(np.float64))
+        for e, a in columns.items()
+    }
+    return out_codes, out_columns
 
 
 def _others(
     view: HyperCubeView, k: int, codes: list[np.ndarray], columns: dict[str, np.ndarray]
 ) -> tuple[list[np.ndarray], dict[str, np.ndarray], bool]:
+    """Dimension k's values folded into an Others row per group of the dimensions before
+    (each group's values ranked by the reference measure, spec.kept), after its last row."""
     d = view.definition
     spec = d.dimensions[k].others
     fields = [dim.field for dim in d.dimensions]
@@ -242,87 +287,125 @@ def _others(
     ref = d.measures[spec.reference].expression if spec.reference < len(d.measures) else ""
     if not ref or not n_rows:
         return codes, columns, False
-    parents: list[tuple[int, ...]] = (
-        list(zip(*(c.tolist() for c in codes[:k]), strict=True)) if k else [()] * n_rows
-    )
-    values = codes[k].tolist()
-    if k == len(fields) - 1:
-        ranked = columns[ref].tolist()
-        score = {(parents[i], values[i]): ranked[i] for i in range(n_rows)}
+    group, parents = _groups(codes, k, n_rows)
+    values = codes[k].astype(np.int64)
+    # The (group, value) pairs of the rows with a value, in the order the rows first show
+    # them; each pair's score.
+    valid = np.flatnonzero(values >= 0)
+    width = int(values.max()) + 1 if len(valid) else 1
+    pair = group[valid] * width + values[valid]
+    _, first, pair_of = np.unique(pair, return_index=True, return_inverse=True)
+    pair_of = pair_of.reshape(-1)
+    # The pairs in the order of their first rows (distinct rows: a scatter, not a sort).
+    number = np.full(n_rows, -1, dtype=np.int64)
+    number[valid[first]] = np.arange(len(first))
+    appear = number[number >= 0]
+    position = np.empty(len(appear), dtype=np.int64)  # each pair's place in that order
+    position[appear] = np.arange(len(appear))
+    pair_rows = valid[first][appear]
+    pair_group, pair_value = group[pair_rows], values[pair_rows]
+    if k == len(fields) - 1:  # the row's own measure (the last row of a pair, as a dict kept)
+        last_of_pair = np.zeros(len(first), dtype=np.int64)
+        np.maximum.at(last_of_pair, pair_of, valid)
+        scores = columns[ref][last_of_pair][appear].astype(np.float64)
     else:
         sub = view.session.hypercube(fields[: k + 1], [ref])
-        sub_codes = [sub.codes(f).tolist() for f in fields[: k + 1]]
-        sub_values = sub.array(ref).tolist()
-        score = {
-            (tuple(t[:k]), t[k]): sub_values[i] for i, t in enumerate(zip(*sub_codes, strict=True))
-        }
-    groups: dict[tuple[int, ...], list[int]] = {}
-    last: dict[tuple[int, ...], int] = {}
-    for i in range(n_rows):
-        groups.setdefault(parents[i], [])
-        if values[i] >= 0 and values[i] not in groups[parents[i]]:
-            groups[parents[i]].append(values[i])
-        last[parents[i]] = i
-    folded: dict[tuple[int, ...], set[int]] = {}
-    for parent, vals in groups.items():
-        if any(c < 0 for c in parent):  # a NULL, Others or totals parent is not folded
+        table = np.stack([sub.codes(f).astype(np.int64) for f in fields[: k + 1]], axis=1)
+        keys = np.column_stack([parents[pair_group], pair_value]) if k else pair_value[:, None]
+        at = _rows_of(keys.reshape(len(pair_rows), k + 1), table.reshape(-1, k + 1))
+        sub_values = sub.array(ref).astype(np.float64)
+        scores = np.where(at >= 0, sub_values[np.maximum(at, 0)], np.nan)
+    # Each group's pairs in their order: the values it keeps, the rest folded.
+    by_group = np.argsort(pair_group, kind="stable") if k else np.arange(len(pair_group))
+    starts = np.flatnonzero(np.diff(pair_group[by_group], prepend=-1))
+    ends = [*starts[1:].tolist(), len(by_group)] if len(starts) else []
+    folded_pair = np.zeros(len(pair_rows), dtype=bool)
+    folded_groups: list[int] = []
+    for start, end in zip(starts.tolist(), ends, strict=True):
+        members = by_group[start:end]
+        g = int(pair_group[members[0]])
+        if (parents[g] < 0).any():  # a NULL, Others or totals parent is not folded
             continue
-        kept = spec.kept(vals, [float(score.get((parent, v), math.nan)) for v in vals])
-        if len(kept) < len(vals):
-            folded[parent] = set(vals) - kept
-    if not folded:
+        keep = spec.kept_mask(scores[members])
+        if not keep.all():
+            folded_pair[members[~keep]] = True
+            folded_groups.append(g)
+    if not folded_groups:
         return codes, columns, False
-    order: list[tuple[str, Any]] = []
-    for i in range(n_rows):
-        parent = parents[i]
-        if values[i] not in folded.get(parent, ()):
-            order.append(("row", i))
-        if parent in folded and last[parent] == i and not spec.suppress_other:
-            picks = [(fields[j], [parent[j]]) for j in range(k)]
-            picks.append((fields[k], sorted(folded[parent])))
-            totals = _evaluate_others(view, picks)
-            row_codes = list(parent) + [OTHERS_CODE] * (len(fields) - k)
-            order.append(("new", (row_codes, dict(zip(view.engine_measures, totals, strict=True)))))
-    new_codes, new_columns = _rebuild(codes, columns, order)
-    return new_codes, new_columns, not spec.suppress_other
+    folded_row = np.zeros(n_rows, dtype=bool)  # every row of a folded pair
+    folded_row[valid] = folded_pair[position[pair_of]]
+    kept = ~folded_row
+    if spec.suppress_other:
+        empty = [np.zeros(0, dtype=np.int64) for _ in codes]
+        none = {e: np.zeros(0) for e in columns}
+        rebuilt = _rebuild(codes, columns, kept, np.zeros(0, dtype=np.int64), empty, none)
+        return *rebuilt, False
+    last = _last_rows(group, len(parents))
+    folded_groups.sort(key=lambda g: int(last[g]))
+    new_rows: list[list[int]] = []
+    new_values: dict[str, list[float]] = {e: [] for e in columns}
+    for g in folded_groups:
+        parent = parents[g].tolist()
+        members = np.flatnonzero((pair_group == g) & folded_pair)
+        picks: list[tuple[str, list[int] | np.ndarray]] = [
+            (fields[j], [parent[j]]) for j in range(k)
+        ]
+        picks.append((fields[k], np.sort(pair_value[members])))
+        totals = _evaluate_others(view, picks)
+        new_rows.append(parent + [OTHERS_CODE] * (len(fields) - k))
+        for e, t in zip(view.engine_measures, totals, strict=True):
+            new_values[e].append(t)
+    rows = np.array(new_rows, dtype=np.int64).reshape(len(new_rows), len(fields))
+    return (
+        *_rebuild(
+            codes,
+            columns,
+            kept,
+            last[folded_groups],
+            [rows[:, j] for j in range(len(fields))],
+            {e: np.array(v, dtype=np.float64) for e, v in new_values.items()},
+        ),
+        True,
+    )
 
 
 def _totals(
     view: HyperCubeView, k: int, codes: list[np.ndarray], columns: dict[str, np.ndarray]
 ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """A totals row after the last row of each group of the first k dimensions (NULL groups
+    too, Others groups not): the measures over the group's records."""
     d = view.definition
     fields = [dim.field for dim in d.dimensions]
+    measures = view.engine_measures
     n_rows = len(codes[0])
-    sub_rows: dict[tuple[int, ...], list[float]]
+    group, parents = _groups(codes, k, n_rows)
     if k == 0:
-        sub_rows = {(): _totals_of(view.cube, view.engine_measures)}
+        table_values = np.array([_totals_of(view.cube, measures)], dtype=np.float64)
+        at = np.zeros(len(parents), dtype=np.int64)
     else:
-        sub = view.session.hypercube(fields[:k], view.engine_measures)
-        sub_codes = [sub.codes(f).tolist() for f in fields[:k]]
-        arrays = [sub.array(e).tolist() for e in view.engine_measures]
-        sub_rows = {t: [a[i] for a in arrays] for i, t in enumerate(zip(*sub_codes, strict=True))}
-    parents: list[tuple[int, ...]] = (
-        list(zip(*(c.tolist() for c in codes[:k]), strict=True)) if k else [()] * n_rows
-    )
-    last = {p: i for i, p in enumerate(parents)}
-    order: list[tuple[str, Any]] = []
-    for i in range(n_rows):
-        order.append(("row", i))
-        parent = parents[i]
-        if last[parent] == i and parent in sub_rows and all(code >= -1 for code in parent):
-            values = dict(zip(view.engine_measures, sub_rows[parent], strict=True))
-            order.append(("new", (list(parent) + [TOTAL_CODE] * (len(fields) - k), values)))
+        sub = view.session.hypercube(fields[:k], measures)
+        table = np.stack([sub.codes(f).astype(np.int64) for f in fields[:k]], axis=1)
+        table_values = np.stack([sub.array(e).astype(np.float64) for e in measures], axis=1)
+        at = _rows_of(parents, table.reshape(-1, k))
+    last = _last_rows(group, len(parents))
     if k == 0 and not n_rows:
-        order.append(
-            (
-                "new",
-                (
-                    [TOTAL_CODE] * len(fields),
-                    dict(zip(view.engine_measures, sub_rows[()], strict=True)),
-                ),
-            )
-        )
-    return _rebuild(codes, columns, order)
+        last = np.full(1, -1, dtype=np.int64)  # the totals row alone
+    shown = (at >= 0) & (parents >= -1).all(axis=1)
+    if k > 0 or n_rows:
+        shown &= last >= 0
+    chosen = np.flatnonzero(shown)
+    chosen = chosen[np.argsort(last[chosen], kind="stable")]
+    tail = np.full((len(chosen), len(fields) - k), TOTAL_CODE, dtype=np.int64)
+    rows = np.concatenate([parents[chosen], tail], axis=1)
+    values = table_values[at[chosen]].reshape(len(chosen), len(measures))
+    return _rebuild(
+        codes,
+        columns,
+        np.ones(n_rows, dtype=bool),
+        last[chosen],
+        [rows[:, j] for j in range(len(fields))],
+        {e: values[:, i] for i, e in enumerate(measures)},
+    )
 
 
 def fold_rows(view: HyperCubeView) -> bool:

@@ -567,18 +567,27 @@ class HyperCubeView:
             out.append(cell[:-1] + ',"qAttrExps":' + attrs + "}")
         return out
 
-    def _attr_dim_codes(self, field: str) -> dict[tuple[int, ...], int]:
-        """Each row's value of an attribute dimension's field: the one value the row's
-        records have (NULL, -1, for none or several)."""
+    def _attr_dim_codes(self, field: str, keys: set[tuple[int, ...]]) -> dict[tuple[int, ...], int]:
+        """The value of an attribute dimension's field of the rows with these dimension
+        codes: the one value a row's records have (NULL, -1, for none or several). A small
+        cube's rows are all read once and kept; a large one's, those a page asks for."""
         found = self._attr_dims.get(field)
-        if found is None:
-            fields = [d.field for d in self.definition.dimensions]
-            cube = self.session.hypercube([*fields, field], [])
-            columns = [cube.codes(i).tolist() for i in range(len(fields) + 1)]
-            found = {}
-            for row in zip(*columns, strict=True):
-                key = tuple(row[:-1])
-                found[key] = row[-1] if key not in found else -1
+        if found is not None:
+            return found
+        fields = [d.field for d in self.definition.dimensions]
+        cube = self.session.hypercube([*fields, field], [])
+        columns = [cube.codes(i) for i in range(len(fields) + 1)]
+        small = len(cube) <= 4 * len(keys) + 1024
+        if not small:  # the rows whose codes could form one of the keys
+            keep = np.ones(len(cube), dtype=bool)
+            for i, column in enumerate(columns[:-1]):
+                keep &= np.isin(column, np.fromiter({key[i] for key in keys}, dtype=np.int64))
+            columns = [column[keep] for column in columns]
+        found = {}
+        for row in zip(*(column.tolist() for column in columns), strict=True):
+            key = tuple(row[:-1])
+            found[key] = row[-1] if key not in found else -1
+        if small:
             self._attr_dims[field] = found
         return found
 
@@ -591,7 +600,7 @@ class HyperCubeView:
         keys = list(zip(*(c[index].tolist() for c in self.codes), strict=True))
         per_field = []
         for field in fields:
-            codes = self._attr_dim_codes(field)
+            codes = self._attr_dim_codes(field, set(keys))
             texts = self.facts.values(field).texts
             per_field.append([(codes.get(key, -1), texts) for key in keys])
         out = []
