@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from assoc.server.qix.facts import FieldValues
-from assoc.server.qix.listsearch import ListSearch
+from assoc.server.qix.listsearch import ListSearch, whole_values
 from assoc.server.qix.wildcard import fold
 
 PARTS = ["a", "b", "c", "A", "B", "ß", "1", "2", "-", " ", ".", "ab", "x y", "Σ", "ﬁ", "Ä"]
@@ -67,3 +67,28 @@ def test_a_star_alone_and_an_empty_search_match_every_value() -> None:
     for text in ("*", "**", ""):
         assert ListSearch.parse(text).mask(values, lambda e: pytest.fail(e)).all()
     assert np.array_equal(ListSearch.parse("?").mask(values, lambda e: pytest.fail(e)), [0, 1, 1])
+
+
+@pytest.mark.parametrize("extra", [[], ["İ"], ["\x00"]])
+def test_whole_value_matches_as_field_select(extra: list[str]) -> None:
+    """Field.Select's matches: the whole value, any case, with or without wildcards (an empty
+    text matches the empty value alone)."""
+    rng = random.Random(3 + len(extra))
+    for _ in range(40):
+        texts = list(dict.fromkeys(random_text(rng, extra) for _ in range(rng.randint(1, 50))))
+        values = FieldValues(texts)
+        for _ in range(12):
+            chosen = rng.choice(texts)
+            text = rng.choice(
+                [
+                    chosen,
+                    chosen.upper(),
+                    "".join(rng.choice([*PARTS, "*", "?"]) for _ in range(rng.randint(0, 4))),
+                    "",
+                ]
+            )
+            pattern = "".join(
+                ".*" if c == "*" else "." if c == "?" else re.escape(c) for c in fold(text)
+            )
+            want = [re.fullmatch(pattern, fold(t), re.DOTALL) is not None for t in texts]
+            assert whole_values(values, text).tolist() == want, (texts, text)

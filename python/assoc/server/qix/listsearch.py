@@ -130,7 +130,7 @@ class _SearchIndex:
 
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts
-        self._masks: dict[str, np.ndarray] = {}
+        self._masks: dict[tuple[str, str], np.ndarray] = {}  # by kind and text
         self._lock = threading.Lock()
         self.joined: str | None = None  # None: a text holds the separator, matched one by one
         self.starts = np.zeros(0, dtype=np.int64)
@@ -148,16 +148,26 @@ class _SearchIndex:
 
     def mask(self, text: str) -> np.ndarray:
         """The values a word or wildcard search matches (read-only)."""
+        if "*" in text or "?" in text:
+            return self.whole(text)
+        return self._kept(("words", text), lambda: self._words(text))
+
+    def whole(self, text: str) -> np.ndarray:
+        """The values whose whole text matches `text`, any case, `*` and `?` wildcards
+        (read-only)."""
+        return self._kept(("whole", text), lambda: self._wildcard(text))
+
+    def _kept(self, key: tuple[str, str], make: Callable[[], np.ndarray]) -> np.ndarray:
         with self._lock:
-            found = self._masks.get(text)
+            found = self._masks.get(key)
         if found is not None:
             return found
-        found = self._wildcard(text) if "*" in text or "?" in text else self._words(text)
+        found = make()
         found.flags.writeable = False
         with self._lock:
             for old in list(self._masks)[: max(0, len(self._masks) - _KEPT_MASKS + 1)]:
                 del self._masks[old]
-            self._masks[text] = found
+            self._masks[key] = found
         return found
 
     def _values_at(self, pattern: re.Pattern[str]) -> np.ndarray:
@@ -187,12 +197,13 @@ class _SearchIndex:
         return out
 
     def _wildcard(self, text: str) -> np.ndarray:
-        """The whole value matches the pattern (wildcard.py). Values are first narrowed to
-        those holding its longest literal piece (at their start or end when it is the first
-        or last), then each of them is matched."""
+        """The whole value matches the pattern (wildcard.py; without `*` or `?`, the whole
+        value is the text). Values are first narrowed to those holding its longest literal
+        piece (at their start or end when it is the first or last), then each of them is
+        matched."""
         matches = Wildcard(text).matches
         pieces = fold(text).split("*")
-        if not any(pieces):  # `*`: every value
+        if "*" in text and not any(pieces):  # `*`: every value
             return np.ones(len(self.texts), dtype=bool)
         if "?" in text:  # its literal parts, none anchored
             anchored = [part for piece in pieces for part in piece.split("?")]
@@ -221,6 +232,12 @@ class _SearchIndex:
 
 _INDEXES: weakref.WeakKeyDictionary[FieldValues, _SearchIndex] = weakref.WeakKeyDictionary()
 _INDEXES_LOCK = threading.Lock()
+
+
+def whole_values(values: FieldValues, text: str) -> np.ndarray:
+    """The values whose whole text matches `text` (any case, `*` and `?`), as Field.Select
+    matches them: a mask over the field's values (read-only)."""
+    return _index_of(values).whole(text)
 
 
 def _index_of(values: FieldValues) -> _SearchIndex:
