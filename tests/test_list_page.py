@@ -91,6 +91,17 @@ def expected_order(
     return sorted(range(len(texts)), key=functools.cmp_to_key(compare))
 
 
+def texts_and_numbers(symbols: list[Any]) -> tuple[list[str], list[float | None]]:
+    """Each symbol's text as a list shows it, and its number (None for a text)."""
+    texts = [v.text if isinstance(v, assoc.Dual) else str(v) for v in symbols]
+    texts = [t[:-2] if t.endswith(".0") else t for t in texts]
+    numbers = [
+        None if isinstance(v, str) else float(v.number if isinstance(v, assoc.Dual) else v)
+        for v in symbols
+    ]
+    return texts, numbers
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_sort_and_paging_match_the_rules(seed: int) -> None:
     rng = random.Random(seed)
@@ -102,12 +113,7 @@ def test_sort_and_paging_match_the_rules(seed: int) -> None:
         s.select("G", [rng.randrange(4)])
         whole = page_rows(s.list_page("F", sort=sort))
         symbols = app.symbols("F")
-        texts = [v.text if isinstance(v, assoc.Dual) else str(v) for v in symbols]
-        texts = [t[:-2] if t.endswith(".0") else t for t in texts]
-        numbers = [
-            None if isinstance(v, str) else float(v.number if isinstance(v, assoc.Dual) else v)
-            for v in symbols
-        ]
+        texts, numbers = texts_and_numbers(symbols)
         states = ["X"] * len(symbols)
         for code in s.indices("F", "possible"):
             states[code] = "O"
@@ -131,12 +137,7 @@ def test_a_field_asked_in_many_orders_keeps_the_latest_right() -> None:
     values = [rng.choice(pool) if i % 3 else f"v{rng.randrange(500)}" for i in range(400)]
     app = assoc.App.from_tables({"T": {"F": values}})
     symbols = app.symbols("F")
-    texts = [v.text if isinstance(v, assoc.Dual) else str(v) for v in symbols]
-    texts = [t[:-2] if t.endswith(".0") else t for t in texts]
-    numbers = [
-        None if isinstance(v, str) else float(v.number if isinstance(v, assoc.Dual) else v)
-        for v in symbols
-    ]
+    texts, numbers = texts_and_numbers(symbols)
     sorts = [
         {"numeric": n, "ascii": a, "load": load}
         for n in (1, -1)

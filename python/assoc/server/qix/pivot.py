@@ -9,11 +9,10 @@ Those cubes are computed once per depth pair a view needs."""
 
 from __future__ import annotations
 
-import bisect
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,45 +20,22 @@ import assoc
 from assoc.field_order import value_text
 from assoc.server.qix.facts import AppFacts, FieldValues
 from assoc.server.qix.pages import Page, page_area
+from assoc.server.qix.pivot_sides import (
+    PSEUDO,
+    Leaves,
+    Node,
+    SideBuilder,
+    SideState,
+    meeting,
+    place,
+)
 from assoc.server.qix.rpc import INVALID_PARAMETERS, RpcError, json_number
 from assoc.server.qix.states import InState
 
 if TYPE_CHECKING:
     from assoc.server.qix.hypercube import HyperCubeDef
 
-PSEUDO = -1
 TOTAL_TEXT = "Totals"
-
-
-@dataclass
-class SideState:
-    """Which nodes of one side are expanded: single paths (dimension values from the root),
-    and whole levels (qAll) with the paths collapsed since."""
-
-    expanded: set[tuple[int, ...]] = field(default_factory=set)
-    collapsed: set[tuple[int, ...]] = field(default_factory=set)
-    levels: set[int] = field(default_factory=set)
-
-    def is_expanded(self, path: tuple[int, ...]) -> bool:
-        if path in self.expanded:
-            return True
-        return len(path) - 1 in self.levels and path not in self.collapsed
-
-    def expand(self, path: tuple[int, ...], every: bool) -> None:
-        if every:
-            self.levels.add(len(path) - 1)
-            self.collapsed = {p for p in self.collapsed if len(p) != len(path)}
-        else:
-            self.expanded.add(path)
-            self.collapsed.discard(path)
-
-    def collapse(self, path: tuple[int, ...], every: bool) -> None:
-        if every:
-            self.levels.discard(len(path) - 1)
-            self.expanded = {p for p in self.expanded if len(p) != len(path)}
-        else:
-            self.expanded.discard(path)
-            self.collapsed.add(path)
 
 
 @dataclass
@@ -68,71 +44,6 @@ class PivotState:
 
     left: SideState = field(default_factory=SideState)
     top: SideState = field(default_factory=SideState)
-
-
-class Node:
-    """A shown node: kind N (a value), P (a measure), T (a total); its path of dimension
-    codes, its measure (P), its children and the leaves it spans [start, end); `row` is a
-    value node's row in the side's cube when it is of the side's deepest dimension."""
-
-    __slots__ = (
-        "can_collapse", "can_expand", "children", "code", "end", "kind", "level", "measure",
-        "path", "row", "start",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        kind: str,
-        level: int,
-        path: tuple[int, ...],
-        code: int,
-        measure: int | None,
-        row: int = -1,
-    ) -> None:
-        self.kind = kind
-        self.level = level
-        self.path = path
-        self.code = code
-        self.measure = measure
-        self.row = row
-        self.can_expand = False
-        self.can_collapse = False
-        self.children: Sequence[Node] = ()
-        self.start = 0
-        self.end = 0
-
-
-class _Runs:
-    """The values of one dimension among the side cube's rows [lo, hi): a run of equal codes
-    each (the cube sorts by its dimensions in order, so rows sharing a prefix are adjacent):
-    their codes, the rows each spans, and `rows`, the first of them in the cube's own rows
-    (`positions` maps them when NULLs were left out). Arrays: a run of leaves reads those it
-    shows."""
-
-    __slots__ = ("codes", "hi", "rows", "starts")
-
-    def __init__(
-        self, codes: list[np.ndarray], positions: np.ndarray | None, level: int, lo: int, hi: int
-    ) -> None:
-        self.hi = hi
-        if level >= len(codes) or lo >= hi:
-            self.codes = self.starts = self.rows = np.zeros(0, dtype=np.int64)
-            return
-        part = codes[level][lo:hi]
-        firsts = np.flatnonzero(part[1:] != part[:-1]) + 1
-        firsts = np.concatenate(([0], firsts))
-        self.codes = part[firsts]
-        self.starts = firsts + lo
-        self.rows = self.starts if positions is None else positions[self.starts]
-
-    def __len__(self) -> int:
-        return len(self.codes)
-
-    def each(self) -> Iterator[tuple[int, int, int, int]]:
-        """Each run's code, first and last row + 1 among the side's rows, and cube row."""
-        starts = self.starts.tolist()
-        ends = [*starts[1:], self.hi]
-        return zip(self.codes.tolist(), starts, ends, self.rows.tolist(), strict=True)
 
 
 def pivot_cube(session: InState, d: HyperCubeDef, dims: list[int], top: int = 0) -> assoc.Hypercube:
@@ -161,201 +72,6 @@ def leaf_dims(d: HyperCubeDef) -> tuple[list[int], int] | None:
     ]:
         return None
     return dims, len(top)
-
-
-class _LeafRun(Sequence[Node]):
-    """The value nodes of a side's deepest dimension below one parent, with the parent's
-    totals node when its dimension has one: all of them leaves, so each is made only when a
-    page or a selection reads it (a side of 100,000 values shows a page of them)."""
-
-    __slots__ = ("_made", "at", "codes", "first", "measure", "path", "rows", "start", "total")
-
-    def __init__(
-        self,
-        at: int,
-        path: tuple[int, ...],
-        measure: int | None,
-        runs: _Runs,
-        total: Node | None,
-        total_first: bool,
-    ) -> None:
-        self.at = at
-        self.path = path
-        self.measure = measure
-        self.codes = runs.codes
-        self.rows = runs.rows
-        self.total = total
-        self.first = 1 if total is not None and total_first else 0  # the first value's index
-        self.start = 0  # the leaf of the first node, once placed
-        self._made: dict[int, Node] = {}
-
-    def __len__(self) -> int:
-        return len(self.codes) + (self.total is not None)
-
-    @overload
-    def __getitem__(self, i: int) -> Node: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Node]: ...
-    def __getitem__(self, i: int | slice) -> Node | list[Node]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        node = self._made.get(i)
-        if node is None:
-            k = i - self.first
-            if self.total is not None and not 0 <= k < len(self.codes):
-                node = self.total
-            else:
-                code = int(self.codes[k])
-                row = int(self.rows[k])
-                node = Node("N", self.at, (*self.path, code), code, self.measure, row)
-            node.start = self.start + i
-            node.end = node.start + 1
-            self._made[i] = node
-        return node
-
-    def place(self, start: int) -> int:
-        """Places the run's nodes from leaf `start`; returns the leaf after its last."""
-        self.start = start
-        self._made.clear()
-        return start + len(self)
-
-    def meeting(self, first: int, last: int) -> list[Node]:
-        """The nodes on leaves [first, last)."""
-        return [
-            self[i] for i in range(max(0, first - self.start), min(len(self), last - self.start))
-        ]
-
-
-def _meeting(nodes: Sequence[Node], first: int, last: int) -> Sequence[Node]:
-    """Of sibling nodes, those whose leaves meet [first, last)."""
-    if isinstance(nodes, _LeafRun):
-        return nodes.meeting(first, last)
-    return [n for n in nodes if n.end > first and n.start < last]
-
-
-class _Leaves(Sequence[Node | None]):
-    """A side's leaves in order: single nodes and leaf runs, each from its first leaf."""
-
-    def __init__(self) -> None:
-        self._parts: list[Node | _LeafRun] = []
-        self._starts: list[int] = []
-        self._count = 0
-
-    def add(self, part: Node | _LeafRun) -> None:
-        if isinstance(part, _LeafRun) and not part:
-            return
-        self._parts.append(part)
-        self._starts.append(self._count)
-        self._count += len(part) if isinstance(part, _LeafRun) else 1
-
-    def __len__(self) -> int:
-        return self._count
-
-    @overload
-    def __getitem__(self, i: int) -> Node: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Node]: ...
-    def __getitem__(self, i: int | slice) -> Node | list[Node]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += self._count
-        if not 0 <= i < self._count:
-            raise IndexError(i)
-        j = bisect.bisect_right(self._starts, i) - 1
-        part = self._parts[j]
-        return part[i - self._starts[j]] if isinstance(part, _LeafRun) else part
-
-
-class _SideBuilder:
-    """Makes the shown nodes of one side of a pivot from its cube's sorted codes."""
-
-    def __init__(
-        self,
-        definition: HyperCubeDef,
-        levels: tuple[int, ...],
-        codes: list[np.ndarray],
-        positions: np.ndarray | None,
-        state: SideState,
-    ) -> None:
-        self.definition = definition
-        self.levels = levels
-        self.codes = codes
-        self.positions = positions
-        self.state = state
-        self.n_measures = len(definition.measures)
-
-    def pseudo(self, at: int, path: tuple[int, ...]) -> list[Node]:
-        """The measures as nodes at level `at` (leaves)."""
-        return [Node("P", at, path, m, m) for m in range(self.n_measures)]
-
-    def show(
-        self,
-        at: int,
-        depth: int,
-        lo: int,
-        hi: int,
-        path: tuple[int, ...] = (),
-        measure: int | None = None,
-    ) -> Sequence[Node]:
-        """The nodes shown at display level `at` below `path`: the values of the side's
-        dimension `depth` among its cube's rows [lo, hi)."""
-        levels = self.levels
-        if at >= len(levels):
-            return []
-        d = self.definition
-        if levels[at] == PSEUDO:
-            out = self.pseudo(at, path)
-            for node in out:
-                node.children = self.show(at + 1, depth, lo, hi, path, node.measure)
-            return out
-        runs = _Runs(self.codes, self.positions, depth, lo, hi)
-        below = levels[at + 1 :]
-        deeper = any(c != PSEUDO for c in below)
-        has_total = d.dimensions[levels[at]].total and len(runs) > 0
-        if not deeper and PSEUDO not in below:  # leaves, made when read
-            total = Node("T", at, path, -1, measure) if has_total else None
-            return _LeafRun(at, path, measure, runs, total, d.totals_above)
-        pseudo_at = levels.index(PSEUDO, at + 1) if PSEUDO in below else -1
-        every = d.fully_expanded
-        out = []
-        for code, start, end, row in runs.each():
-            here = (*path, code)
-            node = Node("N", at, here, code, measure, -1 if deeper else row)
-            open_ = deeper and (every or self.state.is_expanded(here))
-            if open_:
-                node.children = self.show(at + 1, depth + 1, start, end, here, measure)
-            elif pseudo_at >= 0 and measure is None:
-                node.children = self.pseudo(pseudo_at, here)
-            node.can_expand = deeper and not open_ and not every
-            node.can_collapse = open_ and not every
-            out.append(node)
-        if has_total:
-            total = Node("T", at, path, -1, measure)
-            if PSEUDO in below and measure is None:
-                total.children = self.pseudo(levels.index(PSEUDO, at + 1), path)
-            out.insert(0 if d.totals_above else len(out), total)
-        return out
-
-
-def _place(nodes: Sequence[Node], start: int, leaves: _Leaves) -> int:
-    """Sets the leaves each node spans, from leaf `start`; adds the leaves in order."""
-    if isinstance(nodes, _LeafRun):
-        leaves.add(nodes)
-        return nodes.place(start)
-    for node in nodes:
-        node.start = start
-        if node.children:
-            start = _place(node.children, start, leaves)
-        else:
-            leaves.add(node)
-            start += 1
-        node.end = start
-    return start
 
 
 class PivotView:
@@ -412,9 +128,9 @@ class PivotView:
                 codes = [column[keep] for column in codes]
                 positions = np.flatnonzero(keep)
         rows = len(codes[0]) if codes else 0
-        nodes = _SideBuilder(self.definition, levels, codes, positions, state).show(0, 0, 0, rows)
-        leaves = _Leaves()
-        _place(nodes, 0, leaves)
+        nodes = SideBuilder(self.definition, levels, codes, positions, state).show(0, 0, 0, rows)
+        leaves = Leaves()
+        place(nodes, 0, leaves)
         return nodes, leaves if levels else [None], cube
 
     def find(self, side: str, leaf: int, level: int) -> Node:
@@ -424,7 +140,7 @@ class PivotView:
         if not 0 <= leaf < count:
             raise RpcError(INVALID_PARAMETERS, "qRow" if side == "L" else "qCol", "no such cell")
         while nodes:
-            node = _meeting(nodes, leaf, leaf + 1)[0]
+            node = meeting(nodes, leaf, leaf + 1)[0]
             if node.level == level:
                 return node
             nodes = node.children
@@ -520,7 +236,7 @@ class PivotView:
             elem = node.code
             text = values.texts[elem] if elem >= 0 else "-"
             number = float(values.numbers[elem]) if elem >= 0 else float("nan")
-        shown = _meeting(node.children, first, last)
+        shown = meeting(node.children, first, last)
         return {
             "qText": text,
             "qElemNo": elem,
@@ -540,7 +256,7 @@ class PivotView:
             return []
         cells = [
             self._cell(side, n, span.start, span.stop)
-            for n in _meeting(nodes, span.start, span.stop)
+            for n in meeting(nodes, span.start, span.stop)
         ]
         _pad_to_depth(cells)
         return cells
