@@ -279,7 +279,8 @@ def _others(
     view: HyperCubeView, k: int, codes: list[np.ndarray], columns: dict[str, np.ndarray]
 ) -> tuple[list[np.ndarray], dict[str, np.ndarray], bool]:
     """Dimension k's values folded into an Others row per group of the dimensions before
-    (each group's values ranked by the reference measure, spec.kept), after its last row."""
+    (each group's values ranked by the reference measure: OtherSpec.kept_mask), after the
+    group's last row."""
     d = view.definition
     spec = d.dimensions[k].others
     fields = [dim.field for dim in d.dimensions]
@@ -313,14 +314,14 @@ def _others(
         table = np.stack([sub.codes(f).astype(np.int64) for f in fields[: k + 1]], axis=1)
         keys = np.column_stack([parents[pair_group], pair_value]) if k else pair_value[:, None]
         at = _rows_of(keys.reshape(len(pair_rows), k + 1), table.reshape(-1, k + 1))
-        sub_values = sub.array(ref).astype(np.float64)
-        scores = np.where(at >= 0, sub_values[np.maximum(at, 0)], np.nan)
+        sub_values = np.append(sub.array(ref).astype(np.float64), np.nan)
+        scores = sub_values[at]  # -1, no row of the sub-cube: the NaN appended
     # Each group's pairs in their order: the values it keeps, the rest folded.
     by_group = np.argsort(pair_group, kind="stable") if k else np.arange(len(pair_group))
     starts = np.flatnonzero(np.diff(pair_group[by_group], prepend=-1))
     ends = [*starts[1:].tolist(), len(by_group)] if len(starts) else []
     folded_pair = np.zeros(len(pair_rows), dtype=bool)
-    folded_groups: list[int] = []
+    folded_of: dict[int, np.ndarray] = {}  # a folded group's folded values
     for start, end in zip(starts.tolist(), ends, strict=True):
         members = by_group[start:end]
         g = int(pair_group[members[0]])
@@ -329,7 +330,8 @@ def _others(
         keep = spec.kept_mask(scores[members])
         if not keep.all():
             folded_pair[members[~keep]] = True
-            folded_groups.append(g)
+            folded_of[g] = pair_value[members[~keep]]
+    folded_groups = list(folded_of)
     if not folded_groups:
         return codes, columns, False
     folded_row = np.zeros(n_rows, dtype=bool)  # every row of a folded pair
@@ -346,11 +348,10 @@ def _others(
     new_values: dict[str, list[float]] = {e: [] for e in columns}
     for g in folded_groups:
         parent = parents[g].tolist()
-        members = np.flatnonzero((pair_group == g) & folded_pair)
         picks: list[tuple[str, list[int] | np.ndarray]] = [
             (fields[j], [parent[j]]) for j in range(k)
         ]
-        picks.append((fields[k], np.sort(pair_value[members])))
+        picks.append((fields[k], np.sort(folded_of[g])))
         totals = _evaluate_others(view, picks)
         new_rows.append(parent + [OTHERS_CODE] * (len(fields) - k))
         for e, t in zip(view.engine_measures, totals, strict=True):
