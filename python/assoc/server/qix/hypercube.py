@@ -42,7 +42,7 @@ from assoc.server.qix.members import (
     member_objects,
     string_list,
 )
-from assoc.server.qix.pages import Page, data_page, page_area, parse_pages
+from assoc.server.qix.pages import Page, data_page, page_area, parse_pages, rows_keyed
 from assoc.server.qix.pivot import PivotState, PivotView, leaf_dims, pivot_cube
 from assoc.server.qix.rpc import (
     CALC_EVAL_CONDITION_FAILED,
@@ -577,12 +577,10 @@ class HyperCubeView:
         fields = [d.field for d in self.definition.dimensions]
         cube = self.session.hypercube([*fields, field], [])
         columns = [cube.codes(i) for i in range(len(fields) + 1)]
-        small = len(cube) <= 4 * len(keys) + 1024
-        if not small:  # the rows whose codes could form one of the keys
-            keep = np.ones(len(cube), dtype=bool)
-            for i, column in enumerate(columns[:-1]):
-                keep &= np.isin(column, np.fromiter({key[i] for key in keys}, dtype=np.int64))
-            columns = [column[keep] for column in columns]
+        rows = rows_keyed(columns[:-1], keys)
+        small = rows is None
+        if rows is not None:
+            columns = [column[rows] for column in columns]
         found = {}
         for row in zip(*(column.tolist() for column in columns), strict=True):
             key = tuple(row[:-1])

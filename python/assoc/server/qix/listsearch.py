@@ -218,7 +218,6 @@ class _SearchIndex:
             return np.fromiter((matches(t) for t in self.texts), dtype=bool, count=len(self.texts))
         # A match's position is that of its first character: past the separator it starts with.
         lead = 1 if literal.startswith(_SEPARATOR) else 0
-        assert self.joined is not None
         at = np.fromiter(
             (m.start() + lead for m in re.finditer(re.escape(literal), self.joined)),
             dtype=np.int64,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from assoc.server.qix.rpc import INVALID_PARAMETERS, PAGES_TOO_LARGE, RawJson, RpcError
 
 MAX_CELLS = 10_000
@@ -70,3 +72,15 @@ def data_page(rows_json: list[str], rows: range, cols: range) -> dict[str, Any]:
             "qHeight": len(rows),
         },
     }
+
+
+def rows_keyed(codes: list[np.ndarray], keys: set[tuple[int, ...]]) -> np.ndarray | None:
+    """The rows of a cube (its dimensions' `codes`, one array each) whose codes could form
+    one of `keys` (a page's: the cube may hold millions of rows, a page a few thousand), found
+    with np.isin per dimension; None for a small cube, whose every row is read as cheaply."""
+    if not codes or len(codes[0]) <= 4 * len(keys) + 1024:
+        return None
+    keep = np.ones(len(codes[0]), dtype=bool)
+    for i, column in enumerate(codes):
+        keep &= np.isin(column, np.fromiter({key[i] for key in keys}, dtype=np.int64))
+    return np.flatnonzero(keep)

@@ -19,7 +19,7 @@ import numpy as np
 import assoc
 from assoc.field_order import value_text
 from assoc.server.qix.facts import AppFacts, FieldValues
-from assoc.server.qix.pages import Page, page_area
+from assoc.server.qix.pages import Page, page_area, rows_keyed
 from assoc.server.qix.pivot_sides import (
     PSEUDO,
     Leaves,
@@ -172,13 +172,10 @@ class PivotView:
         codes, _ = self._columns(a, b)
         if not codes:
             return {(): 0}
-        if len(codes[0]) <= 4 * len(keys) + 1024:  # a small cube: every row
+        rows = rows_keyed(codes, keys)
+        if rows is None:  # a small cube: every row
             found = zip(*(column.tolist() for column in codes), strict=True)
             return {key: row for row, key in enumerate(found)}
-        keep = np.ones(len(codes[0]), dtype=bool)
-        for i, column in enumerate(codes):
-            keep &= np.isin(column, np.fromiter({key[i] for key in keys}, dtype=np.int64))
-        rows = np.flatnonzero(keep)
         found = zip(*(column[rows].tolist() for column in codes), strict=True)
         return {key: row for row, key in zip(rows.tolist(), found, strict=True)}
 
