@@ -105,6 +105,8 @@ def cases(d: Driver) -> Iterator[tuple[str, Callable[[], str]]]:
     )
     attribute = _dim("Customer", qAttributeDimensions=[{"qDef": "Region"}])
     yield "table with an attribute dimension", layout_of(_cube([attribute]))
+    calculated = _dim("='c' & Customer")
+    yield "table by a calculated dimension: layout", layout_of(_cube([calculated]))
 
 
 def run(rows: int, repeat: int, budget: float) -> list[tuple[str, str]]:

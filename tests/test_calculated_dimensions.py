@@ -372,3 +372,29 @@ def test_the_derived_model_shares_the_models_columns() -> None:
         assert got[key] == (float(amount[here].sum()), float(amount[here].max())), key
     # Amount's symbols (131,072 numbers) and the one-bit column (275 KB) are the most of it.
     assert 0 < cached < shared / 3
+
+
+def test_symbols_key_names_the_same_values_only() -> None:
+    """Cubes of the same dimensions share their values' key while the engine keeps their
+    derived model; another text, another app (a reload) or a field differ, and a session under
+    section access, whose values depend on its user, has none."""
+    app = App.from_tables(SHOP)
+    with app.session() as s:
+        one = s.hypercube(["=Upper(Product)"], ["Sum(Amount)"])
+        again = s.hypercube(["=Upper(Product)"], ["Count(Amount)"])
+        other = s.hypercube(["=Lower(Product)"], ["Sum(Amount)"])
+        field = s.hypercube(["Product"], ["Sum(Amount)"])
+        assert one.symbols_key(0) is not None
+        assert one.symbols(0) == again.symbols(0)
+        assert one.symbols_key(0) == again.symbols_key(0)
+        assert one.symbols_key(0) != other.symbols_key(0)
+        assert field.symbols_key(0) not in (one.symbols_key(0), other.symbols_key(0))
+    with App.from_tables(SHOP).session() as s:
+        reloaded = s.hypercube(["=Upper(Product)"], ["Sum(Amount)"])
+        assert reloaded.symbols_key(0) != one.symbols_key(0)
+    secured = App.from_script(
+        "Section Access;\nLOAD * INLINE [ACCESS, USERID\nADMIN, ann\n];\nSection Application;\n"
+        "T: LOAD * INLINE [A\nx\ny\n];"
+    )
+    with secured.session("ann") as s:
+        assert s.hypercube(["=Upper(A)"], []).symbols_key(0) is None

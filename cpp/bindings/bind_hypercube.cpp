@@ -134,6 +134,14 @@ void bind_hypercube(py::module_& m) {
           },
           py::arg("dimension"), "The values codes() indexes: the field's symbols, or a calculated dimension's.")
       .def(
+          "dimension_symbols_key",
+          [](const PyHypercube& h, std::size_t dim) {
+            if (dim >= h.n_dims()) throw Error("no dimension " + std::to_string(dim));
+            return py::make_tuple(h.model->serial(), h.cube->dimension_field(dim));
+          },
+          py::arg("dimension"),
+          "(serial of the model, field) naming dimension_symbols' values: equal keys, equal values.")
+      .def(
           "calculated_source",
           [](const PyHypercube& h, std::size_t dim) -> py::object {
             if (dim >= h.n_dims()) throw Error("no dimension " + std::to_string(dim));

@@ -186,8 +186,14 @@ std::shared_ptr<const AssociativeModel> AssociativeModel::create(std::shared_ptr
   return std::shared_ptr<const AssociativeModel>(new AssociativeModel(std::move(model)));
 }
 
+namespace {
+std::atomic<std::uint64_t> next_serial{1};
+}  // namespace
+
 AssociativeModel::AssociativeModel(std::shared_ptr<const DataModel> model)
-    : model_(std::move(model)), holders_(model_->fields().size()), linked_(model_->fields().size()),
+    : model_(std::move(model)),
+      serial_(next_serial.fetch_add(1, std::memory_order_relaxed)),
+      holders_(model_->fields().size()), linked_(model_->fields().size()),
       lookups_(model_->fields().size()), column_values_(model_->tables().size()) {
   const auto& tables = model_->tables();
   for (std::uint32_t t = 0; t < tables.size(); ++t) column_values_[t].resize(tables[t].columns.size());

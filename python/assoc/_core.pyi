@@ -510,6 +510,12 @@ class Hypercube(metaclass=_pybind11_type):
         """
         The values codes() indexes: the field's symbols, or a calculated dimension's.
         """
+    def dimension_symbols_key(
+        self, dimension: typing.SupportsInt | typing.SupportsIndex
+    ) -> tuple[int, int]:
+        """
+        (serial of the model, field) naming dimension_symbols' values: equal keys, equal values.
+        """
     def rows(
         self,
         top: typing.SupportsInt | typing.SupportsIndex,

@@ -123,6 +123,16 @@ class Hypercube:
         kept = set(self._kept(field, np.arange(len(found))).tolist())
         return [v if i in kept else None for i, v in enumerate(found)]
 
+    def symbols_key(self, dimension: str | int) -> tuple[int, int] | None:
+        """A key two cubes share when their symbols(dimension) are the same values (those of
+        one field of one model), for keeping what is made of them; None when the values
+        depend on the session (section access)."""
+        column = self._column(dimension, self.dimensions, "dimension")
+        if self._kept is not None:
+            return None
+        serial, field = self._impl.dimension_symbols_key(column)
+        return int(serial), int(field)
+
     def calculated_source(self, dimension: str | int) -> tuple[str, np.ndarray] | None:
         """For a calculated dimension that reads one field (an Aggr: its one dimension): that
         field and, per symbol of it, the code of its result (-1 for NULL); else None."""

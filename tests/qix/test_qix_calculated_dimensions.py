@@ -129,3 +129,20 @@ def test_errors_of_calculated_dimensions(qix: QixClient) -> None:
     mixed = qix.handle_of("CreateSessionObject", [props("=Product & Year")], 1)
     answer = qix.call("SelectHyperCubeValues", ["/qHyperCubeDef", 0, [0], False], mixed)
     assert "reads several fields" in answer["error"]["message"] + str(answer["error"])
+
+
+def test_values_follow_reloads_across_more_dimensions_than_are_kept(qix_server: QixServer) -> None:
+    """A calculated dimension's values are kept between layouts (facts.KEPT_CALCULATED of
+    them); eleven texts over two reloads each show their own values of the data loaded."""
+    texts = [f"='{letter}' & N" for letter in "abcdefghijk"]
+    with QixClient(qix_server.ws_base + "/app/") as qix:
+        doc = qix.result("CreateSessionApp")["qReturn"]["qHandle"]
+        objects = [qix.handle_of("CreateSessionObject", [props(t)], doc) for t in texts]
+        for rows in (3, 5):
+            script = f"T: LOAD RecNo() AS N, RecNo() * 10 AS Amount AUTOGENERATE {rows};"
+            qix.result("SetScript", [script], doc)
+            assert qix.result("DoReload", [], doc)["qReturn"] is True
+            for _ in range(2):
+                for text, obj in zip(texts, objects, strict=True):
+                    shown = [(t, s, n) for t, s, n in matrix(layout(qix, obj))]
+                    assert shown == [(f"{text[2]}{n}", "O", n * 10) for n in range(1, rows + 1)]

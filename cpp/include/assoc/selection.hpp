@@ -144,6 +144,9 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
 
   const DataModel& data() const { return *model_; }
   const std::shared_ptr<const DataModel>& data_ptr() const { return model_; }
+  // A number no other model of this process has had: what a cache of facts about the model
+  // (kept outside the engine) may key on, where an address could be reused once it is freed.
+  std::uint64_t serial() const { return serial_; }
 
   // Field and table by name; throw Error when unknown.
   std::uint32_t field_id(const std::string& name) const;
@@ -205,6 +208,7 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
                                              const RowStates& rows) const;
 
   std::shared_ptr<const DataModel> model_;
+  std::uint64_t serial_;
   std::vector<std::vector<Holder>> holders_;  // per field, every table holding it
   std::vector<std::vector<Holder>> linked_;   // per field, holders that are not loose
   mutable std::mutex lookup_mutex_;

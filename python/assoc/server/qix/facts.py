@@ -18,6 +18,10 @@ from assoc.session import Reduction
 
 # Fields with more values make each page's cells as asked rather than keeping all of them.
 CACHED_PREFIXES_MAX = 100_000
+# Calculated dimensions' values kept per app for the layouts after the first: the latest
+# this many, of at most KEPT_CALCULATED_VALUES values together.
+KEPT_CALCULATED = 8
+KEPT_CALCULATED_VALUES = 4_000_000
 NULL_CELL_PREFIX = '{"qText":"-","qNum":"NaN","qElemNumber":-2,"qIsNull":true,"qState":"'
 
 
@@ -142,6 +146,7 @@ class AppFacts:
         self._lock = threading.Lock()
         app_ref = self._app
         self._values = MadeOnce(lambda name: FieldValues(_alive(app_ref).symbols(name)))
+        self._calculated: dict[tuple[int, int], FieldValues] = {}  # oldest first
         self._columns: dict[tuple[str, str], ColumnFacts] = {}
 
     @property
@@ -167,6 +172,29 @@ class AppFacts:
         if self._shared is not None:
             return self._shared.values(name)
         return self._values(name)
+
+    def dimension_values(self, cube: assoc.Hypercube, dimension: int) -> FieldValues:
+        """A cube dimension's values as cells need them: for a calculated dimension, those of
+        the derived model the engine keeps for its text, made once while it keeps it (a
+        dimension of a million values takes a third of a second to make)."""
+        key = cube.symbols_key(dimension)
+        if key is None:
+            return FieldValues(cube.symbols(dimension))
+        if self._shared is not None:
+            return self._shared.dimension_values(cube, dimension)
+        with self._lock:
+            found = self._calculated.pop(key, None)
+            if found is not None:
+                self._calculated[key] = found  # the latest again
+                return found
+        made = FieldValues(cube.symbols(dimension))
+        with self._lock:
+            kept = self._calculated
+            kept[key] = made
+            total = sum(len(v) for v in kept.values())
+            while len(kept) > 1 and (len(kept) > KEPT_CALCULATED or total > KEPT_CALCULATED_VALUES):
+                total -= len(kept.pop(next(iter(kept))))
+        return made
 
     def column(self, table: str, field: str) -> ColumnFacts:
         """How `field` occurs in `table`."""

@@ -29,7 +29,7 @@ from assoc.server.qix.cubeextras import (
     string_expr,
 )
 from assoc.server.qix.expressions import expand_dimensions
-from assoc.server.qix.facts import NULL_CELL_PREFIX, AppFacts, FieldValues
+from assoc.server.qix.facts import NULL_CELL_PREFIX, AppFacts
 from assoc.server.qix.listobject import (
     field_of,
     sort_criteria,
@@ -422,7 +422,7 @@ class HyperCubeView:
                 return
         self.arrays = [self.columns[m.expression] for m in d.measures]
         self.values = [
-            FieldValues(self.cube.symbols(i)) if f.startswith("=") else facts.values(f)
+            facts.dimension_values(self.cube, i) if f.startswith("=") else facts.values(f)
             for i, f in enumerate(fields)
         ]
         self.states = [
