@@ -135,6 +135,20 @@ class OtherSpec:
                 return values > limit
             return values < limit
 
+    def _first_counted(self, scores: np.ndarray) -> np.ndarray:
+        """Where the `counted` best of `scores` (no NaN) are: the ranking's first ones,
+        found without ranking them all (a partition, then the ties at the cut in order)."""
+        n = min(self.counted, len(scores))
+        if n == len(scores):
+            return np.arange(n)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        cost = scores if self.ascending else -scores  # the best first: the lowest cost
+        cut = np.partition(cost, n - 1)[n - 1]
+        better = np.flatnonzero(cost < cut)
+        ties = np.flatnonzero(cost == cut)[: n - len(better)]
+        return np.concatenate([better, ties])
+
     def kept_mask(self, scores: np.ndarray) -> np.ndarray:
         """Of one group's values (their scores, in the order the cube shows them), those that
         keep their own rows; the rest go to Others. Values are ranked by score (highest first
@@ -143,6 +157,9 @@ class OtherSpec:
         bad = np.isnan(scores)
         keep = bad.copy() if self.keep_bad else np.zeros(len(scores), dtype=bool)
         good = np.flatnonzero(~bad)
+        if self.mode == "OTHER_COUNTED":
+            keep[good[self._first_counted(scores[good])]] = True
+            return keep
         ranked = good[np.argsort(scores[good] if self.ascending else -scores[good], kind="stable")]
         ordered = scores[ranked].astype(np.float64)
         sums = np.cumsum(ordered)
@@ -150,9 +167,7 @@ class OtherSpec:
         with np.errstate(invalid="ignore", divide="ignore"):
             share = ordered / total if total else np.full(len(ordered), np.nan)
         mode = self.mode
-        if mode == "OTHER_COUNTED":
-            keep[ranked[: self.counted]] = True
-        elif mode == "OTHER_ABS_LIMITED":
+        if mode == "OTHER_ABS_LIMITED":
             keep[ranked[self._passes(ordered)]] = True
         elif mode == "OTHER_REL_LIMITED":
             keep[ranked[~np.isnan(share) & self._passes(share)]] = True
@@ -293,23 +308,27 @@ def _others(
     # The (group, value) pairs of the rows with a value, in the order the rows first show
     # them; each pair's score.
     valid = np.flatnonzero(values >= 0)
-    width = int(values.max()) + 1 if len(valid) else 1
-    pair = group[valid] * width + values[valid]
-    _, first, pair_of = np.unique(pair, return_index=True, return_inverse=True)
-    pair_of = pair_of.reshape(-1)
-    # The pairs in the order of their first rows (distinct rows: a scatter, not a sort).
-    number = np.full(n_rows, -1, dtype=np.int64)
-    number[valid[first]] = np.arange(len(first))
-    appear = number[number >= 0]
-    position = np.empty(len(appear), dtype=np.int64)  # each pair's place in that order
-    position[appear] = np.arange(len(appear))
-    pair_rows = valid[first][appear]
-    pair_group, pair_value = group[pair_rows], values[pair_rows]
-    if k == len(fields) - 1:  # the row's own measure (the last row of a pair, as a dict kept)
-        last_of_pair = np.zeros(len(first), dtype=np.int64)
-        np.maximum.at(last_of_pair, pair_of, valid)
-        scores = columns[ref][last_of_pair][appear].astype(np.float64)
+    if k == len(fields) - 1:
+        # A cube's rows are distinct tuples (Others rows of earlier dimensions have no value
+        # here): each row with a value is its own pair, scored by the row's own measure.
+        pair_rows = valid
+        position = np.arange(len(valid))
+        pair_of = position
+        scores = columns[ref][valid].astype(np.float64)
     else:
+        width = int(values.max()) + 1 if len(valid) else 1
+        pair = group[valid] * width + values[valid]
+        _, first, pair_of = np.unique(pair, return_index=True, return_inverse=True)
+        pair_of = pair_of.reshape(-1)
+        # The pairs in the order of their first rows (distinct rows: a scatter, not a sort).
+        number = np.full(n_rows, -1, dtype=np.int64)
+        number[valid[first]] = np.arange(len(first))
+        appear = number[number >= 0]
+        position = np.empty(len(appear), dtype=np.int64)  # each pair's place in that order
+        position[appear] = np.arange(len(appear))
+        pair_rows = valid[first][appear]
+    pair_group, pair_value = group[pair_rows], values[pair_rows]
+    if k < len(fields) - 1:
         sub = view.session.hypercube(fields[: k + 1], [ref])
         table = np.stack([sub.codes(f).astype(np.int64) for f in fields[: k + 1]], axis=1)
         keys = np.column_stack([parents[pair_group], pair_value]) if k else pair_value[:, None]
