@@ -12,6 +12,7 @@
 #include "assoc/result_cache.hpp"
 #include "hypercube_builder.hpp"
 #include "radix_sort.hpp"
+#include "text_sort.hpp"
 
 namespace assoc {
 
@@ -524,7 +525,13 @@ std::vector<double> HypercubeBuilder::value_ranks(std::uint32_t field, const std
     std::sort(numbers.begin(), numbers.end());
     for (std::size_t i = 0; i < numbers.size(); ++i) by_value[i] = numbers[i].second;
   } else {
-    std::sort(by_value.begin(), by_value.end(), value_before);
+    // Numbers first, by number; then texts, bytewise (sort_texts); ties by index.
+    const auto texts = std::stable_partition(by_value.begin(), by_value.end(),
+                                             [&](std::uint32_t k) { return symbols.has_number(k); });
+    std::sort(by_value.begin(), texts, value_before);
+    std::vector<std::uint32_t> text_ids(texts, by_value.end());
+    detail::sort_texts(symbols, text_ids);
+    std::copy(text_ids.begin(), text_ids.end(), texts);
   }
   std::vector<double> out;
   out.reserve(codes.size());
