@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -13,6 +14,7 @@
 #include "assoc/selection.hpp"
 #include "inference.hpp"
 #include "selection_kernels.hpp"
+#include "value_order.hpp"
 
 namespace assoc {
 namespace {
@@ -194,7 +196,7 @@ AssociativeModel::AssociativeModel(std::shared_ptr<const DataModel> model)
     : model_(std::move(model)),
       serial_(next_serial.fetch_add(1, std::memory_order_relaxed)),
       holders_(model_->fields().size()), linked_(model_->fields().size()),
-      lookups_(model_->fields().size()), column_values_(model_->tables().size()) {
+      lookups_(model_->fields().size()), ranks_(model_->fields().size()), column_values_(model_->tables().size()) {
   const auto& tables = model_->tables();
   for (std::uint32_t t = 0; t < tables.size(); ++t) column_values_[t].resize(tables[t].columns.size());
   for (std::uint32_t t = 0; t < tables.size(); ++t) {
@@ -238,6 +240,27 @@ const AssociativeModel::Lookup& AssociativeModel::lookup(std::uint32_t field) co
 }
 
 void AssociativeModel::prepare_lookup(std::uint32_t field) const { lookup(field); }
+
+std::shared_ptr<const std::vector<std::uint32_t>> AssociativeModel::value_ranks_found(std::uint32_t field) const {
+  std::lock_guard<std::mutex> lock(ranks_mutex_);
+  return ranks_.at(field);
+}
+
+std::shared_ptr<const std::vector<std::uint32_t>> AssociativeModel::value_ranks(std::uint32_t field) const {
+  if (auto found = value_ranks_found(field)) return found;
+  // Sorted outside the lock (a field of millions of values takes a tenth of a second): two
+  // threads asking at once may both sort, and the first kept is used.
+  const SymbolTable& symbols = model_->fields().at(field).symbols;
+  std::vector<std::uint32_t> order(symbols.size());
+  std::iota(order.begin(), order.end(), 0U);
+  detail::sort_by_value(symbols, order);
+  auto ranks = std::make_shared<std::vector<std::uint32_t>>(order.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) (*ranks)[order[i]] = i;
+  std::lock_guard<std::mutex> lock(ranks_mutex_);
+  auto& slot = ranks_.at(field);
+  if (!slot) slot = std::move(ranks);
+  return slot;
+}
 
 Bitset AssociativeModel::values_on_possible(std::uint32_t field, const RowStates& rows) const {
   if (const Bitset* found = rows.values_of(field)) return *found;

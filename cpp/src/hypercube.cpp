@@ -12,7 +12,7 @@
 #include "assoc/result_cache.hpp"
 #include "hypercube_builder.hpp"
 #include "radix_sort.hpp"
-#include "text_sort.hpp"
+#include "value_order.hpp"
 
 namespace assoc {
 
@@ -491,6 +491,16 @@ std::vector<double> HypercubeBuilder::value_ranks(std::uint32_t field, const std
   // The symbols present: marked in one pass when the field has not many more symbols than
   // there are rows, else the rows' codes sorted.
   const bool marked = n_symbols <= 4 * codes.size() + 1024;
+  // A cube over much of a field reads the ranks of all its symbols, made once per model.
+  std::shared_ptr<const std::vector<std::uint32_t>> ranks =
+      2 * codes.size() >= n_symbols ? model_.value_ranks(field) : model_.value_ranks_found(field);
+  std::vector<double> out;
+  out.reserve(codes.size());
+  if (ranks) {
+    const std::uint32_t* rank = ranks->data();
+    for (const std::uint32_t code : codes) out.push_back(code < n_symbols ? rank[code] : std::nan(""));
+    return out;
+  }
   std::vector<std::uint32_t> present;
   if (marked) {
     std::vector<std::uint8_t> seen(n_symbols, 0);
@@ -505,36 +515,7 @@ std::vector<double> HypercubeBuilder::value_ranks(std::uint32_t field, const std
     if (!present.empty() && present.back() == kNull) present.pop_back();
   }
   std::vector<std::uint32_t> by_value(present);
-  auto value_before = [&](std::uint32_t a, std::uint32_t b) {
-    const bool an = symbols.has_number(a), bn = symbols.has_number(b);
-    if (an != bn) return an;
-    if (an) {
-      const double x = symbols.number(a), y = symbols.number(b);
-      if (x != y) return x < y;
-      return a < b;
-    }
-    const std::string_view x = symbols.text(a), y = symbols.text(b);
-    return x != y ? x < y : a < b;
-  };
-  // Symbols loaded in value order need no sort; numbers alone sort beside their symbols.
-  if (std::is_sorted(by_value.begin(), by_value.end(), value_before)) {
-  } else if (std::all_of(by_value.begin(), by_value.end(), [&](std::uint32_t k) { return symbols.has_number(k); })) {
-    std::vector<std::pair<double, std::uint32_t>> numbers;
-    numbers.reserve(by_value.size());
-    for (const std::uint32_t k : by_value) numbers.emplace_back(symbols.number(k), k);
-    std::sort(numbers.begin(), numbers.end());
-    for (std::size_t i = 0; i < numbers.size(); ++i) by_value[i] = numbers[i].second;
-  } else {
-    // Numbers first, by number; then texts, bytewise (sort_texts); ties by index.
-    const auto texts = std::stable_partition(by_value.begin(), by_value.end(),
-                                             [&](std::uint32_t k) { return symbols.has_number(k); });
-    std::sort(by_value.begin(), texts, value_before);
-    std::vector<std::uint32_t> text_ids(texts, by_value.end());
-    detail::sort_texts(symbols, text_ids);
-    std::copy(text_ids.begin(), text_ids.end(), texts);
-  }
-  std::vector<double> out;
-  out.reserve(codes.size());
+  detail::sort_by_value(symbols, by_value);
   if (marked) {
     std::vector<double> rank_of(n_symbols, 0.0);
     for (std::size_t i = 0; i < by_value.size(); ++i) rank_of[by_value[i]] = static_cast<double>(i);

@@ -166,6 +166,12 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> symbols_with_texts(std::uint32_t field,
                                                                           const std::vector<std::string>& texts) const;
 
+  // Each of a field's symbols' rank in value order (numbers by number, then texts bytewise;
+  // the order a dimension sorts by): made on first ask and kept, the model being fixed.
+  std::shared_ptr<const std::vector<std::uint32_t>> value_ranks(std::uint32_t field) const;
+  // The same when made already, else null.
+  std::shared_ptr<const std::vector<std::uint32_t>> value_ranks_found(std::uint32_t field) const;
+
   // Possible rows of every table (computed, or found in the result cache).
   std::shared_ptr<const RowStates> rows(const SelectionState& state) const;
   // The same given the rows of a wider state that `state` narrows (the same mask; every field
@@ -213,6 +219,8 @@ class AssociativeModel : public std::enable_shared_from_this<AssociativeModel> {
   std::vector<std::vector<Holder>> linked_;   // per field, holders that are not loose
   mutable std::mutex lookup_mutex_;
   mutable std::vector<std::unique_ptr<Lookup>> lookups_;
+  mutable std::mutex ranks_mutex_;
+  mutable std::vector<std::shared_ptr<const std::vector<std::uint32_t>>> ranks_;  // per field
   mutable std::mutex column_mutex_;
   mutable std::vector<std::vector<std::shared_ptr<const Bitset>>> column_values_;  // per table, column
 };

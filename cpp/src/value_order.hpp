@@ -1,4 +1,7 @@
 #pragma once
+// A field's symbols in value order, as a dimension sorts by default: numbers first, by number,
+// then texts, bytewise; ties by symbol index.
+//
 // Sorting text symbols bytewise (the order std::string_view's < gives), ties by symbol index,
 // eight bytes at a time: each symbol's next eight bytes as one big-endian number (zeros past
 // its end), so that most comparisons are of two integers and not calls of memcmp. Symbols
@@ -65,6 +68,34 @@ inline void sort_texts(const SymbolTable& symbols, std::vector<std::uint32_t>& i
     }
   }
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = keys[i].id;
+}
+
+// `ids` (symbols of `symbols`) in value order: numbers first, by number, then texts (sort_texts);
+// ties by index. Symbols loaded in value order need no sort.
+inline void sort_by_value(const SymbolTable& symbols, std::vector<std::uint32_t>& ids) {
+  const auto value_before = [&](std::uint32_t a, std::uint32_t b) {
+    const bool an = symbols.has_number(a), bn = symbols.has_number(b);
+    if (an != bn) return an;
+    if (an) {
+      const double x = symbols.number(a), y = symbols.number(b);
+      return x != y ? x < y : a < b;
+    }
+    const std::string_view x = symbols.text(a), y = symbols.text(b);
+    return x != y ? x < y : a < b;
+  };
+  if (std::is_sorted(ids.begin(), ids.end(), value_before)) return;
+  const auto texts =
+      std::stable_partition(ids.begin(), ids.end(), [&](std::uint32_t k) { return symbols.has_number(k); });
+  // Numbers beside their symbols: pairs compared as two words, not through the table.
+  std::vector<std::pair<double, std::uint32_t>> numbers;
+  numbers.reserve(static_cast<std::size_t>(texts - ids.begin()));
+  for (auto k = ids.begin(); k != texts; ++k) numbers.emplace_back(symbols.number(*k), *k);
+  std::sort(numbers.begin(), numbers.end());
+  for (std::size_t i = 0; i < numbers.size(); ++i) ids[i] = numbers[i].second;
+  if (texts == ids.end()) return;
+  std::vector<std::uint32_t> text_ids(texts, ids.end());
+  sort_texts(symbols, text_ids);
+  std::copy(text_ids.begin(), text_ids.end(), texts);
 }
 
 }  // namespace assoc::detail
