@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import assoc
-from assoc.field_order import state_counts
+from assoc.field_order import FieldOrder, state_counts
 
 pa = pytest.importorskip("pyarrow")
 pl = pytest.importorskip("polars")
@@ -276,3 +276,22 @@ def test_a_column_keeps_its_type_whatever_part_goes_out() -> None:
             assert pa.table(s.table("Sales")).column("Code").to_pylist() == [code]
             cube = s.hypercube(["Code"], ["Count(REGION)"]).to_arrow()
             assert pa.table(cube).column("Code").to_pylist() == [code]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_text_order_folds_case_then_keeps_texts_and_load_order(seed: int) -> None:
+    """A field's text ranks (the order of a list sorted by text): case folded first, then the
+    texts themselves, then load order; for texts that differ in case or fold to the same
+    (ß and ss), share long beginnings, hold NULs or are empty."""
+    rng = random.Random(seed)
+    pieces = ["a", "A", "b", "ß", "ss", "SS", "é", "É", "\x00", " ", "z", "日", "😀", "customer "]
+    texts = ["".join(rng.choices(pieces, k=rng.randint(0, 6))) for _ in range(5_000)]
+    texts += texts[:100]  # numbers' texts may repeat a text
+    order = FieldOrder(texts)
+    expected = sorted(range(len(texts)), key=lambda i: (texts[i].casefold(), texts[i], i))
+    rank = np.empty(len(texts), dtype=np.int64)
+    rank[expected] = np.arange(len(texts))
+    np.testing.assert_array_equal(order.text_rank, rank)
+    assert assoc._core.text_order(["b", "a", "", "ab", "a"]).tolist() == [2, 1, 4, 3, 0]
+    with pytest.raises(assoc.Error, match="texts only"):
+        assoc._core.text_order(["a", 1])  # type: ignore[list-item]

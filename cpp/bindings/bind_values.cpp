@@ -13,6 +13,7 @@
 
 #include "assoc/error.hpp"
 #include "bindings.hpp"
+#include "assoc/value_order.hpp"
 
 namespace assoc::py_bind {
 namespace {
@@ -295,6 +296,35 @@ void bind_values(py::module_& m) {
       "The JSON text of each row `index` names (a data page's qMatrix rows): per column, a\n"
       "dimension's cell (codes, states, prefixes: as cells_json writes it, `null_state` for NULL)\n"
       "or a measure's (its values: as measure_cells_json writes it).");
+  m.def(
+      "text_order",
+      [](const py::list& texts) {
+        // The texts' UTF-8 bytes (kept by the list's strings, which `held` keeps alive while
+        // the sort runs without the GIL); their bytes' order is their code points'.
+        const auto n = static_cast<std::size_t>(texts.size());
+        if (n > std::numeric_limits<std::uint32_t>::max()) throw Error("text_order: too many texts");
+        std::vector<py::object> held;
+        std::vector<std::string_view> views;
+        held.reserve(n);
+        views.reserve(n);
+        for (const py::handle item : texts) {
+          if (!PyUnicode_Check(item.ptr())) throw Error("text_order: texts only");
+          held.push_back(py::reinterpret_borrow<py::object>(item));
+          views.push_back(utf8_of(item.ptr()));
+        }
+        std::vector<std::uint32_t> order(n);
+        {
+          py::gil_scoped_release release;
+          for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
+          detail::sort_texts([&](std::uint32_t i) { return views[i]; }, order);
+        }
+        py::array_t<std::int64_t> out(static_cast<py::ssize_t>(n));
+        std::copy(order.begin(), order.end(), out.mutable_data());
+        return out;
+      },
+      py::arg("texts"),
+      "The positions of `texts` in their order (code point by code point, a shorter text before\n"
+      "the longer ones it begins), equal texts by position.");
   m.def(
       "distinct_codes",
       [](const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& codes, std::size_t size) {

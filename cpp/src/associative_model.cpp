@@ -14,7 +14,7 @@
 #include "assoc/selection.hpp"
 #include "inference.hpp"
 #include "selection_kernels.hpp"
-#include "value_order.hpp"
+#include "assoc/value_order.hpp"
 
 namespace assoc {
 namespace {

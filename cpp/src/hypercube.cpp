@@ -12,7 +12,7 @@
 #include "assoc/result_cache.hpp"
 #include "hypercube_builder.hpp"
 #include "radix_sort.hpp"
-#include "value_order.hpp"
+#include "assoc/value_order.hpp"
 
 namespace assoc {
 

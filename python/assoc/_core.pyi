@@ -592,6 +592,12 @@ class Interpretation(metaclass=_pybind11_type):
         A day number in a date/time format (DateFormat without one).
         """
 
+def text_order(texts: list[str]) -> numpy.typing.NDArray[numpy.int64]:
+    """
+    The positions of `texts` in their order (code point by code point, a shorter text before
+    the longer ones it begins), equal texts by position.
+    """
+
 def distinct_codes(
     codes: numpy.typing.ArrayLike, size: typing.SupportsInt | typing.SupportsIndex
 ) -> int:

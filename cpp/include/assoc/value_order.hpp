@@ -28,8 +28,9 @@ inline std::uint64_t text_chunk(std::string_view text, std::size_t at) {
   return __builtin_bswap64(v);
 }
 
-// `ids` (symbols of `symbols` with a text) in text order, ties by index.
-inline void sort_texts(const SymbolTable& symbols, std::vector<std::uint32_t>& ids) {
+// `ids` in the order of their texts (`text_of(id)`, a string_view), ties by id.
+template <class TextOf>
+void sort_texts(const TextOf& text_of, std::vector<std::uint32_t>& ids) {
   struct Key {
     std::uint64_t chunk;
     std::uint32_t id;
@@ -45,13 +46,19 @@ inline void sort_texts(const SymbolTable& symbols, std::vector<std::uint32_t>& i
     ranges.pop_back();
     Key* const first = keys.data() + range.first;
     Key* const last = keys.data() + range.second;
-    for (Key* k = first; k != last; ++k) k->chunk = text_chunk(symbols.text(k->id), depth);
+    for (Key* k = first; k != last; ++k) k->chunk = text_chunk(text_of(k->id), depth);
+    // Texts that all begin alike (a common prefix): on to their next bytes at once.
+    const bool alike = std::all_of(first, last, [&](const Key& k) { return k.chunk == first->chunk; });
+    if (alike && std::any_of(first, last, [&](const Key& k) { return text_of(k.id).size() > depth + 8; })) {
+      ranges.push_back({range, depth + 8});
+      continue;
+    }
     std::sort(first, last, by_chunk);
     for (Key* run = first; run != last;) {
       Key* end = run + 1;
       while (end != last && end->chunk == run->chunk) ++end;
       if (end - run > 1) {
-        const bool longer = std::any_of(run, end, [&](const Key& k) { return symbols.text(k.id).size() > depth + 8; });
+        const bool longer = std::any_of(run, end, [&](const Key& k) { return text_of(k.id).size() > depth + 8; });
         if (longer) {
           ranges.push_back({{static_cast<std::size_t>(run - keys.data()), static_cast<std::size_t>(end - keys.data())},
                             depth + 8});
@@ -59,7 +66,7 @@ inline void sort_texts(const SymbolTable& symbols, std::vector<std::uint32_t>& i
           // Every text ends in these eight bytes, so each is the beginning of the longer ones
           // (the bytes past a shorter one's end are zeros): shortest first.
           std::sort(run, end, [&](const Key& a, const Key& b) {
-            const std::size_t x = symbols.text(a.id).size(), y = symbols.text(b.id).size();
+            const std::size_t x = text_of(a.id).size(), y = text_of(b.id).size();
             return x != y ? x < y : a.id < b.id;
           });
         }
@@ -94,7 +101,7 @@ inline void sort_by_value(const SymbolTable& symbols, std::vector<std::uint32_t>
   for (std::size_t i = 0; i < numbers.size(); ++i) ids[i] = numbers[i].second;
   if (texts == ids.end()) return;
   std::vector<std::uint32_t> text_ids(texts, ids.end());
-  sort_texts(symbols, text_ids);
+  sort_texts([&](std::uint32_t k) { return symbols.text(k); }, text_ids);
   std::copy(text_ids.begin(), text_ids.end(), texts);
 }
 
