@@ -295,3 +295,22 @@ def test_text_order_folds_case_then_keeps_texts_and_load_order(seed: int) -> Non
     assert assoc._core.text_order(["b", "a", "", "ab", "a"]).tolist() == [2, 1, 4, 3, 0]
     with pytest.raises(assoc.Error, match="texts only"):
         assoc._core.text_order(["a", 1])  # type: ignore[list-item]
+
+
+def test_symbol_texts_are_the_texts_and_numbers_lists_show() -> None:
+    """The engine's texts and numbers of a field's symbols (App.symbol_texts) are what
+    value_text and value_number make of its values: whole numbers below and above 1e15 and
+    2^53, decimals, negative zero, texts and duals."""
+    values: list[Any] = [
+        7, -3, 0.0, -0.0, 2.5, 1 / 3, 1e15, 1e15 + 1, 2.0**53, 2.0**53 * 3, 1e300, -1e-7,
+        "text", "", "日本", assoc.Dual(5, "five"),
+        assoc.Dual(2.25, "2¼"), 123456789012,
+    ]  # fmt: skip
+    app = assoc.App.from_tables({"T": {"V": values}})
+    texts, numbers = app.symbol_texts("V")
+    expected = FieldOrder(app.symbols("V"))
+    assert texts == expected.texts
+    np.testing.assert_array_equal(numbers, expected.numbers)
+    assert texts[:3] == ["7", "-3", "0"]
+    assert "five" in texts
+    assert "1000000000000000" in texts

@@ -134,6 +134,13 @@ void bind_hypercube(py::module_& m) {
           },
           py::arg("dimension"), "The values codes() indexes: the field's symbols, or a calculated dimension's.")
       .def(
+          "dimension_symbol_texts",
+          [](const PyHypercube& h, std::size_t dim) {
+            if (dim >= h.n_dims()) throw Error("no dimension " + std::to_string(dim));
+            return symbol_texts(h.model->data().fields()[h.cube->dimension_field(dim)].symbols);
+          },
+          py::arg("dimension"), "dimension_symbols' texts and numbers, as (list[str], float64 array).")
+      .def(
           "dimension_symbols_key",
           [](const PyHypercube& h, std::size_t dim) {
             if (dim >= h.n_dims()) throw Error("no dimension " + std::to_string(dim));

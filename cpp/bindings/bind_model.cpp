@@ -261,6 +261,9 @@ void bind_model(py::module_& m) {
           },
           py::arg("field"), "A field's distinct values in symbol order.")
       .def(
+          "symbol_texts", [](const PyModel& p, const std::string& field) { return symbol_texts(p.model->field(field).symbols); },
+          py::arg("field"), "A field's symbols' texts and numbers, as (list[str], float64 array) in symbol order.")
+      .def(
           "bit_width",
           [](const PyModel& p, const std::string& table, const std::string& field) {
             return p.model->column(table, field).index.bit_width();

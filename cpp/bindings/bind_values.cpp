@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -137,6 +138,37 @@ std::size_t write_value_text(double v, char (&buf)[48]) {
     return static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v)).ptr - buf);
   return static_cast<std::size_t>(std::snprintf(buf, sizeof buf, "%.15g", v));
 }
+
+}  // namespace
+
+py::tuple symbol_texts(const SymbolTable& symbols) {
+  const std::uint32_t n = symbols.size();
+  py::array_t<double> numbers(static_cast<py::ssize_t>(n));
+  double* number = numbers.mutable_data();
+  py::list texts(n);
+  char buf[48];
+  for (std::uint32_t i = 0; i < n; ++i) {
+    // Other threads have the GIL in turn between batches: a field may hold millions.
+    if ((i & 0xFFFF) == 0xFFFF) py::gil_scoped_release let_others_run;
+    const double d = symbols.number(i);
+    number[i] = d;
+    PyObject* text;
+    if (symbols.has_text(i)) {
+      const std::string_view t = symbols.text(i);
+      text = PyUnicode_DecodeUTF8(t.data(), static_cast<Py_ssize_t>(t.size()), nullptr);
+    } else {
+      const std::size_t size = is_integral(d) ? static_cast<std::size_t>(
+                                                    std::to_chars(buf, buf + sizeof buf, static_cast<long long>(d)).ptr - buf)
+                                              : write_value_text(d, buf);
+      text = PyUnicode_FromStringAndSize(buf, static_cast<Py_ssize_t>(size));
+    }
+    if (text == nullptr) throw py::error_already_set();
+    PyList_SET_ITEM(texts.ptr(), static_cast<Py_ssize_t>(i), text);
+  }
+  return py::make_tuple(std::move(texts), std::move(numbers));
+}
+
+namespace {
 
 // A measure cell's JSON (NxCell, state L), as the service writes it: qText as lists show the
 // number; qNum a whole number below 2^53 as an integer, else Python's repr of the float; NULL
@@ -298,33 +330,53 @@ void bind_values(py::module_& m) {
       "or a measure's (its values: as measure_cells_json writes it).");
   m.def(
       "text_order",
-      [](const py::list& texts) {
-        // The texts' UTF-8 bytes (kept by the list's strings, which `held` keeps alive while
+      [](const py::list& texts, const py::object& tie_texts) {
+        std::optional<py::list> ties;
+        if (!tie_texts.is_none()) ties = py::cast<py::list>(tie_texts);
+        // The texts' UTF-8 bytes (kept by the lists' strings, which `held` keeps alive while
         // the sort runs without the GIL); their bytes' order is their code points'.
         const auto n = static_cast<std::size_t>(texts.size());
         if (n > std::numeric_limits<std::uint32_t>::max()) throw Error("text_order: too many texts");
+        if (ties && static_cast<std::size_t>(ties->size()) != n) throw Error("text_order: ties of another length");
         std::vector<py::object> held;
-        std::vector<std::string_view> views;
-        held.reserve(n);
-        views.reserve(n);
-        for (const py::handle item : texts) {
-          if (!PyUnicode_Check(item.ptr())) throw Error("text_order: texts only");
-          held.push_back(py::reinterpret_borrow<py::object>(item));
-          views.push_back(utf8_of(item.ptr()));
-        }
+        std::vector<std::string_view> views, tie_views;
+        const auto take = [&](const py::list& from, std::vector<std::string_view>& into) {
+          into.reserve(n);
+          for (const py::handle item : from) {
+            if (!PyUnicode_Check(item.ptr())) throw Error("text_order: texts only");
+            held.push_back(py::reinterpret_borrow<py::object>(item));
+            into.push_back(utf8_of(item.ptr()));
+          }
+        };
+        held.reserve(ties ? 2 * n : n);
+        take(texts, views);
+        if (ties) take(*ties, tie_views);
         std::vector<std::uint32_t> order(n);
         {
           py::gil_scoped_release release;
           for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
           detail::sort_texts([&](std::uint32_t i) { return views[i]; }, order);
+          // Runs of equal texts: by their ties' texts (then position).
+          for (std::size_t b = 0; ties && b < n;) {
+            std::size_t e = b + 1;
+            while (e < n && views[order[e]] == views[order[b]]) ++e;
+            if (e - b > 1) {
+              std::vector<std::uint32_t> run(order.begin() + static_cast<std::ptrdiff_t>(b),
+                                             order.begin() + static_cast<std::ptrdiff_t>(e));
+              detail::sort_texts([&](std::uint32_t i) { return tie_views[i]; }, run);
+              std::copy(run.begin(), run.end(), order.begin() + static_cast<std::ptrdiff_t>(b));
+            }
+            b = e;
+          }
         }
         py::array_t<std::int64_t> out(static_cast<py::ssize_t>(n));
         std::copy(order.begin(), order.end(), out.mutable_data());
         return out;
       },
-      py::arg("texts"),
+      py::arg("texts"), py::arg("ties") = py::none(),
       "The positions of `texts` in their order (code point by code point, a shorter text before\n"
-      "the longer ones it begins), equal texts by position.");
+      "the longer ones it begins); equal texts by the texts of `ties` at their positions, then\n"
+      "by position.");
   m.def(
       "distinct_codes",
       [](const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& codes, std::size_t size) {

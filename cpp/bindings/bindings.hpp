@@ -60,6 +60,11 @@ struct Cells {
 
 // Converts one symbol to int, float, str or Dual.
 py::object symbol_to_python(const SymbolTable& symbols, std::uint32_t i);
+// Every symbol's text as lists show it (a dual's or a text's own; a number's: a whole number
+// below 2^53 as an integer, any other as %.15g) and its number (NaN for a text), as
+// (list[str], float64 array): what field_order.FieldOrder reads, without a Python object per
+// value made first.
+py::tuple symbol_texts(const SymbolTable& symbols);
 
 // The bytes of a contiguous one-dimensional buffer (bytes, bytearray, memoryview, mmap).
 // `info` must outlive the use of the returned pointer; throws Error naming `what` otherwise.

@@ -276,6 +276,10 @@ class DataModel(metaclass=_pybind11_type):
         """
         A field's distinct values in symbol order.
         """
+    def symbol_texts(self, field: str) -> tuple[list[str], numpy.typing.NDArray[numpy.float64]]:
+        """
+        A field's symbols' texts and numbers, as (list[str], float64 array) in symbol order.
+        """
     def source_fields(self, table: str) -> list[str]:
         """
         The fields a table was loaded with, in load order.
@@ -510,6 +514,12 @@ class Hypercube(metaclass=_pybind11_type):
         """
         The values codes() indexes: the field's symbols, or a calculated dimension's.
         """
+    def dimension_symbol_texts(
+        self, dimension: typing.SupportsInt | typing.SupportsIndex
+    ) -> tuple[list[str], numpy.typing.NDArray[numpy.float64]]:
+        """
+        dimension_symbols' texts and numbers, as (list[str], float64 array).
+        """
     def dimension_symbols_key(
         self, dimension: typing.SupportsInt | typing.SupportsIndex
     ) -> tuple[int, int]:
@@ -592,10 +602,13 @@ class Interpretation(metaclass=_pybind11_type):
         A day number in a date/time format (DateFormat without one).
         """
 
-def text_order(texts: list[str]) -> numpy.typing.NDArray[numpy.int64]:
+def text_order(
+    texts: list[str], ties: list[str] | None = None
+) -> numpy.typing.NDArray[numpy.int64]:
     """
     The positions of `texts` in their order (code point by code point, a shorter text before
-    the longer ones it begins), equal texts by position.
+    the longer ones it begins); equal texts by the texts of `ties` at their positions, then
+    by position.
     """
 
 def distinct_codes(

@@ -13,7 +13,7 @@ from assoc import _core
 from assoc.access import ACCESS_TABLE, DENIED, AccessTable, ValueCodes, hidden_name
 from assoc.annotations import Annotations
 from assoc.arrow import ArrowExport, Duals, check_duals, is_arrow_stream, read_arrow
-from assoc.field_order import FieldOrder, MadeOnce
+from assoc.field_order import FieldOrder, MadeOnce, SymbolTexts
 from assoc.session import Reduction, Session
 from assoc.sources import Source, SourceKind, TableSource, load_model
 
@@ -134,8 +134,8 @@ class App:
         self._shared_reductions: dict[tuple[Any, ...], Reduction] = {}
         # Each field's values in sort order, for list pages (made on first use, kept; it
         # reads the model, not the app, so sessions keeping it do not keep the app).
-        symbols = model.symbols
-        self._orders = MadeOnce(lambda field: FieldOrder(symbols(field)))
+        texts = model.symbol_texts
+        self._orders = MadeOnce(lambda field: FieldOrder(SymbolTexts(*texts(field))))
 
     @classmethod
     def from_tables(
@@ -236,6 +236,11 @@ class App:
     def symbols(self, field: str) -> list[Any]:
         """A field's distinct values, in symbol (first-occurrence) order."""
         return self._impl.symbols(field)
+
+    def symbol_texts(self, field: str) -> SymbolTexts:
+        """A field's distinct values as lists show them, in symbol order: each one's text
+        (a number's in its shortest form) and number (NaN for a text)."""
+        return SymbolTexts(*self._impl.symbol_texts(field))
 
     def write_qvd(self, table: str, path: str | os.PathLike[str]) -> None:
         """Writes one table as a QVD file that Qlik and other QVD tools read."""

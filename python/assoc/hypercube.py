@@ -9,6 +9,7 @@ import numpy as np
 
 from assoc import _core
 from assoc.arrow import ArrowExport, Duals, check_duals
+from assoc.field_order import FieldOrder, SymbolTexts
 
 SORT_DIRECTIONS = ("asc", "desc", "load")
 
@@ -122,6 +123,15 @@ class Hypercube:
             field = field[1:-1]
         kept = set(self._kept(field, np.arange(len(found))).tolist())
         return [v if i in kept else None for i, v in enumerate(found)]
+
+    def symbol_texts(self, dimension: str | int) -> SymbolTexts:
+        """symbols(dimension) as lists read them: each value's text and number (the
+        engine's, without a Python object per value first)."""
+        column = self._column(dimension, self.dimensions, "dimension")
+        if self._kept is not None:
+            order = FieldOrder(self.symbols(column))
+            return SymbolTexts(order.texts, order.numbers)
+        return SymbolTexts(*self._impl.dimension_symbol_texts(column))
 
     def symbols_key(self, dimension: str | int) -> tuple[int, int] | None:
         """A key two cubes share when their symbols(dimension) are the same values (those of

@@ -12,7 +12,7 @@ import numpy as np
 
 import assoc
 from assoc import _core
-from assoc.field_order import STATE_NAMES, FieldOrder, MadeOnce
+from assoc.field_order import STATE_NAMES, FieldOrder, MadeOnce, SymbolTexts
 from assoc.server.qix.rpc import GENERIC_NOT_FOUND, RpcError, encode_json, json_number
 from assoc.session import Reduction
 
@@ -28,9 +28,9 @@ NULL_CELL_PREFIX = '{"qText":"-","qNum":"NaN","qElemNumber":-2,"qIsNull":true,"q
 class FieldValues(FieldOrder):
     """A field's symbols as cells need them: texts, numbers, sort ranks and look-ups."""
 
-    def __init__(self, symbols: list[Any]) -> None:
+    def __init__(self, symbols: list[Any] | SymbolTexts) -> None:
         super().__init__(symbols)
-        self.max_glyphs = max((len(t) for t in self.texts), default=0)
+        self.max_glyphs = max(map(len, self.texts), default=0)
         numeric = self.numbers[self.is_numeric]
         self.minimum = float(numeric.min()) if numeric.size else float("nan")
         self.maximum = float(numeric.max()) if numeric.size else float("nan")
@@ -145,7 +145,7 @@ class AppFacts:
         self.tables: list[dict[str, Any]] = metadata["tables"]
         self._lock = threading.Lock()
         app_ref = self._app
-        self._values = MadeOnce(lambda name: FieldValues(_alive(app_ref).symbols(name)))
+        self._values = MadeOnce(lambda name: FieldValues(_alive(app_ref).symbol_texts(name)))
         self._calculated: dict[tuple[int, int], FieldValues] = {}  # oldest first
         self._columns: dict[tuple[str, str], ColumnFacts] = {}
 
@@ -187,7 +187,7 @@ class AppFacts:
             if found is not None:
                 self._calculated[key] = found  # the latest again
                 return found
-        made = FieldValues(cube.symbols(dimension))
+        made = FieldValues(cube.symbol_texts(dimension))
         with self._lock:
             kept = self._calculated
             kept[key] = made
