@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from assoc.server.metrics import LoopCounts
+from assoc.server.qix.cubedef import HyperCubeDef
 from assoc.server.qix.delta import DeltaBases, NotExpressible, Prepared
 from assoc.server.qix.handles import ObjectTarget, Target
-from assoc.server.qix.hypercube import HyperCubeDef
 from assoc.server.qix.methods import Answer, Method
 from assoc.server.qix.objects import GenericObject
 from assoc.server.qix.rpc import Request, RpcError, bind_params, encode_json, result_message

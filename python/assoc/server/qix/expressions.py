@@ -16,7 +16,7 @@ from assoc.expansion import value_text
 from assoc.server.qix.rpc import CALC_INVALID_DEF, INVALID_PARAMETERS, RpcError, json_number
 
 if TYPE_CHECKING:
-    from assoc.server.qix.hypercube import HyperCubeDef
+    from assoc.server.qix.cubedef import HyperCubeDef
 
 STRING_EXPRESSION, VALUE_EXPRESSION = "qStringExpression", "qValueExpression"
 MAX_BAD_FIELDS = 100  # unknown fields CheckExpression lists at most

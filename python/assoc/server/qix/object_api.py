@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from assoc.server.qix.cubedef import HyperCubeDef
 from assoc.server.qix.field_api import STATE_SELECTIONS, select_codes
 from assoc.server.qix.handles import (
     Modal,
@@ -18,7 +19,7 @@ from assoc.server.qix.handles import (
     new_object_id,
     remove_object,
 )
-from assoc.server.qix.hypercube import HyperCubeDef, HyperCubeView
+from assoc.server.qix.hypercube import HyperCubeView
 from assoc.server.qix.library import Library
 from assoc.server.qix.listobject import ListObjectDef, ListObjectView
 from assoc.server.qix.methods import Answer, MethodTable

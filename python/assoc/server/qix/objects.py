@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import assoc
+from assoc.server.qix.cubedef import HyperCubeDef
 from assoc.server.qix.expressions import STRING_EXPRESSION, VALUE_EXPRESSION, ExpressionDef
 from assoc.server.qix.facts import AppFacts, field_list
-from assoc.server.qix.hypercube import HyperCubeDef, HyperCubeView
+from assoc.server.qix.hypercube import HyperCubeView
 from assoc.server.qix.library import LIST_KINDS, Library, resolve_library_ids
 from assoc.server.qix.listobject import ListObjectDef, ListObjectView
 from assoc.server.qix.lists import (

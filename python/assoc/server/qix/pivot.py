@@ -33,7 +33,7 @@ from assoc.server.qix.rpc import INVALID_PARAMETERS, RpcError, json_number
 from assoc.server.qix.states import InState
 
 if TYPE_CHECKING:
-    from assoc.server.qix.hypercube import HyperCubeDef
+    from assoc.server.qix.cubedef import HyperCubeDef
 
 TOTAL_TEXT = "Totals"
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 if TYPE_CHECKING:
-    from assoc.server.qix.hypercube import HyperCubeDef
+    from assoc.server.qix.cubedef import HyperCubeDef
 
 PSEUDO = -1
 

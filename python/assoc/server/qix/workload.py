@@ -12,8 +12,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from assoc.server.qix.cubedef import HyperCubeDef
 from assoc.server.qix.handles import ObjectTarget, Target
-from assoc.server.qix.hypercube import HyperCubeDef
 from assoc.server.qix.listobject import ListObjectDef
 from assoc.server.qix.rpc import RpcError
 from assoc.server.store.admission import LoadGate
