@@ -1,8 +1,9 @@
 """The service's layouts over fields of a million values, without sockets: a QIX session in
 this process answering what a front-end asks of a table, a list and its searches, pivot and
-stacked charts, Others rows and attribute dimensions on an app of `--rows` rows whose
-Customer field has `--rows / 2` values (20 regions). Cubes come from the result cache after
-the first call, so what is timed is the service's own work around them.
+stacked charts, Others rows, attribute and calculated dimensions on an app of `--rows` rows
+whose Customer field has `--rows / 2` values (20 regions), each with a Name (a text). Cubes
+come from the result cache after the first call, so what is timed is the service's own work
+around them.
 
     python benchmarks/qix_large_fields.py [--rows 2000000] [--repeat 3] [--budget 120]
 
@@ -107,6 +108,10 @@ def cases(d: Driver) -> Iterator[tuple[str, Callable[[], str]]]:
     yield "table with an attribute dimension", layout_of(_cube([attribute]))
     calculated = _dim("='c' & Customer")
     yield "table by a calculated dimension: layout", layout_of(_cube([calculated]))
+    yield "table by customer name (texts): layout", layout_of(_cube([_dim("Name")]))
+    names = {"qInfo": {"qType": "listbox"}, "qListObjectDef": {**_dim("Name")}}
+    names["qListObjectDef"]["qInitialDataFetch"] = _fetch(1, 50)
+    yield "list object of every customer name: layout", layout_of(names)
 
 
 def run(rows: int, repeat: int, budget: float) -> list[tuple[str, str]]:
@@ -119,6 +124,7 @@ def run(rows: int, repeat: int, budget: float) -> list[tuple[str, str]]:
             {
                 "Sales": {
                     "Customer": customer,
+                    "Name": np.char.add("Customer ", customer.astype(str)).astype(object),
                     "Region": customer % 20,
                     "Amount": rng.integers(1, 100, rows),
                 }
