@@ -313,6 +313,9 @@ class Calculator {
       const std::uint32_t n = data_.fields()[f].symbols.size();
       std::vector<std::uint32_t> remap(std::size_t{n} + 1);
       for (std::uint32_t s = 0; s <= n; ++s) {
+        // Results as many as the values so far (`='c' & Customer`): the table sized for them
+        // all at once (at most a result per value), not grown and rehashed on the way.
+        if (s == 1024 && symbols.size() > 512) symbols.reserve(std::size_t{n} + 1);
         const std::uint32_t code = s == n ? kNull : s;
         fill(in, &code);
         remap[s] = intern(symbols, plan.eval(in.data()));
