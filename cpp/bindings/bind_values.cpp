@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "assoc/error.hpp"
-#include "bindings.hpp"
 #include "assoc/value_order.hpp"
+#include "bindings.hpp"
 
 namespace assoc::py_bind {
 namespace {

@@ -12,9 +12,9 @@
 #include "assoc/number_text.hpp"
 #include "assoc/result_cache.hpp"
 #include "assoc/selection.hpp"
+#include "assoc/value_order.hpp"
 #include "inference.hpp"
 #include "selection_kernels.hpp"
-#include "assoc/value_order.hpp"
 
 namespace assoc {
 namespace {

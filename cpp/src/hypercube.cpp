@@ -10,9 +10,9 @@
 #include "assoc/calculated_dimension.hpp"
 #include "assoc/error.hpp"
 #include "assoc/result_cache.hpp"
+#include "assoc/value_order.hpp"
 #include "hypercube_builder.hpp"
 #include "radix_sort.hpp"
-#include "assoc/value_order.hpp"
 
 namespace assoc {
 
@@ -491,7 +491,8 @@ std::vector<double> HypercubeBuilder::value_ranks(std::uint32_t field, const std
   // The symbols present: marked in one pass when the field has not many more symbols than
   // there are rows, else the rows' codes sorted.
   const bool marked = n_symbols <= 4 * codes.size() + 1024;
-  // A cube over much of a field reads the ranks of all its symbols, made once per model.
+  // A cube of at least half as many rows as the field has values reads the ranks of all its
+  // symbols (made once per model, then kept: later cubes of the field read them too).
   std::shared_ptr<const std::vector<std::uint32_t>> ranks =
       2 * codes.size() >= n_symbols ? model_.value_ranks(field) : model_.value_ranks_found(field);
   std::vector<double> out;

