@@ -498,8 +498,27 @@ std::vector<double> HypercubeBuilder::value_ranks(std::uint32_t field, const std
   std::vector<double> out;
   out.reserve(codes.size());
   if (ranks) {
+    // Each row's rank among the values present, as below (so a sort's keys stay as narrow as
+    // the values shown): the present values marked at their field ranks, then counted.
     const std::uint32_t* rank = ranks->data();
-    for (const std::uint32_t code : codes) out.push_back(code < n_symbols ? rank[code] : std::nan(""));
+    std::vector<std::uint64_t> seen((n_symbols + 63) / 64, 0);
+    for (const std::uint32_t code : codes)
+      if (code < n_symbols) seen[rank[code] >> 6] |= std::uint64_t{1} << (rank[code] & 63);
+    std::vector<std::uint32_t> before(seen.size());
+    std::uint32_t count = 0;
+    for (std::size_t w = 0; w < seen.size(); ++w) {
+      before[w] = count;
+      count += static_cast<std::uint32_t>(std::popcount(seen[w]));
+    }
+    for (const std::uint32_t code : codes) {
+      if (code >= n_symbols) {
+        out.push_back(std::nan(""));
+        continue;
+      }
+      const std::uint32_t r = rank[code];
+      const std::uint64_t below = seen[r >> 6] & ((std::uint64_t{1} << (r & 63)) - 1);
+      out.push_back(static_cast<double>(before[r >> 6] + static_cast<std::uint32_t>(std::popcount(below))));
+    }
     return out;
   }
   std::vector<std::uint32_t> present;
