@@ -186,10 +186,14 @@ void bind_session(py::module_& m) {
           py::arg("field"), py::arg("values"), py::arg("state") = "$", "Replaces a field's selection; values the field lacks are ignored.")
       .def(
           "select_indices",
-          [](Session& s, const std::string& field, const std::vector<std::int64_t>& indices, const std::string& state) {
+          [](Session& s, const std::string& field,
+             const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& indices,
+             const std::string& state) {
             const std::uint32_t f = s.model().field_id(field);
+            // An array of a million indexes is read as it is (a list goes through numpy).
+            const std::vector<std::int64_t> codes(indices.data(), indices.data() + indices.size());
             py::gil_scoped_release release;
-            s.select_indices(f, indices, state);
+            s.select_indices(f, codes, state);
           },
           py::arg("field"), py::arg("indices"), py::arg("state") = "$",
           "Replaces a field's selection by symbol indexes; indexes out of range are ignored.")

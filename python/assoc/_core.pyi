@@ -460,7 +460,7 @@ class Session(metaclass=_pybind11_type):
     def select_indices(
         self,
         field: str,
-        indices: collections.abc.Sequence[typing.SupportsInt],
+        indices: typing.Annotated[numpy.typing.ArrayLike, numpy.int64],
         state: str = "$",
     ) -> None:
         """

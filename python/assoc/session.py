@@ -223,8 +223,11 @@ class Session:
         False (and nothing changes) when the field is locked. `search`: the search text that
         found these values, which GetFieldSelections and the current selections then show
         (until the field's selection changes otherwise)."""
+        codes: np.ndarray | list[int]
         if isinstance(indices, np.ndarray) and indices.dtype.kind in "iu":
-            codes = indices.astype(np.int64).tolist()  # a selection of a million values
+            # A selection of a million values goes to the engine as it is (an index past
+            # int64 turns negative: out of range, so ignored, as any other).
+            codes = indices.astype(np.int64, copy=False)
         else:
             codes = [int(i) for i in indices]
         if search is not None and not isinstance(search, str):

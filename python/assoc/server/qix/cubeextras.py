@@ -246,10 +246,8 @@ def _groups(codes: list[np.ndarray], k: int, n: int) -> tuple[np.ndarray, np.nda
 
 def _last_rows(group: np.ndarray, count: int) -> np.ndarray:
     """The last row of each of `count` groups (every group has one)."""
-    n = len(group)
-    _, first_from_end = np.unique(group[::-1], return_index=True)
     out = np.full(count, -1, dtype=np.int64)
-    out[np.unique(group)] = n - 1 - first_from_end
+    np.maximum.at(out, group, np.arange(len(group), dtype=np.int64))
     return out
 
 
