@@ -19,7 +19,8 @@ from assoc.session import Reduction
 # Fields with more values make each page's cells as asked rather than keeping all of them.
 CACHED_PREFIXES_MAX = 100_000
 # Calculated dimensions' values kept per app for the layouts after the first: the latest
-# this many, of at most KEPT_CALCULATED_VALUES values together.
+# this many, of at most KEPT_CALCULATED_VALUES values together (the latest one whatever its
+# size, as a field's values are).
 KEPT_CALCULATED = 8
 KEPT_CALCULATED_VALUES = 4_000_000
 NULL_CELL_PREFIX = '{"qText":"-","qNum":"NaN","qElemNumber":-2,"qIsNull":true,"qState":"'
