@@ -488,9 +488,6 @@ std::string HypercubeBuilder::dim_direction(std::size_t d) const {
 std::vector<double> HypercubeBuilder::value_ranks(std::uint32_t field, const std::vector<std::uint32_t>& codes) const {
   const SymbolTable& symbols = data_.fields()[field].symbols;
   const std::size_t n_symbols = symbols.size();
-  // The symbols present: marked in one pass when the field has not many more symbols than
-  // there are rows, else the rows' codes sorted.
-  const bool marked = n_symbols <= 4 * codes.size() + 1024;
   // A cube of at least half as many rows as the field has values reads the ranks of all its
   // symbols (made once per model, then kept: later cubes of the field read them too).
   std::shared_ptr<const std::vector<std::uint32_t>> ranks =
@@ -521,6 +518,9 @@ std::vector<double> HypercubeBuilder::value_ranks(std::uint32_t field, const std
     }
     return out;
   }
+  // The symbols present: marked in one pass when the field has not many more symbols than
+  // there are rows, else the rows' codes sorted.
+  const bool marked = n_symbols <= 4 * codes.size() + 1024;
   std::vector<std::uint32_t> present;
   if (marked) {
     std::vector<std::uint8_t> seen(n_symbols, 0);

@@ -48,13 +48,9 @@ void sort_texts(const TextOf& text_of, std::vector<std::uint32_t>& ids) {
     Key* const first = keys.data() + range.first;
     Key* const last = keys.data() + range.second;
     for (Key* k = first; k != last; ++k) k->chunk = text_chunk(text_of(k->id), depth);
-    // Texts that all begin alike (a common prefix): on to their next bytes at once.
-    const bool alike = std::all_of(first, last, [&](const Key& k) { return k.chunk == first->chunk; });
-    if (alike && std::any_of(first, last, [&](const Key& k) { return text_of(k.id).size() > depth + 8; })) {
-      ranges.push_back({range, depth + 8});
-      continue;
-    }
-    std::sort(first, last, by_chunk);
+    // Texts that all begin alike (a common prefix) need no sort here: they are one run below.
+    if (!std::all_of(first, last, [&](const Key& k) { return k.chunk == first->chunk; }))
+      std::sort(first, last, by_chunk);
     for (Key* run = first; run != last;) {
       Key* end = run + 1;
       while (end != last && end->chunk == run->chunk) ++end;
